@@ -1,0 +1,185 @@
+// Package algorithms holds the rate limiters limitbench runs: the Algorithm interface, one Go file
+// per algorithm beside its Lua script in package scripts, the registry (All, Lookup), defensive
+// reply decoding, and a pure-Go reference model per family that the verifier replays.
+//
+// An Algorithm is stateless and safe for concurrent use. Prepare binds it to one Limit and one key
+// prefix on one Redis and returns a Limiter, which is also safe for concurrent use.
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors returned by this package; compare with errors.Is.
+var (
+	// ErrBadReply means Redis answered with a reply of the wrong shape or type. The wrapping
+	// error carries the raw reply. A bad reply is never an admission.
+	ErrBadReply = errors.New("unexpected reply")
+	// ErrBadLimit means a Limit cannot be used with an algorithm.
+	ErrBadLimit = errors.New("invalid limit")
+	// ErrCostUnsupported means the algorithm's design cannot charge more than one permit.
+	ErrCostUnsupported = errors.New("cost > 1 not supported")
+	// ErrUnknownAlgorithm is returned by Lookup for a name that is not registered.
+	ErrUnknownAlgorithm = errors.New("unknown algorithm")
+)
+
+// Limit is the configuration one limiter is given. The zero value is invalid; see Validate.
+type Limit struct {
+	// Limit is the number of permits per Window (> 0).
+	Limit int64
+	// Window is the length of the window, and for token buckets the time in which Limit permits
+	// refill (> 0, whole milliseconds).
+	Window time.Duration
+	// Burst is the token-bucket / GCRA capacity. Zero means Limit.
+	Burst int64
+	// ConsumerLimit is the per-consumer limit of the two-level resource-consumer algorithms.
+	// Zero means Limit.
+	ConsumerLimit int64
+}
+
+// Validate reports every problem with l at once, each wrapped with ErrBadLimit.
+func (l Limit) Validate() error {
+	var errs []error
+	if l.Limit <= 0 {
+		errs = append(errs, fmt.Errorf("%w: limit must be > 0, got %d", ErrBadLimit, l.Limit))
+	}
+	if l.Window <= 0 {
+		errs = append(errs, fmt.Errorf("%w: window must be > 0, got %s", ErrBadLimit, l.Window))
+	} else if l.Window%time.Millisecond != 0 {
+		errs = append(errs, fmt.Errorf("%w: window must be whole milliseconds, got %s", ErrBadLimit, l.Window))
+	}
+	if l.Burst < 0 {
+		errs = append(errs, fmt.Errorf("%w: burst must be >= 0, got %d", ErrBadLimit, l.Burst))
+	}
+	if l.ConsumerLimit < 0 {
+		errs = append(errs, fmt.Errorf("%w: consumer_limit must be >= 0, got %d", ErrBadLimit, l.ConsumerLimit))
+	}
+	return errors.Join(errs...)
+}
+
+// Capacity returns the token-bucket capacity: Burst, or Limit when Burst is zero.
+func (l Limit) Capacity() int64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Limit
+}
+
+// Consumer returns the per-consumer limit: ConsumerLimit, or Limit when it is zero.
+func (l Limit) Consumer() int64 {
+	if l.ConsumerLimit > 0 {
+		return l.ConsumerLimit
+	}
+	return l.Limit
+}
+
+// RatePerSecond returns the refill rate Limit/Window in permits per second.
+func (l Limit) RatePerSecond() float64 { return float64(l.Limit) / l.Window.Seconds() }
+
+// Clock says where the time a decision used came from.
+type Clock uint8
+
+const (
+	// ClockServer: the script read Redis TIME.
+	ClockServer Clock = iota + 1
+	// ClockClient: the caller passed its own (possibly skewed) time.
+	ClockClient
+)
+
+func (c Clock) String() string {
+	switch c {
+	case ClockServer:
+		return "server"
+	case ClockClient:
+		return "client"
+	}
+	return "unknown"
+}
+
+// Request is one call of a limiter for one subject.
+type Request struct {
+	// Subject is the limited thing (a user, an IP, a resource); it becomes the key's hash tag.
+	Subject string
+	// Client identifies the caller; per-client algorithms key on it and the resource-consumer
+	// algorithms use it as the consumer.
+	Client string
+	// Cost is the number of permits asked for (>= 1). Algorithms whose design charges one permit
+	// return ErrCostUnsupported for more.
+	Cost int64
+	// ClientTime is the caller's clock, skew included. Client-clock algorithms send it; server-clock
+	// algorithms ignore it.
+	ClientTime time.Time
+	// FixedTime, for tests only: when non-zero, server-clock scripts use it instead of Redis TIME.
+	FixedTime time.Time
+}
+
+// Decision is the decoded reply of one request.
+type Decision struct {
+	Allowed bool
+	// Remaining permits after this decision, as the algorithm reports them (may be approximate).
+	Remaining int64
+	// RetryAfter is how long until a denied request could be admitted, rounded up; zero when allowed
+	// or when the algorithm cannot say.
+	RetryAfter time.Duration
+	// TimeMicros is the time, in microseconds since the Unix epoch, at which the decision was taken,
+	// as the algorithm saw it (see Clock). Zero when the algorithm does not report it.
+	TimeMicros int64
+	// Clock is the source of TimeMicros.
+	Clock Clock
+}
+
+// Pending is the result of a request sent or queued by Limiter.Do. On a pipeline it may only be
+// called after the pipeline has executed.
+type Pending func() (Decision, error)
+
+// Limiter is an Algorithm prepared for one Limit and key prefix. It is safe for concurrent use.
+type Limiter interface {
+	// Keys returns the Redis keys one request touches, all sharing one hash tag.
+	Keys(req Request) []string
+	// Do sends the request's commands on c (a client: they run now) or queues them (a pipeline:
+	// they run at Exec) and returns the pending decision.
+	Do(ctx context.Context, c redis.Cmdable, req Request) Pending
+}
+
+// Description is what `limitbench list` shows of an algorithm.
+type Description struct {
+	Name   string
+	Origin string // which seed article or library it comes from
+	Clock  Clock
+	// KeysPerSubject is how many Redis keys one limited subject uses.
+	KeysPerSubject int
+	// Memory is the growth of state per subject: "O(1)" or "O(limit)".
+	Memory string
+	// Flaw is the known defect of a *-published variant; empty for corrected algorithms.
+	Flaw string
+	// Corrected says, for corrected variants, what was changed from the article and why.
+	Corrected string
+	// Cost reports whether Request.Cost > 1 is supported.
+	Cost bool
+}
+
+// Algorithm is one rate limiter design. Implementations are stateless.
+type Algorithm interface {
+	Describe() Description
+	// Contract returns the safety property the algorithm promises for l.
+	Contract(l Limit) (Contract, error)
+	// Prepare validates l, loads the scripts on every master of c and does any one-time setup.
+	// prefix is put in front of every key the limiter uses.
+	Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error)
+	// Model returns a fresh reference model that makes the decisions the algorithm's script makes
+	// for the same decision times, or nil for algorithms without one (the *-published variants).
+	Model(l Limit) Model
+}
+
+// Model is a pure-Go reference implementation of one algorithm family. It is not safe for
+// concurrent use.
+type Model interface {
+	// Decide returns whether a request of cost permits from client for subject at tMicros (µs since
+	// the Unix epoch) is admitted, and records it. Decision times must not decrease.
+	Decide(subject, client string, cost int64, tMicros int64) bool
+}

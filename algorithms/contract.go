@@ -1,0 +1,86 @@
+package algorithms
+
+import (
+	"fmt"
+	"time"
+)
+
+// ContractKind names a safety property.
+type ContractKind string
+
+const (
+	// SlidingWindow(L, W): every half-open interval (t−W, t] holds at most L permits.
+	SlidingWindow ContractKind = "sliding-window"
+	// FixedWindow(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
+	FixedWindow ContractKind = "fixed-window"
+	// TokenBucket(C, r): every closed interval [t1, t2] holds at most C + r·(t2 − t1) permits,
+	// where r = RefillPermits / RefillPer.
+	TokenBucket ContractKind = "token-bucket"
+	// NoContract: benchmark only; nothing is verified.
+	NoContract ContractKind = "none"
+)
+
+// Scope says what one contract instance is counted over.
+type Scope uint8
+
+const (
+	// PerSubject counts every admission of one subject together.
+	PerSubject Scope = iota
+	// PerClient counts each (subject, client) pair on its own.
+	PerClient
+	// PerConsumer counts each client (consumer) on its own, across subjects.
+	PerConsumer
+)
+
+func (s Scope) String() string {
+	switch s {
+	case PerSubject:
+		return "subject"
+	case PerClient:
+		return "subject+client"
+	case PerConsumer:
+		return "consumer"
+	}
+	return "unknown"
+}
+
+// Contract is a safety property with its parameters. Times are in microseconds of Unix time in the
+// verifier; here they are durations.
+type Contract struct {
+	Kind ContractKind
+	// Limit and Window parameterise sliding-window and fixed-window.
+	Limit  int64
+	Window time.Duration
+	// Capacity, RefillPermits and RefillPer parameterise token-bucket: rate = RefillPermits/RefillPer.
+	Capacity      int64
+	RefillPermits int64
+	RefillPer     time.Duration
+	// Granularity is the clock resolution the algorithm is known to have (for example 1s for a
+	// script that keys on whole seconds). The verifier widens decision times by it; nothing else is
+	// added silently.
+	Granularity time.Duration
+	// Scope is what the contract is counted over.
+	Scope Scope
+	// Also lists further contracts that must hold at the same time (two limits at once).
+	Also []Contract
+}
+
+// String renders c as in DESIGN.md, for example "sliding-window(100, 1s)".
+func (c Contract) String() string {
+	var s string
+	switch c.Kind {
+	case SlidingWindow, FixedWindow:
+		s = fmt.Sprintf("%s(%d, %s)", c.Kind, c.Limit, c.Window)
+	case TokenBucket:
+		s = fmt.Sprintf("%s(%d, %d/%s)", c.Kind, c.Capacity, c.RefillPermits, c.RefillPer)
+	default:
+		s = string(c.Kind)
+	}
+	if c.Scope != PerSubject {
+		s += " per " + c.Scope.String()
+	}
+	for _, a := range c.Also {
+		s += " and " + a.String()
+	}
+	return s
+}
