@@ -1,0 +1,144 @@
+// Command limitbench load-tests and verifies Redis rate limiters written as Lua scripts.
+//
+// Each subcommand lives in its own file and registers itself with register; it returns an error
+// and never exits. main is the only place that exits, with the code DESIGN.md fixes:
+// 0 all passed, 1 a verdict failed or a threshold broke, 2 bad input, 3 the environment could not be
+// set up or was lost.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitBadInput = 2
+	exitEnv      = 3
+)
+
+// exitError carries the exit code an error should end the process with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// badInput marks err as bad input (exit 2).
+func badInput(err error) error { return &exitError{exitBadInput, err} }
+
+// envFailure marks err as an environment that could not be set up or was lost (exit 3).
+func envFailure(err error) error { return &exitError{exitEnv, err} }
+
+// failed marks err as a failed verdict, expectation or threshold (exit 1).
+func failed(err error) error { return &exitError{exitFailed, err} }
+
+// exitCode returns the exit code for err: the one it was marked with, 2 for flag errors, else 1.
+func exitCode(err error) int {
+	var e *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &e):
+		return e.code
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	return exitFailed
+}
+
+// command is one subcommand. run parses its own flags from args, writes its output to stdout and
+// diagnostics to stderr, and stops when ctx is cancelled (Ctrl-C or SIGTERM).
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; each subcommand file calls it from init.
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	if _, dup := commands[name]; dup {
+		panic("limitbench: duplicate command " + name)
+	}
+	commands[name] = command{name, summary, run}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: limitbench <command> [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'limitbench <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 passed, 1 a verdict or threshold failed, 2 bad input, 3 Redis could not be set up or was lost.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches args to a subcommand and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitBadInput
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "limitbench: unknown command %q\n", args[0])
+		usage(stderr)
+		return exitBadInput
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cmd.run(ctx, args[1:], stdout, stderr)
+	code := exitCode(err)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stderr, "limitbench %s: %v\n", cmd.name, err)
+	}
+	return code
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors instead of exiting and prints
+// its usage to stderr.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("limitbench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: limitbench %s %s\n\nflags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args with fs and marks a parse error as bad input.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return badInput(err)
+	}
+	return nil
+}
