@@ -1,0 +1,47 @@
+# limitbench: build, test and demo targets. Everything runs against real Redis servers that the
+# tests start themselves on free loopback ports.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/limitbench
+export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+
+.PHONY: all build test check bench bench-loadgen demo redis-image redis-server clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/limitbench
+
+# redis-server: install it with apt-get on Debian-like systems when we are root, else say what to do.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing redis-server and redis-tools with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools; \
+	  else \
+	    echo "redis-server is not on PATH: install it (Debian/Ubuntu: sudo apt-get install redis-server redis-tools; macOS: brew install redis)"; exit 2; \
+	  fi; \
+	fi
+
+test: redis-server
+	$(GO) test -race -timeout 30m ./...
+
+check: redis-server
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) test -race -timeout 30m ./...
+
+bench: redis-server
+	$(GO) test -run '^$$' -bench . -benchtime 2x -timeout 30m ./bench/
+
+# The offline container image built FROM scratch from the host's redis-server (tag printed).
+redis-image: build
+	$(BIN) env --backend container --image host --build-only
+
+demo: redis-server build
+	$(BIN) run --out results/demo scenarios/demo.yaml; code=$$?; echo "results: results/demo (report.html, report.md, result.json)"; exit $$code
+
+clean:
+	rm -rf bin
