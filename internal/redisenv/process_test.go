@@ -1,0 +1,206 @@
+package redisenv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/internal/redisenv"
+)
+
+func needRedisServer(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+}
+
+// startT starts cfg and registers Stop with t.Cleanup.
+func startT(t testing.TB, cfg redisenv.Config) *redisenv.Target {
+	t.Helper()
+	cfg.Logf = t.Logf
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	target, err := redisenv.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Start(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() {
+		if err := target.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return target
+}
+
+func TestProcessSingle(t *testing.T) {
+	needRedisServer(t)
+	target := startT(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	checkSingle(t, target)
+}
+
+func checkSingle(t *testing.T, target *redisenv.Target) {
+	t.Helper()
+	ctx := context.Background()
+	if got := len(target.Info.Nodes); got != 1 {
+		t.Fatalf("Nodes = %d, want 1", got)
+	}
+	if !strings.HasPrefix(target.Info.Nodes[0].Addr, "127.0.0.1:") {
+		t.Errorf("Addr = %q, want loopback", target.Info.Nodes[0].Addr)
+	}
+	if target.Info.Version == "" || !target.Info.SharedClock {
+		t.Errorf("Info = %+v, want a version and SharedClock", target.Info)
+	}
+	if err := target.Client.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	// The server requires the generated password.
+	anon := redis.NewClient(&redis.Options{Addr: target.Masters()[0], MaxRetries: -1})
+	defer anon.Close()
+	if err := anon.Get(ctx, "k").Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("GET without password: %v, want NOAUTH", err)
+	}
+	cfg, err := target.Masters(), error(nil)
+	_ = cfg
+	c := target.NewClient(redisenv.ClientOptions{PoolSize: 2})
+	if _, ok := c.(*redis.Client); !ok {
+		t.Errorf("NewClient on single = %T, want *redis.Client", c)
+	}
+	if err = c.Get(ctx, "k").Err(); err != nil {
+		t.Errorf("GET with NewClient: %v", err)
+	}
+	for _, kv := range [][2]string{{"save", ""}, {"appendonly", "no"}} {
+		got, err := target.Client.ConfigGet(ctx, kv[0]).Result()
+		if err != nil {
+			t.Fatalf("CONFIG GET %s: %v", kv[0], err)
+		}
+		if got[kv[0]] != kv[1] {
+			t.Errorf("CONFIG GET %s = %q, want %q", kv[0], got[kv[0]], kv[1])
+		}
+	}
+	infos, err := target.InfoAll(ctx, "commandstats")
+	if err != nil || len(infos) != 1 || !strings.Contains(infos[target.Masters()[0]], "cmdstat_set") {
+		t.Errorf("InfoAll(commandstats) = %v, %v; want one entry with cmdstat_set", infos, err)
+	}
+}
+
+func TestProcessCluster(t *testing.T) {
+	needRedisServer(t)
+	target := startT(t, redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster})
+	checkCluster(t, target, 3)
+}
+
+// hashTagScript touches two keys that share a hash tag and returns the node's port via INFO.
+var hashTagScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[1])
+return redis.call('INCR', KEYS[1]) + redis.call('INCR', KEYS[2])`)
+
+func checkCluster(t *testing.T, target *redisenv.Target, masters int) {
+	t.Helper()
+	ctx := context.Background()
+	if got := target.Masters(); len(got) != masters {
+		t.Fatalf("Masters() = %v, want %d", got, masters)
+	}
+	covered := 0
+	for _, n := range target.Info.Nodes {
+		if n.Role != redisenv.RoleMaster {
+			continue
+		}
+		if n.ID == "" {
+			t.Errorf("node %s has no ID", n.Addr)
+		}
+		for _, r := range n.Slots {
+			covered += r[1] - r[0] + 1
+		}
+	}
+	if covered != 16384 {
+		t.Errorf("slots covered = %d, want 16384", covered)
+	}
+	if _, ok := target.Client.(*redis.ClusterClient); !ok {
+		t.Fatalf("Client = %T, want *redis.ClusterClient", target.Client)
+	}
+	// A script with two keys sharing a hash tag runs on every master: pick tags until each
+	// master has owned one.
+	seen := map[string]bool{}
+	for i := 0; len(seen) < masters && i < 1000; i++ {
+		tag := fmt.Sprintf("{tag%d}", i)
+		slot := keySlot(tag[1 : len(tag)-1])
+		owner := ""
+		for _, n := range target.Info.Nodes {
+			for _, r := range n.Slots {
+				if slot >= r[0] && slot <= r[1] {
+					owner = n.Addr
+				}
+			}
+		}
+		if seen[owner] {
+			continue
+		}
+		got, err := hashTagScript.Run(ctx, target.Client, []string{tag + ":a", tag + ":b"}, 1).Int()
+		if err != nil || got != 4 {
+			t.Fatalf("script on %s (slot %d) = %d, %v; want 4", owner, slot, got, err)
+		}
+		seen[owner] = true
+	}
+	if len(seen) != masters {
+		t.Errorf("script ran on %d masters, want %d", len(seen), masters)
+	}
+	infos, err := target.InfoAll(ctx, "commandstats")
+	if err != nil || len(infos) != masters {
+		t.Fatalf("InfoAll = %d entries, %v; want %d", len(infos), err, masters)
+	}
+	for addr, s := range infos {
+		if !strings.Contains(s, "cmdstat_evalsha") && !strings.Contains(s, "cmdstat_eval") {
+			t.Errorf("master %s ran no script: %s", addr, s)
+		}
+	}
+	c := target.NewClient(redisenv.ClientOptions{PoolSize: 2})
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		t.Errorf("NewClient on cluster = %T, want *redis.ClusterClient", c)
+	}
+	if err := c.Set(ctx, "x", 1, 0).Err(); err != nil {
+		t.Errorf("SET via NewClient: %v", err)
+	}
+}
+
+// keySlot is Redis Cluster's CRC16 slot of key (no hash tag handling: callers pass the tag).
+func keySlot(key string) int {
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
+func TestStopIdempotent(t *testing.T) {
+	needRedisServer(t)
+	target, err := redisenv.Start(context.Background(), redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := target.Masters()[0]
+	for i := range 2 {
+		if err := target.Stop(context.Background()); err != nil {
+			t.Fatalf("Stop #%d: %v", i+1, err)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err == nil || errors.Is(err, redis.Nil) {
+		t.Errorf("PING after Stop = %v, want a connection error", err)
+	}
+}

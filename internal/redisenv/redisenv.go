@@ -1,0 +1,544 @@
+// Package redisenv owns the Redis environments limitbench talks to: it starts, checks and stops
+// them, and hands back a Target with a go-redis client, the node list and the server's version.
+//
+// Backends: "process" (redis-server child processes), "container" (testcontainers-go), "external"
+// (an address the user gives) and "auto" (process when redis-server is on PATH, else container when
+// a Docker engine answers and the image is present locally). Topologies: "single" and "cluster"
+// (3 masters by default, optional replicas, joined from Go by a full-mesh CLUSTER MEET and slot
+// assignment, ready only when every node reports cluster_state:ok and agrees on the slot map).
+//
+// Servers this package starts listen on 127.0.0.1 only, require a generated password, keep nothing
+// on disk, run in their own temporary directory and process group and die with the harness
+// (Pdeathsig on Linux). Each started server or container is recorded, and leftovers of a harness
+// that was killed are removed by the next Start. An external server is never flushed: callers
+// claim a key prefix (ClaimPrefix) and remove exactly that prefix afterwards (CleanupPrefix).
+//
+// This package never installs signal handlers and never exits; callers cancel the context.
+package redisenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors; compare with errors.Is.
+var (
+	// ErrBadConfig means the Config (or a URL in it) is invalid: the CLI exits 2.
+	ErrBadConfig = errors.New("bad environment config")
+	// ErrUnavailable means the environment could not be started or reached: the CLI exits 3.
+	ErrUnavailable = errors.New("redis environment unavailable")
+	// ErrPrefixInUse is returned by ClaimPrefix when a key with the prefix already exists.
+	ErrPrefixInUse = errors.New("key prefix already in use")
+)
+
+// Backend says where the Redis servers come from.
+type Backend string
+
+// Backends.
+const (
+	BackendAuto      Backend = "auto"
+	BackendProcess   Backend = "process"
+	BackendContainer Backend = "container"
+	BackendExternal  Backend = "external"
+)
+
+// Topology is the shape of the Redis deployment.
+type Topology string
+
+// Topologies.
+const (
+	TopologySingle  Topology = "single"
+	TopologyCluster Topology = "cluster"
+)
+
+// Node roles reported in Node.Role.
+const (
+	RoleMaster  = "master"
+	RoleReplica = "replica"
+)
+
+// DefaultImage is the container image used when Config.Image is empty.
+const DefaultImage = "redis:7.4"
+
+// HostImage is the Config.Image value that builds (once, cached by the binary's hash) an image
+// FROM scratch holding the local redis-server and the libraries it links, so nothing is pulled.
+const HostImage = "host"
+
+// Config says which environment Start brings up. The zero value is a single process-or-container
+// ("auto") server.
+type Config struct {
+	// Backend is "auto" (default when empty), "process", "container" or "external".
+	Backend Backend
+	// Topology is "single" (default when empty) or "cluster".
+	Topology Topology
+	// Masters is the number of cluster masters; 0 means 3 for a cluster. Must be 0 or 1 for
+	// single. Ignored for external (the server says how many it has).
+	Masters int
+	// Replicas is the number of replicas per master (cluster only, started backends only).
+	Replicas int
+	// Image is the container image: a registry reference (default "redis:7.4") or "host".
+	Image string
+	// URL is the external target: "redis://[user:password@]host:port[/db]",
+	// "rediss://..." or a comma-separated list of host:port cluster seeds. Password for a seed
+	// list comes from Password/Username.
+	URL string
+	// Username and Password authenticate to an external seed list (a URL carries its own).
+	Username, Password string
+	// StartTimeout bounds Start (default 30 s for started backends, 5 s to reach an external one).
+	StartTimeout time.Duration
+	// Logf, when set, receives progress lines (which backend, why, how long it took).
+	Logf func(format string, args ...any)
+}
+
+// masters returns the effective number of masters.
+func (c Config) masters() int {
+	if c.Topology == TopologyCluster && c.Masters == 0 {
+		return 3
+	}
+	if c.Masters == 0 {
+		return 1
+	}
+	return c.Masters
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}
+
+// withDefaults fills the empty fields of c.
+func (c Config) withDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = BackendAuto
+	}
+	if c.Topology == "" {
+		c.Topology = TopologySingle
+	}
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	return c
+}
+
+// Validate reports every problem with c at once, each wrapped with ErrBadConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...))
+	}
+	switch c.Backend {
+	case BackendAuto, BackendProcess, BackendContainer, BackendExternal:
+	default:
+		bad("unknown backend %q (want auto, process, container or external)", c.Backend)
+	}
+	switch c.Topology {
+	case TopologySingle:
+		if c.Masters > 1 {
+			bad("topology single has 1 master, got masters %d", c.Masters)
+		}
+		if c.Replicas != 0 {
+			bad("replicas need topology cluster, got replicas %d", c.Replicas)
+		}
+	case TopologyCluster:
+		if c.Masters != 0 && c.Masters < 3 && c.Backend != BackendExternal {
+			bad("a cluster needs at least 3 masters, got %d", c.Masters)
+		}
+	default:
+		bad("unknown topology %q (want single or cluster)", c.Topology)
+	}
+	if c.Masters < 0 || c.Masters > 64 {
+		bad("masters must be between 1 and 64, got %d", c.Masters)
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		bad("replicas must be between 0 and 5, got %d", c.Replicas)
+	}
+	if c.StartTimeout < 0 {
+		bad("start timeout must be >= 0, got %s", c.StartTimeout)
+	}
+	if c.Backend == BackendExternal {
+		if c.URL == "" {
+			bad("backend external needs a URL (redis://user:password@host:port or host:port,host:port)")
+		} else if _, err := parseExternal(c.URL, c.Username, c.Password); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Replicas != 0 {
+			bad("replicas cannot be set for an external server, got %d", c.Replicas)
+		}
+	} else if c.URL != "" {
+		bad("a URL is only used with backend external, got backend %q", c.Backend)
+	}
+	if strings.TrimSpace(c.Image) != c.Image || strings.ContainsAny(c.Image, " \t\n") {
+		bad("image %q contains spaces", c.Image)
+	}
+	return errors.Join(errs...)
+}
+
+// Node is one Redis server of an environment.
+type Node struct {
+	// Addr is host:port as clients dial it.
+	Addr string
+	// Role is "master" or "replica".
+	Role string
+	// Slots lists the inclusive hash-slot ranges a cluster master owns; nil for a single server
+	// and for replicas.
+	Slots [][2]int
+	// ID is the cluster node ID; empty for a single server.
+	ID string
+	// MasterID is the ID of the master a replica follows.
+	MasterID string `json:",omitempty"`
+}
+
+// Info describes a running environment.
+type Info struct {
+	Backend  Backend
+	Topology Topology
+	// Version is redis_version from INFO server.
+	Version string
+	// Nodes lists every server: masters first, ordered by their first slot, then replicas.
+	Nodes []Node
+	// SharedClock is true when the server reads the same clock as the harness (processes and
+	// containers on this host), so a script's TIME is comparable with local timestamps.
+	SharedClock bool
+	// Chosen says why this backend was used (interesting for "auto").
+	Chosen string
+	// Image is the container image, for the container backend.
+	Image string `json:",omitempty"`
+}
+
+// ClientOptions configures an extra client from Target.NewClient. Zero values take go-redis
+// defaults (PoolSize 10 per CPU, DialTimeout 5 s, Read/WriteTimeout 3 s).
+type ClientOptions struct {
+	PoolSize     int
+	MinIdleConns int
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// PoolTimeout is how long a call waits for a free connection (go-redis default ReadTimeout+1s).
+	PoolTimeout time.Duration
+}
+
+// Target is a running environment. Its methods are safe for concurrent use; Stop ends it.
+type Target struct {
+	// Client is a client for the whole environment: a *redis.Client for a single server, a
+	// *redis.ClusterClient for a cluster. Retries are off (MaxRetries -1, MaxRedirects -1).
+	Client redis.UniversalClient
+	// Info describes the environment.
+	Info Info
+	// Username and Password authenticate to every node (Username empty means "default").
+	Username, Password string
+
+	tlsConn *tlsSettings // nil without TLS
+	db      int          // database of a single external server
+
+	mu       sync.Mutex
+	masters  []*redis.Client // one per master, same order as Masters()
+	extra    []redis.UniversalClient
+	stopFn   func(ctx context.Context) error
+	stopped  bool
+	stopErr  error
+	logDirs  []string
+	cluster  bool
+	stopOnce sync.Once
+}
+
+// Start brings up the environment cfg describes and returns when it is ready: for a cluster,
+// when every node reports cluster_state:ok and all nodes agree on the slot map. Errors wrap
+// ErrBadConfig (invalid cfg) or ErrUnavailable (could not start or reach Redis); a start error of
+// a server this package launched includes the tail of its log. Nothing is left running when
+// Start fails.
+func Start(ctx context.Context, cfg Config) (*Target, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	begin := time.Now()
+	var (
+		t   *Target
+		err error
+	)
+	switch cfg.Backend {
+	case BackendProcess:
+		t, err = startProcess(ctx, cfg, "backend process was asked for")
+	case BackendContainer:
+		t, err = startContainer(ctx, cfg, "backend container was asked for")
+	case BackendExternal:
+		t, err = startExternal(ctx, cfg)
+	case BackendAuto:
+		t, err = startAuto(ctx, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.logf("redisenv: %s %s ready in %s (%s)", t.Info.Backend, t.Info.Topology, time.Since(begin).Round(time.Millisecond), t.Info.Chosen)
+	return t, nil
+}
+
+// Masters returns the addresses of the master nodes, in the order of Info.Nodes.
+func (t *Target) Masters() []string {
+	var out []string
+	for _, n := range t.Info.Nodes {
+		if n.Role == RoleMaster {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}
+
+// IsCluster reports whether the target is a Redis Cluster.
+func (t *Target) IsCluster() bool { return t.cluster }
+
+// newMasterClient returns a plain client to one node with the target's credentials.
+func (t *Target) nodeOptions(addr string) *redis.Options {
+	o := &redis.Options{
+		Addr:         addr,
+		DB:           t.db,
+		Username:     t.Username,
+		Password:     t.Password,
+		MaxRetries:   -1,
+		DialTimeout:  5 * time.Second,
+		PoolSize:     4,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 10 * time.Second,
+	}
+	if t.tlsConn != nil {
+		o.TLSConfig = t.tlsConn.config(addr)
+	}
+	return o
+}
+
+// NewClient returns an extra client with its own connection pool and retries off (MaxRetries -1;
+// on a cluster also MaxRedirects -1, so a MOVED reply is an error, never a silent re-send). On a
+// cluster it is a *redis.ClusterClient, else a *redis.Client. Stop closes it.
+func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
+	var c redis.UniversalClient
+	if t.cluster {
+		co := &redis.ClusterOptions{
+			Addrs:        t.Masters(),
+			Username:     t.Username,
+			Password:     t.Password,
+			MaxRetries:   -1,
+			MaxRedirects: -1,
+			PoolSize:     o.PoolSize,
+			MinIdleConns: o.MinIdleConns,
+			DialTimeout:  o.DialTimeout,
+			ReadTimeout:  o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout,
+			PoolTimeout:  o.PoolTimeout,
+		}
+		if t.tlsConn != nil {
+			co.TLSConfig = t.tlsConn.config("")
+		}
+		c = redis.NewClusterClient(co)
+	} else {
+		ro := t.nodeOptions(t.Masters()[0])
+		ro.PoolSize = o.PoolSize
+		ro.MinIdleConns = o.MinIdleConns
+		ro.DialTimeout = o.DialTimeout
+		ro.ReadTimeout = o.ReadTimeout
+		ro.WriteTimeout = o.WriteTimeout
+		ro.PoolTimeout = o.PoolTimeout
+		c = redis.NewClient(ro)
+	}
+	t.mu.Lock()
+	t.extra = append(t.extra, c)
+	t.mu.Unlock()
+	return c
+}
+
+// ForEachMaster calls fn with a client for each master, concurrently, and returns the errors
+// joined, each prefixed with the master's address.
+func (t *Target) ForEachMaster(ctx context.Context, fn func(ctx context.Context, c *redis.Client) error) error {
+	t.mu.Lock()
+	clients := slices.Clone(t.masters)
+	t.mu.Unlock()
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			if err := fn(ctx, c); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", c.Options().Addr, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// InfoAll returns the raw INFO text of section (e.g. "commandstats", "cpu", "memory"; "" for the
+// default sections) from every master, keyed by address.
+func (t *Target) InfoAll(ctx context.Context, section string) (map[string]string, error) {
+	var mu sync.Mutex
+	out := map[string]string{}
+	err := t.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		var s string
+		var err error
+		if section == "" {
+			s, err = c.Info(ctx).Result()
+		} else {
+			s, err = c.Info(ctx, section).Result()
+		}
+		if err != nil {
+			return fmt.Errorf("INFO %s: %w", section, err)
+		}
+		mu.Lock()
+		out[c.Options().Addr] = s
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// globEscape escapes the glob metacharacters of s for SCAN MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ClaimPrefix returns an error wrapping ErrPrefixInUse if any master holds a key that starts with
+// prefix, so a run never mixes its keys with someone else's. prefix must not be empty.
+func (t *Target) ClaimPrefix(ctx context.Context, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("%w: empty key prefix", ErrBadConfig)
+	}
+	match := globEscape(prefix) + "*"
+	return t.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("SCAN %s: %w", match, err)
+			}
+			if len(keys) > 0 {
+				return fmt.Errorf("%w: %q holds key %q", ErrPrefixInUse, prefix, keys[0])
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	})
+}
+
+// CleanupPrefix removes every key that starts with prefix, with SCAN and UNLINK on every master.
+// It never touches other keys and never flushes. prefix must not be empty.
+func (t *Target) CleanupPrefix(ctx context.Context, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("%w: empty key prefix", ErrBadConfig)
+	}
+	match := globEscape(prefix) + "*"
+	return t.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("SCAN %s: %w", match, err)
+			}
+			if len(keys) > 0 {
+				// One UNLINK per key: keys of different slots cannot share a command on a cluster.
+				pipe := c.Pipeline()
+				for _, k := range keys {
+					pipe.Unlink(ctx, k)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return fmt.Errorf("UNLINK: %w", err)
+				}
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	})
+}
+
+// Stop closes every client and stops the servers or containers Start launched (an external
+// server is left as it is). It is idempotent: later calls return the first call's result.
+func (t *Target) Stop(ctx context.Context) error {
+	t.stopOnce.Do(func() {
+		t.mu.Lock()
+		clients := append([]redis.UniversalClient{}, t.extra...)
+		masters := t.masters
+		t.stopped = true
+		t.mu.Unlock()
+		var errs []error
+		if t.Client != nil {
+			_ = t.Client.Close()
+		}
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		for _, c := range masters {
+			_ = c.Close()
+		}
+		if t.stopFn != nil {
+			if err := t.stopFn(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		t.stopErr = errors.Join(errs...)
+	})
+	return t.stopErr
+}
+
+// newTarget builds the clients of a target whose nodes are known. Nodes must list masters first.
+func newTarget(info Info, username, password string, tlsConn *tlsSettings, stopFn func(context.Context) error) *Target {
+	t := &Target{Info: info, Username: username, Password: password, tlsConn: tlsConn, stopFn: stopFn,
+		cluster: info.Topology == TopologyCluster}
+	for _, a := range t.Masters() {
+		t.masters = append(t.masters, redis.NewClient(t.nodeOptions(a)))
+	}
+	if t.cluster {
+		co := &redis.ClusterOptions{
+			Addrs:        t.Masters(),
+			Username:     username,
+			Password:     password,
+			MaxRetries:   -1,
+			MaxRedirects: -1,
+		}
+		if tlsConn != nil {
+			co.TLSConfig = tlsConn.config("")
+		}
+		t.Client = redis.NewClusterClient(co)
+	} else {
+		o := t.nodeOptions(t.Masters()[0])
+		o.PoolSize = 0 // go-redis default
+		t.Client = redis.NewClient(o)
+	}
+	return t
+}
+
+// serverVersion returns redis_version from INFO server.
+func serverVersion(ctx context.Context, c *redis.Client) (string, error) {
+	s, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	return infoField(s, "redis_version"), nil
+}
+
+// infoField returns the value of field in raw INFO text, or "".
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
