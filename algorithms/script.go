@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,4 +43,95 @@ func runScript(ctx context.Context, c redis.Cmdable, s *redis.Script, keys []str
 		return s.EvalSha(ctx, c, keys, args...)
 	}
 	return s.Run(ctx, c, keys, args...)
+}
+
+// maxExact is 2^53: every integer below it is exact in a Lua (IEEE double) number. Prepare checks
+// that the numbers a script multiplies stay below it.
+const maxExact = 1 << 53
+
+// scriptPending returns the Pending of a script whose reply is {allowed 0|1, remaining,
+// retry-after µs, time µs}, decoded by decodeDecision; name prefixes errors.
+func scriptPending(name string, cmd *redis.Cmd, clock Clock) Pending {
+	return func() (Decision, error) {
+		raw, err := cmd.Result()
+		if err != nil {
+			return Decision{}, fmt.Errorf("%s: %w", name, err)
+		}
+		d, err := decodeDecision(raw, clock)
+		if err != nil {
+			return Decision{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return d, nil
+	}
+}
+
+// decodeDecision decodes the common reply {allowed 0|1, remaining, retry-after µs, time µs}. A
+// reply of another shape, an allowed flag other than 0 or 1, a negative retry-after or a time
+// that is not positive is an error wrapping ErrBadReply with the raw reply, never an admission.
+func decodeDecision(raw any, clock Clock) (Decision, error) {
+	v, err := Ints(raw, 4)
+	if err != nil {
+		return Decision{}, err
+	}
+	allowed, err := Bool01(v[0], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	if v[2] < 0 {
+		return Decision{}, badReply(fmt.Sprintf("retry-after must be >= 0 µs, got %d", v[2]), raw)
+	}
+	if v[3] <= 0 {
+		return Decision{}, badReply(fmt.Sprintf("decision time must be > 0 µs, got %d", v[3]), raw)
+	}
+	return Decision{
+		Allowed:    allowed,
+		Remaining:  v[1],
+		RetryAfter: time.Duration(v[2]) * time.Microsecond,
+		TimeMicros: v[3],
+		Clock:      clock,
+	}, nil
+}
+
+// failedPending is the Pending of a request that could not be sent.
+func failedPending(err error) Pending {
+	return func() (Decision, error) { return Decision{}, err }
+}
+
+// requestCost returns req.Cost, with 0 meaning 1. A negative cost, or a cost above 1 for an
+// algorithm whose design charges one permit (multi false), is an error wrapping
+// ErrCostUnsupported.
+func requestCost(name string, req Request, multi bool) (int64, error) {
+	switch {
+	case req.Cost == 0:
+		return 1, nil
+	case req.Cost < 0:
+		return 0, fmt.Errorf("%s: %w: cost must be >= 1, got %d", name, ErrCostUnsupported, req.Cost)
+	case req.Cost > 1 && !multi:
+		return 0, fmt.Errorf("%s: %w: got cost %d", name, ErrCostUnsupported, req.Cost)
+	}
+	return req.Cost, nil
+}
+
+// fixedMicros is the time argument of server-clock scripts: req.FixedTime in µs, or 0 (read
+// Redis TIME) when it is zero, as it always is outside tests.
+func fixedMicros(req Request) int64 {
+	if req.FixedTime.IsZero() {
+		return 0
+	}
+	return req.FixedTime.UnixMicro()
+}
+
+// clientTime is the time a client-clock algorithm sends: req.ClientTime, or time.Now() when the
+// caller gave none.
+func clientTime(req Request) time.Time {
+	if req.ClientTime.IsZero() {
+		return time.Now()
+	}
+	return req.ClientTime
+}
+
+// subjectKey is prefix + tag + ":{" + subject + "}": the subject is the hash tag, so every key of
+// one subject is in one cluster slot. The prefix must not contain '{'.
+func subjectKey(prefix, tag, subject string) string {
+	return prefix + tag + ":{" + subject + "}"
 }

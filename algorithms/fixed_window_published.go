@@ -1,0 +1,86 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// FixedWindowPublished is `fixed-window-published`: seed 001 as written
+// (scripts/fixed_window_published.lua). The key is the subject plus the minute of the hour on the
+// caller's clock (Request.ClientTime, UTC; time.Now() when zero); the script GETs the counter and,
+// when it is missing or below Limit, INCRs it and EXPIREs it for 59 s, on every admission. The
+// window is forced to one minute: Limit is the limit per minute and Limit.Window is ignored.
+// Cost > 1 is not supported (the article increments by one).
+type FixedWindowPublished struct{}
+
+var _ Algorithm = (*FixedWindowPublished)(nil)
+
+func init() { register(FixedWindowPublished{}) }
+
+// publishedExpirySeconds is the EXPIRE the article passes with every admission.
+const publishedExpirySeconds = 59
+
+// Describe implements Algorithm.
+func (FixedWindowPublished) Describe() Description {
+	return Description{
+		Name:           "fixed-window-published",
+		Origin:         "seed 001 (Spring WebFlux fixed window per client and minute-of-hour), as written",
+		Clock:          ClockClient,
+		KeysPerSubject: 1,
+		Memory:         "O(1)",
+		Flaw: "the window is the client's minute-of-hour (skewed clients count in different keys and " +
+			"together over-admit); EXPIRE refreshed on every admission; window forced to 60 s",
+		Cost: false,
+	}
+}
+
+// Contract implements Algorithm: fixed-window(Limit, 60s), whatever l.Window says.
+func (FixedWindowPublished) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: FixedWindow, Limit: l.Limit, Window: time.Minute}, nil
+}
+
+// Prepare implements Algorithm.
+func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("fixed-window-published: %w", err)
+	}
+	s, err := loadScript(ctx, c, "fixed_window_published.lua")
+	if err != nil {
+		return nil, fmt.Errorf("fixed-window-published: %w", err)
+	}
+	return &fixedWindowPublishedLimiter{script: s, prefix: prefix, limit: l.Limit}, nil
+}
+
+// Model implements Algorithm: nil, the published variants have no reference model.
+func (FixedWindowPublished) Model(Limit) Model { return nil }
+
+type fixedWindowPublishedLimiter struct {
+	script *redis.Script
+	prefix string
+	limit  int64
+}
+
+// Keys returns the subject's key for the minute of the hour on the request's client clock.
+func (f *fixedWindowPublishedLimiter) Keys(req Request) []string {
+	return []string{f.key(req.Subject, clientTime(req))}
+}
+
+func (f *fixedWindowPublishedLimiter) key(subject string, t time.Time) string {
+	return subjectKey(f.prefix, "fwp", subject) + ":" + strconv.Itoa(t.UTC().Minute())
+}
+
+func (f *fixedWindowPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	if _, err := requestCost("fixed-window-published", req, false); err != nil {
+		return failedPending(err)
+	}
+	now := clientTime(req)
+	cmd := runScript(ctx, c, f.script, []string{f.key(req.Subject, now)}, f.limit, publishedExpirySeconds, now.UnixMicro())
+	return scriptPending("fixed-window-published", cmd, ClockClient)
+}

@@ -1,0 +1,83 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// GCRA is `gcra`: the generic cell rate algorithm of go-redis/redis_rate and redis-cell
+// (scripts/gcra.lua). One key per subject holds the theoretical arrival time in µs of server
+// TIME; the emission interval is T = ⌈Window/Limit⌉ µs and the burst Capacity(). Nothing is
+// written on a denial and nothing rounds toward admission. Cost > 1 is supported.
+type GCRA struct{}
+
+var _ Algorithm = (*GCRA)(nil)
+
+func init() { register(GCRA{}) }
+
+// Describe implements Algorithm.
+func (GCRA) Describe() Description {
+	return Description{
+		Name:           "gcra",
+		Origin:         "go-redis/redis_rate, redis-cell (generic cell rate algorithm)",
+		Clock:          ClockServer,
+		KeysPerSubject: 1,
+		Memory:         "O(1)",
+		Corrected:      "integer µs arithmetic; emission interval rounded up, never toward admission (redis_rate's floor(x+0.5))",
+		Cost:           true,
+	}
+}
+
+// Contract implements Algorithm: token-bucket(Capacity(), Limit per Window).
+func (GCRA) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: TokenBucket, Capacity: l.Capacity(), RefillPermits: l.Limit, RefillPer: l.Window}, nil
+}
+
+// Prepare implements Algorithm. The burst tolerance Capacity()·T must stay below 2^50 µs (about 35
+// years) so that TAT arithmetic is exact.
+func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("gcra: %w", err)
+	}
+	interval, _ := gcraParams(l)
+	if l.Capacity() > (1<<50)/interval {
+		return nil, fmt.Errorf("gcra: %w: capacity %d × %d µs is too long a burst", ErrBadLimit, l.Capacity(), interval)
+	}
+	s, err := loadScript(ctx, c, "gcra.lua")
+	if err != nil {
+		return nil, fmt.Errorf("gcra: %w", err)
+	}
+	interval, tolerance := gcraParams(l)
+	return &gcraLimiter{script: s, prefix: prefix, interval: interval, tolerance: tolerance}, nil
+}
+
+// Model implements Algorithm.
+func (GCRA) Model(l Limit) Model { return newGCRAModel(l) }
+
+type gcraLimiter struct {
+	script              *redis.Script
+	prefix              string
+	interval, tolerance int64
+}
+
+func (g *gcraLimiter) Keys(req Request) []string {
+	return []string{subjectKey(g.prefix, "gcra", req.Subject)}
+}
+
+func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cost, err := requestCost("gcra", req, true)
+	if err != nil {
+		return failedPending(err)
+	}
+	if cost > g.tolerance/g.interval {
+		// Never admissible; still ask Redis so that the decision carries a time.
+		cost = g.tolerance/g.interval + 1
+	}
+	cmd := runScript(ctx, c, g.script, g.Keys(req), fixedMicros(req), g.interval, g.tolerance, cost)
+	return scriptPending("gcra", cmd, ClockServer)
+}

@@ -1,0 +1,10 @@
+package algorithms
+
+import (
+	"testing"
+
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+)
+
+// TestMain shares one single-node Redis and one 3-master cluster between the package's tests.
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -1,0 +1,100 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SlidingLogPublished is `sliding-log-published`: seed 002 as written. No script: for every
+// request the client sends ZREMRANGEBYSCORE key 0 (now−W), ZADD key now <random id>, ZCARD key and
+// EXPIRE key W+1m as four separate commands (on a client each runs at once, in order; on a
+// pipeline they are queued in order), with now the caller's clock (Request.ClientTime;
+// time.Now() when zero) in whole milliseconds. The request is allowed when the count, which
+// includes this request, is at most Limit.
+//
+// Flaws kept on purpose: the steps are not atomic, so concurrent requests see each other's
+// entries; denied requests are added too, so a client that keeps calling above the limit keeps its
+// own window full and is denied for ever (admissions collapse far below the limit); the time is
+// the client's. Cost > 1 is not supported. Retry-after is not reported (zero).
+type SlidingLogPublished struct{}
+
+var _ Algorithm = (*SlidingLogPublished)(nil)
+
+func init() { register(SlidingLogPublished{}) }
+
+// Describe implements Algorithm.
+func (SlidingLogPublished) Describe() Description {
+	return Description{
+		Name:           "sliding-log-published",
+		Origin:         "seed 002 (Go sliding window log on a sorted set), as written",
+		Clock:          ClockClient,
+		KeysPerSubject: 1,
+		Memory:         "O(limit)",
+		Flaw: "four separate commands, not atomic; denied requests are recorded too, so admissions " +
+			"collapse under overload; the client's clock in ms",
+		Cost: false,
+	}
+}
+
+// Contract implements Algorithm: sliding-window(Limit, Window) at 1 ms granularity.
+func (SlidingLogPublished) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: SlidingWindow, Limit: l.Limit, Window: l.Window, Granularity: time.Millisecond}, nil
+}
+
+// Prepare implements Algorithm. There is no script to load.
+func (a SlidingLogPublished) Prepare(_ context.Context, _ redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("sliding-log-published: %w", err)
+	}
+	return &slidingLogPublishedLimiter{prefix: prefix, limit: l.Limit, window: l.Window}, nil
+}
+
+// Model implements Algorithm: nil, the published variants have no reference model.
+func (SlidingLogPublished) Model(Limit) Model { return nil }
+
+type slidingLogPublishedLimiter struct {
+	prefix string
+	limit  int64
+	window time.Duration
+}
+
+func (s *slidingLogPublishedLimiter) Keys(req Request) []string {
+	return []string{subjectKey(s.prefix, "slp", req.Subject)}
+}
+
+func (s *slidingLogPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	if _, err := requestCost("sliding-log-published", req, false); err != nil {
+		return failedPending(err)
+	}
+	key := s.Keys(req)[0]
+	now := clientTime(req).UnixMilli()
+	windowStart := now - s.window.Milliseconds()
+	// The article's uuid(): any unique member will do.
+	member := strconv.FormatInt(now, 10) + "-" + strconv.FormatUint(rand.Uint64(), 16)
+	rem := c.ZRemRangeByScore(ctx, key, "0", strconv.FormatInt(windowStart, 10))
+	add := c.ZAdd(ctx, key, redis.Z{Score: float64(now), Member: member})
+	card := c.ZCard(ctx, key)
+	exp := c.Expire(ctx, key, s.window+time.Minute)
+	return func() (Decision, error) {
+		for _, cmd := range []redis.Cmder{rem, add, card, exp} {
+			if err := cmd.Err(); err != nil {
+				return Decision{}, fmt.Errorf("sliding-log-published: %s: %w", cmd.Name(), err)
+			}
+		}
+		n := card.Val()
+		return Decision{
+			Allowed:    n <= s.limit,
+			Remaining:  max(0, s.limit-n),
+			TimeMicros: now * 1000,
+			Clock:      ClockClient,
+		}, nil
+	}
+}

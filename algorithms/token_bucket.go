@@ -1,0 +1,79 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One hash per
+// subject holds the tokens, as exact integers in units of 1/U permit, and the server time in µs
+// they were counted at; Limit permits refill per Window up to Capacity(). Nothing is written on a
+// denial; the key expires when the bucket would be full. Cost > 1 is supported.
+type TokenBucketHash struct{}
+
+var _ Algorithm = (*TokenBucketHash)(nil)
+
+func init() { register(TokenBucketHash{}) }
+
+// Describe implements Algorithm.
+func (TokenBucketHash) Describe() Description {
+	return Description{
+		Name:           "token-bucket",
+		Origin:         "seed 003 (Jedis token bucket in Lua), corrected",
+		Clock:          ClockServer,
+		KeysPerSubject: 1,
+		Memory:         "O(1)",
+		Corrected: "one hash instead of two keys; server TIME in µs instead of the client's whole seconds; " +
+			"stored time never goes back; exact integer tokens; nothing written on denial; TTL = time to refill",
+		Cost: true,
+	}
+}
+
+// Contract implements Algorithm: token-bucket(Capacity(), Limit per Window).
+func (TokenBucketHash) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: TokenBucket, Capacity: l.Capacity(), RefillPermits: l.Limit, RefillPer: l.Window}, nil
+}
+
+// Prepare implements Algorithm. The capacity in units, Capacity()·W/gcd(Limit, W in µs), must stay
+// below 2^53 so that the script's arithmetic is exact.
+func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("token-bucket: %w", err)
+	}
+	unit, rate := tokenBucketUnits(l)
+	if l.Capacity() > maxExact/unit {
+		return nil, fmt.Errorf("token-bucket: %w: capacity %d with window %s needs more than 53 bits", ErrBadLimit, l.Capacity(), l.Window)
+	}
+	s, err := loadScript(ctx, c, "token_bucket.lua")
+	if err != nil {
+		return nil, fmt.Errorf("token-bucket: %w", err)
+	}
+	return &tokenBucketLimiter{script: s, prefix: prefix, unit: unit, rate: rate, capacity: l.Capacity() * unit}, nil
+}
+
+// Model implements Algorithm.
+func (TokenBucketHash) Model(l Limit) Model { return newTokenBucketModel(l) }
+
+type tokenBucketLimiter struct {
+	script               *redis.Script
+	prefix               string
+	unit, rate, capacity int64
+}
+
+func (t *tokenBucketLimiter) Keys(req Request) []string {
+	return []string{subjectKey(t.prefix, "tb", req.Subject)}
+}
+
+func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cost, err := requestCost("token-bucket", req, true)
+	if err != nil {
+		return failedPending(err)
+	}
+	cmd := runScript(ctx, c, t.script, t.Keys(req), fixedMicros(req), t.unit, t.rate, t.capacity, cost)
+	return scriptPending("token-bucket", cmd, ClockServer)
+}

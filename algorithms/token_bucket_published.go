@@ -1,0 +1,86 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TokenBucketPublished is `token-bucket-published`: seed 003 as written
+// (scripts/token_bucket_published.lua). Two keys per subject (tokens, time of the last visit); the
+// caller's clock (Request.ClientTime; time.Now() when zero) in whole seconds; rate Limit/Window
+// tokens per second, capacity Capacity(); the caller's time is stored even when it is older than
+// the stored one; both keys get a fixed 60 s TTL. Cost > 1 is supported (the article's
+// requested tokens).
+type TokenBucketPublished struct{}
+
+var _ Algorithm = (*TokenBucketPublished)(nil)
+
+func init() { register(TokenBucketPublished{}) }
+
+// Describe implements Algorithm.
+func (TokenBucketPublished) Describe() Description {
+	return Description{
+		Name:           "token-bucket-published",
+		Origin:         "seed 003 (Jedis token bucket in Lua), as written",
+		Clock:          ClockClient,
+		KeysPerSubject: 2,
+		Memory:         "O(1)",
+		Flaw: "the client's time in whole seconds; an older client time is stored and rewinds the bucket " +
+			"(refilled twice); floating-point tokens; fixed 60 s TTL",
+		Cost: true,
+	}
+}
+
+// Contract implements Algorithm: token-bucket(Capacity(), Limit per Window) at 1 s granularity.
+func (TokenBucketPublished) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: TokenBucket, Capacity: l.Capacity(), RefillPermits: l.Limit, RefillPer: l.Window,
+		Granularity: time.Second}, nil
+}
+
+// Prepare implements Algorithm.
+func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("token-bucket-published: %w", err)
+	}
+	s, err := loadScript(ctx, c, "token_bucket_published.lua")
+	if err != nil {
+		return nil, fmt.Errorf("token-bucket-published: %w", err)
+	}
+	return &tokenBucketPublishedLimiter{
+		script:   s,
+		prefix:   prefix,
+		rate:     strconv.FormatFloat(l.RatePerSecond(), 'g', -1, 64),
+		capacity: l.Capacity(),
+	}, nil
+}
+
+// Model implements Algorithm: nil, the published variants have no reference model.
+func (TokenBucketPublished) Model(Limit) Model { return nil }
+
+type tokenBucketPublishedLimiter struct {
+	script   *redis.Script
+	prefix   string
+	rate     string // tokens per second, decimal
+	capacity int64
+}
+
+func (t *tokenBucketPublishedLimiter) Keys(req Request) []string {
+	base := subjectKey(t.prefix, "tbp", req.Subject)
+	return []string{base + ":tokens", base + ":ts"}
+}
+
+func (t *tokenBucketPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cost, err := requestCost("token-bucket-published", req, true)
+	if err != nil {
+		return failedPending(err)
+	}
+	cmd := runScript(ctx, c, t.script, t.Keys(req), t.rate, t.capacity, clientTime(req).Unix(), cost)
+	return scriptPending("token-bucket-published", cmd, ClockClient)
+}
