@@ -1,0 +1,202 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// ClockOffset is a server clock measured against the harness clock: server time minus harness
+// time is Offset, give or take Err.
+type ClockOffset struct {
+	Offset time.Duration
+	Err    time.Duration
+}
+
+// MeasureOffset measures the offset of the Redis server behind c against the local clock with
+// samples TIME round trips (8 when samples <= 0) and keeps the one with the shortest round trip:
+// if the harness read t0 before and t1 after and the server said s, the offset is
+// s − (t0+t1)/2 with error (t1−t0)/2 + 1 µs (TIME's resolution). On a cluster, TIME goes to
+// one node: nodes are assumed to share a clock.
+func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffset, error) {
+	if samples <= 0 {
+		samples = 8
+	}
+	best := ClockOffset{Err: -1}
+	for range samples {
+		t0 := time.Now()
+		s, err := c.Time(ctx).Result()
+		t1 := time.Now()
+		if err != nil {
+			return ClockOffset{}, fmt.Errorf("measure clock offset: TIME: %w", err)
+		}
+		rtt := t1.Sub(t0)
+		mid := t0.Add(rtt / 2)
+		off := ClockOffset{Offset: s.Sub(mid), Err: rtt/2 + time.Microsecond}
+		if best.Err < 0 || off.Err < best.Err {
+			best = off
+		}
+	}
+	return best, nil
+}
+
+// Kind is what an admission-log event records.
+type Kind uint8
+
+// Kinds of Event.
+const (
+	KindAdmitted Kind = iota + 1
+	KindDenied
+	KindUnknown // may or may not have run; treat as a possible admission
+	KindFailed  // did not run
+)
+
+// Event is one request in the admission log: its decision time lies in [Lo, Hi], microseconds
+// since the Unix epoch on the harness clock.
+type Event struct {
+	Lo, Hi  int64
+	Subject uint32
+	Client  uint16
+	Permits uint16
+	Kind    Kind
+}
+
+// AdmissionLog is the aggregator that keeps, for the verifier, one compact Event per outcome.
+//
+// An event's interval is [Sent, Received] on the harness clock, widened outward to whole
+// microseconds. When the decision used the server's clock (Decision.Clock == ClockServer with a
+// TimeMicros) it is narrowed:
+//   - with SharedClock (the server reads the harness's clock: a process or container on this
+//     host) to the single microsecond TimeMicros, exactly the time the script decided on;
+//   - with Server set (an external server whose offset was measured) to
+//     [TimeMicros − Offset − Err, TimeMicros − Offset + Err], intersected with [Sent, Received].
+//
+// A server time far outside [Sent, Received] (more than MismatchSlack) is counted in Mismatched;
+// with SharedClock the event still uses the server time (the script's own decisions are
+// consistent with it), with Server the event keeps the unnarrowed interval. Client-clock
+// decisions are never narrowed: their times are the (possibly skewed) client clocks. Unknown
+// outcomes keep [Sent, Received], where Received is when the harness gave up; the request may
+// have run later, and the verifier must treat Hi as open.
+//
+// Not safe for concurrent use; Merge per-worker logs at the end.
+type AdmissionLog struct {
+	// Origin is the harness time of run offset 0, in µs since the Unix epoch.
+	Origin int64
+	// SharedClock and Server select the narrowing described above.
+	SharedClock bool
+	Server      *ClockOffset
+	Events      []Event
+	// Narrowed counts events narrowed to the server's decision time.
+	Narrowed uint64
+	// Mismatched counts server decision times outside [Sent − MismatchSlack, Received +
+	// MismatchSlack].
+	Mismatched uint64
+}
+
+// MismatchSlack is how far outside [Sent, Received] a shared-clock server time may lie before
+// it counts as a mismatch (clock steps, µs truncation).
+const MismatchSlack = time.Millisecond
+
+// NewAdmissionLog returns an empty log for a run that started at start.
+func NewAdmissionLog(start time.Time, sharedClock bool, server *ClockOffset) *AdmissionLog {
+	return &AdmissionLog{Origin: start.UnixMicro(), SharedClock: sharedClock, Server: server}
+}
+
+// ceilMicros returns d in microseconds, rounded up.
+func ceilMicros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond) // truncates toward zero: already up for d < 0
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return us
+}
+
+// floorMicros returns d in microseconds, rounded down.
+func floorMicros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond < 0 {
+		us--
+	}
+	return us
+}
+
+// Add appends the event of o.
+func (l *AdmissionLog) Add(o *Outcome) {
+	e := Event{
+		// Origin is start truncated to a microsecond, so start+Received can exceed
+		// Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
+		Lo:      l.Origin + int64(o.Sent/time.Microsecond),
+		Hi:      l.Origin + ceilMicros(o.Received) + 1,
+		Subject: o.Subject,
+		Client:  o.Client,
+		Permits: o.Cost,
+	}
+	switch o.Class {
+	case ClassOK:
+		e.Kind = KindDenied
+		if o.Decision.Allowed {
+			e.Kind = KindAdmitted
+		}
+		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 {
+			l.narrow(&e, d.TimeMicros)
+		}
+	case ClassFailed:
+		e.Kind = KindFailed
+	default:
+		e.Kind = KindUnknown
+	}
+	l.Events = append(l.Events, e)
+}
+
+func (l *AdmissionLog) narrow(e *Event, t int64) {
+	slack := MismatchSlack.Microseconds()
+	switch {
+	case l.SharedClock:
+		if t < e.Lo-slack || t > e.Hi+slack {
+			l.Mismatched++
+		}
+		e.Lo, e.Hi = t, t
+		l.Narrowed++
+	case l.Server != nil:
+		lo := t - ceilMicros(l.Server.Offset+l.Server.Err)
+		hi := t - floorMicros(l.Server.Offset-l.Server.Err)
+		lo, hi = max(lo, e.Lo), min(hi, e.Hi)
+		if lo > hi {
+			l.Mismatched++
+			return
+		}
+		e.Lo, e.Hi = lo, hi
+		l.Narrowed++
+	}
+}
+
+// Merge appends the events of o to l.
+func (l *AdmissionLog) Merge(o *AdmissionLog) {
+	l.Events = append(l.Events, o.Events...)
+	l.Narrowed += o.Narrowed
+	l.Mismatched += o.Mismatched
+}
+
+// Sort orders the events by Lo, then Hi (stable otherwise).
+func (l *AdmissionLog) Sort() {
+	slices.SortStableFunc(l.Events, func(a, b Event) int {
+		if a.Lo != b.Lo {
+			if a.Lo < b.Lo {
+				return -1
+			}
+			return 1
+		}
+		if a.Hi != b.Hi {
+			if a.Hi < b.Hi {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,184 @@
+package load
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// DefaultMaxLatency is the largest latency Histograms track when Plan.MaxLatency is zero.
+const DefaultMaxLatency = time.Minute
+
+// histogramDigits is the HDR precision: 3 significant digits (0.1 %).
+const histogramDigits = 3
+
+// Histograms holds HDR histograms of decisions, in microseconds: latency (Received − Intended,
+// coordinated-omission corrected) and service time (Received − Sent), each for allowed and
+// denied decisions apart. Failed and unknown outcomes are not recorded here (Counts and the
+// Timeline count them). Values are truncated to whole microseconds; a value above the maximum
+// is recorded as the maximum and counted in Clamped, never dropped. Not safe for concurrent
+// use: give each worker (or recording shard) its own and Merge them at the end.
+type Histograms struct {
+	LatencyAllowed, LatencyDenied *hdrhistogram.Histogram
+	ServiceAllowed, ServiceDenied *hdrhistogram.Histogram
+	// Clamped counts values above the maximum, recorded as the maximum (negative values,
+	// which a monotonic clock never gives, are recorded as 0 and counted here too).
+	Clamped uint64
+	// Dropped counts values a Merge could not hold (only if geometries differ).
+	Dropped uint64
+
+	maxMicros int64
+}
+
+// NewHistograms returns empty Histograms that track values from 1 µs to max (DefaultMaxLatency
+// when max <= 0).
+func NewHistograms(max time.Duration) *Histograms {
+	if max <= 0 {
+		max = DefaultMaxLatency
+	}
+	m := max.Microseconds()
+	if m < 2 {
+		m = 2
+	}
+	return &Histograms{
+		LatencyAllowed: hdrhistogram.New(1, m, histogramDigits),
+		LatencyDenied:  hdrhistogram.New(1, m, histogramDigits),
+		ServiceAllowed: hdrhistogram.New(1, m, histogramDigits),
+		ServiceDenied:  hdrhistogram.New(1, m, histogramDigits),
+		maxMicros:      m,
+	}
+}
+
+// Add records o's latency and service time if it is a decision (ClassOK).
+func (h *Histograms) Add(o *Outcome) {
+	if o.Class != ClassOK {
+		return
+	}
+	lat, svc := h.LatencyDenied, h.ServiceDenied
+	if o.Decision.Allowed {
+		lat, svc = h.LatencyAllowed, h.ServiceAllowed
+	}
+	h.record(lat, o.Latency().Microseconds())
+	h.record(svc, o.Service().Microseconds())
+}
+
+func (h *Histograms) record(hist *hdrhistogram.Histogram, v int64) {
+	switch {
+	case v > h.maxMicros:
+		v = h.maxMicros
+		h.Clamped++
+	case v < 0:
+		v = 0
+		h.Clamped++
+	}
+	if hist.RecordValue(v) != nil {
+		// Cannot happen for 0 <= v <= max; count rather than lose it silently.
+		h.Dropped++
+	}
+}
+
+// Merge adds the contents of o to h.
+func (h *Histograms) Merge(o *Histograms) {
+	h.Dropped += uint64(h.LatencyAllowed.Merge(o.LatencyAllowed))
+	h.Dropped += uint64(h.LatencyDenied.Merge(o.LatencyDenied))
+	h.Dropped += uint64(h.ServiceAllowed.Merge(o.ServiceAllowed))
+	h.Dropped += uint64(h.ServiceDenied.Merge(o.ServiceDenied))
+	h.Clamped += o.Clamped
+	h.Dropped += o.Dropped
+}
+
+// Latency returns a new histogram of the latency of every decision, allowed and denied.
+func (h *Histograms) Latency() *hdrhistogram.Histogram {
+	out := hdrhistogram.New(1, h.maxMicros, histogramDigits)
+	out.Merge(h.LatencyAllowed)
+	out.Merge(h.LatencyDenied)
+	return out
+}
+
+// Service returns a new histogram of the service time of every decision, allowed and denied.
+func (h *Histograms) Service() *hdrhistogram.Histogram {
+	out := hdrhistogram.New(1, h.maxMicros, histogramDigits)
+	out.Merge(h.ServiceAllowed)
+	out.Merge(h.ServiceDenied)
+	return out
+}
+
+// Bin is one interval of a Timeline. Counts are requests, by the bin their intended time fell
+// in; AdmittedPermits sums the cost of the admitted ones.
+type Bin struct {
+	Offered         uint64 // requests sent
+	Admitted        uint64
+	Denied          uint64
+	Failed          uint64 // errors known not to have run
+	Unknown         uint64 // errors that may have run
+	AdmittedPermits uint64
+}
+
+// Timeline counts outcomes in bins of Width by intended time measured from Origin (offset from
+// the run's start: Run uses the end of the warmup). An outcome before Origin is counted in
+// Dropped. Not safe for concurrent use; Merge per-worker timelines at the end.
+type Timeline struct {
+	Origin time.Duration
+	Width  time.Duration
+	Bins   []Bin
+	// Dropped counts outcomes intended before Origin.
+	Dropped uint64
+}
+
+// NewTimeline returns an empty Timeline with bins of width (1 s when width <= 0) from origin,
+// with room for span.
+func NewTimeline(origin, width, span time.Duration) *Timeline {
+	if width <= 0 {
+		width = time.Second
+	}
+	n := 0
+	if span > 0 {
+		n = int((span + width - 1) / width)
+	}
+	return &Timeline{Origin: origin, Width: width, Bins: make([]Bin, 0, n)}
+}
+
+// Add counts o in the bin of its intended time.
+func (t *Timeline) Add(o *Outcome) {
+	d := o.Intended - t.Origin
+	if d < 0 {
+		t.Dropped++
+		return
+	}
+	i := int(d / t.Width)
+	for len(t.Bins) <= i {
+		t.Bins = append(t.Bins, Bin{})
+	}
+	b := &t.Bins[i]
+	b.Offered++
+	switch o.Class {
+	case ClassOK:
+		if o.Decision.Allowed {
+			b.Admitted++
+			b.AdmittedPermits += uint64(o.Cost)
+		} else {
+			b.Denied++
+		}
+	case ClassFailed:
+		b.Failed++
+	default:
+		b.Unknown++
+	}
+}
+
+// Merge adds the bins of o (which must have the same Origin and Width) to t.
+func (t *Timeline) Merge(o *Timeline) {
+	for len(t.Bins) < len(o.Bins) {
+		t.Bins = append(t.Bins, Bin{})
+	}
+	for i, b := range o.Bins {
+		a := &t.Bins[i]
+		a.Offered += b.Offered
+		a.Admitted += b.Admitted
+		a.Denied += b.Denied
+		a.Failed += b.Failed
+		a.Unknown += b.Unknown
+		a.AdmittedPermits += b.AdmittedPermits
+	}
+	t.Dropped += o.Dropped
+}

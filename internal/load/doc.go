@@ -1,0 +1,21 @@
+// Package load drives one rate limiter with one load and measures it. It owns the pacer, the
+// workers, the client modes, the choice of keys and clients, clock skew, and the aggregators that
+// turn outcomes into figures.
+//
+// The pacer decides when: a Pacer is a pure function that gives the intended send time of hit n
+// (At) and, vegeta style, how long to wait before the next hit (Pace). Pacing is global: the rate
+// is the total across all workers, never per worker. The workers decide how: plain (one request
+// per round trip), pipeline (up to depth requests per round trip) or autopipeline (go-redis
+// AutoPipeline batches concurrent callers). Every request carries its intended send time, so
+// latency is measured from when the request should have been sent (coordinated omission
+// corrected) and, separately, service time from when it was actually sent.
+//
+// Each request produces one Outcome, a plain struct. Aggregators consume outcomes: Histograms
+// (HDR, latency and service time, allowed and denied apart), Timeline (per-bin counts) and
+// AdmissionLog (the compact history the verifier checks). Nothing is dropped silently: values
+// clamped into a histogram, warmup outcomes kept out of the figures, and ticks the generator
+// could not send in time are all counted in Counts.
+//
+// Run is the entry point: one limiter under one Plan against one Redis. Run never installs signal
+// handlers or exits; cancel its context to stop it (what was measured so far stays valid).
+package load

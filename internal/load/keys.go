@@ -1,0 +1,221 @@
+package load
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"time"
+)
+
+// Distribution says how requests are spread over subjects.
+type Distribution string
+
+// Distributions.
+const (
+	// Uniform: every subject equally likely.
+	Uniform Distribution = "uniform"
+	// Zipf: subject k (0-based) has probability proportional to 1/(k+1)^s, for any s >= 0
+	// (s = 0 is uniform). Unlike math/rand's Zipf, s <= 1 is supported: the generator samples
+	// an exact alias table over Count subjects.
+	Zipf Distribution = "zipf"
+	// Hot: subject 0 takes HotShare of the requests; the others share the rest uniformly.
+	Hot Distribution = "hot"
+)
+
+// Keys says which subjects requests go to. The zero value is one subject.
+type Keys struct {
+	// Count is the number of subjects (default 1, at most 1<<31).
+	Count int
+	// Distribution is uniform (default), zipf or hot.
+	Distribution Distribution
+	// Exponent is Zipf's s (>= 0).
+	Exponent float64
+	// HotShare is, for hot, the share of requests that go to subject 0, in [0, 1].
+	HotShare float64
+	// Prefix is put in front of each subject's index to name it (default "s": "s0", "s1", ...).
+	Prefix string
+}
+
+// maxAliasSubjects bounds the zipf table (12 bytes per subject).
+const maxAliasSubjects = 1 << 24
+
+func (k Keys) withDefaults() Keys {
+	if k.Count == 0 {
+		k.Count = 1
+	}
+	if k.Distribution == "" {
+		k.Distribution = Uniform
+	}
+	if k.Prefix == "" {
+		k.Prefix = "s"
+	}
+	return k
+}
+
+// validate appends every problem with k to errs.
+func (k Keys) validate(errs []error) []error {
+	k = k.withDefaults()
+	if k.Count < 1 || k.Count > 1<<31 {
+		errs = append(errs, fmt.Errorf("%w: keys.count must be in [1, 2^31], got %d", ErrBadPlan, k.Count))
+	}
+	switch k.Distribution {
+	case Uniform:
+	case Zipf:
+		if math.IsNaN(k.Exponent) || math.IsInf(k.Exponent, 0) || k.Exponent < 0 {
+			errs = append(errs, fmt.Errorf("%w: keys.exponent must be finite and >= 0, got %v", ErrBadPlan, k.Exponent))
+		}
+		if k.Count > maxAliasSubjects {
+			errs = append(errs, fmt.Errorf("%w: keys.count for zipf must be <= %d, got %d", ErrBadPlan, maxAliasSubjects, k.Count))
+		}
+	case Hot:
+		if !(k.HotShare >= 0 && k.HotShare <= 1) {
+			errs = append(errs, fmt.Errorf("%w: keys.hot_share must be in [0, 1], got %v", ErrBadPlan, k.HotShare))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%w: keys.distribution %q (want uniform, zipf or hot)", ErrBadPlan, k.Distribution))
+	}
+	return errs
+}
+
+// Names returns the subject names, Prefix followed by the index.
+func (k Keys) Names() []string {
+	k = k.withDefaults()
+	out := make([]string, k.Count)
+	for i := range out {
+		out[i] = k.Prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// Picker chooses the subject of each tick: a pure function of (seed, tick), so the same plan
+// picks the same sequence every time, whatever goroutine sends which tick. Safe for concurrent
+// use.
+type Picker struct {
+	dist  Distribution
+	n     uint64
+	share uint64   // hot: threshold on 64 random bits
+	prob  []uint32 // zipf alias table: keep column i when the coin < prob[i]
+	alias []uint32 // zipf alias table: else take alias[i]
+	seed  uint64
+}
+
+// NewPicker builds the Picker for k (which must be valid) and seed. For zipf it builds an alias
+// table in O(Count).
+func NewPicker(k Keys, seed uint64) *Picker {
+	k = k.withDefaults()
+	p := &Picker{dist: k.Distribution, n: uint64(k.Count), seed: seed}
+	switch k.Distribution {
+	case Hot:
+		p.share = shareThreshold(k.HotShare)
+	case Zipf:
+		w := make([]float64, k.Count)
+		for i := range w {
+			w[i] = math.Pow(float64(i+1), -k.Exponent)
+		}
+		p.prob, p.alias = aliasTable(w)
+	}
+	return p
+}
+
+func shareThreshold(share float64) uint64 {
+	if share >= 1 {
+		return math.MaxUint64
+	}
+	return uint64(share * (1 << 64))
+}
+
+// Pick returns the subject index of tick n.
+func (p *Picker) Pick(n uint64) uint32 {
+	x := mix64(p.seed ^ mix64(n))
+	switch p.dist {
+	case Hot:
+		if x < p.share || p.n == 1 {
+			return 0
+		}
+		hi, _ := bits.Mul64(mix64(x), p.n-1)
+		return uint32(1 + hi)
+	case Zipf:
+		i, _ := bits.Mul64(x, p.n)
+		if uint32(mix64(x)) < p.prob[i] {
+			return uint32(i)
+		}
+		return p.alias[i]
+	}
+	hi, _ := bits.Mul64(x, p.n)
+	return uint32(hi)
+}
+
+// mix64 is the SplitMix64 finaliser: a bijection of uint64 whose outputs pass as independent
+// uniform bits for consecutive inputs.
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// aliasTable builds Vose's alias table for weights w: column i is kept with probability
+// prob[i]/2^32, else alias[i] is taken. Each outcome then has probability w[i]/Σw up to 2^-32.
+func aliasTable(w []float64) (prob, alias []uint32) {
+	n := len(w)
+	var sum float64
+	for _, x := range w {
+		sum += x
+	}
+	scaled := make([]float64, n)
+	small := make([]int, 0, n)
+	large := make([]int, 0, n)
+	for i, x := range w {
+		scaled[i] = x * float64(n) / sum
+		if scaled[i] < 1 {
+			small = append(small, i)
+		} else {
+			large = append(large, i)
+		}
+	}
+	prob = make([]uint32, n)
+	alias = make([]uint32, n)
+	for len(small) > 0 && len(large) > 0 {
+		s := small[len(small)-1]
+		small = small[:len(small)-1]
+		l := large[len(large)-1]
+		prob[s] = uint32(scaled[s] * (1 << 32))
+		alias[s] = uint32(l)
+		scaled[l] -= 1 - scaled[s]
+		if scaled[l] < 1 {
+			large = large[:len(large)-1]
+			small = append(small, l)
+		}
+	}
+	// What is left has probability 1 up to rounding: always keep it.
+	for _, i := range append(small, large...) {
+		prob[i] = math.MaxUint32
+		alias[i] = uint32(i)
+	}
+	return prob, alias
+}
+
+// Skew gives each client a clock offset, added to the time handed to client-clock algorithms
+// (Request.ClientTime). The zero value is no skew.
+type Skew struct {
+	// Offsets, when set, are cycled over clients: client c gets Offsets[c mod len(Offsets)].
+	Offsets []time.Duration
+	// Spread, when Offsets is empty, spreads clients evenly over [−Spread, +Spread]: client c
+	// of n gets −Spread + 2·Spread·c/(n−1) (a single client gets −Spread).
+	Spread time.Duration
+}
+
+// Offset returns the clock offset of client c out of clients.
+func (s Skew) Offset(c, clients int) time.Duration {
+	if len(s.Offsets) > 0 {
+		return s.Offsets[c%len(s.Offsets)]
+	}
+	if s.Spread == 0 {
+		return 0
+	}
+	if clients <= 1 {
+		return -s.Spread
+	}
+	return -s.Spread + time.Duration(float64(2*s.Spread)*float64(c)/float64(clients-1))
+}

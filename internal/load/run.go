@@ -1,0 +1,717 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
+var ErrBadPlan = errors.New("invalid load plan")
+
+// Mode is how workers send requests.
+type Mode string
+
+// Client modes.
+const (
+	// ModePlain sends one request per round trip.
+	ModePlain Mode = "plain"
+	// ModePipeline sends up to PipelineDepth requests per round trip: open loop, a worker
+	// sends its tick when it is due together with every further tick already due (so at low
+	// rates batches are small and at saturation they are full); closed loop, every batch is
+	// full. Each request keeps its own intended time.
+	ModePipeline Mode = "pipeline"
+	// ModeAutoPipeline sends through go-redis's blocking AutoPipeline, which batches the
+	// concurrent requests of all workers into pipelines.
+	ModeAutoPipeline Mode = "autopipeline"
+)
+
+// Defaults of Plan's zero fields.
+const (
+	DefaultPipelineDepth = 16
+	DefaultLateAfter     = 10 * time.Millisecond
+	DefaultBin           = time.Second
+	DefaultProgressEvery = time.Second
+	// BehindLimit is the share of scheduled ticks that may be missed or late before a run is
+	// marked behind schedule.
+	BehindLimit = 0.01
+)
+
+// Plan is one load: when requests are due, how they are sent, to which subjects, from which
+// clients. Zero fields take the documented defaults; Validate reports every problem at once.
+type Plan struct {
+	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
+	// the total across all clients, or ClosedLoop{}. Required.
+	Arrival Pacer
+	// Duration is the measured part of the run (> 0).
+	Duration time.Duration
+	// Warmup runs before the measured part, on the same schedule (the pacer's time 0 is the
+	// start of the warmup). Its requests are sent and their outcomes measured, but they are
+	// kept out of every figure of the Result (histograms, timeline, admission log, counts
+	// other than Counts.Warmup): they only put the limiter into a steady state. The verifier
+	// therefore checks the measured part alone; dropping admissions can hide a violation
+	// that straddles the boundary but never invent one.
+	Warmup time.Duration
+	// Clients is the number of logical clients and of worker goroutines (1 to 65535). Open
+	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
+	// worker w is client w. The client's connection pool should hold at least Clients
+	// connections (PoolSize), or requests queue for a connection inside go-redis.
+	Clients int
+	// Mode is plain (default), pipeline or autopipeline.
+	Mode Mode
+	// PipelineDepth is, in pipeline mode, the most requests per round trip (default 16).
+	PipelineDepth int
+	// Keys chooses the subject of each request.
+	Keys Keys
+	// Seed makes the sequence of (subject, client) the same on every run of the same plan.
+	Seed uint64
+	// Skew offsets each client's clock (Request.ClientTime).
+	Skew Skew
+	// Cost is the permits asked for by each request (default 1, at most 65535).
+	Cost int64
+	// SharedClock says the server reads the harness's clock (a process or container on this
+	// host): server decision times are then exact in the admission log.
+	SharedClock bool
+	// ServerClock, for an external server, is its clock offset from MeasureOffset: server
+	// decision times are then mapped to the harness clock within its error. Ignored with
+	// SharedClock.
+	ServerClock *ClockOffset
+	// LateAfter is how far behind its intended time a tick may be sent before it counts as
+	// late (default 10 ms).
+	LateAfter time.Duration
+	// MaxLatency is the largest latency the histograms track; larger values are recorded as
+	// MaxLatency and counted in Counts.Clamped (default DefaultMaxLatency).
+	MaxLatency time.Duration
+	// Bin is the width of a timeline bin (default 1 s).
+	Bin time.Duration
+	// NoRecording turns the aggregators (histograms, timeline, admission log) off; Counts are
+	// still kept. For measuring their cost.
+	NoRecording bool
+	// Progress, when set, is called every ProgressEvery (default 1 s) from one goroutine, and
+	// once more at the end.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
+	// goroutines concurrently. The pointer is valid only during the call.
+	OnOutcome func(*Outcome)
+}
+
+func (p Plan) withDefaults() Plan {
+	if p.Mode == "" {
+		p.Mode = ModePlain
+	}
+	if p.PipelineDepth == 0 {
+		p.PipelineDepth = DefaultPipelineDepth
+	}
+	if p.Mode != ModePipeline {
+		p.PipelineDepth = 1
+	}
+	if p.Cost == 0 {
+		p.Cost = 1
+	}
+	if p.LateAfter == 0 {
+		p.LateAfter = DefaultLateAfter
+	}
+	if p.MaxLatency == 0 {
+		p.MaxLatency = DefaultMaxLatency
+	}
+	if p.Bin == 0 {
+		p.Bin = DefaultBin
+	}
+	if p.ProgressEvery == 0 {
+		p.ProgressEvery = DefaultProgressEvery
+	}
+	p.Keys = p.Keys.withDefaults()
+	return p
+}
+
+// Validate reports every problem with p at once, each wrapped with ErrBadPlan.
+func (p Plan) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadPlan}, args...)...))
+	}
+	if p.Arrival == nil {
+		bad("arrival is required (a pacer, or ClosedLoop{})")
+	} else if v, ok := p.Arrival.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
+		}
+	}
+	if p.Duration <= 0 {
+		bad("duration must be > 0, got %s", p.Duration)
+	}
+	if p.Warmup < 0 {
+		bad("warmup must be >= 0, got %s", p.Warmup)
+	}
+	if p.Clients < 1 || p.Clients > 65535 {
+		bad("clients must be in [1, 65535], got %d", p.Clients)
+	}
+	switch p.Mode {
+	case "", ModePlain, ModePipeline, ModeAutoPipeline:
+	default:
+		bad("mode %q (want plain, pipeline or autopipeline)", p.Mode)
+	}
+	if p.PipelineDepth < 0 || p.PipelineDepth > 100_000 {
+		bad("pipeline depth must be in [1, 100000], got %d", p.PipelineDepth)
+	}
+	errs = p.Keys.validate(errs)
+	if p.Cost < 0 || p.Cost > 65535 {
+		bad("cost must be in [1, 65535], got %d", p.Cost)
+	}
+	if p.LateAfter < 0 {
+		bad("late_after must be >= 0, got %s", p.LateAfter)
+	}
+	if p.MaxLatency < 0 {
+		bad("max latency must be >= 0, got %s", p.MaxLatency)
+	}
+	if p.Bin < 0 {
+		bad("bin must be >= 0, got %s", p.Bin)
+	}
+	if p.ProgressEvery < 0 {
+		bad("progress interval must be >= 0, got %s", p.ProgressEvery)
+	}
+	if p.ServerClock != nil && p.ServerClock.Err < 0 {
+		bad("server clock error must be >= 0, got %s", p.ServerClock.Err)
+	}
+	return errors.Join(errs...)
+}
+
+// Progress is a live view of a running Run, for a progress line.
+type Progress struct {
+	// Elapsed since the start, warmup included.
+	Elapsed time.Duration
+	// Warmup is true while the warmup runs.
+	Warmup bool
+	// Requests, Admitted and Errors (failed + unknown) so far, warmup included.
+	Requests, Admitted, Errors uint64
+	// Rate is requests per second since the previous report.
+	Rate float64
+}
+
+// Counts are the measured part's request counts. Requests = Allowed + Denied + Failed +
+// Unknown.
+type Counts struct {
+	Requests uint64
+	Allowed  uint64
+	Denied   uint64
+	Failed   uint64 // errors known not to have run
+	Unknown  uint64 // errors that may have run
+	// AllowedPermits sums the cost of the allowed requests.
+	AllowedPermits uint64
+	// Late counts requests sent more than Plan.LateAfter after their intended time.
+	Late uint64
+	// Missed counts ticks scheduled in the measured part that were never sent (the generator
+	// could not keep up, or was stopped). Open loop only.
+	Missed uint64
+	// Warmup counts outcomes of the warmup, kept out of everything else.
+	Warmup uint64
+	// Clamped counts histogram values above Plan.MaxLatency, recorded as the maximum.
+	Clamped uint64
+	// Dropped counts anything an aggregator discarded (zero unless something is wrong).
+	Dropped uint64
+	// ClockMismatch counts server decision times inconsistent with the harness clock (see
+	// AdmissionLog).
+	ClockMismatch uint64
+}
+
+// Errors returns Failed + Unknown.
+func (c Counts) Errors() uint64 { return c.Failed + c.Unknown }
+
+func (c *Counts) add(o Counts) {
+	c.Requests += o.Requests
+	c.Allowed += o.Allowed
+	c.Denied += o.Denied
+	c.Failed += o.Failed
+	c.Unknown += o.Unknown
+	c.AllowedPermits += o.AllowedPermits
+	c.Late += o.Late
+	c.Missed += o.Missed
+	c.Warmup += o.Warmup
+	c.Clamped += o.Clamped
+	c.Dropped += o.Dropped
+	c.ClockMismatch += o.ClockMismatch
+}
+
+// Result is what one Run measured. Figures cover the measured part only (see Plan.Warmup).
+type Result struct {
+	// Plan is the plan with defaults filled in.
+	Plan Plan
+	// Start is the wall time of the run's offset 0 (the start of the warmup).
+	Start time.Time
+	// Duration is the measured part's length: Plan.Duration, or less when the context was
+	// canceled first.
+	Duration time.Duration
+	// Canceled says the context ended the run early; what was measured stays valid.
+	Canceled bool
+	// ClosedLoop says the run had no schedule.
+	ClosedLoop bool
+	Counts     Counts
+	// Scheduled is the number of ticks the pacer scheduled in the measured part (open loop);
+	// in a closed loop it equals Counts.Requests.
+	Scheduled uint64
+	// Behind says the generator fell behind its schedule: more than BehindLimit (1 %) of the
+	// scheduled ticks were missed (never sent) or late (sent more than Plan.LateAfter after
+	// their intended time). A behind run's verdict is inconclusive.
+	Behind bool
+	// OfferedRate is Scheduled / Duration; AchievedRate is Counts.Requests / Duration;
+	// Throughput is decisions (allowed + denied) / Duration; all per second.
+	OfferedRate, AchievedRate, Throughput float64
+	// Histograms, Timeline and Log are the merged aggregators; nil with Plan.NoRecording.
+	Histograms *Histograms
+	Timeline   *Timeline
+	Log        *AdmissionLog
+	// Subjects and Clients name the indices in outcomes and log events.
+	Subjects, Clients []string
+}
+
+// Behind reports whether missed + late ticks exceed BehindLimit of scheduled.
+func behind(scheduled, missed, late uint64) bool {
+	if scheduled == 0 {
+		return missed+late > 0
+	}
+	return float64(missed+late) > BehindLimit*float64(scheduled)
+}
+
+// Run drives lim with the load p describes, on c, and returns what it measured. It returns an
+// error (wrapping ErrBadPlan for an invalid plan) only when the run cannot start; a failed
+// request is data, counted in the Result.
+//
+// Canceling ctx stops the run cleanly: no new request is sent, requests in flight finish (they
+// run on a context without cancellation, bounded by c's timeouts), and the Result covers what
+// was measured, with Canceled set.
+//
+// c's retries should be off (MaxRetries -1): a retried request is invisible to the harness.
+func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) (*Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	r := &runner{
+		p:        p,
+		c:        c,
+		cmd:      c,
+		lim:      lim,
+		warm:     p.Warmup,
+		end:      p.Warmup + p.Duration,
+		pick:     NewPicker(p.Keys, p.Seed),
+		subjects: p.Keys.Names(),
+		reqCtx:   context.WithoutCancel(ctx),
+		done:     ctx.Done(),
+	}
+	_, r.closed = p.Arrival.(ClosedLoop)
+	r.clients = make([]string, p.Clients)
+	r.skew = make([]time.Duration, p.Clients)
+	for i := range r.clients {
+		r.clients[i] = "c" + strconv.Itoa(i)
+		r.skew[i] = p.Skew.Offset(i, p.Clients)
+	}
+	if p.Mode == ModeAutoPipeline {
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			return nil, fmt.Errorf("load: autopipeline: %w", err)
+		}
+		defer ap.Close()
+		r.cmd = ap
+	}
+	nShards := min(p.Clients, 4*runtime.GOMAXPROCS(0))
+	r.start = time.Now()
+	for range nShards {
+		sh := &shard{}
+		if !p.NoRecording {
+			sh.hist = NewHistograms(p.MaxLatency)
+			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
+			sh.log = NewAdmissionLog(r.start, p.SharedClock, p.ServerClock)
+		}
+		r.shards = append(r.shards, sh)
+	}
+
+	finished := make(chan struct{})
+	var cancelAt atomic.Int64
+	cancelAt.Store(-1)
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		select {
+		case <-ctx.Done():
+			cancelAt.Store(int64(time.Since(r.start)))
+		case <-finished:
+		}
+	})
+	if p.Progress != nil {
+		bg.Go(func() { r.progress(finished) })
+	}
+
+	workers := make([]*worker, p.Clients)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := newWorker(r, i)
+		workers[i] = w
+		wg.Go(w.run)
+	}
+	wg.Wait()
+	close(finished)
+	bg.Wait()
+
+	stop := r.end
+	res := &Result{Plan: p, Start: r.start, ClosedLoop: r.closed, Subjects: r.subjects, Clients: r.clients}
+	if at := time.Duration(cancelAt.Load()); at >= 0 && at < stop {
+		stop, res.Canceled = at, true
+	}
+	res.Duration = max(0, stop-r.warm)
+	for _, w := range workers {
+		res.Counts.add(w.counts)
+	}
+	if r.closed {
+		res.Scheduled = res.Counts.Requests
+	} else if stop > r.warm {
+		res.Scheduled = Scheduled(p.Arrival, stop) - Scheduled(p.Arrival, r.warm)
+		if res.Scheduled > res.Counts.Requests {
+			res.Counts.Missed = res.Scheduled - res.Counts.Requests
+		}
+		res.Behind = behind(res.Scheduled, res.Counts.Missed, res.Counts.Late)
+	}
+	if s := res.Duration.Seconds(); s > 0 {
+		res.OfferedRate = float64(res.Scheduled) / s
+		res.AchievedRate = float64(res.Counts.Requests) / s
+		res.Throughput = float64(res.Counts.Allowed+res.Counts.Denied) / s
+	}
+	if !p.NoRecording {
+		first := r.shards[0]
+		for _, sh := range r.shards[1:] {
+			first.hist.Merge(sh.hist)
+			first.tl.Merge(sh.tl)
+			first.log.Merge(sh.log)
+		}
+		first.log.Sort()
+		res.Histograms, res.Timeline, res.Log = first.hist, first.tl, first.log
+		res.Counts.Clamped = first.hist.Clamped
+		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
+		res.Counts.ClockMismatch = first.log.Mismatched
+	}
+	if p.Progress != nil {
+		p.Progress(r.snapshot(time.Since(r.start), 0, 0))
+	}
+	return res, nil
+}
+
+// runner is the state shared by the workers of one Run.
+type runner struct {
+	p      Plan
+	c      redis.UniversalClient
+	cmd    redis.Cmdable // c, or the autopipeliner
+	lim    algorithms.Limiter
+	closed bool
+
+	start     time.Time
+	warm, end time.Duration // offsets from start
+	next      atomic.Uint64 // next tick to claim (open loop)
+
+	pick     *Picker
+	subjects []string
+	clients  []string
+	skew     []time.Duration
+
+	reqCtx context.Context // requests outlive cancellation of the run
+	done   <-chan struct{}
+	shards []*shard
+
+	// live counters for Progress, warmup included.
+	requests, admitted, errs atomic.Uint64
+}
+
+// shard is one set of aggregators shared by a few workers: per-worker HDR histograms would cost
+// about 0.5 MB per worker, so workers w, w+S, w+2S, ... share shard w mod S, S = min(Clients,
+// 4·GOMAXPROCS), under a mutex that is held for a few hundred nanoseconds per batch.
+type shard struct {
+	mu   sync.Mutex
+	hist *Histograms
+	tl   *Timeline
+	log  *AdmissionLog
+}
+
+func (r *runner) stopped() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *runner) snapshot(elapsed time.Duration, prevReq uint64, prevAt time.Duration) Progress {
+	p := Progress{
+		Elapsed:  elapsed,
+		Warmup:   elapsed < r.warm,
+		Requests: r.requests.Load(),
+		Admitted: r.admitted.Load(),
+		Errors:   r.errs.Load(),
+	}
+	if d := (elapsed - prevAt).Seconds(); d > 0 {
+		p.Rate = float64(p.Requests-prevReq) / d
+	}
+	return p
+}
+
+func (r *runner) progress(finished <-chan struct{}) {
+	t := time.NewTicker(r.p.ProgressEvery)
+	defer t.Stop()
+	var prevReq uint64
+	var prevAt time.Duration
+	for {
+		select {
+		case <-finished:
+			return
+		case <-t.C:
+			s := r.snapshot(time.Since(r.start), prevReq, prevAt)
+			prevReq, prevAt = s.Requests, s.Elapsed
+			r.p.Progress(s)
+		}
+	}
+}
+
+// worker sends requests for one client (closed loop) or for whichever client the next tick
+// names (open loop). Its counts are its own; its aggregators are its shard's.
+type worker struct {
+	r      *runner
+	id     int
+	sh     *shard
+	depth  int
+	counts Counts
+	timer  *time.Timer
+	outs   []Outcome
+	pends  []algorithms.Pending
+}
+
+func newWorker(r *runner, id int) *worker {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &worker{
+		r:     r,
+		id:    id,
+		sh:    r.shards[id%len(r.shards)],
+		depth: r.p.PipelineDepth,
+		timer: t,
+		outs:  make([]Outcome, r.p.PipelineDepth),
+		pends: make([]algorithms.Pending, r.p.PipelineDepth),
+	}
+}
+
+func (w *worker) run() {
+	var pipe redis.Pipeliner
+	if w.r.p.Mode == ModePipeline {
+		pipe = w.r.c.Pipeline()
+	}
+	if w.r.closed {
+		w.closedLoop(pipe)
+	} else {
+		w.openLoop(pipe)
+	}
+}
+
+// waitUntil sleeps until offset at; false when the run was canceled meanwhile.
+func (w *worker) waitUntil(at time.Duration) bool {
+	d := at - time.Since(w.r.start)
+	if d <= 0 {
+		return !w.r.stopped()
+	}
+	w.timer.Reset(d)
+	select {
+	case <-w.timer.C:
+		return true
+	case <-w.r.done:
+		w.timer.Stop()
+		return false
+	}
+}
+
+// prepare fills the scheduling fields of o for tick n.
+func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
+	r := w.r
+	*o = Outcome{
+		Tick:     n,
+		Subject:  r.pick.Pick(n),
+		Client:   uint16(n % uint64(len(r.clients))),
+		Cost:     uint16(r.p.Cost),
+		Intended: intended,
+	}
+}
+
+// request builds the Request of o, sent at now.
+func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
+	r := w.r
+	return algorithms.Request{
+		Subject:    r.subjects[o.Subject],
+		Client:     r.clients[o.Client],
+		Cost:       r.p.Cost,
+		ClientTime: now.Add(r.skew[o.Client]),
+	}
+}
+
+// send sends the prepared outcomes outs on cmd (one request) or pipe (a batch), and records
+// them. Sent is set here, just before the requests are handed to go-redis.
+func (w *worker) send(outs []Outcome, pipe redis.Pipeliner, closed bool) {
+	r := w.r
+	now := time.Now()
+	sent := now.Sub(r.start)
+	if pipe == nil {
+		o := &outs[0]
+		o.Sent = sent
+		if closed {
+			o.Intended = sent
+		}
+		d, err := r.lim.Do(r.reqCtx, r.cmd, w.request(o, now))()
+		o.Received = time.Since(r.start)
+		o.Decision, o.Err, o.Class = d, err, Classify(err)
+	} else {
+		for i := range outs {
+			o := &outs[i]
+			o.Sent = sent
+			if closed {
+				o.Intended = sent
+			}
+			w.pends[i] = r.lim.Do(r.reqCtx, pipe, w.request(o, now))
+		}
+		_, _ = pipe.Exec(r.reqCtx) // every command carries its own error
+		recv := time.Since(r.start)
+		for i := range outs {
+			o := &outs[i]
+			d, err := w.pends[i]()
+			w.pends[i] = nil
+			o.Received = recv
+			o.Decision, o.Err, o.Class = d, err, Classify(err)
+		}
+	}
+	w.record(outs)
+}
+
+// record counts outs and hands the measured ones to the aggregators.
+func (w *worker) record(outs []Outcome) {
+	r := w.r
+	var admitted, errs uint64
+	measured := 0
+	for i := range outs {
+		o := &outs[i]
+		if r.p.OnOutcome != nil {
+			r.p.OnOutcome(o)
+		}
+		switch o.Class {
+		case ClassOK:
+			if o.Decision.Allowed {
+				admitted++
+			}
+		default:
+			errs++
+		}
+		if o.Intended < r.warm {
+			w.counts.Warmup++
+			continue
+		}
+		measured++
+		c := &w.counts
+		c.Requests++
+		switch o.Class {
+		case ClassOK:
+			if o.Decision.Allowed {
+				c.Allowed++
+				c.AllowedPermits += uint64(o.Cost)
+			} else {
+				c.Denied++
+			}
+		case ClassFailed:
+			c.Failed++
+		default:
+			c.Unknown++
+		}
+		if o.Sent-o.Intended > r.p.LateAfter {
+			c.Late++
+		}
+	}
+	r.requests.Add(uint64(len(outs)))
+	if admitted > 0 {
+		r.admitted.Add(admitted)
+	}
+	if errs > 0 {
+		r.errs.Add(errs)
+	}
+	if measured == 0 || r.p.NoRecording {
+		return
+	}
+	sh := w.sh
+	sh.mu.Lock()
+	for i := range outs {
+		o := &outs[i]
+		if o.Intended < r.warm {
+			continue
+		}
+		sh.hist.Add(o)
+		sh.tl.Add(o)
+		sh.log.Add(o)
+	}
+	sh.mu.Unlock()
+}
+
+// openLoop claims ticks from the global schedule until the schedule ends, the run's end
+// passes, or the run is canceled. A tick is claimed only by a free worker, so in-flight
+// requests never exceed Clients × depth.
+func (w *worker) openLoop(pipe redis.Pipeliner) {
+	r := w.r
+	for {
+		n := r.next.Add(1) - 1
+		at, ok := r.p.Arrival.At(n)
+		if !ok || at >= r.end || !w.waitUntil(at) {
+			return
+		}
+		w.prepare(&w.outs[0], n, at)
+		k := 1
+		if pipe != nil {
+			// Take every further tick that is already due, up to the depth.
+			now := time.Since(r.start)
+			for k < w.depth {
+				m := r.next.Load()
+				at2, ok := r.p.Arrival.At(m)
+				if !ok || at2 > now || at2 >= r.end {
+					break
+				}
+				if r.next.CompareAndSwap(m, m+1) {
+					w.prepare(&w.outs[k], m, at2)
+					k++
+				}
+			}
+		}
+		if time.Since(r.start) >= r.end {
+			// So far behind that the run is over: these ticks are missed, not sent.
+			return
+		}
+		w.send(w.outs[:k], pipe, false)
+	}
+}
+
+// closedLoop sends as client w.id: the next request (or batch) as soon as the previous one
+// returned. Request k of the worker is tick k·Clients + id, so subjects are seeded like the
+// open loop's.
+func (w *worker) closedLoop(pipe redis.Pipeliner) {
+	r := w.r
+	clients := uint64(len(r.clients))
+	var k uint64
+	for !r.stopped() && time.Since(r.start) < r.end {
+		n := 1
+		if pipe != nil {
+			n = w.depth
+		}
+		for j := range n {
+			tick := (k+uint64(j))*clients + uint64(w.id)
+			w.prepare(&w.outs[j], tick, 0)
+		}
+		k += uint64(n)
+		w.send(w.outs[:n], pipe, true)
+	}
+}
