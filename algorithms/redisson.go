@@ -1,0 +1,168 @@
+package algorithms
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redisson is the rate limiter of Redisson's RRateLimiter with RateType.OVERALL (seed 000): a
+// config hash, a counter of available permits and a sorted set of grants scored by the caller's
+// clock in ms, all in scripts/redisson.lua. It is a published design, reproduced with its flaw:
+// the caller's clock decides which grants have expired, so clients with skewed clocks return
+// permits early and the limiter over-admits. Its contract, sliding-window(Limit, Window) per
+// subject with 1 ms granularity, holds when every client's clock is right.
+//
+// Request.Cost up to Limit is supported; a larger cost is denied with retry-after 0 (Redisson
+// raises an error instead). Request.ClientTime is the time sent (time.Now() when zero).
+type Redisson struct{}
+
+// RedissonPerClient is Redisson's RRateLimiter with RateType.PER_CLIENT (seed 000): the same
+// script, with the counter and the grants kept per client id (Request.Client), so each
+// (subject, client) pair has its own sliding-window(Limit, Window). It has Redisson's clock flaw.
+type RedissonPerClient struct{}
+
+var (
+	_ Algorithm = (*Redisson)(nil)
+	_ Algorithm = (*RedissonPerClient)(nil)
+)
+
+func init() {
+	register(Redisson{})
+	register(RedissonPerClient{})
+}
+
+const redissonFlaw = "the caller's clock (ms) decides which grants have expired: a client ahead " +
+	"by d returns permits d early and one behind records grants that expire d early, so skewed " +
+	"clients over-admit (up to the whole rate per window); keys never expire"
+
+// Describe implements Algorithm.
+func (Redisson) Describe() Description {
+	return Description{
+		Name:           "redisson",
+		Origin:         "seed 000: Redisson RRateLimiter, RateType.OVERALL",
+		Clock:          ClockClient,
+		KeysPerSubject: 3,
+		Memory:         "O(limit)",
+		Flaw:           redissonFlaw,
+		Cost:           true,
+	}
+}
+
+// Contract implements Algorithm: sliding-window(Limit, Window) per subject, on the caller's clock
+// in whole ms.
+func (Redisson) Contract(l Limit) (Contract, error) { return redissonContract(l, PerSubject) }
+
+// Prepare implements Algorithm.
+func (Redisson) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	return prepareRedisson(ctx, c, l, prefix, "redisson", false)
+}
+
+// Model implements Algorithm. It returns nil: Redisson is a published design, and with skewed
+// clients (the case that matters) its decisions depend on the order in which differently skewed
+// times reach the server, which no replay on sorted decision times reproduces. Without skew it
+// decides like a sliding log on the caller's ms; redisson_test.go checks that.
+func (Redisson) Model(Limit) Model { return nil }
+
+// Describe implements Algorithm.
+func (RedissonPerClient) Describe() Description {
+	return Description{
+		Name:           "redisson-per-client",
+		Origin:         "seed 000: Redisson RRateLimiter, RateType.PER_CLIENT",
+		Clock:          ClockClient,
+		KeysPerSubject: 3, // config hash + counter and grants of each client
+		Memory:         "O(limit) per client",
+		Flaw:           redissonFlaw,
+		Cost:           true,
+	}
+}
+
+// Contract implements Algorithm: sliding-window(Limit, Window) per (subject, client), on the
+// caller's clock in whole ms.
+func (RedissonPerClient) Contract(l Limit) (Contract, error) { return redissonContract(l, PerClient) }
+
+// Prepare implements Algorithm.
+func (RedissonPerClient) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	return prepareRedisson(ctx, c, l, prefix, "redisson-per-client", true)
+}
+
+// Model implements Algorithm; nil, as for Redisson.
+func (RedissonPerClient) Model(Limit) Model { return nil }
+
+func redissonContract(l Limit, scope Scope) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{
+		Kind:        SlidingWindow,
+		Limit:       l.Limit,
+		Window:      l.Window,
+		Granularity: time.Millisecond,
+		Scope:       scope,
+	}, nil
+}
+
+func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, prefix, name string, perClient bool) (Limiter, error) {
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if l.Limit >= maxExact {
+		return nil, fmt.Errorf("%s: %w: limit must be < 2^53, got %d", name, ErrBadLimit, l.Limit)
+	}
+	s, err := loadScript(ctx, c, "redisson.lua")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	typ := "0"
+	if perClient {
+		typ = "1"
+	}
+	return &redissonLimiter{
+		name:      name,
+		script:    s,
+		prefix:    prefix,
+		rate:      l.Limit,
+		interval:  l.Window.Milliseconds(),
+		typ:       typ,
+		perClient: perClient,
+	}, nil
+}
+
+// redissonLimiter is a prepared Redisson or RedissonPerClient.
+type redissonLimiter struct {
+	name      string
+	script    *redis.Script
+	prefix    string
+	rate      int64
+	interval  int64 // ms
+	typ       string
+	perClient bool
+}
+
+// Keys implements Limiter: the config hash, then the counter and the grants set ("{name}:value",
+// "{name}:permits"), suffixed with ":" + Request.Client for PER_CLIENT. The subject is the hash
+// tag.
+func (r *redissonLimiter) Keys(req Request) []string {
+	base := subjectKey(r.prefix, r.name, req.Subject)
+	if r.perClient {
+		return []string{base, base + ":value:" + req.Client, base + ":permits:" + req.Client}
+	}
+	return []string{base, base + ":value", base + ":permits"}
+}
+
+// Do implements Limiter. The grant's id is 8 random bytes, as Redisson's.
+func (r *redissonLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cost, err := requestCost(r.name, req, true)
+	if err != nil {
+		return failedPending(err)
+	}
+	var id [8]byte
+	binary.LittleEndian.PutUint64(id[:], rand.Uint64())
+	ms := clientTime(req).UnixMilli()
+	cmd := runScript(ctx, c, r.script, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, string(id[:]))
+	return scriptPending(r.name, cmd, ClockClient)
+}
