@@ -1,0 +1,2 @@
+// Package scenarios reads scenario files.
+package scenarios

@@ -1,0 +1,561 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// Load reads and validates the scenario file at path. Every problem is reported at once in an
+// *Errors that matches ErrInvalid, each naming the file, line and field. Algorithm names are checked
+// against the built-in algorithms registered now (algorithms.Names) and the file's custom entries.
+// Custom scripts are read relative to the file's directory.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load for data already read; name is the file's path, used in messages, as the default
+// scenario name and to find custom scripts.
+func Parse(name string, data []byte) (*Scenario, error) {
+	return parse(name, data, algorithms.Names())
+}
+
+// topFields are the fields of a scenario, in the order the package doc lists them.
+var topFields = []string{
+	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
+	"client_mode", "pipeline_depth", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
+	"expect", "thresholds",
+}
+
+func parse(name string, data []byte, builtins []string) (*Scenario, error) {
+	d := &decoder{file: name, pos: map[string]position{}}
+	s := Default()
+	s.File = name
+	s.pos = d.pos
+	s.Name = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
+
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return nil, errorsOf([]Problem{{File: name, Msg: "empty scenario file"}})
+	case err != nil:
+		return nil, errorsOf([]Problem{yamlProblem(name, err)})
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		p := Problem{File: name, Msg: "more than one YAML document; a scenario file holds one"}
+		if err == nil {
+			p.Line = extra.Line
+		}
+		return nil, errorsOf([]Problem{p})
+	}
+	root := doc.Content[0]
+	d.scenario(root, s)
+	if err := s.validate(builtins, d.probs); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlProblem turns a YAML syntax error into a Problem with its line.
+func yamlProblem(file string, err error) Problem {
+	msg := err.Error()
+	p := Problem{File: file}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		fmt.Sscan(m[1], &p.Line)
+		msg = m[2]
+	}
+	p.Msg = "malformed YAML: " + strings.TrimPrefix(msg, "yaml: ")
+	return p
+}
+
+// decoder walks YAML nodes into a Scenario, recording where each field is and every problem.
+type decoder struct {
+	file  string
+	probs []Problem
+	pos   map[string]position
+}
+
+func (d *decoder) fail(n *yaml.Node, field, format string, a ...any) {
+	d.probs = append(d.probs, Problem{File: d.file, Line: n.Line, Column: n.Column, Field: field,
+		Msg: fmt.Sprintf(format, a...)})
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// describe names what n is, for "got ..." in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	if n.ShortTag() == "!!str" {
+		return strconv.Quote(n.Value)
+	}
+	return n.Value
+}
+
+// mapping returns the non-null fields of the mapping n by name, recording where each is. Unknown
+// and repeated keys are reported; known lists the fields n may have.
+func (d *decoder) mapping(n *yaml.Node, path string, known []string) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		what := ""
+		if path == "" {
+			what = "a scenario "
+		}
+		d.fail(n, path, "%smust be a mapping with fields %s; got %s", what, strings.Join(known, ", "), describe(n))
+		return nil
+	}
+	out := map[string]*yaml.Node{}
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		f := join(path, k.Value)
+		switch {
+		case k.Value == "<<":
+			d.fail(k, path, "merge keys (<<) are not supported; write the fields out")
+			continue
+		case !contains(known, k.Value):
+			msg := fmt.Sprintf("unknown field %q", k.Value)
+			if s := algorithms.Suggest(k.Value, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			} else {
+				msg += " (fields here: " + strings.Join(known, ", ") + ")"
+			}
+			d.fail(k, f, "%s", msg)
+			continue
+		case first[k.Value] > 0:
+			d.fail(k, f, "given twice (first on line %d)", first[k.Value])
+			continue
+		}
+		first[k.Value] = k.Line
+		d.pos[f] = position{k.Line, k.Column}
+		if !isNull(v) {
+			out[k.Value] = v
+		}
+	}
+	return out
+}
+
+// list returns the items of the sequence n, recording where each is.
+func (d *decoder) list(n *yaml.Node, path, example string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, path, "must be a list, such as %s; got %s", example, describe(n))
+		return nil
+	}
+	out := make([]*yaml.Node, len(n.Content))
+	for i, item := range n.Content {
+		d.pos[fmt.Sprintf("%s[%d]", path, i)] = position{item.Line, item.Column}
+		out[i] = resolve(item)
+	}
+	return out
+}
+
+func (d *decoder) scalar(n *yaml.Node, path, what string) bool {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, path, "must be %s; got %s", what, describe(n))
+		return false
+	}
+	return true
+}
+
+func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
+	if !d.scalar(n, path, "a string") {
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (d *decoder) int64(n *yaml.Node, path string) (int64, bool) {
+	var v int64
+	if !d.scalar(n, path, "a whole number") || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		if n.Kind == yaml.ScalarNode {
+			d.fail(n, path, "must be a whole number; got %s", describe(n))
+		}
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) int(n *yaml.Node, path string) (int, bool) {
+	v, ok := d.int64(n, path)
+	return int(v), ok
+}
+
+func (d *decoder) float(n *yaml.Node, path string) (float64, bool) {
+	var v float64
+	tag := n.ShortTag()
+	if !d.scalar(n, path, "a number") || (tag != "!!int" && tag != "!!float") || n.Decode(&v) != nil {
+		if n.Kind == yaml.ScalarNode {
+			d.fail(n, path, "must be a number; got %s", describe(n))
+		}
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
+	if !d.scalar(n, path, "a duration such as 500ms, 10s or 1m") {
+		return 0, false
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.fail(n, path, "must be a duration such as 500ms, 10s or 1m; got %s", describe(n))
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) bool(n *yaml.Node, path string) (bool, bool) {
+	var v bool
+	if !d.scalar(n, path, "true or false") || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		if n.Kind == yaml.ScalarNode {
+			d.fail(n, path, "must be true or false; got %s", describe(n))
+		}
+		return false, false
+	}
+	return v, true
+}
+
+func (d *decoder) strings(n *yaml.Node, path, example string) []string {
+	items := d.list(n, path, example)
+	if items == nil {
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		if v, ok := d.str(it, fmt.Sprintf("%s[%d]", path, i)); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// set decodes n with get into *dst when it decodes.
+func set[T any](dst *T, n *yaml.Node, path string, get func(*yaml.Node, string) (T, bool)) {
+	if n == nil {
+		return
+	}
+	if v, ok := get(n, path); ok {
+		*dst = v
+	}
+}
+
+func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
+	m := d.mapping(root, "", topFields)
+	if m == nil {
+		return
+	}
+	set(&s.Version, m["version"], "version", d.int)
+	set(&s.Name, m["name"], "name", d.str)
+	set(&s.Description, m["description"], "description", d.str)
+	if n := m["topologies"]; n != nil {
+		s.Topologies = nil
+		for _, t := range d.strings(n, "topologies", "[single, cluster]") {
+			s.Topologies = append(s.Topologies, Topology(t))
+		}
+	}
+	set(&s.Duration, m["duration"], "duration", d.duration)
+	set(&s.Warmup, m["warmup"], "warmup", d.duration)
+	set(&s.Seed, m["seed"], "seed", d.int64)
+	set(&s.Clients, m["clients"], "clients", d.int)
+	if n := m["client_mode"]; n != nil {
+		if v, ok := d.str(n, "client_mode"); ok {
+			s.ClientMode = ClientMode(v)
+		}
+	}
+	set(&s.PipelineDepth, m["pipeline_depth"], "pipeline_depth", d.int)
+	if m["pipeline_depth"] == nil && s.ClientMode == Pipeline {
+		s.PipelineDepth = DefaultPipelineDepth
+	}
+	if n := m["arrival"]; n != nil {
+		s.Arrival = d.arrival(n)
+		if m["duration"] == nil && s.Arrival != nil && len(s.Arrival.Steps) > 0 {
+			var sum time.Duration
+			for _, st := range s.Arrival.Steps {
+				sum += st.For
+			}
+			s.Duration = sum
+		}
+	}
+	if n := m["keys"]; n != nil {
+		d.keys(n, &s.Keys)
+	}
+	if n := m["limit"]; n != nil {
+		km := d.mapping(n, "limit", []string{"limit", "window", "burst", "consumer_limit"})
+		set(&s.Limit.Limit, km["limit"], "limit.limit", d.int64)
+		set(&s.Limit.Window, km["window"], "limit.window", d.duration)
+		set(&s.Limit.Burst, km["burst"], "limit.burst", d.int64)
+		set(&s.Limit.ConsumerLimit, km["consumer_limit"], "limit.consumer_limit", d.int64)
+	}
+	set(&s.Cost, m["cost"], "cost", d.int64)
+	if n := m["clock_skew"]; n != nil {
+		d.clockSkew(n, &s.ClockSkew)
+	}
+	if n := m["algorithms"]; n != nil {
+		s.Algorithms = d.algorithms(n)
+	}
+	if n := m["expect"]; n != nil {
+		em := d.mapping(n, "expect", []string{"violations", "may_violate"})
+		if v := em["violations"]; v != nil {
+			s.Expect.Violations = d.strings(v, "expect.violations", "[token-bucket-published]")
+		}
+		if v := em["may_violate"]; v != nil {
+			s.Expect.MayViolate = d.strings(v, "expect.may_violate", "[sliding-log-published]")
+		}
+	}
+	if n := m["thresholds"]; n != nil {
+		for i, it := range d.list(n, "thresholds", `["p99 < 5ms", "gcra: efficiency > 0.95"]`) {
+			f := fmt.Sprintf("thresholds[%d]", i)
+			text, ok := d.str(it, f)
+			if !ok {
+				continue
+			}
+			// A threshold that does not parse is kept as text alone; validation reports it.
+			t, err := ParseThreshold(text)
+			if err != nil {
+				t = Threshold{Text: text}
+			}
+			s.Thresholds = append(s.Thresholds, t)
+		}
+	}
+}
+
+func (d *decoder) arrival(n *yaml.Node) *Arrival {
+	m := d.mapping(n, "arrival", []string{"rate", "ramp", "steps", "spike", "align"})
+	if m == nil {
+		return nil
+	}
+	a := &Arrival{}
+	set(&a.Rate, m["rate"], "arrival.rate", d.float)
+	if r := m["ramp"]; r != nil {
+		rm := d.mapping(r, "arrival.ramp", []string{"from", "to"})
+		a.Ramp = &Ramp{}
+		set(&a.Ramp.From, rm["from"], "arrival.ramp.from", d.float)
+		set(&a.Ramp.To, rm["to"], "arrival.ramp.to", d.float)
+	}
+	if st := m["steps"]; st != nil {
+		for i, it := range d.list(st, "arrival.steps", "[{for: 5s, rate: 500}, {for: 5s, rate: 5000}]") {
+			f := fmt.Sprintf("arrival.steps[%d]", i)
+			sm := d.mapping(it, f, []string{"for", "rate"})
+			var step Step
+			set(&step.For, sm["for"], f+".for", d.duration)
+			set(&step.Rate, sm["rate"], f+".rate", d.float)
+			if sm != nil && sm["for"] == nil {
+				d.fail(it, f+".for", "missing: every step needs for (its length) and rate")
+			}
+			if sm != nil && sm["rate"] == nil {
+				d.fail(it, f+".rate", "missing: every step needs for (its length) and rate")
+			}
+			a.Steps = append(a.Steps, step)
+		}
+	}
+	if sp := m["spike"]; sp != nil {
+		sm := d.mapping(sp, "arrival.spike", []string{"base", "peak", "at", "for", "every"})
+		a.Spike = &Spike{}
+		set(&a.Spike.Base, sm["base"], "arrival.spike.base", d.float)
+		set(&a.Spike.Peak, sm["peak"], "arrival.spike.peak", d.float)
+		set(&a.Spike.At, sm["at"], "arrival.spike.at", d.duration)
+		set(&a.Spike.For, sm["for"], "arrival.spike.for", d.duration)
+		set(&a.Spike.Every, sm["every"], "arrival.spike.every", d.duration)
+	}
+	if al := m["align"]; al != nil {
+		if al.Kind == yaml.MappingNode {
+			am := d.mapping(al, "arrival.align", []string{"every", "offset"})
+			set(&a.Align.Every, am["every"], "arrival.align.every", d.duration)
+			set(&a.Align.Offset, am["offset"], "arrival.align.offset", d.duration)
+		} else {
+			set(&a.Align.Every, al, "arrival.align", d.duration)
+		}
+	}
+	return a
+}
+
+func (d *decoder) keys(n *yaml.Node, k *Keys) {
+	m := d.mapping(n, "keys", []string{"count", "distribution", "zipf_s", "hot_share"})
+	set(&k.Count, m["count"], "keys.count", d.int)
+	if v := m["distribution"]; v != nil {
+		if s, ok := d.str(v, "keys.distribution"); ok {
+			k.Distribution = Distribution(s)
+		}
+	}
+	set(&k.ZipfS, m["zipf_s"], "keys.zipf_s", d.float)
+	set(&k.HotShare, m["hot_share"], "keys.hot_share", d.float)
+	if m["zipf_s"] == nil && k.Distribution == Zipf {
+		k.ZipfS = DefaultZipfS
+	}
+	if m["hot_share"] == nil && k.Distribution == Hot {
+		k.HotShare = DefaultHotShare
+	}
+}
+
+func (d *decoder) clockSkew(n *yaml.Node, c *ClockSkew) {
+	if n.Kind == yaml.MappingNode {
+		m := d.mapping(n, "clock_skew", []string{"spread"})
+		set(&c.Spread, m["spread"], "clock_skew.spread", d.duration)
+		return
+	}
+	for i, it := range d.list(n, "clock_skew", "[0s, 2s, -2s] or {spread: 2s}") {
+		if v, ok := d.duration(it, fmt.Sprintf("clock_skew[%d]", i)); ok {
+			c.Offsets = append(c.Offsets, v)
+		}
+	}
+}
+
+var customFields = []string{"name", "script", "keys", "args", "allowed", "time", "contract"}
+
+func (d *decoder) algorithms(n *yaml.Node) []AlgorithmEntry {
+	var out []AlgorithmEntry
+	for i, it := range d.list(n, "algorithms", "[all] or [gcra, sliding-log]") {
+		f := fmt.Sprintf("algorithms[%d]", i)
+		switch it.Kind {
+		case yaml.ScalarNode:
+			out = append(out, AlgorithmEntry{Name: it.Value})
+		case yaml.MappingNode:
+			c := d.custom(it, f)
+			out = append(out, AlgorithmEntry{Name: c.Name, Custom: c})
+		default:
+			d.fail(it, f, "must be an algorithm name or a custom script (a mapping with %s); got %s",
+				strings.Join(customFields, ", "), describe(it))
+		}
+	}
+	return out
+}
+
+func (d *decoder) custom(n *yaml.Node, f string) *Custom {
+	c := &Custom{}
+	m := d.mapping(n, f, customFields)
+	set(&c.Name, m["name"], f+".name", d.str)
+	if sn := m["script"]; sn != nil {
+		if p, ok := d.str(sn, f+".script"); ok {
+			c.Script = p
+			c.ScriptPath = p
+			if !filepath.IsAbs(p) {
+				c.ScriptPath = filepath.Join(filepath.Dir(d.file), p)
+			}
+			src, err := os.ReadFile(c.ScriptPath)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				d.fail(sn, f+".script", "script file %s not found (the path is relative to the scenario file)", c.ScriptPath)
+			case err != nil:
+				d.fail(sn, f+".script", "cannot read script: %v", err)
+			case len(bytes.TrimSpace(src)) == 0:
+				d.fail(sn, f+".script", "script file %s is empty", c.ScriptPath)
+			default:
+				c.Source = string(src)
+			}
+		}
+	}
+	if v := m["keys"]; v != nil {
+		c.Keys = d.strings(v, f+".keys", `["rl:{{tag}}:tokens"]`)
+	}
+	if v := m["args"]; v != nil {
+		c.Args = d.strings(v, f+".args", `["{{limit}}", "{{window_ms}}", "{{now_ms}}"]`)
+	}
+	if v := m["allowed"]; v != nil {
+		d.allowed(v, f+".allowed", &c.Allowed)
+	}
+	if v := m["time"]; v != nil {
+		tm := d.mapping(v, f+".time", []string{"element", "unit"})
+		c.Time = &TimeRule{}
+		set(&c.Time.Element, tm["element"], f+".time.element", d.int)
+		if u := tm["unit"]; u != nil {
+			if s, ok := d.str(u, f+".time.unit"); ok {
+				c.Time.Unit = TimeUnit(s)
+			}
+		}
+	}
+	if v := m["contract"]; v != nil {
+		cf := f + ".contract"
+		cm := d.mapping(v, cf, []string{"kind", "limit", "window", "capacity", "rate", "per", "granularity"})
+		k := &c.Contract
+		if kn := cm["kind"]; kn != nil {
+			if s, ok := d.str(kn, cf+".kind"); ok {
+				k.Kind = algorithms.ContractKind(s)
+			}
+		}
+		set(&k.Limit, cm["limit"], cf+".limit", d.int64)
+		set(&k.Window, cm["window"], cf+".window", d.duration)
+		set(&k.Capacity, cm["capacity"], cf+".capacity", d.int64)
+		set(&k.Rate, cm["rate"], cf+".rate", d.int64)
+		set(&k.Per, cm["per"], cf+".per", d.duration)
+		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
+	}
+	return c
+}
+
+func (d *decoder) allowed(n *yaml.Node, f string, a *AllowedRule) {
+	m := d.mapping(n, f, []string{"element", "equals", "not_equals", "greater_than", "prefix", "is_nil"})
+	if m == nil {
+		return
+	}
+	set(&a.Element, m["element"], f+".element", d.int)
+	var rules []string
+	for _, op := range ruleOps {
+		v := m[string(op)]
+		if v == nil {
+			continue
+		}
+		rules = append(rules, string(op))
+		rf := f + "." + string(op)
+		switch op {
+		case Equals, NotEquals, Prefix:
+			if s, ok := d.str(v, rf); ok {
+				a.Op, a.Value = op, s
+			}
+		case GreaterThan:
+			if x, ok := d.float(v, rf); ok {
+				a.Op, a.Number = op, x
+			}
+		case IsNil:
+			if b, ok := d.bool(v, rf); ok {
+				if !b {
+					d.fail(v, rf, "is_nil: false is not a rule; use is_nil: true, or another rule")
+				} else {
+					a.Op = op
+				}
+			}
+		}
+	}
+	switch {
+	case len(rules) == 0:
+		d.fail(n, f, "needs exactly one rule: equals, not_equals, greater_than, prefix or is_nil; got none")
+	case len(rules) > 1:
+		d.fail(n, f, "needs exactly one rule; got %s", strings.Join(rules, " and "))
+	}
+}

@@ -1,0 +1,97 @@
+package scenarios
+
+import (
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// Overrides are command-line changes to a loaded scenario. A nil field leaves the scenario as it is.
+type Overrides struct {
+	// Duration replaces duration (--duration).
+	Duration *time.Duration
+	// Rate replaces the arrival schedule, whatever its form, with this constant rate across all
+	// clients (--rate); a closed-loop scenario becomes open loop.
+	Rate *float64
+	// Clients replaces clients (--clients).
+	Clients *int
+	// Seed replaces seed (--seed).
+	Seed *int64
+	// Topologies replaces topologies (--topology).
+	Topologies []Topology
+	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
+	// "all", or the name of one of the scenario's custom entries (which is kept with its script).
+	// Expectations and algorithm-scoped thresholds that name an algorithm no longer run are dropped.
+	Algorithms []string
+}
+
+// Apply changes s as o says and validates the result. Problems with a value set by a flag name
+// the flag instead of a line of the file.
+func (s *Scenario) Apply(o Overrides) error {
+	return s.apply(o, algorithms.Names())
+}
+
+func (s *Scenario) apply(o Overrides, builtins []string) error {
+	if s.flags == nil {
+		s.flags = map[string]string{}
+	}
+	if o.Duration != nil {
+		s.Duration = *o.Duration
+		s.flags["duration"] = "--duration"
+	}
+	if o.Rate != nil {
+		s.Arrival = &Arrival{Rate: *o.Rate}
+		for f := range s.pos {
+			if isUnder(f, "arrival") {
+				delete(s.pos, f)
+			}
+		}
+		s.flags["arrival"] = "--rate"
+		s.flags["arrival.rate"] = "--rate"
+	}
+	if o.Clients != nil {
+		s.Clients = *o.Clients
+		s.flags["clients"] = "--clients"
+	}
+	if o.Seed != nil {
+		s.Seed = *o.Seed
+		s.flags["seed"] = "--seed"
+	}
+	if o.Topologies != nil {
+		s.Topologies = append([]Topology(nil), o.Topologies...)
+		s.flags["topologies"] = "--topology"
+	}
+	if o.Algorithms != nil {
+		customs := map[string]*Custom{}
+		for _, e := range s.Algorithms {
+			if e.Custom != nil {
+				customs[e.Name] = e.Custom
+			}
+		}
+		s.Algorithms = nil
+		for _, n := range o.Algorithms {
+			s.Algorithms = append(s.Algorithms, AlgorithmEntry{Name: n, Custom: customs[n]})
+		}
+		s.flags["algorithms"] = "--algorithms"
+		run := s.names(builtins)
+		keep := func(names []string) []string {
+			var out []string
+			for _, n := range names {
+				if contains(run, n) {
+					out = append(out, n)
+				}
+			}
+			return out
+		}
+		s.Expect.Violations = keep(s.Expect.Violations)
+		s.Expect.MayViolate = keep(s.Expect.MayViolate)
+		var ts []Threshold
+		for _, t := range s.Thresholds {
+			if t.Algorithm == "" || contains(run, t.Algorithm) {
+				ts = append(ts, t)
+			}
+		}
+		s.Thresholds = ts
+	}
+	return s.validate(builtins, nil)
+}

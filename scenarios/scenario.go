@@ -1,0 +1,235 @@
+package scenarios
+
+import (
+	"math"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// Topology is the shape of the Redis a run talks to.
+type Topology string
+
+// The topologies.
+const (
+	Single  Topology = "single"
+	Cluster Topology = "cluster"
+)
+
+// ClientMode is how a worker sends its requests.
+type ClientMode string
+
+// The client modes.
+const (
+	// Plain sends one request and waits for its reply.
+	Plain ClientMode = "plain"
+	// Pipeline sends PipelineDepth requests in one round trip.
+	Pipeline ClientMode = "pipeline"
+	// AutoPipeline uses go-redis AutoPipeline, which batches concurrent commands on its own.
+	AutoPipeline ClientMode = "autopipeline"
+)
+
+// Distribution is how requests choose among Keys.Count subjects.
+type Distribution string
+
+// The key distributions.
+const (
+	// Uniform picks every subject with the same probability.
+	Uniform Distribution = "uniform"
+	// Zipf picks subject k (k = 0, 1, …) with probability proportional to 1/(1+k)^s, s = ZipfS > 1.
+	Zipf Distribution = "zipf"
+	// Hot sends HotShare of the requests to subject 0 and spreads the rest uniformly over the others.
+	Hot Distribution = "hot"
+)
+
+// AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
+const AllAlgorithms = "all"
+
+// Defaults for fields a scenario file leaves out. Default returns a Scenario holding them.
+const (
+	DefaultDuration      = 10 * time.Second
+	DefaultSeed          = 1
+	DefaultClients       = 4
+	DefaultPipelineDepth = 16
+	DefaultZipfS         = 1.1
+	DefaultHotShare      = 0.5
+	DefaultLimit         = 100
+	DefaultWindow        = time.Second
+)
+
+// Scenario is one scenario file: what to run, on what, and what must hold. The doc comment of the
+// package describes every field, its YAML spelling and its default. A Scenario built in Go should
+// start from Default and be checked with Validate; Load and Parse return validated scenarios.
+type Scenario struct {
+	// Version of the format; only 1 exists.
+	Version int
+	// Name identifies the scenario in reports and result folders; default: the file name without
+	// its extension.
+	Name        string
+	Description string
+	// Topologies to run on, each with its own environment; default [single].
+	Topologies []Topology
+	// Duration of the measured, verified part of each run; default 10s, or the sum of
+	// Arrival.Steps when the file gives steps and no duration.
+	Duration time.Duration
+	// Warmup runs before Duration with the same load; it is measured but neither verified nor
+	// reported. Default 0.
+	Warmup time.Duration
+	// Seed makes the key sequence and arrival jitter repeatable; default 1.
+	Seed int64
+	// Clients is the number of concurrent workers (each with its own client id); default 4.
+	Clients    int
+	ClientMode ClientMode // default plain
+	// PipelineDepth is the number of requests per pipeline; only with ClientMode pipeline, where it
+	// defaults to 16.
+	PipelineDepth int
+	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
+	// when the previous one returns).
+	Arrival *Arrival
+	Keys    Keys
+	// Limit is what every built-in algorithm is configured with; default limit 100 per 1s window,
+	// burst = limit, consumer_limit = limit.
+	Limit algorithms.Limit
+	// Cost is the number of permits every request asks for; default 1.
+	Cost      int64
+	ClockSkew ClockSkew
+	// Algorithms to run, in order; default [all]. See ResolveAlgorithms.
+	Algorithms []AlgorithmEntry
+	Expect     Expect
+	Thresholds []Threshold
+
+	// File is the path the scenario was read from; empty when built in Go. Custom scripts are
+	// relative to its directory.
+	File string
+
+	// pos maps field paths to where they are in File.
+	pos map[string]position
+	// flags maps field paths to the command-line flag that last set them (see Apply).
+	flags map[string]string
+}
+
+// Keys says which subjects requests are for.
+type Keys struct {
+	// Count is the number of distinct subjects (≥ 1); default 1.
+	Count int
+	// Distribution of requests over subjects; default uniform.
+	Distribution Distribution
+	// ZipfS is the exponent of the zipf distribution (> 1); only with zipf, default 1.1.
+	ZipfS float64
+	// HotShare is the share of requests the hot subject gets (0 < share ≤ 1); only with hot,
+	// default 0.5.
+	HotShare float64
+}
+
+// ClockSkew gives each client an offset added to the time it passes to client-clock algorithms
+// (server-clock algorithms are unaffected). Set at most one of Offsets and Spread; the zero value
+// means no skew.
+type ClockSkew struct {
+	// Offsets are cycled over clients: client i gets Offsets[i % len(Offsets)].
+	Offsets []time.Duration
+	// Spread spaces the clients' offsets evenly over [−Spread, +Spread]: with n clients, client i gets
+	// −Spread + 2·Spread·i/(n−1) (a single client gets 0).
+	Spread time.Duration
+}
+
+// Offset returns the skew of client i of n (0 ≤ i < n).
+func (c ClockSkew) Offset(i, n int) time.Duration {
+	switch {
+	case len(c.Offsets) > 0:
+		return c.Offsets[i%len(c.Offsets)]
+	case c.Spread > 0 && n > 1:
+		return -c.Spread + time.Duration(math.Round(float64(2*c.Spread)*float64(i)/float64(n-1)))
+	}
+	return 0
+}
+
+// IsZero reports whether no client is skewed.
+func (c ClockSkew) IsZero() bool {
+	for _, o := range c.Offsets {
+		if o != 0 {
+			return false
+		}
+	}
+	return c.Spread == 0
+}
+
+// AlgorithmEntry is one entry of the algorithms list: a built-in algorithm by name, "all", or a
+// custom script.
+type AlgorithmEntry struct {
+	// Name of a built-in algorithm, AllAlgorithms, or the custom entry's name.
+	Name string
+	// Custom is the user's script; nil for built-in algorithms.
+	Custom *Custom
+}
+
+// Expect lists what the verifier must find.
+type Expect struct {
+	// Violations names algorithms that must be flagged with a definite violation (in every
+	// topology), or the scenario fails. Their own failing verdicts are what the scenario expects
+	// and do not fail it.
+	Violations []string
+	// MayViolate names algorithms whose verdict does not decide the scenario either way: for
+	// flawed variants whose flaw shows only on some runs (a minute boundary, a lucky interleaving).
+	MayViolate []string
+}
+
+// Default returns a scenario with every default of the format filled in, and no arrival (closed
+// loop). Name is empty and must be set.
+func Default() *Scenario {
+	return &Scenario{
+		Version:    1,
+		Topologies: []Topology{Single},
+		Duration:   DefaultDuration,
+		Seed:       DefaultSeed,
+		Clients:    DefaultClients,
+		ClientMode: Plain,
+		Keys:       Keys{Count: 1, Distribution: Uniform},
+		Limit:      algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
+		Cost:       1,
+		Algorithms: []AlgorithmEntry{{Name: AllAlgorithms}},
+	}
+}
+
+// ClosedLoop reports whether the scenario has no arrival schedule.
+func (s *Scenario) ClosedLoop() bool { return s.Arrival == nil }
+
+// ResolveAlgorithms returns the entries to run, in order, with "all" expanded into every built-in
+// algorithm registered now (algorithms.Names, sorted) and duplicates removed. Call it at run time:
+// the registry is filled by package initialisation.
+func (s *Scenario) ResolveAlgorithms() []AlgorithmEntry {
+	return s.resolve(algorithms.Names())
+}
+
+func (s *Scenario) resolve(builtins []string) []AlgorithmEntry {
+	var out []AlgorithmEntry
+	seen := map[string]bool{}
+	add := func(e AlgorithmEntry) {
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			out = append(out, e)
+		}
+	}
+	for _, e := range s.Algorithms {
+		if e.Custom == nil && e.Name == AllAlgorithms {
+			for _, n := range builtins {
+				add(AlgorithmEntry{Name: n})
+			}
+			continue
+		}
+		add(e)
+	}
+	return out
+}
+
+// names returns the names ResolveAlgorithms would give with builtins registered.
+func (s *Scenario) names(builtins []string) []string {
+	entries := s.resolve(builtins)
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// TotalDuration is Warmup + Duration: the length of one run's arrival schedule.
+func (s *Scenario) TotalDuration() time.Duration { return s.Warmup + s.Duration }

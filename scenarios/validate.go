@@ -1,0 +1,541 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// position is where a field is in the scenario file.
+type position struct{ line, col int }
+
+// Validate reports every problem with s at once as an *Errors (matching ErrInvalid), or nil.
+// Algorithm names are checked against the built-in algorithms registered now (algorithms.Names)
+// and the custom entries of s.
+func (s *Scenario) Validate() error {
+	return s.validate(algorithms.Names(), nil)
+}
+
+// validate checks s with builtins as the known algorithm names; problems found while decoding
+// (pre) come first, and problems in the subtree of a field that failed to decode are dropped.
+func (s *Scenario) validate(builtins []string, pre []Problem) error {
+	c := &checker{s: s, builtins: builtins}
+	c.check()
+	probs := append([]Problem(nil), pre...)
+	for _, p := range c.probs {
+		if overlapsAny(p.Field, pre) {
+			continue
+		}
+		probs = append(probs, s.place(p))
+	}
+	return errorsOf(probs)
+}
+
+// overlapsAny reports whether field is, contains or is inside a field of pre.
+func overlapsAny(field string, pre []Problem) bool {
+	for _, p := range pre {
+		if p.Field == "" {
+			continue
+		}
+		if isUnder(field, p.Field) || isUnder(p.Field, field) {
+			return true
+		}
+	}
+	return false
+}
+
+// isUnder reports whether path is parent or inside it.
+func isUnder(path, parent string) bool {
+	if !strings.HasPrefix(path, parent) {
+		return false
+	}
+	rest := path[len(parent):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
+}
+
+// parentPath strips the last component of a field path: "a.b[2]" → "a.b", "a.b" → "a", "a" → "".
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// place fills in the file, line and column of p from the nearest field of its path that is in the
+// file, and notes a field set by a command-line flag.
+func (s *Scenario) place(p Problem) Problem {
+	p.File = s.File
+	for f := p.Field; f != ""; f = parentPath(f) {
+		if flag, ok := s.flags[f]; ok {
+			p.Msg += " (set by " + flag + ")"
+			return p
+		}
+		if at, ok := s.pos[f]; ok {
+			p.Line, p.Column = at.line, at.col
+			return p
+		}
+	}
+	return p
+}
+
+// present reports whether field was written in the scenario file.
+func (s *Scenario) present(field string) bool {
+	_, ok := s.pos[field]
+	return ok
+}
+
+type checker struct {
+	s        *Scenario
+	builtins []string
+	probs    []Problem
+}
+
+func (c *checker) add(field, format string, a ...any) {
+	c.probs = append(c.probs, Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
+}
+
+func (c *checker) positiveDuration(field string, d time.Duration) {
+	if d <= 0 {
+		c.add(field, "must be > 0, got %s", d)
+	}
+}
+
+func (c *checker) check() {
+	s := c.s
+	if s.Version != 1 {
+		c.add("version", "unsupported version %d; this limitbench reads version 1", s.Version)
+	}
+	if strings.TrimSpace(s.Name) == "" {
+		c.add("name", "must not be empty")
+	}
+	c.topologies()
+	c.positiveDuration("duration", s.Duration)
+	if s.Warmup < 0 {
+		c.add("warmup", "must be >= 0, got %s", s.Warmup)
+	}
+	if s.Clients < 1 {
+		c.add("clients", "must be >= 1, got %d", s.Clients)
+	}
+	switch s.ClientMode {
+	case Plain, AutoPipeline:
+		if s.PipelineDepth != 0 {
+			c.add("pipeline_depth", "only applies with client_mode: pipeline (client_mode is %s)", s.ClientMode)
+		}
+	case Pipeline:
+		if s.PipelineDepth < 1 {
+			c.add("pipeline_depth", "must be >= 1 with client_mode: pipeline, got %d", s.PipelineDepth)
+		}
+	default:
+		c.add("client_mode", "unknown client mode %q; use plain, pipeline or autopipeline", s.ClientMode)
+	}
+	if s.Arrival != nil {
+		c.arrival(s.Arrival)
+	}
+	c.keys()
+	c.limit()
+	if s.Cost < 1 {
+		c.add("cost", "must be >= 1, got %d", s.Cost)
+	} else if s.Cost > c.s.Limit.Capacity() && s.Limit.Limit > 0 {
+		c.add("cost", "%d is more than the limit's capacity %d: every request would be denied", s.Cost, s.Limit.Capacity())
+	}
+	c.clockSkew()
+	names := c.algorithms()
+	c.expect(names)
+	for i, t := range s.Thresholds {
+		c.threshold(fmt.Sprintf("thresholds[%d]", i), t, names)
+	}
+}
+
+// threshold checks t; a threshold with no metric is one whose Text did not parse.
+func (c *checker) threshold(f string, t Threshold, names []string) {
+	if t.Metric == "" {
+		if _, err := ParseThreshold(t.Text); err != nil {
+			c.add(f, "%v", err)
+		} else {
+			c.add(f, "no metric (build thresholds with ParseThreshold)")
+		}
+		return
+	}
+	if !contains(metricNames(), string(t.Metric)) {
+		c.add(f, "unknown metric %q; use one of %s", t.Metric, metricList())
+	}
+	switch t.Op {
+	case Less, LessEqual, Greater, GreaterEqual:
+	default:
+		c.add(f, "unknown comparison %q; use <, <=, > or >=", t.Op)
+	}
+	if t.Algorithm != "" && !contains(names, t.Algorithm) {
+		c.add(f, "%s", unknownName(fmt.Sprintf("%q is not run by this scenario", t.Algorithm), t.Algorithm, names))
+	}
+}
+
+func (c *checker) topologies() {
+	if len(c.s.Topologies) == 0 {
+		c.add("topologies", "must name at least one of single, cluster")
+	}
+	seen := map[Topology]bool{}
+	for i, t := range c.s.Topologies {
+		f := fmt.Sprintf("topologies[%d]", i)
+		switch {
+		case t != Single && t != Cluster:
+			c.add(f, "unknown topology %q; use single or cluster", t)
+		case seen[t]:
+			c.add(f, "%s is listed twice", t)
+		}
+		seen[t] = true
+	}
+}
+
+func (c *checker) rate(field string, r float64, positive bool) {
+	switch {
+	case r < 0:
+		c.add(field, "must not be negative, got %g", r)
+	case positive && r == 0:
+		c.add(field, "must be > 0")
+	}
+}
+
+func (c *checker) arrival(a *Arrival) {
+	forms := 0
+	if a.Rate != 0 || c.s.present("arrival.rate") {
+		forms++
+	}
+	if a.Ramp != nil {
+		forms++
+	}
+	if len(a.Steps) > 0 || c.s.present("arrival.steps") {
+		forms++
+	}
+	if a.Spike != nil {
+		forms++
+	}
+	switch {
+	case forms == 0:
+		c.add("arrival", "needs one of rate, ramp, steps or spike (omit arrival for a closed loop)")
+		return
+	case forms > 1:
+		c.add("arrival", "give only one of rate, ramp, steps or spike")
+		return
+	}
+	switch a.Kind() {
+	case Constant:
+		c.rate("arrival.rate", a.Rate, true)
+	case RampUp:
+		c.rate("arrival.ramp.from", a.Ramp.From, false)
+		c.rate("arrival.ramp.to", a.Ramp.To, false)
+		if a.Ramp.From == 0 && a.Ramp.To == 0 {
+			c.add("arrival.ramp", "from and to cannot both be 0")
+		}
+	case Stepped:
+		if len(a.Steps) == 0 {
+			c.add("arrival.steps", "must hold at least one step")
+		}
+		anyRate := false
+		for i, st := range a.Steps {
+			f := fmt.Sprintf("arrival.steps[%d]", i)
+			c.positiveDuration(f+".for", st.For)
+			c.rate(f+".rate", st.Rate, false)
+			anyRate = anyRate || st.Rate > 0
+		}
+		if len(a.Steps) > 0 && !anyRate {
+			c.add("arrival.steps", "every step has rate 0: nothing would be sent")
+		}
+	case Spiked:
+		sp := a.Spike
+		c.rate("arrival.spike.base", sp.Base, false)
+		c.rate("arrival.spike.peak", sp.Peak, true)
+		if sp.At < 0 {
+			c.add("arrival.spike.at", "must be >= 0, got %s", sp.At)
+		}
+		c.positiveDuration("arrival.spike.for", sp.For)
+		if sp.Every < 0 {
+			c.add("arrival.spike.every", "must be >= 0, got %s", sp.Every)
+		} else if sp.Every > 0 && sp.For > sp.Every {
+			c.add("arrival.spike.for", "%s is longer than every (%s)", sp.For, sp.Every)
+		}
+	}
+	switch al := a.Align; {
+	case al.Every < 0:
+		c.add("arrival.align.every", "must be >= 0, got %s", al.Every)
+	case al.Every == 0 && (al.Offset != 0 || c.s.present("arrival.align")):
+		c.add("arrival.align.every", "must be > 0")
+	case al.Offset < 0 || al.Offset >= al.Every && al.Every > 0:
+		c.add("arrival.align.offset", "must be in [0, %s), got %s", al.Every, al.Offset)
+	}
+}
+
+func (c *checker) keys() {
+	k := c.s.Keys
+	if k.Count < 1 {
+		c.add("keys.count", "must be >= 1, got %d", k.Count)
+	}
+	switch k.Distribution {
+	case Uniform:
+	case Zipf:
+		if k.ZipfS <= 1 {
+			c.add("keys.zipf_s", "must be > 1 for a zipf distribution, got %g", k.ZipfS)
+		}
+	case Hot:
+		if k.HotShare <= 0 || k.HotShare > 1 {
+			c.add("keys.hot_share", "must be in (0, 1] for a hot distribution, got %g", k.HotShare)
+		}
+	default:
+		c.add("keys.distribution", "unknown distribution %q; use uniform, zipf or hot", k.Distribution)
+	}
+	if k.Distribution != Zipf && k.ZipfS != 0 {
+		c.add("keys.zipf_s", "only applies with distribution: zipf")
+	}
+	if k.Distribution != Hot && k.HotShare != 0 {
+		c.add("keys.hot_share", "only applies with distribution: hot")
+	}
+}
+
+func (c *checker) limit() {
+	l := c.s.Limit
+	if l.Limit <= 0 {
+		c.add("limit.limit", "must be > 0, got %d", l.Limit)
+	}
+	if l.Window <= 0 {
+		c.add("limit.window", "must be > 0, got %s", l.Window)
+	} else if l.Window%time.Millisecond != 0 {
+		c.add("limit.window", "must be whole milliseconds, got %s", l.Window)
+	}
+	if l.Burst < 0 {
+		c.add("limit.burst", "must be >= 0, got %d", l.Burst)
+	}
+	if l.ConsumerLimit < 0 {
+		c.add("limit.consumer_limit", "must be >= 0, got %d", l.ConsumerLimit)
+	}
+}
+
+func (c *checker) clockSkew() {
+	sk := c.s.ClockSkew
+	if len(sk.Offsets) > 0 && sk.Spread != 0 {
+		c.add("clock_skew", "give either a list of offsets or a spread, not both")
+	}
+	if sk.Spread < 0 {
+		c.add("clock_skew.spread", "must be >= 0, got %s", sk.Spread)
+	}
+}
+
+// algorithms checks the algorithms list and returns the names the scenario runs.
+func (c *checker) algorithms() []string {
+	s := c.s
+	if len(s.Algorithms) == 0 {
+		c.add("algorithms", "must name at least one algorithm, or all")
+	}
+	var customs []string
+	for _, e := range s.Algorithms {
+		if e.Custom != nil {
+			customs = append(customs, e.Name)
+		}
+	}
+	known := append(append([]string(nil), c.builtins...), customs...)
+	seen := map[string]bool{}
+	cluster := contains(topologyNames(s.Topologies), string(Cluster))
+	for i, e := range s.Algorithms {
+		f := fmt.Sprintf("algorithms[%d]", i)
+		if e.Custom != nil {
+			c.custom(f, e.Custom, cluster)
+			if e.Name != e.Custom.Name {
+				c.add(f+".name", "entry name %q differs from the custom script's name %q", e.Name, e.Custom.Name)
+			}
+			if contains(c.builtins, e.Name) || e.Name == AllAlgorithms {
+				c.add(f+".name", "%q is the name of a built-in algorithm; choose another", e.Name)
+			}
+		} else if e.Name != AllAlgorithms && !contains(c.builtins, e.Name) {
+			if len(c.builtins) == 0 && len(customs) == 0 {
+				c.add(f, "unknown algorithm %q (no built-in algorithm is registered)", e.Name)
+			} else {
+				c.add(f, "%s", unknownName(fmt.Sprintf("unknown algorithm %q", e.Name), e.Name, known))
+			}
+		}
+		if seen[e.Name] && e.Name != "" {
+			c.add(f, "%s is listed twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	return s.names(c.builtins)
+}
+
+func (c *checker) custom(f string, cu *Custom, cluster bool) {
+	if cu.Name == "" {
+		c.add(f+".name", "a custom script needs a name")
+	}
+	if cu.Script == "" {
+		c.add(f+".script", "a custom script needs script: the path of its Lua file, relative to the scenario")
+	} else if cu.Source == "" && !c.s.present(f+".script") {
+		c.add(f+".script", "script %s was not read (set Source, or load the scenario with Load)", cu.Script)
+	}
+	if len(cu.Keys) == 0 {
+		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")
+	}
+	for i, k := range cu.Keys {
+		if p := checkTemplate(k); p != "" {
+			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%s", p)
+		}
+	}
+	for i, a := range cu.Args {
+		if p := checkTemplate(a); p != "" {
+			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%s", p)
+		}
+	}
+	if cluster {
+		if p := sameSlotProblem(cu.Keys); p != "" {
+			c.add(f+".keys", "%s", p)
+		}
+	}
+	al := cu.Allowed
+	if al.Element < 0 {
+		c.add(f+".allowed.element", "must be >= 1 (1-based), or omitted for a scalar reply; got %d", al.Element)
+	}
+	switch al.Op {
+	case Equals, NotEquals, GreaterThan, IsNil:
+	case Prefix:
+		if al.Value == "" {
+			c.add(f+".allowed.prefix", "must not be empty")
+		}
+	case "":
+		c.add(f+".allowed", "needs exactly one rule: equals, not_equals, greater_than, prefix or is_nil")
+	default:
+		c.add(f+".allowed", "unknown rule %q; use equals, not_equals, greater_than, prefix or is_nil", al.Op)
+	}
+	if t := cu.Time; t != nil {
+		if t.Element < 1 {
+			c.add(f+".time.element", "must be >= 1 (1-based), got %d", t.Element)
+		} else if al.Element == 0 {
+			c.add(f+".time", "time needs an array reply, but allowed reads a scalar reply (no element)")
+		} else if t.Element == al.Element {
+			c.add(f+".time.element", "is the element allowed reads (%d)", al.Element)
+		}
+		if t.Unit.Duration() == 0 {
+			c.add(f+".time.unit", "unknown unit %q; use us, ms or s", t.Unit)
+		}
+	}
+	c.contract(f+".contract", cu.Contract)
+}
+
+func (c *checker) contract(f string, k CustomContract) {
+	type param struct {
+		name string
+		set  bool
+		bad  string // non-empty: value is invalid
+	}
+	posInt := func(v int64) string {
+		if v < 0 {
+			return fmt.Sprintf("must be > 0, got %d", v)
+		}
+		return ""
+	}
+	posDur := func(v time.Duration) string {
+		if v < 0 {
+			return fmt.Sprintf("must be > 0, got %s", v)
+		}
+		return ""
+	}
+	params := []param{
+		{"limit", k.Limit != 0, posInt(k.Limit)},
+		{"window", k.Window != 0, posDur(k.Window)},
+		{"capacity", k.Capacity != 0, posInt(k.Capacity)},
+		{"rate", k.Rate != 0, posInt(k.Rate)},
+		{"per", k.Per != 0, posDur(k.Per)},
+	}
+	var need []string
+	switch k.Kind {
+	case algorithms.SlidingWindow, algorithms.FixedWindow:
+		need = []string{"limit", "window"}
+	case algorithms.TokenBucket:
+		need = []string{"capacity", "rate", "per"}
+	case algorithms.NoContract:
+	case "":
+		c.add(f+".kind", "a contract needs kind: sliding-window, fixed-window, token-bucket or none")
+		return
+	default:
+		c.add(f+".kind", "unknown contract kind %q; use sliding-window, fixed-window, token-bucket or none", k.Kind)
+		return
+	}
+	for _, p := range params {
+		pf := f + "." + p.name
+		switch {
+		case contains(need, p.name) && !p.set:
+			if c.s.present(pf) {
+				c.add(pf, "must be > 0")
+			} else {
+				c.add(pf, "missing: a %s contract needs %s", k.Kind, strings.Join(need, ", "))
+			}
+		case contains(need, p.name) && p.bad != "":
+			c.add(pf, "%s", p.bad)
+		case !contains(need, p.name) && (p.set || c.s.present(pf)):
+			if len(need) == 0 {
+				c.add(pf, "does not apply to a contract of kind none")
+			} else {
+				c.add(pf, "does not apply to a %s contract (it takes %s)", k.Kind, strings.Join(need, ", "))
+			}
+		}
+	}
+	if k.Granularity < 0 {
+		c.add(f+".granularity", "must be >= 0, got %s", k.Granularity)
+	}
+}
+
+func (c *checker) expect(names []string) {
+	ex := c.s.Expect
+	seen := map[string]string{}
+	for _, list := range []struct {
+		field string
+		names []string
+	}{{"expect.violations", ex.Violations}, {"expect.may_violate", ex.MayViolate}} {
+		for i, n := range list.names {
+			f := fmt.Sprintf("%s[%d]", list.field, i)
+			switch {
+			case !contains(names, n):
+				c.add(f, "%s", unknownName(fmt.Sprintf("%q is not run by this scenario", n), n, names))
+			case seen[n] == list.field:
+				c.add(f, "%s is listed twice", n)
+			case seen[n] != "":
+				c.add(f, "%s is already in %s", n, seen[n])
+			}
+			if seen[n] == "" {
+				seen[n] = list.field
+			}
+		}
+	}
+	for i, n := range ex.Violations {
+		for _, e := range c.s.Algorithms {
+			if e.Custom != nil && e.Name == n && e.Custom.Contract.Kind == algorithms.NoContract {
+				c.add(fmt.Sprintf("expect.violations[%d]", i), "%s has contract none: nothing is verified, so no violation can be found", n)
+			}
+		}
+	}
+}
+
+// unknownName appends to msg, which says that name is unknown, the closest of known or the list.
+func unknownName(msg, name string, known []string) string {
+	if s := algorithms.Suggest(name, known); s != "" {
+		return msg + fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	if len(known) > 0 {
+		return msg + " (known: " + strings.Join(known, ", ") + ")"
+	}
+	return msg
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func topologyNames(ts []Topology) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
