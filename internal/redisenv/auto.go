@@ -6,15 +6,21 @@ import (
 	"os/exec"
 )
 
-// startAuto picks process when redis-server is on PATH, else container when an engine answers
-// and the image is present locally, else fails saying what to install.
+// startAuto picks process when redis-server is on PATH, else container when a Docker engine
+// answers and the image is already present locally (auto never pulls), else fails saying what to
+// install. Info.Chosen says which and why.
 func startAuto(ctx context.Context, cfg Config) (*Target, error) {
 	if p, err := exec.LookPath("redis-server"); err == nil {
-		t, err := startProcess(ctx, cfg, "auto: redis-server found at "+p)
-		if err != nil {
-			return nil, err
-		}
-		return t, nil
+		return startProcess(ctx, cfg, "auto: redis-server found at "+p)
 	}
-	return nil, fmt.Errorf("%w: auto: redis-server is not on PATH and no usable container engine: install redis-server (apt-get install redis-server, brew install redis) or Docker", ErrUnavailable)
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: auto: redis-server is not on PATH and %w; install redis-server (apt-get install redis-server, brew install redis) or start Docker with image %s present", ErrUnavailable, err, cfg.Image)
+	}
+	present := cfg.Image != HostImage && imagePresent(ctx, cli, cfg.Image)
+	_ = cli.Close()
+	if !present {
+		return nil, fmt.Errorf("%w: auto: redis-server is not on PATH and image %s is not present locally (auto never pulls); install redis-server (apt-get install redis-server, brew install redis) or run `docker pull %s` or use --backend container", ErrUnavailable, cfg.Image, cfg.Image)
+	}
+	return startContainer(ctx, cfg, "auto: redis-server is not on PATH; a Docker engine answers and has image "+cfg.Image)
 }
