@@ -19,7 +19,7 @@ import (
 
 // Labels on every container this package starts.
 const (
-	labelOwner        = "limitbench"              // "1"
+	labelOwner        = "limitbench"               // "1"
 	labelHarnessPID   = "limitbench.harness_pid"   // pid of the harness that started it
 	labelHarnessStart = "limitbench.harness_start" // its start time, /proc/<pid>/stat field 22
 	labelAddr         = "limitbench.addr"          // 127.0.0.1:port
