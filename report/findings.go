@@ -1,0 +1,220 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Findings returns short plain-language statements about e derived from its numbers and, for
+// comparisons, from the other entries of r on the same topology: the verdict and how far it
+// over-admitted, accuracy against an exact limiter, memory, latency and Redis cost relative to the
+// best on the topology (or to the reference script), and anything the run dropped or lost.
+func Findings(r *Result, e *Entry) []string {
+	var out []string
+	v := e.Verification
+	worst := ""
+	if e.Accuracy.MaxWindowRatio > 0 {
+		worst = fmt.Sprintf("admitted %s its limit in the worst window", ratio(e.Accuracy.MaxWindowRatio))
+	}
+	violations := fmt.Sprintf("%s definite %s", count(v.DefiniteViolations), plural(v.DefiniteViolations, "violation", "violations"))
+	if v.WorstExcess > 0 {
+		violations += fmt.Sprintf(", worst excess %s %s", count(v.WorstExcess), plural(v.WorstExcess, "permit", "permits"))
+		if v.Where != "" {
+			violations += " " + v.Where
+		}
+	}
+	switch e.Outcome() {
+	case "expected violation caught":
+		out = append(out, sentence("Caught as the scenario expected: "+join(worst, violations)))
+	case "expected violation missed":
+		out = append(out, "Expected to be flagged, but no definite violation was found: the harness missed a planted bug.")
+	case string(Fail):
+		if v.DefiniteViolations > 0 {
+			out = append(out, sentence("Over-admitted: "+join(worst, violations)))
+		}
+		for _, reason := range v.Reasons {
+			out = append(out, sentence("Failed: "+reason))
+		}
+	case string(Pass):
+		s := "Never admitted more than " + orDefault(v.Contract, "its contract") + " allows"
+		if e.Accuracy.MaxWindowRatio > 0 {
+			s += fmt.Sprintf("; the busiest window used %s of its limit", percent(e.Accuracy.MaxWindowRatio))
+		}
+		out = append(out, s+".")
+		if v.PossibleViolations > 0 {
+			out = append(out, fmt.Sprintf("%s possible %s could not be ruled out within the timing uncertainty; that alone does not fail a run.",
+				count(v.PossibleViolations), plural(v.PossibleViolations, "violation", "violations")))
+		}
+	case string(Inconclusive):
+		reasons := strings.Join(v.Reasons, "; ")
+		out = append(out, sentence("No verdict: "+orDefault(reasons, "the run cannot support one")))
+	}
+
+	if a := e.Accuracy; a.IdealAllowed > 0 && a.Efficiency > 0 {
+		switch {
+		case a.Efficiency < 0.98:
+			out = append(out, fmt.Sprintf("Admitted only %s of what an exact limiter would have (%s false %s).",
+				percent(a.Efficiency), count(a.FalseDenials), plural(a.FalseDenials, "denial", "denials")))
+		case a.Efficiency > 1.02:
+			out = append(out, fmt.Sprintf("Admitted %s what an exact limiter would have.", ratio(a.Efficiency)))
+		default:
+			out = append(out, fmt.Sprintf("Admitted %s of what an exact limiter would have.", percent(a.Efficiency)))
+		}
+	}
+
+	peers := entriesOn(r, e.Topology)
+	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.BytesPerKey }); ok && e.Server.BytesPerKey > 0 {
+		if q := e.Server.BytesPerKey / best.Server.BytesPerKey; best != e && q >= 2 {
+			out = append(out, fmt.Sprintf("Uses %s the memory per subject of %s (%s vs %s bytes).",
+				ratio(q), best.Algorithm, number(e.Server.BytesPerKey), number(best.Server.BytesPerKey)))
+		} else if best == e && len(peers) > 1 {
+			out = append(out, fmt.Sprintf("Least memory per subject on %s: %s bytes.", e.Topology, number(e.Server.BytesPerKey)))
+		}
+	}
+
+	if rel := e.Relative; rel != nil && rel.P99 > 0 && rel.Reference != e.Algorithm {
+		out = append(out, fmt.Sprintf("p99 %s the reference script (%s).", ratio(rel.P99), rel.Reference))
+	} else if best, ok := lowest(peers, func(x *Entry) float64 { return x.LatencyUS.P99 }); ok && e.LatencyUS.P99 > 0 {
+		if q := e.LatencyUS.P99 / best.LatencyUS.P99; best != e && q >= 1.5 {
+			out = append(out, fmt.Sprintf("p99 latency %s ms, %s that of %s.", ms(e.LatencyUS.P99), ratio(q), best.Algorithm))
+		} else if best == e && len(peers) > 1 {
+			out = append(out, fmt.Sprintf("Lowest p99 latency on %s: %s ms.", e.Topology, ms(e.LatencyUS.P99)))
+		}
+	}
+
+	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.CPUUSecPerDecision }); ok && e.Server.CPUUSecPerDecision > 0 {
+		if q := e.Server.CPUUSecPerDecision / best.Server.CPUUSecPerDecision; best != e && q >= 2 {
+			out = append(out, fmt.Sprintf("Costs Redis %s the CPU per decision of %s (%s vs %s µs).",
+				ratio(q), best.Algorithm, number(e.Server.CPUUSecPerDecision), number(best.Server.CPUUSecPerDecision)))
+		}
+	}
+
+	if bad := e.Errors + e.Unknown; bad > 0 && e.Requests > 0 {
+		var parts []string
+		if e.Errors > 0 {
+			parts = append(parts, count(e.Errors)+" "+plural(e.Errors, "error", "errors"))
+		}
+		if e.Unknown > 0 {
+			parts = append(parts, count(e.Unknown)+" unknown "+plural(e.Unknown, "outcome", "outcomes"))
+		}
+		out = append(out, fmt.Sprintf("%s (%s of requests).", strings.Join(parts, " and "), percent(float64(bad)/float64(e.Requests))))
+	}
+	if e.Dropped > 0 {
+		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", count(e.Dropped), plural(e.Dropped, "request was", "requests were")))
+	}
+	if e.Late > 0 {
+		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", count(e.Late), plural(e.Late, "request was", "requests were"), percent(e.LateFraction)))
+	}
+	return out
+}
+
+// lowest returns the entry with the smallest positive f.
+func lowest(entries []*Entry, f func(*Entry) float64) (*Entry, bool) {
+	var best *Entry
+	for _, e := range entries {
+		if v := f(e); v > 0 && !math.IsInf(v, 0) && (best == nil || v < f(best)) {
+			best = e
+		}
+	}
+	return best, best != nil
+}
+
+func join(parts ...string) string {
+	var nonEmpty []string
+	for _, p := range parts {
+		if p != "" {
+			nonEmpty = append(nonEmpty, p)
+		}
+	}
+	if len(nonEmpty) == 0 {
+		return ""
+	}
+	if len(nonEmpty) == 1 {
+		return nonEmpty[0]
+	}
+	return nonEmpty[0] + " (" + strings.Join(nonEmpty[1:], "; ") + ")"
+}
+
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ratio formats a multiple: "2.0x", "40x".
+func ratio(x float64) string {
+	if x >= 10 {
+		return strconv.FormatFloat(x, 'f', 0, 64) + "x"
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64) + "x"
+}
+
+// percent formats a fraction as a percentage with at most one decimal: 0.973 → "97.3%".
+func percent(x float64) string {
+	s := strconv.FormatFloat(x*100, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + "%"
+}
+
+// ms formats microseconds as milliseconds with three significant decimals at most.
+func ms(us float64) string {
+	v := us / MicrosPerMilli
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// count formats an integer with thousands separators: 1234567 → "1,234,567".
+func count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// number formats a measurement: integers with separators from 100 up, else up to 3 significant
+// digits.
+func number(x float64) string {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return "n/a"
+	case math.Abs(x) >= 100:
+		return count(int64(math.Round(x)))
+	case math.Abs(x) >= 10:
+		return strings.TrimSuffix(strconv.FormatFloat(x, 'f', 1, 64), ".0")
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(strconv.FormatFloat(x, 'f', 2, 64), "0"), ".0")
+}

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"flag"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+var (
+	update       = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
+	regenFixture = flag.Bool("regen-fixture", false, "rewrite testdata/result.json and testdata/result-b.json from syntheticResult")
+)
+
+// fixtureEntry describes one synthetic entry.
+type fixtureEntry struct {
+	alg, contract    string
+	p50us            float64 // median latency, µs
+	tail             float64 // lognormal sigma
+	verdict          Verdict
+	reasons          []string
+	expected         bool
+	definite         int64
+	possible         int64
+	excess           int64
+	where            string
+	ratio, eff       float64
+	bytes, cpu, usec float64
+	errors, late     int64
+	overAdmit        float64 // admitted/limit in violation bins
+}
+
+// syntheticResult builds a deterministic result of the demo scenario on a single node. run 0 and
+// run 1 differ a little (a second run of the same scenario) for comparison tests.
+func syntheticResult(t testing.TB, run int) *Result {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(42, uint64(run)))
+	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC).Add(time.Duration(run) * time.Hour)
+	r := &Result{
+		Schema: SchemaVersion,
+		Scenario: Scenario{
+			Name: "demo", Description: "Every built-in family at 200 requests/s over 50 keys with a 100/s limit per key, plus one published bug that must be caught.",
+			File: "scenarios/demo.yaml", Seed: 42, DurationS: 20, Clients: 8, Loop: "open", Mode: "plain",
+			Arrival: "constant 200/s", Keys: "50 keys, zipf s=1.1", Topologies: []string{"single"},
+			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket"},
+			ExpectViolations: []string{"fixed-window-published"},
+		},
+		Environment: Environment{
+			Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1, CPUs: 2, GOMAXPROCS: 2,
+			GoVersion: "go1.26.0", HarnessVersion: "v0.1.0", OS: "linux", Arch: "amd64",
+		},
+		StartedAt: start, FinishedAt: start.Add(110 * time.Second),
+	}
+	slow := 1 + 0.15*float64(run) // the second run is a little slower
+	fixtures := []fixtureEntry{
+		{alg: "gcra", contract: "token-bucket(10, 100/1s)", p50us: 180, tail: 0.35, verdict: Pass, ratio: 0.96, eff: 0.998, bytes: 72, cpu: 6.1, usec: 4.2},
+		{alg: "sliding-log", contract: "sliding-window(100, 1s)", p50us: 260, tail: 0.45, verdict: Pass, possible: 2, ratio: 1, eff: 1, bytes: 2890, cpu: 14.5, usec: 11.9},
+		{alg: "sliding-counter", contract: "fixed-window(100, 1s)", p50us: 200, tail: 0.4, verdict: Pass, ratio: 0.99, eff: 0.93, bytes: 150, cpu: 7.2, usec: 5.0},
+		{alg: "fixed-window-published", contract: "fixed-window(100, 1m0s)", p50us: 210, tail: 0.5, verdict: Fail, expected: true,
+			reasons: []string{"definite violations of fixed-window(100, 1m0s)"}, definite: 37, possible: 41, excess: 100,
+			where: "on key {demo}:k3 in the window starting at 60.000 s", ratio: 2, eff: 1.31, bytes: 96, cpu: 9.0, usec: 6.6, overAdmit: 2},
+		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: Inconclusive,
+			reasons: []string{"the load generator fell 3.2% behind its schedule (limit 1%)"}, ratio: 0.9, eff: 0.99, bytes: 110, cpu: 8.8, usec: 6.0, errors: 12, late: 128},
+	}
+	const bins, binS = 20, 1.0
+	for _, f := range fixtures {
+		lat := hdrhistogram.New(1, 60_000_000, 3)
+		svc := hdrhistogram.New(1, 60_000_000, 3)
+		n := 4000
+		for i := range n {
+			s := f.p50us * slow * math.Exp(f.tail*rng.NormFloat64())
+			queue := 0.0
+			if i%97 == 0 {
+				queue = 2000 * rng.Float64() // occasional stalls the service time does not see
+			}
+			if err := svc.RecordValue(int64(s)); err != nil {
+				t.Fatal(err)
+			}
+			if err := lat.RecordValue(int64(s + queue)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := Entry{
+			Algorithm: f.alg, Topology: "single",
+			Requests: int64(n), Errors: f.errors, Late: f.late, LateFraction: float64(f.late) / float64(n),
+			DurationS: bins * binS, OfferedRPS: 200,
+			Verification: Verification{
+				Verdict: f.verdict, Reasons: f.reasons, Contract: f.contract,
+				DefiniteViolations: f.definite, PossibleViolations: f.possible, WorstExcess: f.excess, Where: f.where,
+				ExpectedViolation: f.expected,
+			},
+			Accuracy: Accuracy{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
+			Server:   Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
+			Timeline: Timeline{BinS: binS},
+		}
+		if err := e.SetHistograms(lat, svc); err != nil {
+			t.Fatal(err)
+		}
+		for b := range bins {
+			offered := int64(190 + rng.IntN(21))
+			limit := 100.0 * binS
+			admitted := int64(math.Min(float64(offered), limit*(0.95+0.04*rng.Float64())))
+			if f.overAdmit > 0 && b%10 == 9 {
+				admitted = int64(math.Min(float64(offered), limit*f.overAdmit))
+				e.Verification.ViolationTimesS = append(e.Verification.ViolationTimesS, float64(b)*binS+0.5)
+			}
+			errs := int64(0)
+			if f.errors > 0 && b == 7 {
+				errs = f.errors
+			}
+			e.Timeline.Offered = append(e.Timeline.Offered, offered)
+			e.Timeline.Admitted = append(e.Timeline.Admitted, admitted)
+			e.Timeline.Denied = append(e.Timeline.Denied, offered-admitted-errs)
+			e.Timeline.Errors = append(e.Timeline.Errors, errs)
+			e.Timeline.Limit = append(e.Timeline.Limit, limit)
+			e.Allowed += admitted
+			e.Denied += offered - admitted - errs
+		}
+		e.Requests = e.Allowed + e.Denied + e.Errors
+		e.ThroughputRPS = float64(e.Allowed+e.Denied) / e.DurationS
+		e.Accuracy.IdealAllowed = int64(math.Round(float64(e.Allowed) / f.eff))
+		e.Samples = []Sample{
+			{Repeat: 1, ThroughputRPS: e.ThroughputRPS, LatencyUS: e.LatencyUS, Efficiency: f.eff, USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Verdict: f.verdict},
+		}
+		r.Entries = append(r.Entries, e)
+	}
+	return r
+}
+
+// TestRegenFixture rewrites testdata/result.json and testdata/result-b.json with -regen-fixture.
+// The golden report.md is derived from testdata/result.json, which otherwise never changes.
+func TestRegenFixture(t *testing.T) {
+	if !*regenFixture {
+		t.Skip("run with -regen-fixture to rewrite testdata/result*.json")
+	}
+	for run, name := range []string{"result.json", "result-b.json"} {
+		r := syntheticResult(t, run)
+		dir := t.TempDir()
+		if err := r.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyFile(filepath.Join(dir, ResultFile), filepath.Join("testdata", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,908 @@
+package report
+
+// The CI regression gate: Gate compares a current run with a baseline run of the same scenario,
+// per algorithm × topology, and decides for each figure whether it regressed. See docs/ci-gate.md.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Gate constants. They are fixed by the gate's specification (issue 7); the per-metric thresholds
+// are what a user tunes.
+const (
+	// GateAlpha is the significance level of the Mann-Whitney U test: a change with p ≥ GateAlpha
+	// is "insignificant".
+	GateAlpha = 0.05
+	// GateMinSamples is the fewest samples (repeats) a side the gate accepts. With 6 against 6 the
+	// smallest two-sided p-value the U test can give is 0.0022; with 5 against 5 it is 0.0079, and
+	// with 4 against 4 it is 0.029, too close to α to tell anything.
+	GateMinSamples = 6
+	// GateMaxSpread is the largest spread a sample set may have and still get a verdict; above it
+	// the row is "unstable". Spread is the interquartile range over the median, (Q3 − Q1) / median,
+	// with quartiles interpolated linearly between order statistics (Hyndman & Fan type 7, what
+	// numpy and R use by default). The IQR ignores one stray repeat, as the U test does.
+	GateMaxSpread = 0.10
+)
+
+// Gate errors. Gate wraps them in a *GateInputError when they are about one side.
+var (
+	// ErrTooFewSamples: an entry has fewer than GateMinSamples samples on one side.
+	ErrTooFewSamples = errors.New("too few samples")
+	// ErrScenarioMismatch: the two results ran different scenarios.
+	ErrScenarioMismatch = errors.New("baseline and current ran different scenarios")
+	// ErrNoReference: the runs come from different machines, so relative figures are needed, and a
+	// result has no reference entry with per-repeat samples to compute them from.
+	ErrNoReference = errors.New("no reference samples for relative figures")
+	// ErrNothingToCompare: no algorithm × topology appears in both results.
+	ErrNothingToCompare = errors.New("no algorithm × topology in common")
+	// ErrBadThreshold: a --metric-threshold specification could not be parsed.
+	ErrBadThreshold = errors.New("bad metric threshold")
+)
+
+// GateSide names one of the two results given to Gate.
+type GateSide string
+
+const (
+	GateBaseline GateSide = "baseline"
+	GateCurrent  GateSide = "current"
+)
+
+// GateInputError is an input problem found in one side's result, about one entry when Algorithm
+// is set. Err wraps one of the gate errors above. Gate returns several joined with errors.Join
+// when it finds several, so a caller that knows the files' names can walk them and name the file.
+type GateInputError struct {
+	Side      GateSide
+	Algorithm string
+	Topology  string
+	Err       error
+}
+
+func (e *GateInputError) Error() string {
+	if e.Algorithm != "" {
+		return fmt.Sprintf("%s: %s on %s: %v", e.Side, e.Algorithm, e.Topology, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Side, e.Err)
+}
+
+func (e *GateInputError) Unwrap() error { return e.Err }
+
+// GateMetric names a figure the gate compares.
+type GateMetric string
+
+const (
+	// MetricThroughput is decisions per second (Sample.ThroughputRPS); higher is better.
+	MetricThroughput GateMetric = "throughput"
+	// MetricP99 is the 99th-percentile latency from intended send time, µs (Sample.LatencyUS.P99);
+	// lower is better.
+	MetricP99 GateMetric = "p99"
+	// MetricCPU is Redis CPU microseconds per decision (Sample.CPUUSecPerDecision); lower is better.
+	MetricCPU GateMetric = "cpu"
+	// MetricMemory is bytes per limited subject (Sample.BytesPerKey); lower is better.
+	MetricMemory GateMetric = "memory"
+	// MetricEfficiency is admitted / ideal admitted (Sample.Efficiency), compared in points
+	// (1 point = 0.01); a drop is a regression. Over-admission is the verifier's business.
+	MetricEfficiency GateMetric = "efficiency"
+	// MetricVerdict is the entry's verification gateOutcome (Entry.Outcome); pass → fail is a
+	// regression whatever the figures say.
+	MetricVerdict GateMetric = "verdict"
+)
+
+// GateMetrics lists the metrics with thresholds, in the order rows are reported.
+var GateMetrics = []GateMetric{MetricThroughput, MetricP99, MetricCPU, MetricMemory, MetricEfficiency}
+
+// GateVerdict is the gate's conclusion about one row.
+type GateVerdict string
+
+const (
+	// GateOK: the change is significant but within its threshold, or the gateOutcome did not change.
+	GateOK GateVerdict = "ok"
+	// GateRegression: significant and worse than the threshold, or a verdict went pass → fail.
+	GateRegression GateVerdict = "regression"
+	// GateImprovement: significant and better than the threshold, or a verdict went fail → pass.
+	GateImprovement GateVerdict = "improvement"
+	// GateUnstable: a side's spread is over GateMaxSpread (or an gateOutcome is inconclusive), so no
+	// verdict is given.
+	GateUnstable GateVerdict = "unstable"
+	// GateInsignificant: p ≥ GateAlpha; no detectable change.
+	GateInsignificant GateVerdict = "insignificant"
+)
+
+// GateFigures says which figures a row compares.
+type GateFigures string
+
+const (
+	// FiguresRaw compares the measured figures themselves (same machine description).
+	FiguresRaw GateFigures = "raw"
+	// FiguresRelative compares per-repeat ratios to the reference script measured in the same
+	// repeat on the same topology (machines differ).
+	FiguresRelative GateFigures = "relative"
+)
+
+// GateThresholds are the smallest changes that count as a regression or an improvement: percent
+// of the baseline median for throughput, p99, CPU and memory; absolute points (0.01 of
+// efficiency) for efficiency. A change must also be significant (p < GateAlpha). The zero value
+// means "any significant change"; DefaultGateThresholds gives the documented defaults.
+type GateThresholds struct {
+	ThroughputPct float64 `json:"throughput_pct"`
+	P99Pct        float64 `json:"p99_pct"`
+	CPUPct        float64 `json:"cpu_pct"`
+	MemoryPct     float64 `json:"memory_pct"`
+	EfficiencyPt  float64 `json:"efficiency_pt"`
+}
+
+// DefaultGateThresholds returns throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt.
+func DefaultGateThresholds() GateThresholds {
+	return GateThresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}
+}
+
+// For returns the threshold of m (percent, or points for efficiency); 0 for MetricVerdict.
+func (t GateThresholds) For(m GateMetric) float64 {
+	switch m {
+	case MetricThroughput:
+		return t.ThroughputPct
+	case MetricP99:
+		return t.P99Pct
+	case MetricCPU:
+		return t.CPUPct
+	case MetricMemory:
+		return t.MemoryPct
+	case MetricEfficiency:
+		return t.EfficiencyPt
+	}
+	return 0
+}
+
+func (t *GateThresholds) set(m GateMetric, v float64) {
+	switch m {
+	case MetricThroughput:
+		t.ThroughputPct = v
+	case MetricP99:
+		t.P99Pct = v
+	case MetricCPU:
+		t.CPUPct = v
+	case MetricMemory:
+		t.MemoryPct = v
+	case MetricEfficiency:
+		t.EfficiencyPt = v
+	}
+}
+
+// String renders t in the syntax ParseGateThresholds reads, every metric named.
+func (t GateThresholds) String() string {
+	parts := make([]string, 0, len(GateMetrics))
+	for _, m := range GateMetrics {
+		parts = append(parts, string(m)+"="+strconv.FormatFloat(t.For(m), 'f', -1, 64)+gateThresholdUnit(m))
+	}
+	return strings.Join(parts, ",")
+}
+
+func gateThresholdUnit(m GateMetric) string {
+	if m == MetricEfficiency {
+		return "pt"
+	}
+	return "%"
+}
+
+// ParseGateThresholds reads a comma-separated list of metric=value, for example
+// "throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt". Metrics not named keep their
+// defaults (DefaultGateThresholds); "" gives the defaults. Percent metrics need a "%" suffix and
+// efficiency a "pt" suffix; gateValues must be finite and not negative; a metric may appear once.
+// Every problem is reported at once, each wrapping ErrBadThreshold.
+func ParseGateThresholds(s string) (GateThresholds, error) {
+	th := DefaultGateThresholds()
+	if strings.TrimSpace(s) == "" {
+		return th, nil
+	}
+	known := make([]string, len(GateMetrics))
+	for i, m := range GateMetrics {
+		known[i] = string(m)
+	}
+	var errs []error
+	seen := map[GateMetric]bool{}
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		name, value, ok := strings.Cut(item, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case item == "":
+			errs = append(errs, fmt.Errorf("%w: item %d is empty", ErrBadThreshold, i+1))
+			continue
+		case !ok:
+			errs = append(errs, fmt.Errorf("%w: %q: want metric=value, for example throughput=10%%", ErrBadThreshold, item))
+			continue
+		}
+		m := GateMetric(name)
+		if !isGateMetric(m) {
+			errs = append(errs, fmt.Errorf("%w: %q: unknown metric %q (known: %s)", ErrBadThreshold, item, name, strings.Join(known, ", ")))
+			continue
+		}
+		if seen[m] {
+			errs = append(errs, fmt.Errorf("%w: %q: %s given twice", ErrBadThreshold, item, name))
+			continue
+		}
+		seen[m] = true
+		unit := gateThresholdUnit(m)
+		num, hasUnit := strings.CutSuffix(value, unit)
+		if !hasUnit {
+			errs = append(errs, fmt.Errorf("%w: %q: %s takes %s, for example %s=%s", ErrBadThreshold, item, name,
+				map[bool]string{true: "points of efficiency", false: "a percentage of the baseline median"}[unit == "pt"],
+				name, strconv.FormatFloat(DefaultGateThresholds().For(m), 'f', -1, 64)+unit))
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: %q: %q is not a number", ErrBadThreshold, item, num))
+			continue
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+			errs = append(errs, fmt.Errorf("%w: %q: must be a finite number ≥ 0", ErrBadThreshold, item))
+			continue
+		}
+		th.set(m, v)
+	}
+	if len(errs) > 0 {
+		return th, errors.Join(errs...)
+	}
+	return th, nil
+}
+
+func isGateMetric(m GateMetric) bool {
+	for _, k := range GateMetrics {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}
+
+// GateRow is one comparison: one metric of one algorithm × topology.
+//
+// For a metric row, OldMedian and NewMedian are the sample medians, in the metric's unit for raw
+// figures (rps, µs, µs per decision, bytes, efficiency as a fraction) and as a ratio to the
+// reference for relative ones. Delta is (new − old) / old in percent, or (new − old) × 100 in
+// points for efficiency (DeltaUnit says which). P is the two-sided Mann-Whitney U p-value.
+// OldSpread and NewSpread are (Q3 − Q1) / median.
+//
+// For the MetricVerdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
+type GateRow struct {
+	Scenario   string      `json:"scenario"`
+	Algorithm  string      `json:"algorithm"`
+	Topology   string      `json:"topology"`
+	Metric     GateMetric  `json:"metric"`
+	Figures    GateFigures `json:"figures,omitempty"`
+	Unit       string      `json:"unit,omitempty"`
+	OldMedian  float64     `json:"old_median"`
+	NewMedian  float64     `json:"new_median"`
+	OldOutcome string      `json:"old_outcome,omitempty"`
+	NewOutcome string      `json:"new_outcome,omitempty"`
+	Delta      float64     `json:"delta"`
+	DeltaUnit  string      `json:"delta_unit,omitempty"`
+	P          float64     `json:"p_value"`
+	OldN       int         `json:"old_n,omitempty"`
+	NewN       int         `json:"new_n,omitempty"`
+	OldSpread  float64     `json:"old_spread"`
+	NewSpread  float64     `json:"new_spread"`
+	Threshold  float64     `json:"threshold"`
+	Verdict    GateVerdict `json:"verdict"`
+	// Note says, in words, why the verdict is what it is when that is not obvious.
+	Note string `json:"note,omitempty"`
+}
+
+// GateCounts counts rows by verdict.
+type GateCounts struct {
+	Regressions   int `json:"regressions"`
+	Improvements  int `json:"improvements"`
+	Unstable      int `json:"unstable"`
+	Insignificant int `json:"insignificant"`
+	OK            int `json:"ok"`
+}
+
+// GateReport is the gate's answer. Summary is one line; Rows are in the baseline's entry order,
+// each entry's metrics in GateMetrics order followed by its verdict row. Notes list everything
+// that was not compared (metrics not measured, entries in one result only, the reference) and why.
+type GateReport struct {
+	Summary  string `json:"summary"`
+	Scenario string `json:"scenario"`
+	// Figures is FiguresRaw when SameMachine, else FiguresRelative (efficiency and verdicts are
+	// always compared as they are).
+	Figures         GateFigures    `json:"figures"`
+	SameMachine     bool           `json:"same_machine"`
+	BaselineMachine string         `json:"baseline_machine"`
+	CurrentMachine  string         `json:"current_machine"`
+	Reference       string         `json:"reference,omitempty"`
+	Thresholds      GateThresholds `json:"thresholds"`
+	Alpha           float64        `json:"alpha"`
+	MinSamples      int            `json:"min_samples"`
+	MaxSpread       float64        `json:"max_spread"`
+	Counts          GateCounts     `json:"counts"`
+	Rows            []GateRow      `json:"rows"`
+	Notes           []string       `json:"notes,omitempty"`
+}
+
+// Regressed reports whether any row is a regression.
+func (g *GateReport) Regressed() bool { return g.Counts.Regressions > 0 }
+
+// Regressions returns the regression rows.
+func (g *GateReport) Regressions() []GateRow {
+	var out []GateRow
+	for _, r := range g.Rows {
+		if r.Verdict == GateRegression {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// MachineDescription returns the description of the machine a result was measured on, from its
+// Environment: backend, image, OS/arch, CPUs, GOMAXPROCS and Redis version. Two results with equal
+// descriptions are compared on raw figures. Harness and Go versions are left out on purpose: they
+// change with the code under test.
+func MachineDescription(env Environment) string {
+	var b strings.Builder
+	b.WriteString(env.Backend)
+	if env.Image != "" {
+		b.WriteString(" (" + env.Image + ")")
+	}
+	fmt.Fprintf(&b, ", %s/%s, %d CPUs, GOMAXPROCS %d, Redis %s", env.OS, env.Arch, env.CPUs, env.GOMAXPROCS, env.RedisVersion)
+	return b.String()
+}
+
+// gateMetricDef says how to read and judge one metric.
+type gateMetricDef struct {
+	metric       GateMetric
+	unit         string
+	higherBetter bool
+	// zeroIsUnmeasured: a zero means the figure was not measured (Server figures, latency without
+	// requests); a set containing zeros is not compared.
+	zeroIsUnmeasured bool
+	// relative: compared as a ratio to the reference when the machines differ.
+	relative bool
+	value    func(Sample) float64
+}
+
+var gateMetricDefs = []gateMetricDef{
+	{MetricThroughput, "rps", true, false, true, func(s Sample) float64 { return s.ThroughputRPS }},
+	{MetricP99, "µs", false, true, true, func(s Sample) float64 { return s.LatencyUS.P99 }},
+	{MetricCPU, "µs/decision", false, true, true, func(s Sample) float64 { return s.CPUUSecPerDecision }},
+	{MetricMemory, "bytes/subject", false, true, true, func(s Sample) float64 { return s.BytesPerKey }},
+	{MetricEfficiency, "admitted/ideal", true, false, false, func(s Sample) float64 { return s.Efficiency }},
+}
+
+// Gate compares current with baseline, per algorithm × topology, on throughput, p99, Redis CPU per
+// decision, bytes per subject and efficiency, from the entries' per-repeat Samples, and on the
+// verification outcome.
+//
+// A metric row is a regression when the change is significant (Mann-Whitney U, p < GateAlpha)
+// and worse than its threshold; it is "unstable" instead when either side's spread exceeds
+// GateMaxSpread. Raw figures are compared when both results have the same MachineDescription;
+// otherwise throughput, p99, CPU and memory are compared as per-repeat ratios to the reference
+// entry (Result.Reference on the same topology, paired by Sample.Repeat). The reference entry
+// itself is not gated. An gateOutcome that went from pass to fail (or from "expected violation caught"
+// to "missed") is a regression whatever the figures.
+//
+// Input problems are errors, never rows: different scenario names (ErrScenarioMismatch), fewer
+// than GateMinSamples samples in a compared entry (ErrTooFewSamples), different machines without
+// reference samples (ErrNoReference), nothing in common (ErrNothingToCompare). Problems about one
+// side are *GateInputError values; all that are found are returned joined.
+func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
+	if baseline == nil || current == nil {
+		return nil, errors.New("gate: nil result")
+	}
+	if baseline.Scenario.Name != current.Scenario.Name {
+		return nil, fmt.Errorf("%w: baseline ran %q, current ran %q", ErrScenarioMismatch, baseline.Scenario.Name, current.Scenario.Name)
+	}
+	g := &GateReport{
+		Scenario:        baseline.Scenario.Name,
+		BaselineMachine: MachineDescription(baseline.Environment),
+		CurrentMachine:  MachineDescription(current.Environment),
+		Thresholds:      th,
+		Alpha:           GateAlpha,
+		MinSamples:      GateMinSamples,
+		MaxSpread:       GateMaxSpread,
+		Rows:            []GateRow{},
+	}
+	g.SameMachine = g.BaselineMachine == g.CurrentMachine
+	g.Figures = FiguresRaw
+	if !g.SameMachine {
+		g.Figures = FiguresRelative
+	}
+	oldRef, newRef := gateReferenceName(baseline), gateReferenceName(current)
+	g.Reference = oldRef
+	if g.Figures == FiguresRelative && oldRef != "" && newRef != "" && oldRef != newRef {
+		return nil, fmt.Errorf("%w: baseline is relative to %q, current to %q", ErrNoReference, oldRef, newRef)
+	}
+	if g.Reference == "" {
+		g.Reference = newRef
+	}
+
+	var pairs []gatePair
+	var errs []error
+	for i := range baseline.Entries {
+		e := &baseline.Entries[i]
+		if gateIsReference(e, oldRef) {
+			g.Notes = append(g.Notes, fmt.Sprintf("%s is the reference script: used for relative figures, not gated", e.Name()))
+			continue
+		}
+		c := gateFindEntry(current, e.Algorithm, e.Topology)
+		if c == nil {
+			g.Notes = append(g.Notes, fmt.Sprintf("%s is in the baseline only: not compared", e.Name()))
+			continue
+		}
+		pairs = append(pairs, gatePair{e, c})
+		errs = append(errs, gateCheckSamples(GateBaseline, e), gateCheckSamples(GateCurrent, c))
+	}
+	for i := range current.Entries {
+		c := &current.Entries[i]
+		if !gateIsReference(c, newRef) && !gateIsReference(c, oldRef) && gateFindEntry(baseline, c.Algorithm, c.Topology) == nil {
+			g.Notes = append(g.Notes, fmt.Sprintf("%s is in the current run only: not compared", c.Name()))
+		}
+	}
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%w: baseline has %s, current has %s", ErrNothingToCompare, gateEntryNames(baseline), gateEntryNames(current))
+	}
+	var oldRefs, newRefs map[string]map[int]Sample
+	if g.Figures == FiguresRelative {
+		var err error
+		if oldRefs, err = gateReferenceSamples(GateBaseline, baseline, oldRef, gateSideEntries(pairs, true)); err != nil {
+			errs = append(errs, err)
+		}
+		if newRefs, err = gateReferenceSamples(GateCurrent, current, newRef, gateSideEntries(pairs, false)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	for _, p := range pairs {
+		for _, def := range gateMetricDefs {
+			row, note := gateCompareMetric(def, p.old, p.new, g.Figures, oldRefs, newRefs, th.For(def.metric))
+			if note != "" {
+				g.Notes = append(g.Notes, fmt.Sprintf("%s %s: %s", p.old.Name(), def.metric, note))
+				continue
+			}
+			row.Scenario = g.Scenario
+			g.Rows = append(g.Rows, row)
+		}
+		row := gateCompareOutcome(p.old, p.new)
+		row.Scenario = g.Scenario
+		g.Rows = append(g.Rows, row)
+	}
+	for _, r := range g.Rows {
+		switch r.Verdict {
+		case GateRegression:
+			g.Counts.Regressions++
+		case GateImprovement:
+			g.Counts.Improvements++
+		case GateUnstable:
+			g.Counts.Unstable++
+		case GateInsignificant:
+			g.Counts.Insignificant++
+		default:
+			g.Counts.OK++
+		}
+	}
+	g.Summary = g.summary()
+	return g, nil
+}
+
+// gatePair is one algorithm × topology found in both results.
+type gatePair struct{ old, new *Entry }
+
+// gateSideEntries returns the baseline (old) or current entries of ps.
+func gateSideEntries(ps []gatePair, old bool) []*Entry {
+	out := make([]*Entry, len(ps))
+	for i, p := range ps {
+		out[i] = p.new
+		if old {
+			out[i] = p.old
+		}
+	}
+	return out
+}
+
+// gateReferenceName returns the name of r's reference algorithm: Result.Reference, else the one the
+// entries' Relative figures name.
+func gateReferenceName(r *Result) string {
+	if r.Reference != "" {
+		return r.Reference
+	}
+	for _, e := range r.Entries {
+		if e.Relative != nil && e.Relative.Reference != "" {
+			return e.Relative.Reference
+		}
+	}
+	return ""
+}
+
+func gateIsReference(e *Entry, ref string) bool { return ref != "" && e.Algorithm == ref }
+
+func gateFindEntry(r *Result, algorithm, topology string) *Entry {
+	for i := range r.Entries {
+		if r.Entries[i].Algorithm == algorithm && r.Entries[i].Topology == topology {
+			return &r.Entries[i]
+		}
+	}
+	return nil
+}
+
+func gateEntryNames(r *Result) string {
+	if len(r.Entries) == 0 {
+		return "no entries"
+	}
+	names := make([]string, len(r.Entries))
+	for i := range r.Entries {
+		names[i] = r.Entries[i].Name()
+	}
+	return strings.Join(names, ", ")
+}
+
+func gateCheckSamples(side GateSide, e *Entry) error {
+	if n := len(e.Samples); n < GateMinSamples {
+		return &GateInputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: %d, the gate needs at least %d a side (limitbench run --repeat %d)",
+			ErrTooFewSamples, n, GateMinSamples, GateMinSamples)}
+	}
+	return nil
+}
+
+// gateReferenceSamples returns, per topology, the reference entry's samples by repeat, and checks that
+// every entry in es has a reference sample for each of its repeats.
+func gateReferenceSamples(side GateSide, r *Result, ref string, es []*Entry) (map[string]map[int]Sample, error) {
+	if ref == "" {
+		return nil, &GateInputError{Side: side, Err: fmt.Errorf("%w: the machines differ and the result names no reference script", ErrNoReference)}
+	}
+	out := map[string]map[int]Sample{}
+	var errs []error
+	for _, e := range es {
+		if _, done := out[e.Topology]; done {
+			continue
+		}
+		re := gateFindEntry(r, ref, e.Topology)
+		if re == nil || len(re.Samples) == 0 {
+			errs = append(errs, &GateInputError{side, ref, e.Topology, fmt.Errorf("%w: the machines differ and the reference has no samples", ErrNoReference)})
+			out[e.Topology] = nil
+			continue
+		}
+		m := map[int]Sample{}
+		for _, s := range re.Samples {
+			m[s.Repeat] = s
+		}
+		out[e.Topology] = m
+	}
+	for _, e := range es {
+		m := out[e.Topology]
+		if m == nil {
+			continue
+		}
+		for _, s := range e.Samples {
+			if _, ok := m[s.Repeat]; !ok {
+				errs = append(errs, &GateInputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: reference %s has no sample for repeat %d", ErrNoReference, ref, s.Repeat)})
+				break
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// gateValues returns def's figures of e's samples, raw or as ratios to the reference sample of the same
+// repeat. note is non-empty when the figures cannot be compared.
+func gateValues(def gateMetricDef, e *Entry, figures GateFigures, refs map[string]map[int]Sample) (vs []float64, note string) {
+	vs = make([]float64, 0, len(e.Samples))
+	zeros := 0
+	for _, s := range e.Samples {
+		v := def.value(s)
+		if v == 0 {
+			zeros++
+		}
+		if figures == FiguresRelative && def.relative {
+			r := def.value(refs[e.Topology][s.Repeat])
+			if r == 0 {
+				return nil, "the reference's figure is not measured, so no ratio"
+			}
+			v /= r
+		}
+		vs = append(vs, v)
+	}
+	if def.zeroIsUnmeasured && zeros > 0 {
+		if zeros == len(vs) {
+			return nil, "not measured"
+		}
+		return nil, fmt.Sprintf("not measured in %d of %d repeats", zeros, len(vs))
+	}
+	return vs, ""
+}
+
+// gateCompareMetric builds the row of one metric, or returns a note saying why it cannot be compared.
+func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, oldRefs, newRefs map[string]map[int]Sample, threshold float64) (GateRow, string) {
+	if !def.relative {
+		figures = FiguresRaw
+	}
+	ov, onote := gateValues(def, old, figures, oldRefs)
+	if onote != "" {
+		return GateRow{}, "baseline " + onote + "; not compared"
+	}
+	nv, nnote := gateValues(def, cur, figures, newRefs)
+	if nnote != "" {
+		return GateRow{}, "current " + nnote + "; not compared"
+	}
+	row := GateRow{
+		Algorithm: old.Algorithm, Topology: old.Topology, Metric: def.metric, Figures: figures,
+		Unit: def.unit, Threshold: threshold, DeltaUnit: "%", OldN: len(ov), NewN: len(nv),
+	}
+	if figures == FiguresRelative {
+		row.Unit = "× reference"
+	}
+	os, ns := gateSummarize(ov), gateSummarize(nv)
+	row.OldMedian, row.NewMedian = os.median, ns.median
+	row.OldSpread, row.NewSpread = os.spread, ns.spread
+
+	cmp := benchmath.AssumeNothing.Compare(
+		benchmath.NewSample(append([]float64(nil), ov...), &benchmath.Thresholds{CompareAlpha: GateAlpha}),
+		benchmath.NewSample(append([]float64(nil), nv...), &benchmath.Thresholds{CompareAlpha: GateAlpha}))
+	row.P = cmp.P
+
+	// worse and better are the change in the bad and the good direction, in threshold units.
+	var worse, better float64
+	if def.metric == MetricEfficiency {
+		row.DeltaUnit = "pt"
+		row.Delta = (ns.median - os.median) * 100
+		worse = -row.Delta
+		better = (math.Abs(os.median-1) - math.Abs(ns.median-1)) * 100
+	} else {
+		if os.median == 0 {
+			return GateRow{}, "baseline median is 0, so no percentage; not compared"
+		}
+		row.Delta = (ns.median - os.median) / os.median * 100
+		worse = row.Delta
+		if def.higherBetter {
+			worse = -row.Delta
+		}
+		better = -worse
+	}
+
+	switch {
+	case os.spread > GateMaxSpread || ns.spread > GateMaxSpread:
+		row.Verdict = GateUnstable
+		row.Note = fmt.Sprintf("spread (IQR/median) %.1f%% baseline, %.1f%% current; limit %.0f%%", os.spread*100, ns.spread*100, GateMaxSpread*100)
+	case !(cmp.P < GateAlpha):
+		row.Verdict = GateInsignificant
+	case worse > threshold:
+		row.Verdict = GateRegression
+	case better > threshold:
+		row.Verdict = GateImprovement
+	default:
+		row.Verdict = GateOK
+		row.Note = "significant but within the threshold"
+	}
+	return row, ""
+}
+
+type gateSetSummary struct{ median, spread float64 }
+
+// gateSummarize returns the median and the spread (Q3 − Q1) / median of vs (type-7 quantiles). A set
+// with median 0 has spread 0 when all gateValues are 0, else +Inf.
+func gateSummarize(vs []float64) gateSetSummary {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	med := gateQuantile(s, 0.5)
+	iqr := gateQuantile(s, 0.75) - gateQuantile(s, 0.25)
+	switch {
+	case iqr == 0:
+		return gateSetSummary{med, 0}
+	case med == 0:
+		return gateSetSummary{med, math.Inf(1)}
+	}
+	return gateSetSummary{med, math.Abs(iqr / med)}
+}
+
+// gateQuantile returns the q-gateQuantile of sorted s by linear interpolation between order statistics
+// (type 7): h = (n − 1)·q, Q = s[⌊h⌋] + (h − ⌊h⌋)·(s[⌊h⌋+1] − s[⌊h⌋]).
+func gateQuantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	h := float64(len(s)-1) * q
+	lo := int(math.Floor(h))
+	if lo+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
+}
+
+// gateOutcome returns e's verification gateOutcome (Entry.Outcome), turned to "fail" when the entry says
+// pass but a repeat failed.
+func gateOutcome(e *Entry) (string, string) {
+	o := e.Outcome()
+	if o == string(Pass) {
+		for _, s := range e.Samples {
+			if s.Verdict == Fail {
+				return string(Fail), fmt.Sprintf("repeat %d failed", s.Repeat)
+			}
+		}
+	}
+	return o, ""
+}
+
+// gateOutcomeClass sorts outcomes into good (pass, a planted bug caught), bad (fail, a planted bug
+// missed) and neither (inconclusive, unknown).
+func gateOutcomeClass(o string) int {
+	switch o {
+	case string(Pass), "expected violation caught":
+		return 1
+	case string(Fail), "expected violation missed":
+		return -1
+	}
+	return 0
+}
+
+func gateCompareOutcome(old, cur *Entry) GateRow {
+	o, onote := gateOutcome(old)
+	n, nnote := gateOutcome(cur)
+	row := GateRow{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n}
+	oc, nc := gateOutcomeClass(o), gateOutcomeClass(n)
+	switch {
+	case o == n:
+		row.Verdict = GateOK
+	case oc == 1 && nc == -1:
+		row.Verdict = GateRegression
+		row.Note = o + " → " + n
+	case oc == -1 && nc == 1:
+		row.Verdict = GateImprovement
+		row.Note = o + " → " + n
+	case oc == 0 || nc == 0:
+		row.Verdict = GateUnstable
+		row.Note = "an inconclusive run supports no verdict"
+	default:
+		row.Verdict = GateOK
+	}
+	if notes := strings.Trim(strings.Join([]string{gatePrefixed("baseline ", onote), gatePrefixed("current ", nnote)}, "; "), "; "); notes != "" {
+		row.Note = strings.Trim(row.Note+"; "+notes, "; ")
+	}
+	return row
+}
+
+func gatePrefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+func (g *GateReport) summary() string {
+	var b strings.Builder
+	if g.Regressed() {
+		fmt.Fprintf(&b, "limitbench gate: REGRESSION in scenario %s:", g.Scenario)
+		regs := g.Regressions()
+		for i, r := range regs {
+			if i == 5 {
+				fmt.Fprintf(&b, " and %d more", len(regs)-5)
+				break
+			}
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			if r.Metric == MetricVerdict {
+				fmt.Fprintf(&b, "%s %s/%s verdict %s → %s", sep, r.Algorithm, r.Topology, r.OldOutcome, r.NewOutcome)
+			} else {
+				fmt.Fprintf(&b, "%s %s/%s %s %s", sep, r.Algorithm, r.Topology, r.Metric, gateFormatDelta(r))
+			}
+		}
+		b.WriteString(".")
+	} else {
+		fmt.Fprintf(&b, "limitbench gate: no regression in scenario %s.", g.Scenario)
+	}
+	c := g.Counts
+	fmt.Fprintf(&b, " %d rows: %d regression%s, %d improvement%s, %d unstable, %d insignificant, %d ok; %s figures",
+		len(g.Rows), c.Regressions, gatePlural(c.Regressions), c.Improvements, gatePlural(c.Improvements), c.Unstable, c.Insignificant, c.OK, g.Figures)
+	if g.SameMachine {
+		b.WriteString(" (same machine).")
+	} else {
+		b.WriteString(" (machines differ).")
+	}
+	return b.String()
+}
+
+func gatePlural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Markdown writes the report for a pull-request comment: the one-line summary, a line saying which
+// figures were compared and how, the table, and the notes.
+func (g *GateReport) Markdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("**" + gateEscape(g.Summary) + "**\n\n")
+	if g.SameMachine {
+		fmt.Fprintf(&b, "Figures: **raw**; both runs on the same machine (%s).", gateEscape(g.BaselineMachine))
+	} else {
+		fmt.Fprintf(&b, "Figures: **relative** to the reference script `%s` (ratios per repeat, shown as ×); machines differ: baseline %s, current %s. Efficiency and verdicts are compared as they are.",
+			g.Reference, gateEscape(g.BaselineMachine), gateEscape(g.CurrentMachine))
+	}
+	fmt.Fprintf(&b, " Mann-Whitney U test, α = %g; thresholds %s; a side whose spread (IQR/median) is over %.0f%% is unstable.\n\n",
+		g.Alpha, g.Thresholds, g.MaxSpread*100)
+	b.WriteString("| scenario | algorithm | topology | metric | old median | new median | delta | p-value | verdict |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---|\n")
+	for _, r := range g.Rows {
+		verdict := string(r.Verdict)
+		if r.Verdict == GateRegression {
+			verdict = "**regression**"
+		}
+		if r.Note != "" && r.Verdict != GateInsignificant {
+			verdict += " (" + gateEscape(r.Note) + ")"
+		}
+		if r.Metric == MetricVerdict {
+			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | %s |\n",
+				gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), gateEscape(r.OldOutcome), gateEscape(r.NewOutcome), verdict)
+			continue
+		}
+		metric := string(r.Metric)
+		if r.Figures == FiguresRaw {
+			metric += " (" + r.Unit + ")"
+		} else {
+			metric += " (×ref)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), metric,
+			gateFormatValue(r, r.OldMedian), gateFormatValue(r, r.NewMedian), gateFormatDelta(r), gateFormatP(r.P), verdict)
+	}
+	if len(g.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range g.Notes {
+			b.WriteString("- " + gateEscape(n) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// JSON writes g as indented JSON.
+func (g *GateReport) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(g)
+}
+
+func gateFormatValue(r GateRow, v float64) string {
+	switch {
+	case r.Figures == FiguresRelative:
+		return strconv.FormatFloat(v, 'f', 3, 64) + "×"
+	case r.Metric == MetricEfficiency:
+		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func gateFormatDelta(r GateRow) string {
+	return strconv.FormatFloat(r.Delta, 'f', 1, 64) + r.DeltaUnit
+}
+
+func gateFormatP(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return strconv.FormatFloat(p, 'f', 3, 64)
+}
+
+// gateEscape keeps s from breaking a Markdown table cell.
+func gateEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

@@ -1,0 +1,411 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure kinds.
+const (
+	KindLatency  = "latency"
+	KindAccuracy = "accuracy"
+	KindCompare  = "compare"
+)
+
+// pngDPI is the resolution of PNG figures.
+const pngDPI = 110
+
+// Figure is one rendered plot, in both formats.
+type Figure struct {
+	// Name is the file stem: latency-<topology>, accuracy-<algorithm>-<topology> or
+	// compare-<topology>. Files are Name+".png" and Name+".svg".
+	Name string
+	// Kind is KindLatency, KindAccuracy or KindCompare.
+	Kind string
+	// Title says what the figure shows, for captions and alt text.
+	Title string
+	// Topology and Algorithm say which entries it shows (Algorithm only for accuracy figures).
+	Topology, Algorithm string
+	// Algorithms lists the algorithms drawn, in drawing order.
+	Algorithms []string
+	PNG, SVG   []byte
+}
+
+// figureSpec is a figure before rendering: a size and a function drawing onto a canvas.
+type figureSpec struct {
+	Figure
+	w, h vg.Length
+	draw func(dc draw.Canvas)
+}
+
+// render draws f as PNG and SVG. gonum panics on some degenerate input; that becomes an error.
+func (f *figureSpec) render() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("render %s: %v", f.Name, p)
+		}
+	}()
+	png := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(pngDPI))}
+	svg := vgsvg.New(f.w, f.h)
+	for _, c := range []interface {
+		vg.CanvasWriterTo
+	}{png, svg} {
+		f.draw(draw.Crop(draw.New(c), vg.Points(6), -vg.Points(6), vg.Points(4), -vg.Points(8)))
+		var buf bytes.Buffer
+		if _, err := c.WriteTo(&buf); err != nil {
+			return fmt.Errorf("render %s: %w", f.Name, err)
+		}
+		if _, ok := c.(vgimg.PngCanvas); ok {
+			f.PNG = buf.Bytes()
+		} else {
+			f.SVG = buf.Bytes()
+		}
+	}
+	return nil
+}
+
+// Figures renders every plot of r: for each topology, the latency nines plot (when any entry has a
+// latency histogram) and the comparison bars; for each entry with a timeline, its accuracy plot.
+func Figures(r *Result) ([]Figure, error) {
+	specs, err := figureSpecs(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Figure, 0, len(specs))
+	for i := range specs {
+		if err := specs[i].render(); err != nil {
+			return nil, err
+		}
+		out = append(out, specs[i].Figure)
+	}
+	return out, nil
+}
+
+// figureSpecs lists r's figures without rendering them, in report order.
+func figureSpecs(r *Result) ([]figureSpec, error) {
+	var specs []figureSpec
+	for _, topo := range topologies(r) {
+		entries := entriesOn(r, topo)
+		lat, err := latencySpec(r, topo, entries)
+		if err != nil {
+			return nil, err
+		}
+		if lat != nil {
+			specs = append(specs, *lat)
+		}
+		specs = append(specs, compareSpec(r, topo, entries))
+		for _, e := range entries {
+			if len(e.Timeline.Offered) > 0 {
+				specs = append(specs, accuracySpec(r, e))
+			}
+		}
+	}
+	return specs, nil
+}
+
+// topologies returns the topologies of r's entries in first-seen order.
+func topologies(r *Result) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range r.Entries {
+		if !seen[e.Topology] {
+			seen[e.Topology] = true
+			out = append(out, e.Topology)
+		}
+	}
+	return out
+}
+
+// entriesOn returns r's entries on topo, in r's order.
+func entriesOn(r *Result, topo string) []*Entry {
+	var out []*Entry
+	for i := range r.Entries {
+		if r.Entries[i].Topology == topo {
+			out = append(out, &r.Entries[i])
+		}
+	}
+	return out
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func newLegend() plot.Legend {
+	l := plot.NewLegend()
+	l.Left = true
+	l.Top = true
+	l.TextStyle.Font.Size = vg.Points(10)
+	l.Padding = vg.Points(2)
+	return l
+}
+
+// withLegend draws p on the left and the legend in its own column on the right, so the legend never
+// covers data.
+func withLegend(p *plot.Plot, l plot.Legend, legendW vg.Length) func(dc draw.Canvas) {
+	return func(dc draw.Canvas) {
+		left, right := dc, dc
+		left.Max.X = dc.Max.X - legendW
+		right.Min.X = dc.Max.X - legendW + vg.Points(8)
+		right.Max.Y = dc.Max.Y - vg.Points(30) // below the title line
+		p.Draw(left)
+		l.Draw(right)
+	}
+}
+
+// nines are the x positions 1/(1−q) of the nines plot's ticks and their labels.
+var nines = []plot.Tick{
+	{Value: 1, Label: "0%"}, {Value: 10, Label: "90%"}, {Value: 100, Label: "99%"},
+	{Value: 1e3, Label: "99.9%"}, {Value: 1e4, Label: "99.99%"}, {Value: 1e5, Label: "99.999%"},
+	{Value: 1e6, Label: "99.9999%"}, {Value: 1e7, Label: "99.99999%"},
+}
+
+// latencySpec is the percentile ("nines") plot of topo: x = 1/(1−q) on a log scale, y = latency
+// from intended send time in ms, one line per algorithm with a latency histogram. nil when none has.
+func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) {
+	title := fmt.Sprintf("Latency by percentile, %s on %s (%s)", r.Scenario.Name, topo, r.Environment.Backend)
+	p := newPlot(title, "percentile (log scale of 1/(1−q))", "latency from intended send (ms)")
+	p.X.Scale = plot.LogScale{}
+	l := newLegend()
+	var algs []string
+	xmax := 1e4
+	for _, e := range entries {
+		h, err := e.LatencyHistogram()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if h == nil || h.TotalCount() == 0 {
+			continue
+		}
+		var xys plotter.XYs
+		for _, b := range h.CumulativeDistributionWithTicks(HGRMTicksPerHalfDistance) {
+			if b.Quantile >= 100 {
+				continue
+			}
+			xys = append(xys, plotter.XY{X: 1 / (1 - b.Quantile/100), Y: float64(b.ValueAt) / MicrosPerMilli})
+		}
+		// The maximum sits at the 1-in-N level.
+		if n := float64(h.TotalCount()); len(xys) == 0 || n > xys[len(xys)-1].X {
+			xys = append(xys, plotter.XY{X: math.Max(n, 1), Y: float64(h.Max()) / MicrosPerMilli})
+		}
+		xmax = math.Max(xmax, xys[len(xys)-1].X)
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		line.Color = AlgorithmColor(e.Algorithm)
+		line.Width = vg.Points(1.8)
+		line.Dashes = algorithmDashes(e.Algorithm)
+		p.Add(line)
+		l.Add(e.Algorithm, line)
+		algs = append(algs, e.Algorithm)
+	}
+	if len(algs) == 0 {
+		return nil, nil
+	}
+	p.X.Min, p.X.Max = 1, xmax
+	p.Y.Min = 0
+	var ticks []plot.Tick
+	for _, t := range nines {
+		if t.Value <= xmax*1.0001 {
+			ticks = append(ticks, t)
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	return &figureSpec{
+		Figure: Figure{Name: "latency-" + topo, Kind: KindLatency, Title: title, Topology: topo, Algorithms: algs},
+		w:      10 * vg.Inch, h: 5.5 * vg.Inch,
+		draw: withLegend(p, l, 2.4*vg.Inch),
+	}, nil
+}
+
+// accuracySpec plots one entry over time: offered/s, admitted/s and the contract's limit/s, with a
+// red cross at each definite violation.
+func accuracySpec(r *Result, e *Entry) figureSpec {
+	t := e.Timeline
+	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
+	p := newPlot(title, "time since start (s)", "requests per second")
+	l := newLegend()
+	rate := func(counts []int64) plotter.XYs {
+		xys := make(plotter.XYs, len(counts))
+		for i, c := range counts {
+			xys[i] = plotter.XY{X: (float64(i) + 0.5) * t.BinS, Y: float64(c) / t.BinS}
+		}
+		return xys
+	}
+	add := func(name string, xys plotter.XYs, c color.Color, width vg.Length, dashes []vg.Length) {
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return // NaN or Inf in the data: leave the series out rather than fail the report
+		}
+		line.Color, line.Width, line.Dashes = c, width, dashes
+		p.Add(line)
+		l.Add(name, line)
+	}
+	add("offered/s", rate(t.Offered), color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, vg.Points(1.5), nil)
+	add("admitted/s", rate(t.Admitted), AlgorithmColor(e.Algorithm), vg.Points(2), nil)
+	if hasLimit(t.Limit) {
+		xys := make(plotter.XYs, len(t.Limit))
+		for i, v := range t.Limit {
+			xys[i] = plotter.XY{X: (float64(i) + 0.5) * t.BinS, Y: v / t.BinS}
+		}
+		add("contract limit/s", xys, color.Black, vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)})
+	}
+	if ts := e.Verification.ViolationTimesS; len(ts) > 0 {
+		adm := rate(t.Admitted)
+		xys := make(plotter.XYs, 0, len(ts))
+		for _, v := range ts {
+			y := 0.0
+			if i := int(v / t.BinS); i >= 0 && i < len(adm) {
+				y = adm[i].Y
+			}
+			xys = append(xys, plotter.XY{X: v, Y: y})
+		}
+		if s, err := plotter.NewScatter(xys); err == nil {
+			s.GlyphStyle.Shape = draw.CrossGlyph{}
+			s.GlyphStyle.Color = color.RGBA{R: 0xe0, A: 0xff}
+			s.GlyphStyle.Radius = vg.Points(4)
+			p.Add(s)
+			l.Add(fmt.Sprintf("definite violation (%d)", e.Verification.DefiniteViolations), s)
+		}
+	}
+	p.X.Min = 0
+	p.Y.Min = 0
+	return figureSpec{
+		Figure: Figure{
+			Name: "accuracy-" + e.Name(), Kind: KindAccuracy, Title: title,
+			Topology: e.Topology, Algorithm: e.Algorithm, Algorithms: []string{e.Algorithm},
+		},
+		w: 10 * vg.Inch, h: 4.5 * vg.Inch,
+		draw: withLegend(p, l, 2.2*vg.Inch),
+	}
+}
+
+func hasLimit(limit []float64) bool {
+	for _, v := range limit {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// comparePanel is one small multiple of the comparison figure.
+type comparePanel struct {
+	title string
+	value func(e *Entry) float64
+}
+
+// compareSpec draws small multiples of horizontal bars, one bar per algorithm, for throughput,
+// p99, Redis CPU per decision, bytes per subject and efficiency.
+func compareSpec(r *Result, topo string, entries []*Entry) figureSpec {
+	cpu := comparePanel{"Redis CPU per decision (µs)", func(e *Entry) float64 { return e.Server.CPUUSecPerDecision }}
+	if !anyValue(entries, cpu.value) {
+		cpu = comparePanel{"Redis time per call (µs, commandstats)", func(e *Entry) float64 { return e.Server.USecPerCall }}
+	}
+	panels := []comparePanel{
+		{"Throughput (decisions/s)", func(e *Entry) float64 { return e.ThroughputRPS }},
+		{"p99 latency from intended send (ms)", func(e *Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }},
+		cpu,
+		{"Memory per subject (bytes)", func(e *Entry) float64 { return e.Server.BytesPerKey }},
+		{"Efficiency (admitted / ideal)", func(e *Entry) float64 { return e.Accuracy.Efficiency }},
+	}
+	title := fmt.Sprintf("Algorithms compared, %s on %s", r.Scenario.Name, topo)
+	names := make([]string, len(entries))
+	// Bars are drawn bottom-up; reverse so the first algorithm is on top.
+	for i, e := range entries {
+		names[len(entries)-1-i] = e.Algorithm
+	}
+	plots := make([][]*plot.Plot, len(panels))
+	for pi, pn := range panels {
+		p := newPlot(pn.title, "", "")
+		p.Title.TextStyle.Font.Size = vg.Points(11)
+		for i, e := range entries {
+			v := pn.value(e)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				v = 0
+			}
+			bc, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(11))
+			if err != nil {
+				continue
+			}
+			bc.Horizontal = true
+			bc.XMin = float64(len(entries) - 1 - i)
+			bc.Color = AlgorithmColor(e.Algorithm)
+			bc.LineStyle.Width = 0
+			p.Add(bc)
+		}
+		p.NominalY(names...)
+		p.X.Min = 0
+		p.X.Max = 1 // an all-zero panel (not measured) still gets an axis
+		for _, e := range entries {
+			if v := pn.value(e); v*1.08 > p.X.Max && !math.IsInf(v, 0) {
+				p.X.Max = v * 1.08
+			}
+		}
+		if pi == 4 && anyValue(entries, pn.value) {
+			// Efficiency: show the exact limiter's 1.0 as a line.
+			if ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(entries)) - 0.5}}); err == nil {
+				ref.Color = color.Black
+				ref.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+				p.Add(ref)
+			}
+		}
+		plots[pi] = []*plot.Plot{p}
+	}
+	rowH := vg.Points(40) + vg.Points(14)*vg.Length(len(entries))
+	h := vg.Points(36) + rowH*vg.Length(len(panels))
+	return figureSpec{
+		Figure: Figure{
+			Name: "compare-" + topo, Kind: KindCompare, Title: title, Topology: topo,
+			Algorithms: reversed(names),
+		},
+		w: 9 * vg.Inch, h: h,
+		draw: func(dc draw.Canvas) {
+			ttl := plot.New().Title.TextStyle
+			ttl.Font.Size = vg.Points(14)
+			ttl.XAlign = draw.XCenter
+			ttl.YAlign = draw.YTop
+			dc.FillText(ttl, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: dc.Max.Y}, title)
+			body := dc
+			body.Max.Y -= vg.Points(26)
+			tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(6), PadLeft: vg.Points(4), PadRight: vg.Points(12)}
+			cs := plot.Align(plots, tiles, body)
+			for i := range plots {
+				plots[i][0].Draw(cs[i][0])
+			}
+		},
+	}
+}
+
+func anyValue(entries []*Entry, f func(*Entry) float64) bool {
+	for _, e := range entries {
+		if f(e) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}

@@ -1,0 +1,392 @@
+package report
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Names of the report files WriteAll writes.
+const (
+	MarkdownFile = "report.md"
+	HTMLFile     = "report.html"
+)
+
+// WriteAll writes everything a run leaves in dir: result.json, <algorithm>-<topology>.hgrm and
+// <algorithm>-<topology>-service.hgrm for each entry with histograms, every figure as PNG and SVG,
+// report.md and report.html. It records the file names in r.Files and each entry's Files before
+// writing result.json, so result.json lists them. It stops at the first error.
+func WriteAll(dir string, r *Result) error {
+	if r.Schema == "" {
+		r.Schema = SchemaVersion
+	}
+	figs, err := Figures(r)
+	if err != nil {
+		return err
+	}
+	r.Files = RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile}
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		e.Files = Files{}
+		for _, h := range []struct {
+			enc  string
+			name string
+			dst  *string
+		}{
+			{e.Histograms.Latency, e.Name() + ".hgrm", &e.Files.Histogram},
+			{e.Histograms.Service, e.Name() + "-service.hgrm", &e.Files.ServiceHistogram},
+		} {
+			hist, err := DecodeHistogram(h.enc)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			if hist == nil {
+				continue
+			}
+			var buf bytes.Buffer
+			if err := WriteHGRM(&buf, hist, MicrosPerMilli); err != nil {
+				return err
+			}
+			if err := writeFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
+				return err
+			}
+			*h.dst = h.name
+			r.Files.Histograms = append(r.Files.Histograms, h.name)
+		}
+	}
+	for _, f := range figs {
+		for _, out := range []struct {
+			ext string
+			b   []byte
+		}{{".png", f.PNG}, {".svg", f.SVG}} {
+			name := f.Name + out.ext
+			if err := writeFile(filepath.Join(dir, name), out.b); err != nil {
+				return err
+			}
+			r.Files.Plots = append(r.Files.Plots, name)
+			if f.Kind == KindAccuracy {
+				for i := range r.Entries {
+					if e := &r.Entries[i]; e.Algorithm == f.Algorithm && e.Topology == f.Topology {
+						e.Files.Accuracy = append(e.Files.Accuracy, name)
+					}
+				}
+			}
+		}
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, r, figs); err != nil {
+		return err
+	}
+	if err := WriteHTML(&html, r, figs); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
+		return err
+	}
+	return r.Write(dir)
+}
+
+// view is what both report formats show, already formatted.
+type view struct {
+	Title       string
+	Description string
+	Scenario    []row
+	Environment []row
+	CutShort    string
+	Verdicts    []verdictRow
+	Findings    []findingGroup
+	Topologies  []figureGroup
+}
+
+type row struct{ Key, Value string }
+
+type verdictRow struct {
+	Algorithm, Topology, Outcome, Class, Contract  string
+	Definite, Possible, Worst, Efficiency, Through string
+	P50, P99                                       string
+}
+
+type findingGroup struct {
+	Heading, Class string
+	Items          []string
+}
+
+type figureGroup struct {
+	Topology string
+	Figures  []figureView
+}
+
+type figureView struct {
+	Name, Title string
+	PNG         template.URL // data: URI, HTML only
+}
+
+func newView(r *Result, figs []Figure, inline bool) view {
+	s, env := r.Scenario, r.Environment
+	v := view{Title: "limitbench report: " + orDefault(s.Name, "unnamed scenario"), Description: s.Description}
+	add := func(rows *[]row, k, val string) {
+		if val != "" {
+			*rows = append(*rows, row{k, val})
+		}
+	}
+	name := s.Name
+	if s.File != "" {
+		name += " (" + s.File + ")"
+	}
+	add(&v.Scenario, "scenario", name)
+	add(&v.Scenario, "seed", strconv.FormatInt(s.Seed, 10))
+	if s.DurationS > 0 {
+		add(&v.Scenario, "duration", number(s.DurationS)+" s per algorithm × topology")
+	}
+	load := []string{}
+	if s.Loop != "" {
+		load = append(load, s.Loop+" loop")
+	}
+	if s.Arrival != "" {
+		load = append(load, s.Arrival)
+	}
+	if s.Clients > 0 {
+		load = append(load, strconv.Itoa(s.Clients)+" clients")
+	}
+	if s.Mode != "" {
+		load = append(load, s.Mode)
+	}
+	add(&v.Scenario, "load", strings.Join(load, ", "))
+	add(&v.Scenario, "keys", s.Keys)
+	add(&v.Scenario, "clock skew", s.Skew)
+	add(&v.Scenario, "algorithms", strings.Join(s.Algorithms, ", "))
+	add(&v.Scenario, "expected to be flagged", strings.Join(s.ExpectViolations, ", "))
+	if !r.StartedAt.IsZero() {
+		when := r.StartedAt.UTC().Format(time.RFC3339)
+		if !r.FinishedAt.IsZero() {
+			when += " to " + r.FinishedAt.UTC().Format(time.RFC3339)
+		}
+		add(&v.Scenario, "run", when)
+	}
+	backend := env.Backend
+	if env.Image != "" {
+		backend += " (" + env.Image + ")"
+	}
+	add(&v.Environment, "backend", backend)
+	add(&v.Environment, "topology", env.Topology)
+	redis := env.RedisVersion
+	if env.Nodes > 0 {
+		redis += fmt.Sprintf(", %d %s", env.Nodes, plural(int64(env.Nodes), "node", "nodes"))
+	}
+	add(&v.Environment, "Redis", strings.TrimPrefix(redis, ", "))
+	machine := []string{}
+	if env.CPUs > 0 {
+		machine = append(machine, fmt.Sprintf("%d CPUs", env.CPUs))
+	}
+	if env.GOMAXPROCS > 0 {
+		machine = append(machine, fmt.Sprintf("GOMAXPROCS %d", env.GOMAXPROCS))
+	}
+	if env.OS != "" {
+		machine = append(machine, env.OS+"/"+env.Arch)
+	}
+	add(&v.Environment, "machine", strings.Join(machine, ", "))
+	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
+	if r.Reference != "" {
+		add(&v.Environment, "reference script", r.Reference)
+	}
+	if r.CutShort {
+		v.CutShort = orDefault(r.CutShortNote, "the run stopped before its planned end") + " The figures cover what was measured until then."
+	}
+
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		out := e.Outcome()
+		vr := verdictRow{
+			Algorithm: e.Algorithm, Topology: e.Topology, Outcome: out, Class: outcomeClass(out),
+			Contract: orDefault(e.Verification.Contract, "none"),
+			Definite: count(e.Verification.DefiniteViolations), Possible: count(e.Verification.PossibleViolations),
+			Worst: "–", Efficiency: "–", Through: number(e.ThroughputRPS),
+			P50: ms(e.LatencyUS.P50), P99: ms(e.LatencyUS.P99),
+		}
+		if e.Accuracy.MaxWindowRatio > 0 {
+			vr.Worst = percent(e.Accuracy.MaxWindowRatio)
+		}
+		if e.Accuracy.Efficiency > 0 {
+			vr.Efficiency = percent(e.Accuracy.Efficiency)
+		}
+		v.Verdicts = append(v.Verdicts, vr)
+		v.Findings = append(v.Findings, findingGroup{
+			Heading: e.Algorithm + " on " + e.Topology + ": " + out, Class: vr.Class, Items: Findings(r, e),
+		})
+	}
+	for _, topo := range topologies(r) {
+		g := figureGroup{Topology: topo}
+		for _, f := range figs {
+			if f.Topology != topo {
+				continue
+			}
+			fv := figureView{Name: f.Name, Title: f.Title}
+			if inline {
+				fv.PNG = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.PNG))
+			}
+			g.Figures = append(g.Figures, fv)
+		}
+		if len(g.Figures) > 0 {
+			v.Topologies = append(v.Topologies, g)
+		}
+	}
+	return v
+}
+
+func outcomeClass(outcome string) string {
+	switch outcome {
+	case string(Pass):
+		return "pass"
+	case "expected violation caught":
+		return "caught"
+	case string(Inconclusive):
+		return "inconclusive"
+	}
+	return "fail"
+}
+
+// WriteMarkdown writes report.md for r: scenario and environment, the verdict table, findings per
+// entry, then the figures by file name (PNG shown, SVG linked). The output depends only on r and
+// the figures' names and titles, so it is byte-identical for the same input.
+func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
+	v := newView(r, figs, false)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", mdText(v.Title))
+	if v.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdText(v.Description))
+	}
+	if v.CutShort != "" {
+		fmt.Fprintf(&b, "> **Cut short:** %s\n\n", mdText(v.CutShort))
+	}
+	for _, sec := range []struct {
+		title string
+		rows  []row
+	}{{"Scenario", v.Scenario}, {"Environment", v.Environment}} {
+		fmt.Fprintf(&b, "## %s\n\n| | |\n|---|---|\n", sec.title)
+		for _, r := range sec.rows {
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(r.Key), mdCell(r.Value))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Verdicts\n\n")
+	b.WriteString("| algorithm | topology | verdict | contract | definite | possible | worst window | efficiency | throughput (/s) | p50 (ms) | p99 (ms) |\n")
+	b.WriteString("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range v.Verdicts {
+		outcome := mdCell(r.Outcome)
+		if r.Class == "fail" {
+			outcome = "**" + outcome + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			mdCell(r.Algorithm), mdCell(r.Topology), outcome, mdCell(r.Contract), r.Definite, r.Possible,
+			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
+	}
+	b.WriteString("\nWorst window is the busiest window's admissions as a share of the contract's limit; efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each request's intended send time.\n\n")
+	b.WriteString("## Findings\n\n")
+	for _, g := range v.Findings {
+		fmt.Fprintf(&b, "### %s\n\n", mdText(g.Heading))
+		for _, it := range g.Items {
+			fmt.Fprintf(&b, "- %s\n", mdText(it))
+		}
+		b.WriteString("\n")
+	}
+	if len(v.Topologies) > 0 {
+		b.WriteString("## Plots\n\n")
+	}
+	for _, g := range v.Topologies {
+		fmt.Fprintf(&b, "### %s\n\n", mdText(g.Topology))
+		for _, f := range g.Figures {
+			fmt.Fprintf(&b, "![%s](%s.png)\n\n[SVG version](%s.svg)\n\n", mdText(f.Title), f.Name, f.Name)
+		}
+	}
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	if err != nil {
+		return fmt.Errorf("write report.md: %w", err)
+	}
+	return nil
+}
+
+// mdText escapes the characters Markdown would otherwise interpret in running text.
+func mdText(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", "[", `\[`, "]", `\]`).Replace(s)
+}
+
+// mdCell escapes s for a Markdown table cell.
+func mdCell(s string) string {
+	return strings.ReplaceAll(mdText(strings.ReplaceAll(s, "\n", " ")), "|", `\|`)
+}
+
+// WriteHTML writes report.html for r: the same content as report.md in one self-contained file,
+// with every figure inline as a PNG data: URI, inline CSS (screen, phone and print), no JavaScript
+// and no reference to any other file or host.
+func WriteHTML(w io.Writer, r *Result, figs []Figure) error {
+	if err := htmlReport.Execute(w, newView(r, figs, true)); err != nil {
+		return fmt.Errorf("write report.html: %w", err)
+	}
+	return nil
+}
+
+// pageCSS is the inline style sheet of report.html and comparison.html.
+const pageCSS = `
+:root{color-scheme:light}
+body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;padding:1rem;max-width:72rem}
+h1{font-size:1.6rem;margin:.2rem 0 .6rem}h2{font-size:1.3rem;margin-top:2rem;border-bottom:1px solid #ddd}h3{font-size:1.05rem;margin:1.2rem 0 .3rem}
+.wrap{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5rem 0}
+table{border-collapse:collapse;font-size:.9rem;min-width:100%}
+th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.kv{min-width:0}table.kv th{width:12rem}
+.badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}
+.pass{background:#dff3df;color:#145214}.fail{background:#fbdcdc;color:#8a1010}.inconclusive{background:#fdf0c8;color:#6b4e00}.caught{background:#dce8fb;color:#123d80}
+.note{background:#fdf0c8;border-left:4px solid #c99700;padding:.5rem .8rem}
+.up{color:#145214}.down{color:#8a1010}
+figure{margin:1rem 0 2rem}figure img{display:block;max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.9rem;color:#444;margin-top:.3rem}
+ul{padding-left:1.3rem}
+@media (max-width:40rem){body{font-size:15px;padding:.6rem}table{font-size:.8rem}th,td{padding:.2rem .3rem}}
+@media print{body{max-width:none;padding:0;font-size:11pt}.wrap{overflow:visible}figure,table,tr,section{break-inside:avoid;page-break-inside:avoid}h2,h3{break-after:avoid;page-break-after:avoid}figure img{max-height:24cm;width:auto;max-width:100%;border:0}}
+@page{margin:1.5cm}
+`
+
+var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>` + pageCSS + `</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+{{if .Description}}<p>{{.Description}}</p>{{end}}
+{{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
+<h2>Scenario</h2>
+<div class="wrap"><table class="kv">{{range .Scenario}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table></div>
+<h2>Environment</h2>
+<div class="wrap"><table class="kv">{{range .Environment}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table></div>
+<h2>Verdicts</h2>
+<div class="wrap"><table>
+<thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
+<tbody>{{range .Verdicts}}
+<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td>{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
+</tbody></table></div>
+<p>Worst window is the busiest window's admissions as a share of the contract's limit; efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each request's intended send time.</p>
+<h2>Findings</h2>
+{{range .Findings}}<section><h3><span class="badge {{.Class}}">{{.Heading}}</span></h3>
+<ul>{{range .Items}}<li>{{.}}</li>{{end}}</ul></section>
+{{end}}
+{{if .Topologies}}<h2>Plots</h2>{{end}}
+{{range .Topologies}}<h3>{{.Topology}}</h3>
+{{range .Figures}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Title}}</figcaption></figure>
+{{end}}{{end}}
+</body>
+</html>
+`))

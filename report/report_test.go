@@ -1,0 +1,303 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"image"
+	_ "image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return writeFile(dst, b)
+}
+
+func readFixture(t *testing.T, name string) *Result {
+	t.Helper()
+	r, err := ReadResult(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	want := syntheticResult(t, 0)
+	dir := t.TempDir()
+	if err := want.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResult(filepath.Join(dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadResult(Write(r)) differs (-want +got):\n%s", diff)
+	}
+	h, err := got.Entries[0].LatencyHistogram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Summarize(h); s != got.Entries[0].LatencyUS {
+		t.Errorf("Summarize(decoded histogram) = %+v; want %+v", s, got.Entries[0].LatencyUS)
+	}
+}
+
+func TestReadResultErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, path string
+		schema     bool // want ErrSchema
+	}{
+		{"missing", filepath.Join(dir, "nope.json"), false},
+		{"not json", write("bad.json", "{"), true},
+		{"wrong schema", write("v0.json", `{"schema":"limitbench/result/v0","entries":[]}`), true},
+		{"ragged timeline", write("ragged.json", `{"schema":"limitbench/result/v1","entries":[{"algorithm":"a","topology":"single","timeline":{"bin_s":1,"offered":[1,2],"admitted":[1],"denied":[0,0],"errors":[0,0]}}]}`), true},
+		{"bad histogram", write("hist.json", `{"schema":"limitbench/result/v1","entries":[{"algorithm":"a","topology":"single","histograms":{"latency":"!!"}}]}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadResult(tc.path)
+			if err == nil {
+				t.Fatalf("ReadResult(%s) = nil error; want one", tc.path)
+			}
+			if !strings.Contains(err.Error(), filepath.Base(tc.path)) {
+				t.Errorf("ReadResult error %q does not name the file", err)
+			}
+			if got := errors.Is(err, ErrSchema); got != tc.schema {
+				t.Errorf("errors.Is(%v, ErrSchema) = %v; want %v", err, got, tc.schema)
+			}
+		})
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	r := readFixture(t, "result.json")
+	specs, err := figureSpecs(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs := make([]Figure, len(specs))
+	for i := range specs {
+		figs[i] = specs[i].Figure
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r, figs); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.md")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+		t.Errorf("report.md differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
+	}
+}
+
+// strokePath matches an SVG path's data and stroke colour as vgsvg writes them.
+var strokePath = regexp.MustCompile(`<path d="([^"]*)"\s+style="[^"]*stroke:(#[0-9A-Fa-f]{6})`)
+
+func TestFigures(t *testing.T) {
+	r := readFixture(t, "result.json")
+	figs, err := Figures(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, f := range figs {
+		kinds[f.Kind]++
+		t.Run(f.Name, func(t *testing.T) {
+			img, format, err := image.Decode(bytes.NewReader(f.PNG))
+			if err != nil || format != "png" {
+				t.Fatalf("PNG of %s does not decode: format %q, %v", f.Name, format, err)
+			}
+			if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 300 {
+				t.Errorf("PNG of %s is %v; want at least 400x300", f.Name, b)
+			}
+			if err := xmlWellFormed(f.SVG); err != nil {
+				t.Fatalf("SVG of %s is not well-formed XML: %v", f.Name, err)
+			}
+			if !bytes.Contains(f.SVG, []byte(f.Title)) && !bytes.Contains(f.SVG, []byte(xmlEscape(f.Title))) {
+				t.Errorf("SVG of %s lacks its title %q", f.Name, f.Title)
+			}
+			if f.Kind != KindLatency {
+				return
+			}
+			// One data line per algorithm: a path in the algorithm's colour with more than the two
+			// points of a legend thumbnail.
+			lines := map[string]int{}
+			for _, m := range strokePath.FindAllStringSubmatch(string(f.SVG), -1) {
+				if strings.Count(m[1], "L") > 2 {
+					lines[strings.ToLower(m[2])]++
+				}
+			}
+			for _, alg := range f.Algorithms {
+				c := AlgorithmColor(alg)
+				hex := strings.ToLower(colorHex(c.R, c.G, c.B))
+				if lines[hex] != 1 {
+					t.Errorf("latency SVG has %d data paths in %s's colour %s; want 1", lines[hex], alg, hex)
+				}
+			}
+			if len(f.Algorithms) != len(r.Entries) {
+				t.Errorf("latency plot shows %d algorithms; want %d", len(f.Algorithms), len(r.Entries))
+			}
+		})
+	}
+	want := map[string]int{KindLatency: 1, KindCompare: 1, KindAccuracy: len(r.Entries)}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("figure kinds (-want +got):\n%s", diff)
+	}
+}
+
+func colorHex(r, g, b uint8) string {
+	const hexdigits = "0123456789abcdef"
+	out := []byte{'#'}
+	for _, v := range []uint8{r, g, b} {
+		out = append(out, hexdigits[v>>4], hexdigits[v&15])
+	}
+	return string(out)
+}
+
+func xmlEscape(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s)) // strings.Builder never fails
+	return b.String()
+}
+
+func xmlWellFormed(b []byte) error {
+	d := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func TestAlgorithmColorStable(t *testing.T) {
+	seen := map[string]string{}
+	for name := range builtinColors {
+		c := AlgorithmColor(name)
+		hex := colorHex(c.R, c.G, c.B)
+		if other, dup := seen[hex]; dup {
+			t.Errorf("%s and %s share colour %s", name, other, hex)
+		}
+		seen[hex] = name
+	}
+	if a, b := AlgorithmColor("my-custom-script"), AlgorithmColor("my-custom-script"); a != b {
+		t.Errorf("AlgorithmColor is not deterministic: %v, %v", a, b)
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	r := readFixture(t, "result.json")
+	dir := t.TempDir()
+	if err := WriteAll(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResult(filepath.Join(dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	names = append(names, back.Files.Result, back.Files.Markdown, back.Files.HTML)
+	names = append(names, back.Files.Plots...)
+	names = append(names, back.Files.Histograms...)
+	for _, e := range back.Entries {
+		if e.Files.Histogram != e.Name()+".hgrm" || e.Files.ServiceHistogram != e.Name()+"-service.hgrm" {
+			t.Errorf("%s: files %+v; want its .hgrm names", e.Name(), e.Files)
+		}
+		if len(e.Files.Accuracy) != 2 {
+			t.Errorf("%s: accuracy files %v; want PNG and SVG", e.Name(), e.Files.Accuracy)
+		}
+	}
+	for _, want := range []string{"latency-single.png", "latency-single.svg", "compare-single.png", "accuracy-gcra-single.svg", "gcra-single.hgrm", "gcra-single-service.hgrm"} {
+		if !contains(names, want) {
+			t.Errorf("Files does not list %s: %v", want, names)
+		}
+	}
+	for _, n := range names {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || fi.Size() == 0 {
+			t.Errorf("listed file %s missing or empty: %v", n, err)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "gcra-single.hgrm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := ReadHGRM(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.ValueAtQuantile(50), r.Entries[0].LatencyUS.P50/MicrosPerMilli; got != want {
+		t.Errorf("gcra-single.hgrm p50 = %v ms; result.json says %v ms", got, want)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, html)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// urlRef finds attribute values and CSS url() references in HTML.
+var urlRef = regexp.MustCompile(`(?i)(?:src|href|srcset|action|poster|data)\s*=\s*["']?([^"'\s>]+)|url\(\s*['"]?([^'")]+)`)
+
+// checkSelfContained fails unless every reference in html is an inline data: URI or a fragment,
+// and no http(s) URL appears anywhere.
+func checkSelfContained(t *testing.T, html []byte) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?i)https?://`).Find(html); m != nil {
+		t.Errorf("report.html mentions a URL (%q); it must not refer to any host", m)
+	}
+	for _, m := range urlRef.FindAllSubmatch(html, -1) {
+		ref := string(m[1]) + string(m[2])
+		if !strings.HasPrefix(ref, "data:") && !strings.HasPrefix(ref, "#") {
+			t.Errorf("report.html refers to %q; want only data: URIs", ref)
+		}
+	}
+	for _, want := range []string{`<meta name="viewport"`, "@media print", "<table", `src="data:image/png;base64,`} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if bytes.Contains(bytes.ToLower(html), []byte("<script")) {
+		t.Error("report.html contains a script; it must need no JavaScript")
+	}
+}
