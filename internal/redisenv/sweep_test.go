@@ -1,0 +1,202 @@
+package redisenv
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/redis/go-redis/v9"
+)
+
+// harnessEnv makes the test binary act as a harness that starts an environment, prints it and
+// waits to be killed; see TestMain.
+const harnessEnv = "LIMITBENCH_TEST_HARNESS"
+
+type harnessLine struct{ Addr, Password, Error string }
+
+func TestMain(m *testing.M) {
+	if backend := os.Getenv(harnessEnv); backend != "" {
+		runHarness(Backend(backend))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runHarness starts a single server whose process does not die with its harness (as on systems
+// without Pdeathsig), prints its address and blocks until killed.
+func runHarness(b Backend) {
+	processNoPdeathsig = true
+	t, err := Start(context.Background(), Config{Backend: b, Image: HostImage})
+	line := harnessLine{}
+	if err != nil {
+		line.Error = err.Error()
+	} else {
+		line.Addr, line.Password = t.Masters()[0], t.Password
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(line)
+	if err != nil {
+		os.Exit(1)
+	}
+	select {}
+}
+
+// killedHarness runs a harness child for backend b, kills it with SIGKILL once its server is up,
+// and returns the server's address and password.
+func killedHarness(t *testing.T, b Backend) (addr, password string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), harnessEnv+"="+string(b))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var line harnessLine
+	err = json.NewDecoder(bufio.NewReader(out)).Decode(&line)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if err != nil || line.Error != "" {
+		t.Fatalf("harness child: %v %s", err, line.Error)
+	}
+	return line.Addr, line.Password
+}
+
+func ping(addr, password string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	return c.Ping(context.Background()).Err()
+}
+
+// waitGone polls until addr refuses connections.
+func waitGone(t *testing.T, addr, password string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for ping(addr, password) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s still answers after the sweep", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSweepLeftoverProcess(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	addr, password := killedHarness(t, BackendProcess)
+	if err := ping(addr, password); err != nil {
+		t.Fatalf("leftover server %s is not running after its harness was killed: %v", addr, err)
+	}
+	var rec record
+	found := false
+	entries, _ := os.ReadDir(recordDir())
+	for _, e := range entries {
+		data, err := os.ReadFile(recordDir() + "/" + e.Name())
+		if err == nil && json.Unmarshal(data, &rec) == nil && rec.Addr == addr {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatalf("no record for %s in %s", addr, recordDir())
+	}
+	target, err := Start(context.Background(), Config{Backend: BackendProcess, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Stop(context.Background())
+	waitGone(t, addr, password)
+	if _, err := os.Stat(recordPath(rec.PID)); !os.IsNotExist(err) {
+		t.Errorf("record %s still exists: %v", recordPath(rec.PID), err)
+	}
+	if _, err := os.Stat(rec.Dir); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s still exists: %v", rec.Dir, err)
+	}
+}
+
+func TestSweepLeftoverContainer(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH (needed for the host image): %v", err)
+	}
+	ctx := context.Background()
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		t.Skipf("no Docker engine answers; container test skipped: %v", err)
+	}
+	defer cli.Close()
+	addr, password := killedHarness(t, BackendContainer)
+	list := func() int {
+		res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", labelAddr+"="+addr)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Items)
+	}
+	if n := list(); n != 1 {
+		t.Fatalf("%d containers labelled %s after the harness was killed, want 1 leftover", n, addr)
+	}
+	target, err := Start(ctx, Config{Backend: BackendContainer, Image: HostImage, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Stop(ctx)
+	if n := list(); n != 0 {
+		t.Errorf("%d leftover containers labelled %s after the next start, want 0", n, addr)
+	}
+	waitGone(t, addr, password)
+}
+
+func TestParseClusterNodes(t *testing.T) {
+	raw := strings.Join([]string{
+		"b 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-10922",
+		"a 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460",
+		"d 127.0.0.1:7003@17003 slave a 0 1 1 connected",
+		"c 127.0.0.1:7002@17002,host.example master - 0 1 3 connected 10923-16383 [42->-b]",
+	}, "\n")
+	got, err := parseClusterNodes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a 127.0.0.1:7000 master  [[0 5460]]\nb 127.0.0.1:7001 master  [[5461 10922]]\n" +
+		"c 127.0.0.1:7002 master  [[10923 16383]]\nd 127.0.0.1:7003 replica a []\n"
+	if k := nodesKey(got); k != want {
+		t.Errorf("parseClusterNodes:\n%s\nwant\n%s", k, want)
+	}
+	for _, bad := range []string{
+		"a 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-x",
+		"a 127.0.0.1:7000@17000 handshake - 0 0 1 connected",
+		"a 127.0.0.1:7000@17000 master,fail? - 0 0 1 connected",
+		"a 127.0.0.1:7000@17000 master - 0 0 1 disconnected",
+		"short line",
+	} {
+		if _, err := parseClusterNodes(bad); err == nil {
+			t.Errorf("parseClusterNodes(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestSlotRanges(t *testing.T) {
+	for _, n := range []int{1, 3, 5, 7} {
+		r := slotRanges(n)
+		next := 0
+		for _, x := range r {
+			if x[0] != next || x[1] < x[0] {
+				t.Fatalf("slotRanges(%d) = %v: gap or overlap at %d", n, r, next)
+			}
+			next = x[1] + 1
+		}
+		if next != numSlots {
+			t.Errorf("slotRanges(%d) covers %d slots, want %d", n, next, numSlots)
+		}
+	}
+}
