@@ -52,7 +52,8 @@ type Spike struct {
 
 // Align puts the schedule's time zero at a Unix time u with u mod Every = Offset, waiting up to Every
 // before the run starts. Aligned to the limit's window, a schedule's times become window phases: with
-// every 1s, a spike at 900ms for 200ms straddles each whole second, where fixed windows turn over.
+// every 1s, a spike at 1900ms for 200ms (every 2s) straddles a whole second, where fixed windows turn
+// over.
 // Every = 0 disables alignment; 0 ≤ Offset < Every.
 type Align struct {
 	Every, Offset time.Duration
@@ -127,4 +128,65 @@ func (a *Arrival) RateAt(t, span time.Duration) float64 {
 		return sp.Base
 	}
 	return a.Rate
+}
+
+// Segment is one piece of a piecewise-linear schedule: over For, the rate goes linearly from From
+// to To requests per second (From == To for a constant piece).
+type Segment struct {
+	From, To float64
+	For      time.Duration
+}
+
+// Segments returns the schedule over [0, span) as consecutive pieces whose lengths add up to span
+// (span is Scenario.TotalDuration): one piece for a constant rate or a ramp, the steps repeated
+// as often as span needs (the last copy cut short), and a spike's base and peak pieces in turn.
+// RateAt(t, span) equals the rate of the piece that holds t. It returns nil when span <= 0.
+func (a *Arrival) Segments(span time.Duration) []Segment {
+	if span <= 0 {
+		return nil
+	}
+	var out []Segment
+	var at time.Duration
+	add := func(from, to float64, d time.Duration) {
+		if d > span-at {
+			// Cut the piece at span; a ramp's end rate is interpolated.
+			to = from + (to-from)*float64(span-at)/float64(d)
+			d = span - at
+		}
+		if d > 0 {
+			out = append(out, Segment{From: from, To: to, For: d})
+			at += d
+		}
+	}
+	switch a.Kind() {
+	case Constant:
+		add(a.Rate, a.Rate, span)
+	case RampUp:
+		add(a.Ramp.From, a.Ramp.To, span)
+	case Stepped:
+		var period time.Duration
+		for _, s := range a.Steps {
+			period += s.For
+		}
+		if period <= 0 {
+			return nil
+		}
+		for at < span {
+			for _, s := range a.Steps {
+				add(s.Rate, s.Rate, s.For)
+			}
+		}
+	case Spiked:
+		sp := a.Spike
+		add(sp.Base, sp.Base, sp.At)
+		for at < span {
+			add(sp.Peak, sp.Peak, sp.For)
+			if sp.Every <= 0 {
+				add(sp.Base, sp.Base, span-at)
+				break
+			}
+			add(sp.Base, sp.Base, sp.Every-sp.For)
+		}
+	}
+	return out
 }

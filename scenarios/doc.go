@@ -1,2 +1,142 @@
-// Package scenarios reads scenario files.
+// Package scenarios owns the scenario format: the Go types, strict loading from YAML, validation,
+// command-line overrides, thresholds, and the standard suite of scenario files beside this package
+// (scenarios/*.yaml). This comment is the reference for the format.
+//
+// # Loading
+//
+// Load (or Parse) reads one file strictly: an unknown field (with a "did you mean"), a value of the
+// wrong type, an impossible value, an unknown algorithm or a threshold that does not parse is an
+// error. Every problem is reported at once, one per line as "file:line: field: message", in an
+// *Errors that matches ErrInvalid with errors.Is. A scenario built in Go starts from Default and is
+// checked with Validate; Apply changes a scenario as command-line flags say and validates it again.
+//
+// # Format
+//
+// A complete file, with each field's default in the comment (a field left out takes its default):
+//
+//	version: 1                  # default 1; the only version
+//	name: hot-key-overload      # default: the file name without .yaml
+//	description: One subject offered twice its limit by 64 clients.
+//	topologies: [single, cluster]   # default [single]; each runs on its own Redis
+//	duration: 10s               # default 10s (or the sum of arrival.steps); measured and verified
+//	warmup: 1s                  # default 0; runs first, same load, measured but not verified or reported
+//	seed: 1                     # default 1; same seed, same key sequence
+//	clients: 64                 # default 4; concurrent workers, each with its own client id
+//	client_mode: plain          # default plain; plain | pipeline | autopipeline
+//	pipeline_depth: 16          # only with client_mode: pipeline, where it defaults to 16
+//	arrival:                    # omit for a closed loop (each client sends when its last reply is in)
+//	  rate: 2000                # requests per second, all clients together
+//	keys:
+//	  count: 1                  # default 1; number of subjects
+//	  distribution: uniform     # default uniform; uniform | zipf | hot
+//	  zipf_s: 0.99              # only with zipf (> 0, larger is more skewed), default 0.99
+//	  hot_share: 0.5            # only with hot: subject 0's share of requests (0 < x <= 1), default 0.5
+//	limit:
+//	  limit: 1000               # default 100; permits per window (> 0)
+//	  window: 1s                # default 1s; > 0, whole milliseconds; also the token-bucket refill time
+//	  burst: 1000               # default 0, meaning limit; token-bucket and GCRA capacity
+//	  consumer_limit: 100       # default 0, meaning limit; per-consumer limit of resource-consumer
+//	cost: 1                     # default 1; permits each request asks for (1 <= cost <= capacity)
+//	clock_skew: [0s, 2s, -2s]   # default none; see Clock skew
+//	algorithms: [all]           # default [all]; see Algorithms
+//	expect:
+//	  violations: [token-bucket-published]   # must be flagged, or the scenario fails
+//	  may_violate: [sliding-log-published]   # flagged or not, the scenario does not fail on them
+//	thresholds:                 # each must hold, or the scenario fails; see Thresholds
+//	  - "p99 < 5ms"
+//	  - "gcra: efficiency > 0.95"
+//
+// Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
+// arrival.steps[1].rate, with 0-based list indexes.
+//
+// # Arrival
+//
+// The arrival schedule is global: the rate is for all clients together, never per client. Its time
+// starts with the warmup, so a schedule spans warmup + duration. Give exactly one of:
+//
+//	rate: 2000                                   # constant, > 0
+//	ramp: {from: 100, to: 5000}                  # linear over warmup + duration; both >= 0, not both 0
+//	steps: [{for: 5s, rate: 500}, {for: 5s, rate: 5000}]
+//	                                             # in order, then again from the first (a short list
+//	                                             # is a periodic load); for > 0, rate >= 0
+//	spike: {base: 100, peak: 5000, at: 3s, for: 500ms}
+//	                                             # base rate, peak during [at, at+for); with every: 1s
+//	                                             # also during [at+k·every, at+k·every+for), k >= 1
+//
+// and optionally align, which places the schedule's time zero on the Unix clock (the run waits for
+// it, up to one period):
+//
+//	align: 1s                                    # time zero is a whole second
+//	align: {every: 1m, offset: 55s}              # time zero is 55 s past a whole minute
+//
+// Aligned to the limit's window, schedule times are window phases. scenarios/boundary-burst.yaml
+// uses align: 1s with spike {at: 1900ms, for: 200ms, every: 2s}: every burst straddles a whole
+// second, which is where a 1s fixed window turns over.
+//
+// Without arrival the run is a closed loop: each client sends its next request (or, with
+// client_mode pipeline, its next pipeline) as soon as the previous one is answered. It measures
+// capacity, not latency under a given load.
+//
+// # Clock skew
+//
+// Offsets added to the time each client hands to client-clock algorithms (server-clock algorithms
+// read Redis TIME and are unaffected). Two forms:
+//
+//	clock_skew: [0s, 2s, -2s]      # cycled over clients: client i gets the (i mod 3)th offset
+//	clock_skew: {spread: 2s}       # spaced evenly over [-2s, +2s] across the clients
+//
+// # Algorithms
+//
+// A list of built-in algorithm names (limitbench list shows them), "all" for every built-in
+// algorithm (expanded when the run starts, see ResolveAlgorithms), and custom scripts:
+//
+//	algorithms:
+//	  - gcra
+//	  - name: my-limiter                   # must not be a built-in name
+//	    script: my_limiter.lua             # relative to the scenario file; read at load time
+//	    keys: ["rl:{{tag}}:tokens", "rl:{{tag}}:ts"]   # KEYS templates, at least one
+//	    args: ["{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"]   # ARGV templates
+//	    allowed: {element: 1, equals: 1}   # how to read the reply
+//	    time: {element: 3, unit: ms}       # optional: where the reply holds the time it used
+//	    contract: {kind: token-bucket, capacity: 5, rate: 1, per: 1s}
+//
+// Templates (see Templates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
+// {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}}, {{burst}}, {{rate}} (per second),
+// {{now_ms}}, {{now_s}}, {{now_us}} (the client's clock, skew included), {{uuid}}, {{prefix}} (the
+// run's key prefix; keys that do not start with it get it prepended). Any other name is an error.
+// When topologies include cluster, every key must have the same hash tag (use {{tag}}).
+//
+// allowed: element is a 1-based index into an array reply (omit it for a scalar reply), and exactly
+// one rule decides: equals: V, not_equals: V (the element's text, integers in decimal), greater_than:
+// N, prefix: "S", or is_nil: true. A reply the rule cannot read is an error outcome, never an
+// admission.
+//
+// time: element >= 1 of an array reply, unit us, ms or s. Without it the verifier places each
+// decision in its [send, receive] interval.
+//
+// contract: kind sliding-window {limit, window}, fixed-window {limit, window}, token-bucket
+// {capacity, rate, per} (rate permits every per), or none (benchmark only, no verdict); each
+// parameter its kind takes is required and others are errors. granularity: 1s (optional) states a
+// clock resolution the script is known to have.
+//
+// # Expectations
+//
+// expect.violations names algorithms the verifier must flag with a definite violation; the
+// scenario fails if one is not flagged. Their failing verdicts are expected and do not fail the
+// scenario; any other algorithm's failing verdict does, except those in expect.may_violate, whose
+// verdict does not count either way (flaws that show only on some runs). Every name must be run by
+// the scenario.
+//
+// # Thresholds
+//
+// Each threshold is "[algorithm:] metric op value" (see Threshold and ParseThreshold): metric p50,
+// p90, p99, p999, max (latency from the intended send time, value with unit us, ms or s), throughput
+// (requests per second), efficiency (admitted/ideal) or errors (share of requests, plain or
+// percent); op <, <=, > or >=. Without an algorithm the bound applies to every algorithm and
+// topology; with one, only to that algorithm.
+//
+// # Standard suite
+//
+// smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation
+// and demo; each file's description says what it shows.
 package scenarios

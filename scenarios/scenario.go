@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"math"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -36,7 +35,7 @@ type Distribution string
 const (
 	// Uniform picks every subject with the same probability.
 	Uniform Distribution = "uniform"
-	// Zipf picks subject k (k = 0, 1, …) with probability proportional to 1/(1+k)^s, s = ZipfS > 1.
+	// Zipf picks subject k (k = 0, 1, …) with probability proportional to 1/(1+k)^s, s = ZipfS > 0.
 	Zipf Distribution = "zipf"
 	// Hot sends HotShare of the requests to subject 0 and spreads the rest uniformly over the others.
 	Hot Distribution = "hot"
@@ -51,7 +50,7 @@ const (
 	DefaultSeed          = 1
 	DefaultClients       = 4
 	DefaultPipelineDepth = 16
-	DefaultZipfS         = 1.1
+	DefaultZipfS         = 0.99
 	DefaultHotShare      = 0.5
 	DefaultLimit         = 100
 	DefaultWindow        = time.Second
@@ -114,7 +113,8 @@ type Keys struct {
 	Count int
 	// Distribution of requests over subjects; default uniform.
 	Distribution Distribution
-	// ZipfS is the exponent of the zipf distribution (> 1); only with zipf, default 1.1.
+	// ZipfS is the exponent s of the zipf distribution (> 0; larger is more skewed); only with zipf,
+	// default 0.99 (YCSB's).
 	ZipfS float64
 	// HotShare is the share of requests the hot subject gets (0 < share ≤ 1); only with hot,
 	// default 0.5.
@@ -127,20 +127,9 @@ type Keys struct {
 type ClockSkew struct {
 	// Offsets are cycled over clients: client i gets Offsets[i % len(Offsets)].
 	Offsets []time.Duration
-	// Spread spaces the clients' offsets evenly over [−Spread, +Spread]: with n clients, client i gets
-	// −Spread + 2·Spread·i/(n−1) (a single client gets 0).
+	// Spread spaces the clients' offsets evenly over [−Spread, +Spread]: with n > 1 clients, client i
+	// gets −Spread + 2·Spread·i/(n−1).
 	Spread time.Duration
-}
-
-// Offset returns the skew of client i of n (0 ≤ i < n).
-func (c ClockSkew) Offset(i, n int) time.Duration {
-	switch {
-	case len(c.Offsets) > 0:
-		return c.Offsets[i%len(c.Offsets)]
-	case c.Spread > 0 && n > 1:
-		return -c.Spread + time.Duration(math.Round(float64(2*c.Spread)*float64(i)/float64(n-1)))
-	}
-	return 0
 }
 
 // IsZero reports whether no client is skewed.

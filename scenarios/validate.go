@@ -275,8 +275,8 @@ func (c *checker) keys() {
 	switch k.Distribution {
 	case Uniform:
 	case Zipf:
-		if k.ZipfS <= 1 {
-			c.add("keys.zipf_s", "must be > 1 for a zipf distribution, got %g", k.ZipfS)
+		if k.ZipfS <= 0 {
+			c.add("keys.zipf_s", "must be > 0 for a zipf distribution (0 would be uniform), got %g", k.ZipfS)
 		}
 	case Hot:
 		if k.HotShare <= 0 || k.HotShare > 1 {
