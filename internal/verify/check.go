@@ -1,0 +1,387 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// MaxViolations is how many definite violations a LimitReport lists; the rest are counted in
+// ViolationsDropped.
+const MaxViolations = 1000
+
+// Violation is one definite violation, for plots and logs.
+type Violation struct {
+	// Subject and Client name the scope; a name that is not part of the scope is empty.
+	Subject, Client string
+	// At is the instant in µs that ends the violating window (sliding-window, token-bucket), or
+	// the start kW of the aligned window (fixed-window).
+	At int64
+	// Excess is the permits over the limit there.
+	Excess int64
+}
+
+// Where describes one violating set of admissions.
+type Where struct {
+	// Subject and Client name the scope; a name that is not part of the scope is empty.
+	Subject, Client string
+	// Lo and Hi are the earliest widened Lo and the latest widened Hi of the set, in µs.
+	Lo, Hi int64
+	// Permits is the permits of the set, Allowed what the contract allows it (see the package
+	// doc), Excess = Permits − Allowed > 0.
+	Permits, Allowed, Excess int64
+}
+
+// LimitReport is the check of one contract (the main one or one of its Also).
+type LimitReport struct {
+	// Contract is the contract checked, without its Also.
+	Contract algorithms.Contract
+	// Scopes is the number of scopes with at least one admission.
+	Scopes int
+	// Definite and Possible count violations as the package doc defines: distinct window ends
+	// for sliding-window and token-bucket, aligned windows for fixed-window.
+	Definite, Possible int64
+	// Worst is the definite violation with the largest excess (zero when Definite == 0);
+	// WorstPossible the same among possible ones.
+	Worst, WorstPossible Where
+	// DefiniteWithUnknown is Definite recomputed counting unknown outcomes as admissions at their
+	// intervals. It is computed only when Definite == 0 and the log has unknown outcomes (else 0).
+	DefiniteWithUnknown int64
+	// UnknownCouldHide is DefiniteWithUnknown > 0: no definite violation among the known
+	// admissions, but the unknown outcomes could hide one.
+	UnknownCouldHide bool
+	// Violations lists definite violations by scope, then time: at most MaxViolations, the rest
+	// counted in ViolationsDropped.
+	Violations        []Violation
+	ViolationsDropped int64
+}
+
+// Report is the result of Check.
+type Report struct {
+	// Events counts the log's events; Admitted, Denied, Unknown and Failed count them by kind.
+	Events, Admitted, Denied, Unknown, Failed int64
+	// AdmittedPermits is the sum of the permits of admitted events.
+	AdmittedPermits int64
+	// Limits has one entry per contract: the main one first, then its Also, depth first.
+	Limits []LimitReport
+}
+
+// Definite returns the number of definite violations over all limits.
+func (r *Report) Definite() int64 {
+	var n int64
+	for _, l := range r.Limits {
+		n += l.Definite
+	}
+	return n
+}
+
+// Possible returns the number of possible violations over all limits.
+func (r *Report) Possible() int64 {
+	var n int64
+	for _, l := range r.Limits {
+		n += l.Possible
+	}
+	return n
+}
+
+// Check verifies that the admissions of log keep contract c and its Also contracts, as the
+// package doc defines. It reorders log.Events. It returns an error wrapping ErrBadContract,
+// ErrBadLog or ErrOverflow when it cannot check.
+func Check(c algorithms.Contract, log *Log) (Report, error) {
+	lims, err := flatten(c)
+	if err != nil {
+		return Report{}, fmt.Errorf("check: %w", err)
+	}
+	if err := log.validate(); err != nil {
+		return Report{}, fmt.Errorf("check: %w", err)
+	}
+	r := Report{Events: int64(len(log.Events))}
+	var lo, hi int64 = math.MaxInt64, math.MinInt64
+	var permits int64 // admitted and unknown
+	for i := range log.Events {
+		e := &log.Events[i]
+		switch e.Kind {
+		case Admitted:
+			r.Admitted++
+			r.AdmittedPermits += int64(e.Permits)
+			permits += int64(e.Permits)
+		case Denied:
+			r.Denied++
+		case Unknown:
+			r.Unknown++
+			permits += int64(e.Permits)
+		case Failed:
+			r.Failed++
+		}
+		lo, hi = min(lo, e.Lo), max(hi, e.Hi)
+	}
+	var s sweeper
+	for _, lim := range lims {
+		if lim.kind == algorithms.TokenBucket && len(log.Events) > 0 {
+			if err := lim.overflow(hi-lo, permits); err != nil {
+				return Report{}, fmt.Errorf("check: %w", err)
+			}
+		}
+		r.Limits = append(r.Limits, s.check(lim, log))
+	}
+	return r, nil
+}
+
+// overflow reports whether a token-bucket check of a log spanning span µs with at most permits
+// permits could overflow int64.
+func (lim *limit) overflow(span, permits int64) error {
+	const bound = 1 << 61
+	span += 2*lim.g + 2
+	if span > bound/lim.p || permits > bound/lim.q || lim.cap > bound/lim.q {
+		return fmt.Errorf("%w: %s over a span of %d µs", ErrOverflow, lim.c, span)
+	}
+	return nil
+}
+
+// sweeper checks one limit; its buffers are reused across scopes and limits.
+type sweeper struct {
+	lim  limit
+	log  *Log
+	ord  []uint32 // hi order of the current scope, when it differs from lo order
+	tree maxTree
+	vals []int64
+	cand []int64
+
+	// results of the current pass
+	rep          *LimitReport
+	possible     bool // also look for possible violations
+	list         bool // record definite violations in rep.Violations
+	definite     int64
+	worst, worstP worstAt
+	group        []Event // the scope being swept
+}
+
+// worstAt remembers where the largest excess was found, to describe it afterwards.
+type worstAt struct {
+	excess int64
+	group  []Event
+	at     int64
+}
+
+func (s *sweeper) check(lim limit, log *Log) LimitReport {
+	rep := LimitReport{Contract: lim.c}
+	if lim.kind == algorithms.NoContract {
+		return rep
+	}
+	s.lim, s.log, s.rep = lim, log, &rep
+	ev := log.Events
+	nA := partition(ev, Admitted)
+	nU := partition(ev[nA:], Unknown)
+
+	s.possible, s.list = true, true
+	rep.Scopes = s.pass(ev[:nA])
+	rep.Definite = s.definite
+	if s.worst.excess > 0 {
+		rep.Worst = s.describe(s.worst, false)
+	}
+	if s.worstP.excess > 0 {
+		rep.WorstPossible = s.describe(s.worstP, true)
+	}
+	if rep.Definite == 0 && nU > 0 {
+		s.possible, s.list = false, false
+		s.pass(ev[:nA+nU])
+		rep.DefiniteWithUnknown = s.definite
+		rep.UnknownCouldHide = s.definite > 0
+	}
+	s.rep, s.log = nil, nil
+	return rep
+}
+
+// partition moves the events of kind k to the front of ev and returns how many there are.
+func partition(ev []Event, k Kind) int {
+	n := 0
+	for i := range ev {
+		if ev[i].Kind == k {
+			ev[i], ev[n] = ev[n], ev[i]
+			n++
+		}
+	}
+	return n
+}
+
+// pass sorts ev by scope, then Lo, then Hi, and sweeps every scope. It returns the number of
+// scopes.
+func (s *sweeper) pass(ev []Event) int {
+	s.definite = 0
+	s.worst, s.worstP = worstAt{}, worstAt{}
+	sortByScope(ev, s.lim.scope)
+	key := scopeKey(s.lim.scope)
+	scopes := 0
+	for i := 0; i < len(ev); {
+		k := key(&ev[i])
+		j := i + 1
+		for j < len(ev) && key(&ev[j]) == k {
+			j++
+		}
+		s.sweep(ev[i:j])
+		scopes++
+		i = j
+	}
+	return scopes
+}
+
+func scopeKey(sc algorithms.Scope) func(e *Event) uint64 {
+	switch sc {
+	case algorithms.PerClient:
+		return func(e *Event) uint64 { return uint64(e.Subject)<<16 | uint64(e.Client) }
+	case algorithms.PerConsumer:
+		return func(e *Event) uint64 { return uint64(e.Client) }
+	}
+	return func(e *Event) uint64 { return uint64(e.Subject) }
+}
+
+func cmpTime(a, b *Event) int {
+	if c := cmp.Compare(a.Lo, b.Lo); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Hi, b.Hi)
+}
+
+// sortByScope sorts ev by scope key, then Lo, then Hi.
+func sortByScope(ev []Event, sc algorithms.Scope) {
+	switch sc {
+	case algorithms.PerClient:
+		slices.SortFunc(ev, func(a, b Event) int {
+			if a.Subject != b.Subject {
+				return cmp.Compare(a.Subject, b.Subject)
+			}
+			if a.Client != b.Client {
+				return cmp.Compare(a.Client, b.Client)
+			}
+			return cmpTime(&a, &b)
+		})
+	case algorithms.PerConsumer:
+		slices.SortFunc(ev, func(a, b Event) int {
+			if a.Client != b.Client {
+				return cmp.Compare(a.Client, b.Client)
+			}
+			return cmpTime(&a, &b)
+		})
+	default:
+		slices.SortFunc(ev, func(a, b Event) int {
+			if a.Subject != b.Subject {
+				return cmp.Compare(a.Subject, b.Subject)
+			}
+			return cmpTime(&a, &b)
+		})
+	}
+}
+
+// sweep checks one scope g, sorted by Lo then Hi.
+func (s *sweeper) sweep(g []Event) {
+	s.group = g
+	// ord is nil when Hi is non-decreasing in g: then Hi order is g's order.
+	var ord []uint32
+	for i := 1; i < len(g); i++ {
+		if g[i].Hi < g[i-1].Hi {
+			ord = s.hiOrder(g)
+			break
+		}
+	}
+	switch s.lim.kind {
+	case algorithms.SlidingWindow:
+		s.slidingDefinite(g, ord)
+		if s.possible {
+			s.slidingPossible(g, ord)
+		}
+	case algorithms.FixedWindow:
+		s.fixedDefinite(g)
+		if s.possible {
+			s.fixedPossible(g, ord)
+		}
+	case algorithms.TokenBucket:
+		if ord == nil {
+			s.bucketDefiniteOrdered(g)
+		} else {
+			s.bucketDefinite(g, ord)
+		}
+		if s.possible {
+			if ord == nil {
+				s.bucketPossibleOrdered(g)
+			} else {
+				s.bucketPossible(g, ord)
+			}
+		}
+	}
+}
+
+// hiOrder returns the indices of g sorted by Hi, then Lo.
+func (s *sweeper) hiOrder(g []Event) []uint32 {
+	ord := s.ord[:0]
+	for i := range g {
+		ord = append(ord, uint32(i))
+	}
+	slices.SortFunc(ord, func(a, b uint32) int {
+		if c := cmp.Compare(g[a].Hi, g[b].Hi); c != 0 {
+			return c
+		}
+		return cmp.Compare(g[a].Lo, g[b].Lo)
+	})
+	s.ord = ord
+	return ord
+}
+
+// at returns the i-th index in Hi order.
+func at(ord []uint32, i int) int {
+	if ord == nil {
+		return i
+	}
+	return int(ord[i])
+}
+
+// definiteAt records a definite violation of the current scope ending at instant b (or in the
+// aligned window starting at b) with the given excess.
+func (s *sweeper) definiteAt(b, excess int64) {
+	s.definite++
+	if excess > s.worst.excess {
+		s.worst = worstAt{excess: excess, group: s.group, at: b}
+	}
+	if !s.list {
+		return
+	}
+	if len(s.rep.Violations) >= MaxViolations {
+		s.rep.ViolationsDropped++
+		return
+	}
+	sub, cli := s.names(&s.group[0])
+	s.rep.Violations = append(s.rep.Violations, Violation{Subject: sub, Client: cli, At: b, Excess: excess})
+}
+
+// possibleAt records n possible violations of the current scope at b with the given excess.
+func (s *sweeper) possibleAt(b, excess, n int64) {
+	s.rep.Possible += n
+	if excess > s.worstP.excess {
+		s.worstP = worstAt{excess: excess, group: s.group, at: b}
+	}
+}
+
+// names returns the scope names of e's scope.
+func (s *sweeper) names(e *Event) (subject, client string) {
+	switch s.lim.scope {
+	case algorithms.PerClient:
+		return s.log.Subjects[e.Subject], s.log.Clients[e.Client]
+	case algorithms.PerConsumer:
+		return "", s.log.Clients[e.Client]
+	}
+	return s.log.Subjects[e.Subject], ""
+}
+
+// floorDiv returns ⌊a/b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	d := a / b
+	if a%b != 0 && a < 0 {
+		d--
+	}
+	return d
+}
+
+// ceilDiv returns ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

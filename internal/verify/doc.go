@@ -1,0 +1,71 @@
+// Package verify decides whether a rate limiter kept its contract, from a log of the decisions it
+// made under load. It owns the admission-log types (Event, Log), the over-admission checker
+// (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
+// times through an algorithm's reference model (Replay) and the verdict (Judge).
+//
+// # Times are intervals
+//
+// Every Event says only that its decision happened at some instant in [Lo, Hi], in microseconds
+// since the Unix epoch. A contract with clock granularity G (Contract.Granularity, rounded up to
+// whole µs) may read any time within G of the true one, whatever its rounding, so the checker
+// widens every interval to
+//
+//	[Lo − G, Hi + G]
+//
+// and adds no other tolerance. A placement picks one instant x_i in each widened interval.
+// A violation is definite when it holds for every placement, and possible when it holds for some.
+//
+// # Contracts
+//
+// Permits are counted per scope: per subject, per (subject, client) or per client across subjects
+// (Contract.Scope). With W, G and the times in µs and P(S) the permits of a set S of admissions:
+//
+//   - sliding-window(L, W): every half-open interval (t−W, t] holds at most L permits, so a set S
+//     violates it when P(S) > L and max x − min x < W over S.
+//   - fixed-window(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
+//   - token-bucket(C, r), r = RefillPermits/RefillPer = p/q (reduced): every closed interval
+//     [t1, t2] holds at most C + r·(t2 − t1) permits, so S violates it when
+//     q·P(S) > q·C + p·(max x − min x). Decisions use this exact integer form; no floats.
+//
+// c.Also lists further contracts (two limits at once); each is checked on its own and reported in
+// its own LimitReport.
+//
+// # What Check computes
+//
+// The checker looks for sets S of admissions (events of kind Admitted) of one scope; lo and hi
+// below are widened bounds.
+//
+// Definite, sliding-window: P(S) > L and max hi − min lo < W over S. Then every placement puts all
+// of S in the window (max hi − W, max hi]. Definite, token-bucket:
+// q·P(S) > q·C + p·(max hi − min lo). Definite, fixed-window: more than L permits whose intervals
+// lie wholly inside one aligned window. These conditions are sufficient, never more: a history can
+// violate a contract under every placement through different windows in different placements, and
+// such a case split is not reported. That is the price of zero false positives.
+//
+// Possible, sliding-window: P(S) > L and max lo − min hi < W (the intervals can all be placed in
+// one window). Possible, token-bucket: q·P(S) > q·C + p·max(0, max lo − min hi). Possible,
+// fixed-window: more than L permits whose intervals meet one aligned window. These are exact: a
+// placement violating the contract exists if and only if such a set exists.
+//
+// Counting. For sliding-window and token-bucket, Definite is the number of distinct instants
+// b = max hi(S) over definitely violating sets S (the ends of violating windows: L+k admissions at
+// distinct instants inside one window give k), and Possible the number of distinct instants
+// b = max lo(S) over possibly violating sets. For fixed-window both count aligned windows. The
+// worst excess is the largest P(S) − allowed(S), where allowed(S) is L, or
+// C + ⌊r·(max hi − min lo)⌋ (definite) and C + ⌊r·max(0, max lo − min hi)⌋ (possible) for
+// token-bucket; Where names its scope and the span [min lo, max hi] of the worst set.
+//
+// Unknown outcomes (Kind Unknown: the request may or may not have been admitted) are never counted
+// as admissions, so they never create a violation, and they cannot remove one either. When no
+// definite violation exists, Check repeats the definite search counting every unknown outcome as
+// an admission at its logged interval; if that finds one, UnknownCouldHide is set and Judge says
+// inconclusive.
+//
+// # Cost
+//
+// Check sorts log.Events in place by scope and time (O(n log n)) and sweeps each scope once:
+// sliding-window and fixed-window with two pointers, token-bucket with a running maximum (a
+// segment tree when one interval contains another). It holds no copy of the log: 32 bytes per
+// event, plus 4 bytes per event of the largest scope when intervals nest. Check, Accuracy and
+// Replay reorder log.Events; do not call them concurrently on one Log.
+package verify

@@ -1,0 +1,438 @@
+package verify
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// The sweeps below check one scope g, sorted by Lo then Hi; ord is g's Hi order (nil when it is
+// g's own order). lo and hi are widened: lo = Lo − G, hi = Hi + G.
+
+// slidingDefinite finds, for each distinct hi value b of an admission that can belong to a
+// definite set (hi − lo < W), the permits of S(b) = {lo ≥ b−W+1, hi ≤ b, hi − lo < W}: the
+// largest set that ends at b and lies in (b−W, b] for every placement. An admission enters S at
+// its hi and leaves once b > lo + W − 1, so a two-pointer sweep over Hi order (entries) and Lo
+// order (exits) suffices.
+func (s *sweeper) slidingDefinite(g []Event, ord []uint32) {
+	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	var sum int64
+	leave, n := 0, len(g)
+	for i := 0; i < n; {
+		b := g[at(ord, i)].Hi + G
+		in := false
+		for ; i < n; i++ {
+			e := &g[at(ord, i)]
+			if e.Hi+G != b {
+				break
+			}
+			if e.Hi-e.Lo+2*G < W {
+				sum += int64(e.Permits)
+				in = true
+			}
+		}
+		for leave < n && g[leave].Lo-G+W <= b {
+			e := &g[leave]
+			leave++
+			if e.Hi-e.Lo+2*G < W {
+				sum -= int64(e.Permits)
+			}
+		}
+		if in && sum > L {
+			s.definiteAt(b, sum-L)
+		}
+	}
+}
+
+// slidingPossible finds, for each distinct lo value b, the permits of T(b) = {lo ≤ b,
+// hi ≥ b−W+1}: the admissions that can be placed in (b−W, b], all of them at once.
+func (s *sweeper) slidingPossible(g []Event, ord []uint32) {
+	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	var sum int64
+	leave, n := 0, len(g)
+	for i := 0; i < n; {
+		b := g[i].Lo - G
+		for ; i < n && g[i].Lo-G == b; i++ {
+			sum += int64(g[i].Permits)
+		}
+		for leave < n {
+			e := &g[at(ord, leave)]
+			if e.Hi+G+W > b {
+				break
+			}
+			sum -= int64(e.Permits)
+			leave++
+		}
+		if sum > L {
+			s.possibleAt(b, sum-L, 1)
+		}
+	}
+}
+
+// fixedDefinite sums, per aligned window k, the permits of the admissions whose interval lies
+// wholly inside [kW, (k+1)W).
+func (s *sweeper) fixedDefinite(g []Event) {
+	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	var k, sum int64
+	started := false
+	for i := range g {
+		e := &g[i]
+		kl := floorDiv(e.Lo-G, W)
+		if kl != floorDiv(e.Hi+G, W) {
+			continue
+		}
+		if !started || kl != k {
+			if started && sum > L {
+				s.definiteAt(k*W, sum-L)
+			}
+			k, sum, started = kl, 0, true
+		}
+		sum += int64(e.Permits)
+	}
+	if started && sum > L {
+		s.definiteAt(k*W, sum-L)
+	}
+}
+
+// fixedPossible counts the aligned windows met by admissions with more than L permits: an
+// admission meets windows ⌊lo/W⌋ … ⌊hi/W⌋; the sum is constant between breakpoints.
+func (s *sweeper) fixedPossible(g []Event, ord []uint32) {
+	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	var sum int64
+	i, j, n := 0, 0, len(g)
+	next := func() int64 {
+		p := int64(math.MaxInt64)
+		if i < n {
+			p = floorDiv(g[i].Lo-G, W)
+		}
+		if j < n {
+			p = min(p, floorDiv(g[at(ord, j)].Hi+G, W)+1)
+		}
+		return p
+	}
+	for i < n || j < n {
+		p := next()
+		for ; i < n && floorDiv(g[i].Lo-G, W) == p; i++ {
+			sum += int64(g[i].Permits)
+		}
+		for ; j < n; j++ {
+			e := &g[at(ord, j)]
+			if floorDiv(e.Hi+G, W)+1 != p {
+				break
+			}
+			sum -= int64(e.Permits)
+		}
+		if sum > L {
+			s.possibleAt(p*W, sum-L, next()-p)
+		}
+	}
+}
+
+// The token-bucket sweeps maximise, for each end b, f = q·P(S) − p·span(S) over the candidate
+// sets S ending at b; S violates when f > q·C, by ⌈(f − q·C)/q⌉ permits. Values are relative to
+// base (the scope's earliest lo) so they fit in int64 (see limit.overflow).
+
+// bucketDefiniteOrdered is bucketDefinite when Hi order is Lo order: the sets {lo ≥ a, hi ≤ b}
+// are then runs of g, and a running maximum (Kadane) gives, after admission k,
+// M = max over j ≤ k of p·(lo_j − base) + q·P(g[j..k]).
+func (s *sweeper) bucketDefiniteOrdered(g []Event) {
+	G, p, q := s.lim.g, s.lim.p, s.lim.q
+	qC := q * s.lim.cap
+	base := g[0].Lo - G
+	m := int64(math.MinInt64)
+	for i, n := 0, len(g); i < n; {
+		b := g[i].Hi + G
+		for ; i < n && g[i].Hi+G == b; i++ {
+			m = max(m, p*(g[i].Lo-G-base)) + q*int64(g[i].Permits)
+		}
+		if f := m - p*(b-base); f > qC {
+			s.definiteAt(b, ceilDiv(f-qC, q))
+		}
+	}
+}
+
+// bucketDefinite: for each distinct hi value b, with every admission of hi <= b added,
+// value(a) = p·(a − base) + q·P{lo ≥ a, hi ≤ b} for each candidate start a (the lo values, by
+// position in g), and f = max over a <= lo of some admission ending at b, minus p·(b − base).
+// Adding an admission at position j adds to the values of positions 0..j: a segment tree with
+// range add and range max.
+func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
+	G, p, q := s.lim.g, s.lim.p, s.lim.q
+	qC := q * s.lim.cap
+	base := g[0].Lo - G
+	vals := s.vals[:0]
+	for i := range g {
+		vals = append(vals, p*(g[i].Lo-G-base))
+	}
+	s.vals = vals
+	s.tree.reset(vals)
+	for i, n := 0, len(g); i < n; {
+		b := g[ord[i]].Hi + G
+		top := 0
+		for ; i < n; i++ {
+			j := int(ord[i])
+			if g[j].Hi+G != b {
+				break
+			}
+			s.tree.add(0, j+1, q*int64(g[j].Permits))
+			top = max(top, j)
+		}
+		if f := s.tree.max(0, top+1) - p*(b-base); f > qC {
+			s.definiteAt(b, ceilDiv(f-qC, q))
+		}
+	}
+}
+
+// bucketPossibleOrdered is bucketPossible when Hi order is Lo order. For an end b (a lo value,
+// g[..k) the admissions with lo <= b), the candidate sets are runs g[j..k): those with hi_j >= b
+// all meet b (span 0), the best being the longest, g[j0..k); the others cost p·(b − hi_j), and
+// A = max over j < j0 of p·(hi_j − base) − q·P(g[..j)) is kept as j0 advances.
+func (s *sweeper) bucketPossibleOrdered(g []Event) {
+	G, p, q := s.lim.g, s.lim.p, s.lim.q
+	qC := q * s.lim.cap
+	base := g[0].Lo - G
+	a := int64(math.MinInt64)
+	var sk, sj0 int64 // q·P(g[..k)), q·P(g[..j0))
+	j0 := 0
+	for k, n := 0, len(g); k < n; {
+		b := g[k].Lo - G
+		for ; k < n && g[k].Lo-G == b; k++ {
+			sk += q * int64(g[k].Permits)
+		}
+		for ; j0 < k && g[j0].Hi+G < b; j0++ {
+			a = max(a, p*(g[j0].Hi+G-base)-sj0)
+			sj0 += q * int64(g[j0].Permits)
+		}
+		f := sk - sj0
+		if a != math.MinInt64 {
+			f = max(f, a+sk-p*(b-base))
+		}
+		if f > qC {
+			s.possibleAt(b, ceilDiv(f-qC, q), 1)
+		}
+	}
+}
+
+// bucketPossible: for each distinct lo value b, with every admission of lo <= b added,
+// value(a) = p·(a − base) + q·P{lo ≤ b, hi ≥ a} for each candidate a <= b (the hi values, and b
+// itself, where every admission counted meets b), and f = max value − p·(b − base).
+func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
+	G, p, q := s.lim.g, s.lim.p, s.lim.q
+	qC := q * s.lim.cap
+	base := g[0].Lo - G
+	// cand: the distinct lo and hi values, ascending (a merge of g's two orders).
+	cand := s.cand[:0]
+	i, j, n := 0, 0, len(g)
+	for i < n || j < n {
+		var v int64
+		if j >= n || (i < n && g[i].Lo-G <= g[ord[j]].Hi+G) {
+			v = g[i].Lo - G
+			i++
+		} else {
+			v = g[ord[j]].Hi + G
+			j++
+		}
+		if len(cand) == 0 || cand[len(cand)-1] != v {
+			cand = append(cand, v)
+		}
+	}
+	s.cand = cand
+	vals := s.vals[:0]
+	for _, v := range cand {
+		vals = append(vals, p*(v-base))
+	}
+	s.vals = vals
+	s.tree.reset(vals)
+	for k := 0; k < n; {
+		b := g[k].Lo - G
+		for ; k < n && g[k].Lo-G == b; k++ {
+			h, _ := slices.BinarySearch(cand, g[k].Hi+G)
+			s.tree.add(0, h+1, q*int64(g[k].Permits))
+		}
+		pb, _ := slices.BinarySearch(cand, b)
+		if f := s.tree.max(0, pb+1) - p*(b-base); f > qC {
+			s.possibleAt(b, ceilDiv(f-qC, q), 1)
+		}
+	}
+}
+
+// describe returns the violating set that gave w: its scope, span, permits and excess.
+func (s *sweeper) describe(w worstAt, possible bool) Where {
+	g, b := w.group, w.at
+	G, W := s.lim.g, s.lim.w
+	var in func(e *Event) bool
+	switch s.lim.kind {
+	case algorithms.SlidingWindow:
+		if possible {
+			in = func(e *Event) bool { return e.Lo-G <= b && e.Hi+G > b-W }
+		} else {
+			in = func(e *Event) bool { return e.Lo-G > b-W && e.Hi+G <= b && e.Hi-e.Lo+2*G < W }
+		}
+	case algorithms.FixedWindow:
+		k := floorDiv(b, W)
+		if possible {
+			in = func(e *Event) bool { return floorDiv(e.Lo-G, W) <= k && floorDiv(e.Hi+G, W) >= k }
+		} else {
+			in = func(e *Event) bool { return floorDiv(e.Lo-G, W) == k && floorDiv(e.Hi+G, W) == k }
+		}
+	case algorithms.TokenBucket:
+		a := s.bestStart(g, b, possible)
+		if possible {
+			in = func(e *Event) bool { return e.Lo-G <= b && e.Hi+G >= a }
+		} else {
+			in = func(e *Event) bool { return e.Lo-G >= a && e.Hi+G <= b }
+		}
+	}
+	wh := Where{Lo: math.MaxInt64, Hi: math.MinInt64}
+	maxLo, minHi := int64(math.MinInt64), int64(math.MaxInt64)
+	for i := range g {
+		e := &g[i]
+		if !in(e) {
+			continue
+		}
+		wh.Permits += int64(e.Permits)
+		wh.Lo, wh.Hi = min(wh.Lo, e.Lo-G), max(wh.Hi, e.Hi+G)
+		maxLo, minHi = max(maxLo, e.Lo-G), min(minHi, e.Hi+G)
+	}
+	wh.Subject, wh.Client = s.names(&g[0])
+	switch s.lim.kind {
+	case algorithms.TokenBucket:
+		span := wh.Hi - wh.Lo
+		if possible {
+			span = max(0, maxLo-minHi)
+		}
+		wh.Allowed = s.lim.cap + s.lim.p*span/s.lim.q
+	default:
+		wh.Allowed = s.lim.l
+	}
+	wh.Excess = wh.Permits - wh.Allowed
+	return wh
+}
+
+// bestStart returns the start a that maximises q·P − p·(b − a) over the token-bucket candidate
+// sets ending at b: {lo ≥ a, hi ≤ b} (definite) or {lo ≤ b, hi ≥ a}, a <= b (possible).
+func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
+	G, p, q := s.lim.g, s.lim.p, s.lim.q
+	type pt struct{ t, permits int64 }
+	var pts []pt
+	for i := range g {
+		e := &g[i]
+		if possible && e.Lo-G <= b {
+			pts = append(pts, pt{min(e.Hi+G, b), int64(e.Permits)})
+		}
+		if !possible && e.Hi+G <= b {
+			pts = append(pts, pt{e.Lo - G, int64(e.Permits)})
+		}
+	}
+	// Descending t: the candidate set for a = t is every point at or after it.
+	slices.SortFunc(pts, func(x, y pt) int { return cmp.Compare(y.t, x.t) })
+	best, bestA := int64(math.MinInt64), b
+	var sum int64
+	for i, x := range pts {
+		sum += x.permits
+		if i+1 < len(pts) && pts[i+1].t == x.t {
+			continue
+		}
+		if f := q*sum - p*(b-x.t); f > best {
+			best, bestA = f, x.t
+		}
+	}
+	return bestA
+}
+
+// maxTree is a segment tree over int64 values with range add and range max, both on half-open
+// ranges [l, r) and O(log n) (the bottom-up form with pending adds per inner node).
+type maxTree struct {
+	n, h int
+	t    []int64 // t[1:n] inner nodes, t[n:2n] leaves; t[i] = max of its subtree + d[i]
+	d    []int64 // pending add of inner node i, already in t[i]
+}
+
+// reset makes the tree hold vals.
+func (m *maxTree) reset(vals []int64) {
+	n := len(vals)
+	m.n, m.h = n, 0
+	for 1<<m.h < n {
+		m.h++
+	}
+	m.h++
+	if cap(m.t) < 2*n {
+		m.t, m.d = make([]int64, 2*n), make([]int64, n)
+	}
+	m.t, m.d = m.t[:2*n], m.d[:n]
+	copy(m.t[n:], vals)
+	for i := n - 1; i > 0; i-- {
+		m.t[i] = max(m.t[2*i], m.t[2*i+1])
+		m.d[i] = 0
+	}
+}
+
+func (m *maxTree) apply(i int, v int64) {
+	m.t[i] += v
+	if i < m.n {
+		m.d[i] += v
+	}
+}
+
+func (m *maxTree) build(i int) {
+	for i > 1 {
+		i >>= 1
+		m.t[i] = max(m.t[2*i], m.t[2*i+1]) + m.d[i]
+	}
+}
+
+func (m *maxTree) push(i int) {
+	for sh := m.h; sh > 0; sh-- {
+		j := i >> sh
+		if j > 0 && m.d[j] != 0 {
+			m.apply(2*j, m.d[j])
+			m.apply(2*j+1, m.d[j])
+			m.d[j] = 0
+		}
+	}
+}
+
+// add adds v to the values in [l, r).
+func (m *maxTree) add(l, r int, v int64) {
+	if l >= r {
+		return
+	}
+	l, r = l+m.n, r+m.n
+	l0, r0 := l, r
+	for ; l < r; l, r = l>>1, r>>1 {
+		if l&1 == 1 {
+			m.apply(l, v)
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			m.apply(r, v)
+		}
+	}
+	m.build(l0)
+	m.build(r0 - 1)
+}
+
+// max returns the largest value in [l, r), or math.MinInt64 when the range is empty.
+func (m *maxTree) max(l, r int) int64 {
+	res := int64(math.MinInt64)
+	if l >= r {
+		return res
+	}
+	l, r = l+m.n, r+m.n
+	m.push(l)
+	m.push(r - 1)
+	for ; l < r; l, r = l>>1, r>>1 {
+		if l&1 == 1 {
+			res = max(res, m.t[l])
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			res = max(res, m.t[r])
+		}
+	}
+	return res
+}
