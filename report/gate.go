@@ -892,7 +892,11 @@ func gateFormatValue(r GateRow, v float64) string {
 }
 
 func gateFormatDelta(r GateRow) string {
-	return strconv.FormatFloat(r.Delta, 'f', 1, 64) + r.DeltaUnit
+	d := strconv.FormatFloat(r.Delta, 'f', 1, 64)
+	if r.Delta > 0 && d != "0.0" {
+		d = "+" + d
+	}
+	return d + r.DeltaUnit
 }
 
 func gateFormatP(p float64) string {

@@ -1,0 +1,656 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var updateGate = flag.Bool("update-gate", false, "rewrite testdata/gate from the synthetic results in gate_test.go")
+
+// gateJitter is a fixed, low-noise pattern (under ±1%) applied to the samples of a synthetic
+// entry; its IQR/median is about 1%, far below GateMaxSpread.
+var gateJitter = []float64{-0.010, 0.004, -0.003, 0.008, 0.000, -0.006, 0.002, 0.009, -0.001, 0.005}
+
+// gateNoise is a noisy pattern (about ±20%): its IQR/median is over GateMaxSpread.
+var gateNoise = []float64{-0.20, 0.15, -0.05, 0.22, -0.12, 0.08, 0.18, -0.18}
+
+// sampleSpec describes a synthetic entry's samples: slowdown multiplies the time figures
+// (throughput is divided by it), noise is the jitter pattern, and the rest are set as given.
+type sampleSpec struct {
+	n          int
+	slowdown   float64
+	noise      []float64
+	efficiency float64
+	bytes      float64
+	cpu        float64
+	verdicts   map[int]Verdict // repeat → verdict; default pass
+}
+
+func (s sampleSpec) samples() []Sample {
+	if s.slowdown == 0 {
+		s.slowdown = 1
+	}
+	if s.noise == nil {
+		s.noise = gateJitter
+	}
+	if s.efficiency == 0 {
+		s.efficiency = 0.99
+	}
+	if s.bytes == 0 {
+		s.bytes = 80
+	}
+	if s.cpu == 0 {
+		s.cpu = 25
+	}
+	out := make([]Sample, s.n)
+	for i := range out {
+		j := 1 + s.noise[i%len(s.noise)]
+		// A different phase per metric, so the metrics are not perfectly correlated.
+		k := 1 + s.noise[(i+3)%len(s.noise)]
+		v := s.verdicts[i+1]
+		if v == "" {
+			v = Pass
+		}
+		cpu := s.cpu * s.slowdown * k
+		if s.cpu < 0 {
+			cpu = 0 // not measured
+		}
+		out[i] = Sample{
+			Repeat:             i + 1,
+			ThroughputRPS:      math.Round(10000 / s.slowdown * j),
+			LatencyUS:          Latency{P50: math.Round(300 * s.slowdown * k), P99: math.Round(800 * s.slowdown * k)},
+			Efficiency:         s.efficiency,
+			USecPerCall:        12 * s.slowdown,
+			CPUUSecPerDecision: math.Round(cpu*1000) / 1000,
+			BytesPerKey:        s.bytes,
+			Verdict:            v,
+		}
+	}
+	return out
+}
+
+func gateEntry(algorithm, topology string, verdict Verdict, spec sampleSpec) Entry {
+	e := Entry{Algorithm: algorithm, Topology: topology, Samples: spec.samples()}
+	e.Verification.Verdict = verdict
+	e.ThroughputRPS = e.Samples[0].ThroughputRPS
+	return e
+}
+
+// gateResult returns a result of scenario "saturation" on a machine with cpus CPUs.
+func gateResult(cpus int, entries ...Entry) *Result {
+	return &Result{
+		Schema:   SchemaVersion,
+		Scenario: Scenario{Name: "saturation", Seed: 1, DurationS: 2},
+		Environment: Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
+			CPUs: cpus, GOMAXPROCS: cpus, GoVersion: "go1.26", HarnessVersion: "test", OS: "linux", Arch: "amd64"},
+		Entries: entries,
+	}
+}
+
+// withReference adds a reference entry "reference" on single, with the same slowdown as the
+// machine (so ratios to it are machine-independent).
+func withReference(r *Result, machineSlowdown float64) *Result {
+	r.Reference = "reference"
+	r.Entries = append(r.Entries, gateEntry("reference", "single", Pass, sampleSpec{n: len(r.Entries[0].Samples), slowdown: machineSlowdown, efficiency: 1, bytes: 60, cpu: 10}))
+	return r
+}
+
+func baselineResult() *Result {
+	return gateResult(2,
+		gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
+		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+}
+
+func rowOf(t *testing.T, g *GateReport, algorithm string, m GateMetric) GateRow {
+	t.Helper()
+	for _, r := range g.Rows {
+		if r.Algorithm == algorithm && r.Metric == m {
+			return r
+		}
+	}
+	t.Fatalf("no row for %s %s in %+v", algorithm, m, g.Rows)
+	return GateRow{}
+}
+
+func TestGate(t *testing.T) {
+	tests := []struct {
+		name    string
+		current *Result
+		// baseline defaults to baselineResult().
+		baseline      *Result
+		th            GateThresholds
+		wantRegressed bool
+		// want maps "algorithm metric" to the wanted verdict; rows not named are not checked.
+		want    map[string]GateVerdict
+		figures GateFigures
+		check   func(t *testing.T, g *GateReport)
+	}{
+		{
+			name:    "identical samples",
+			current: baselineResult(),
+			want: map[string]GateVerdict{
+				"gcra throughput": GateInsignificant, "gcra p99": GateInsignificant, "gcra cpu": GateInsignificant,
+				"gcra memory": GateInsignificant, "gcra efficiency": GateInsignificant, "gcra verdict": GateOK,
+				"token-bucket throughput": GateInsignificant,
+			},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				if r := rowOf(t, g, "gcra", MetricThroughput); r.P != 1 || r.Delta != 0 {
+					t.Errorf("identical throughput: p = %v, delta = %v; want 1, 0", r.P, r.Delta)
+				}
+			},
+		},
+		{
+			name: "25% slower with low noise",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			wantRegressed: true,
+			want: map[string]GateVerdict{
+				"gcra throughput": GateRegression, "gcra p99": GateRegression, "gcra cpu": GateRegression,
+				"gcra memory": GateInsignificant, "token-bucket throughput": GateInsignificant,
+			},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				r := rowOf(t, g, "gcra", MetricThroughput)
+				if !(r.P < 0.05) {
+					t.Errorf("p = %v; want < 0.05", r.P)
+				}
+				if r.Delta > -19 || r.Delta < -21 {
+					t.Errorf("throughput delta = %.2f%%; want about -20%%", r.Delta)
+				}
+				if !strings.Contains(g.Summary, "REGRESSION") || !strings.Contains(g.Summary, "gcra/single throughput -20") {
+					t.Errorf("summary %q does not name the regression", g.Summary)
+				}
+			},
+		},
+		{
+			name: "3% slower is significant but under a 10% threshold",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]GateVerdict{"gcra throughput": GateOK, "gcra cpu": GateOK},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.P < 0.05) {
+					t.Errorf("3%% slower: p = %v; want < 0.05 (the case must be significant to test the threshold)", r.P)
+				}
+			},
+		},
+		{
+			name: "3% slower under a 2% threshold is a regression",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			th:            GateThresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"gcra throughput": GateRegression, "gcra p99": GateOK},
+			figures:       FiguresRaw,
+		},
+		{
+			name: "25% faster is an improvement",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 0.8}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]GateVerdict{"gcra throughput": GateImprovement, "gcra p99": GateImprovement},
+			figures: FiguresRaw,
+		},
+		{
+			name: "noisy set is unstable, not a verdict",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25, noise: gateNoise}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]GateVerdict{"gcra throughput": GateUnstable, "gcra p99": GateUnstable},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.NewSpread > GateMaxSpread) || r.OldSpread > GateMaxSpread {
+					t.Errorf("spreads = %v (old), %v (new); want new over %v only", r.OldSpread, r.NewSpread, GateMaxSpread)
+				}
+			},
+		},
+		{
+			name: "pass to fail with identical speed",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Fail, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"gcra verdict": GateRegression, "gcra throughput": GateInsignificant},
+			figures:       FiguresRaw,
+		},
+		{
+			name: "a failed repeat under a passing entry is a regression",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, verdicts: map[int]Verdict{4: Fail}}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"gcra verdict": GateRegression},
+			figures:       FiguresRaw,
+		},
+		{
+			name: "fail to pass is an improvement",
+			baseline: gateResult(2,
+				gateEntry("gcra", "single", Fail, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			current: baselineResult(),
+			want:    map[string]GateVerdict{"gcra verdict": GateImprovement},
+			figures: FiguresRaw,
+		},
+		{
+			name:    "pass to inconclusive is unstable",
+			current: gateResult(2, gateEntry("gcra", "single", Inconclusive, sampleSpec{n: 6}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]GateVerdict{"gcra verdict": GateUnstable},
+			figures: FiguresRaw,
+		},
+		{
+			name: "efficiency drop of 3 points",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.96})),
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"token-bucket efficiency": GateRegression},
+			figures:       FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				if r := rowOf(t, g, "token-bucket", MetricEfficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
+					t.Errorf("efficiency delta = %v%s; want -3pt", r.Delta, r.DeltaUnit)
+				}
+			},
+		},
+		{
+			name: "efficiency drop of half a point is within 1pt",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.985})),
+			want:    map[string]GateVerdict{"token-bucket efficiency": GateOK},
+			figures: FiguresRaw,
+		},
+		{
+			name: "memory up 20% with every repeat equal",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, bytes: 96}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"gcra memory": GateRegression, "token-bucket memory": GateInsignificant},
+			figures:       FiguresRaw,
+		},
+		{
+			name: "unmeasured CPU is noted, not compared",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, cpu: -1}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]GateVerdict{"gcra throughput": GateInsignificant},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				for _, r := range g.Rows {
+					if r.Algorithm == "gcra" && r.Metric == MetricCPU {
+						t.Errorf("unmeasured CPU got a row: %+v", r)
+					}
+				}
+				if !strings.Contains(strings.Join(g.Notes, "\n"), "gcra-single cpu: current not measured") {
+					t.Errorf("notes %q do not explain the missing CPU row", g.Notes)
+				}
+			},
+		},
+		{
+			name: "entries in one result only are noted",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
+				gateEntry("sliding-log", "single", Pass, sampleSpec{n: 6})),
+			want:    map[string]GateVerdict{"gcra throughput": GateInsignificant},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				notes := strings.Join(g.Notes, "\n")
+				if !strings.Contains(notes, "token-bucket-single is in the baseline only") || !strings.Contains(notes, "sliding-log-single is in the current run only") {
+					t.Errorf("notes = %q", notes)
+				}
+			},
+		},
+		{
+			name:     "different machine, same code: relative figures, no alarm",
+			baseline: withReference(baselineResult(), 1),
+			// A machine half as fast: raw figures would all regress by 50%.
+			current: withReference(gateResult(4,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 2}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
+			want: map[string]GateVerdict{
+				"gcra throughput": GateInsignificant, "gcra p99": GateInsignificant, "gcra cpu": GateInsignificant,
+				"token-bucket throughput": GateInsignificant,
+			},
+			figures: FiguresRelative,
+			check: func(t *testing.T, g *GateReport) {
+				if g.SameMachine || g.Reference != "reference" {
+					t.Errorf("SameMachine = %v, Reference = %q; want false, reference", g.SameMachine, g.Reference)
+				}
+				r := rowOf(t, g, "gcra", MetricThroughput)
+				if r.Figures != FiguresRelative || math.Abs(r.OldMedian-1) > 0.02 {
+					t.Errorf("gcra throughput row = %+v; want relative figures near 1", r)
+				}
+				if e := rowOf(t, g, "gcra", MetricEfficiency); e.Figures != FiguresRaw {
+					t.Errorf("efficiency figures = %q; want raw", e.Figures)
+				}
+				for _, r := range g.Rows {
+					if r.Algorithm == "reference" {
+						t.Errorf("the reference was gated: %+v", r)
+					}
+				}
+				var md bytes.Buffer
+				if err := g.Markdown(&md); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(md.String(), "Figures: **relative** to the reference script `reference`") {
+					t.Errorf("Markdown does not say figures are relative:\n%s", md.String())
+				}
+			},
+		},
+		{
+			name:     "different machine, 25% slower code: regression on relative figures",
+			baseline: withReference(baselineResult(), 1),
+			current: withReference(gateResult(4,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 2 * 1.25}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
+			wantRegressed: true,
+			want:          map[string]GateVerdict{"gcra throughput": GateRegression, "token-bucket throughput": GateInsignificant},
+			figures:       FiguresRelative,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := tt.baseline
+			if base == nil {
+				base = baselineResult()
+			}
+			th := tt.th
+			if th == (GateThresholds{}) {
+				th = DefaultGateThresholds()
+			}
+			g, err := Gate(base, tt.current, th)
+			if err != nil {
+				t.Fatalf("Gate: %v", err)
+			}
+			if g.Regressed() != tt.wantRegressed {
+				t.Errorf("Regressed() = %v; want %v\n%s", g.Regressed(), tt.wantRegressed, g.Summary)
+			}
+			if g.Figures != tt.figures {
+				t.Errorf("Figures = %q; want %q", g.Figures, tt.figures)
+			}
+			for key, want := range tt.want {
+				alg, m, _ := strings.Cut(key, " ")
+				if r := rowOf(t, g, alg, GateMetric(m)); r.Verdict != want {
+					t.Errorf("%s: verdict %q; want %q (row %+v)", key, r.Verdict, want, r)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, g)
+			}
+			// Every report renders in both formats.
+			var md, js bytes.Buffer
+			if err := g.Markdown(&md); err != nil {
+				t.Errorf("Markdown: %v", err)
+			}
+			if first, _, _ := strings.Cut(md.String(), "\n"); first != "**"+g.Summary+"**" {
+				t.Errorf("Markdown first line = %q; want the summary", first)
+			}
+			if err := g.JSON(&js); err != nil {
+				t.Errorf("JSON: %v", err)
+			}
+		})
+	}
+}
+
+func TestGateInputErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		baseline  *Result
+		current   *Result
+		wantErr   error
+		wantSide  GateSide
+		wantAlgo  string
+		wantInMsg string
+	}{
+		{
+			name:      "5 samples",
+			baseline:  baselineResult(),
+			current:   gateResult(2, gateEntry("gcra", "single", Pass, sampleSpec{n: 5}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6})),
+			wantErr:   ErrTooFewSamples,
+			wantSide:  GateCurrent,
+			wantAlgo:  "gcra",
+			wantInMsg: "current: gcra on single: too few samples: 5, the gate needs at least 6 a side",
+		},
+		{
+			name:      "no samples in the baseline",
+			baseline:  gateResult(2, Entry{Algorithm: "gcra", Topology: "single"}),
+			current:   baselineResult(),
+			wantErr:   ErrTooFewSamples,
+			wantSide:  GateBaseline,
+			wantAlgo:  "gcra",
+			wantInMsg: "baseline: gcra on single: too few samples: 0",
+		},
+		{
+			name:      "different scenarios",
+			baseline:  baselineResult(),
+			current:   func() *Result { r := baselineResult(); r.Scenario.Name = "zipf"; return r }(),
+			wantErr:   ErrScenarioMismatch,
+			wantInMsg: `baseline ran "saturation", current ran "zipf"`,
+		},
+		{
+			name:      "different machine without a reference",
+			baseline:  baselineResult(),
+			current:   gateResult(8, gateEntry("gcra", "single", Pass, sampleSpec{n: 6}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6})),
+			wantErr:   ErrNoReference,
+			wantSide:  GateBaseline,
+			wantInMsg: "the machines differ and the result names no reference script",
+		},
+		{
+			name:     "different machine, reference misses a repeat",
+			baseline: withReference(baselineResult(), 1),
+			current: func() *Result {
+				r := withReference(gateResult(8, gateEntry("gcra", "single", Pass, sampleSpec{n: 6})), 1)
+				r.Entries[0].Samples = append(r.Entries[0].Samples, sampleSpec{n: 7}.samples()[6])
+				return r
+			}(),
+			wantErr:   ErrNoReference,
+			wantSide:  GateCurrent,
+			wantAlgo:  "gcra",
+			wantInMsg: "reference reference has no sample for repeat 7",
+		},
+		{
+			name:      "nothing in common",
+			baseline:  baselineResult(),
+			current:   gateResult(2, gateEntry("sliding-log", "single", Pass, sampleSpec{n: 6})),
+			wantErr:   ErrNothingToCompare,
+			wantInMsg: "baseline has gcra-single, token-bucket-single, current has sliding-log-single",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := Gate(tt.baseline, tt.current, DefaultGateThresholds())
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Gate = %v, %v; want error %v", g, err, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantInMsg) {
+				t.Errorf("error %q does not contain %q", err, tt.wantInMsg)
+			}
+			var ie *GateInputError
+			if tt.wantSide == "" {
+				if errors.As(err, &ie) {
+					t.Errorf("error %v is about one side; want about both", err)
+				}
+				return
+			}
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not a *GateInputError", err)
+			}
+			if ie.Side != tt.wantSide || ie.Algorithm != tt.wantAlgo {
+				t.Errorf("GateInputError side %q algorithm %q; want %q %q", ie.Side, ie.Algorithm, tt.wantSide, tt.wantAlgo)
+			}
+		})
+	}
+}
+
+func TestGateReportsEveryTooSmallEntry(t *testing.T) {
+	cur := gateResult(2, gateEntry("gcra", "single", Pass, sampleSpec{n: 3}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 4}))
+	_, err := Gate(baselineResult(), cur, DefaultGateThresholds())
+	for _, want := range []string{"gcra on single: too few samples: 3", "token-bucket on single: too few samples: 4"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+}
+
+func TestParseGateThresholds(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    GateThresholds
+		wantErr []string // substrings of the error, every one reported at once
+	}{
+		{in: "", want: DefaultGateThresholds()},
+		{in: "throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt", want: DefaultGateThresholds()},
+		{in: "throughput=5%", want: GateThresholds{ThroughputPct: 5, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}},
+		{in: " p99 = 20.5% , efficiency=0.5pt ", want: GateThresholds{ThroughputPct: 10, P99Pct: 20.5, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 0.5}},
+		{in: "memory=0%", want: GateThresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 0, EfficiencyPt: 1}},
+		{in: "latency=10%", wantErr: []string{`unknown metric "latency" (known: throughput, p99, cpu, memory, efficiency)`}},
+		{in: "throughput", wantErr: []string{`"throughput": want metric=value`}},
+		{in: "throughput=10", wantErr: []string{"throughput takes a percentage of the baseline median, for example throughput=10%"}},
+		{in: "efficiency=1%", wantErr: []string{"efficiency takes points of efficiency, for example efficiency=1pt"}},
+		{in: "cpu=ten%", wantErr: []string{`"ten" is not a number`}},
+		{in: "cpu=-5%", wantErr: []string{"must be a finite number ≥ 0"}},
+		{in: "cpu=NaN%", wantErr: []string{"must be a finite number ≥ 0"}},
+		{in: "p99=10%,p99=20%", wantErr: []string{"p99 given twice"}},
+		{in: "p99=10%,", wantErr: []string{"item 2 is empty"}},
+		{in: "bogus=1%,throughput=x%,efficiency=2", wantErr: []string{`unknown metric "bogus"`, `"x" is not a number`, "efficiency takes points"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseGateThresholds(tt.in)
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("ParseGateThresholds(%q) error: %v", tt.in, err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("ParseGateThresholds(%q) mismatch (-want +got):\n%s", tt.in, diff)
+				}
+				// String renders what Parse reads.
+				back, err := ParseGateThresholds(got.String())
+				if err != nil || back != got {
+					t.Errorf("ParseGateThresholds(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), back, err, got)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadThreshold) {
+				t.Fatalf("ParseGateThresholds(%q) error = %v; want ErrBadThreshold", tt.in, err)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ParseGateThresholds(%q) error %q does not contain %q", tt.in, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestGateSummarize(t *testing.T) {
+	tests := []struct {
+		in                 []float64
+		median, spreadWant float64
+	}{
+		// Sorted 1..6: Q1 at h = 1.25 → 2.25, Q3 at h = 3.75 → 4.75, median 3.5: (4.75-2.25)/3.5.
+		{[]float64{6, 1, 5, 2, 4, 3}, 3.5, 2.5 / 3.5},
+		{[]float64{100, 100, 100, 100, 100, 100}, 100, 0},
+		{[]float64{0, 0, 0, 0, 0, 0}, 0, 0},
+		{[]float64{-1, 0, 0, 0, 0, 1}, 0, 0},
+		{[]float64{-2, -1, 0, 0, 1, 2}, 0, math.Inf(1)},
+		// One stray repeat does not make a set unstable.
+		{[]float64{100, 101, 99, 100, 102, 150}, 100.5, (101.75 - 100) / 100.5},
+	}
+	for _, tt := range tests {
+		got := gateSummarize(tt.in)
+		if math.Abs(got.median-tt.median) > 1e-12 || !(got.spread == tt.spreadWant || math.Abs(got.spread-tt.spreadWant) < 1e-12) {
+			t.Errorf("gateSummarize(%v) = %+v; want median %v spread %v", tt.in, got, tt.median, tt.spreadWant)
+		}
+	}
+}
+
+// gateFixtures are the result.json files under testdata/gate, built from the synthetic results
+// above; `go test ./report -run TestGateFixtures -update-gate` rewrites them.
+func gateFixtures() map[string]*Result {
+	slower := gateResult(2,
+		gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25}),
+		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+	failed := gateResult(2,
+		gateEntry("gcra", "single", Fail, sampleSpec{n: 6, verdicts: map[int]Verdict{2: Fail}}),
+		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+	failed.Entries[0].Verification.Reasons = []string{"1 definite violation"}
+	failed.Entries[0].Verification.DefiniteViolations = 1
+	five := gateResult(2,
+		gateEntry("gcra", "single", Pass, sampleSpec{n: 5}),
+		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+	other := baselineResult()
+	other.Scenario.Name = "zipf"
+	return map[string]*Result{
+		"baseline":       baselineResult(),
+		"current-same":   baselineResult(),
+		"current-slower": slower,
+		"current-failed": failed,
+		"current-5":      five,
+		"current-zipf":   other,
+	}
+}
+
+// TestGateFixtures checks that testdata/gate holds what gateFixtures builds, and that the gate's
+// Markdown for baseline against current-slower matches testdata/gate/slower.md.
+func TestGateFixtures(t *testing.T) {
+	dir := filepath.Join("testdata", "gate")
+	for name, want := range gateFixtures() {
+		path := filepath.Join(dir, name, ResultFile)
+		if *updateGate {
+			if err := want.Write(filepath.Dir(path)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := ReadResult(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update-gate to regenerate)", err)
+		}
+		want.Files.Result = ResultFile
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s differs from gateFixtures (-want +got); run with -update-gate:\n%s", path, diff)
+		}
+	}
+
+	base, err := ReadResult(filepath.Join(dir, "baseline", ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ReadResult(filepath.Join(dir, "current-slower", ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Gate(base, cur, DefaultGateThresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := g.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join(dir, "slower.md")
+	if *updateGate {
+		if err := os.WriteFile(golden, md.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), md.String()); diff != "" {
+		t.Errorf("Markdown mismatch (-%s +got); run with -update-gate:\n%s", golden, diff)
+	}
+}
