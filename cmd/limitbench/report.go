@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/limitbench/limitbench/report"
+)
+
+func init() {
+	register("report", "rebuild reports from saved result.json files; with several, compare them", runReport)
+}
+
+// runReport implements `limitbench report [--out DIR] RESULT.json...`. With one result it rebuilds
+// result.json, the .hgrm files, the plots, report.md and report.html in DIR (default: the result's
+// own directory). With several it writes comparison.md and comparison.html to DIR (default: the
+// current directory), every later result against the first, same algorithm and topology.
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", "[--out DIR] RESULT.json...", stderr)
+	out := fs.String("out", "", "directory to write to (default: the result's directory for one result, . for a comparison)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	paths := fs.Args()
+	if len(paths) == 0 {
+		fs.Usage()
+		return badInput(errors.New("no result file given"))
+	}
+	var results []*report.Result
+	for _, p := range paths {
+		r, err := report.ReadResult(p)
+		if err != nil {
+			return badInput(err) // ReadResult's errors name the file
+
+		}
+		results = append(results, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(results) == 1 {
+		dir := *out
+		if dir == "" {
+			dir = filepath.Dir(paths[0])
+		}
+		if err := report.WriteAll(dir, results[0]); err != nil {
+			return fmt.Errorf("write report to %s: %w", dir, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, report.MarkdownFile), filepath.Join(dir, report.HTMLFile))
+		return nil
+	}
+	c, err := report.Compare(results)
+	if err != nil {
+		return badInput(err)
+	}
+	c.Labels = paths
+	dir := *out
+	if dir == "" {
+		dir = "."
+	}
+	if err := report.WriteComparison(dir, c); err != nil {
+		return fmt.Errorf("write comparison to %s: %w", dir, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, report.ComparisonMarkdownFile), filepath.Join(dir, report.ComparisonHTMLFile))
+	return nil
+}
