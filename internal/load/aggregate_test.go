@@ -1,0 +1,198 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+const ms = time.Millisecond
+
+func decided(allowed bool, intended, sent, received time.Duration) Outcome {
+	return Outcome{Cost: 1, Intended: intended, Sent: sent, Received: received, Decision: algorithms.Decision{Allowed: allowed}}
+}
+
+func TestHistogramsAddAndMerge(t *testing.T) {
+	a, b := NewHistograms(time.Second), NewHistograms(time.Second)
+	for _, o := range []Outcome{
+		decided(true, 0, 10*ms, 11*ms),     // latency 11 ms, service 1 ms
+		decided(false, 0, 0, 2*ms),         // denied
+		decided(true, 0, 0, 5*time.Second), // above max: clamped
+		{Class: ClassFailed, Err: errors.New("x")},
+	} {
+		a.Add(&o)
+	}
+	o := decided(true, 0, 0, 3*ms)
+	b.Add(&o)
+	a.Merge(b)
+	tests := []struct {
+		name string
+		got  int64
+		want int64
+	}{
+		{"allowed latency count", a.LatencyAllowed.TotalCount(), 3},
+		{"denied latency count", a.LatencyDenied.TotalCount(), 1},
+		{"allowed service count", a.ServiceAllowed.TotalCount(), 3},
+		{"allowed latency min µs", a.LatencyAllowed.Min(), 3000},
+		{"clamped", int64(a.Clamped), 2}, // latency and service of the 5 s decision
+		{"dropped", int64(a.Dropped), 0},
+		{"all latency", a.Latency().TotalCount(), 4},
+		{"all service", a.Service().TotalCount(), 4},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %d; want %d", tt.name, tt.got, tt.want)
+		}
+	}
+	if got := a.LatencyAllowed.Max(); !a.LatencyAllowed.ValuesAreEquivalent(got, 1_000_000) {
+		t.Errorf("max allowed latency = %d µs; want 1000000 (clamped to the maximum)", got)
+	}
+	if got := a.LatencyAllowed.ValueAtQuantile(50); !a.LatencyAllowed.ValuesAreEquivalent(got, 11_000) {
+		t.Errorf("median allowed latency = %d µs; want 11000 (measured from intended)", got)
+	}
+	if got := a.ServiceAllowed.ValueAtQuantile(50); !a.ServiceAllowed.ValuesAreEquivalent(got, 3000) {
+		t.Errorf("median allowed service = %d µs; want 3000 (measured from sent)", got)
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	a := NewTimeline(time.Second, 500*ms, 2*time.Second)
+	b := NewTimeline(time.Second, 500*ms, 2*time.Second)
+	for _, o := range []Outcome{
+		decided(true, 999*ms, 0, 0), // before origin
+		decided(true, time.Second, 0, 0),
+		decided(false, 1400*ms, 0, 0),
+		{Intended: 1500 * ms, Class: ClassFailed},
+		{Intended: 2600 * ms, Class: ClassUnknown},
+	} {
+		a.Add(&o)
+	}
+	o := decided(true, 1600*ms, 0, 0)
+	o.Cost = 3
+	b.Add(&o)
+	a.Merge(b)
+	want := []Bin{
+		{Offered: 2, Admitted: 1, Denied: 1, AdmittedPermits: 1},
+		{Offered: 2, Admitted: 1, Failed: 1, AdmittedPermits: 3},
+		{},
+		{Offered: 1, Unknown: 1},
+	}
+	if diff := cmp.Diff(want, a.Bins); diff != "" {
+		t.Errorf("Bins (-want +got):\n%s", diff)
+	}
+	if a.Dropped != 1 {
+		t.Errorf("Dropped = %d; want 1 (the outcome before the origin)", a.Dropped)
+	}
+}
+
+func TestAdmissionLog(t *testing.T) {
+	start := time.UnixMicro(1_000_000_000_000_000)
+	origin := start.UnixMicro()
+	server := func(allowed bool, tMicros int64) algorithms.Decision {
+		return algorithms.Decision{Allowed: allowed, TimeMicros: tMicros, Clock: algorithms.ClockServer}
+	}
+	client := algorithms.Decision{Allowed: true, TimeMicros: origin + 999_999, Clock: algorithms.ClockClient}
+	base := Outcome{Subject: 3, Client: 2, Cost: 1, Sent: 1000 * time.Microsecond, Received: 1500*time.Microsecond + 1}
+	with := func(class Class, d algorithms.Decision) *Outcome {
+		o := base
+		o.Class, o.Decision = class, d
+		return &o
+	}
+	wide := Event{Lo: origin + 1000, Hi: origin + 1502, Subject: 3, Client: 2, Permits: 1}
+	ev := func(e Event, k Kind, lo, hi int64) Event {
+		e.Kind = k
+		if lo != 0 {
+			e.Lo, e.Hi = lo, hi
+		}
+		return e
+	}
+	tests := []struct {
+		name           string
+		shared         bool
+		offset         *ClockOffset
+		o              *Outcome
+		want           Event
+		narrowed, miss uint64
+	}{
+		{"client clock never narrowed", true, nil, with(ClassOK, client), ev(wide, KindAdmitted, 0, 0), 0, 0},
+		{"no clock information", false, nil, with(ClassOK, server(true, origin+1200)), ev(wide, KindAdmitted, 0, 0), 0, 0},
+		{"shared clock narrows to the server time", true, nil, with(ClassOK, server(true, origin+1200)), ev(wide, KindAdmitted, origin+1200, origin+1200), 1, 0},
+		{"shared clock denied", true, nil, with(ClassOK, server(false, origin+1200)), ev(wide, KindDenied, origin+1200, origin+1200), 1, 0},
+		{"shared clock mismatch counted", true, nil, with(ClassOK, server(true, origin+5000)), ev(wide, KindAdmitted, origin+5000, origin+5000), 1, 1},
+		{"external offset ± error, intersected", false, &ClockOffset{Offset: 10 * ms, Err: 100 * time.Microsecond},
+			with(ClassOK, server(true, origin+10_000+1450)), ev(wide, KindAdmitted, origin+1350, origin+1502), 1, 0},
+		{"external offset inconsistent keeps the wide interval", false, &ClockOffset{Offset: -10 * ms, Err: 100 * time.Microsecond},
+			with(ClassOK, server(true, origin+1200)), ev(wide, KindAdmitted, 0, 0), 0, 1},
+		{"failed", true, nil, with(ClassFailed, algorithms.Decision{}), ev(wide, KindFailed, 0, 0), 0, 0},
+		{"unknown", true, nil, with(ClassUnknown, algorithms.Decision{}), ev(wide, KindUnknown, 0, 0), 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewAdmissionLog(start, tt.shared, tt.offset)
+			l.Add(tt.o)
+			if diff := cmp.Diff([]Event{tt.want}, l.Events); diff != "" {
+				t.Errorf("Events (-want +got):\n%s", diff)
+			}
+			if l.Narrowed != tt.narrowed || l.Mismatched != tt.miss {
+				t.Errorf("Narrowed, Mismatched = %d, %d; want %d, %d", l.Narrowed, l.Mismatched, tt.narrowed, tt.miss)
+			}
+		})
+	}
+}
+
+func TestAdmissionLogMergeSort(t *testing.T) {
+	start := time.UnixMicro(0)
+	a, b := NewAdmissionLog(start, false, nil), NewAdmissionLog(start, false, nil)
+	for _, s := range []time.Duration{5, 1, 3} {
+		o := decided(true, 0, s*time.Microsecond, s*time.Microsecond)
+		a.Add(&o)
+	}
+	o := decided(true, 0, 2*time.Microsecond, 2*time.Microsecond)
+	b.Add(&o)
+	a.Merge(b)
+	a.Sort()
+	var got []int64
+	for _, e := range a.Events {
+		got = append(got, e.Lo)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 3, 5}, got); diff != "" {
+		t.Errorf("sorted Lo (-want +got):\n%s", diff)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"nil", nil, ClassOK},
+		{"pool timeout", fmt.Errorf("lim: %w", redis.ErrPoolTimeout), ClassFailed},
+		{"closed client", redis.ErrClosed, ClassFailed},
+		{"dial refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, ClassFailed},
+		{"redis error reply", fmt.Errorf("lim: %w", redis.ErrNoScript), ClassFailed},
+		{"cost unsupported", algorithms.ErrCostUnsupported, ClassFailed},
+		{"bad reply may have admitted", fmt.Errorf("lim: %w", algorithms.ErrBadReply), ClassUnknown},
+		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, ClassUnknown},
+		{"EOF", io.EOF, ClassUnknown},
+		{"context deadline", context.DeadlineExceeded, ClassUnknown},
+		{"anything else", errors.New("mystery"), ClassUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.err); got != tt.want {
+				t.Errorf("Classify(%v) = %s; want %s", tt.err, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,324 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// counterScript admits while a per-subject counter stays within ARGV[2] and returns
+// {allowed, count, TIME in µs}.
+var counterScript = redis.NewScript(`
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local allowed = 0
+if n <= tonumber(ARGV[2]) then allowed = 1 end
+return {allowed, n, t[1] * 1000000 + t[2]}
+`)
+
+// testLimiter is a trivial algorithms.Limiter over counterScript that also tracks how many of
+// its requests are in flight (from Do until the Pending is read).
+type testLimiter struct {
+	prefix   string
+	limit    int64
+	inflight atomic.Int64
+	maxIn    atomic.Int64
+}
+
+var _ algorithms.Limiter = (*testLimiter)(nil)
+
+func (l *testLimiter) Keys(req algorithms.Request) []string {
+	return []string{l.prefix + "{" + req.Subject + "}"}
+}
+
+func (l *testLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	n := l.inflight.Add(1)
+	for {
+		m := l.maxIn.Load()
+		if n <= m || l.maxIn.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	var cmd *redis.Cmd
+	if _, ok := c.(redis.Pipeliner); ok {
+		cmd = counterScript.EvalSha(ctx, c, l.Keys(req), req.Cost, l.limit)
+	} else {
+		cmd = counterScript.Run(ctx, c, l.Keys(req), req.Cost, l.limit)
+	}
+	return func() (algorithms.Decision, error) {
+		defer l.inflight.Add(-1)
+		v, err := cmd.Int64Slice()
+		if err != nil {
+			return algorithms.Decision{}, fmt.Errorf("test limiter: %w", err)
+		}
+		if len(v) != 3 {
+			return algorithms.Decision{}, fmt.Errorf("test limiter: %w: %v", algorithms.ErrBadReply, v)
+		}
+		return algorithms.Decision{Allowed: v[0] == 1, Remaining: l.limit - v[1], TimeMicros: v[2], Clock: algorithms.ClockServer}, nil
+	}
+}
+
+// newLimiter loads counterScript and returns a test limiter under env's prefix.
+func newLimiter(t *testing.T, env *redistest.Env, limit int64) *testLimiter {
+	t.Helper()
+	ctx := context.Background()
+	err := env.Target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		return counterScript.Load(ctx, c).Err()
+	})
+	if err != nil {
+		t.Fatalf("load script: %v", err)
+	}
+	return &testLimiter{prefix: env.Prefix, limit: limit}
+}
+
+func newClient(env *redistest.Env, clients int) redis.UniversalClient {
+	return env.Target.NewClient(redisenv.ClientOptions{PoolSize: clients})
+}
+
+func TestRunOpenLoop(t *testing.T) {
+	for _, mode := range []Mode{ModePlain, ModePipeline, ModeAutoPipeline} {
+		t.Run(string(mode), func(t *testing.T) {
+			env := redistest.Single(t)
+			lim := newLimiter(t, env, 50)
+			c := newClient(env, 4)
+			p := Plan{
+				Arrival:     Constant(400),
+				Warmup:      250 * ms,
+				Duration:    500 * ms,
+				Clients:     4,
+				Mode:        mode,
+				Keys:        Keys{Count: 3},
+				Seed:        1,
+				SharedClock: env.Target.Info.SharedClock,
+				Bin:         100 * ms,
+			}
+			res, err := Run(context.Background(), c, lim, p)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			cn := res.Counts
+			if res.Scheduled != 200 {
+				t.Errorf("Scheduled = %d; want 200 (400/s × 0.5 s)", res.Scheduled)
+			}
+			if cn.Requests+cn.Missed != res.Scheduled || cn.Warmup != 100 {
+				t.Errorf("Requests %d + Missed %d != Scheduled %d, or Warmup %d != 100", cn.Requests, cn.Missed, res.Scheduled, cn.Warmup)
+			}
+			if cn.Allowed+cn.Denied+cn.Failed+cn.Unknown != cn.Requests {
+				t.Errorf("counts do not add up: %+v", cn)
+			}
+			if cn.Errors() != 0 {
+				t.Errorf("errors: %+v", cn)
+			}
+			if got := uint64(len(res.Log.Events)); got != cn.Requests {
+				t.Errorf("log has %d events; want one per measured request (%d)", got, cn.Requests)
+			}
+			if got := res.Histograms.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
+				t.Errorf("latency histogram holds %d; want %d", got, cn.Allowed+cn.Denied)
+			}
+			var offered uint64
+			for _, b := range res.Timeline.Bins {
+				offered += b.Offered
+			}
+			if offered != cn.Requests || len(res.Timeline.Bins) != 5 {
+				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(res.Timeline.Bins), offered, cn.Requests)
+			}
+			if res.Behind {
+				// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
+				t.Logf("run fell behind: late %d, missed %d of %d", cn.Late, cn.Missed, res.Scheduled)
+			}
+			if env.Target.Info.SharedClock && res.Log.Narrowed != cn.Allowed+cn.Denied {
+				t.Errorf("Narrowed = %d; want every decision (%d)", res.Log.Narrowed, cn.Allowed+cn.Denied)
+			}
+			// The warmup's admissions consumed the limit: 3 subjects × 50 permits in total.
+			if cn.Allowed > 150 {
+				t.Errorf("Allowed = %d > 150 = the test limiter's total", cn.Allowed)
+			}
+		})
+	}
+}
+
+// sequence records (subject, client) by tick.
+type sequence struct {
+	mu  sync.Mutex
+	got map[uint64][2]uint32
+}
+
+func (s *sequence) add(o *Outcome) {
+	s.mu.Lock()
+	s.got[o.Tick] = [2]uint32{o.Subject, uint32(o.Client)}
+	s.mu.Unlock()
+}
+
+func TestRunIsSeeded(t *testing.T) {
+	env := redistest.Single(t)
+	lim := newLimiter(t, env, 1000)
+	c := newClient(env, 4)
+	run := func(seed uint64) map[uint64][2]uint32 {
+		s := &sequence{got: map[uint64][2]uint32{}}
+		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, Exponent: 1.1}, Seed: seed, OnOutcome: s.add}
+		if _, err := Run(context.Background(), c, lim, p); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return s.got
+	}
+	a, b, other := run(9), run(9), run(10)
+	// Compare the ticks both runs sent (a loaded machine may miss a few at the end).
+	common := func(x, y map[uint64][2]uint32) (xs, ys map[uint64][2]uint32) {
+		xs, ys = map[uint64][2]uint32{}, map[uint64][2]uint32{}
+		for k, v := range x {
+			if w, ok := y[k]; ok {
+				xs[k], ys[k] = v, w
+			}
+		}
+		return xs, ys
+	}
+	ax, bx := common(a, b)
+	if len(ax) < 90 {
+		t.Fatalf("only %d ticks in common", len(ax))
+	}
+	if diff := cmp.Diff(ax, bx); diff != "" {
+		t.Errorf("same seed, different (subject, client) sequence (-run1 +run2):\n%s", diff)
+	}
+	ax, ox := common(a, other)
+	if cmp.Equal(ax, ox) {
+		t.Errorf("seeds 9 and 10 sent the same sequence")
+	}
+}
+
+func TestRunClosedLoopBoundsInFlight(t *testing.T) {
+	for _, mode := range []Mode{ModePlain, ModeAutoPipeline, ModePipeline} {
+		t.Run(string(mode), func(t *testing.T) {
+			env := redistest.Single(t)
+			lim := newLimiter(t, env, 1<<40)
+			const clients = 8
+			c := newClient(env, clients)
+			p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
+			res, err := Run(context.Background(), c, lim, p)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			bound := int64(clients)
+			if mode == ModePipeline {
+				bound = clients * 4
+			}
+			if got := lim.maxIn.Load(); got > bound {
+				t.Errorf("max in flight = %d; want <= %d", got, bound)
+			}
+			if res.Counts.Requests == 0 || res.Counts.Errors() != 0 || res.Behind || res.Counts.Late != 0 {
+				t.Errorf("closed loop counts %+v, behind %v", res.Counts, res.Behind)
+			}
+			if res.Scheduled != res.Counts.Requests {
+				t.Errorf("closed loop Scheduled %d != Requests %d", res.Scheduled, res.Counts.Requests)
+			}
+			if lat, svc := res.Histograms.Latency(), res.Histograms.Service(); lat.Max() != svc.Max() {
+				t.Errorf("closed loop latency max %d != service max %d; want equal (intended = sent)", lat.Max(), svc.Max())
+			}
+		})
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	env := redistest.Single(t)
+	lim := newLimiter(t, env, 1<<40)
+	c := newClient(env, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int64
+	p := Plan{
+		Arrival: Constant(200), Duration: time.Minute, Clients: 2, ProgressEvery: 50 * ms,
+		Progress: func(Progress) {
+			if calls.Add(1) == 4 {
+				cancel()
+			}
+		},
+	}
+	begin := time.Now()
+	res, err := Run(ctx, c, lim, p)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(begin); took > 20*time.Second {
+		t.Fatalf("Run took %s after cancel; want prompt return", took)
+	}
+	if !res.Canceled || res.Duration >= time.Minute || res.Duration <= 0 {
+		t.Errorf("Canceled %v, Duration %s; want canceled early", res.Canceled, res.Duration)
+	}
+	if res.Counts.Requests == 0 || uint64(len(res.Log.Events)) != res.Counts.Requests {
+		t.Errorf("Requests %d, log %d: want the measured part kept", res.Counts.Requests, len(res.Log.Events))
+	}
+	// Scheduled covers only the time before the cancel, so stopping is not falling behind.
+	if res.Counts.Missed > 2 {
+		t.Errorf("Missed = %d after cancel; want ~0", res.Counts.Missed)
+	}
+}
+
+func TestRunClassifiesErrors(t *testing.T) {
+	env := redistest.Single(t)
+	// A limiter whose script is not loaded: EVALSHA in a pipeline gets NOSCRIPT, an error
+	// reply: failed, never unknown.
+	lim := &testLimiter{prefix: env.Prefix, limit: 10}
+	if err := env.Target.Client.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+	c := newClient(env, 2)
+	res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(200), Duration: 100 * ms, Clients: 2, Mode: ModePipeline})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Counts.Failed == 0 || res.Counts.Failed != res.Counts.Requests {
+		t.Errorf("counts %+v; want every request failed (NOSCRIPT)", res.Counts)
+	}
+	// A closed client: failed too.
+	closed := newClient(env, 1)
+	closed.Close()
+	res, err = Run(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Counts.Failed != res.Counts.Requests || res.Counts.Requests == 0 {
+		t.Errorf("closed client counts %+v; want every request failed", res.Counts)
+	}
+}
+
+func TestRunCluster(t *testing.T) {
+	env := redistest.Cluster(t)
+	lim := newLimiter(t, env, 20)
+	c := newClient(env, 4)
+	for _, mode := range []Mode{ModePlain, ModePipeline} {
+		res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}, SharedClock: true})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if res.Counts.Errors() != 0 || res.Counts.Requests == 0 {
+			t.Errorf("%s on a cluster: counts %+v", mode, res.Counts)
+		}
+	}
+}
+
+func TestPlanValidate(t *testing.T) {
+	err := Plan{Clients: 0, Duration: -1, Mode: "bulk", Cost: 70000, Arrival: Constant(-1), Keys: Keys{Distribution: "x"}}.Validate()
+	if !errors.Is(err, ErrBadPlan) || !errors.Is(err, ErrBadPacer) {
+		t.Fatalf("Validate() = %v; want ErrBadPlan wrapping ErrBadPacer", err)
+	}
+	for _, want := range []string{"arrival", "duration", "clients", "mode", "cost", "distribution"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v; want a problem naming %q", err, want)
+		}
+	}
+	if err := (Plan{Arrival: ClosedLoop{}, Duration: time.Second, Clients: 1}).Validate(); err != nil {
+		t.Errorf("minimal plan: Validate() = %v; want nil", err)
+	}
+}
