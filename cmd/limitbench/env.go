@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/internal/redisenv"
+)
+
+func init() {
+	register("env", "start a Redis environment, print its nodes and hold it until Ctrl-C", runEnv)
+}
+
+// envFlags are the environment flags shared by commands that start Redis.
+type envFlags struct {
+	backend, topology, image, url string
+	masters, replicas             int
+}
+
+// config turns the flags into a redisenv.Config; set says which flags the user gave.
+func (f envFlags) config(set map[string]bool) (redisenv.Config, error) {
+	cfg := redisenv.Config{
+		Backend:  redisenv.Backend(f.backend),
+		Topology: redisenv.Topology(f.topology),
+		Image:    f.image,
+		URL:      f.url,
+		Replicas: f.replicas,
+	}
+	if f.url != "" && !set["backend"] {
+		cfg.Backend = redisenv.BackendExternal
+	}
+	if set["masters"] {
+		if f.masters < 1 {
+			return cfg, fmt.Errorf("--masters must be at least 1, got %d", f.masters)
+		}
+		cfg.Masters = f.masters
+		if cfg.Topology == redisenv.TopologySingle && f.masters == 1 {
+			cfg.Masters = 0
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("env", "[--backend B] [--topology T] [--masters N] [--replicas R] [--image I] [--redis URL]", stderr)
+	var f envFlags
+	fs.StringVar(&f.backend, "backend", string(redisenv.BackendAuto), "where Redis comes from: auto (process if redis-server is on PATH, else a local container image), process, container or external")
+	fs.StringVar(&f.topology, "topology", string(redisenv.TopologySingle), "single or cluster")
+	fs.IntVar(&f.masters, "masters", 3, "number of cluster masters (topology cluster)")
+	fs.IntVar(&f.replicas, "replicas", 0, "replicas per master (topology cluster, process and container backends)")
+	fs.StringVar(&f.image, "image", redisenv.DefaultImage, `container image, or "host" to build (once, offline) an image from the local redis-server`)
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port, rediss://..., or host:port,host:port cluster seeds (implies --backend external)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInput(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	cfg, err := f.config(set)
+	if err != nil {
+		return badInput(err)
+	}
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+
+	target, err := redisenv.Start(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, redisenv.ErrBadConfig) {
+			return badInput(err)
+		}
+		return envFailure(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := target.Stop(sctx); err != nil {
+			fmt.Fprintf(stderr, "limitbench env: stop: %v\n", err)
+		}
+	}()
+	printEnv(stdout, target)
+	fmt.Fprintln(stdout, "holding the environment; press Ctrl-C (or send SIGTERM) to stop it")
+	if err := holdEnv(ctx, target); err != nil {
+		return envFailure(err)
+	}
+	fmt.Fprintln(stdout, "stopping")
+	return nil
+}
+
+// printEnv writes one line per node and a ready-to-paste redis-cli command.
+func printEnv(w io.Writer, t *redisenv.Target) {
+	i := t.Info
+	fmt.Fprintf(w, "%s %s, Redis %s, shared clock %v (%s)\n", i.Backend, i.Topology, i.Version, i.SharedClock, i.Chosen)
+	for _, n := range i.Nodes {
+		line := fmt.Sprintf("%-21s %-7s", n.Addr, n.Role)
+		if len(n.Slots) > 0 {
+			var rs []string
+			for _, r := range n.Slots {
+				rs = append(rs, fmt.Sprintf("%d-%d", r[0], r[1]))
+			}
+			line += " slots " + strings.Join(rs, ",")
+		}
+		if n.MasterID != "" {
+			line += " of " + n.MasterID
+		}
+		if n.ID != "" {
+			line += " id " + n.ID
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(w, redisCLI(t))
+}
+
+// redisCLI returns a redis-cli command line that connects to the first master.
+func redisCLI(t *redisenv.Target) string {
+	host, port, _ := net.SplitHostPort(t.Masters()[0])
+	cmd := fmt.Sprintf("redis-cli -h %s -p %s", host, port)
+	if t.Username != "" {
+		cmd += " --user " + shellQuote(t.Username)
+	}
+	if t.Password != "" {
+		cmd += " -a " + shellQuote(t.Password) + " --no-auth-warning"
+	}
+	if t.IsCluster() {
+		cmd += " -c"
+	}
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@%+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// holdEnv waits for ctx to end, checking every 2 s that every master still answers; it returns
+// an error when one has not answered for three checks in a row.
+func holdEnv(ctx context.Context, t *redisenv.Target) error {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := t.ForEachMaster(pctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if failures++; failures >= 3 {
+			return fmt.Errorf("environment lost: %w", err)
+		}
+	}
+}
