@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/limitbench/limitbench/report"
+)
+
+func init() {
+	register("gate", "compare a run with a baseline run and fail on a significant regression (CI gate)", runGate)
+}
+
+const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--json] CURRENT.json"
+
+// runGate implements `limitbench gate`: it reads two result.json files (or results directories
+// holding one), runs report.Gate, writes the Markdown table (or JSON with --json) to stdout, and
+// returns failed when a row is a regression, badInput when an input is missing, invalid, of
+// another scenario or has too few samples. Flags may come before or after CURRENT.json.
+func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("gate", gateSynopsis, stderr)
+	baselinePath := fs.String("baseline", "", "baseline result.json, or the results directory holding it (required)")
+	thresholds := fs.String("metric-threshold", report.DefaultGateThresholds().String(),
+		"smallest change that counts, per metric: percent of the baseline median for throughput, p99, cpu and memory; absolute points for efficiency; metrics not named keep their defaults")
+	asJSON := fs.Bool("json", false, "write the report as JSON instead of a Markdown table")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *baselinePath == "":
+		fs.Usage()
+		return badInput(errors.New("--baseline is required"))
+	case len(pos) != 1:
+		fs.Usage()
+		return badInput(fmt.Errorf("want one CURRENT.json, got %d arguments", len(pos)))
+	}
+	th, err := report.ParseGateThresholds(*thresholds)
+	if err != nil {
+		return badInput(fmt.Errorf("--metric-threshold: %w", err))
+	}
+	bPath, cPath := resultPath(*baselinePath), resultPath(pos[0])
+	baseline, err := report.ReadResult(bPath)
+	if err != nil {
+		return badInput(fmt.Errorf("baseline: %w", err))
+	}
+	current, err := report.ReadResult(cPath)
+	if err != nil {
+		return badInput(fmt.Errorf("current: %w", err))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g, err := report.Gate(baseline, current, th)
+	if err != nil {
+		return badInput(nameGateFiles(err, bPath, cPath))
+	}
+	if *asJSON {
+		err = g.JSON(stdout)
+	} else {
+		err = g.Markdown(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("write gate report: %w", err)
+	}
+	if n := g.Counts.Regressions; n > 0 {
+		return failed(fmt.Errorf("%d regression%s against %s", n, map[bool]string{true: "", false: "s"}[n == 1], bPath))
+	}
+	return nil
+}
+
+// resultPath returns p, or p/result.json when p is a directory.
+func resultPath(p string) string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return filepath.Join(p, report.ResultFile)
+	}
+	return p
+}
+
+// nameGateFiles rewrites report.Gate's errors so that those about one side name its file.
+func nameGateFiles(err error, baselinePath, currentPath string) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		var ie *report.GateInputError
+		if !errors.As(e, &ie) {
+			out[i] = fmt.Errorf("%s vs %s: %w", baselinePath, currentPath, e)
+			continue
+		}
+		path := baselinePath
+		if ie.Side == report.GateCurrent {
+			path = currentPath
+		}
+		out[i] = fmt.Errorf("%s (%s): %w", path, ie.Side, trimSide(ie))
+	}
+	return errors.Join(out...)
+}
+
+// trimSide returns ie without its side prefix, keeping it in the chain for errors.Is.
+func trimSide(ie *report.GateInputError) error {
+	if ie.Algorithm == "" {
+		return ie.Err
+	}
+	return fmt.Errorf("%s on %s: %w", ie.Algorithm, ie.Topology, ie.Err)
+}
+
+// parseInterspersed parses args with fs, allowing flags after positional arguments, and returns
+// the positional ones. Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	rest := args
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return pos, nil
+		}
+		if consumed := len(rest) - len(left); consumed > 0 && rest[consumed-1] == "--" {
+			return append(pos, left...), nil
+		}
+		pos = append(pos, left[0])
+		rest = left[1:]
+	}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/limitbench/limitbench/report"
+)
+
+// gateFixture returns the path of report/testdata/gate/<name>/result.json.
+func gateFixture(name string) string {
+	return filepath.Join("..", "..", "report", "testdata", "gate", name, "result.json")
+}
+
+func TestGateCommand(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"schema": "limitbench/result/v1", "entries": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.json")
+	base := gateFixture("baseline")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring of stdout
+		stderr string // substring of stderr
+	}{
+		{"same code", []string{"gate", "--baseline", base, gateFixture("current-same")}, 0,
+			"**limitbench gate: no regression in scenario saturation.", ""},
+		{"flags after the positional argument", []string{"gate", gateFixture("current-same"), "--baseline", base}, 0,
+			"| saturation | gcra | single | throughput (rps) |", ""},
+		{"results directories", []string{"gate", "--baseline", filepath.Dir(base), filepath.Dir(gateFixture("current-same"))}, 0,
+			"no regression", ""},
+		{"25% slower", []string{"gate", "--baseline", base, gateFixture("current-slower")}, 1,
+			"| saturation | gcra | single | throughput (rps) | 9985 | 7988 | -20.0% | 0.002 | **regression** |", "3 regressions against " + base},
+		{"25% slower under 30% thresholds", []string{"gate", "--baseline", base, "--metric-threshold", "throughput=30%,p99=30%,cpu=30%", gateFixture("current-slower")}, 0,
+			"| -20.0% | 0.002 | ok (significant but within the threshold) |", ""},
+		{"pass to fail", []string{"gate", "--baseline", base, gateFixture("current-failed")}, 1,
+			"| saturation | gcra | single | verdict | pass | fail | — | — | **regression** (pass → fail) |", "1 regression against"},
+		{"5 samples", []string{"gate", "--baseline", base, gateFixture("current-5")}, 2,
+			"", gateFixture("current-5") + " (current): gcra on single: too few samples: 5, the gate needs at least 6 a side"},
+		{"5 samples in the baseline", []string{"gate", "--baseline", gateFixture("current-5"), base}, 2,
+			"", gateFixture("current-5") + " (baseline): gcra on single: too few samples: 5"},
+		{"different scenarios", []string{"gate", "--baseline", base, gateFixture("current-zipf")}, 2,
+			"", `baseline and current ran different scenarios: baseline ran "saturation", current ran "zipf"`},
+		{"missing baseline", []string{"gate", "--baseline", missing, gateFixture("current-same")}, 2,
+			"", "baseline: read result: open " + missing},
+		{"invalid current", []string{"gate", "--baseline", base, bad}, 2, "", "current: " + bad + ": "},
+		{"no baseline flag", []string{"gate", gateFixture("current-same")}, 2, "", "--baseline is required"},
+		{"two currents", []string{"gate", "--baseline", base, gateFixture("current-same"), gateFixture("current-slower")}, 2,
+			"", "want one CURRENT.json, got 2 arguments"},
+		{"bad threshold", []string{"gate", "--baseline", base, "--metric-threshold", "latency=5%", gateFixture("current-same")}, 2,
+			"", `--metric-threshold: bad metric threshold: "latency=5%": unknown metric "latency"`},
+		{"unknown flag", []string{"gate", "--baseline", base, "--alpha", "0.1", gateFixture("current-same")}, 2,
+			"", "flag provided but not defined: -alpha"},
+		{"help", []string{"gate", "-h"}, 0, "", "usage: limitbench gate --baseline BASELINE.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("run(%q) = %d; want %d\nstdout:\n%s\nstderr:\n%s", tt.args, code, tt.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.stdout, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.stderr, stderr.String())
+			}
+			if tt.code == 2 && stdout.Len() > 0 && tt.name != "help" {
+				t.Errorf("bad input wrote a report to stdout:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+func TestGateCommandJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"gate", "--json", "--baseline", gateFixture("baseline"), gateFixture("current-slower")}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit code %d; want 1\n%s", code, stderr.String())
+	}
+	var g report.GateReport
+	if err := json.Unmarshal(stdout.Bytes(), &g); err != nil {
+		t.Fatalf("stdout is not a GateReport: %v\n%s", err, stdout.String())
+	}
+	if g.Counts.Regressions != 3 || g.Figures != report.FiguresRaw || !g.SameMachine || !strings.HasPrefix(g.Summary, "limitbench gate: REGRESSION") {
+		t.Errorf("JSON report = counts %+v, figures %q, same machine %v, summary %q; want 3 regressions on raw figures, same machine",
+			g.Counts, g.Figures, g.SameMachine, g.Summary)
+	}
+	if len(g.Rows) != 12 || g.Rows[0].Metric != report.MetricThroughput || g.Rows[0].Verdict != report.GateRegression || !(g.Rows[0].P < 0.05) {
+		t.Errorf("rows = %+v; want 12, the first a throughput regression with p < 0.05", g.Rows)
+	}
+}
