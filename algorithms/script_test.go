@@ -1,0 +1,156 @@
+package algorithms
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestDecodeDecision(t *testing.T) {
+	good := []any{int64(1), int64(4), int64(0), int64(1_700_000_000_000_000)}
+	d, err := decodeDecision(good, ClockServer)
+	want := Decision{Allowed: true, Remaining: 4, TimeMicros: 1_700_000_000_000_000, Clock: ClockServer}
+	if err != nil || d != want {
+		t.Fatalf("decodeDecision(%v) = %+v, %v; want %+v", good, d, err, want)
+	}
+	denied := []any{int64(0), int64(0), int64(1500), int64(7)}
+	d, err = decodeDecision(denied, ClockClient)
+	want = Decision{RetryAfter: 1500 * time.Microsecond, TimeMicros: 7, Clock: ClockClient}
+	if err != nil || d != want {
+		t.Fatalf("decodeDecision(%v) = %+v, %v; want %+v", denied, d, err, want)
+	}
+
+	bad := []struct {
+		name string
+		raw  any
+	}{
+		{"nil", nil},
+		{"string", "OK"},
+		{"integer", int64(1)},
+		{"empty array", []any{}},
+		{"short array", []any{int64(1), int64(2), int64(3)}},
+		{"long array", []any{int64(1), int64(2), int64(3), int64(4), int64(5)}},
+		{"string element", []any{"1", int64(2), int64(3), int64(4)}},
+		{"float element", []any{int64(1), 2.5, int64(3), int64(4)}},
+		{"nil element", []any{int64(1), nil, int64(3), int64(4)}},
+		{"int not int64", []any{1, int64(2), int64(3), int64(4)}},
+		{"allowed 2", []any{int64(2), int64(2), int64(0), int64(4)}},
+		{"allowed -1", []any{int64(-1), int64(2), int64(0), int64(4)}},
+		{"negative retry", []any{int64(0), int64(0), int64(-5), int64(4)}},
+		{"zero time", []any{int64(1), int64(2), int64(0), int64(0)}},
+		{"negative time", []any{int64(1), int64(2), int64(0), int64(-3)}},
+		{"nested array", []any{[]any{int64(1)}, int64(2), int64(0), int64(4)}},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := decodeDecision(tt.raw, ClockServer)
+			if !errors.Is(err, ErrBadReply) {
+				t.Fatalf("decodeDecision(%#v) = %+v, %v; want ErrBadReply", tt.raw, d, err)
+			}
+			if d.Allowed {
+				t.Errorf("a bad reply decoded as an admission")
+			}
+		})
+	}
+}
+
+// TestScriptPending: a failed or malformed reply from Redis is an error, never an admission.
+func TestScriptPending(t *testing.T) {
+	tests := []struct {
+		name    string
+		cmd     *redis.Cmd
+		wantErr error
+	}{
+		{"redis error", redis.NewCmdResult(nil, errors.New("ERR boom")), nil},
+		{"nil reply", redis.NewCmdResult(nil, redis.Nil), redis.Nil},
+		{"status reply", redis.NewCmdResult("OK", nil), ErrBadReply},
+		{"bool-like reply", redis.NewCmdResult(int64(1), nil), ErrBadReply},
+		{"short array", redis.NewCmdResult([]any{int64(1)}, nil), ErrBadReply},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := scriptPending("gcra", tt.cmd, ClockServer)()
+			if err == nil || d.Allowed {
+				t.Fatalf("got %+v, %v; want an error and no admission", d, err)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("error %v; want %v", err, tt.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), "gcra: ") {
+				t.Errorf("error %q does not name the algorithm", err)
+			}
+		})
+	}
+}
+
+func TestRequestCost(t *testing.T) {
+	tests := []struct {
+		cost    int64
+		multi   bool
+		want    int64
+		wantErr bool
+	}{
+		{0, false, 1, false},
+		{1, false, 1, false},
+		{2, false, 0, true},
+		{2, true, 2, false},
+		{-1, true, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := requestCost("x", Request{Cost: tt.cost}, tt.multi)
+		if got != tt.want || (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrCostUnsupported)) {
+			t.Errorf("requestCost(cost %d, multi %v) = %d, %v; want %d, error %v", tt.cost, tt.multi, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestDescriptions: every algorithm of this package's core says what the list shows.
+func TestDescriptions(t *testing.T) {
+	for _, name := range coreNames {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := a.Describe()
+		if d.Name != name || d.Origin == "" || d.Clock == 0 || d.KeysPerSubject < 1 || (d.Memory != "O(1)" && d.Memory != "O(limit)") {
+			t.Errorf("%s: incomplete description %+v", name, d)
+		}
+		published := strings.HasSuffix(name, "-published")
+		if published != (d.Flaw != "") || published == (d.Corrected != "") {
+			t.Errorf("%s: Flaw %q, Corrected %q: want a flaw exactly for -published and a correction otherwise", name, d.Flaw, d.Corrected)
+		}
+		if published != (a.Model(Limit{Limit: 1, Window: time.Second}) == nil) {
+			t.Errorf("%s: want a model exactly for corrected algorithms", name)
+		}
+		if _, err := a.Contract(Limit{}); !errors.Is(err, ErrBadLimit) {
+			t.Errorf("%s: Contract(zero Limit) error %v; want ErrBadLimit", name, err)
+		}
+	}
+}
+
+func TestContracts(t *testing.T) {
+	l := Limit{Limit: 10, Window: 2 * time.Second, Burst: 15}
+	want := map[string]Contract{
+		"fixed-window":           {Kind: FixedWindow, Limit: 10, Window: 2 * time.Second},
+		"fixed-window-published": {Kind: FixedWindow, Limit: 10, Window: time.Minute},
+		"sliding-log":            {Kind: SlidingWindow, Limit: 10, Window: 2 * time.Second},
+		"sliding-log-published":  {Kind: SlidingWindow, Limit: 10, Window: 2 * time.Second, Granularity: time.Millisecond},
+		"token-bucket":           {Kind: TokenBucket, Capacity: 15, RefillPermits: 10, RefillPer: 2 * time.Second},
+		"token-bucket-published": {Kind: TokenBucket, Capacity: 15, RefillPermits: 10, RefillPer: 2 * time.Second, Granularity: time.Second},
+		"gcra":                   {Kind: TokenBucket, Capacity: 15, RefillPermits: 10, RefillPer: 2 * time.Second},
+		"sliding-counter":        {Kind: FixedWindow, Limit: 10, Window: 2 * time.Second},
+	}
+	for name, w := range want {
+		c, err := lookup(t, name).Contract(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, c); diff != "" {
+			t.Errorf("%s: Contract(%+v) (-want +got):\n%s", name, l, diff)
+		}
+	}
+}
