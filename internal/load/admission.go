@@ -3,12 +3,12 @@ package load
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // ClockOffset is a server clock measured against the harness clock: server time minus harness
@@ -45,28 +45,8 @@ func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffs
 	return best, nil
 }
 
-// Kind is what an admission-log event records.
-type Kind uint8
-
-// Kinds of Event.
-const (
-	KindAdmitted Kind = iota + 1
-	KindDenied
-	KindUnknown // may or may not have run; treat as a possible admission
-	KindFailed  // did not run
-)
-
-// Event is one request in the admission log: its decision time lies in [Lo, Hi], microseconds
-// since the Unix epoch on the harness clock.
-type Event struct {
-	Lo, Hi  int64
-	Subject uint32
-	Client  uint16
-	Permits uint16
-	Kind    Kind
-}
-
-// AdmissionLog is the aggregator that keeps, for the verifier, one compact Event per outcome.
+// AdmissionLog is the aggregator that keeps, for the verifier, one compact verify.Event (32
+// bytes) per outcome; Run returns its events as a verify.Log.
 //
 // An event's interval is [Sent, Received] on the harness clock, widened outward to whole
 // microseconds. When the decision used the server's clock (Decision.Clock == ClockServer with a
@@ -90,7 +70,7 @@ type AdmissionLog struct {
 	// SharedClock and Server select the narrowing described above.
 	SharedClock bool
 	Server      *ClockOffset
-	Events      []Event
+	Events      []verify.Event
 	// Narrowed counts events narrowed to the server's decision time.
 	Narrowed uint64
 	// Mismatched counts server decision times outside [Sent − MismatchSlack, Received +
@@ -127,7 +107,7 @@ func floorMicros(d time.Duration) int64 {
 
 // Add appends the event of o.
 func (l *AdmissionLog) Add(o *Outcome) {
-	e := Event{
+	e := verify.Event{
 		// Origin is start truncated to a microsecond, so start+Received can exceed
 		// Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
 		Lo:      l.Origin + int64(o.Sent/time.Microsecond),
@@ -138,22 +118,22 @@ func (l *AdmissionLog) Add(o *Outcome) {
 	}
 	switch o.Class {
 	case ClassOK:
-		e.Kind = KindDenied
+		e.Kind = verify.Denied
 		if o.Decision.Allowed {
-			e.Kind = KindAdmitted
+			e.Kind = verify.Admitted
 		}
 		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 {
 			l.narrow(&e, d.TimeMicros)
 		}
 	case ClassFailed:
-		e.Kind = KindFailed
+		e.Kind = verify.Failed
 	default:
-		e.Kind = KindUnknown
+		e.Kind = verify.Unknown
 	}
 	l.Events = append(l.Events, e)
 }
 
-func (l *AdmissionLog) narrow(e *Event, t int64) {
+func (l *AdmissionLog) narrow(e *verify.Event, t int64) {
 	slack := MismatchSlack.Microseconds()
 	switch {
 	case l.SharedClock:
@@ -180,23 +160,4 @@ func (l *AdmissionLog) Merge(o *AdmissionLog) {
 	l.Events = append(l.Events, o.Events...)
 	l.Narrowed += o.Narrowed
 	l.Mismatched += o.Mismatched
-}
-
-// Sort orders the events by Lo, then Hi (stable otherwise).
-func (l *AdmissionLog) Sort() {
-	slices.SortStableFunc(l.Events, func(a, b Event) int {
-		if a.Lo != b.Lo {
-			if a.Lo < b.Lo {
-				return -1
-			}
-			return 1
-		}
-		if a.Hi != b.Hi {
-			if a.Hi < b.Hi {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
 }

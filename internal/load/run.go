@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
@@ -219,6 +220,8 @@ type Counts struct {
 	Clamped uint64
 	// Dropped counts anything an aggregator discarded (zero unless something is wrong).
 	Dropped uint64
+	// Narrowed counts log events narrowed to the server's decision time.
+	Narrowed uint64
 	// ClockMismatch counts server decision times inconsistent with the harness clock (see
 	// AdmissionLog).
 	ClockMismatch uint64
@@ -239,6 +242,7 @@ func (c *Counts) add(o Counts) {
 	c.Warmup += o.Warmup
 	c.Clamped += o.Clamped
 	c.Dropped += o.Dropped
+	c.Narrowed += o.Narrowed
 	c.ClockMismatch += o.ClockMismatch
 }
 
@@ -267,9 +271,11 @@ type Result struct {
 	// Throughput is decisions (allowed + denied) / Duration; all per second.
 	OfferedRate, AchievedRate, Throughput float64
 	// Histograms, Timeline and Log are the merged aggregators; nil with Plan.NoRecording.
+	// Log holds one event per measured request, in no particular order, with the subject
+	// and client names its indices refer to (see AdmissionLog for the intervals).
 	Histograms *Histograms
 	Timeline   *Timeline
-	Log        *AdmissionLog
+	Log        *verify.Log
 	// Subjects and Clients name the indices in outcomes and log events.
 	Subjects, Clients []string
 }
@@ -391,8 +397,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			first.tl.Merge(sh.tl)
 			first.log.Merge(sh.log)
 		}
-		first.log.Sort()
-		res.Histograms, res.Timeline, res.Log = first.hist, first.tl, first.log
+		res.Histograms, res.Timeline = first.hist, first.tl
+		res.Log = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.log.Events}
+		res.Counts.Narrowed = first.log.Narrowed
 		res.Counts.Clamped = first.hist.Clamped
 		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
 		res.Counts.ClockMismatch = first.log.Mismatched

@@ -140,8 +140,8 @@ func TestRunOpenLoop(t *testing.T) {
 				// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
 				t.Logf("run fell behind: late %d, missed %d of %d", cn.Late, cn.Missed, res.Scheduled)
 			}
-			if env.Target.Info.SharedClock && res.Log.Narrowed != cn.Allowed+cn.Denied {
-				t.Errorf("Narrowed = %d; want every decision (%d)", res.Log.Narrowed, cn.Allowed+cn.Denied)
+			if env.Target.Info.SharedClock && res.Counts.Narrowed != cn.Allowed+cn.Denied {
+				t.Errorf("Narrowed = %d; want every decision (%d)", res.Counts.Narrowed, cn.Allowed+cn.Denied)
 			}
 			// The warmup's admissions consumed the limit: 3 subjects × 50 permits in total.
 			if cn.Allowed > 150 {
