@@ -44,7 +44,7 @@ const redissonFlaw = "the caller's clock (ms) decides which grants have expired:
 func (Redisson) Describe() Description {
 	return Description{
 		Name:           "redisson",
-		Origin:         "seed 000: Redisson RRateLimiter, RateType.OVERALL",
+		Origin:         "seed 000 (Redisson RRateLimiter, RateType.OVERALL), as published",
 		Clock:          ClockClient,
 		KeysPerSubject: 3,
 		Memory:         "O(limit)",
@@ -72,7 +72,7 @@ func (Redisson) Model(Limit) Model { return nil }
 func (RedissonPerClient) Describe() Description {
 	return Description{
 		Name:           "redisson-per-client",
-		Origin:         "seed 000: Redisson RRateLimiter, RateType.PER_CLIENT",
+		Origin:         "seed 000 (Redisson RRateLimiter, RateType.PER_CLIENT), as published",
 		Clock:          ClockClient,
 		KeysPerSubject: 3, // config hash + counter and grants of each client
 		Memory:         "O(limit) per client",

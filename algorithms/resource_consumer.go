@@ -31,7 +31,7 @@ func init() { register(ResourceConsumer{}) }
 func (ResourceConsumer) Describe() Description {
 	return Description{
 		Name:           "resource-consumer",
-		Origin:         "seed 004: sliding-window log for a resource and each consumer, corrected",
+		Origin:         "seed 004 (sliding-window log for a resource and each consumer), corrected",
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the resource's set + one per consumer
 		Memory:         "O(limit)",

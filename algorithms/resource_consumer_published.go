@@ -27,7 +27,7 @@ func init() { register(ResourceConsumerPublished{}) }
 func (ResourceConsumerPublished) Describe() Description {
 	return Description{
 		Name:           "resource-consumer-published",
-		Origin:         "seed 004 as written: sliding-window log for a resource and each consumer",
+		Origin:         "seed 004 (sliding-window log for a resource and each consumer), as written",
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the resource's set + one per consumer
 		Memory:         "O(limit)",
