@@ -73,6 +73,8 @@ func (s *Scenario) place(p Problem) Problem {
 			p.Msg += " (set by " + flag + ")"
 			return p
 		}
+	}
+	for f := p.Field; f != ""; f = parentPath(f) {
 		if at, ok := s.pos[f]; ok {
 			p.Line, p.Column = at.line, at.col
 			return p
@@ -222,6 +224,10 @@ func (c *checker) arrival(a *Arrival) {
 	}
 	switch a.Kind() {
 	case Constant:
+		if a.Rate == 0 && c.s.present("arrival.steps") {
+			c.add("arrival.steps", "must hold at least one step")
+			return
+		}
 		c.rate("arrival.rate", a.Rate, true)
 	case RampUp:
 		c.rate("arrival.ramp.from", a.Ramp.From, false)

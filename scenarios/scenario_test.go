@@ -1,0 +1,311 @@
+package scenarios
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// parseString parses a scenario held in a string, named testdata/<name>.yaml, with DESIGN.md's
+// algorithm names.
+func parseString(t *testing.T, name, text string) (*Scenario, error) {
+	t.Helper()
+	return parse("testdata/"+name+".yaml", []byte(text), designNames)
+}
+
+var ignoreUnexported = cmpopts.IgnoreUnexported(Scenario{})
+
+func TestDefaults(t *testing.T) {
+	s, err := parseString(t, "minimal", "version: 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Name = "minimal"
+	want.File = "testdata/minimal.yaml"
+	if diff := cmp.Diff(want, s, ignoreUnexported); diff != "" {
+		t.Errorf("minimal scenario (-want +got):\n%s", diff)
+	}
+	if err := Default().validate(designNames, nil); err == nil || !strings.Contains(err.Error(), "name: must not be empty") {
+		t.Errorf("Default().Validate() = %v; want only the missing name", err)
+	}
+
+	tests := []struct {
+		name, yaml string
+		check      func(*Scenario) (got, want any)
+	}{
+		{"version", "name: x", func(s *Scenario) (any, any) { return s.Version, 1 }},
+		{"topologies", "version: 1", func(s *Scenario) (any, any) { return s.Topologies, []Topology{Single} }},
+		{"duration", "version: 1", func(s *Scenario) (any, any) { return s.Duration, 10 * time.Second }},
+		{"duration from steps", "arrival: {steps: [{for: 2s, rate: 5}, {for: 3s, rate: 9}]}",
+			func(s *Scenario) (any, any) { return s.Duration, 5 * time.Second }},
+		{"duration given with steps", "duration: 1s\narrival: {steps: [{for: 2s, rate: 5}]}",
+			func(s *Scenario) (any, any) { return s.Duration, time.Second }},
+		{"warmup", "version: 1", func(s *Scenario) (any, any) { return s.Warmup, time.Duration(0) }},
+		{"seed", "version: 1", func(s *Scenario) (any, any) { return s.Seed, int64(1) }},
+		{"clients", "version: 1", func(s *Scenario) (any, any) { return s.Clients, 4 }},
+		{"client_mode", "version: 1", func(s *Scenario) (any, any) { return s.ClientMode, Plain }},
+		{"pipeline_depth without pipeline", "version: 1", func(s *Scenario) (any, any) { return s.PipelineDepth, 0 }},
+		{"pipeline_depth with pipeline", "client_mode: pipeline", func(s *Scenario) (any, any) { return s.PipelineDepth, 16 }},
+		{"pipeline_depth given", "client_mode: pipeline\npipeline_depth: 4", func(s *Scenario) (any, any) { return s.PipelineDepth, 4 }},
+		{"closed loop", "version: 1", func(s *Scenario) (any, any) { return s.ClosedLoop(), true }},
+		{"keys", "version: 1", func(s *Scenario) (any, any) { return s.Keys, Keys{Count: 1, Distribution: Uniform} }},
+		{"zipf_s", "keys: {count: 9, distribution: zipf}", func(s *Scenario) (any, any) { return s.Keys.ZipfS, 0.99 }},
+		{"hot_share", "keys: {count: 9, distribution: hot}", func(s *Scenario) (any, any) { return s.Keys.HotShare, 0.5 }},
+		{"limit", "version: 1", func(s *Scenario) (any, any) {
+			return s.Limit, algorithms.Limit{Limit: 100, Window: time.Second}
+		}},
+		{"partial limit", "limit: {limit: 7}", func(s *Scenario) (any, any) {
+			return s.Limit, algorithms.Limit{Limit: 7, Window: time.Second}
+		}},
+		{"cost", "version: 1", func(s *Scenario) (any, any) { return s.Cost, int64(1) }},
+		{"clock_skew", "version: 1", func(s *Scenario) (any, any) { return s.ClockSkew.IsZero(), true }},
+		{"clock_skew list", "clock_skew: [0s, 2s, -2s]", func(s *Scenario) (any, any) {
+			return s.ClockSkew.Offsets, []time.Duration{0, 2 * time.Second, -2 * time.Second}
+		}},
+		{"clock_skew spread", "clock_skew: {spread: 2s}", func(s *Scenario) (any, any) { return s.ClockSkew.Spread, 2 * time.Second }},
+		{"algorithms", "version: 1", func(s *Scenario) (any, any) { return s.Algorithms, []AlgorithmEntry{{Name: "all"}} }},
+		{"null means default", "duration: ~\narrival:\n", func(s *Scenario) (any, any) { return s.Duration, 10 * time.Second }},
+		{"align scalar", "arrival: {rate: 5, align: 1s}", func(s *Scenario) (any, any) { return s.Arrival.Align, Align{Every: time.Second} }},
+		{"align mapping", "arrival: {rate: 5, align: {every: 1m, offset: 55s}}", func(s *Scenario) (any, any) {
+			return s.Arrival.Align, Align{Every: time.Minute, Offset: 55 * time.Second}
+		}},
+		{"anchors", "limit: &l {limit: 5}\nexpect: {violations: []}\n", func(s *Scenario) (any, any) { return s.Limit.Limit, int64(5) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := parseString(t, "defaults", tt.yaml)
+			if err != nil {
+				t.Fatalf("parse(%q): %v", tt.yaml, err)
+			}
+			got, want := tt.check(s)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("parse(%q) (-want +got):\n%s", tt.yaml, diff)
+			}
+		})
+	}
+}
+
+func TestExplicitZeroIsNotDefault(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"limit: {window: 0s}", "limit.window: must be > 0, got 0s"},
+		{"client_mode: pipeline\npipeline_depth: 0", "pipeline_depth: must be >= 1 with client_mode: pipeline, got 0"},
+		{"clients: 0", "clients: must be >= 1, got 0"},
+		{"keys: {distribution: zipf, zipf_s: 0}", "keys.zipf_s: must be > 0"},
+		{"arrival: {rate: 0}", "arrival.rate: must be > 0"},
+		{"arrival: {}", "arrival: needs one of rate, ramp, steps or spike"},
+		{"arrival: {rate: 5, ramp: {from: 1, to: 2}}", "arrival: give only one of"},
+		{"arrival: {steps: []}", "arrival.steps: must hold at least one step"},
+		{"arrival: {steps: [{for: 1s}]}", "arrival.steps[0].rate: missing"},
+		{"arrival: {spike: {peak: 5, for: 2s, every: 1s}}", "arrival.spike.for: 2s is longer than every (1s)"},
+		{"arrival: {rate: 5, align: {every: 1s, offset: 1s}}", "arrival.align.offset: must be in [0, 1s)"},
+		{"keys: {hot_share: 0.3}", "keys.hot_share: only applies with distribution: hot"},
+		{"cost: 500", "cost: 500 is more than the limit's capacity 100"},
+		{"topologies: [single, single]", "topologies[1]: single is listed twice"},
+		{"duration: 5s\nduration: 6s", `duration: given twice (first on line 1)`},
+		{"expect: {violations: [gcra], may_violate: [gcra]}", "expect.may_violate[0]: gcra is already in expect.violations"},
+		{"algorithms: [gcra]\nexpect: {violations: [gcar]}", `expect.violations[0]: "gcar" is not run by this scenario (did you mean "gcra"?)`},
+		{"algorithms: []", "algorithms: must name at least one algorithm, or all"},
+		{"algorithms: [[gcra]]", "algorithms[0]: must be an algorithm name or a custom script"},
+		{"a: &x 1\n<<: *x", "merge keys"},
+		{"- 1\n- 2", "a scenario must be a mapping"},
+		{"name: x\n---\nname: y", "more than one YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.yaml, func(t *testing.T) {
+			_, err := parseString(t, "zero", tt.yaml)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parse(%q) error:\n%v\nwant it to contain %q", tt.yaml, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorsFormat(t *testing.T) {
+	err := errorsOf([]Problem{
+		{Field: "clients", Msg: "from Go"},
+		{File: "a.yaml", Line: 9, Field: "cost", Msg: "late"},
+		{File: "a.yaml", Line: 2, Column: 7, Field: "limit.window", Msg: "early"},
+		{File: "a.yaml", Msg: "whole file"},
+	})
+	want := "a.yaml:2: limit.window: early\na.yaml:9: cost: late\nclients: from Go\na.yaml: whole file"
+	if err.Error() != want {
+		t.Errorf("Error() =\n%s\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Error("errors.Is(err, ErrInvalid) = false")
+	}
+	if errorsOf(nil) != nil {
+		t.Error("errorsOf(nil) != nil")
+	}
+}
+
+func TestLoad(t *testing.T) {
+	_, err := Load("testdata/no-such-scenario.yaml")
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing) = %v; want ErrInvalid and fs.ErrNotExist", err)
+	}
+}
+
+func TestValidateGoBuilt(t *testing.T) {
+	s := Default()
+	s.Name = "built"
+	s.Arrival = &Arrival{Ramp: &Ramp{From: 10, To: 100}}
+	s.Algorithms = []AlgorithmEntry{{Name: "gcra"}}
+	if err := s.validate(designNames, nil); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	s.Limit.Window = 0
+	s.Clients = -1
+	s.ClientMode = Plain
+	s.PipelineDepth = 3
+	err := s.validate(designNames, nil)
+	want := "clients: must be >= 1, got -1\npipeline_depth: only applies with client_mode: pipeline (client_mode is plain)\nlimit.window: must be > 0, got 0s"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate() =\n%v\nwant\n%s", err, want)
+	}
+}
+
+func TestUnknownAlgorithmWithEmptyRegistry(t *testing.T) {
+	_, err := parse("x.yaml", []byte("algorithms: [gcra]"), nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown algorithm "gcra" (no built-in algorithm is registered)`) {
+		t.Errorf("parse with no built-ins = %v", err)
+	}
+	if s, err := parse("x.yaml", []byte("algorithms: [all]"), nil); err != nil || len(s.resolve(nil)) != 0 {
+		t.Errorf("parse [all] with no built-ins = %v, %v", s, err)
+	}
+}
+
+func TestResolveAlgorithms(t *testing.T) {
+	custom := &Custom{Name: "mine"}
+	s := &Scenario{Algorithms: []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "all"}}}
+	got := s.resolve([]string{"fixed-window", "gcra"})
+	want := []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "fixed-window"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resolve (-want +got):\n%s", diff)
+	}
+	if reg := algorithms.Names(); len(reg) > 0 {
+		if got := (&Scenario{Algorithms: []AlgorithmEntry{{Name: "all"}}}).ResolveAlgorithms(); len(got) != len(reg) {
+			t.Errorf("ResolveAlgorithms() has %d entries; want %d", len(got), len(reg))
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	const text = `
+name: o
+duration: 5s
+arrival: {steps: [{for: 1s, rate: 10}]}
+algorithms: [gcra, redisson, sliding-log]
+expect: {violations: [redisson]}
+thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
+`
+	dur, rate, clients, seed := 2*time.Second, 50.0, 3, int64(7)
+	s, err := parseString(t, "apply", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.apply(Overrides{Duration: &dur, Rate: &rate, Clients: &clients, Seed: &seed,
+		Topologies: []Topology{Cluster}, Algorithms: []string{"gcra", "sliding-log"}}, designNames)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if s.Duration != dur || s.Arrival.Kind() != Constant || s.Arrival.Rate != 50 || s.Clients != 3 || s.Seed != 7 ||
+		len(s.Topologies) != 1 || s.Topologies[0] != Cluster {
+		t.Errorf("after apply: %+v", s)
+	}
+	if len(s.Expect.Violations) != 0 || len(s.Thresholds) != 1 || s.Thresholds[0].Text != "p50 < 1ms" {
+		t.Errorf("apply kept expectations %v and thresholds %v for algorithms no longer run", s.Expect.Violations, s.Thresholds)
+	}
+
+	bad, zero := -1.0, 0
+	s, _ = parseString(t, "apply", text)
+	err = s.apply(Overrides{Rate: &bad, Clients: &zero, Algorithms: []string{"gcar"}}, designNames)
+	want := "testdata/apply.yaml: clients: must be >= 1, got 0 (set by --clients)\n" +
+		"testdata/apply.yaml: arrival.rate: must not be negative, got -1 (set by --rate)\n" +
+		"testdata/apply.yaml: algorithms[0]: unknown algorithm \"gcar\" (did you mean \"gcra\"?) (set by --algorithms)"
+	if err == nil || err.Error() != want {
+		t.Errorf("apply(bad) =\n%v\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Error("apply error does not match ErrInvalid")
+	}
+}
+
+func TestArrivalRateAndSegments(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name string
+		a    Arrival
+		span time.Duration
+		at   map[time.Duration]float64
+		segs []Segment
+	}{
+		{"constant", Arrival{Rate: 5}, time.Second, map[time.Duration]float64{0: 5, 999 * ms: 5},
+			[]Segment{{5, 5, time.Second}}},
+		{"ramp", Arrival{Ramp: &Ramp{From: 0, To: 100}}, 10 * time.Second,
+			map[time.Duration]float64{0: 0, 5 * time.Second: 50, 10 * time.Second: 100},
+			[]Segment{{0, 100, 10 * time.Second}}},
+		{"steps repeat and are cut at span", Arrival{Steps: []Step{{For: 2 * time.Second, Rate: 1}, {For: time.Second, Rate: 9}}},
+			5 * time.Second, map[time.Duration]float64{0: 1, 2 * time.Second: 9, 3 * time.Second: 1, 4500 * ms: 1},
+			[]Segment{{1, 1, 2 * time.Second}, {9, 9, time.Second}, {1, 1, 2 * time.Second}}},
+		{"spike once", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: time.Second, For: 500 * ms}}, 3 * time.Second,
+			map[time.Duration]float64{0: 1, time.Second: 50, 1499 * ms: 50, 1500 * ms: 1, 2900 * ms: 1},
+			[]Segment{{1, 1, time.Second}, {50, 50, 500 * ms}, {1, 1, 1500 * ms}}},
+		{"spike every 2s", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: 1900 * ms, For: 200 * ms, Every: 2 * time.Second}}, 5 * time.Second,
+			map[time.Duration]float64{0: 1, 1900 * ms: 50, 2050 * ms: 50, 2100 * ms: 1, 3950 * ms: 50, 4200 * ms: 1},
+			[]Segment{{1, 1, 1900 * ms}, {50, 50, 200 * ms}, {1, 1, 1800 * ms}, {50, 50, 200 * ms}, {1, 1, 900 * ms}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for at, want := range tt.at {
+				if got := tt.a.RateAt(at, tt.span); got != want {
+					t.Errorf("RateAt(%s, %s) = %v; want %v", at, tt.span, got, want)
+				}
+			}
+			segs := tt.a.Segments(tt.span)
+			if diff := cmp.Diff(tt.segs, segs); diff != "" {
+				t.Errorf("Segments(%s) (-want +got):\n%s", tt.span, diff)
+			}
+			var sum time.Duration
+			var at time.Duration
+			for _, s := range segs {
+				if s.From == s.To && tt.a.RateAt(at, tt.span) != s.From {
+					t.Errorf("segment at %s has rate %v; RateAt says %v", at, s.From, tt.a.RateAt(at, tt.span))
+				}
+				sum += s.For
+				at += s.For
+			}
+			if sum != tt.span {
+				t.Errorf("segments add up to %s; want %s", sum, tt.span)
+			}
+		})
+	}
+}
+
+func TestAlignStart(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0) // a whole minute? 1_700_000_000 mod 60 = 20
+	tests := []struct {
+		now  time.Time
+		a    Align
+		want time.Time
+	}{
+		{base.Add(300 * time.Millisecond), Align{}, base.Add(300 * time.Millisecond)},
+		{base.Add(300 * time.Millisecond), Align{Every: time.Second}, base.Add(time.Second)},
+		{base, Align{Every: time.Second}, base},
+		{base, Align{Every: time.Minute, Offset: 55 * time.Second}, base.Add(35 * time.Second)},
+		{base.Add(36 * time.Second), Align{Every: time.Minute, Offset: 55 * time.Second}, base.Add(95 * time.Second)},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Start(tt.now); !got.Equal(tt.want) {
+			t.Errorf("%+v.Start(%s) = %s; want %s", tt.a, tt.now.UTC(), got.UTC(), tt.want.UTC())
+		}
+	}
+}
