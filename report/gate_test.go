@@ -654,3 +654,46 @@ func TestGateFixtures(t *testing.T) {
 		t.Errorf("Markdown mismatch (-%s +got); run with -update-gate:\n%s", golden, diff)
 	}
 }
+
+// TestGateMinSamplesRationale checks the p-values GateMinSamples's doc comment quotes.
+func TestGateMinSamplesRationale(t *testing.T) {
+	seq := func(from, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = float64(from + i)
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		old    []float64
+		cur    []float64
+		wantP  float64
+		within float64
+	}{
+		{"6 v 6 separated", seq(0, 6), seq(10, 6), 0.0022, 0.0001},
+		// Swapping ranks until U = 3: the largest old value above three new ones (12.5 > 10, 11, 12).
+		{"6 v 6, U = 3", []float64{0, 1, 2, 3, 4, 12.5}, seq(10, 6), 0.015, 0.001},
+		{"4 v 4 separated", seq(0, 4), seq(10, 4), 0.029, 0.001},
+		{"3 v 3 separated", seq(0, 3), seq(10, 3), 0.1, 0.001},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := make([]Sample, len(tt.old))
+			cur := make([]Sample, len(tt.cur))
+			for i, v := range tt.old {
+				old[i] = Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+			}
+			for i, v := range tt.cur {
+				cur[i] = Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+			}
+			row, note := gateCompareMetric(gateMetricDefs[0], &Entry{Samples: old}, &Entry{Samples: cur}, FiguresRaw, nil, nil, 0)
+			if note != "" {
+				t.Fatal(note)
+			}
+			if math.Abs(row.P-tt.wantP) > tt.within {
+				t.Errorf("p = %.4f; want %.4f", row.P, tt.wantP)
+			}
+		})
+	}
+}
