@@ -1,0 +1,80 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReferenceName is the name results give the calibration script.
+const ReferenceName = "reference"
+
+// Reference returns the calibration algorithm: scripts/reference.lua, a bare INCR + PEXPIRE that
+// admits everything. It is not a limiter and not in the registry (All and Lookup do not return
+// it); the runner measures it under the same load as the algorithms so that results carry figures
+// relative to it, and issue 3's cost targets are stated against it. Its contract is none.
+func Reference() Algorithm { return referenceAlgorithm{} }
+
+type referenceAlgorithm struct{}
+
+var _ Algorithm = referenceAlgorithm{}
+
+// Describe implements Algorithm.
+func (referenceAlgorithm) Describe() Description {
+	return Description{
+		Name:           ReferenceName,
+		Origin:         "calibration: INCR + PEXPIRE, admits everything",
+		KeysPerSubject: 1,
+		Memory:         "O(1)",
+		Cost:           true,
+	}
+}
+
+// Contract implements Algorithm: none.
+func (referenceAlgorithm) Contract(l Limit) (Contract, error) {
+	if err := l.Validate(); err != nil {
+		return Contract{}, err
+	}
+	return Contract{Kind: NoContract}, nil
+}
+
+// Prepare implements Algorithm.
+func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	s, err := loadScript(ctx, c, "reference.lua")
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	return &referenceLimiter{script: s, prefix: prefix, ttlMillis: l.Window.Milliseconds()}, nil
+}
+
+// Model implements Algorithm: none.
+func (referenceAlgorithm) Model(Limit) Model { return nil }
+
+type referenceLimiter struct {
+	script    *redis.Script
+	prefix    string
+	ttlMillis int64
+}
+
+func (r *referenceLimiter) Keys(req Request) []string {
+	return []string{subjectKey(r.prefix, "ref", req.Subject)}
+}
+
+func (r *referenceLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cmd := runScript(ctx, c, r.script, r.Keys(req), r.ttlMillis)
+	return func() (Decision, error) {
+		raw, err := cmd.Result()
+		if err != nil {
+			return Decision{}, fmt.Errorf("reference: %w", err)
+		}
+		n, ok := raw.(int64)
+		if !ok || n < 1 {
+			return Decision{}, fmt.Errorf("reference: %w", badReply("want a positive integer", raw))
+		}
+		return Decision{Allowed: true}, nil
+	}
+}

@@ -1,0 +1,504 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// memorySample is the most keys per master whose MEMORY USAGE is read; the total is scaled from
+// them.
+const memorySample = 500
+
+// measurement is one run of one algorithm on one topology.
+type measurement struct {
+	repeat int
+	entry  report.Entry
+}
+
+// plan turns the scenario's load into a load.Plan.
+func plan(s *scenarios.Scenario) load.Plan {
+	p := load.Plan{
+		Arrival:       load.ClosedLoop{},
+		Duration:      s.Duration,
+		Warmup:        s.Warmup,
+		Clients:       s.Clients,
+		Mode:          load.Mode(s.ClientMode),
+		PipelineDepth: s.PipelineDepth,
+		Keys: load.Keys{
+			Count:        s.Keys.Count,
+			Distribution: load.Distribution(s.Keys.Distribution),
+			Exponent:     s.Keys.ZipfS,
+			HotShare:     s.Keys.HotShare,
+		},
+		Seed: uint64(s.Seed),
+		Skew: load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
+		Cost: s.Cost,
+	}
+	if s.Arrival != nil {
+		var segs []load.Segment
+		for _, g := range s.Arrival.Segments(s.TotalDuration()) {
+			segs = append(segs, load.Segment{From: g.From, To: g.To, Duration: g.For})
+		}
+		p.Arrival = load.NewProfile(segs...)
+	}
+	return p
+}
+
+// measure runs algorithm a once on tgt under the scenario's load and returns the measurement. A
+// non-nil measurement comes back even with an error when something was measured.
+func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
+	runID string) (*measurement, error) {
+	s := o.Scenario
+	name := a.Describe().Name
+	prefix := fmt.Sprintf("limitbench:%s:%s:%d:", runID, keySafe(name), rep)
+	cleanCtx := context.WithoutCancel(ctx)
+	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
+		return nil, lostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
+		defer cancel()
+		_ = tgt.CleanupPrefix(cctx, prefix)
+	}()
+	lim, err := a.Prepare(ctx, tgt.Client, s.Limit, prefix)
+	if err != nil {
+		if _, custom := a.(*customAlgorithm); custom {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, name, err)
+		}
+		return nil, lostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
+	}
+	contract, err := a.Contract(s.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+
+	p := plan(s)
+	p.SharedClock = tgt.Info.SharedClock
+	if !p.SharedClock {
+		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
+		if err != nil {
+			return nil, lostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
+		}
+		p.ServerClock = &off
+	}
+	if o.Progress != nil {
+		total := s.TotalDuration()
+		p.Progress = func(lp load.Progress) {
+			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: o.Repeat, Progress: lp, Duration: total})
+		}
+	}
+	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
+	defer client.Close()
+
+	before, err := snapshot(ctx, tgt)
+	if err != nil {
+		return nil, lostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
+	}
+	if s.Arrival != nil && s.Arrival.Align.Every > 0 {
+		wait := time.Until(s.Arrival.Align.Start(time.Now()))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	res, err := load.Run(ctx, client, lim, p)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
+	}
+	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
+	defer cancel()
+	if err := alive(statCtx, tgt); err != nil {
+		m := &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, nil)}
+		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
+	}
+	after, err := snapshot(statCtx, tgt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read server stats: %w", ErrLost, err)
+	}
+	srv := serverCost(before, after, res)
+	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
+	if err == nil && keys > 0 {
+		srv.Keys = keys
+		if n := subjectsTouched(res.Log); n > 0 {
+			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
+		}
+	}
+	return &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, &srv)}, nil
+}
+
+// keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
+func keySafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '{', '}', '*', '?', '[', ']', '\\', ' ':
+			return '_'
+		}
+		return r
+	}, name)
+}
+
+// lostOr returns err marked as ErrLost when the target no longer answers, or as
+// ErrInterrupted when ctx was cancelled.
+func lostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if perr := alive(pctx, tgt); perr != nil {
+		return fmt.Errorf("%w: %w", ErrLost, err)
+	}
+	return err
+}
+
+// alive pings every master of tgt.
+func alive(ctx context.Context, tgt *redisenv.Target) error {
+	return tgt.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		return c.Ping(ctx).Err()
+	})
+}
+
+// serverCost turns two stats snapshots around a measurement into per-decision costs.
+func serverCost(before, after serverStats, res *load.Result) report.Server {
+	var srv report.Server
+	n := float64(res.Counts.Requests + res.Counts.Warmup)
+	if n == 0 {
+		return srv
+	}
+	if d := after.usec - before.usec; d > 0 {
+		srv.USecPerCall = round3(float64(d) / n)
+	}
+	if d := after.cpu - before.cpu; d > 0 {
+		srv.CPUUSecPerDecision = round3(d * 1e6 / n)
+	}
+	return srv
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// keyMemory counts the keys under prefix on every master and estimates their memory from
+// MEMORY USAGE of up to memorySample keys per master, scaled to all of them.
+func keyMemory(ctx context.Context, tgt *redisenv.Target, prefix string) (keys, bytes int64, err error) {
+	type part struct{ keys, sampled, bytes int64 }
+	var parts []part
+	var mu = make(chan struct{}, 1)
+	err = tgt.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		var p part
+		iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			p.keys++
+			if p.sampled < memorySample {
+				n, err := c.MemoryUsage(ctx, iter.Val(), 0).Result()
+				if err == nil {
+					p.sampled++
+					p.bytes += n
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		mu <- struct{}{}
+		parts = append(parts, p)
+		<-mu
+		return nil
+	})
+	for _, p := range parts {
+		keys += p.keys
+		if p.sampled > 0 {
+			bytes += p.bytes * p.keys / p.sampled
+		}
+	}
+	return keys, bytes, err
+}
+
+// globEscape escapes the glob metacharacters of s for SCAN MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// subjectsTouched counts the distinct subjects of the log's admitted or denied requests.
+func subjectsTouched(log *verify.Log) int {
+	if log == nil {
+		return 0
+	}
+	seen := make([]bool, len(log.Subjects))
+	n := 0
+	for _, e := range log.Events {
+		if (e.Kind == verify.Admitted || e.Kind == verify.Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
+			seen[e.Subject] = true
+			n++
+		}
+	}
+	return n
+}
+
+// entryOf builds the report entry of one measurement, verifying its admission log.
+func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, a algorithms.Algorithm,
+	s *scenarios.Scenario, srv *report.Server) report.Entry {
+	c := res.Counts
+	e := report.Entry{
+		Algorithm:     name,
+		Topology:      topo,
+		Requests:      int64(c.Requests),
+		Allowed:       int64(c.Allowed),
+		Denied:        int64(c.Denied),
+		Errors:        int64(c.Failed),
+		Unknown:       int64(c.Unknown),
+		Dropped:       int64(c.Missed + c.Dropped),
+		Late:          int64(c.Late),
+		DurationS:     res.Duration.Seconds(),
+		OfferedRPS:    round3(res.OfferedRate),
+		ThroughputRPS: round3(res.Throughput),
+	}
+	if _, custom := a.(*customAlgorithm); custom {
+		e.Custom = true
+	}
+	if c.Requests > 0 {
+		e.LateFraction = float64(c.Late) / float64(c.Requests)
+	}
+	if srv != nil {
+		e.Server = *srv
+	}
+	if res.Histograms != nil {
+		// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
+		// histogram, and the report says so.
+		_ = e.SetHistograms(res.Histograms.Latency(), res.Histograms.Service())
+	}
+	e.Verification = verification(res, contract, s)
+	if res.Log != nil && contract.Kind != algorithms.NoContract {
+		if acc, err := verify.Accuracy(contract, res.Log, time.Second); err == nil {
+			e.Accuracy = report.Accuracy{
+				IdealAllowed:   acc.IdealAllowed,
+				Efficiency:     round3(acc.Efficiency),
+				FalseDenials:   acc.FalseDenials,
+				MaxWindowRatio: round3(acc.MaxWindowRatio),
+			}
+		} else {
+			e.Verification.Reasons = append(e.Verification.Reasons, "accuracy not computed: "+err.Error())
+		}
+		if m := a.Model(s.Limit); m != nil {
+			if rr, err := verify.Replay(m, res.Log); err == nil && rr.Differ > 0 {
+				e.Verification.Reasons = append(e.Verification.Reasons, fmt.Sprintf(
+					"note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed))
+			}
+		}
+	}
+	e.Timeline = timeline(res, contract)
+	if res.Canceled {
+		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
+	}
+	return e
+}
+
+// verification checks the log against the contract and fills the entry's verification.
+func verification(res *load.Result, contract algorithms.Contract, s *scenarios.Scenario) report.Verification {
+	v := report.Verification{Contract: contract.String()}
+	if contract.Kind == algorithms.NoContract {
+		v.Contract = string(algorithms.NoContract)
+	}
+	if res.Log == nil {
+		v.Verdict = report.Inconclusive
+		v.Reasons = []string{"no admission log was recorded"}
+		return v
+	}
+	rep, err := verify.Check(contract, res.Log)
+	if err != nil {
+		v.Verdict = report.Inconclusive
+		v.Reasons = []string{"cannot verify: " + err.Error()}
+		return v
+	}
+	j := verify.Judge(rep, res.Behind)
+	v.Verdict = report.Verdict(j.Outcome)
+	v.Reasons = j.Reasons
+	v.DefiniteViolations = rep.Definite()
+	v.PossibleViolations = rep.Possible()
+	start := res.Start.Add(res.Plan.Warmup).UnixMicro()
+	var worst verify.Where
+	for _, l := range rep.Limits {
+		if l.Worst.Excess > worst.Excess {
+			worst = l.Worst
+		}
+		for _, viol := range l.Violations {
+			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
+		}
+		v.ViolationTimesOmitted += l.ViolationsDropped
+	}
+	sort.Float64s(v.ViolationTimesS)
+	if worst.Excess > 0 {
+		v.WorstExcess = worst.Excess
+		who := "subject " + worst.Subject
+		if worst.Client != "" {
+			who += " client " + worst.Client
+			if worst.Subject == "" {
+				who = "client " + worst.Client
+			}
+		}
+		v.Where = fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
+			worst.Permits, worst.Allowed, float64(worst.Lo-start)/1e6, float64(worst.Hi-start)/1e6)
+	}
+	return v
+}
+
+// timeline converts the load timeline and adds the contract's allowance per bin.
+func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
+	t := report.Timeline{BinS: res.Plan.Bin.Seconds()}
+	if res.Timeline == nil {
+		return t
+	}
+	for _, b := range res.Timeline.Bins {
+		t.Offered = append(t.Offered, int64(b.Offered))
+		t.Admitted = append(t.Admitted, int64(b.AdmittedPermits))
+		t.Denied = append(t.Denied, int64(b.Denied))
+		t.Errors = append(t.Errors, int64(b.Failed+b.Unknown))
+	}
+	if contract.Kind == algorithms.NoContract || res.Log == nil || len(t.Offered) == 0 {
+		return t
+	}
+	// The allowance of one scope over one bin, in the steady state.
+	bin := res.Plan.Bin
+	var per float64
+	switch contract.Kind {
+	case algorithms.SlidingWindow, algorithms.FixedWindow:
+		per = float64(contract.Limit) * bin.Seconds() / contract.Window.Seconds()
+	case algorithms.TokenBucket:
+		per = float64(contract.RefillPermits) * bin.Seconds() / contract.RefillPer.Seconds()
+	}
+	// Count the scopes active in each bin.
+	start := res.Start.Add(res.Plan.Warmup).UnixMicro()
+	binUS := bin.Microseconds()
+	active := make([]map[uint64]struct{}, len(t.Offered))
+	for _, ev := range res.Log.Events {
+		i := int(((ev.Lo+ev.Hi)/2 - start) / binUS)
+		if i < 0 || i >= len(active) {
+			continue
+		}
+		if active[i] == nil {
+			active[i] = map[uint64]struct{}{}
+		}
+		k := uint64(ev.Subject)
+		if contract.Scope == algorithms.PerClient {
+			k = k<<16 | uint64(ev.Client)
+		} else if contract.Scope == algorithms.PerConsumer {
+			k = uint64(ev.Client)
+		}
+		active[i][k] = struct{}{}
+	}
+	t.Limit = make([]float64, len(t.Offered))
+	for i, m := range active {
+		t.Limit[i] = round3(per * float64(len(m)))
+	}
+	return t
+}
+
+// summarize merges the repeats of one algorithm on one topology into one entry: the repeat with
+// the median throughput gives the histograms and timeline, verification takes the worst verdict
+// and adds up violations, and every repeat becomes a Sample.
+func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario) report.Entry {
+	byTP := slices.Clone(ms)
+	sort.SliceStable(byTP, func(i, j int) bool { return byTP[i].entry.ThroughputRPS < byTP[j].entry.ThroughputRPS })
+	e := byTP[len(byTP)/2].entry
+	name := a.Describe().Name
+	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, name)
+	if len(ms) == 1 {
+		return e
+	}
+	var def, poss, worst int64
+	verdict := report.Pass
+	var reasons []string
+	for _, m := range ms {
+		v := m.entry.Verification
+		def += v.DefiniteViolations
+		poss += v.PossibleViolations
+		if v.WorstExcess > worst {
+			worst = v.WorstExcess
+			e.Verification.Where = fmt.Sprintf("repeat %d: %s", m.repeat, v.Where)
+		}
+		switch {
+		case v.Verdict == report.Fail:
+			verdict = report.Fail
+		case v.Verdict == report.Inconclusive && verdict == report.Pass:
+			verdict = report.Inconclusive
+		}
+		for _, r := range v.Reasons {
+			reasons = append(reasons, fmt.Sprintf("repeat %d: %s", m.repeat, r))
+		}
+		e.Samples = append(e.Samples, report.Sample{
+			Repeat:             m.repeat,
+			ThroughputRPS:      m.entry.ThroughputRPS,
+			LatencyUS:          m.entry.LatencyUS,
+			Efficiency:         m.entry.Accuracy.Efficiency,
+			USecPerCall:        m.entry.Server.USecPerCall,
+			CPUUSecPerDecision: m.entry.Server.CPUUSecPerDecision,
+			BytesPerKey:        m.entry.Server.BytesPerKey,
+			Verdict:            v.Verdict,
+		})
+	}
+	e.Verification.Verdict = verdict
+	e.Verification.Reasons = reasons
+	e.Verification.DefiniteViolations = def
+	e.Verification.PossibleViolations = poss
+	e.Verification.WorstExcess = worst
+	return e
+}
+
+// relate fills Relative for the entries from first on, against the reference entry of the same
+// topology.
+func relate(res *report.Result, first int) {
+	if res.Reference == "" {
+		return
+	}
+	var ref *report.Entry
+	for i := first; i < len(res.Entries); i++ {
+		if res.Entries[i].Algorithm == res.Reference {
+			ref = &res.Entries[i]
+		}
+	}
+	if ref == nil {
+		return
+	}
+	ratio := func(a, b float64) float64 {
+		if a == 0 || b == 0 {
+			return 0
+		}
+		return round3(a / b)
+	}
+	for i := first; i < len(res.Entries); i++ {
+		e := &res.Entries[i]
+		if e == ref {
+			continue
+		}
+		e.Relative = &report.Relative{
+			Reference:          res.Reference,
+			Throughput:         ratio(e.ThroughputRPS, ref.ThroughputRPS),
+			P50:                ratio(e.LatencyUS.P50, ref.LatencyUS.P50),
+			P99:                ratio(e.LatencyUS.P99, ref.LatencyUS.P99),
+			USecPerCall:        ratio(e.Server.USecPerCall, ref.Server.USecPerCall),
+			CPUUSecPerDecision: ratio(e.Server.CPUUSecPerDecision, ref.Server.CPUUSecPerDecision),
+			BytesPerKey:        ratio(e.Server.BytesPerKey, ref.Server.BytesPerKey),
+		}
+	}
+}

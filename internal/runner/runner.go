@@ -1,0 +1,448 @@
+// Package runner runs a scenario: for each topology it starts one Redis environment, runs every
+// algorithm (interleaved with the reference script, repeated as asked) under the scenario's load,
+// measures what the decisions cost Redis, verifies each algorithm against its contract, and
+// assembles a report.Result. It evaluates the scenario's expectations and thresholds; writing the
+// files and choosing the exit code are the caller's (the CLI's) job.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// Errors of Run; compare with errors.Is. Environment errors also wrap redisenv's sentinels
+// (ErrUnavailable, ErrBadConfig).
+var (
+	// ErrLost means Redis stopped answering during the run. The Outcome still holds what was
+	// measured before.
+	ErrLost = errors.New("redis was lost during the run")
+	// ErrInterrupted means ctx was cancelled (Ctrl-C, SIGTERM) before the run finished; the
+	// Outcome holds what was measured, with Result.CutShort set.
+	ErrInterrupted = errors.New("run cut short")
+	// ErrBadScript means a custom script does not load in Redis (its Lua does not compile, or its
+	// keys do not fit the topology).
+	ErrBadScript = errors.New("bad custom script")
+)
+
+// Options configure Run. Scenario is required; the zero value of every other field is a
+// documented default.
+type Options struct {
+	// Scenario is what to run; it must be valid (scenarios.Load returns valid scenarios).
+	Scenario *scenarios.Scenario
+	// Env is the environment to start for each topology; its Topology is set per topology.
+	Env redisenv.Config
+	// Repeat runs each algorithm this many times (default 1), interleaved: A B C A B C.
+	Repeat int
+	// NoReference skips the reference script (a bare INCR + PEXPIRE) that is otherwise measured
+	// under the same load in every round, so that results carry relative figures.
+	NoReference bool
+	// Progress, when set, receives a live view of the current measurement about once a second.
+	Progress func(Progress)
+	// Done, when set, is called after each measurement with its entry.
+	Done func(e *report.Entry, repeat int)
+	// Logf, when set, receives one line per notable step (environment chosen, started, stopped).
+	Logf func(format string, args ...any)
+	// ScenarioFile is recorded in the result; defaults to Scenario.File.
+	ScenarioFile string
+}
+
+// Progress is a live view of one measurement.
+type Progress struct {
+	Algorithm, Topology string
+	Repeat, Repeats     int
+	load.Progress
+	// Duration is the planned length of this measurement, warmup included.
+	Duration time.Duration
+}
+
+// Outcome is what Run concluded.
+type Outcome struct {
+	// Result holds every measurement made, even when Run returned an error.
+	Result *report.Result
+	// Failures lists, one sentence each, what makes the run fail: a failed verdict the scenario
+	// did not expect, an expected violation that was not found, an inconclusive verdict, a broken
+	// threshold. Empty means the run passed.
+	Failures []string
+}
+
+// Passed reports whether every verdict passed and every expectation and threshold held.
+func (o *Outcome) Passed() bool { return len(o.Failures) == 0 }
+
+// Run runs o.Scenario and returns its outcome. The error is non-nil when the run could not
+// start or finish: an environment that could not be set up (wrapping redisenv.ErrUnavailable or
+// ErrBadConfig), Redis lost mid-run (ErrLost), a bad custom script (ErrBadScript), or
+// cancellation (ErrInterrupted). The Outcome is never nil and holds what was measured.
+func Run(ctx context.Context, o Options) (*Outcome, error) {
+	s := o.Scenario
+	if o.Repeat <= 0 {
+		o.Repeat = 1
+	}
+	if o.ScenarioFile == "" {
+		o.ScenarioFile = s.File
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	res := &report.Result{
+		Schema:      report.SchemaVersion,
+		Scenario:    describeScenario(s, o.ScenarioFile),
+		Environment: describeHarness(),
+		StartedAt:   time.Now().UTC(),
+	}
+	out := &Outcome{Result: res}
+	finish := func(err error) (*Outcome, error) {
+		res.FinishedAt = time.Now().UTC()
+		if err != nil && res.CutShortNote == "" && len(res.Entries) > 0 {
+			res.CutShort = true
+			res.CutShortNote = err.Error()
+		}
+		out.Failures = append(out.Failures, judge(s, res)...)
+		return out, err
+	}
+
+	entries := s.ResolveAlgorithms()
+	algs := make([]algorithms.Algorithm, 0, len(entries)+1)
+	if !o.NoReference {
+		algs = append(algs, algorithms.Reference())
+		res.Reference = algorithms.ReferenceName
+	}
+	for _, e := range entries {
+		a, err := resolve(e)
+		if err != nil {
+			return finish(err)
+		}
+		algs = append(algs, a)
+	}
+
+	runID := newRunID()
+	var topologies []string
+	for _, topo := range s.Topologies {
+		topologies = append(topologies, string(topo))
+	}
+	res.Environment.Topology = strings.Join(topologies, ",")
+
+	for _, topo := range s.Topologies {
+		cfg := o.Env
+		cfg.Topology = redisenv.Topology(topo)
+		cfg.Logf = logf
+		tgt, err := redisenv.Start(ctx, cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return finish(fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err()))
+			}
+			return finish(fmt.Errorf("start %s environment: %w", topo, err))
+		}
+		describeTarget(&res.Environment, tgt)
+		logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
+			tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
+		err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if serr := tgt.Stop(stopCtx); serr != nil {
+			logf("stop %s environment: %v", topo, serr)
+		}
+		cancel()
+		if err != nil {
+			return finish(err)
+		}
+	}
+	return finish(nil)
+}
+
+// resolve returns the algorithm an entry names.
+func resolve(e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
+	if e.Custom != nil {
+		return customAlgorithmOf(e.Custom)
+	}
+	return algorithms.Lookup(e.Name)
+}
+
+// runTopology runs every algorithm on tgt, o.Repeat rounds, and appends one entry per algorithm
+// to res (repeats become its Samples).
+func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo string, algs []algorithms.Algorithm,
+	runID string, res *report.Result) error {
+	first := len(res.Entries)
+	runs := make([][]*measurement, len(algs))
+	defer func() {
+		// Whatever happened, record what was measured, in algorithm order.
+		for i, ms := range runs {
+			if len(ms) > 0 {
+				res.Entries = append(res.Entries, summarize(ms, algs[i], o.Scenario))
+			}
+		}
+		relate(res, first)
+	}()
+	for rep := 1; rep <= o.Repeat; rep++ {
+		for i, a := range algs {
+			m, err := measure(ctx, o, tgt, topo, a, rep, runID)
+			if m != nil {
+				runs[i] = append(runs[i], m)
+				if o.Done != nil {
+					e := m.entry
+					o.Done(&e, rep)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+			}
+		}
+	}
+	return nil
+}
+
+// newRunID returns a short random id for the run's key prefixes.
+func newRunID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
+	rs := report.Scenario{
+		Name:             s.Name,
+		Description:      s.Description,
+		File:             file,
+		Seed:             s.Seed,
+		DurationS:        s.Duration.Seconds(),
+		Clients:          s.Clients,
+		Loop:             "closed",
+		Mode:             string(s.ClientMode),
+		Keys:             describeKeys(s.Keys),
+		ExpectViolations: slices.Clone(s.Expect.Violations),
+	}
+	if s.ClientMode == scenarios.Pipeline {
+		rs.Mode = fmt.Sprintf("pipeline(%d)", s.PipelineDepth)
+	}
+	if s.Arrival != nil {
+		rs.Loop = "open"
+		rs.Arrival = describeArrival(s.Arrival)
+	}
+	if !s.ClockSkew.IsZero() {
+		if s.ClockSkew.Spread > 0 {
+			rs.Skew = "spread ±" + s.ClockSkew.Spread.String()
+		} else {
+			var parts []string
+			for _, d := range s.ClockSkew.Offsets {
+				parts = append(parts, d.String())
+			}
+			rs.Skew = "offsets " + strings.Join(parts, ", ") + " cycled over clients"
+		}
+	}
+	for _, t := range s.Topologies {
+		rs.Topologies = append(rs.Topologies, string(t))
+	}
+	for _, e := range s.ResolveAlgorithms() {
+		rs.Algorithms = append(rs.Algorithms, e.Name)
+	}
+	return rs
+}
+
+func describeKeys(k scenarios.Keys) string {
+	noun := "subjects"
+	if k.Count == 1 {
+		noun = "subject"
+	}
+	switch k.Distribution {
+	case scenarios.Zipf:
+		return fmt.Sprintf("%d %s, zipf s=%g", k.Count, noun, k.ZipfS)
+	case scenarios.Hot:
+		return fmt.Sprintf("%d %s, hot share %g", k.Count, noun, k.HotShare)
+	}
+	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
+}
+
+func describeArrival(a *scenarios.Arrival) string {
+	var s string
+	switch a.Kind() {
+	case scenarios.RampUp:
+		s = fmt.Sprintf("ramp %g/s to %g/s", a.Ramp.From, a.Ramp.To)
+	case scenarios.Stepped:
+		var parts []string
+		for _, st := range a.Steps {
+			parts = append(parts, fmt.Sprintf("%g/s for %s", st.Rate, st.For))
+		}
+		s = "steps " + strings.Join(parts, ", ")
+	case scenarios.Spiked:
+		sp := a.Spike
+		s = fmt.Sprintf("spike %g/s, %g/s at %s for %s", sp.Base, sp.Peak, sp.At, sp.For)
+		if sp.Every > 0 {
+			s += " every " + sp.Every.String()
+		}
+	default:
+		s = fmt.Sprintf("constant %g/s", a.Rate)
+	}
+	if a.Align.Every > 0 {
+		s += fmt.Sprintf(", aligned to %s+%s", a.Align.Every, a.Align.Offset)
+	}
+	return s
+}
+
+// describeHarness fills the harness side of the environment.
+func describeHarness() report.Environment {
+	return report.Environment{
+		CPUs:           runtime.NumCPU(),
+		GOMAXPROCS:     runtime.GOMAXPROCS(0),
+		GoVersion:      runtime.Version(),
+		HarnessVersion: harnessVersion(),
+		OS:             runtime.GOOS,
+		Arch:           runtime.GOARCH,
+	}
+}
+
+// describeTarget fills the Redis side of the environment from a started target.
+func describeTarget(env *report.Environment, t *redisenv.Target) {
+	env.Backend = string(t.Info.Backend)
+	env.Image = t.Info.Image
+	env.RedisVersion = t.Info.Version
+	if len(t.Info.Nodes) > env.Nodes {
+		env.Nodes = len(t.Info.Nodes)
+	}
+}
+
+// harnessVersion is the module version, or the VCS revision the binary was built from.
+func harnessVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// judge evaluates verdicts, expectations and thresholds over res and returns the failures.
+func judge(s *scenarios.Scenario, res *report.Result) []string {
+	var fails []string
+	expected := map[string]bool{}
+	for _, n := range s.Expect.Violations {
+		expected[n] = true
+	}
+	mayViolate := map[string]bool{}
+	for _, n := range s.Expect.MayViolate {
+		mayViolate[n] = true
+	}
+	seen := map[string]bool{}
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if e.Algorithm == res.Reference {
+			continue
+		}
+		seen[e.Algorithm] = true
+		v := e.Verification
+		name := e.Name()
+		switch {
+		case expected[e.Algorithm]:
+			if v.DefiniteViolations == 0 {
+				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
+			}
+		case mayViolate[e.Algorithm]:
+		case v.Verdict == report.Fail:
+			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
+		case v.Verdict == report.Inconclusive && v.Contract != string(algorithms.NoContract):
+			fails = append(fails, fmt.Sprintf("%s: inconclusive: %s", name, strings.Join(v.Reasons, "; ")))
+		}
+	}
+	if !res.CutShort {
+		names := make([]string, 0, len(expected))
+		for n := range expected {
+			if !seen[n] {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fails = append(fails, fmt.Sprintf("%s: expected a violation, but the algorithm was not run", n))
+		}
+	}
+	for _, th := range s.Thresholds {
+		for i := range res.Entries {
+			e := &res.Entries[i]
+			if e.Algorithm == res.Reference || (th.Algorithm != "" && th.Algorithm != e.Algorithm) {
+				continue
+			}
+			v, ok := metric(e, th.Metric)
+			if !ok {
+				continue
+			}
+			if !th.Holds(v) {
+				fails = append(fails, fmt.Sprintf("%s: threshold %q broken: %s = %s", e.Name(), th.Text, th.Metric, formatMetric(th.Metric, v)))
+			}
+		}
+	}
+	return fails
+}
+
+// metric returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction).
+func metric(e *report.Entry, m scenarios.Metric) (float64, bool) {
+	switch m {
+	case scenarios.P50:
+		return e.LatencyUS.P50, true
+	case scenarios.P90:
+		return e.LatencyUS.P90, true
+	case scenarios.P99:
+		return e.LatencyUS.P99, true
+	case scenarios.P999:
+		return e.LatencyUS.P999, true
+	case scenarios.Max:
+		return e.LatencyUS.Max, true
+	case scenarios.Throughput:
+		return e.ThroughputRPS, true
+	case scenarios.Efficiency:
+		if e.Accuracy.IdealAllowed == 0 {
+			return 0, false
+		}
+		return e.Accuracy.Efficiency, true
+	case scenarios.ErrorRate:
+		if e.Requests == 0 {
+			return 0, false
+		}
+		return float64(e.Errors+e.Unknown) / float64(e.Requests), true
+	}
+	return 0, false
+}
+
+func formatMetric(m scenarios.Metric, v float64) string {
+	if m.IsLatency() {
+		return (time.Duration(v*1000) * time.Nanosecond).Round(time.Microsecond).String()
+	}
+	return fmt.Sprintf("%.4g", v)
+}
