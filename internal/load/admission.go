@@ -70,13 +70,20 @@ type AdmissionLog struct {
 	// SharedClock and Server select the narrowing described above.
 	SharedClock bool
 	Server      *ClockOffset
-	Events      []verify.Event
 	// Narrowed counts events narrowed to the server's decision time.
 	Narrowed uint64
 	// Mismatched counts server decision times outside [Sent − MismatchSlack, Received +
 	// MismatchSlack].
 	Mismatched uint64
+
+	// Events are kept in chunks so that a growing log never copies what it holds.
+	chunks [][]verify.Event
+	cur    []verify.Event
+	n      int
 }
+
+// logChunk is the number of events per chunk (128 KiB).
+const logChunk = 4096
 
 // MismatchSlack is how far outside [Sent, Received] a shared-clock server time may lie before
 // it counts as a mismatch (clock steps, µs truncation).
@@ -130,7 +137,14 @@ func (l *AdmissionLog) Add(o *Outcome) {
 	default:
 		e.Kind = verify.Unknown
 	}
-	l.Events = append(l.Events, e)
+	if len(l.cur) == cap(l.cur) {
+		if l.cur != nil {
+			l.chunks = append(l.chunks, l.cur)
+		}
+		l.cur = make([]verify.Event, 0, logChunk)
+	}
+	l.cur = append(l.cur, e)
+	l.n++
 }
 
 func (l *AdmissionLog) narrow(e *verify.Event, t int64) {
@@ -155,9 +169,27 @@ func (l *AdmissionLog) narrow(e *verify.Event, t int64) {
 	}
 }
 
-// Merge appends the events of o to l.
+// Len returns the number of events.
+func (l *AdmissionLog) Len() int { return l.n }
+
+// Events returns every event in one new slice: l's own in order, then those of each merged log.
+func (l *AdmissionLog) Events() []verify.Event {
+	out := make([]verify.Event, 0, l.n)
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return append(out, l.cur...)
+}
+
+// Merge moves the events of o to l (without copying them); o must not be used afterwards.
 func (l *AdmissionLog) Merge(o *AdmissionLog) {
-	l.Events = append(l.Events, o.Events...)
+	if len(l.cur) > 0 {
+		l.chunks = append(l.chunks, l.cur)
+	}
+	l.chunks = append(l.chunks, o.chunks...)
+	l.cur = o.cur
+	l.n += o.n
+	*o = AdmissionLog{}
 	l.Narrowed += o.Narrowed
 	l.Mismatched += o.Mismatched
 }

@@ -141,7 +141,7 @@ func TestAdmissionLog(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewAdmissionLog(start, tt.shared, tt.offset)
 			l.Add(tt.o)
-			if diff := cmp.Diff([]verify.Event{tt.want}, l.Events); diff != "" {
+			if diff := cmp.Diff([]verify.Event{tt.want}, l.Events()); diff != "" {
 				t.Errorf("Events (-want +got):\n%s", diff)
 			}
 			if l.Narrowed != tt.narrowed || l.Mismatched != tt.miss {
@@ -162,7 +162,7 @@ func TestAdmissionLogMerge(t *testing.T) {
 	b.Add(&o)
 	a.Merge(b)
 	var got []int64
-	for _, e := range a.Events {
+	for _, e := range a.Events() {
 		got = append(got, e.Lo)
 	}
 	if diff := cmp.Diff([]int64{5, 1, 3, 2}, got); diff != "" {

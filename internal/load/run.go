@@ -398,7 +398,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			first.log.Merge(sh.log)
 		}
 		res.Histograms, res.Timeline = first.hist, first.tl
-		res.Log = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.log.Events}
+		res.Log = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.log.Events()}
 		res.Counts.Narrowed = first.log.Narrowed
 		res.Counts.Clamped = first.hist.Clamped
 		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
@@ -564,10 +564,9 @@ func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
 }
 
 // send sends the prepared outcomes outs on cmd (one request) or pipe (a batch), and records
-// them. Sent is set here, just before the requests are handed to go-redis.
-func (w *worker) send(outs []Outcome, pipe redis.Pipeliner, closed bool) {
+// them. now, read just before, is their send time.
+func (w *worker) send(outs []Outcome, pipe redis.Pipeliner, closed bool, now time.Time) {
 	r := w.r
-	now := time.Now()
 	sent := now.Sub(r.start)
 	if pipe == nil {
 		o := &outs[0]
@@ -677,15 +676,20 @@ func (w *worker) openLoop(pipe redis.Pipeliner) {
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
 		}
+		now := time.Now()
+		elapsed := now.Sub(r.start)
+		if elapsed >= r.end {
+			// So far behind that the run is over: this tick is missed, not sent.
+			return
+		}
 		w.prepare(&w.outs[0], n, at)
 		k := 1
 		if pipe != nil {
 			// Take every further tick that is already due, up to the depth.
-			now := time.Since(r.start)
 			for k < w.depth {
 				m := r.next.Load()
 				at2, ok := r.p.Arrival.At(m)
-				if !ok || at2 > now || at2 >= r.end {
+				if !ok || at2 > elapsed || at2 >= r.end {
 					break
 				}
 				if r.next.CompareAndSwap(m, m+1) {
@@ -694,11 +698,7 @@ func (w *worker) openLoop(pipe redis.Pipeliner) {
 				}
 			}
 		}
-		if time.Since(r.start) >= r.end {
-			// So far behind that the run is over: these ticks are missed, not sent.
-			return
-		}
-		w.send(w.outs[:k], pipe, false)
+		w.send(w.outs[:k], pipe, false, now)
 	}
 }
 
@@ -708,17 +708,21 @@ func (w *worker) openLoop(pipe redis.Pipeliner) {
 func (w *worker) closedLoop(pipe redis.Pipeliner) {
 	r := w.r
 	clients := uint64(len(r.clients))
+	n := 1
+	if pipe != nil {
+		n = w.depth
+	}
 	var k uint64
-	for !r.stopped() && time.Since(r.start) < r.end {
-		n := 1
-		if pipe != nil {
-			n = w.depth
+	for !r.stopped() {
+		now := time.Now()
+		if now.Sub(r.start) >= r.end {
+			return
 		}
 		for j := range n {
 			tick := (k+uint64(j))*clients + uint64(w.id)
 			w.prepare(&w.outs[j], tick, 0)
 		}
 		k += uint64(n)
-		w.send(w.outs[:n], pipe, true)
+		w.send(w.outs[:n], pipe, true, now)
 	}
 }

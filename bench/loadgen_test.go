@@ -1,0 +1,202 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
+)
+
+// loadgenScript is the Lua script both generators call: a per-subject counter with a server
+// timestamp, about the weight of the cheapest limiters (one write, one TIME).
+const loadgenScript = `
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local allowed = 0
+if n <= tonumber(ARGV[2]) then allowed = 1 end
+return {allowed, n, t[1] * 1000000 + t[2]}
+`
+
+// loadgenLimit is high enough that every request is admitted.
+const loadgenLimit = 1 << 50
+
+// loadgenKeys is the number of subjects (redis-benchmark -r).
+const loadgenKeys = 1000
+
+// scriptLimiter calls loadgenScript with EVALSHA exactly as redis-benchmark does.
+type scriptLimiter struct{ sha string }
+
+func (l scriptLimiter) Keys(req algorithms.Request) []string {
+	return []string{"lb:{" + req.Subject + "}"}
+}
+
+func (l scriptLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	cmd := c.EvalSha(ctx, l.sha, l.Keys(req), req.Cost, loadgenLimit)
+	return func() (algorithms.Decision, error) {
+		v, err := cmd.Int64Slice()
+		if err != nil {
+			return algorithms.Decision{}, err
+		}
+		if len(v) != 3 {
+			return algorithms.Decision{}, fmt.Errorf("%w: %v", algorithms.ErrBadReply, v)
+		}
+		return algorithms.Decision{Allowed: v[0] == 1, TimeMicros: v[2], Clock: algorithms.ClockServer}, nil
+	}
+}
+
+// loadgenEnv is one redis-server process with the script loaded.
+type loadgenEnv struct {
+	target *redisenv.Target
+	host   string
+	port   string
+	sha    string
+}
+
+func startLoadgenEnv(b *testing.B) *loadgenEnv {
+	b.Helper()
+	for _, bin := range []string{"redis-server", "redis-benchmark"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			b.Skipf("%s is not on PATH: %v", bin, err)
+		}
+	}
+	ctx := context.Background()
+	t, err := redisenv.Start(ctx, redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = t.Stop(context.Background()) })
+	sha, err := t.Client.ScriptLoad(ctx, loadgenScript).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, port, err := net.SplitHostPort(t.Masters()[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &loadgenEnv{target: t, host: host, port: port, sha: sha}
+}
+
+// redisBenchmark runs redis-benchmark with the script and returns its requests per second.
+func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) float64 {
+	b.Helper()
+	args := []string{"-h", e.host, "-p", e.port, "-a", e.target.Password, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
+		"-P", strconv.Itoa(depth), "-r", strconv.Itoa(loadgenKeys), "--csv",
+		"EVALSHA", e.sha, "1", "lb:{__rand_int__}", "1", strconv.Itoa(loadgenLimit)}
+	cmd := exec.Command("redis-benchmark", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("redis-benchmark: %v: %s", err, stderr.String())
+	}
+	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil || len(rows) < 2 || len(rows[1]) < 2 {
+		b.Fatalf("redis-benchmark output %q: %v", out, err)
+	}
+	rps, err := strconv.ParseFloat(rows[1][1], 64)
+	if err != nil {
+		b.Fatalf("redis-benchmark rps %q: %v", rows[1][1], err)
+	}
+	return rps
+}
+
+// limitbench runs load.Run closed-loop and returns decisions per second.
+func (e *loadgenEnv) limitbench(b *testing.B, c redis.UniversalClient, p load.Plan) *load.Result {
+	b.Helper()
+	p.Keys = load.Keys{Count: loadgenKeys}
+	p.SharedClock = true
+	res, err := load.Run(context.Background(), c, scriptLimiter{sha: e.sha}, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := res.Counts.Errors(); n > 0 {
+		b.Fatalf("limitbench: %d errors (%+v)", n, res.Counts)
+	}
+	return res
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkLoadgen measures limitbench's load generator against redis-benchmark on the same
+// redis-server process, script, connections and pipeline depth, with all recording on, and
+// reports ratios measured in this one run (absolute numbers depend on the machine):
+//
+//   - ratio-d1, ratio-d16: limitbench closed-loop throughput ÷ redis-benchmark's (target >= 0.95);
+//   - recording: throughput with every aggregator on ÷ with them off (target >= 0.95);
+//   - accuracy-N%: open-loop achieved ÷ scheduled rate at N % of saturation (target >= 0.99).
+//
+// Each figure is the median of rounds that alternate the two sides. It ignores b.N.
+//
+//	go test -run '^$' -bench Loadgen -benchtime 1x -timeout 15m ./bench/
+func BenchmarkLoadgen(b *testing.B) {
+	e := startLoadgenEnv(b)
+	const (
+		clients = 32
+		rounds  = 3
+		measure = 2 * time.Second
+	)
+	c := e.target.NewClient(redisenv.ClientOptions{PoolSize: clients})
+	// Warm the connections and the script cache.
+	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients})
+
+	for _, depth := range []int{1, 16} {
+		var rb, lb []float64
+		for range rounds {
+			// Size redis-benchmark's request count to about the same measuring time.
+			n := 20_000 * depth
+			if len(lb) > 0 {
+				n = int(lb[len(lb)-1] * measure.Seconds())
+			}
+			rb = append(rb, e.redisBenchmark(b, clients, depth, n))
+			p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients, Mode: load.ModePlain}
+			if depth > 1 {
+				p.Mode, p.PipelineDepth = load.ModePipeline, depth
+			}
+			lb = append(lb, e.limitbench(b, c, p).Throughput)
+		}
+		ratio := median(lb) / median(rb)
+		b.Logf("depth %2d, %d connections: limitbench %.0f/s (rounds %.0f), redis-benchmark %.0f/s (rounds %.0f): ratio %.3f",
+			depth, clients, median(lb), lb, median(rb), rb, ratio)
+		b.ReportMetric(ratio, fmt.Sprintf("ratio-d%d", depth))
+	}
+
+	// Recording overhead, depth 1 closed loop.
+	var on, off []float64
+	for range rounds {
+		p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients}
+		on = append(on, e.limitbench(b, c, p).Throughput)
+		p.NoRecording = true
+		off = append(off, e.limitbench(b, c, p).Throughput)
+	}
+	rec := median(on) / median(off)
+	b.Logf("recording: on %.0f/s (rounds %.0f), off %.0f/s (rounds %.0f): ratio %.3f", median(on), on, median(off), off, rec)
+	b.ReportMetric(rec, "recording")
+
+	// Open-loop accuracy: saturation is the closed-loop depth-1 throughput with recording on.
+	sat := median(on)
+	for _, pct := range []int{20, 50, 80} {
+		target := sat * float64(pct) / 100
+		res := e.limitbench(b, c, load.Plan{Arrival: load.Constant(target), Duration: 3 * time.Second, Clients: clients})
+		acc := float64(res.Counts.Requests) / float64(res.Scheduled)
+		lat := res.Histograms.Latency()
+		b.Logf("open loop at %d%% of saturation (%.0f/s): achieved %.0f/s, sent/scheduled %.4f, late %d, missed %d, behind %v, latency p50 %d µs p99 %d µs",
+			pct, target, res.AchievedRate, acc, res.Counts.Late, res.Counts.Missed, res.Behind, lat.ValueAtQuantile(50), lat.ValueAtQuantile(99))
+		b.ReportMetric(acc, fmt.Sprintf("accuracy-%d%%", pct))
+	}
+}
