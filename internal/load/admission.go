@@ -189,7 +189,7 @@ func (l *AdmissionLog) Merge(o *AdmissionLog) {
 	l.chunks = append(l.chunks, o.chunks...)
 	l.cur = o.cur
 	l.n += o.n
-	*o = AdmissionLog{}
 	l.Narrowed += o.Narrowed
 	l.Mismatched += o.Mismatched
+	*o = AdmissionLog{}
 }

@@ -153,18 +153,23 @@ func TestAdmissionLog(t *testing.T) {
 
 func TestAdmissionLogMerge(t *testing.T) {
 	start := time.UnixMicro(0)
-	a, b := NewAdmissionLog(start, false, nil), NewAdmissionLog(start, false, nil)
+	a, b := NewAdmissionLog(start, true, nil), NewAdmissionLog(start, true, nil)
 	for _, s := range []time.Duration{5, 1, 3} {
 		o := decided(true, 0, s*time.Microsecond, s*time.Microsecond)
 		a.Add(&o)
 	}
 	o := decided(true, 0, 2*time.Microsecond, 2*time.Microsecond)
+	o.Decision.Clock, o.Decision.TimeMicros = algorithms.ClockServer, 2
 	b.Add(&o)
 	a.Merge(b)
+	if a.Len() != 4 || a.Narrowed != 1 {
+		t.Errorf("after Merge: Len %d, Narrowed %d; want 4, 1", a.Len(), a.Narrowed)
+	}
 	var got []int64
 	for _, e := range a.Events() {
 		got = append(got, e.Lo)
 	}
+	// Many chunks: the order is kept across chunk boundaries.
 	if diff := cmp.Diff([]int64{5, 1, 3, 2}, got); diff != "" {
 		t.Errorf("merged Lo (-want +got):\n%s", diff)
 	}
@@ -194,5 +199,34 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Classify(%v) = %s; want %s", tt.err, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAdmissionLogChunks(t *testing.T) {
+	a, b := NewAdmissionLog(time.UnixMicro(0), false, nil), NewAdmissionLog(time.UnixMicro(0), false, nil)
+	const n = 3*logChunk + 17
+	for i := range n {
+		o := decided(true, 0, time.Duration(i)*time.Microsecond, time.Duration(i)*time.Microsecond)
+		if i%3 == 0 {
+			b.Add(&o)
+		} else {
+			a.Add(&o)
+		}
+	}
+	a.Merge(b)
+	o := decided(true, 0, n*time.Microsecond, n*time.Microsecond)
+	a.Add(&o)
+	ev := a.Events()
+	if len(ev) != n+1 || a.Len() != n+1 {
+		t.Fatalf("len(Events()) = %d, Len() = %d; want %d", len(ev), a.Len(), n+1)
+	}
+	seen := make([]bool, n+1)
+	for _, e := range ev {
+		seen[e.Lo] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Fatalf("event %d lost", i)
+		}
 	}
 }
