@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+func init() {
+	register("run", "run scenarios and write results, plots and a report", runRun)
+}
+
+// runFlags are the flags of `limitbench run` that override or complete a scenario.
+type runFlags struct {
+	backend, image, url, topology, algorithms string
+	masters, replicas                         int
+	duration                                  time.Duration
+	rate                                      float64
+	clients                                   int
+	seed                                      int64
+	out                                       string
+	quiet                                     bool
+	repeat                                    int
+	noReference                               bool
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "[flags] SCENARIO.yaml...", stderr)
+	var f runFlags
+	fs.StringVar(&f.backend, "backend", "auto", "Redis to run against: auto, process, container or external")
+	fs.StringVar(&f.image, "image", "", `container image (default "redis:7.4"; "host" builds one offline from the local redis-server)`)
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://[user:pass@]host:port, rediss://..., or comma-separated cluster seeds (implies --backend external)")
+	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster or single,cluster")
+	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
+	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master for started backends")
+	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
+	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
+	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
+	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
+	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
+	fs.StringVar(&f.out, "out", "", "results directory (default results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
+	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
+	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return badInput(errors.New("no scenario file given"))
+	}
+	if f.repeat < 1 {
+		return badInput(fmt.Errorf("--repeat must be >= 1, got %d", f.repeat))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	// Load every scenario first, so that bad input is reported before anything starts.
+	var loaded []*scenarios.Scenario
+	var problems []error
+	for _, path := range fs.Args() {
+		s, err := scenarios.Load(path)
+		if err == nil {
+			err = s.Apply(overrides(f, set))
+		}
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		loaded = append(loaded, s)
+	}
+	if len(problems) > 0 {
+		return badInput(errors.Join(problems...))
+	}
+	env, err := envConfig(f, set)
+	if err != nil {
+		return badInput(err)
+	}
+
+	var failures []string
+	var firstErr error
+	for _, s := range loaded {
+		dir := f.out
+		switch {
+		case dir == "":
+			dir = filepath.Join("results", s.Name+"-"+time.Now().UTC().Format("20060102T150405Z"))
+		case len(loaded) > 1:
+			dir = filepath.Join(dir, s.Name)
+		}
+		fails, err := runOne(ctx, s, env, f, dir, stdout, stderr)
+		failures = append(failures, fails...)
+		if err != nil {
+			firstErr = err
+			break
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if len(failures) > 0 {
+		return failed(fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  ")))
+	}
+	return nil
+}
+
+// overrides turns the flags the user set into scenario overrides.
+func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
+	var o scenarios.Overrides
+	if set["duration"] {
+		o.Duration = &f.duration
+	}
+	if set["rate"] {
+		o.Rate = &f.rate
+	}
+	if set["clients"] {
+		o.Clients = &f.clients
+	}
+	if set["seed"] {
+		o.Seed = &f.seed
+	}
+	if set["topology"] {
+		for _, t := range strings.Split(f.topology, ",") {
+			o.Topologies = append(o.Topologies, scenarios.Topology(strings.TrimSpace(t)))
+		}
+	}
+	if set["algorithms"] {
+		for _, a := range strings.Split(f.algorithms, ",") {
+			o.Algorithms = append(o.Algorithms, strings.TrimSpace(a))
+		}
+	}
+	return o
+}
+
+// envConfig builds the environment configuration from the flags.
+func envConfig(f runFlags, set map[string]bool) (redisenv.Config, error) {
+	cfg := redisenv.Config{
+		Backend:  redisenv.Backend(f.backend),
+		Image:    f.image,
+		URL:      f.url,
+		Masters:  f.masters,
+		Replicas: f.replicas,
+	}
+	if f.url != "" && !set["backend"] {
+		cfg.Backend = redisenv.Backend("external")
+	}
+	// Topology is set per run; validate the rest with a placeholder.
+	check := cfg
+	check.Topology = "single"
+	if f.masters > 0 || f.replicas > 0 {
+		check.Topology = "cluster"
+	}
+	if err := check.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// runOne runs one scenario, writes its results into dir and prints its summary. It returns the
+// scenario's failures, and an error (already marked with its exit code) when the run could not
+// finish.
+func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, dir string,
+	stdout, stderr io.Writer) ([]string, error) {
+	live := isTerminal(stderr) && !f.quiet
+	var mu sync.Mutex
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference}
+	if !f.quiet {
+		opts.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}
+		fmt.Fprintf(stderr, "scenario %s: %s\n", s.Name, oneLine(s.Description))
+	}
+	if live {
+		opts.Progress = func(p runner.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			phase := ""
+			if p.Warmup {
+				phase = " warmup"
+			}
+			rep := ""
+			if p.Repeats > 1 {
+				rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
+			}
+			fmt.Fprintf(stderr, "\r\033[K%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+				p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
+				p.Requests, p.Admitted, p.Errors, p.Rate)
+		}
+	}
+	if !f.quiet {
+		opts.Done = func(e *report.Entry, repeat int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			rep := ""
+			if f.repeat > 1 {
+				rep = fmt.Sprintf(" #%d", repeat)
+			}
+			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
+				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), e.Outcome())
+		}
+	}
+	out, runErr := runner.Run(ctx, opts)
+	res := out.Result
+	var writeErr error
+	if len(res.Entries) > 0 {
+		if runErr != nil && errors.Is(runErr, runner.ErrInterrupted) {
+			res.CutShort = true
+			res.CutShortNote = "interrupted: the results cover what was measured before the signal"
+		}
+		writeErr = report.WriteAll(dir, res)
+	}
+	printSummary(stdout, res)
+	if len(res.Entries) > 0 && writeErr == nil {
+		fmt.Fprintf(stdout, "results: %s\n", dir)
+	}
+	if writeErr != nil {
+		fmt.Fprintf(stderr, "limitbench run: write results to %s: %v\n", dir, writeErr)
+	}
+	switch {
+	case runErr == nil && writeErr != nil:
+		return out.Failures, fmt.Errorf("write results: %w", writeErr)
+	case runErr == nil:
+		return out.Failures, nil
+	case errors.Is(runErr, runner.ErrInterrupted):
+		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
+	case errors.Is(runErr, runner.ErrBadScript), errors.Is(runErr, redisenv.ErrBadConfig):
+		return out.Failures, badInput(runErr)
+	default:
+		// Redis could not be started or reached, or was lost mid-run.
+		return out.Failures, envFailure(runErr)
+	}
+}
+
+// printSummary prints one line per entry.
+func printSummary(w io.Writer, r *report.Result) {
+	if len(r.Entries) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ALGORITHM\tTOPOLOGY\tTHROUGHPUT/s\tP50\tP99\tADMITTED/IDEAL\tDEFINITE\tVERDICT")
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		ideal := "-"
+		if e.Accuracy.IdealAllowed > 0 {
+			ideal = fmt.Sprintf("%d/%d", e.Allowed, e.Accuracy.IdealAllowed)
+		}
+		outcome := e.Outcome()
+		if e.Algorithm == r.Reference {
+			outcome = "reference"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%s\n", e.Algorithm, e.Topology, e.ThroughputRPS,
+			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, outcome)
+	}
+	tw.Flush()
+}
+
+// micros renders a latency in µs as a short duration.
+func micros(us float64) string {
+	d := time.Duration(us * float64(time.Microsecond))
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
