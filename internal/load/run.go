@@ -678,8 +678,9 @@ func (w *worker) openLoop(pipe redis.Pipeliner) {
 		}
 		now := time.Now()
 		elapsed := now.Sub(r.start)
-		if elapsed >= r.end {
-			// So far behind that the run is over: this tick is missed, not sent.
+		if elapsed >= r.end+r.p.LateAfter {
+			// So far behind that the run is over: this tick is missed, not sent. (A tick due
+			// before the end is still sent up to LateAfter after it.)
 			return
 		}
 		w.prepare(&w.outs[0], n, at)
