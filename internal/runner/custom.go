@@ -1,19 +1,82 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// errNoCustom is returned until custom scripts are supported.
-var errNoCustom = errors.New("custom scripts are not supported yet")
+// customAlgorithm is a scenario's custom script: an *algorithms.Custom, marked so that the runner
+// flags its entries as custom and reports a failed Prepare (a Lua syntax error) as ErrBadScript.
+type customAlgorithm struct{ *algorithms.Custom }
 
-// customAlgorithm adapts a scenario's custom script.
-type customAlgorithm struct{ algorithms.Algorithm }
-
+// customAlgorithmOf builds the algorithm of a scenario's custom entry. A spec that
+// algorithms.NewCustom rejects (which scenarios.Load already prevents) is an error wrapping
+// ErrBadScript.
 func customAlgorithmOf(c *scenarios.Custom) (algorithms.Algorithm, error) {
-	return nil, fmt.Errorf("%s: %w", c.Name, errNoCustom)
+	a, err := algorithms.NewCustom(customSpec(c))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, c.ScriptPath, err)
+	}
+	return &customAlgorithm{a}, nil
+}
+
+// customSpec converts a scenario's custom entry into the algorithms package's plain spec.
+func customSpec(c *scenarios.Custom) algorithms.CustomSpec {
+	spec := algorithms.CustomSpec{
+		Name:   c.Name,
+		Path:   c.ScriptPath,
+		Source: c.Source,
+		Keys:   append([]string(nil), c.Keys...),
+		Args:   append([]string(nil), c.Args...),
+		Allowed: algorithms.ReplyRule{
+			Element: c.Allowed.Element,
+			Op:      string(c.Allowed.Op),
+			Value:   c.Allowed.Value,
+			Number:  c.Allowed.Number,
+		},
+		Contract: c.Contract.Contract(),
+	}
+	if spec.Path == "" {
+		spec.Path = c.Script
+	}
+	if t := c.Time; t != nil {
+		spec.Time = &algorithms.ReplyTime{Element: t.Element, Unit: t.Unit.Duration()}
+	}
+	return spec
+}
+
+// customNotes returns what a custom script's limiter has to add to its entry's
+// Verification.Reasons, after the measurement: how many replies the allowed rule could not read
+// (each an unknown outcome, never an admission) with the first raw reply, and, when the rule read
+// replies but none as an admission, the first raw reply, so that a rule that never matches is
+// visible. It returns nil for every other limiter. Counts include the warmup.
+func customNotes(lim algorithms.Limiter) []string {
+	rr, ok := lim.(algorithms.ReplyReporter)
+	if !ok {
+		return nil
+	}
+	st := rr.ReplyStats()
+	var out []string
+	if st.Unreadable > 0 {
+		out = append(out, fmt.Sprintf(
+			"%d replies could not be read by the allowed rule %s (counted as unknown outcomes, warmup included); first raw reply: %s",
+			st.Unreadable, st.Rule, st.FirstUnreadable))
+	}
+	if st.Read > 0 && st.Admitted == 0 {
+		out = append(out, fmt.Sprintf(
+			"none of the %d replies read by the allowed rule %s was an admission; first raw reply: %s",
+			st.Read, st.Rule, st.FirstRead))
+	}
+	return out
+}
+
+// withCustomNotes returns e with customNotes(lim) appended to its Verification.Reasons.
+func withCustomNotes(e report.Entry, lim algorithms.Limiter) report.Entry {
+	if notes := customNotes(lim); len(notes) > 0 {
+		e.Verification.Reasons = append(e.Verification.Reasons, notes...)
+	}
+	return e
 }
