@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,15 +150,15 @@ func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
 	const (
 		clients = 32
-		rounds  = 3
-		measure = 2 * time.Second
+		rounds  = 5
+		measure = 1500 * time.Millisecond
 	)
 	c := e.target.NewClient(redisenv.ClientOptions{PoolSize: clients})
 	// Warm the connections and the script cache.
 	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients})
 
 	for _, depth := range []int{1, 16} {
-		var rb, lb []float64
+		var rb, lb, ratios []float64
 		for range rounds {
 			// Size redis-benchmark's request count to about the same measuring time.
 			n := 20_000 * depth
@@ -169,23 +171,31 @@ func BenchmarkLoadgen(b *testing.B) {
 				p.Mode, p.PipelineDepth = load.ModePipeline, depth
 			}
 			lb = append(lb, e.limitbench(b, c, p).Throughput)
+			ratios = append(ratios, lb[len(lb)-1]/rb[len(rb)-1])
 		}
-		ratio := median(lb) / median(rb)
-		b.Logf("depth %2d, %d connections: limitbench %.0f/s (rounds %.0f), redis-benchmark %.0f/s (rounds %.0f): ratio %.3f",
-			depth, clients, median(lb), lb, median(rb), rb, ratio)
+		ratio := median(ratios)
+		b.Logf("depth %2d, %d connections: limitbench %.0f/s %.0f, redis-benchmark %.0f/s %.0f: median of paired ratios %.3f %.3f",
+			depth, clients, median(lb), lb, median(rb), rb, ratio, ratios)
 		b.ReportMetric(ratio, fmt.Sprintf("ratio-d%d", depth))
 	}
 
 	// Recording overhead, depth 1 closed loop.
-	var on, off []float64
-	for range rounds {
+	var on, off, ratios []float64
+	for i := range rounds {
 		p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients}
-		on = append(on, e.limitbench(b, c, p).Throughput)
-		p.NoRecording = true
-		off = append(off, e.limitbench(b, c, p).Throughput)
+		// Alternate which side goes first.
+		first, second := &on, &off
+		if i%2 == 1 {
+			first, second = &off, &on
+			p.NoRecording = true
+		}
+		*first = append(*first, e.limitbench(b, c, p).Throughput)
+		p.NoRecording = !p.NoRecording
+		*second = append(*second, e.limitbench(b, c, p).Throughput)
+		ratios = append(ratios, on[len(on)-1]/off[len(off)-1])
 	}
-	rec := median(on) / median(off)
-	b.Logf("recording: on %.0f/s (rounds %.0f), off %.0f/s (rounds %.0f): ratio %.3f", median(on), on, median(off), off, rec)
+	rec := median(ratios)
+	b.Logf("recording: on %.0f/s %.0f, off %.0f/s %.0f: median of paired ratios %.3f %.3f", median(on), on, median(off), off, rec, ratios)
 	b.ReportMetric(rec, "recording")
 
 	// Open-loop accuracy: saturation is the closed-loop depth-1 throughput with recording on.
@@ -199,4 +209,55 @@ func BenchmarkLoadgen(b *testing.B) {
 			pct, target, res.AchievedRate, acc, res.Counts.Late, res.Counts.Missed, res.Behind, lat.ValueAtQuantile(50), lat.ValueAtQuantile(99))
 		b.ReportMetric(acc, fmt.Sprintf("accuracy-%d%%", pct))
 	}
+}
+
+// BenchmarkLoadgenConns compares, outside the harness, the two ways workers can hold their
+// connections: one go-redis client whose pool has one connection per worker, or one client
+// (PoolSize 1) per worker. It reports per-worker ÷ shared throughput (median of paired rounds).
+//
+//	go test -run '^$' -bench LoadgenConns -benchtime 1x ./bench/
+func BenchmarkLoadgenConns(b *testing.B) {
+	e := startLoadgenEnv(b)
+	const (
+		workers = 32
+		rounds  = 5
+		measure = time.Second
+	)
+	shared := e.target.NewClient(redisenv.ClientOptions{PoolSize: workers})
+	own := make([]redis.UniversalClient, workers)
+	for i := range own {
+		own[i] = e.target.NewClient(redisenv.ClientOptions{PoolSize: 1})
+	}
+	drive := func(client func(w int) redis.UniversalClient) float64 {
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		end := time.Now().Add(measure)
+		for w := range workers {
+			wg.Go(func() {
+				c := client(w)
+				keys := []string{"lb:{" + strconv.Itoa(w) + "}"}
+				var n int64
+				for time.Now().Before(end) {
+					if err := c.EvalSha(context.Background(), e.sha, keys, 1, loadgenLimit).Err(); err != nil {
+						b.Error(err)
+						return
+					}
+					n++
+				}
+				total.Add(n)
+			})
+		}
+		wg.Wait()
+		return float64(total.Load()) / measure.Seconds()
+	}
+	drive(func(int) redis.UniversalClient { return shared })
+	drive(func(w int) redis.UniversalClient { return own[w] })
+	var ratios []float64
+	for range rounds {
+		s := drive(func(int) redis.UniversalClient { return shared })
+		o := drive(func(w int) redis.UniversalClient { return own[w] })
+		ratios = append(ratios, o/s)
+	}
+	b.Logf("client per worker ÷ shared pool: %.3f (rounds %.3f)", median(ratios), ratios)
+	b.ReportMetric(median(ratios), "own/shared")
 }
