@@ -99,6 +99,7 @@ func WriteAll(dir string, r *Result) error {
 type view struct {
 	Title       string
 	Description string
+	Summary     string
 	Scenario    []row
 	Environment []row
 	CutShort    string
@@ -223,6 +224,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 			Heading: e.Algorithm + " on " + e.Topology + ": " + out, Class: vr.Class, Items: Findings(r, e),
 		})
 	}
+	v.Summary = summary(r)
 	for _, topo := range topologies(r) {
 		g := figureGroup{Topology: topo}
 		for _, f := range figs {
@@ -240,6 +242,28 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		}
 	}
 	return v
+}
+
+// summaryOrder is the order outcomes are counted in the summary line: problems first.
+var summaryOrder = []string{"fail", "expected violation missed", "inconclusive", "expected violation caught", "pass", "unknown"}
+
+// summary counts entries by outcome: "5 entries: 1 fail, 4 pass."
+func summary(r *Result) string {
+	n := map[string]int{}
+	for i := range r.Entries {
+		n[r.Entries[i].Outcome()]++
+	}
+	var parts []string
+	for _, o := range summaryOrder {
+		if n[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[o], o))
+		}
+	}
+	s := fmt.Sprintf("%d %s", len(r.Entries), plural(int64(len(r.Entries)), "entry", "entries"))
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return s + "."
 }
 
 func outcomeClass(outcome string) string {
@@ -264,6 +288,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	if v.Description != "" {
 		fmt.Fprintf(&b, "%s\n\n", mdText(v.Description))
 	}
+	fmt.Fprintf(&b, "**Summary:** %s\n\n", mdText(v.Summary))
 	if v.CutShort != "" {
 		fmt.Fprintf(&b, "> **Cut short:** %s\n\n", mdText(v.CutShort))
 	}
@@ -342,7 +367,7 @@ h1{font-size:1.6rem;margin:.2rem 0 .6rem}h2{font-size:1.3rem;margin-top:2rem;bor
 .wrap{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5rem 0}
 table{border-collapse:collapse;font-size:.9rem;min-width:100%}
 th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f2f2f2}td.c{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv{min-width:0}table.kv th{width:12rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}
 .pass{background:#dff3df;color:#145214}.fail{background:#fbdcdc;color:#8a1010}.inconclusive{background:#fdf0c8;color:#6b4e00}.caught{background:#dce8fb;color:#123d80}
@@ -367,6 +392,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <body>
 <h1>{{.Title}}</h1>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
+<p><strong>Summary:</strong> {{.Summary}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
 <h2>Scenario</h2>
 <div class="wrap"><table class="kv">{{range .Scenario}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table></div>
@@ -376,7 +402,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <div class="wrap"><table>
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
 <tbody>{{range .Verdicts}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td>{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
+<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>Worst window is the busiest window's admissions as a share of the contract's limit; efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each request's intended send time.</p>
 <h2>Findings</h2>
