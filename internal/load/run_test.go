@@ -297,7 +297,7 @@ func TestRunCluster(t *testing.T) {
 	env := redistest.Cluster(t)
 	lim := newLimiter(t, env, 20)
 	c := newClient(env, 4)
-	for _, mode := range []Mode{ModePlain, ModePipeline} {
+	for _, mode := range []Mode{ModePlain, ModePipeline, ModeAutoPipeline} {
 		res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}, SharedClock: true})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
