@@ -9,8 +9,10 @@ import (
 
 // FixedWindowCounter is `fixed-window`: seed 001 corrected. It admits at most Limit permits in
 // every window [kW, (k+1)W) of Unix time on the server's clock (scripts/fixed_window.lua). One
-// hash per subject holds the current window's index and count; a request is admitted when
-// count + cost <= Limit, and denied requests are not counted. Cost > 1 is supported.
+// hash per subject holds one counter per window index (the current one; earlier ones are deleted
+// when a window starts); the script HINCRBYs it first and takes the increment back when the count
+// passes Limit, so denied requests are not counted. PEXPIRE is set once per window, to its end.
+// Cost > 1 is supported.
 type FixedWindowCounter struct{}
 
 var _ Algorithm = (*FixedWindowCounter)(nil)

@@ -1,8 +1,8 @@
 package algorithms
 
 // fixedWindowModel is the reference model of `fixed-window` (scripts/fixed_window.lua): per
-// subject, the index of the current aligned window and the permits admitted in it. Client is
-// ignored.
+// subject, the index of the latest aligned window with an admission and the permits admitted in
+// it (the script keeps the same in a hash field named by the index). Client is ignored.
 type fixedWindowModel struct {
 	limit, windowUs int64
 	state           map[string]fixedWindowState

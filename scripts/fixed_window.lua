@@ -8,18 +8,23 @@
 --
 -- Design choice: every key must be passed in KEYS (Redis Cluster), and the window index comes from
 -- the server's clock inside the script, so it cannot be part of a key name. One hash per subject
--- holds the index of the current window and its count; a request in a later window starts the
--- count again. The check and the increment run in one script, so they are atomic: a request is
--- admitted only when count + cost <= L. State is O(1) per subject.
+-- has one field per window index holding that window's count: "one counter per window index".
+-- The script HINCRBYs the current window's field first and undoes the increment (HINCRBY −cost)
+-- when the count passes L, so denied requests are not counted and the count never exceeds L once
+-- the script ends; both run in one script, so nothing can see the overshoot. Only the first
+-- admission of a window (HINCRBY answered cost) does more: it deletes the fields of earlier
+-- windows, so the hash keeps one field, and sets PEXPIRE to the time left in the window. The
+-- common path is TIME + HINCRBY, close to the bare INCR + PEXPIRE reference. State is O(1).
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect; a server clock that steps back into an earlier window is answered with a denial until
--- the stored window is reached again (never an admission that could overfill that window).
+-- effect; a server clock that steps back into an earlier window (whose field is gone) is answered
+-- with a denial until the later window is reached again, never an admission that could overfill
+-- that window.
 --
--- KEYS[1]  hash {w = window index floor(t/W), n = permits admitted in window w}
+-- KEYS[1]  hash {<window index floor(t/W)> = permits admitted in that window}
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
 -- ARGV[2]  L, permits per window
--- ARGV[3]  W, window in µs (a multiple of 1000)
+-- ARGV[3]  W, window in µs (a multiple of 1000, at least 1 ms)
 -- ARGV[4]  cost, permits asked for (>= 1)
 -- Reply:   {allowed 0|1, remaining permits in the window, retry-after µs (0 when allowed, or when
 --          cost > L: never), time µs used}
@@ -31,31 +36,37 @@ end
 local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
+local key = KEYS[1]
 
 -- floor(now/W) is exact for integers below 2^53 (now is about 2^51); the check guards it anyway.
 local idx = math.floor(now / window)
 if idx * window > now then idx = idx - 1 end
 local left = (idx + 1) * window - now -- µs until the window ends, >= 1
+-- idx < 10^14 for W >= 1 ms, so tostring writes it as an exact integer.
+local field = tostring(idx)
 
-local st = redis.call('HMGET', KEYS[1], 'w', 'n')
-local w = tonumber(st[1])
-local n = 0
-if w ~= nil and w > idx then
-  -- The clock went back into an earlier window; its count is gone. Deny until window w.
-  return {0, 0, w * window - now, now}
-end
-if w == idx then n = tonumber(st[2]) or 0 end
-
-if n + cost > limit then
+local n = redis.call('HINCRBY', key, field, cost)
+if n == cost then
+  -- The window's first permits: drop earlier windows, look for a later one.
+  local later = nil
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    local fi = tonumber(f)
+    if fi == nil or fi < idx then
+      redis.call('HDEL', key, f)
+    elseif fi > idx and (later == nil or fi > later) then
+      later = fi
+    end
+  end
+  if later ~= nil or cost > limit then
+    redis.call('HDEL', key, field)
+    if later ~= nil then return {0, 0, later * window - now, now} end
+    return {0, limit, 0, now}
+  end
+  redis.call('PEXPIRE', key, math.ceil(left / 1000))
+elseif n > limit then
+  redis.call('HINCRBY', key, field, -cost)
   local retry = left
   if cost > limit then retry = 0 end
-  return {0, limit - n, retry, now}
-end
-
-n = n + cost
-redis.call('HSET', KEYS[1], 'w', string.format('%.0f', idx), 'n', n)
-if n == cost then
-  -- First admission of this window: the key lives until the window ends (rounded up to ms).
-  redis.call('PEXPIRE', KEYS[1], math.ceil(left / 1000))
+  return {0, limit - n + cost, retry, now}
 end
 return {1, limit - n, 0, now}
