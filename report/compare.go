@@ -235,7 +235,7 @@ var htmlComparison = template.Must(template.New("comparison").Parse(`<!DOCTYPE h
 <p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
 <ul>{{range .Runs}}<li><strong>{{.Role}}:</strong> {{.Label}} ({{.Env}})</li>{{end}}</ul>
 {{range .Sections}}<h2>{{.Run}} against {{.Baseline}}</h2>
-<div class="wrap"><table>
+<div class="wrap"><table class="v">
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th><th>efficiency</th><th>bytes per subject</th></tr></thead>
 <tbody>{{range .Rows}}
 <tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td>{{if eq .OnlyIn "baseline"}}only in baseline ({{.BaseVerdict}}){{else if .OnlyIn}}only in this run ({{.Verdict}}){{else if .Changed}}<strong class="down">{{.BaseVerdict}} → {{.Verdict}}</strong>{{else}}{{.Verdict}}{{end}}</td><td class="n {{.ThroughputClass}}">{{or .Throughput "–"}}</td><td class="n {{.P50Class}}">{{or .P50 "–"}}</td><td class="n {{.P99Class}}">{{or .P99 "–"}}</td><td class="n {{.EfficiencyClass}}">{{or .Efficiency "–"}}</td><td class="n {{.BytesClass}}">{{or .BytesPerKey "–"}}</td></tr>{{end}}

@@ -369,14 +369,15 @@ table{border-collapse:collapse;font-size:.9rem;min-width:100%}
 th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f2f2f2}td.c{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv{min-width:0}table.kv th{width:12rem}
-.badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}
+.badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}h3 .badge{white-space:normal}
+table.kv td,li,p{overflow-wrap:anywhere}table.v td,table.v th{white-space:nowrap}
 .pass{background:#dff3df;color:#145214}.fail{background:#fbdcdc;color:#8a1010}.inconclusive{background:#fdf0c8;color:#6b4e00}.caught{background:#dce8fb;color:#123d80}
 .note{background:#fdf0c8;border-left:4px solid #c99700;padding:.5rem .8rem}
 .up{color:#145214}.down{color:#8a1010}
 figure{margin:1rem 0 2rem}figure img{display:block;max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9rem;color:#444;margin-top:.3rem}
 ul{padding-left:1.3rem}
-@media (max-width:40rem){body{font-size:15px;padding:.6rem}table{font-size:.8rem}th,td{padding:.2rem .3rem}}
+@media (max-width:40rem){body{font-size:15px;padding:.6rem}table{font-size:.8rem}th,td{padding:.2rem .3rem}table.kv th{width:auto}}
 @media print{body{max-width:none;padding:0;font-size:11pt}.wrap{overflow:visible}figure,table,tr,section{break-inside:avoid;page-break-inside:avoid}h2,h3{break-after:avoid;page-break-after:avoid}figure img{max-height:24cm;width:auto;max-width:100%;border:0}}
 @page{margin:1.5cm}
 `
@@ -399,7 +400,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h2>Environment</h2>
 <div class="wrap"><table class="kv">{{range .Environment}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table></div>
 <h2>Verdicts</h2>
-<div class="wrap"><table>
+<div class="wrap"><table class="v">
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
 <tbody>{{range .Verdicts}}
 <tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
