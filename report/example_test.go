@@ -1,0 +1,28 @@
+package report_test
+
+import (
+	"fmt"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/report"
+)
+
+// The runner fills an Entry per algorithm × topology: histograms in microseconds (merged from one
+// per worker), then counts, verification, accuracy, server cost and timeline; WriteAll does the rest.
+func ExampleEntry_SetHistograms() {
+	latency := hdrhistogram.New(1, 60_000_000, 3) // from intended send time, µs
+	service := hdrhistogram.New(1, 60_000_000, 3) // from actual send, µs
+	for _, us := range []int64{200, 250, 300, 1200} {
+		_ = latency.RecordValue(us)
+		_ = service.RecordValue(us - 50)
+	}
+	e := report.Entry{Algorithm: "gcra", Topology: "single"}
+	if err := e.SetHistograms(latency, service); err != nil {
+		fmt.Println(err)
+		return
+	}
+	e.Verification = report.Verification{Verdict: report.Pass, Contract: "token-bucket(10, 100/1s)"}
+	fmt.Println(e.Name(), e.Outcome(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
+	// Output: gcra-single pass 250 1150
+}
