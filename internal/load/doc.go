@@ -16,6 +16,12 @@
 // clamped into a histogram, warmup outcomes kept out of the figures, and ticks the generator
 // could not send in time are all counted in Counts.
 //
+// Falling behind: a tick is late when it is sent more than Plan.LateAfter (default 100 ms)
+// after its intended time, and missed when it was due in the measured part but never sent (the
+// generator could not catch up before the end). A run is behind schedule when late + missed
+// ticks exceed 1 % of the scheduled ones; its verdict is then inconclusive. Latency from the
+// intended time shows smaller delays in full.
+//
 // Run is the entry point: one limiter under one Plan against one Redis. Run never installs signal
 // handlers or exits; cancel its context to stop it (what was measured so far stays valid).
 package load

@@ -39,7 +39,7 @@ const (
 // Defaults of Plan's zero fields.
 const (
 	DefaultPipelineDepth = 16
-	DefaultLateAfter     = 10 * time.Millisecond
+	DefaultLateAfter     = 100 * time.Millisecond
 	DefaultBin           = time.Second
 	DefaultProgressEvery = time.Second
 	// BehindLimit is the share of scheduled ticks that may be missed or late before a run is
@@ -87,7 +87,9 @@ type Plan struct {
 	// SharedClock.
 	ServerClock *ClockOffset
 	// LateAfter is how far behind its intended time a tick may be sent before it counts as
-	// late (default 10 ms).
+	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
+	// visible in the latency histograms but does not change the offered load; a stall long
+	// enough to bunch a window's worth of requests does).
 	LateAfter time.Duration
 	// MaxLatency is the largest latency the histograms track; larger values are recorded as
 	// MaxLatency and counted in Counts.Clamped (default DefaultMaxLatency).
@@ -186,6 +188,9 @@ func (p Plan) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// endGrace is how long after the end a tick due before it may still be sent.
+const endGrace = 10 * time.Millisecond
 
 // Progress is a live view of a running Run, for a progress line.
 type Progress struct {
@@ -678,9 +683,9 @@ func (w *worker) openLoop(pipe redis.Pipeliner) {
 		}
 		now := time.Now()
 		elapsed := now.Sub(r.start)
-		if elapsed >= r.end+r.p.LateAfter {
+		if elapsed >= r.end+min(r.p.LateAfter, endGrace) {
 			// So far behind that the run is over: this tick is missed, not sent. (A tick due
-			// before the end is still sent up to LateAfter after it.)
+			// before the end is still sent up to endGrace after it.)
 			return
 		}
 		w.prepare(&w.outs[0], n, at)
