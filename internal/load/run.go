@@ -334,16 +334,26 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		defer ap.Close()
 		r.cmd = ap
 	}
+	// Allocate everything before the clock starts, so the first ticks are not late.
 	nShards := min(p.Clients, 4*runtime.GOMAXPROCS(0))
-	r.start = time.Now()
 	for range nShards {
 		sh := &shard{}
 		if !p.NoRecording {
 			sh.hist = NewHistograms(p.MaxLatency)
 			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
-			sh.log = NewAdmissionLog(r.start, p.SharedClock, p.ServerClock)
+			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock)
 		}
 		r.shards = append(r.shards, sh)
+	}
+	workers := make([]*worker, p.Clients)
+	for i := range workers {
+		workers[i] = newWorker(r, i)
+	}
+	r.start = time.Now()
+	if !p.NoRecording {
+		for _, sh := range r.shards {
+			sh.log.Origin = r.start.UnixMicro()
+		}
 	}
 
 	finished := make(chan struct{})
@@ -361,11 +371,8 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		bg.Go(func() { r.progress(finished) })
 	}
 
-	workers := make([]*worker, p.Clients)
 	var wg sync.WaitGroup
-	for i := range workers {
-		w := newWorker(r, i)
-		workers[i] = w
+	for _, w := range workers {
 		wg.Go(w.run)
 	}
 	wg.Wait()
