@@ -151,12 +151,12 @@ type sweeper struct {
 	cand []int64
 
 	// results of the current pass
-	rep          *LimitReport
-	possible     bool // also look for possible violations
-	list         bool // record definite violations in rep.Violations
-	definite     int64
+	rep           *LimitReport
+	possible      bool // also look for possible violations
+	list          bool // record definite violations in rep.Violations
+	definite      int64
 	worst, worstP worstAt
-	group        []Event // the scope being swept
+	group         []Event // the scope being swept
 }
 
 // worstAt remembers where the largest excess was found, to describe it afterwards.

@@ -1,0 +1,320 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// This file holds the test oracles: a brute-force checker that enumerates every subset and every
+// window of a small history, an exact point checker for one placement of the times, exact
+// reference limiters, and rapid generators.
+
+// bruteResult is what the brute-force checker finds for one limit.
+type bruteResult struct {
+	definite, possible  int64
+	worstDef, worstPoss int64 // largest excess, 0 when none
+}
+
+// us is a duration of n µs.
+func us(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+
+// bruteScopes groups the events of the given kinds by the scope of c, as strings.
+func bruteScopes(c algorithms.Contract, log *Log, kinds ...Kind) map[string][]Event {
+	out := map[string][]Event{}
+	for _, e := range log.Events {
+		ok := false
+		for _, k := range kinds {
+			ok = ok || e.Kind == k
+		}
+		if !ok {
+			continue
+		}
+		var key string
+		switch c.Scope {
+		case algorithms.PerSubject:
+			key = log.Subjects[e.Subject]
+		case algorithms.PerClient:
+			key = log.Subjects[e.Subject] + "\x00" + log.Clients[e.Client]
+		case algorithms.PerConsumer:
+			key = log.Clients[e.Client]
+		}
+		out[key] = append(out[key], e)
+	}
+	return out
+}
+
+// brute checks one contract (Also ignored) by enumeration, with the definitions of the package
+// doc written out literally. Scopes must hold at most ~12 events.
+func brute(c algorithms.Contract, log *Log, kinds ...Kind) bruteResult {
+	var r bruteResult
+	g := c.Granularity.Microseconds()
+	w := c.Window.Microseconds()
+	var p, q int64
+	if c.Kind == algorithms.TokenBucket {
+		d := gcd(c.RefillPermits, c.RefillPer.Microseconds())
+		p, q = c.RefillPermits/d, c.RefillPer.Microseconds()/d
+	}
+	for _, evs := range bruteScopes(c, log, kinds...) {
+		los, his, ps := make([]int64, len(evs)), make([]int64, len(evs)), make([]int64, len(evs))
+		for i, e := range evs {
+			los[i], his[i], ps[i] = e.Lo-g, e.Hi+g, int64(e.Permits)
+		}
+		if c.Kind == algorithms.FixedWindow {
+			minK, maxK := int64(1<<62), int64(-1<<62)
+			for i := range evs {
+				minK, maxK = min(minK, floorDiv(los[i], w)), max(maxK, floorDiv(his[i], w))
+			}
+			for k := minK; k <= maxK; k++ {
+				var inside, meets int64
+				for i := range evs {
+					kl, kh := floorDiv(los[i], w), floorDiv(his[i], w)
+					if kl == k && kh == k {
+						inside += ps[i]
+					}
+					if kl <= k && k <= kh {
+						meets += ps[i]
+					}
+				}
+				if inside > c.Limit {
+					r.definite++
+					r.worstDef = max(r.worstDef, inside-c.Limit)
+				}
+				if meets > c.Limit {
+					r.possible++
+					r.worstPoss = max(r.worstPoss, meets-c.Limit)
+				}
+			}
+			continue
+		}
+		defEnds, posEnds := map[int64]bool{}, map[int64]bool{}
+		for mask := 1; mask < 1<<len(evs); mask++ {
+			var sum int64
+			minLo, maxLo, minHi, maxHi := int64(1<<62), int64(-1<<62), int64(1<<62), int64(-1<<62)
+			for i := range evs {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				sum += ps[i]
+				minLo, maxLo = min(minLo, los[i]), max(maxLo, los[i])
+				minHi, maxHi = min(minHi, his[i]), max(maxHi, his[i])
+			}
+			switch c.Kind {
+			case algorithms.SlidingWindow:
+				if sum > c.Limit && maxHi-minLo < w {
+					defEnds[maxHi] = true
+					r.worstDef = max(r.worstDef, sum-c.Limit)
+				}
+				if sum > c.Limit && maxLo-minHi < w {
+					posEnds[maxLo] = true
+					r.worstPoss = max(r.worstPoss, sum-c.Limit)
+				}
+			case algorithms.TokenBucket:
+				if span := maxHi - minLo; q*sum > q*c.Capacity+p*span {
+					defEnds[maxHi] = true
+					r.worstDef = max(r.worstDef, sum-c.Capacity-p*span/q)
+				}
+				if span := max(0, maxLo-minHi); q*sum > q*c.Capacity+p*span {
+					posEnds[maxLo] = true
+					r.worstPoss = max(r.worstPoss, sum-c.Capacity-p*span/q)
+				}
+			}
+		}
+		r.definite += int64(len(defEnds))
+		r.possible += int64(len(posEnds))
+	}
+	return r
+}
+
+// pointViolates reports whether admissions at the given instants (µs, the algorithm's clock)
+// break contract c (Also ignored), by checking every window that matters.
+func pointViolates(c algorithms.Contract, ts, ps []int64) bool {
+	idx := make([]int, len(ts))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return ts[idx[a]] < ts[idx[b]] })
+	w := c.Window.Microseconds()
+	switch c.Kind {
+	case algorithms.SlidingWindow:
+		for _, end := range idx {
+			var sum int64
+			for i := range ts {
+				if ts[i] > ts[end]-w && ts[i] <= ts[end] {
+					sum += ps[i]
+				}
+			}
+			if sum > c.Limit {
+				return true
+			}
+		}
+	case algorithms.FixedWindow:
+		sums := map[int64]int64{}
+		for i := range ts {
+			k := floorDiv(ts[i], w)
+			sums[k] += ps[i]
+			if sums[k] > c.Limit {
+				return true
+			}
+		}
+	case algorithms.TokenBucket:
+		per := c.RefillPer.Microseconds()
+		for _, a := range idx {
+			for _, b := range idx {
+				if ts[b] < ts[a] {
+					continue
+				}
+				var sum int64
+				for i := range ts {
+					if ts[i] >= ts[a] && ts[i] <= ts[b] {
+						sum += ps[i]
+					}
+				}
+				if sum*per > c.Capacity*per+c.RefillPermits*(ts[b]-ts[a]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// refLimiter is an exact reference limiter for one contract (Also included, all or nothing),
+// written for the tests: a log of the admissions in the window (sliding-window), a counter per
+// aligned window (fixed-window), or a bucket of tokens counted in 1/RefillPer µs units that starts
+// full (token-bucket). It implements algorithms.Model.
+type refLimiter struct {
+	cs    []algorithms.Contract
+	state []map[string]*refState
+}
+
+type refState struct {
+	ts, ps []int64 // sliding: admissions in the window
+	k, sum int64   // fixed: window index and permits in it
+	tokens, last int64
+	started      bool
+}
+
+func newRefLimiter(c algorithms.Contract) *refLimiter {
+	r := &refLimiter{cs: append([]algorithms.Contract{c}, c.Also...)}
+	for range r.cs {
+		r.state = append(r.state, map[string]*refState{})
+	}
+	return r
+}
+
+func refKey(c algorithms.Contract, subject, client string) string {
+	switch c.Scope {
+	case algorithms.PerClient:
+		return subject + "\x00" + client
+	case algorithms.PerConsumer:
+		return client
+	}
+	return subject
+}
+
+// Decide implements algorithms.Model: t must not decrease.
+func (r *refLimiter) Decide(subject, client string, cost, t int64) bool {
+	sts := make([]*refState, len(r.cs))
+	ok := true
+	for i, c := range r.cs {
+		k := refKey(c, subject, client)
+		st := r.state[i][k]
+		if st == nil {
+			st = &refState{}
+			r.state[i][k] = st
+		}
+		sts[i] = st
+		switch c.Kind {
+		case algorithms.SlidingWindow:
+			w := c.Window.Microseconds()
+			var ts, ps []int64
+			var sum int64
+			for j := range st.ts {
+				if st.ts[j] > t-w {
+					ts, ps = append(ts, st.ts[j]), append(ps, st.ps[j])
+					sum += st.ps[j]
+				}
+			}
+			st.ts, st.ps = ts, ps
+			ok = ok && sum+cost <= c.Limit
+		case algorithms.FixedWindow:
+			if k := floorDiv(t, c.Window.Microseconds()); !st.started || k != st.k {
+				st.k, st.sum, st.started = k, 0, true
+			}
+			ok = ok && st.sum+cost <= c.Limit
+		case algorithms.TokenBucket:
+			per := c.RefillPer.Microseconds()
+			full := c.Capacity * per
+			if !st.started {
+				st.tokens, st.started = full, true
+			} else {
+				st.tokens = min(full, st.tokens+c.RefillPermits*(t-st.last))
+			}
+			st.last = t
+			ok = ok && st.tokens >= cost*per
+		}
+	}
+	if !ok {
+		return false
+	}
+	for i, c := range r.cs {
+		st := sts[i]
+		switch c.Kind {
+		case algorithms.SlidingWindow:
+			st.ts, st.ps = append(st.ts, t), append(st.ps, cost)
+		case algorithms.FixedWindow:
+			st.sum += cost
+		case algorithms.TokenBucket:
+			st.tokens -= cost * c.RefillPer.Microseconds()
+		}
+	}
+	return true
+}
+
+// genContract draws a small contract with times of a few µs.
+func genContract(t *rapid.T, label string) algorithms.Contract {
+	c := algorithms.Contract{
+		Kind:        rapid.SampledFrom([]algorithms.ContractKind{algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.TokenBucket}).Draw(t, label+"kind"),
+		Granularity: us(rapid.Int64Range(0, 2).Draw(t, label+"granularity")),
+		Scope:       algorithms.Scope(rapid.IntRange(0, 2).Draw(t, label+"scope")),
+	}
+	switch c.Kind {
+	case algorithms.TokenBucket:
+		c.Capacity = rapid.Int64Range(1, 5).Draw(t, label+"capacity")
+		c.RefillPermits = rapid.Int64Range(1, 4).Draw(t, label+"refill")
+		c.RefillPer = us(rapid.Int64Range(1, 12).Draw(t, label+"per"))
+	default:
+		c.Limit = rapid.Int64Range(1, 5).Draw(t, label+"limit")
+		c.Window = us(rapid.Int64Range(1, 20).Draw(t, label+"window"))
+	}
+	return c
+}
+
+// genLog draws a small log: at most n events over about 60 µs, with some point intervals.
+func genLog(t *rapid.T, n int) *Log {
+	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}}
+	count := rapid.IntRange(0, n).Draw(t, "events")
+	for i := range count {
+		lo := rapid.Int64Range(0, 60).Draw(t, fmt.Sprintf("lo%d", i))
+		width := rapid.SampledFrom([]int64{0, 0, 1, 2, 5, 12}).Draw(t, fmt.Sprintf("width%d", i))
+		log.Events = append(log.Events, Event{
+			Lo:      lo,
+			Hi:      lo + width,
+			Subject: uint32(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("subject%d", i))),
+			Client:  uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
+			Permits: uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
+			Kind:    rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Unknown, Denied, Failed}).Draw(t, fmt.Sprintf("kind%d", i)),
+		})
+	}
+	return log
+}
+
+// cloneLog returns a deep copy of log's events (names shared).
+func cloneLog(log *Log) *Log {
+	return &Log{Subjects: log.Subjects, Clients: log.Clients, Events: append([]Event(nil), log.Events...)}
+}

@@ -1,0 +1,350 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// TestCheckMatchesBruteForce: on small random histories the fast checker finds exactly what the
+// brute-force checker finds: the same numbers of definite and possible violations, the same worst
+// excesses, and the same answer on whether unknown outcomes could hide a violation.
+func TestCheckMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genContract(t, "")
+		log := genLog(t, 12)
+		rep, err := Check(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		got := rep.Limits[0]
+		want := brute(c, log, Admitted)
+		if got.Definite != want.definite || got.Possible != want.possible ||
+			got.Worst.Excess != want.worstDef || got.WorstPossible.Excess != want.worstPoss {
+			t.Fatalf("%s: Check = definite %d possible %d worst %d/%d; brute force = definite %d possible %d worst %d/%d",
+				c, got.Definite, got.Possible, got.Worst.Excess, got.WorstPossible.Excess,
+				want.definite, want.possible, want.worstDef, want.worstPoss)
+		}
+		if got.Definite != int64(len(got.Violations)) {
+			t.Fatalf("%d definite violations but %d listed", got.Definite, len(got.Violations))
+		}
+		if want.definite == 0 && rep.Unknown > 0 {
+			withU := brute(c, log, Admitted, Unknown)
+			if got.DefiniteWithUnknown != withU.definite || got.UnknownCouldHide != (withU.definite > 0) {
+				t.Fatalf("%s: DefiniteWithUnknown = %d, UnknownCouldHide = %v; brute force: %d",
+					c, got.DefiniteWithUnknown, got.UnknownCouldHide, withU.definite)
+			}
+		}
+	})
+}
+
+// placement draws one instant in each admission's widened interval of log: all at Lo, all at Hi,
+// or anywhere.
+func placement(t *rapid.T, c algorithms.Contract, log *Log, label string) map[string][2][]int64 {
+	g := c.Granularity.Microseconds()
+	mode := rapid.IntRange(0, 2).Draw(t, label+"mode")
+	out := map[string][2][]int64{}
+	for key, evs := range bruteScopes(c, log, Admitted) {
+		var ts, ps []int64
+		for i, e := range evs {
+			x := e.Lo - g
+			switch mode {
+			case 1:
+				x = e.Hi + g
+			case 2:
+				x = rapid.Int64Range(e.Lo-g, e.Hi+g).Draw(t, fmt.Sprintf("%s%s%d", label, key, i))
+			}
+			ts, ps = append(ts, x), append(ps, int64(e.Permits))
+		}
+		out[key] = [2][]int64{ts, ps}
+	}
+	return out
+}
+
+// TestDefiniteMeansEveryPlacement checks the definitions against the contract itself: when Check
+// reports a definite violation, every placement of the times violates the contract; when some
+// placement violates it, Check reports a possible violation.
+func TestDefiniteMeansEveryPlacement(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genContract(t, "")
+		log := genLog(t, 10)
+		rep, err := Check(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		got := rep.Limits[0]
+		for i := range 5 {
+			violated := false
+			for _, tp := range placement(t, c, log, fmt.Sprint(i)) {
+				violated = violated || pointViolates(c, tp[0], tp[1])
+			}
+			if got.Definite > 0 && !violated {
+				t.Fatalf("%s: definite violation reported, but a placement keeps the contract", c)
+			}
+			if violated && got.Possible == 0 {
+				t.Fatalf("%s: a placement violates the contract, but no possible violation was reported", c)
+			}
+		}
+	})
+}
+
+// trueHistory is a history made by a correct limiter: true times t, algorithm times x within the
+// contract's granularity of t, and the decision the limiter took at x.
+type trueHistory struct {
+	subjects, clients []string
+	t, x              []int64
+	subject, client   []int
+	cost              []int64
+	admitted          []bool
+}
+
+// genArrivals draws n requests in time order (µs from origin), with bursts of equal times.
+func genArrivals(t *rapid.T, n int, origin, maxGap int64) trueHistory {
+	h := trueHistory{subjects: []string{"s0", "s1", "s2"}, clients: []string{"c0", "c1"}}
+	now := origin
+	for i := range n {
+		if rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("burst%d", i)) > 0 {
+			now += rapid.Int64Range(0, maxGap).Draw(t, fmt.Sprintf("gap%d", i))
+		}
+		h.t = append(h.t, now)
+		h.subject = append(h.subject, rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("s%d", i)))
+		h.client = append(h.client, rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("c%d", i)))
+		h.cost = append(h.cost, int64(rapid.SampledFrom([]int{1, 1, 1, 2, 3}).Draw(t, fmt.Sprintf("cost%d", i))))
+	}
+	return h
+}
+
+// decide runs m over h at the algorithm's times: t quantised to g by floor, ceiling or nearest.
+func (h *trueHistory) decide(t *rapid.T, m algorithms.Model, g int64) {
+	mode := rapid.IntRange(0, 2).Draw(t, "rounding")
+	h.x, h.admitted = nil, nil
+	for i, ti := range h.t {
+		x := ti
+		if g > 1 {
+			down := floorDiv(ti, g) * g
+			switch mode {
+			case 0:
+				x = down
+			case 1:
+				x = down
+				if down != ti {
+					x += g
+				}
+			case 2:
+				x = floorDiv(ti+g/2, g) * g
+			}
+		}
+		h.x = append(h.x, x)
+		h.admitted = append(h.admitted, m.Decide(h.subjects[h.subject[i]], h.clients[h.client[i]], h.cost[i], x))
+	}
+}
+
+// log turns h into an admission log whose intervals contain the true times, widened by up to
+// spread µs on each side; some outcomes are logged as unknown, some admissions lost to errors
+// are not (Failed is only used for requests that were denied: they admitted nothing).
+func (h *trueHistory) log(t *rapid.T, spread int64) *Log {
+	log := &Log{Subjects: h.subjects, Clients: h.clients}
+	for i, ti := range h.t {
+		lo, hi := ti, ti
+		if spread > 0 && rapid.Bool().Draw(t, fmt.Sprintf("wide%d", i)) {
+			lo -= rapid.Int64Range(0, spread).Draw(t, fmt.Sprintf("lo%d", i))
+			hi += rapid.Int64Range(0, spread).Draw(t, fmt.Sprintf("hi%d", i))
+		}
+		k := Denied
+		if h.admitted[i] {
+			k = Admitted
+		}
+		switch rapid.IntRange(0, 9).Draw(t, fmt.Sprintf("fate%d", i)) {
+		case 0:
+			k = Unknown
+		case 1:
+			if k == Denied {
+				k = Failed
+			}
+		}
+		log.Events = append(log.Events, Event{Lo: lo, Hi: hi, Subject: uint32(h.subject[i]), Client: uint16(h.client[i]), Permits: uint16(h.cost[i]), Kind: k})
+	}
+	return log
+}
+
+// genScaledContract draws a contract with windows of 1 µs to 1 s.
+func genScaledContract(t *rapid.T, label string) algorithms.Contract {
+	c := genContract(t, label)
+	scale := rapid.SampledFrom([]time.Duration{1, 1000, 1_000_000}).Draw(t, label+"scale")
+	c.Window *= scale
+	c.RefillPer *= scale
+	c.Granularity = time.Duration(rapid.SampledFrom([]int64{0, 1, 1000, 1_000_000}).Draw(t, label+"g")) * time.Microsecond
+	return c
+}
+
+// TestCorrectLimiterNeverFlagged: histories from exact reference limiters, one or two limits at
+// once, deciding on a clock of the contract's granularity, are never flagged, however the
+// intervals are widened around the true times and whatever is logged as unknown.
+func TestCorrectLimiterNeverFlagged(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genScaledContract(t, "")
+		if rapid.Bool().Draw(t, "two") {
+			a := genScaledContract(t, "also")
+			a.Granularity = c.Granularity
+			c.Also = []algorithms.Contract{a}
+		}
+		maxGap := max(c.Window, c.RefillPer).Microseconds()/3 + 1
+		h := genArrivals(t, rapid.IntRange(0, 200).Draw(t, "n"), 1_700_000_000_000_000, maxGap)
+		h.decide(t, newRefLimiter(c), c.Granularity.Microseconds())
+		spread := rapid.SampledFrom([]int64{0, 1, maxGap, 10 * maxGap}).Draw(t, "spread")
+		rep, err := Check(c, h.log(t, spread))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		for _, l := range rep.Limits {
+			if l.Definite > 0 {
+				t.Fatalf("%s: %d definite violations in a correct history; worst %+v", l.Contract, l.Definite, l.Worst)
+			}
+		}
+		if v := Judge(rep, false); v.Outcome == Fail {
+			t.Fatalf("Judge = %v", v)
+		}
+	})
+}
+
+// TestModelsNeverFlagged: histories made by every registered reference model, at the times the
+// model decided on, are never flagged against the algorithm's contract, however widened.
+func TestModelsNeverFlagged(t *testing.T) {
+	var models int
+	for _, a := range algorithms.All() {
+		d := a.Describe()
+		if a.Model(algorithms.Limit{Limit: 1, Window: time.Second}) == nil {
+			continue
+		}
+		models++
+		t.Run(d.Name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				l := algorithms.Limit{
+					Limit:         rapid.Int64Range(1, 6).Draw(t, "limit"),
+					Window:        time.Duration(rapid.Int64Range(1, 30).Draw(t, "window")) * time.Millisecond,
+					Burst:         rapid.Int64Range(0, 8).Draw(t, "burst"),
+					ConsumerLimit: rapid.Int64Range(0, 4).Draw(t, "consumer"),
+				}
+				c, err := a.Contract(l)
+				if err != nil {
+					t.Fatalf("Contract(%+v): %v", l, err)
+				}
+				h := genArrivals(t, rapid.IntRange(0, 300).Draw(t, "n"), 1_700_000_000_000_000, l.Window.Microseconds()/4)
+				if !d.Cost {
+					for i := range h.cost {
+						h.cost[i] = 1
+					}
+				}
+				h.decide(t, a.Model(l), 1)
+				rep, err := Check(c, h.log(t, rapid.SampledFrom([]int64{0, 0, 100, 5000}).Draw(t, "spread")))
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				for _, lr := range rep.Limits {
+					if lr.Definite > 0 {
+						t.Fatalf("%s: %d definite violations in the model's history; worst %+v", lr.Contract, lr.Definite, lr.Worst)
+					}
+				}
+			})
+		})
+	}
+	t.Logf("%d registered algorithms have a reference model", models)
+}
+
+// TestPlantedViolationFound: a definite violation planted in a correct history (more permits
+// than allowed, with intervals that fit one window whatever the placement) is always found, and
+// the verdict is fail.
+func TestPlantedViolationFound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genScaledContract(t, "")
+		g := c.Granularity.Microseconds()
+		maxGap := max(c.Window, c.RefillPer).Microseconds()/3 + 1
+		h := genArrivals(t, rapid.IntRange(0, 100).Draw(t, "n"), 1_700_000_000_000_000, maxGap)
+		h.decide(t, newRefLimiter(c), g)
+		log := h.log(t, rapid.SampledFrom([]int64{0, maxGap}).Draw(t, "spread"))
+
+		// Plant: the permits allowed plus one, in one scope, all inside one window of room µs.
+		var room, allowed int64
+		switch c.Kind {
+		case algorithms.SlidingWindow:
+			room, allowed = c.Window.Microseconds()-1, c.Limit
+		case algorithms.FixedWindow:
+			room, allowed = c.Window.Microseconds()-1, c.Limit
+		case algorithms.TokenBucket:
+			room, allowed = 0, c.Capacity
+		}
+		start := 1_700_000_000_000_000 + rapid.Int64Range(0, 100*maxGap).Draw(t, "at")
+		if c.Kind == algorithms.FixedWindow {
+			w := c.Window.Microseconds()
+			start = floorDiv(start, w) * w
+		}
+		// Widening by G on both sides must keep the planted set inside: shrink the room by 2G.
+		start += g
+		room -= 2 * g
+		if room < 0 {
+			if c.Kind != algorithms.TokenBucket {
+				t.Skip("granularity too coarse for the window: no definite violation is possible")
+			}
+			room = 0
+		}
+		if c.Kind == algorithms.TokenBucket && g > 0 {
+			// Over a span of 2G the bucket may refill: plant enough to beat it.
+			allowed += (c.RefillPermits*(2*g) + c.RefillPer.Microseconds() - 1) / c.RefillPer.Microseconds()
+			if allowed > 100 {
+				t.Skip("granularity too coarse for the refill rate")
+			}
+		}
+		sub := uint32(rapid.IntRange(0, 2).Draw(t, "subject"))
+		cli := uint16(rapid.IntRange(0, 1).Draw(t, "client"))
+		for permits := int64(0); permits <= allowed; permits++ {
+			lo := start + rapid.Int64Range(0, room).Draw(t, fmt.Sprint("plo", permits))
+			hi := lo + rapid.Int64Range(0, start+room-lo).Draw(t, fmt.Sprint("phi", permits))
+			log.Events = append(log.Events, Event{Lo: lo, Hi: hi, Subject: sub, Client: cli, Permits: 1, Kind: Admitted})
+		}
+		rep, err := Check(c, log)
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if rep.Limits[0].Definite == 0 {
+			t.Fatalf("%s: planted violation not found", c)
+		}
+		if v := Judge(rep, rapid.Bool().Draw(t, "behind")); v.Outcome != Fail {
+			t.Fatalf("Judge = %+v; want fail", v)
+		}
+	})
+}
+
+// TestMaxTree checks the segment tree against a plain array.
+func TestMaxTree(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(t, "n")
+		vals := rapid.SliceOfN(rapid.Int64Range(-50, 50), n, n).Draw(t, "vals")
+		var m maxTree
+		m.reset(vals)
+		naive := append([]int64(nil), vals...)
+		for i := range 30 {
+			l := rapid.IntRange(0, n).Draw(t, fmt.Sprint("l", i))
+			r := rapid.IntRange(l, n).Draw(t, fmt.Sprint("r", i))
+			if rapid.Bool().Draw(t, fmt.Sprint("op", i)) {
+				v := rapid.Int64Range(-20, 20).Draw(t, fmt.Sprint("v", i))
+				m.add(l, r, v)
+				for j := l; j < r; j++ {
+					naive[j] += v
+				}
+				continue
+			}
+			want := int64(math.MinInt64)
+			for j := l; j < r; j++ {
+				want = max(want, naive[j])
+			}
+			if got := m.max(l, r); got != want {
+				t.Fatalf("max(%d, %d) = %d; want %d", l, r, got, want)
+			}
+		}
+	})
+}
