@@ -193,8 +193,8 @@ type refLimiter struct {
 }
 
 type refState struct {
-	ts, ps []int64 // sliding: admissions in the window
-	k, sum int64   // fixed: window index and permits in it
+	ts, ps       []int64 // sliding: admissions in the window
+	k, sum       int64   // fixed: window index and permits in it
 	tokens, last int64
 	started      bool
 }
