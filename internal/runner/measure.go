@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,6 +102,12 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: o.Repeat, Progress: lp, Duration: total})
 		}
 	}
+	model := a.Model(s.Limit)
+	var warm *warmupLog
+	if model != nil && s.Warmup > 0 {
+		warm = &warmupLog{}
+		p.OnOutcome = warm.hook(s.Warmup)
+	}
 	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
 	defer client.Close()
 
@@ -123,7 +130,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		m := &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, nil)}
+		m := &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, nil, nil)}
 		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := snapshot(statCtx, tgt)
@@ -138,7 +145,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	return &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, &srv)}, nil
+	return &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, &srv, warm)}, nil
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -258,7 +265,7 @@ func subjectsTouched(log *verify.Log) int {
 
 // entryOf builds the report entry of one measurement, verifying its admission log.
 func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, a algorithms.Algorithm,
-	s *scenarios.Scenario, srv *report.Server) report.Entry {
+	s *scenarios.Scenario, srv *report.Server, warm *warmupLog) report.Entry {
 	c := res.Counts
 	e := report.Entry{
 		Algorithm:     name,
@@ -300,11 +307,8 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 		} else {
 			e.Verification.Reasons = append(e.Verification.Reasons, "accuracy not computed: "+err.Error())
 		}
-		if m := a.Model(s.Limit); m != nil {
-			if rr, err := verify.Replay(m, res.Log); err == nil && rr.Differ > 0 {
-				e.Verification.Reasons = append(e.Verification.Reasons, fmt.Sprintf(
-					"note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed))
-			}
+		if note := replay(a.Model(s.Limit), res.Log, s.Warmup, warm); note != "" {
+			e.Verification.Reasons = append(e.Verification.Reasons, note)
 		}
 	}
 	e.Timeline = timeline(res, contract)
@@ -501,4 +505,57 @@ func relate(res *report.Result, first int) {
 			BytesPerKey:        ratio(e.Server.BytesPerKey, ref.Server.BytesPerKey),
 		}
 	}
+}
+
+// warmupLog collects the warmup's decisions, which Result.Log leaves out, so that the reference
+// model can be replayed from the same state Redis started the measured part in.
+type warmupLog struct {
+	mu     sync.Mutex
+	events []verify.Event
+	// inexact counts warmup requests without an exact server decision time (errors, unknown
+	// outcomes, client clocks): the model cannot follow them, so replay is skipped.
+	inexact int
+}
+
+// hook returns a load.Plan.OnOutcome that records outcomes intended before warmup.
+func (w *warmupLog) hook(warmup time.Duration) func(*load.Outcome) {
+	return func(o *load.Outcome) {
+		if o.Intended >= warmup {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		d := o.Decision
+		if o.Class != load.ClassOK || d.Clock != algorithms.ClockServer || d.TimeMicros <= 0 {
+			w.inexact++
+			return
+		}
+		kind := verify.Denied
+		if d.Allowed {
+			kind = verify.Admitted
+		}
+		w.events = append(w.events, verify.Event{Lo: d.TimeMicros, Hi: d.TimeMicros, Subject: o.Subject,
+			Client: o.Client, Permits: o.Cost, Kind: kind})
+	}
+}
+
+// replay replays the decisions of log (and of the warmup before it) through the algorithm's
+// reference model and returns a note when some differ; "" when they agree or replay is not
+// possible (no model, or a warmup the model cannot follow).
+func replay(m algorithms.Model, log *verify.Log, warmup time.Duration, warm *warmupLog) string {
+	if m == nil || log == nil || (warmup > 0 && (warm == nil || warm.inexact > 0)) {
+		return ""
+	}
+	all := log
+	if warm != nil {
+		warm.mu.Lock()
+		events := append(slices.Clip(warm.events), log.Events...)
+		warm.mu.Unlock()
+		all = &verify.Log{Subjects: log.Subjects, Clients: log.Clients, Events: events}
+	}
+	rr, err := verify.Replay(m, all)
+	if err != nil || rr.Differ == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed)
 }
