@@ -344,14 +344,30 @@ func (a *Custom) Contract(Limit) (Contract, error) { return a.spec.Contract, nil
 // Model implements Algorithm: a custom script has no reference model.
 func (a *Custom) Model(Limit) Model { return nil }
 
-// Prepare implements Algorithm: it validates l, loads the script with SCRIPT LOAD on every master
-// of c (a Lua syntax error comes back with Redis's own message, "ERR Error compiling script ...")
+// Prepare implements Algorithm: it validates l, loads the script on every master of c (see Check)
 // and binds the templates' constants (limit, window, burst, rate, prefix) once, so that Do only
 // fills in the per-request values.
 func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.spec.Name, err)
 	}
+	s, err := a.load(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return a.bind(l, prefix, s), nil
+}
+
+// Check loads the script with SCRIPT LOAD on every master of c, as Prepare does, so that a
+// caller can find a script Redis rejects before running anything. A script that does not compile
+// fails with Redis's own reply (a redis.Error, "ERR Error compiling script ..."), wrapped in a
+// message that names the algorithm and the script's file and line.
+func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
+	_, err := a.load(ctx, c)
+	return err
+}
+
+func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
 	s := redis.NewScript(a.spec.Source)
 	var err error
 	if cc, ok := c.(*redis.ClusterClient); ok {
@@ -362,8 +378,34 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 		err = s.Load(ctx, c).Err()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: load script %s: %w", a.spec.Name, a.spec.Path, err)
+		return nil, fmt.Errorf("%s: %s: %w", a.spec.Name, scriptLocation(a.spec.Path, err), err)
 	}
+	return s, nil
+}
+
+// scriptLocation returns path, with ":N" when err is Redis's compile error for line N
+// ("... user_script:N: ...").
+func scriptLocation(path string, err error) string {
+	const mark = "user_script:"
+	msg := err.Error()
+	i := strings.Index(msg, mark)
+	if i < 0 {
+		return path
+	}
+	rest := msg[i+len(mark):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	if j == 0 {
+		return path
+	}
+	return path + ":" + rest[:j]
+}
+
+// bind returns the limiter of a for l and prefix, running script s: the templates' constants
+// (limit, window, burst, rate, prefix) become literals.
+func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
 	var consts [tCount]string
 	var bound [tCount]bool
 	set := func(v tvar, s string) { consts[v], bound[v] = s, true }
@@ -407,7 +449,7 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 		// otherwise the time is not reported and the decision keeps its [send, receive] interval.
 		lim.useTime = tr.Unit <= time.Microsecond || a.spec.Contract.Granularity >= tr.Unit
 	}
-	return lim, nil
+	return lim
 }
 
 // boundKey is a key template with the limiter's constants bound; prepend says the prefix may be
@@ -539,7 +581,8 @@ func (l *customLimiter) vars(req Request, cost int64) reqVars {
 
 func (l *customLimiter) expandKeys(r *reqVars) []string {
 	keys := make([]string, len(l.keys))
-	var buf []byte
+	var arr [128]byte
+	buf := arr[:0]
 	for i, k := range l.keys {
 		buf = k.t.expand(buf[:0], r)
 		s := string(buf)
@@ -549,6 +592,17 @@ func (l *customLimiter) expandKeys(r *reqVars) []string {
 		keys[i] = s
 	}
 	return keys
+}
+
+func (l *customLimiter) expandArgs(r *reqVars) []any {
+	args := make([]any, len(l.args))
+	var arr [128]byte
+	buf := arr[:0]
+	for i, t := range l.args {
+		buf = t.expand(buf[:0], r)
+		args[i] = string(buf)
+	}
+	return args
 }
 
 // Keys implements Limiter: the key templates expanded for req (with a fresh {{uuid}} and the
@@ -572,13 +626,7 @@ func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pe
 	}
 	r := l.vars(req, cost)
 	keys := l.expandKeys(&r)
-	args := make([]any, len(l.args))
-	var buf []byte
-	for i, t := range l.args {
-		buf = t.expand(buf[:0], &r)
-		args[i] = string(buf)
-	}
-	cmd := runScript(ctx, c, l.script, keys, args...)
+	cmd := runScript(ctx, c, l.script, keys, l.expandArgs(&r)...)
 	return func() (Decision, error) {
 		raw, err := cmd.Result()
 		if err == redis.Nil {

@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/report"
@@ -79,4 +83,29 @@ func withCustomNotes(e report.Entry, lim algorithms.Limiter) report.Entry {
 		e.Verification.Reasons = append(e.Verification.Reasons, notes...)
 	}
 	return e
+}
+
+// checkCustomScripts loads every custom script among algs on every master of c, so that a script
+// Redis rejects (its Lua does not compile) stops the run before anything is measured. Every
+// rejected script is reported at once, each wrapping ErrBadScript with Redis's own message and the
+// script's file and line. An error that is not Redis's answer (the connection failed) is returned
+// as it is, without ErrBadScript.
+func checkCustomScripts(ctx context.Context, c redis.UniversalClient, algs []algorithms.Algorithm) error {
+	var errs []error
+	for _, a := range algs {
+		ca, ok := a.(*customAlgorithm)
+		if !ok {
+			continue
+		}
+		err := ca.Check(ctx, c)
+		var rerr redis.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &rerr):
+			errs = append(errs, fmt.Errorf("%w: %w", ErrBadScript, err))
+		default:
+			return fmt.Errorf("load custom script: %w", err)
+		}
+	}
+	return errors.Join(errs...)
 }

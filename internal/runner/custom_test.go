@@ -1,0 +1,260 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs Redis under load for seconds; skipped with -short")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+}
+
+// runShort runs s shortened to d (warmup 300 ms) on started redis-server processes, without the
+// reference script.
+func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Outcome, error) {
+	t.Helper()
+	s.Duration, s.Warmup = d, 300*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return Run(ctx, Options{Scenario: s, Env: redisenv.Config{Backend: redisenv.BackendProcess}, NoReference: true})
+}
+
+func entry(t *testing.T, res *report.Result, name, topo string) report.Entry {
+	t.Helper()
+	for _, e := range res.Entries {
+		if e.Algorithm == name && e.Topology == topo {
+			return e
+		}
+	}
+	t.Fatalf("no entry for %s on %s", name, topo)
+	return report.Entry{}
+}
+
+// onlyBehind reports whether reasons say nothing but that the load generator fell behind, which
+// a loaded machine may cause and which is not the script's doing.
+func onlyBehind(reasons []string) bool {
+	for _, r := range reasons {
+		if !strings.Contains(r, "fell behind") {
+			return false
+		}
+	}
+	return len(reasons) > 0
+}
+
+// TestCustomExample runs examples/custom on a single node and a cluster: the correct token
+// bucket passes, the off-by-one sliding log is flagged with a definite violation, as the
+// scenario expects.
+func TestCustomExample(t *testing.T) {
+	needRedis(t)
+	s, err := scenarios.Load("../../examples/custom/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runShort(t, s, 2*time.Second)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, topo := range []string{"single", "cluster"} {
+		good := entry(t, out.Result, "my-token-bucket", topo)
+		v := good.Verification
+		switch {
+		case v.Verdict == report.Pass:
+		case v.Verdict == report.Inconclusive && onlyBehind(v.Reasons):
+			t.Logf("my-token-bucket on %s: inconclusive only because the machine is loaded: %v", topo, v.Reasons)
+		default:
+			t.Errorf("my-token-bucket on %s: verdict %s (%v); want pass", topo, v.Verdict, v.Reasons)
+		}
+		if v.DefiniteViolations != 0 || good.Errors != 0 || good.Unknown != 0 || !good.Custom || good.Allowed == 0 {
+			t.Errorf("my-token-bucket on %s: %d definite violations, %d errors, %d unknown, %d allowed, custom %v; want 0, 0, 0, > 0, true",
+				topo, v.DefiniteViolations, good.Errors, good.Unknown, good.Allowed, good.Custom)
+		}
+		bad := entry(t, out.Result, "my-off-by-one", topo)
+		v = bad.Verification
+		if v.Verdict != report.Fail || v.DefiniteViolations == 0 || !v.ExpectedViolation {
+			t.Errorf("my-off-by-one on %s: verdict %s with %d definite violations, expected %v (%v); want fail, > 0, true",
+				topo, v.Verdict, v.DefiniteViolations, v.ExpectedViolation, v.Reasons)
+		}
+	}
+	for _, f := range out.Failures {
+		if strings.Contains(f, "my-off-by-one") {
+			t.Errorf("failure %q: the off-by-one violation is expected and must not fail the scenario", f)
+		}
+	}
+}
+
+// writeScenario writes a one-script scenario on a single node into a temporary directory and
+// loads it.
+func writeScenario(t *testing.T, script, allowed string) *scenarios.Scenario {
+	t.Helper()
+	dir := t.TempDir()
+	yaml := `name: custom-test
+topologies: [single]
+clients: 2
+arrival: {rate: 100}
+keys: {count: 2}
+limit: {limit: 10, window: 1s}
+algorithms:
+  - name: mine
+    script: mine.lua
+    keys: ["x:{{tag}}"]
+    allowed: ` + allowed + `
+    contract: {kind: sliding-window, limit: 10, window: 1s}
+`
+	if err := os.WriteFile(filepath.Join(dir, "mine.lua"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "scenario.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCustomNeverMatches: a script whose reply the allowed rule never reads as an admission
+// (unreadable, or readable but never matching) gets an inconclusive verdict with the raw reply
+// among the reasons, never a pass.
+func TestCustomNeverMatches(t *testing.T) {
+	needRedis(t)
+	tests := []struct {
+		name, script, allowed, want string
+	}{
+		{"unreadable", "return {1, 'ok'}", "{element: 3, equals: 1}", `could not be read by the allowed rule {element: 3, equals: "1"} (counted as unknown outcomes, warmup included); first raw reply: [1, "ok"]`},
+		{"no match", "return 'GRANTED'", "{equals: 1}", `first raw reply: "GRANTED"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runShort(t, writeScenario(t, tt.script, tt.allowed), time.Second)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			e := entry(t, out.Result, "mine", "single")
+			v := e.Verification
+			if v.Verdict != report.Inconclusive || e.Allowed != 0 {
+				t.Errorf("verdict %s with %d admissions (%v); want inconclusive with none", v.Verdict, e.Allowed, v.Reasons)
+			}
+			if !strings.Contains(strings.Join(v.Reasons, "\n"), tt.want) {
+				t.Errorf("reasons %q do not contain %q (is withCustomNotes wired into measure?)", v.Reasons, tt.want)
+			}
+			if out.Passed() {
+				t.Error("Outcome.Passed() = true; want a failure for the inconclusive verdict")
+			}
+		})
+	}
+}
+
+// TestCustomSyntaxError: a Lua syntax error stops the run with ErrBadScript and Redis's own
+// message.
+func TestCustomSyntaxError(t *testing.T) {
+	needRedis(t)
+	s := writeScenario(t, "local x = = 1\nreturn x", "{equals: 1}")
+	_, err := runShort(t, s, time.Second)
+	if !errors.Is(err, ErrBadScript) || !strings.Contains(err.Error(), "Error compiling script") ||
+		!strings.Contains(err.Error(), "mine.lua") {
+		t.Fatalf("Run = %v; want ErrBadScript with Redis's \"Error compiling script\" naming mine.lua", err)
+	}
+}
+
+// fakeReplies is a limiter that reports fixed reply statistics.
+type fakeReplies struct {
+	algorithms.Limiter
+	st algorithms.ReplyStats
+}
+
+func (f fakeReplies) ReplyStats() algorithms.ReplyStats { return f.st }
+
+// TestCustomNotes: the sentences customNotes adds for each combination of reply statistics.
+func TestCustomNotes(t *testing.T) {
+	tests := []struct {
+		name string
+		st   algorithms.ReplyStats
+		want []string
+	}{
+		{"all fine", algorithms.ReplyStats{Rule: "{equals: \"1\"}", Read: 10, Admitted: 4, FirstRead: "1"}, nil},
+		{"some unreadable", algorithms.ReplyStats{Rule: "{element: 2, equals: \"1\"}", Read: 10, Admitted: 4, FirstRead: "[1, 1]",
+			Unreadable: 3, FirstUnreadable: "[1]"},
+			[]string{`3 replies could not be read by the allowed rule {element: 2, equals: "1"} (counted as unknown outcomes, warmup included); first raw reply: [1]`}},
+		{"never admitted", algorithms.ReplyStats{Rule: "{equals: \"1\"}", Read: 7, FirstRead: `"no"`},
+			[]string{`none of the 7 replies read by the allowed rule {equals: "1"} was an admission; first raw reply: "no"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := customNotes(fakeReplies{st: tt.st})
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("customNotes(%+v) = %q; want %q", tt.st, got, tt.want)
+			}
+		})
+	}
+	if got := customNotes(nil); got != nil {
+		t.Errorf("customNotes(nil) = %q; want nil", got)
+	}
+	e := withCustomNotes(report.Entry{}, fakeReplies{st: tests[2].st})
+	if len(e.Verification.Reasons) != 1 {
+		t.Errorf("withCustomNotes: reasons %q; want one note", e.Verification.Reasons)
+	}
+}
+
+// TestCheckCustomScripts: every custom script Redis rejects is reported at once, wrapping
+// ErrBadScript with Redis's message and file:line; built-in algorithms and good scripts pass.
+func TestCheckCustomScripts(t *testing.T) {
+	for _, topo := range []string{"single", "cluster"} {
+		t.Run(topo, func(t *testing.T) {
+			env := redistest.Single(t)
+			if topo == "cluster" {
+				env = redistest.Cluster(t)
+			}
+			custom := func(name, src string) algorithms.Algorithm {
+				a, err := customAlgorithmOf(&scenarios.Custom{
+					Name: name, Script: name + ".lua", ScriptPath: "dir/" + name + ".lua", Source: src,
+					Keys:     []string{"k:{{tag}}"},
+					Allowed:  scenarios.AllowedRule{Op: scenarios.Equals, Value: "1"},
+					Contract: scenarios.CustomContract{Kind: algorithms.NoContract},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			gcra, err := algorithms.Lookup("gcra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			good := []algorithms.Algorithm{gcra, custom("good", "return 1")}
+			if err := checkCustomScripts(ctx, env.Target.Client, good); err != nil {
+				t.Errorf("checkCustomScripts(good) = %v; want nil", err)
+			}
+			bad := append(good, custom("bad1", "return = 1"), custom("bad2", "local a = 1\nif a then"))
+			err = checkCustomScripts(ctx, env.Target.Client, bad)
+			if !errors.Is(err, ErrBadScript) {
+				t.Fatalf("checkCustomScripts(bad) = %v; want ErrBadScript", err)
+			}
+			for _, want := range []string{"bad1: dir/bad1.lua:1: ERR Error compiling script", "bad2: dir/bad2.lua:2: ERR Error compiling script"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("checkCustomScripts(bad) = %v; want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
