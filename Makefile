@@ -33,8 +33,14 @@ check: redis-server
 	$(GO) tool staticcheck ./...
 	$(GO) test -race -timeout 30m ./...
 
+# Every benchmark in bench/, in the standard format benchstat reads.
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -benchtime 2x -timeout 30m ./bench/
+
+# limitbench's throughput over redis-benchmark's for the same script, connections and pipeline
+# depth (depth 1 and 16), printed as ratio-d1 and ratio-d16.
+bench-loadgen: redis-server
+	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 15m -v ./bench/
 
 # The offline container image built FROM scratch from the host's redis-server (tag printed).
 redis-image: build
