@@ -79,19 +79,21 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return envFailure(err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := target.Stop(sctx); err != nil {
-			fmt.Fprintf(stderr, "limitbench env: stop: %v\n", err)
-		}
-	}()
 	printEnv(stdout, target)
 	fmt.Fprintln(stdout, "holding the environment; press Ctrl-C (or send SIGTERM) to stop it")
-	if err := holdEnv(ctx, target); err != nil {
-		return envFailure(err)
+	holdErr := holdEnv(ctx, target)
+	// Stop before writing anything else: a closed stdout (the reader went away) would end the
+	// process with SIGPIPE on the next write and leave containers behind.
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stopErr := target.Stop(sctx)
+	switch {
+	case holdErr != nil:
+		return envFailure(errors.Join(holdErr, stopErr))
+	case stopErr != nil:
+		return envFailure(fmt.Errorf("stop: %w", stopErr))
 	}
-	fmt.Fprintln(stdout, "stopping")
+	fmt.Fprintln(stdout, "stopped")
 	return nil
 }
 

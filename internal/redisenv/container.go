@@ -47,6 +47,13 @@ func (c Config) tcLogger() tclog.Logger { return tclog.NewNoopLogger() }
 // wrap ErrUnavailable and say what to do.
 func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	containerEnv()
+	// testcontainers falls back to the default socket when DOCKER_HOST does not answer; a user
+	// who names an engine means that engine, so check it first.
+	if host := os.Getenv("DOCKER_HOST"); host != "" {
+		if err := pingDockerHost(ctx); err != nil {
+			return nil, fmt.Errorf("%w: no Docker engine answers at DOCKER_HOST=%s (%v); start it, unset DOCKER_HOST, or use --backend process with redis-server installed", ErrUnavailable, host, err)
+		}
+	}
 	cli, err := func() (cli *testcontainers.DockerClient, err error) {
 		// testcontainers panics on some broken environments; turn that into an error.
 		defer func() {
@@ -68,6 +75,19 @@ func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 		return nil, fmt.Errorf("%w: no Docker engine answers (%v); start one (e.g. `sudo dockerd`, Docker Desktop) or use --backend process with redis-server installed", ErrUnavailable, err)
 	}
 	return cli, nil
+}
+
+// pingDockerHost pings the engine DOCKER_HOST names, for at most 5 s.
+func pingDockerHost(ctx context.Context) error {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = cli.Ping(ctx, client.PingOptions{})
+	return err
 }
 
 // sweepContainers removes the containers labelled by a harness that is no longer running.

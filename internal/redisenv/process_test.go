@@ -204,3 +204,38 @@ func TestStopIdempotent(t *testing.T) {
 		t.Errorf("PING after Stop = %v, want a connection error", err)
 	}
 }
+
+func TestProcessClusterWithReplicas(t *testing.T) {
+	needRedisServer(t)
+	if testing.Short() {
+		t.Skip("starts 6 servers")
+	}
+	target := startT(t, redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Replicas: 1})
+	checkCluster(t, target, 3)
+	masters := map[string]bool{}
+	for _, n := range target.Info.Nodes {
+		if n.Role == redisenv.RoleMaster {
+			masters[n.ID] = true
+		}
+	}
+	replicas := 0
+	for _, n := range target.Info.Nodes {
+		if n.Role == redisenv.RoleReplica {
+			replicas++
+			if !masters[n.MasterID] || len(n.Slots) != 0 {
+				t.Errorf("replica %+v: want a known master and no slots", n)
+			}
+		}
+	}
+	if replicas != 3 {
+		t.Errorf("%d replicas, want 3", replicas)
+	}
+}
+
+func TestAutoPicksProcess(t *testing.T) {
+	needRedisServer(t)
+	target := startT(t, redisenv.Config{})
+	if target.Info.Backend != redisenv.BackendProcess || !strings.Contains(target.Info.Chosen, "redis-server found") {
+		t.Errorf("auto: Backend %q, Chosen %q; want process because redis-server is on PATH", target.Info.Backend, target.Info.Chosen)
+	}
+}
