@@ -48,7 +48,8 @@ type AccuracyReport struct {
 }
 
 // Accuracy replays the requests of log with a known decision through an exact limiter for c (all
-// of c's limits at once: a request is admitted only if it fits every one) and compares. Each
+// of c's limits at once: a request is admitted only if it fits every one) and compares. Requests
+// before log.From prime both the exact limiter and the algorithm's own meters but are not counted. Each
 // request is taken at the midpoint of its [Lo, Hi], unwidened, in time order (admissions first
 // among equal times). bin is the series' bin width (1 s when <= 0). It reorders log.Events.
 func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyReport, error) {
@@ -72,7 +73,12 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 		return rep, nil
 	}
 	sortByMid(ev)
-	first := floorDiv(mid(&ev[0]), binUs) * binUs
+	// The first counted event: the first at or after log.From.
+	c0, _ := slices.BinarySearchFunc(ev, log.From, func(e Event, t int64) int { return cmp.Compare(mid(&e), t) })
+	if c0 == n {
+		return rep, nil
+	}
+	first := floorDiv(mid(&ev[c0]), binUs) * binUs
 	if bins := (mid(&ev[n-1])-first)/binUs + 1; bins > MaxBins {
 		return AccuracyReport{}, fmt.Errorf("accuracy: %d bins of %s is more than %d: use a wider bin", bins, bin, MaxBins)
 	}
@@ -95,6 +101,26 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 	for i := range ev {
 		e := &ev[i]
 		t, cost := mid(e), int64(e.Permits)
+		if i < c0 {
+			// Before From: both limiters take the request as it went, and nothing is counted.
+			fits := true
+			for j := range lims {
+				fits = lims[j].fits(get(ideal[j], &lims[j], e), t, cost) && fits
+			}
+			if fits {
+				for j := range lims {
+					lims[j].take(get(ideal[j], &lims[j], e), cost)
+				}
+			}
+			if e.Kind == Admitted {
+				for j := range lims {
+					m := get(actual[j], &lims[j], e)
+					lims[j].fits(m, t, cost)
+					lims[j].take(m, cost)
+				}
+			}
+			continue
+		}
 		if b := floorDiv(t, binUs) * binUs; cur == nil || cur.Start != b {
 			for s := first + int64(len(rep.Series))*binUs; s <= b; s += binUs {
 				rep.Series = append(rep.Series, AccuracyBin{Start: s})

@@ -146,9 +146,11 @@ type sweeper struct {
 	lim  limit
 	log  *Log
 	ord  []uint32 // hi order of the current scope, when it differs from lo order
-	tree maxTree
+	tree prefixTree
 	vals []int64
 	cand []int64
+	pos  []uint32 // bucketPossible: index in cand of each admission's hi
+	loAt []uint32 // bucketPossible: index in cand of each admission's lo
 
 	// results of the current pass
 	rep           *LimitReport
@@ -212,7 +214,7 @@ func partition(ev []Event, k Kind) int {
 func (s *sweeper) pass(ev []Event) int {
 	s.definite = 0
 	s.worst, s.worstP = worstAt{}, worstAt{}
-	sortByScope(ev, s.lim.scope)
+	sortEvents(ev, s.lim.scope)
 	key := scopeKey(s.lim.scope)
 	scopes := 0
 	for i := 0; i < len(ev); {

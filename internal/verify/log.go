@@ -70,6 +70,11 @@ type Log struct {
 	Subjects []string
 	Clients  []string
 	Events   []Event
+	// From, when non-zero, is a time in µs since the Unix epoch before which events only prime
+	// state: Accuracy feeds them to the ideal limiter (so it starts the counted part in the state
+	// the algorithm was left in by a warmup) but counts nothing before From. Check ignores From:
+	// give it only the events to verify.
+	From int64
 }
 
 // validate reports the first problems of l (at most 5, and how many more), each wrapped with

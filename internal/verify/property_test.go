@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -319,31 +320,59 @@ func TestPlantedViolationFound(t *testing.T) {
 	})
 }
 
-// TestMaxTree checks the segment tree against a plain array.
-func TestMaxTree(t *testing.T) {
+// TestPrefixTree checks the segment tree against a plain array.
+func TestPrefixTree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 40).Draw(t, "n")
 		vals := rapid.SliceOfN(rapid.Int64Range(-50, 50), n, n).Draw(t, "vals")
-		var m maxTree
+		var m prefixTree
 		m.reset(vals)
 		naive := append([]int64(nil), vals...)
 		for i := range 30 {
-			l := rapid.IntRange(0, n).Draw(t, fmt.Sprint("l", i))
-			r := rapid.IntRange(l, n).Draw(t, fmt.Sprint("r", i))
 			if rapid.Bool().Draw(t, fmt.Sprint("op", i)) {
+				r := rapid.IntRange(0, n).Draw(t, fmt.Sprint("r", i))
 				v := rapid.Int64Range(-20, 20).Draw(t, fmt.Sprint("v", i))
-				m.add(l, r, v)
-				for j := l; j < r; j++ {
+				m.add(r, v)
+				for j := range r {
 					naive[j] += v
 				}
 				continue
 			}
+			r := rapid.IntRange(1, n).Draw(t, fmt.Sprint("r", i))
 			want := int64(math.MinInt64)
-			for j := l; j < r; j++ {
+			for j := range r {
 				want = max(want, naive[j])
 			}
-			if got := m.max(l, r); got != want {
-				t.Fatalf("max(%d, %d) = %d; want %d", l, r, got, want)
+			if got := m.max(r); got != want {
+				t.Fatalf("max(%d) = %d; want %d", r, got, want)
+			}
+		}
+	})
+}
+
+// TestSortEvents: the radix sort orders events exactly as the comparison sort does.
+func TestSortEvents(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 3000).Draw(t, "n")
+		sc := algorithms.Scope(rapid.IntRange(0, 2).Draw(t, "scope"))
+		span := rapid.SampledFrom([]int64{1, 100, 1 << 20, 1 << 40}).Draw(t, "span")
+		subjects := rapid.SampledFrom([]int{1, 3, 300, 100000}).Draw(t, "subjects")
+		clients := rapid.SampledFrom([]int{1, 2, 64, 65535}).Draw(t, "clients")
+		seed := rapid.Uint64().Draw(t, "seed")
+		rng := rand.New(rand.NewPCG(seed, 1))
+		ev := make([]Event, n)
+		for i := range ev {
+			lo := 1_700_000_000_000_000 + rng.Int64N(span)
+			ev[i] = Event{Lo: lo, Hi: lo + rng.Int64N(3), Subject: uint32(rng.IntN(subjects)), Client: uint16(rng.IntN(clients))}
+		}
+		want := append([]Event(nil), ev...)
+		sortByScope(want, sc)
+		sortEvents(ev, sc)
+		key := scopeKey(sc)
+		for i := range ev {
+			a, b := &ev[i], &want[i]
+			if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
+				t.Fatalf("event %d = %+v; want %+v", i, *a, *b)
 			}
 		}
 	})

@@ -176,10 +176,10 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 			if g[j].Hi+G != b {
 				break
 			}
-			s.tree.add(0, j+1, q*int64(g[j].Permits))
+			s.tree.add(j+1, q*int64(g[j].Permits))
 			top = max(top, j)
 		}
-		if f := s.tree.max(0, top+1) - p*(b-base); f > qC {
+		if f := s.tree.max(top+1) - p*(b-base); f > qC {
 			s.definiteAt(b, ceilDiv(f-qC, q))
 		}
 	}
@@ -222,23 +222,32 @@ func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo - G
-	// cand: the distinct lo and hi values, ascending (a merge of g's two orders).
+	// cand: the distinct lo and hi values, ascending (a merge of g's two orders); pos[i] and
+	// loAt[i] are the indices in cand of g[i]'s hi and lo.
 	cand := s.cand[:0]
+	pos := slices.Grow(s.pos[:0], len(g))[:len(g)]
 	i, j, n := 0, 0, len(g)
+	loAt := s.loAt[:0]
 	for i < n || j < n {
+		takeLo := j >= n || (i < n && g[i].Lo-G <= g[ord[j]].Hi+G)
 		var v int64
-		if j >= n || (i < n && g[i].Lo-G <= g[ord[j]].Hi+G) {
+		if takeLo {
 			v = g[i].Lo - G
-			i++
 		} else {
 			v = g[ord[j]].Hi + G
-			j++
 		}
 		if len(cand) == 0 || cand[len(cand)-1] != v {
 			cand = append(cand, v)
 		}
+		if takeLo {
+			loAt = append(loAt, uint32(len(cand)-1))
+			i++
+		} else {
+			pos[ord[j]] = uint32(len(cand) - 1)
+			j++
+		}
 	}
-	s.cand = cand
+	s.cand, s.pos, s.loAt = cand, pos, loAt
 	vals := s.vals[:0]
 	for _, v := range cand {
 		vals = append(vals, p*(v-base))
@@ -247,12 +256,11 @@ func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	s.tree.reset(vals)
 	for k := 0; k < n; {
 		b := g[k].Lo - G
+		pb := int(loAt[k])
 		for ; k < n && g[k].Lo-G == b; k++ {
-			h, _ := slices.BinarySearch(cand, g[k].Hi+G)
-			s.tree.add(0, h+1, q*int64(g[k].Permits))
+			s.tree.add(int(pos[k])+1, q*int64(g[k].Permits))
 		}
-		pb, _ := slices.BinarySearch(cand, b)
-		if f := s.tree.max(0, pb+1) - p*(b-base); f > qC {
+		if f := s.tree.max(pb+1) - p*(b-base); f > qC {
 			s.possibleAt(b, ceilDiv(f-qC, q), 1)
 		}
 	}
@@ -342,97 +350,92 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	return bestA
 }
 
-// maxTree is a segment tree over int64 values with range add and range max, both on half-open
-// ranges [l, r) and O(log n) (the bottom-up form with pending adds per inner node).
-type maxTree struct {
-	n, h int
-	t    []int64 // t[1:n] inner nodes, t[n:2n] leaves; t[i] = max of its subtree + d[i]
-	d    []int64 // pending add of inner node i, already in t[i]
+// prefixTree holds int64 values v[0..n) and supports, in O(log n), adding to a prefix v[0..r)
+// and the maximum of a prefix: a segment tree over a power-of-two number of leaves, walked from
+// the root, with the pending add of each inner node kept in d.
+type prefixTree struct {
+	n int     // leaves, a power of two
+	t []int64 // t[i] = max of node i's subtree + d[i]; leaves at t[n:2n]
+	d []int64 // d[i]: added to all of inner node i's subtree, already in t[i]
 }
 
 // reset makes the tree hold vals.
-func (m *maxTree) reset(vals []int64) {
-	n := len(vals)
-	m.n, m.h = n, 0
-	for 1<<m.h < n {
-		m.h++
+func (m *prefixTree) reset(vals []int64) {
+	n := 1
+	for n < len(vals) {
+		n <<= 1
 	}
-	m.h++
+	m.n = n
 	if cap(m.t) < 2*n {
 		m.t, m.d = make([]int64, 2*n), make([]int64, n)
 	}
 	m.t, m.d = m.t[:2*n], m.d[:n]
 	copy(m.t[n:], vals)
+	for i := n + len(vals); i < 2*n; i++ {
+		m.t[i] = math.MinInt64 / 4 // padding: never added to, never the maximum
+	}
 	for i := n - 1; i > 0; i-- {
 		m.t[i] = max(m.t[2*i], m.t[2*i+1])
 		m.d[i] = 0
 	}
 }
 
-func (m *maxTree) apply(i int, v int64) {
+func (m *prefixTree) apply(i int, v int64) {
 	m.t[i] += v
 	if i < m.n {
 		m.d[i] += v
 	}
 }
 
-func (m *maxTree) build(i int) {
+// add adds v to v[0..r), 0 <= r <= len(vals).
+func (m *prefixTree) add(r int, v int64) {
+	if r <= 0 {
+		return
+	}
+	if r >= m.n {
+		m.apply(1, v)
+		return
+	}
+	// Node i covers [lo, hi) with lo < r < hi.
+	i, lo, hi := 1, 0, m.n
+	for {
+		mid := (lo + hi) >> 1
+		if r <= mid {
+			i, hi = 2*i, mid
+			if r == mid {
+				m.apply(i, v)
+				break
+			}
+		} else {
+			m.apply(2*i, v)
+			i, lo = 2*i+1, mid
+		}
+	}
 	for i > 1 {
 		i >>= 1
 		m.t[i] = max(m.t[2*i], m.t[2*i+1]) + m.d[i]
 	}
 }
 
-func (m *maxTree) push(i int) {
-	for sh := m.h; sh > 0; sh-- {
-		j := i >> sh
-		if j > 0 && m.d[j] != 0 {
-			m.apply(2*j, m.d[j])
-			m.apply(2*j+1, m.d[j])
-			m.d[j] = 0
-		}
+// max returns the maximum of v[0..r), 1 <= r <= len(vals).
+func (m *prefixTree) max(r int) int64 {
+	if r >= m.n {
+		return m.t[1]
 	}
-}
-
-// add adds v to the values in [l, r).
-func (m *maxTree) add(l, r int, v int64) {
-	if l >= r {
-		return
-	}
-	l, r = l+m.n, r+m.n
-	l0, r0 := l, r
-	for ; l < r; l, r = l>>1, r>>1 {
-		if l&1 == 1 {
-			m.apply(l, v)
-			l++
-		}
-		if r&1 == 1 {
-			r--
-			m.apply(r, v)
-		}
-	}
-	m.build(l0)
-	m.build(r0 - 1)
-}
-
-// max returns the largest value in [l, r), or math.MinInt64 when the range is empty.
-func (m *maxTree) max(l, r int) int64 {
 	res := int64(math.MinInt64)
-	if l >= r {
-		return res
-	}
-	l, r = l+m.n, r+m.n
-	m.push(l)
-	m.push(r - 1)
-	for ; l < r; l, r = l>>1, r>>1 {
-		if l&1 == 1 {
-			res = max(res, m.t[l])
-			l++
+	var acc int64 // the pending adds of node i's strict ancestors
+	i, lo, hi := 1, 0, m.n
+	for {
+		acc += m.d[i]
+		mid := (lo + hi) >> 1
+		if r <= mid {
+			i, hi = 2*i, mid
+			if r == mid {
+				return max(res, m.t[i]+acc)
+			}
+		} else {
+			res = max(res, m.t[2*i]+acc)
+			i, lo = 2*i+1, mid
 		}
-		if r&1 == 1 {
-			r--
-			res = max(res, m.t[r])
-		}
 	}
-	return res
 }
