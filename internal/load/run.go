@@ -281,6 +281,10 @@ type Result struct {
 	Histograms *Histograms
 	Timeline   *Timeline
 	Log        *verify.Log
+	// WarmupLog holds the warmup's requests like Log (nil without a warmup or with
+	// Plan.NoRecording). It is not verified; it lets accuracy and replay start the ideal
+	// limiter and the reference model from the state the warmup left Redis in.
+	WarmupLog *verify.Log
 	// Subjects and Clients name the indices in outcomes and log events.
 	Subjects, Clients []string
 }
@@ -342,6 +346,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			sh.hist = NewHistograms(p.MaxLatency)
 			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
 			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock)
+			if p.Warmup > 0 {
+				sh.warm = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock)
+			}
 		}
 		r.shards = append(r.shards, sh)
 	}
@@ -353,6 +360,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if !p.NoRecording {
 		for _, sh := range r.shards {
 			sh.log.Origin = r.start.UnixMicro()
+			if sh.warm != nil {
+				sh.warm.Origin = sh.log.Origin
+			}
 		}
 	}
 
@@ -408,9 +418,15 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			first.hist.Merge(sh.hist)
 			first.tl.Merge(sh.tl)
 			first.log.Merge(sh.log)
+			if first.warm != nil {
+				first.warm.Merge(sh.warm)
+			}
 		}
 		res.Histograms, res.Timeline = first.hist, first.tl
 		res.Log = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.log.Events()}
+		if first.warm != nil {
+			res.WarmupLog = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.warm.Events()}
+		}
 		res.Counts.Narrowed = first.log.Narrowed
 		res.Counts.Clamped = first.hist.Clamped
 		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
@@ -455,6 +471,7 @@ type shard struct {
 	hist *Histograms
 	tl   *Timeline
 	log  *AdmissionLog
+	warm *AdmissionLog // the warmup's requests; nil without a warmup
 }
 
 func (r *runner) stopped() bool {
@@ -660,7 +677,7 @@ func (w *worker) record(outs []Outcome) {
 	if errs > 0 {
 		r.errs.Add(errs)
 	}
-	if measured == 0 || r.p.NoRecording {
+	if r.p.NoRecording {
 		return
 	}
 	sh := w.sh
@@ -668,6 +685,7 @@ func (w *worker) record(outs []Outcome) {
 	for i := range outs {
 		o := &outs[i]
 		if o.Intended < r.warm {
+			sh.warm.Add(o)
 			continue
 		}
 		sh.hist.Add(o)

@@ -2,12 +2,12 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +46,7 @@ func plan(s *scenarios.Scenario) load.Plan {
 			HotShare:     s.Keys.HotShare,
 		},
 		Seed: uint64(s.Seed),
+		Bin:  timelineBin(s.Duration),
 		Skew: load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
 		Cost: s.Cost,
 	}
@@ -57,6 +58,17 @@ func plan(s *scenarios.Scenario) load.Plan {
 		p.Arrival = load.NewProfile(segs...)
 	}
 	return p
+}
+
+// timelineBin returns the widest of 1s, 500ms, 250ms and 100ms that divides d, so that the last
+// bin of a timeline is a whole bin and its rate is not understated; 1s when none does.
+func timelineBin(d time.Duration) time.Duration {
+	for _, b := range []time.Duration{time.Second, 500 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond} {
+		if d%b == 0 && d >= b {
+			return b
+		}
+	}
+	return time.Second
 }
 
 // measure runs algorithm a once on tgt under the scenario's load and returns the measurement. A
@@ -77,7 +89,8 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}()
 	lim, err := a.Prepare(ctx, tgt.Client, s.Limit, prefix)
 	if err != nil {
-		if _, custom := a.(*customAlgorithm); custom {
+		var rerr redis.Error
+		if _, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, name, err)
 		}
 		return nil, lostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
@@ -102,12 +115,6 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: o.Repeat, Progress: lp, Duration: total})
 		}
 	}
-	model := a.Model(s.Limit)
-	var warm *warmupLog
-	if model != nil && s.Warmup > 0 {
-		warm = &warmupLog{}
-		p.OnOutcome = warm.hook(s.Warmup)
-	}
 	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
 	defer client.Close()
 
@@ -130,7 +137,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		m := &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, nil, nil)}
+		m := &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, nil), lim)}
 		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := snapshot(statCtx, tgt)
@@ -145,7 +152,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	return &measurement{repeat: rep, entry: entryOf(name, topo, res, contract, a, s, &srv, warm)}, nil
+	return &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, &srv), lim)}, nil
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -265,7 +272,7 @@ func subjectsTouched(log *verify.Log) int {
 
 // entryOf builds the report entry of one measurement, verifying its admission log.
 func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, a algorithms.Algorithm,
-	s *scenarios.Scenario, srv *report.Server, warm *warmupLog) report.Entry {
+	s *scenarios.Scenario, srv *report.Server) report.Entry {
 	c := res.Counts
 	e := report.Entry{
 		Algorithm:     name,
@@ -297,7 +304,7 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 	}
 	e.Verification = verification(res, contract, s)
 	if res.Log != nil && contract.Kind != algorithms.NoContract {
-		if acc, err := verify.Accuracy(contract, res.Log, time.Second); err == nil {
+		if acc, err := verify.Accuracy(contract, withWarmup(res), time.Second); err == nil {
 			e.Accuracy = report.Accuracy{
 				IdealAllowed:   acc.IdealAllowed,
 				Efficiency:     round3(acc.Efficiency),
@@ -307,7 +314,7 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 		} else {
 			e.Verification.Reasons = append(e.Verification.Reasons, "accuracy not computed: "+err.Error())
 		}
-		if note := replay(a.Model(s.Limit), res.Log, s.Warmup, warm); note != "" {
+		if note := replay(a.Model(s.Limit), res); note != "" {
 			e.Verification.Reasons = append(e.Verification.Reasons, note)
 		}
 	}
@@ -507,53 +514,34 @@ func relate(res *report.Result, first int) {
 	}
 }
 
-// warmupLog collects the warmup's decisions, which Result.Log leaves out, so that the reference
-// model can be replayed from the same state Redis started the measured part in.
-type warmupLog struct {
-	mu     sync.Mutex
-	events []verify.Event
-	// inexact counts warmup requests without an exact server decision time (errors, unknown
-	// outcomes, client clocks): the model cannot follow them, so replay is skipped.
-	inexact int
-}
-
-// hook returns a load.Plan.OnOutcome that records outcomes intended before warmup.
-func (w *warmupLog) hook(warmup time.Duration) func(*load.Outcome) {
-	return func(o *load.Outcome) {
-		if o.Intended >= warmup {
-			return
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		d := o.Decision
-		if o.Class != load.ClassOK || d.Clock != algorithms.ClockServer || d.TimeMicros <= 0 {
-			w.inexact++
-			return
-		}
-		kind := verify.Denied
-		if d.Allowed {
-			kind = verify.Admitted
-		}
-		w.events = append(w.events, verify.Event{Lo: d.TimeMicros, Hi: d.TimeMicros, Subject: o.Subject,
-			Client: o.Client, Permits: o.Cost, Kind: kind})
+// withWarmup returns the measured log preceded by the warmup's requests, with From set to the
+// start of the measured part: the ideal limiter sees every request the algorithm saw, so both start
+// the measured part in the same state, and only the measured part is counted.
+func withWarmup(res *load.Result) *verify.Log {
+	if res.WarmupLog == nil || len(res.WarmupLog.Events) == 0 {
+		return res.Log
 	}
+	events := make([]verify.Event, 0, len(res.WarmupLog.Events)+len(res.Log.Events))
+	events = append(append(events, res.WarmupLog.Events...), res.Log.Events...)
+	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Events: events,
+		From: res.Start.Add(res.Plan.Warmup).UnixMicro()}
 }
 
-// replay replays the decisions of log (and of the warmup before it) through the algorithm's
-// reference model and returns a note when some differ; "" when they agree or replay is not
-// possible (no model, or a warmup the model cannot follow).
-func replay(m algorithms.Model, log *verify.Log, warmup time.Duration, warm *warmupLog) string {
-	if m == nil || log == nil || (warmup > 0 && (warm == nil || warm.inexact > 0)) {
+// replay replays the decisions of the run (the warmup's first) through the algorithm's reference
+// model and returns a note when some differ; "" when they agree or replay is not possible: no
+// model, or a warmup request without an exact decision time, which the model cannot follow.
+func replay(m algorithms.Model, res *load.Result) string {
+	if m == nil || res.Log == nil {
 		return ""
 	}
-	all := log
-	if warm != nil {
-		warm.mu.Lock()
-		events := append(slices.Clip(warm.events), log.Events...)
-		warm.mu.Unlock()
-		all = &verify.Log{Subjects: log.Subjects, Clients: log.Clients, Events: events}
+	if res.WarmupLog != nil {
+		for _, e := range res.WarmupLog.Events {
+			if e.Lo != e.Hi || (e.Kind != verify.Admitted && e.Kind != verify.Denied) {
+				return ""
+			}
+		}
 	}
-	rr, err := verify.Replay(m, all)
+	rr, err := verify.Replay(m, withWarmup(res))
 	if err != nil || rr.Differ == 0 {
 		return ""
 	}

@@ -176,6 +176,9 @@ func resolve(e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
 // to res (repeats become its Samples).
 func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo string, algs []algorithms.Algorithm,
 	runID string, res *report.Result) error {
+	if err := checkCustomScripts(ctx, tgt.Client, algs); err != nil {
+		return err
+	}
 	first := len(res.Entries)
 	runs := make([][]*measurement, len(algs))
 	defer func() {
