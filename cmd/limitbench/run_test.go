@@ -270,3 +270,46 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestRunCustomScriptSyntaxError(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.lua"), []byte("local n = 1\nif n = 2 then return 1 end\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenario := `version: 1
+name: bad-script
+duration: 1s
+clients: 2
+arrival: {rate: 20}
+algorithms:
+  - gcra
+  - name: mine
+    script: bad.lua
+    keys: ["k:{{tag}}"]
+    args: ["{{limit}}"]
+    allowed: {equals: 1}
+    contract: {kind: sliding-window, limit: 100, window: 1s}
+`
+	path := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(path, []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run([]string{"run", "--backend", "process", "--quiet", "--out", filepath.Join(dir, "out"), path}, &stdout, &stderr)
+	if code != exitBadInput {
+		t.Errorf("run with a Lua syntax error = exit %d; want %d; stderr:\n%s", code, exitBadInput, stderr.String())
+	}
+	for _, want := range []string{"bad.lua:2", "Error compiling script"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// The script is checked before anything is measured: gcra must not have run first.
+	if took := time.Since(start); took > 5*time.Second || strings.Contains(stdout.String(), "gcra") {
+		t.Errorf("the bad script was found after %s, stdout:\n%s\nwant it found before any measurement", took, stdout.String())
+	}
+}
