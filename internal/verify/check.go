@@ -150,7 +150,6 @@ type sweeper struct {
 	vals []int64
 	cand []int64
 	pos  []uint32 // bucketPossible: index in cand of each admission's hi
-	loAt []uint32 // bucketPossible: index in cand of each admission's lo
 
 	// results of the current pass
 	rep           *LimitReport

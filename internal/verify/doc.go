@@ -63,9 +63,12 @@
 //
 // # Cost
 //
-// Check sorts log.Events in place by scope and time (O(n log n)) and sweeps each scope once:
-// sliding-window and fixed-window with two pointers, token-bucket with a running maximum (a
-// segment tree when one interval contains another). It holds no copy of the log: 32 bytes per
-// event, plus 4 bytes per event of the largest scope when intervals nest. Check, Accuracy and
-// Replay reorder log.Events; do not call them concurrently on one Log.
+// Check sorts log.Events in place by scope and time (an in-place radix sort on scope and Lo: a few
+// O(n) passes of 8 bits; a comparison sort when the key does not fit 64 bits) and sweeps each scope
+// once: sliding-window and fixed-window with two pointers, token-bucket with a running maximum
+// when no interval of the scope nests inside another and with a segment tree (O(log n) per
+// admission) when some do. It holds no copy of the log, 32 bytes per event, plus buffers sized by
+// the largest scope: 4 bytes per event for the Hi order when intervals nest, and for token-bucket
+// 12 bytes per event and a tree of at most 64 bytes per event. Check, Accuracy and Replay reorder
+// log.Events; do not call them concurrently on one Log.
 package verify

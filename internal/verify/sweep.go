@@ -215,52 +215,51 @@ func (s *sweeper) bucketPossibleOrdered(g []Event) {
 	}
 }
 
-// bucketPossible: for each distinct lo value b, with every admission of lo <= b added,
-// value(a) = p·(a − base) + q·P{lo ≤ b, hi ≥ a} for each candidate a <= b (the hi values, and b
-// itself, where every admission counted meets b), and f = max value − p·(b − base).
+// bucketPossible: for each distinct lo value b, with every admission of lo <= b added, the sets
+// are {lo ≤ b, hi ≥ a}. For a = b they all meet b (span 0): meet, kept by two pointers. For a < b
+// only hi values matter: value(a) = p·(a − base) + q·P{lo ≤ b, hi ≥ a} over the distinct hi
+// values a < b, and f = max(meet, max value − p·(b − base)). Adding an admission adds to the
+// values of the hi values up to its own: a segment tree with prefix add and prefix max.
 func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo - G
-	// cand: the distinct lo and hi values, ascending (a merge of g's two orders); pos[i] and
-	// loAt[i] are the indices in cand of g[i]'s hi and lo.
+	n := len(g)
+	// cand: the distinct hi values, ascending; pos[i] is the index in cand of g[i]'s hi.
 	cand := s.cand[:0]
-	pos := slices.Grow(s.pos[:0], len(g))[:len(g)]
-	i, j, n := 0, 0, len(g)
-	loAt := s.loAt[:0]
-	for i < n || j < n {
-		takeLo := j >= n || (i < n && g[i].Lo-G <= g[ord[j]].Hi+G)
-		var v int64
-		if takeLo {
-			v = g[i].Lo - G
-		} else {
-			v = g[ord[j]].Hi + G
-		}
-		if len(cand) == 0 || cand[len(cand)-1] != v {
+	pos := slices.Grow(s.pos[:0], n)[:n]
+	for _, j := range ord {
+		if v := g[j].Hi + G; len(cand) == 0 || cand[len(cand)-1] != v {
 			cand = append(cand, v)
 		}
-		if takeLo {
-			loAt = append(loAt, uint32(len(cand)-1))
-			i++
-		} else {
-			pos[ord[j]] = uint32(len(cand) - 1)
-			j++
-		}
+		pos[j] = uint32(len(cand) - 1)
 	}
-	s.cand, s.pos, s.loAt = cand, pos, loAt
+	s.cand, s.pos = cand, pos
 	vals := s.vals[:0]
 	for _, v := range cand {
 		vals = append(vals, p*(v-base))
 	}
 	s.vals = vals
 	s.tree.reset(vals)
+	var meet int64       // q·P of the admissions added with hi >= b
+	leave, below := 0, 0 // admissions (in Hi order) with hi < b; cand values < b
 	for k := 0; k < n; {
 		b := g[k].Lo - G
-		pb := int(loAt[k])
 		for ; k < n && g[k].Lo-G == b; k++ {
 			s.tree.add(int(pos[k])+1, q*int64(g[k].Permits))
+			meet += q * int64(g[k].Permits)
 		}
-		if f := s.tree.max(pb+1) - p*(b-base); f > qC {
+		for ; leave < n && g[ord[leave]].Hi+G < b; leave++ {
+			meet -= q * int64(g[ord[leave]].Permits)
+		}
+		for below < len(cand) && cand[below] < b {
+			below++
+		}
+		f := meet
+		if below > 0 {
+			f = max(f, s.tree.max(below)-p*(b-base))
+		}
+		if f > qC {
 			s.possibleAt(b, ceilDiv(f-qC, q), 1)
 		}
 	}
@@ -352,11 +351,15 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 
 // prefixTree holds int64 values v[0..n) and supports, in O(log n), adding to a prefix v[0..r)
 // and the maximum of a prefix: a segment tree over a power-of-two number of leaves, walked from
-// the root, with the pending add of each inner node kept in d.
+// the root, with the pending add of each inner node kept beside its maximum.
 type prefixTree struct {
-	n int     // leaves, a power of two
-	t []int64 // t[i] = max of node i's subtree + d[i]; leaves at t[n:2n]
-	d []int64 // d[i]: added to all of inner node i's subtree, already in t[i]
+	n    int        // leaves, a power of two
+	node []treeNode // node[1] is the root, node[n:2n] the leaves
+}
+
+type treeNode struct {
+	t int64 // the maximum of the node's subtree, d included
+	d int64 // added to all of an inner node's subtree, already in t
 }
 
 // reset makes the tree hold vals.
@@ -366,24 +369,15 @@ func (m *prefixTree) reset(vals []int64) {
 		n <<= 1
 	}
 	m.n = n
-	if cap(m.t) < 2*n {
-		m.t, m.d = make([]int64, 2*n), make([]int64, n)
+	m.node = slices.Grow(m.node[:0], 2*n)[:2*n]
+	for i, v := range vals {
+		m.node[n+i] = treeNode{t: v}
 	}
-	m.t, m.d = m.t[:2*n], m.d[:n]
-	copy(m.t[n:], vals)
 	for i := n + len(vals); i < 2*n; i++ {
-		m.t[i] = math.MinInt64 / 4 // padding: never added to, never the maximum
+		m.node[i] = treeNode{t: math.MinInt64 / 4} // padding: never added to, never the maximum
 	}
 	for i := n - 1; i > 0; i-- {
-		m.t[i] = max(m.t[2*i], m.t[2*i+1])
-		m.d[i] = 0
-	}
-}
-
-func (m *prefixTree) apply(i int, v int64) {
-	m.t[i] += v
-	if i < m.n {
-		m.d[i] += v
+		m.node[i] = treeNode{t: max(m.node[2*i].t, m.node[2*i+1].t)}
 	}
 }
 
@@ -392,8 +386,10 @@ func (m *prefixTree) add(r int, v int64) {
 	if r <= 0 {
 		return
 	}
+	nd := m.node
 	if r >= m.n {
-		m.apply(1, v)
+		nd[1].t += v
+		nd[1].d += v
 		return
 	}
 	// Node i covers [lo, hi) with lo < r < hi.
@@ -403,38 +399,41 @@ func (m *prefixTree) add(r int, v int64) {
 		if r <= mid {
 			i, hi = 2*i, mid
 			if r == mid {
-				m.apply(i, v)
+				nd[i].t += v
+				nd[i].d += v
 				break
 			}
 		} else {
-			m.apply(2*i, v)
+			nd[2*i].t += v
+			nd[2*i].d += v
 			i, lo = 2*i+1, mid
 		}
 	}
 	for i > 1 {
 		i >>= 1
-		m.t[i] = max(m.t[2*i], m.t[2*i+1]) + m.d[i]
+		nd[i].t = max(nd[2*i].t, nd[2*i+1].t) + nd[i].d
 	}
 }
 
 // max returns the maximum of v[0..r), 1 <= r <= len(vals).
 func (m *prefixTree) max(r int) int64 {
+	nd := m.node
 	if r >= m.n {
-		return m.t[1]
+		return nd[1].t
 	}
 	res := int64(math.MinInt64)
 	var acc int64 // the pending adds of node i's strict ancestors
 	i, lo, hi := 1, 0, m.n
 	for {
-		acc += m.d[i]
+		acc += nd[i].d
 		mid := (lo + hi) >> 1
 		if r <= mid {
 			i, hi = 2*i, mid
 			if r == mid {
-				return max(res, m.t[i]+acc)
+				return max(res, nd[i].t+acc)
 			}
 		} else {
-			res = max(res, m.t[2*i]+acc)
+			res = max(res, nd[2*i].t+acc)
 			i, lo = 2*i+1, mid
 		}
 	}
