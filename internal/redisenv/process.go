@@ -143,7 +143,8 @@ func serverArgs(port int, password string, cluster bool) [][2]string {
 	return args
 }
 
-// processTestHook lets tests start servers that survive their harness (to test the sweep).
+// processNoPdeathsig, set by tests, starts servers that survive their harness (as on systems
+// without Pdeathsig), to test the sweep.
 var processNoPdeathsig = false
 
 // startServerProcess starts one redis-server on a free port, retrying with another port when

@@ -243,9 +243,7 @@ type Target struct {
 	masters  []*redis.Client // one per master, same order as Masters()
 	extra    []redis.UniversalClient
 	stopFn   func(ctx context.Context) error
-	stopped  bool
 	stopErr  error
-	logDirs  []string
 	cluster  bool
 	stopOnce sync.Once
 }
@@ -474,7 +472,6 @@ func (t *Target) Stop(ctx context.Context) error {
 		t.mu.Lock()
 		clients := append([]redis.UniversalClient{}, t.extra...)
 		masters := t.masters
-		t.stopped = true
 		t.mu.Unlock()
 		var errs []error
 		if t.Client != nil {

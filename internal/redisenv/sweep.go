@@ -133,7 +133,7 @@ func sweep(ctx context.Context, logf func(string, ...any)) {
 func isRedisServer(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist) == false
+		return !errors.Is(err, os.ErrNotExist)
 	}
 	return strings.Contains(string(data), "redis-server") || strings.Contains(string(data), "redis.conf")
 }
