@@ -43,6 +43,8 @@ const (
 	PhaseProbe = "probe"
 	// PhaseDouble steps double the offered rate until one fails.
 	PhaseDouble = "double"
+	// PhaseHalve steps halve the offered rate when the first step already failed.
+	PhaseHalve = "halve"
 	// PhaseBisect steps halve the interval between the last good and the first bad rate.
 	PhaseBisect = "bisect"
 )
@@ -80,6 +82,10 @@ type Capacity struct {
 	// SustainableRPS is the highest offered rate of a good step, decisions per second; 0 when no
 	// step was good.
 	SustainableRPS float64 `json:"sustainable_rps"`
+	// Masters is the number of Redis masters (shards) the sweep ran on; ShardRPS is
+	// SustainableRPS / Masters, what one shard sustains and what the shard projection uses.
+	Masters  int     `json:"masters"`
+	ShardRPS float64 `json:"shard_rps"`
 	// FirstBadRPS is the lowest offered rate of a bad step; 0 when every step was good.
 	FirstBadRPS float64 `json:"first_bad_rps,omitempty"`
 	// Bound says what limited the rate: the first bad step's reason.
@@ -279,6 +285,9 @@ func (c *Capacity) summaryRows() [][2]string {
 	}
 	rows = append(rows, [2]string{"objective", fmt.Sprintf("%s; achieved ≥ %.0f%% of offered; generator on schedule", slo, c.FollowRatio*100)})
 	rows = append(rows, [2]string{"sustainable rate", rateText(c.SustainableRPS) + "/s" + c.boundText()})
+	if c.Masters > 1 {
+		rows = append(rows, [2]string{"per shard", fmt.Sprintf("%s/s (%d masters)", rateText(c.ShardRPS), c.Masters)})
+	}
 	if c.Probe != nil {
 		rows = append(rows, [2]string{"closed-loop saturation", fmt.Sprintf("%s/s (%d clients, p99 %s)",
 			rateText(c.Probe.AchievedRPS), c.Scenario.Clients, usText(c.Probe.LatencyUS.P99))})
@@ -346,7 +355,7 @@ func (c *Capacity) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t\t%s\t%s\n", a, b, d, e)
 	}
 	if len(p.Shards) > 0 {
-		fmt.Fprintf(tw, "shards = ceil(rate / (%s × %.1f)), %.0f%% headroom\n", rateText(c.SustainableRPS), 1-p.Headroom, p.Headroom*100)
+		fmt.Fprintf(tw, "shards = ceil(rate / (%s × %.1f)), %.0f%% headroom\n", rateText(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(tw, "note: %s\n", n)
@@ -376,7 +385,7 @@ func (c *Capacity) WriteMarkdown(w io.Writer) error {
 	}
 	if len(p.Shards) > 0 {
 		fmt.Fprintf(&b, "\n## Shards\n\nshards = ceil(rate / (%s × %.1f)): %.0f%% headroom on each shard's sustainable rate.\n\n| decisions/s | shards |\n|--:|--:|\n",
-			rateText(c.SustainableRPS), 1-p.Headroom, p.Headroom*100)
+			rateText(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
 		for _, s := range p.Shards {
 			fmt.Fprintf(&b, "| %s | %d |\n", countText(s.DecisionsPerSecond), s.Shards)
 		}

@@ -86,13 +86,13 @@ func capacityFixture() *Capacity {
 			{Phase: PhaseBisect, OfferedRPS: 12000, AchievedRPS: 11990, LatencyUS: lat(1500), Good: true},
 			{Phase: PhaseBisect, OfferedRPS: 14000, AchievedRPS: 13950, LatencyUS: lat(3000), Reason: "p99 3ms ≥ 2ms"},
 		},
-		SustainableRPS: 12000, FirstBadRPS: 14000, Bound: "p99 3ms ≥ 2ms",
+		SustainableRPS: 12000, Masters: 1, ShardRPS: 12000, FirstBadRPS: 14000, Bound: "p99 3ms ≥ 2ms",
 		CPUUSecPerDecision: 21.5, USecPerCall: 3.2,
 		Memory: CapacityMemory{Subjects: 10000, RequestsPerSubject: 2, UsedMemoryDelta: 720000, BytesPerSubject: 72,
 			Keys: 10000, SampledKeys: 500, MemoryUsagePerSubject: 64, LoadBytesPerSubject: 66},
 		StartedAt: start, FinishedAt: start.Add(50 * time.Second),
 	}
-	c.Projection = Project(c.Memory.BytesPerSubject, c.SustainableRPS)
+	c.Projection = Project(c.Memory.BytesPerSubject, c.ShardRPS)
 	return c
 }
 

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+func init() {
+	register("capacity", "find the decisions per second one Redis shard sustains, and the memory per subject", runCapacity)
+}
+
+// capacityFlags are the flags of `limitbench capacity`.
+type capacityFlags struct {
+	algorithm, slo, topology, backend, image, url, out string
+	masters                                            int
+	step, warmup                                       time.Duration
+	subjects, clients                                  int
+	noPin, quiet                                       bool
+}
+
+// defaultSLO is the objective of `limitbench capacity` when --slo is not given.
+const defaultSLO = "p99 < 2ms"
+
+func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("capacity", "--algorithm NAME [flags] [SCENARIO.yaml]", stderr)
+	var f capacityFlags
+	fs.StringVar(&f.algorithm, "algorithm", "", "the algorithm to size (required): a built-in name or a custom entry of SCENARIO")
+	fs.StringVar(&f.slo, "slo", defaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
+	fs.StringVar(&f.topology, "topology", "", "single or cluster (default: the scenario's first topology, else single)")
+	fs.StringVar(&f.backend, "backend", "auto", "Redis to run against: auto, process, container or external")
+	fs.StringVar(&f.image, "image", "", `container image (default "redis:7.4"; "host" builds one offline from the local redis-server)`)
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://[user:pass@]host:port, rediss://..., or comma-separated cluster seeds (implies --backend external)")
+	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
+	fs.DurationVar(&f.step, "step", runner.DefaultCapacityStep, "measured length of each step of the sweep")
+	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
+	fs.IntVar(&f.subjects, "subjects", runner.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
+	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
+	fs.StringVar(&f.out, "out", "", "results directory (default results/capacity-<algorithm>-<UTC time>/)")
+	fs.BoolVar(&f.noPin, "no-pin", false, "do not pin Redis and the load generator to separate CPUs")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the table")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `usage: limitbench capacity --algorithm NAME [flags] [SCENARIO.yaml]
+
+Sweeps the open-loop rate on one Redis environment: a closed-loop probe finds the saturation
+throughput S, steps double the rate from S/4 until one breaks the objective, achieves under 95%%
+of the offered rate, falls behind schedule or fails over 0.1%% of its requests, then bisection
+narrows the last good and first bad rates to within 5%%. Each step uses a fresh key prefix. A
+memory step then puts fresh subjects at their limit and reads used_memory and MEMORY USAGE.
+
+Without SCENARIO, each step runs the saturation scenario's load open loop: 32 plain clients over
+1,000 uniform subjects, limit 1,000 per second each, seed 1. A SCENARIO gives its clients, mode,
+keys, limit, cost, seed and skew; its arrival, duration and algorithms are ignored.
+
+On the process backend with more than one CPU, Redis is pinned to the last CPU and the load
+generator to the others (--no-pin turns it off); the report says which.
+
+Writes capacity.json, capacity.md, capacity.png and capacity.svg into --out and prints the table.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	s, opts, err := capacityOptions(fs, f, set)
+	if err != nil {
+		return badInput(err)
+	}
+	if !f.quiet {
+		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))
+	}
+	if !f.noPin {
+		restore := pinHarness(&opts.Pin)
+		defer restore()
+	}
+	dir := f.out
+	if dir == "" {
+		dir = filepath.Join("results", "capacity-"+keyName(f.algorithm)+"-"+time.Now().UTC().Format("20060102T150405Z"))
+	}
+
+	c, runErr := runner.Capacity(ctx, opts)
+	var writeErr error
+	if c.Probe != nil || len(c.Steps) > 0 {
+		if errors.Is(runErr, runner.ErrInterrupted) {
+			c.Notes = append(c.Notes, "interrupted: the figures cover what was measured before the signal")
+		}
+		writeErr = report.WriteCapacity(dir, c)
+		if err := c.WriteText(stdout); err != nil {
+			return fmt.Errorf("print the table: %w", err)
+		}
+		if writeErr == nil {
+			fmt.Fprintf(stdout, "results: %s\n", dir)
+		} else {
+			fmt.Fprintf(stderr, "limitbench capacity: write results to %s: %v\n", dir, writeErr)
+		}
+	}
+	switch {
+	case runErr == nil && writeErr != nil:
+		return fmt.Errorf("write results: %w", writeErr)
+	case errors.Is(runErr, runner.ErrInterrupted):
+		return failed(runErr)
+	case errors.Is(runErr, algorithms.ErrUnknownAlgorithm), errors.Is(runErr, runner.ErrBadScript),
+		errors.Is(runErr, redisenv.ErrBadConfig):
+		return badInput(runErr)
+	case runErr != nil:
+		return envFailure(runErr)
+	case c.SustainableRPS == 0:
+		return failed(fmt.Errorf("no rate met the objective: %s", c.Bound))
+	}
+	return nil
+}
+
+// capacityOptions checks the flags and the scenario and builds the sweep's options; every
+// error is bad input.
+func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*scenarios.Scenario, runner.CapacityOptions, error) {
+	var o runner.CapacityOptions
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	if fs.NArg() > 1 {
+		bad("one scenario at most, got %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))
+	}
+	s := runner.CapacityScenario()
+	if fs.NArg() == 1 {
+		loaded, err := scenarios.Load(fs.Arg(0))
+		if err != nil {
+			return nil, o, err
+		}
+		s = loaded
+	}
+	if set["clients"] {
+		if err := s.Apply(scenarios.Overrides{Clients: &f.clients}); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if f.algorithm == "" {
+		bad("--algorithm is required (limitbench list shows the names)")
+	} else if !isCustom(s, f.algorithm) {
+		if _, err := algorithms.Lookup(f.algorithm); err != nil {
+			problems = append(problems, fmt.Errorf("--algorithm: %w", err))
+		}
+	}
+	if strings.TrimSpace(f.slo) != "none" {
+		th, err := scenarios.ParseThreshold(f.slo)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Errorf("--slo: %w", err))
+		case th.Algorithm != "" && th.Algorithm != f.algorithm:
+			bad("--slo %q names algorithm %s, but the sweep sizes %s", f.slo, th.Algorithm, f.algorithm)
+		default:
+			o.SLO = &th
+		}
+	}
+	if f.step < 100*time.Millisecond {
+		bad("--step must be at least 100ms, got %s", f.step)
+	}
+	if f.warmup < 0 {
+		bad("--warmup must be >= 0, got %s", f.warmup)
+	}
+	if f.subjects < 0 {
+		bad("--subjects must be >= 0, got %d", f.subjects)
+	}
+	env := redisenv.Config{Backend: redisenv.Backend(f.backend), Image: f.image, URL: f.url, Masters: f.masters,
+		Topology: redisenv.Topology(f.topology)}
+	if f.url != "" && !set["backend"] {
+		env.Backend = redisenv.BackendExternal
+	}
+	check := env
+	if check.Topology == "" {
+		check.Topology = redisenv.TopologySingle
+		if len(s.Topologies) > 0 {
+			check.Topology = redisenv.Topology(s.Topologies[0])
+		}
+	}
+	if err := check.Validate(); err != nil {
+		problems = append(problems, err)
+	}
+	if len(problems) > 0 {
+		return nil, o, errors.Join(problems...)
+	}
+	o.Scenario, o.Algorithm, o.Env = s, f.algorithm, env
+	o.Step, o.Warmup = f.step, f.warmup
+	o.MemorySubjects = f.subjects
+	if f.subjects == 0 {
+		o.MemorySubjects = -1
+	}
+	if f.noPin {
+		o.Pin.NotPinned = "--no-pin"
+	}
+	return s, o, nil
+}
+
+// isCustom reports whether name is a custom entry of s.
+func isCustom(s *scenarios.Scenario, name string) bool {
+	for _, e := range s.Algorithms {
+		if e.Custom != nil && e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pinHarness sets p so that Redis gets the last CPU this process may use and, once Redis is
+// pinned, moves this process to the others. It returns a function that gives the process its
+// CPUs back. With one CPU, or without CPU affinity, it leaves p unpinned with the reason.
+func pinHarness(p *runner.CapacityPinning) (restore func()) {
+	cpus, err := redisenv.ProcessCPUs(os.Getpid())
+	switch {
+	case err != nil:
+		p.NotPinned = err.Error()
+		return func() {}
+	case len(cpus) < 2:
+		p.NotPinned = fmt.Sprintf("this process may use %d CPU(s) of %d", len(cpus), runtime.NumCPU())
+		return func() {}
+	}
+	moved := false
+	p.RedisCPUs = cpus[len(cpus)-1:]
+	p.Harness = func() ([]int, error) {
+		rest := cpus[:len(cpus)-1]
+		if err := redisenv.PinProcess(os.Getpid(), rest); err != nil {
+			return nil, err
+		}
+		moved = true
+		return rest, nil
+	}
+	return func() {
+		if moved {
+			_ = redisenv.PinProcess(os.Getpid(), cpus)
+		}
+	}
+}
+
+// keyName keeps an algorithm name usable in a directory name.
+func keyName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' || r == ':' {
+			return '_'
+		}
+		return r
+	}, s)
+}

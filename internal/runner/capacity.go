@@ -1,0 +1,632 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// Defaults of CapacityOptions.
+const (
+	DefaultCapacityStep   = 2 * time.Second
+	DefaultMemorySubjects = 10_000
+	// DefaultMaxSteps bounds the open-loop steps of one sweep.
+	DefaultMaxSteps = 24
+	// FollowRatio is the share of the offered rate a step must achieve to be good.
+	FollowRatio = 0.95
+	// Resolution is how close the bisection brings the last good and first bad rates:
+	// (bad − good) / good ≤ Resolution.
+	Resolution = 0.05
+	// maxErrorShare is the share of failed or unknown requests above which a step is bad.
+	maxErrorShare = 0.001
+	// memoryBudget bounds the requests of the memory step: fewer subjects when each needs many.
+	memoryBudget = 300_000
+	// memoryMinSubjects is the fewest subjects the memory step touches.
+	memoryMinSubjects = 200
+	// maxFill is the most requests the memory step sends one subject.
+	maxFill = 1000
+	// memoryWindow is the least window of the memory step's limit, so that no state expires
+	// before used_memory is read.
+	memoryWindow = 10 * time.Minute
+	// minRate is the lowest rate the sweep halves down to.
+	minRate = 10.0
+)
+
+// CapacityScenario returns the default load of `limitbench capacity`: the saturation scenario's
+// clients, keys and limit (32 plain clients, 1,000 uniform subjects, 1,000 permits per second
+// each, seed 1), without an arrival (each step sets its own constant rate).
+func CapacityScenario() *scenarios.Scenario {
+	s := scenarios.Default()
+	s.Name = "capacity"
+	s.Description = "The saturation scenario's clients, keys and limit, driven open loop at a constant " +
+		"rate per step: 32 plain clients over 1,000 uniform subjects, limit 1,000 per second each."
+	s.Clients = 32
+	s.Keys = scenarios.Keys{Count: 1000, Distribution: scenarios.Uniform}
+	s.Limit = algorithms.Limit{Limit: 1000, Window: time.Second}
+	s.Seed = 1
+	s.Algorithms = nil
+	return s
+}
+
+// CapacityPinning says where Redis runs during a capacity sweep.
+type CapacityPinning struct {
+	// RedisCPUs are the CPUs the Redis servers are pinned to, on the process backend only
+	// (elsewhere the report says why nothing was pinned). Empty: no pinning.
+	RedisCPUs []int
+	// Harness, when set, is called once Redis is pinned, to move the load generator off its
+	// CPUs; it returns the CPUs the generator now runs on. Library code never moves the harness:
+	// the command that owns the process does, here.
+	Harness func() ([]int, error)
+	// NotPinned, when RedisCPUs is empty, says why (for the report); default: Redis and the
+	// load generator share the machine's CPUs.
+	NotPinned string
+}
+
+// CapacityOptions configure Capacity. Scenario and Algorithm are required.
+type CapacityOptions struct {
+	// Scenario is the load of every step (clients, client mode, keys, limit, cost, seed, skew);
+	// its arrival, duration and warmup are replaced by each step's. CapacityScenario is the
+	// default load.
+	Scenario *scenarios.Scenario
+	// Algorithm names the algorithm: a built-in one or a custom entry of Scenario.
+	Algorithm string
+	// SLO, when set, is the objective a step must meet to be good, such as "p99 < 2ms"; any
+	// metric of a threshold may be used. Nil: only the throughput criterion applies.
+	SLO *scenarios.Threshold
+	// Env is the environment, started once for the whole sweep. An empty Topology takes the
+	// scenario's first.
+	Env redisenv.Config
+	// Step is the measured length of each step (default 2 s); Warmup the warmup before it
+	// (default Step/4, at most 1 s).
+	Step, Warmup time.Duration
+	// MemorySubjects is the number of subjects the memory step touches (default 10,000; fewer
+	// when each needs many requests to reach its limit, see Capacity). Negative skips it.
+	MemorySubjects int
+	// MaxSteps bounds the open-loop steps (default 24).
+	MaxSteps int
+	Pin      CapacityPinning
+	// OnStep, when set, is called after each step.
+	OnStep func(report.CapacityStep)
+	// Logf, when set, receives one line per notable step.
+	Logf func(format string, args ...any)
+}
+
+func (o *CapacityOptions) defaults() {
+	if o.Step <= 0 {
+		o.Step = DefaultCapacityStep
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = min(o.Step/4, time.Second)
+	}
+	if o.MemorySubjects == 0 {
+		o.MemorySubjects = DefaultMemorySubjects
+	}
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = DefaultMaxSteps
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Capacity finds the highest open-loop rate at which one algorithm still meets o.SLO on one
+// Redis environment, and what each decision and each subject cost there.
+//
+// The sweep, every step on a fresh key prefix of the same environment:
+//
+//  1. A closed-loop probe with the scenario's clients measures the saturation throughput S.
+//  2. Open-loop steps at a constant rate, starting at S/4 (1,000/s without a probe result),
+//     double the rate until a step is bad (halving instead while the first steps are bad).
+//     A step is good when it meets the SLO, achieves at least FollowRatio (95%) of the offered
+//     rate, the generator stayed on schedule (load.BehindLimit) and at most 0.1% of requests
+//     failed.
+//  3. Bisection between the last good and the first bad rate until they are within Resolution
+//     (5%) of each other. The sustainable rate is the last good one.
+//
+// Then a memory step touches MemorySubjects fresh subjects and reads INFO used_memory before and
+// after (and MEMORY USAGE over a sample of the keys). Each subject is sent the requests that put
+// it at its limit: the scenario's limit L (at most 1,000) for algorithms whose state grows with
+// the limit, 2 for O(1) ones; when L is large the step touches fewer subjects (at least 200)
+// so as to stay under 300,000 requests. Its window is stretched to at least 10 minutes so no
+// state expires before it is read (state size depends on L, not on the window).
+//
+// The error is non-nil when the sweep could not start or finish (errors as for Run); the
+// Capacity is never nil and holds what was measured.
+func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) {
+	o.defaults()
+	s := o.Scenario
+	c := &report.Capacity{
+		Schema:      report.CapacitySchemaVersion,
+		Algorithm:   o.Algorithm,
+		Environment: describeHarness(),
+		StepS:       o.Step.Seconds(),
+		WarmupS:     o.Warmup.Seconds(),
+		FollowRatio: FollowRatio,
+		Resolution:  Resolution,
+		StartedAt:   time.Now().UTC(),
+		Steps:       []report.CapacityStep{},
+	}
+	finish := func(err error) (*report.Capacity, error) {
+		c.FinishedAt = time.Now().UTC()
+		return c, err
+	}
+	if s == nil {
+		return finish(errors.New("capacity: no scenario"))
+	}
+	if o.SLO != nil {
+		c.SLO = o.SLO.Text
+		if c.SLO == "" {
+			c.SLO = o.SLO.String()
+		}
+		c.SLOMetric = string(o.SLO.Metric)
+		if o.SLO.Metric.IsLatency() && (o.SLO.Op == scenarios.Less || o.SLO.Op == scenarios.LessEqual) {
+			c.SLOBoundUS = o.SLO.Value
+		}
+	}
+	alg, err := capacityAlgorithm(s, o.Algorithm)
+	if err != nil {
+		return finish(err)
+	}
+	cfg := o.Env
+	if cfg.Topology == "" {
+		cfg.Topology = redisenv.TopologySingle
+		if len(s.Topologies) > 0 {
+			cfg.Topology = redisenv.Topology(s.Topologies[0])
+		}
+	}
+	cfg.Logf = o.Logf
+	c.Topology = string(cfg.Topology)
+	c.Scenario = describeScenario(s, s.File)
+	c.Scenario.Loop = "open"
+	c.Scenario.Arrival = "constant, one rate per step"
+	c.Scenario.DurationS = o.Step.Seconds()
+	c.Scenario.Algorithms = []string{o.Algorithm}
+	c.Scenario.Topologies = []string{c.Topology}
+
+	tgt, err := redisenv.Start(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return finish(fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err()))
+		}
+		return finish(fmt.Errorf("start %s environment: %w", cfg.Topology, err))
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := tgt.Stop(stopCtx); err != nil {
+			o.Logf("stop environment: %v", err)
+		}
+	}()
+	describeTarget(&c.Environment, tgt)
+	c.Environment.Topology = c.Topology
+	c.Masters = len(tgt.Masters())
+	c.Pinning = pin(ctx, tgt, o.Pin)
+	o.Logf("%s %s: %s, Redis %s; %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
+		tgt.Info.Version, c.Pinning.Note)
+
+	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: newRunID(), c: c}
+	err = sw.run(ctx)
+	if err == nil && o.MemorySubjects > 0 {
+		var m report.CapacityMemory
+		m, err = memoryStep(ctx, tgt, alg, s.Limit, o.MemorySubjects, sw.runID)
+		m.LoadBytesPerSubject = c.Memory.LoadBytesPerSubject
+		c.Memory = m
+		if err == nil {
+			o.Logf("memory: %.0f bytes per subject (used_memory delta over %d subjects), MEMORY USAGE %.0f",
+				m.BytesPerSubject, m.Subjects, m.MemoryUsagePerSubject)
+		}
+	}
+	if c.Masters > 0 {
+		c.ShardRPS = round3(c.SustainableRPS / float64(c.Masters))
+	}
+	perSubject := c.Memory.BytesPerSubject
+	if perSubject <= 0 {
+		perSubject = c.Memory.MemoryUsagePerSubject
+	}
+	c.Projection = report.Project(perSubject, c.ShardRPS)
+	if err != nil {
+		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
+	}
+	return finish(err)
+}
+
+// capacityAlgorithm resolves name among the scenario's custom entries and the built-in
+// algorithms.
+func capacityAlgorithm(s *scenarios.Scenario, name string) (algorithms.Algorithm, error) {
+	for _, e := range s.Algorithms {
+		if e.Custom != nil && e.Name == name {
+			return resolve(e)
+		}
+	}
+	return algorithms.Lookup(name)
+}
+
+// pin pins the target's servers as p says and describes the outcome.
+func pin(ctx context.Context, tgt *redisenv.Target, p CapacityPinning) report.Pinning {
+	if len(p.RedisCPUs) == 0 {
+		why := p.NotPinned
+		if why == "" {
+			why = "Redis and the load generator share the machine's CPUs"
+		}
+		return report.Pinning{Note: "not pinned: " + why}
+	}
+	if err := tgt.PinServers(ctx, p.RedisCPUs); err != nil {
+		return report.Pinning{Note: "not pinned: " + err.Error()}
+	}
+	out := report.Pinning{Pinned: true, RedisCPUs: p.RedisCPUs}
+	out.Note = fmt.Sprintf("Redis pinned to %s", cpuList(p.RedisCPUs))
+	if p.Harness != nil {
+		cpus, err := p.Harness()
+		if err != nil {
+			out.Note += "; the load generator could not be moved: " + err.Error()
+		} else {
+			out.HarnessCPUs = cpus
+			out.Note += ", the load generator to " + cpuList(cpus)
+		}
+	}
+	return out
+}
+
+func cpuList(cpus []int) string {
+	parts := make([]string, len(cpus))
+	for i, c := range cpus {
+		parts[i] = fmt.Sprint(c)
+	}
+	if len(cpus) == 1 {
+		return "CPU " + parts[0]
+	}
+	return "CPUs " + strings.Join(parts, ",")
+}
+
+// sweep is one capacity sweep in progress.
+type sweep struct {
+	o     CapacityOptions
+	tgt   *redisenv.Target
+	alg   algorithms.Algorithm
+	runID string
+	c     *report.Capacity
+	n     int // steps run, for key prefixes
+	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
+	measure func(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error)
+}
+
+// run runs the probe, the doubling and the bisection.
+func (sw *sweep) run(ctx context.Context) error {
+	c := sw.c
+	probe, _, err := sw.step(ctx, report.PhaseProbe, 0)
+	if err != nil {
+		return err
+	}
+	c.Probe = &probe
+	start := 1000.0
+	if probe.AchievedRPS > 0 {
+		start = niceRate(probe.AchievedRPS / 4)
+	}
+	good, bad, err := sw.bracket(ctx, start)
+	if err != nil {
+		return err
+	}
+	if good > 0 && bad > 0 {
+		if err := sw.bisect(ctx, good, bad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bracket doubles the rate from start until a step is bad, or halves it until one is good, and
+// returns the last good and first bad rates (0 when there is none).
+func (sw *sweep) bracket(ctx context.Context, start float64) (good, bad float64, err error) {
+	r := start
+	for len(sw.c.Steps) < sw.o.MaxSteps {
+		phase := report.PhaseDouble
+		if bad > 0 {
+			phase = report.PhaseHalve
+		}
+		st, _, err := sw.step(ctx, phase, r)
+		if err != nil {
+			return good, bad, err
+		}
+		switch {
+		case st.Good && bad > 0:
+			return r, bad, nil
+		case st.Good:
+			good = r
+			r *= 2
+		case good > 0:
+			return good, r, nil
+		default:
+			bad = r
+			r /= 2
+			if r < minRate {
+				sw.c.Notes = append(sw.c.Notes, fmt.Sprintf("no rate down to %g/s met the objective", minRate))
+				return 0, bad, nil
+			}
+		}
+	}
+	sw.c.Notes = append(sw.c.Notes, fmt.Sprintf("stopped after %d steps", sw.o.MaxSteps))
+	return good, bad, nil
+}
+
+// bisect narrows [good, bad] until bad/good − 1 ≤ Resolution.
+func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
+	for bad/good-1 > Resolution && len(sw.c.Steps) < sw.o.MaxSteps {
+		mid := math.Round((good + bad) / 2)
+		if mid <= good || mid >= bad {
+			break
+		}
+		st, _, err := sw.step(ctx, report.PhaseBisect, mid)
+		if err != nil {
+			return err
+		}
+		if st.Good {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	if bad/good-1 > Resolution {
+		sw.c.Notes = append(sw.c.Notes, fmt.Sprintf("stopped after %d steps, %.0f%% short of the resolution", sw.o.MaxSteps, (bad/good-1-Resolution)*100))
+	}
+	return nil
+}
+
+// step measures one step at rate (0: closed loop), records it and, when it is the best good
+// step so far, takes the sustainable rate and costs from it.
+func (sw *sweep) step(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+	measure := sw.measure
+	if measure == nil {
+		measure = sw.measureStep
+	}
+	st, e, err := measure(ctx, phase, rate)
+	if e == nil {
+		return st, nil, err
+	}
+	if phase != report.PhaseProbe {
+		sw.c.Steps = append(sw.c.Steps, st)
+		if st.Good && rate > sw.c.SustainableRPS {
+			sw.c.SustainableRPS = rate
+			sw.c.CPUUSecPerDecision = e.Server.CPUUSecPerDecision
+			sw.c.USecPerCall = e.Server.USecPerCall
+			sw.c.Memory.LoadBytesPerSubject = e.Server.BytesPerKey
+		}
+		if !st.Good && (sw.c.FirstBadRPS == 0 || rate < sw.c.FirstBadRPS) {
+			sw.c.FirstBadRPS = rate
+			sw.c.Bound = st.Reason
+		}
+	}
+	what := "closed loop"
+	if rate > 0 {
+		what = fmt.Sprintf("%.0f/s", rate)
+	}
+	verdict := "good"
+	if !st.Good {
+		verdict = "bad: " + st.Reason
+	}
+	sw.o.Logf("%s %s: achieved %.0f/s, p99 %s, %s", phase, what, st.AchievedRPS, usString(st.LatencyUS.P99), verdict)
+	if sw.o.OnStep != nil {
+		sw.o.OnStep(st)
+	}
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	}
+	return st, e, err
+}
+
+// measureStep runs one step on the target, on a fresh key prefix, and judges it.
+func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+	s := *sw.o.Scenario
+	s.Duration, s.Warmup = sw.o.Step, sw.o.Warmup
+	s.Arrival = nil
+	if rate > 0 {
+		s.Arrival = &scenarios.Arrival{Rate: rate}
+	}
+	s.Thresholds, s.Expect = nil, scenarios.Expect{}
+	sw.n++
+	m, err := measure(ctx, Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
+	if m == nil {
+		return report.CapacityStep{}, nil, err
+	}
+	st := judgeStep(phase, rate, &m.entry, sw.o.SLO)
+	if phase == report.PhaseProbe {
+		st.Good, st.Reason = true, ""
+	}
+	return st, &m.entry, err
+}
+
+// judgeStep turns a step's entry into a CapacityStep and decides whether it is good.
+func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Threshold) report.CapacityStep {
+	scheduled := e.Requests + e.Dropped // Dropped holds the missed ticks
+	st := report.CapacityStep{
+		Phase:              phase,
+		OfferedRPS:         rate,
+		ScheduledRPS:       e.OfferedRPS,
+		AchievedRPS:        e.ThroughputRPS,
+		LatencyUS:          e.LatencyUS,
+		Requests:           e.Requests,
+		Errors:             e.Errors + e.Unknown,
+		Late:               e.Late,
+		Missed:             e.Dropped,
+		Behind:             scheduled > 0 && float64(e.Late+e.Dropped) > load.BehindLimit*float64(scheduled),
+		CPUUSecPerDecision: e.Server.CPUUSecPerDecision,
+		USecPerCall:        e.Server.USecPerCall,
+		BytesPerSubject:    e.Server.BytesPerKey,
+		Good:               true,
+	}
+	if phase == report.PhaseProbe {
+		st.Behind = false
+	}
+	var why []string
+	if e.Requests == 0 {
+		why = append(why, "no request completed")
+	}
+	if st.Errors > 0 && float64(st.Errors) > maxErrorShare*float64(e.Requests) {
+		why = append(why, fmt.Sprintf("%d of %d requests failed", st.Errors, e.Requests))
+	}
+	if st.Behind {
+		why = append(why, fmt.Sprintf("the generator fell behind (%d late, %d never sent)", st.Late, st.Missed))
+	}
+	if rate > 0 && st.AchievedRPS < FollowRatio*rate {
+		why = append(why, fmt.Sprintf("achieved %.0f%% of offered", 100*st.AchievedRPS/rate))
+	}
+	if slo != nil && e.Requests > 0 {
+		if v, ok := metric(e, slo.Metric); ok && !slo.Holds(v) {
+			why = append(why, fmt.Sprintf("%s %s broke %q", slo.Metric, formatMetric(slo.Metric, v), slo.Text))
+		}
+	}
+	if len(why) > 0 {
+		st.Good, st.Reason = false, strings.Join(why, "; ")
+	}
+	return st
+}
+
+// niceRate rounds r down to two significant digits, at least minRate.
+func niceRate(r float64) float64 {
+	if r <= minRate {
+		return minRate
+	}
+	p := math.Pow(10, math.Floor(math.Log10(r))-1)
+	return math.Floor(r/p) * p
+}
+
+func usString(us float64) string {
+	return (time.Duration(us*1000) * time.Nanosecond).Round(time.Microsecond).String()
+}
+
+// fillRequests returns the requests per subject and the number of subjects of the memory step
+// for an algorithm, a limit and the subjects asked for (see Capacity).
+func fillRequests(d algorithms.Description, l algorithms.Limit, subjects int) (perSubject, n int) {
+	perSubject = int(min(l.Limit, maxFill))
+	if d.Memory == "O(1)" {
+		perSubject = int(min(l.Limit, 2))
+	}
+	n = subjects
+	if n*perSubject > memoryBudget {
+		n = max(memoryBudget/perSubject, min(memoryMinSubjects, subjects))
+	}
+	return perSubject, n
+}
+
+// memoryStep touches fresh subjects until each is at its limit and measures what they cost:
+// the used_memory delta and MEMORY USAGE of a sample of their keys.
+func memoryStep(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit,
+	subjects int, runID string) (report.CapacityMemory, error) {
+	var m report.CapacityMemory
+	name := a.Describe().Name
+	prefix := fmt.Sprintf("limitbench:%s:%s:memory:", runID, keySafe(name))
+	cleanCtx := context.WithoutCancel(ctx)
+	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
+		defer cancel()
+		_ = tgt.CleanupPrefix(cctx, prefix)
+	}()
+	l.Window = max(l.Window, memoryWindow)
+	m.Window = l.Window.String()
+	lim, err := a.Prepare(ctx, tgt.Client, l, prefix)
+	if err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: prepare %s: %w", name, err))
+	}
+	per, n := fillRequests(a.Describe(), l, subjects)
+	m.Subjects, m.RequestsPerSubject = n, per
+
+	before, err := snapshot(ctx, tgt)
+	if err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
+	}
+	failed, err := fill(ctx, tgt, lim, n, per)
+	if err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
+	}
+	statCtx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
+	defer cancel()
+	after, err := snapshot(statCtx, tgt)
+	if err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
+	}
+	m.UsedMemoryDelta = after.memory - before.memory
+	m.BytesPerSubject = math.Round(float64(m.UsedMemoryDelta) / float64(n))
+	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
+	if err != nil {
+		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: MEMORY USAGE: %w", err))
+	}
+	m.Keys = keys
+	m.SampledKeys = min(keys, int64(memorySample*len(tgt.Masters())))
+	m.MemoryUsagePerSubject = math.Round(float64(bytes) / float64(n))
+	var notes []string
+	if failed > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d requests failed", failed, n*per))
+	}
+	if m.UsedMemoryDelta <= 0 {
+		notes = append(notes, "used_memory did not grow (the allocator reused freed memory): projections use MEMORY USAGE")
+	}
+	m.Note = strings.Join(notes, "; ")
+	return m, nil
+}
+
+// fill sends per requests for each of n subjects, pipelined from a few connections, and returns
+// how many failed. The client is closed before it returns so that its buffers are not counted.
+func fill(ctx context.Context, tgt *redisenv.Target, lim algorithms.Limiter, n, per int) (failed int64, err error) {
+	const workers, batch = 4, 512
+	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: workers, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	defer client.Close()
+	next := make(chan int)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for first := range next {
+				pipe := client.Pipeline()
+				var pend []algorithms.Pending
+				last := min(first+max(batch/per, 1), n)
+				for i := first; i < last; i++ {
+					subj := fmt.Sprintf("m%d", i)
+					for range per {
+						pend = append(pend, lim.Do(ctx, pipe, algorithms.Request{Subject: subj, Client: "c0", Cost: 1, ClientTime: time.Now()}))
+					}
+				}
+				_, xerr := pipe.Exec(ctx)
+				var bad int64
+				for _, p := range pend {
+					if _, err := p(); err != nil {
+						bad++
+					}
+				}
+				mu.Lock()
+				failed += bad
+				if xerr != nil && bad == int64(len(pend)) && firstErr == nil {
+					firstErr = xerr
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	step := max(batch/per, 1)
+loop:
+	for i := 0; i < n; i += step {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return failed, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	}
+	return failed, firstErr
+}

@@ -1,0 +1,349 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+func mustThreshold(t *testing.T, s string) *scenarios.Threshold {
+	t.Helper()
+	th, err := scenarios.ParseThreshold(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &th
+}
+
+func TestJudgeStep(t *testing.T) {
+	slo, _ := scenarios.ParseThreshold("p99 < 2ms")
+	ok := report.Entry{Requests: 20000, Allowed: 20000, OfferedRPS: 10000, ThroughputRPS: 10000,
+		LatencyUS: report.Latency{P50: 300, P99: 1500}}
+	with := func(f func(e *report.Entry)) report.Entry {
+		e := ok
+		f(&e)
+		return e
+	}
+	tests := []struct {
+		name   string
+		phase  string
+		rate   float64
+		e      report.Entry
+		slo    *scenarios.Threshold
+		good   bool
+		reason string
+	}{
+		{"good", report.PhaseDouble, 10000, ok, &slo, true, ""},
+		{"no objective", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 9000 }), nil, true, ""},
+		{"objective broken", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 2000 }), &slo, false, `p99 2ms broke "p99 < 2ms"`},
+		{"95% achieved is enough", report.PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9500 }), &slo, true, ""},
+		{"not following", report.PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9400 }), &slo, false, "achieved 94% of offered"},
+		{"behind", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 150; e.Dropped = 60 }), &slo, false, "the generator fell behind (150 late, 60 never sent)"},
+		{"1% late is not behind", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 200 }), &slo, true, ""},
+		{"errors", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 15; e.Unknown = 6 }), &slo, false, "21 of 20000 requests failed"},
+		{"0.1% errors tolerated", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 20 }), &slo, true, ""},
+		{"nothing", report.PhaseDouble, 10000, report.Entry{}, &slo, false, "no request completed"},
+		{"probe ignores the rate", report.PhaseProbe, 0, with(func(e *report.Entry) { e.ThroughputRPS = 16000 }), nil, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := judgeStep(tt.phase, tt.rate, &tt.e, tt.slo)
+			if st.Good != tt.good || !strings.Contains(st.Reason, tt.reason) || (tt.good && st.Reason != "") {
+				t.Errorf("judgeStep = good %v, reason %q; want good %v, reason containing %q", st.Good, st.Reason, tt.good, tt.reason)
+			}
+		})
+	}
+}
+
+func TestFillRequests(t *testing.T) {
+	o1 := algorithms.Description{Memory: "O(1)"}
+	olimit := algorithms.Description{Memory: "O(limit)"}
+	unknown := algorithms.Description{Memory: "unknown"}
+	tests := []struct {
+		d             algorithms.Description
+		limit         int64
+		subjects      int
+		wantPer, want int
+	}{
+		{o1, 100, 10000, 2, 10000},
+		{o1, 1, 10000, 1, 10000},
+		{olimit, 100, 10000, 100, 3000},
+		{olimit, 10, 10000, 10, 10000},
+		{olimit, 1000, 10000, 1000, 300},
+		{olimit, 100000, 10000, 1000, 300},
+		{unknown, 100, 10000, 100, 3000},
+		{olimit, 100, 50, 100, 50},
+		{olimit, 5000, 100, 1000, 100},
+	}
+	for _, tt := range tests {
+		per, n := fillRequests(tt.d, algorithms.Limit{Limit: tt.limit, Window: time.Second}, tt.subjects)
+		if per != tt.wantPer || n != tt.want {
+			t.Errorf("fillRequests(%s, limit %d, %d) = (%d, %d); want (%d, %d)", tt.d.Memory, tt.limit, tt.subjects, per, n, tt.wantPer, tt.want)
+		}
+		if per*n > memoryBudget && n > memoryMinSubjects {
+			t.Errorf("fillRequests(%s, limit %d, %d) sends %d requests; budget %d", tt.d.Memory, tt.limit, tt.subjects, per*n, memoryBudget)
+		}
+	}
+}
+
+func TestNiceRate(t *testing.T) {
+	for _, tt := range []struct{ in, want float64 }{
+		{4012.7, 4000}, {3999, 3900}, {16020 / 4.0, 4000}, {123456, 120000}, {99, 99}, {5, minRate}, {10, 10},
+	} {
+		if got := niceRate(tt.in); got != tt.want {
+			t.Errorf("niceRate(%g) = %g; want %g", tt.in, got, tt.want)
+		}
+	}
+}
+
+// fakeSweep runs the sweep against a model shard that sustains exactly limit/s and saturates at
+// sat/s, and returns the capacity it found.
+func fakeSweep(t *testing.T, sat, limit float64, maxSteps int) *report.Capacity {
+	t.Helper()
+	c := &report.Capacity{}
+	sw := &sweep{o: CapacityOptions{MaxSteps: maxSteps, Logf: t.Logf}, c: c}
+	sw.measure = func(_ context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+		e := &report.Entry{Server: report.Server{CPUUSecPerDecision: 20 + rate/1e4, BytesPerKey: 70}}
+		st := report.CapacityStep{Phase: phase, OfferedRPS: rate, Good: true, AchievedRPS: rate}
+		if phase == report.PhaseProbe {
+			st.AchievedRPS = sat
+		} else if rate > limit {
+			st.Good, st.Reason, st.AchievedRPS = false, "over the model's limit", math.Min(rate, sat)
+		}
+		return st, e, nil
+	}
+	if err := sw.run(context.Background()); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	return c
+}
+
+// checkSweep checks a finished sweep's internal consistency: doubling (or halving) steps, then
+// bisection steps strictly inside the interval they narrow, ending within Resolution, with the
+// sustainable rate the highest good step and every step above it bad.
+func checkSweep(t *testing.T, c *report.Capacity) {
+	t.Helper()
+	if len(c.Steps) == 0 {
+		t.Fatal("no steps")
+	}
+	var good, bad float64
+	for i, s := range c.Steps {
+		switch s.Phase {
+		case report.PhaseDouble:
+			if i > 0 && (c.Steps[i-1].Phase != report.PhaseDouble || s.OfferedRPS != 2*c.Steps[i-1].OfferedRPS) {
+				t.Errorf("step %d: double to %g after %+v", i, s.OfferedRPS, c.Steps[i-1])
+			}
+		case report.PhaseHalve:
+			if i == 0 || s.OfferedRPS != c.Steps[i-1].OfferedRPS/2 || c.Steps[i-1].Good {
+				t.Errorf("step %d: halve to %g after %+v", i, s.OfferedRPS, c.Steps[i-1])
+			}
+		case report.PhaseBisect:
+			if good == 0 || bad == 0 || s.OfferedRPS <= good || s.OfferedRPS >= bad {
+				t.Errorf("step %d: bisect at %g outside (%g, %g)", i, s.OfferedRPS, good, bad)
+			}
+			if mid := (good + bad) / 2; math.Abs(s.OfferedRPS-mid) > 1 {
+				t.Errorf("step %d: bisect at %g; want the midpoint %g", i, s.OfferedRPS, mid)
+			}
+		default:
+			t.Errorf("step %d: phase %q", i, s.Phase)
+		}
+		if s.Good && s.OfferedRPS > good {
+			good = s.OfferedRPS
+		}
+		if !s.Good && (bad == 0 || s.OfferedRPS < bad) {
+			bad = s.OfferedRPS
+		}
+		if good > 0 && bad > 0 && good >= bad {
+			t.Errorf("step %d: good %g ≥ bad %g: the sweep is not monotone", i, good, bad)
+		}
+	}
+	if c.SustainableRPS != good || c.FirstBadRPS != bad {
+		t.Errorf("sustainable %g, first bad %g; want %g, %g", c.SustainableRPS, c.FirstBadRPS, good, bad)
+	}
+	if good > 0 && bad > 0 && bad/good-1 > Resolution && !strings.Contains(strings.Join(c.Notes, " "), "stopped after") {
+		t.Errorf("ended at [%g, %g]: %.1f%% apart; want ≤ %.0f%%", good, bad, 100*(bad/good-1), 100*Resolution)
+	}
+}
+
+func TestSweepConsistency(t *testing.T) {
+	tests := []struct {
+		name       string
+		sat, limit float64
+		maxSteps   int
+		want       float64 // the limit's bracket: sustainable in [want/(1+Resolution), want]
+	}{
+		{"limit below saturation", 16000, 12345, DefaultMaxSteps, 12345},
+		{"limit at saturation", 16000, 16000, DefaultMaxSteps, 16000},
+		{"first step too fast", 16000, 1500, DefaultMaxSteps, 1500},
+		{"far below", 16000, 37, DefaultMaxSteps, 37},
+		{"no probe", 0, 5000, DefaultMaxSteps, 5000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fakeSweep(t, tt.sat, tt.limit, tt.maxSteps)
+			checkSweep(t, c)
+			if c.SustainableRPS > tt.want || c.SustainableRPS < tt.want/(1+Resolution) {
+				t.Errorf("sustainable %g; want within %.0f%% below %g", c.SustainableRPS, 100*Resolution, tt.want)
+			}
+			if c.Probe == nil || c.Probe.AchievedRPS != tt.sat {
+				t.Errorf("probe %+v; want saturation %g", c.Probe, tt.sat)
+			}
+			if want := 20 + c.SustainableRPS/1e4; c.CPUUSecPerDecision != want {
+				t.Errorf("CPU per decision %g; want the sustainable step's %g", c.CPUUSecPerDecision, want)
+			}
+		})
+	}
+	t.Run("step limit", func(t *testing.T) {
+		c := fakeSweep(t, 16000, 12345, 5)
+		if len(c.Steps) != 5 || !strings.Contains(strings.Join(c.Notes, " "), "stopped after 5 steps") {
+			t.Errorf("%d steps, notes %q; want 5 steps and a note", len(c.Steps), c.Notes)
+		}
+	})
+	t.Run("never good", func(t *testing.T) {
+		c := fakeSweep(t, 16000, 1, DefaultMaxSteps)
+		if c.SustainableRPS != 0 || !strings.Contains(strings.Join(c.Notes, " "), "no rate down to") {
+			t.Errorf("sustainable %g, notes %q; want 0 and a note", c.SustainableRPS, c.Notes)
+		}
+	})
+}
+
+func TestCapacityScenarioMatchesSaturation(t *testing.T) {
+	sat, err := scenarios.Load("../../scenarios/saturation.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := CapacityScenario()
+	if c.Clients != sat.Clients || c.Keys != sat.Keys || c.Limit != sat.Limit || c.ClientMode != sat.ClientMode ||
+		c.Seed != sat.Seed || c.Cost != sat.Cost {
+		t.Errorf("CapacityScenario() = clients %d, keys %+v, limit %+v, mode %s, seed %d; saturation.yaml has %d, %+v, %+v, %s, %d",
+			c.Clients, c.Keys, c.Limit, c.ClientMode, c.Seed, sat.Clients, sat.Keys, sat.Limit, sat.ClientMode, sat.Seed)
+	}
+	if c.Arrival != nil {
+		t.Errorf("CapacityScenario has an arrival; each step sets its own")
+	}
+}
+
+func needRedisServer(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+}
+
+// TestCapacityProcess runs a short real sweep and checks its consistency and its figures.
+func TestCapacityProcess(t *testing.T) {
+	needRedisServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var pin CapacityPinning
+	if runtime.NumCPU() > 1 && runtime.GOOS == "linux" {
+		cpus, err := redisenv.ProcessCPUs(os.Getpid())
+		if err == nil && len(cpus) > 1 {
+			pin.RedisCPUs = cpus[len(cpus)-1:]
+		}
+	}
+	var steps int
+	c, err := Capacity(ctx, CapacityOptions{
+		Scenario: CapacityScenario(), Algorithm: "gcra", SLO: mustThreshold(t, "p99 < 20ms"),
+		Env:  redisenv.Config{Backend: redisenv.BackendProcess},
+		Step: 400 * time.Millisecond, MemorySubjects: 2000, Pin: pin,
+		OnStep: func(report.CapacityStep) { steps++ }, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatalf("Capacity: %v", err)
+	}
+	checkSweep(t, c)
+	if steps != len(c.Steps)+1 {
+		t.Errorf("OnStep called %d times; want %d (the probe and every step)", steps, len(c.Steps)+1)
+	}
+	if c.Probe == nil || c.Probe.AchievedRPS <= 0 || c.SustainableRPS <= 0 {
+		t.Fatalf("probe %+v, sustainable %g; want both > 0", c.Probe, c.SustainableRPS)
+	}
+	if c.CPUUSecPerDecision <= 0 || c.Memory.BytesPerSubject <= 0 || c.Memory.MemoryUsagePerSubject <= 0 || c.Memory.Subjects != 2000 {
+		t.Errorf("CPU %g µs/decision, memory %+v; want positive figures over 2000 subjects", c.CPUUSecPerDecision, c.Memory)
+	}
+	if len(c.Projection.Memory) != 5 || len(c.Projection.Shards) != 4 || c.Masters != 1 || c.ShardRPS != c.SustainableRPS {
+		t.Errorf("projection %+v, masters %d, shard %g; want 5 memory rows, 4 shard rows, one master", c.Projection, c.Masters, c.ShardRPS)
+	}
+	for _, p := range c.Projection.Shards {
+		if want := int(math.Ceil(p.DecisionsPerSecond / (c.ShardRPS * 0.7))); p.Shards != want {
+			t.Errorf("%g decisions/s: %d shards; want ceil(%g / (%g × 0.7)) = %d", p.DecisionsPerSecond, p.Shards, p.DecisionsPerSecond, c.ShardRPS, want)
+		}
+	}
+	if len(pin.RedisCPUs) > 0 && (!c.Pinning.Pinned || !strings.Contains(c.Pinning.Note, fmt.Sprintf("Redis pinned to CPU %d", pin.RedisCPUs[0]))) {
+		t.Errorf("pinning %+v; want Redis pinned to %v", c.Pinning, pin.RedisCPUs)
+	}
+	t.Logf("sustainable %.0f/s (probe %.0f/s), %d steps, %.2f µs CPU/decision, %.0f bytes/subject (MEMORY USAGE %.0f), %s, took %s",
+		c.SustainableRPS, c.Probe.AchievedRPS, len(c.Steps), c.CPUUSecPerDecision, c.Memory.BytesPerSubject,
+		c.Memory.MemoryUsagePerSubject, c.Pinning.Note, c.FinishedAt.Sub(c.StartedAt).Round(time.Millisecond))
+}
+
+// TestMemorySlidingLogVsGCRA: under saturation at limit 100 a sliding log keeps up to 100
+// entries per subject and GCRA one timestamp, so its bytes per subject are at least ten times
+// as many. Memory, not timing: the assertion is safe on a loaded machine.
+func TestMemorySlidingLogVsGCRA(t *testing.T) {
+	needRedisServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tgt, err := redisenv.Start(ctx, redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Stop(context.Background())
+	limit := algorithms.Limit{Limit: 100, Window: time.Second}
+	got := map[string]report.CapacityMemory{}
+	for _, name := range []string{"gcra", "sliding-log"} {
+		a, err := algorithms.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := memoryStep(ctx, tgt, a, limit, DefaultMemorySubjects, newRunID())
+		if err != nil {
+			t.Fatalf("memoryStep(%s): %v", name, err)
+		}
+		t.Logf("%s: %+v", name, m)
+		if m.BytesPerSubject <= 0 || m.MemoryUsagePerSubject <= 0 || m.Note != "" {
+			t.Errorf("%s: %+v; want positive figures and no note", name, m)
+		}
+		got[name] = m
+	}
+	g, s := got["gcra"], got["sliding-log"]
+	if s.BytesPerSubject < 10*g.BytesPerSubject {
+		t.Errorf("used_memory per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 10",
+			s.BytesPerSubject, g.BytesPerSubject, s.BytesPerSubject/g.BytesPerSubject)
+	}
+	if s.MemoryUsagePerSubject < 10*g.MemoryUsagePerSubject {
+		t.Errorf("MEMORY USAGE per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 10",
+			s.MemoryUsagePerSubject, g.MemoryUsagePerSubject, s.MemoryUsagePerSubject/g.MemoryUsagePerSubject)
+	}
+	if s.RequestsPerSubject != 100 {
+		t.Errorf("sliding-log was sent %d requests per subject; want 100 (its limit)", s.RequestsPerSubject)
+	}
+	t.Logf("bytes per subject at limit 100: sliding-log %.0f, gcra %.0f (ratio %.1f); MEMORY USAGE %.0f, %.0f (ratio %.1f)",
+		s.BytesPerSubject, g.BytesPerSubject, s.BytesPerSubject/g.BytesPerSubject,
+		s.MemoryUsagePerSubject, g.MemoryUsagePerSubject, s.MemoryUsagePerSubject/g.MemoryUsagePerSubject)
+}
+
+func TestCapacityBadInput(t *testing.T) {
+	_, err := Capacity(context.Background(), CapacityOptions{Scenario: CapacityScenario(), Algorithm: "gcar"})
+	if !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
+		t.Errorf("Capacity(gcar) = %v; want ErrUnknownAlgorithm", err)
+	}
+	_, err = Capacity(context.Background(), CapacityOptions{Scenario: CapacityScenario(), Algorithm: "gcra",
+		Env: redisenv.Config{Backend: "vm"}})
+	if !errors.Is(err, redisenv.ErrBadConfig) {
+		t.Errorf("Capacity(backend vm) = %v; want ErrBadConfig", err)
+	}
+}
