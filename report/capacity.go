@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -390,7 +391,7 @@ func (c *Capacity) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %d |\n", countText(s.DecisionsPerSecond), s.Shards)
 		}
 	}
-	if len(c.Files) > 0 && slicesContains(c.Files, CapacityFigureName+".png") {
+	if slices.Contains(c.Files, CapacityFigureName+".png") {
 		fmt.Fprintf(&b, "\n![Achieved rate and p99 against offered rate](%s.png)\n", CapacityFigureName)
 	}
 	for i, n := range c.Notes {
@@ -401,15 +402,6 @@ func (c *Capacity) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // allSteps returns the probe (if any) then the steps.

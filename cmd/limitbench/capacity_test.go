@@ -33,6 +33,7 @@ func TestCapacityBadInput(t *testing.T) {
 		{"bad topology", []string{"--algorithm", "gcra", "--topology", "ring"}, []string{`unknown topology "ring"`}},
 		{"two scenarios", []string{"--algorithm", "gcra", suite + "smoke.yaml", suite + "demo.yaml"}, []string{"one scenario at most"}},
 		{"missing scenario", []string{"--algorithm", "gcra", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
+		{"zero clients", []string{"--algorithm", "gcra", "--clients", "0"}, []string{"set by --clients"}},
 		{"bad flag", []string{"--algorithm", "gcra", "--stpe", "1s"}, []string{"-stpe"}},
 		{"several problems at once", []string{"--algorithm", "gcar", "--slo", "p99 <"}, []string{`"gcar"`, "--slo"}},
 	}

@@ -44,7 +44,8 @@ const (
 
 // CapacityScenario returns the default load of `limitbench capacity`: the saturation scenario's
 // clients, keys and limit (32 plain clients, 1,000 uniform subjects, 1,000 permits per second
-// each, seed 1), without an arrival (each step sets its own constant rate).
+// each, seed 1), without an arrival (each step sets its own constant rate). Its algorithms are
+// the default ("all"); the sweep runs the one CapacityOptions names.
 func CapacityScenario() *scenarios.Scenario {
 	s := scenarios.Default()
 	s.Name = "capacity"
@@ -54,7 +55,6 @@ func CapacityScenario() *scenarios.Scenario {
 	s.Keys = scenarios.Keys{Count: 1000, Distribution: scenarios.Uniform}
 	s.Limit = algorithms.Limit{Limit: 1000, Window: time.Second}
 	s.Seed = 1
-	s.Algorithms = nil
 	return s
 }
 

@@ -233,6 +233,9 @@ func TestCapacityScenarioMatchesSaturation(t *testing.T) {
 	if c.Arrival != nil {
 		t.Errorf("CapacityScenario has an arrival; each step sets its own")
 	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("CapacityScenario().Validate() = %v", err)
+	}
 }
 
 func needRedisServer(t *testing.T) {
