@@ -220,6 +220,9 @@ func TestCheckErrors(t *testing.T) {
 		{"zero permits", sliding(1, time.Second), newLog(permits(adm(1), 0)), ErrBadLog, "zero permits"},
 		{"no kind", sliding(1, time.Second), newLog(kind(adm(1), 0)), ErrBadLog, "unknown kind"},
 		{"overflow", bucket(1, 1<<40, time.Microsecond), newLog(adm(0), adm(1<<30)), ErrOverflow, "overflow"},
+		{"sliding window of 1.5µs", sliding(1, 1500*time.Nanosecond), newLog(), ErrBadContract, "not a whole number of microseconds"},
+		{"fixed window of 1s + 1ns", fixed(1, time.Second+1), newLog(), ErrBadContract, "not a whole number of microseconds"},
+		{"refill permits overflow", bucket(1, 1<<62, time.Second), newLog(), ErrBadContract, "too many permits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,6 +231,47 @@ func TestCheckErrors(t *testing.T) {
 				t.Errorf("Check = %v; want %v mentioning %q", err, tt.want, tt.msg)
 			}
 		})
+	}
+}
+
+// Regression: a refill period that is not a whole number of µs was rounded up, which lowered the
+// rate and so the allowance. token-bucket(2, 1 per 1.5µs) allows 2 + (2/3)·3 = 4 permits over
+// [0, 3]; with the period rounded up to 2µs it allowed 3.5, and a correct history was flagged.
+func TestCheckRefillPeriodIsExact(t *testing.T) {
+	c := bucket(2, 1, 1500*time.Nanosecond)
+	rep, err := Check(c, newLog(adm(0), adm(0), adm(2), adm(3)))
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if l := rep.Limits[0]; l.Definite != 0 || l.Possible != 0 {
+		t.Errorf("Check(%s) = definite %d, possible %d; want none", c, l.Definite, l.Possible)
+	}
+	// One more permit at 3 is over even the exact allowance.
+	rep, err = Check(c, newLog(adm(0), adm(0), adm(2), adm(3), adm(3)))
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if l := rep.Limits[0]; l.Definite == 0 || l.Worst.Excess != 1 {
+		t.Errorf("Check(%s) = definite %d, worst excess %d; want a definite violation by 1", c, l.Definite, l.Worst.Excess)
+	}
+}
+
+// TestCheckGranularityRoundsUp: a granularity that is not a whole number of µs widens intervals
+// by the next whole µs (the safe direction): two admissions 2µs apart under sliding-window(1, 3µs)
+// are definite exactly, but with a granularity of 1ns only possible.
+func TestCheckGranularityRoundsUp(t *testing.T) {
+	for _, tt := range []struct {
+		g        time.Duration
+		definite int64
+	}{{0, 1}, {time.Nanosecond, 0}} {
+		c := withG(sliding(1, 3*time.Microsecond), tt.g)
+		rep, err := Check(c, newLog(adm(0), adm(2)))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if l := rep.Limits[0]; l.Definite != tt.definite || l.Possible != 1 {
+			t.Errorf("Check(%s, granularity %s) = definite %d, possible %d; want %d, 1", c, tt.g, l.Definite, l.Possible, tt.definite)
+		}
 	}
 }
 

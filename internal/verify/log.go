@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -14,7 +15,8 @@ var (
 	// unknown kind, or zero permits on an admission.
 	ErrBadLog = errors.New("invalid admission log")
 	// ErrBadContract means a contract cannot be checked: a non-positive limit, window, capacity or
-	// rate, a negative granularity, or an unknown kind or scope.
+	// rate, a window that is not a whole number of µs, a negative granularity, or an unknown kind
+	// or scope.
 	ErrBadContract = errors.New("invalid contract")
 	// ErrOverflow means a token-bucket check would overflow int64: the rate times the span of the
 	// log, or the permits times the rate's denominator, exceed 2^61.
@@ -111,7 +113,9 @@ func (l *Log) validate() error {
 	return errors.Join(errs...)
 }
 
-// micros converts d to whole µs, rounding up (a coarser assumption is the safe one).
+// micros converts d to whole µs, rounding up. It is used only where a coarser value is the safe
+// one: a granularity (a wider interval can only turn definite violations into possible ones) and
+// an accuracy bin width. Windows and refill periods are never rounded (see newLimit).
 func micros(d time.Duration) int64 {
 	us := int64(d / time.Microsecond)
 	if d%time.Microsecond > 0 {
@@ -127,7 +131,7 @@ type limit struct {
 	scope algorithms.Scope
 	l, w  int64 // sliding and fixed windows: limit, window µs
 	cap   int64 // token bucket: capacity
-	p, q  int64 // token bucket: rate p/q permits per µs, reduced
+	p, q  int64 // token bucket: rate p/q permits per µs, exact and reduced
 	g     int64 // granularity µs
 }
 
@@ -151,6 +155,12 @@ func flatten(c algorithms.Contract) ([]limit, error) {
 	return out, errors.Join(errs...)
 }
 
+// newLimit validates one contract (its Also ignored) and converts it to µs. Nothing that sets
+// the allowance is rounded: a window must be a whole number of µs (the log's unit; rounding it
+// either way would move the aligned windows of fixed-window, and rounding up would shrink the
+// allowance), and a token bucket's rate is kept exactly as the fraction
+// RefillPermits·1000 / RefillPer in ns, reduced, so a refill period of any length is exact. The
+// granularity is rounded up to whole µs, which only widens intervals.
 func newLimit(c algorithms.Contract) (limit, error) {
 	one := c
 	one.Also = nil
@@ -167,24 +177,32 @@ func newLimit(c algorithms.Contract) (limit, error) {
 	}
 	switch c.Kind {
 	case algorithms.SlidingWindow, algorithms.FixedWindow:
-		lim.l, lim.w = c.Limit, micros(c.Window)
+		lim.l, lim.w = c.Limit, int64(c.Window/time.Microsecond)
 		if c.Limit <= 0 {
 			bad("limit %d <= 0", c.Limit)
 		}
-		if lim.w <= 0 {
+		switch {
+		case c.Window <= 0:
 			bad("window %s <= 0", c.Window)
+		case c.Window%time.Microsecond != 0:
+			bad("window %s is not a whole number of microseconds (the admission log's unit); "+
+				"rounding it would move or shrink the windows", c.Window)
 		}
 	case algorithms.TokenBucket:
 		lim.cap = c.Capacity
-		per := micros(c.RefillPer)
 		if c.Capacity <= 0 {
 			bad("capacity %d <= 0", c.Capacity)
 		}
-		if c.RefillPermits <= 0 || per <= 0 {
+		switch {
+		case c.RefillPermits <= 0 || c.RefillPer <= 0:
 			bad("refill %d per %s is not a positive rate", c.RefillPermits, c.RefillPer)
-		} else {
-			d := gcd(c.RefillPermits, per)
-			lim.p, lim.q = c.RefillPermits/d, per/d
+		case c.RefillPermits > math.MaxInt64/1000:
+			bad("refill %d per %s: too many permits", c.RefillPermits, c.RefillPer)
+		default:
+			// r = RefillPermits / RefillPer permits per ns = RefillPermits·1000 / RefillPer per µs.
+			p, q := c.RefillPermits*1000, int64(c.RefillPer)
+			d := gcd(p, q)
+			lim.p, lim.q = p/d, q/d
 		}
 	case algorithms.NoContract:
 	default:
