@@ -28,13 +28,14 @@ const (
 // containerEnv sets the testcontainers settings limitbench needs unless the user set them:
 // dial the engine's containers on 127.0.0.1 (otherwise testcontainers may dial the machine's
 // default gateway) and no Ryuk reaper (it would have to be pulled; leftovers are removed by label).
+// A variable set to the empty string counts as not set, as testcontainers reads it so.
 func containerEnv() {
-	for k, v := range map[string]string{
-		"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
-		"TESTCONTAINERS_RYUK_DISABLED": "true",
+	for _, kv := range [][2]string{
+		{"TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1"},
+		{"TESTCONTAINERS_RYUK_DISABLED", "true"},
 	} {
-		if _, set := os.LookupEnv(k); !set {
-			_ = os.Setenv(k, v)
+		if os.Getenv(kv[0]) == "" {
+			_ = os.Setenv(kv[0], kv[1])
 		}
 	}
 }

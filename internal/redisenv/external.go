@@ -34,15 +34,20 @@ type externalSpec struct {
 	tls                *tlsSettings
 }
 
-// parseExternal parses a redis:// or rediss:// URL, or a comma-separated host:port list. Errors
-// wrap ErrBadConfig and never contain the password.
+// parseExternal parses Config.URL: a redis:// or rediss:// URL whose host part may list several
+// comma-separated cluster seeds, or a plain comma-separated host:port list (see Config.URL).
+// username and password apply when the URL carries no user information. Errors wrap
+// ErrBadConfig and never contain the password.
 func parseExternal(raw, username, password string) (externalSpec, error) {
 	bad := func(format string, args ...any) (externalSpec, error) {
 		return externalSpec{}, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
 	}
 	raw = strings.TrimSpace(raw)
 	if strings.Contains(raw, "://") {
-		u, err := url.Parse(raw)
+		// url.Parse takes "h1:1,h2:2" for one odd host: split the seed list off first and parse
+		// the URL with its first seed alone.
+		first, extra := splitURLSeeds(raw)
+		u, err := url.Parse(first)
 		if err != nil {
 			// url.Error repeats the URL, password included: report only the reason.
 			var ue *url.Error
@@ -61,11 +66,8 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 				spec.password = p
 			}
 		}
-		if spec.username == "default" && spec.password == "" {
+		if spec.username == "default" {
 			spec.username = ""
-		}
-		if u.Host == "" {
-			return bad("URL %s has no host", u.Redacted())
 		}
 		host, port := u.Hostname(), u.Port()
 		if port == "" {
@@ -78,6 +80,16 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 			return bad("URL %s: bad port %q", u.Redacted(), port)
 		}
 		spec.seeds = []string{net.JoinHostPort(host, port)}
+		for _, a := range extra {
+			a = strings.TrimSpace(a)
+			if _, _, err := net.SplitHostPort(a); err != nil && !strings.Contains(a, "]:") {
+				a = net.JoinHostPort(strings.Trim(a, "[]"), "6379") // a URL's port defaults to 6379
+			}
+			if err := checkHostPort(a); err != nil {
+				return bad("URL %s: seed %q: %v", u.Redacted(), a, err)
+			}
+			spec.seeds = append(spec.seeds, a)
+		}
 		for _, a := range u.Query()["addr"] { // go-redis style extra cluster seeds
 			if err := checkHostPort(a); err != nil {
 				return bad("URL %s: addr %q: %v", u.Redacted(), a, err)
@@ -100,11 +112,31 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 	for a := range strings.SplitSeq(raw, ",") {
 		a = strings.TrimSpace(a)
 		if err := checkHostPort(a); err != nil {
-			return bad("seed address %q: %v (want host:port[,host:port...] or redis://user:password@host:port)", a, err)
+			return bad("seed address %q: %v (want host:port[,host:port...] or redis://user:password@host:port[,host:port...])", a, err)
 		}
 		spec.seeds = append(spec.seeds, a)
 	}
 	return spec, nil
+}
+
+// splitURLSeeds splits "scheme://[userinfo@]h1:p1,h2:p2[/db][?query]" into the URL with its
+// first host alone and the other hosts. A URL with one host comes back unchanged. The user
+// information ends at the authority's last '@', so a password may hold ',' or '@' (percent-encoded
+// or not) without being taken for a host.
+func splitURLSeeds(raw string) (string, []string) {
+	i := strings.Index(raw, "://") + len("://")
+	rest := raw[i:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	at := strings.LastIndexByte(authority, '@') + 1
+	hosts := strings.Split(authority[at:], ",")
+	if len(hosts) < 2 {
+		return raw, nil
+	}
+	return raw[:i] + authority[:at] + hosts[0] + rest[end:], hosts[1:]
 }
 
 func checkHostPort(a string) error {
@@ -131,25 +163,23 @@ func isAuthError(err error) bool {
 		strings.Contains(s, "invalid password") || strings.Contains(s, "invalid username-password")
 }
 
-// startExternal connects to a server the user runs. It never writes to it.
-func startExternal(ctx context.Context, cfg Config) (*Target, error) {
-	spec, err := parseExternal(cfg.URL, cfg.Username, cfg.Password)
-	if err != nil {
-		return nil, err
-	}
-	timeout := cfg.StartTimeout
-	if timeout == 0 || timeout > 5*time.Second {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// externalTimeout bounds reaching and checking an external server, so that an address that
+// accepts connections and never answers fails within 5 s, set-up and reporting included.
+const externalTimeout = 4 * time.Second
 
+// probeSeeds pings every seed at once and returns a client to the first that answers, so one
+// silent seed does not use up the time of the others. A seed that refuses the credentials ends
+// the probe at once with ErrBadConfig (every seed shares them); when no seed answers within timeout
+// (the deadline of ctx) the error wraps ErrUnavailable and lists each seed's error in the order given.
+func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (*redis.Client, error) {
+	type result struct {
+		i   int
+		c   *redis.Client
+		err error
+	}
+	results := make(chan result, len(spec.seeds))
 	probe := &Target{Username: spec.username, Password: spec.password, tlsConn: spec.tls}
-	var (
-		c    *redis.Client
-		errs []error
-	)
-	for _, seed := range spec.seeds {
+	for i, seed := range spec.seeds {
 		o := probe.nodeOptions(seed)
 		o.DB = spec.db
 		o.PoolSize = 1
@@ -157,24 +187,63 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 			o.DialTimeout = time.Until(dl)
 			o.ReadTimeout = time.Until(dl)
 		}
-		cand := redis.NewClient(o)
-		err := cand.Ping(ctx).Err()
-		if err == nil {
-			c = cand
-			break
-		}
-		_ = cand.Close()
-		if isAuthError(err) {
+		go func() {
+			c := redis.NewClient(o)
+			err := c.Ping(ctx).Err()
+			if err != nil {
+				_ = c.Close()
+				c = nil
+			}
+			results <- result{i, c, err}
+		}()
+	}
+	// closeRest closes the clients of the probes still running once one has been chosen.
+	closeRest := func(n int) {
+		go func() {
+			for range n {
+				if r := <-results; r.c != nil {
+					_ = r.c.Close()
+				}
+			}
+		}()
+	}
+	errs := make([]error, len(spec.seeds))
+	for n := len(spec.seeds); n > 0; n-- {
+		r := <-results
+		seed := spec.seeds[r.i]
+		switch {
+		case r.err == nil:
+			closeRest(n - 1)
+			return r.c, nil
+		case isAuthError(r.err):
+			closeRest(n - 1)
 			user := spec.username
 			if user == "" {
 				user = "default"
 			}
-			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, err)
+			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, r.err)
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", seed, err))
+		errs[r.i] = fmt.Errorf("%s: %w", seed, r.err)
 	}
-	if c == nil {
-		return nil, fmt.Errorf("%w: cannot reach %s within %s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: cannot reach %s within %s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, errors.Join(errs...))
+}
+
+// startExternal connects to a server the user runs. It never writes to it.
+func startExternal(ctx context.Context, cfg Config) (*Target, error) {
+	spec, err := parseExternal(cfg.URL, cfg.Username, cfg.Password)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.StartTimeout
+	if timeout == 0 || timeout > externalTimeout {
+		timeout = externalTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	c, err := probeSeeds(ctx, spec, timeout)
+	if err != nil {
+		return nil, err
 	}
 	defer c.Close()
 	info, err := c.Info(ctx, "server", "cluster").Result()

@@ -25,6 +25,23 @@ import (
 // hostImageRepo is the repository of images built from the local redis-server.
 const hostImageRepo = "limitbench/redis-host"
 
+// BuildHostImage returns the tag of the image that Config.Image "host" names, building it when
+// the Docker engine does not have it yet: FROM scratch, holding the local redis-server and the
+// libraries it links, tagged limitbench/redis-host:<first 12 hex digits of the binary's sha256>.
+// It starts no container and pulls nothing. It needs redis-server on PATH and an engine that
+// answers; errors wrap ErrUnavailable. logf, when not nil, is told when a build starts.
+func BuildHostImage(ctx context.Context, logf func(format string, args ...any)) (string, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	return ensureHostImage(ctx, cli, logf)
+}
+
 // ensureHostImage returns the tag of an image FROM scratch holding the local redis-server and
 // the shared libraries it links, building it when the engine does not have it yet. The tag
 // carries the first 12 hex digits of the binary's sha256, so a new redis-server gets a new

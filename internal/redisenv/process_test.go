@@ -2,9 +2,13 @@ package redisenv_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,12 +55,12 @@ func checkSingle(t *testing.T, target *redisenv.Target) {
 	if got := len(target.Info.Nodes); got != 1 {
 		t.Fatalf("Nodes = %d, want 1", got)
 	}
-	if !strings.HasPrefix(target.Info.Nodes[0].Addr, "127.0.0.1:") {
-		t.Errorf("Addr = %q, want loopback", target.Info.Nodes[0].Addr)
+	if !target.Info.SharedClock {
+		t.Errorf("Info = %+v, want SharedClock", target.Info)
 	}
-	if target.Info.Version == "" || !target.Info.SharedClock {
-		t.Errorf("Info = %+v, want a version and SharedClock", target.Info)
-	}
+	checkVersion(t, target)
+	checkLoopback(t, target)
+	checkNoRetries(t, target)
 	if err := target.Client.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("SET: %v", err)
 	}
@@ -66,13 +70,11 @@ func checkSingle(t *testing.T, target *redisenv.Target) {
 	if err := anon.Get(ctx, "k").Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("GET without password: %v, want NOAUTH", err)
 	}
-	cfg, err := target.Masters(), error(nil)
-	_ = cfg
 	c := target.NewClient(redisenv.ClientOptions{PoolSize: 2})
 	if _, ok := c.(*redis.Client); !ok {
 		t.Errorf("NewClient on single = %T, want *redis.Client", c)
 	}
-	if err = c.Get(ctx, "k").Err(); err != nil {
+	if err := c.Get(ctx, "k").Err(); err != nil {
 		t.Errorf("GET with NewClient: %v", err)
 	}
 	for _, kv := range [][2]string{{"save", ""}, {"appendonly", "no"}} {
@@ -108,6 +110,9 @@ func checkCluster(t *testing.T, target *redisenv.Target, masters int) {
 	if got := target.Masters(); len(got) != masters {
 		t.Fatalf("Masters() = %v, want %d", got, masters)
 	}
+	checkVersion(t, target)
+	checkLoopback(t, target)
+	checkNoRetries(t, target)
 	covered := 0
 	for _, n := range target.Info.Nodes {
 		if n.Role != redisenv.RoleMaster {
@@ -167,6 +172,142 @@ func checkCluster(t *testing.T, target *redisenv.Target, masters int) {
 	}
 	if err := c.Set(ctx, "x", 1, 0).Err(); err != nil {
 		t.Errorf("SET via NewClient: %v", err)
+	}
+}
+
+// checkVersion checks that Info.Version is the redis_version every master reports.
+func checkVersion(t *testing.T, target *redisenv.Target) {
+	t.Helper()
+	infos, err := target.InfoAll(context.Background(), "server")
+	if err != nil {
+		t.Fatalf("InfoAll(server): %v", err)
+	}
+	for addr, s := range infos {
+		var v string
+		for line := range strings.SplitSeq(s, "\n") {
+			if x, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				v = x
+			}
+		}
+		if v == "" || target.Info.Version != v {
+			t.Errorf("Info.Version = %q; %s reports redis_version %q", target.Info.Version, addr, v)
+		}
+	}
+}
+
+// checkLoopback checks that every server the harness started binds 127.0.0.1 only: CONFIG GET
+// bind on each node, protected-mode off on containers (DESIGN: always passed), and, on Linux, the
+// kernel's list of listening sockets for the node's port (and its cluster bus port) holds
+// loopback addresses only.
+func checkLoopback(t *testing.T, target *redisenv.Target) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range target.Info.Nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, Username: target.Username, Password: target.Password, MaxRetries: -1})
+		got, err := c.ConfigGet(ctx, "*").Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatalf("%s: CONFIG GET: %v", n.Addr, err)
+		}
+		if got["bind"] != "127.0.0.1" {
+			t.Errorf("%s: CONFIG GET bind = %q, want 127.0.0.1", n.Addr, got["bind"])
+		}
+		if target.Info.Backend == redisenv.BackendContainer && got["protected-mode"] != "no" {
+			t.Errorf("%s: CONFIG GET protected-mode = %q, want no on a container", n.Addr, got["protected-mode"])
+		}
+		_, portStr, _ := net.SplitHostPort(n.Addr)
+		port, _ := strconv.Atoi(portStr)
+		ports := []int{port}
+		if target.IsCluster() {
+			ports = append(ports, port+10000)
+		}
+		for _, p := range ports {
+			ips, err := listeningIPs(p)
+			if err != nil {
+				t.Logf("cannot read listening sockets (%v); CONFIG GET bind checked only", err)
+				return
+			}
+			if len(ips) == 0 {
+				t.Errorf("%s: no listening socket on port %d in /proc/net/tcp{,6}", n.Addr, p)
+			}
+			for _, ip := range ips {
+				if !ip.IsLoopback() {
+					t.Errorf("%s: a socket listens on %s port %d, want loopback only", n.Addr, ip, p)
+				}
+			}
+		}
+	}
+}
+
+// listeningIPs returns the local addresses of the TCP sockets listening on port, from
+// /proc/net/tcp and /proc/net/tcp6.
+func listeningIPs(port int) ([]net.IP, error) {
+	var ips []net.IP
+	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			if name == "/proc/net/tcp6" && errors.Is(err, os.ErrNotExist) {
+				continue // IPv6 disabled
+			}
+			return nil, err
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "0A" { // 0A: TCP_LISTEN
+				continue
+			}
+			hexIP, hexPort, ok := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseUint(hexPort, 16, 16); !ok || err != nil || int(p) != port {
+				continue
+			}
+			raw, err := hex.DecodeString(hexIP)
+			if err != nil || len(raw)%4 != 0 {
+				return nil, fmt.Errorf("%s: bad address %q", name, f[1])
+			}
+			// The kernel prints each 32-bit word in host (little-endian) byte order.
+			ip := make(net.IP, len(raw))
+			for w := 0; w < len(raw); w += 4 {
+				for b := range 4 {
+					ip[w+b] = raw[w+3-b]
+				}
+			}
+			ips = append(ips, ip)
+		}
+	}
+	return ips, nil
+}
+
+// checkNoRetries checks that the target's clients have go-redis retries off, as DESIGN asks (a
+// timed-out script may have run; it must never be re-sent). go-redis stores MaxRetries -1 as 0
+// on a node client (left unset it would be 3), and MaxRedirects -1 as 0 on a cluster client
+// (unset: 3); a cluster client keeps MaxRetries -1.
+func checkNoRetries(t *testing.T, target *redisenv.Target) {
+	t.Helper()
+	for name, c := range map[string]redis.UniversalClient{
+		"Client":    target.Client,
+		"NewClient": target.NewClient(redisenv.ClientOptions{PoolSize: 1}),
+	} {
+		switch c := c.(type) {
+		case *redis.Client:
+			if o := c.Options(); o.MaxRetries != 0 {
+				t.Errorf("%s.Options().MaxRetries = %d, want 0 (retries off)", name, o.MaxRetries)
+			}
+		case *redis.ClusterClient:
+			if o := c.Options(); o.MaxRetries != -1 || o.MaxRedirects != 0 {
+				t.Errorf("%s.Options(): MaxRetries %d, MaxRedirects %d; want -1 and 0 (retries off)", name, o.MaxRetries, o.MaxRedirects)
+			}
+		default:
+			t.Errorf("%s is a %T", name, c)
+		}
+	}
+	err := target.ForEachMaster(context.Background(), func(_ context.Context, c *redis.Client) error {
+		if r := c.Options().MaxRetries; r != 0 {
+			return fmt.Errorf("MaxRetries = %d, want 0 (retries off)", r)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("ForEachMaster client: %v", err)
 	}
 }
 

@@ -85,13 +85,24 @@ type Config struct {
 	Replicas int
 	// Image is the container image: a registry reference (default "redis:7.4") or "host".
 	Image string
-	// URL is the external target: "redis://[user:password@]host:port[/db]",
-	// "rediss://..." or a comma-separated list of host:port cluster seeds. Password for a seed
-	// list comes from Password/Username.
+	// URL is the external target, in one of these forms:
+	//
+	//	redis://[user[:password]@]host[:port][/db]         one server (port 6379 when omitted)
+	//	redis://[user[:password]@]h1:p1,h2:p2,...[/db]      cluster seeds sharing the credentials
+	//	rediss://...                                        either of the above over TLS
+	//	redis://...?addr=h2:p2&addr=h3:p3                   extra seeds, go-redis style
+	//	h1:p1[,h2:p2...]                                    seeds, credentials from Username/Password
+	//
+	// User "default" is the same as no user. A password with reserved characters (@ : / ? # ,
+	// %) must be percent-encoded in a URL. Seeds are tried at once and the first that answers
+	// is used; for a cluster it tells the others. A cluster has only database 0.
 	URL string
-	// Username and Password authenticate to an external seed list (a URL carries its own).
+	// Username and Password authenticate to an external target whose URL carries no user
+	// information (a plain seed list, or a URL without "user:password@").
 	Username, Password string
-	// StartTimeout bounds Start (default 30 s for started backends, 5 s to reach an external one).
+	// StartTimeout bounds Start (default 30 s for process, 120 s for container). An external
+	// target must answer within 4 s (less when StartTimeout is smaller), so an unreachable
+	// address fails within 5 s.
 	StartTimeout time.Duration
 	// Logf, when set, receives progress lines (which backend, why, how long it took).
 	Logf func(format string, args ...any)
@@ -294,7 +305,14 @@ func (t *Target) Masters() []string {
 // IsCluster reports whether the target is a Redis Cluster.
 func (t *Target) IsCluster() bool { return t.cluster }
 
-// newMasterClient returns a plain client to one node with the target's credentials.
+// TLS reports whether clients reach the target over TLS (a rediss:// URL).
+func (t *Target) TLS() bool { return t.tlsConn != nil }
+
+// DB returns the database number clients select: the URL's /db for a single external server,
+// else 0.
+func (t *Target) DB() int { return t.db }
+
+// nodeOptions returns the options of a plain client to one node with the target's credentials.
 func (t *Target) nodeOptions(addr string) *redis.Options {
 	o := &redis.Options{
 		Addr:         addr,
