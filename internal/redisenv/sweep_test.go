@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,43 +18,81 @@ import (
 )
 
 // harnessEnv makes the test binary act as a harness that starts an environment, prints it and
-// waits to be killed; see TestMain.
-const harnessEnv = "LIMITBENCH_TEST_HARNESS"
+// waits to be killed; see TestMain. harnessDeathSigEnv=1 keeps Pdeathsig on.
+const (
+	harnessEnv         = "LIMITBENCH_TEST_HARNESS"
+	harnessDeathSigEnv = "LIMITBENCH_TEST_HARNESS_PDEATHSIG"
+)
 
-type harnessLine struct{ Addr, Password, Error string }
+// harnessLine is what a harness child prints once its server is up. PID, PIDStart and Dir are
+// set for the process backend.
+type harnessLine struct {
+	Addr, Password, Error string
+	PID                   int
+	PIDStart              uint64
+	Dir                   string
+}
 
 func TestMain(m *testing.M) {
 	if backend := os.Getenv(harnessEnv); backend != "" {
-		runHarness(Backend(backend))
+		runHarness(Backend(backend), os.Getenv(harnessDeathSigEnv) == "1")
 		return
 	}
 	os.Exit(m.Run())
 }
 
-// runHarness starts a single server whose process does not die with its harness (as on systems
-// without Pdeathsig), prints its address and blocks until killed.
-func runHarness(b Backend) {
-	processNoPdeathsig = true
+// runHarness starts a single server, prints its address and blocks until killed. Without
+// deathSig the server does not die with its harness (as on systems without Pdeathsig). With
+// deathSig the harness also deletes the server's sweep record, so that only Pdeathsig can end
+// the server once the harness is killed.
+func runHarness(b Backend, deathSig bool) {
+	processNoPdeathsig = !deathSig
 	t, err := Start(context.Background(), Config{Backend: b, Image: HostImage})
 	line := harnessLine{}
 	if err != nil {
 		line.Error = err.Error()
 	} else {
 		line.Addr, line.Password = t.Masters()[0], t.Password
+		if b == BackendProcess {
+			if rec, ok := findRecord(line.Addr); ok {
+				line.PID, line.PIDStart, line.Dir = rec.PID, rec.PIDStart, rec.Dir
+				if deathSig {
+					removeRecord(rec.PID)
+				}
+			} else {
+				line.Error = "no sweep record for " + line.Addr
+			}
+		}
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(line)
-	if err != nil {
+	if line.Error != "" {
 		os.Exit(1)
 	}
 	select {}
 }
 
+// findRecord returns the sweep record of the server at addr.
+func findRecord(addr string) (record, bool) {
+	entries, _ := os.ReadDir(recordDir())
+	for _, e := range entries {
+		var rec record
+		data, err := os.ReadFile(filepath.Join(recordDir(), e.Name()))
+		if err == nil && json.Unmarshal(data, &rec) == nil && rec.Addr == addr {
+			return rec, true
+		}
+	}
+	return record{}, false
+}
+
 // killedHarness runs a harness child for backend b, kills it with SIGKILL once its server is up,
-// and returns the server's address and password.
-func killedHarness(t *testing.T, b Backend) (addr, password string) {
+// and returns what it printed.
+func killedHarness(t *testing.T, b Backend, deathSig bool) harnessLine {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), harnessEnv+"="+string(b))
+	if deathSig {
+		cmd.Env = append(cmd.Env, harnessDeathSigEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -67,7 +108,7 @@ func killedHarness(t *testing.T, b Backend) (addr, password string) {
 	if err != nil || line.Error != "" {
 		t.Fatalf("harness child: %v %s", err, line.Error)
 	}
-	return line.Addr, line.Password
+	return line
 }
 
 func ping(addr, password string) error {
@@ -92,20 +133,12 @@ func TestSweepLeftoverProcess(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}
-	addr, password := killedHarness(t, BackendProcess)
+	h := killedHarness(t, BackendProcess, false)
+	addr, password := h.Addr, h.Password
 	if err := ping(addr, password); err != nil {
 		t.Fatalf("leftover server %s is not running after its harness was killed: %v", addr, err)
 	}
-	var rec record
-	found := false
-	entries, _ := os.ReadDir(recordDir())
-	for _, e := range entries {
-		data, err := os.ReadFile(recordDir() + "/" + e.Name())
-		if err == nil && json.Unmarshal(data, &rec) == nil && rec.Addr == addr {
-			found = true
-			break
-		}
-	}
+	rec, found := findRecord(addr)
 	if !found {
 		t.Fatalf("no record for %s in %s", addr, recordDir())
 	}
@@ -123,6 +156,76 @@ func TestSweepLeftoverProcess(t *testing.T) {
 	}
 }
 
+// TestPdeathsig kills a harness whose server runs with Pdeathsig and whose sweep record it
+// deleted: the kernel alone must end the server.
+func TestPdeathsig(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux only; elsewhere the sweep removes leftovers")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	h := killedHarness(t, BackendProcess, true)
+	t.Cleanup(func() {
+		if alive(h.PID, h.PIDStart) && isRedisServer(h.PID) {
+			_ = syscall.Kill(-h.PID, syscall.SIGKILL)
+		}
+		_ = os.RemoveAll(h.Dir)
+	})
+	if h.PID <= 0 || h.PIDStart == 0 {
+		t.Fatalf("harness printed pid %d start %d; want both", h.PID, h.PIDStart)
+	}
+	if _, ok := findRecord(h.Addr); ok {
+		t.Fatalf("the harness left a sweep record for %s; the test needs none", h.Addr)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(h.PID, h.PIDStart) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server pid %d (%s) still runs 10 s after its harness was killed: Pdeathsig did not end it", h.PID, h.Addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ping(h.Addr, h.Password); err == nil {
+		t.Errorf("%s still answers after its harness was killed", h.Addr)
+	}
+}
+
+// TestContainerEnv checks that the testcontainers settings are set when the user has not set
+// them (unset or empty) and kept when the user has.
+func TestContainerEnv(t *testing.T) {
+	const host, ryuk = "TESTCONTAINERS_HOST_OVERRIDE", "TESTCONTAINERS_RYUK_DISABLED"
+	tests := []struct {
+		name               string
+		host, ryuk         *string // nil: unset
+		wantHost, wantRyuk string
+	}{
+		{"unset", nil, nil, "127.0.0.1", "true"},
+		{"empty", ptr(""), ptr(""), "127.0.0.1", "true"},
+		{"user values kept", ptr("127.0.0.2"), ptr("false"), "127.0.0.2", "false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range map[string]*string{host: tt.host, ryuk: tt.ryuk} {
+				t.Setenv(k, "") // restores the caller's value when the test ends
+				if v == nil {
+					_ = os.Unsetenv(k)
+				} else {
+					_ = os.Setenv(k, *v)
+				}
+			}
+			containerEnv()
+			if got := os.Getenv(host); got != tt.wantHost {
+				t.Errorf("after containerEnv %s = %q, want %q", host, got, tt.wantHost)
+			}
+			if got := os.Getenv(ryuk); got != tt.wantRyuk {
+				t.Errorf("after containerEnv %s = %q, want %q", ryuk, got, tt.wantRyuk)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
 func TestSweepLeftoverContainer(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH (needed for the host image): %v", err)
@@ -133,7 +236,8 @@ func TestSweepLeftoverContainer(t *testing.T) {
 		t.Skipf("no Docker engine answers; container test skipped: %v", err)
 	}
 	defer cli.Close()
-	addr, password := killedHarness(t, BackendContainer)
+	h := killedHarness(t, BackendContainer, false)
+	addr, password := h.Addr, h.Password
 	list := func() int {
 		res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", labelAddr+"="+addr)})
