@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,8 @@ import (
 func TestCompare(t *testing.T) {
 	a, b := readFixture(t, "result.json"), readFixture(t, "result-b.json")
 	b.Entries[0].Verification.Verdict = Fail // gcra regressed
-	b.Entries = b.Entries[:len(b.Entries)-1] // token-bucket not run the second time
+	// token-bucket not run the second time
+	b.Entries = slices.DeleteFunc(b.Entries, func(e Entry) bool { return e.Algorithm == "token-bucket" })
 	c, err := Compare([]*Result{a, b})
 	if err != nil {
 		t.Fatal(err)

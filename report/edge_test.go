@@ -20,6 +20,15 @@ func TestOutcome(t *testing.T) {
 		{"missed", Verification{Verdict: Pass, ExpectedViolation: true}, "expected violation missed"},
 		{"expected but inconclusive", Verification{Verdict: Inconclusive, ExpectedViolation: true}, "inconclusive"},
 		{"empty", Verification{}, "unknown"},
+		{"tolerated", Verification{Verdict: Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
+		{"tolerated but passed", Verification{Verdict: Pass, MayViolate: true}, "pass"},
+		{"broken threshold", Verification{Verdict: Fail, Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
+		{"caught but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
+		{"tolerated but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, MayViolate: true,
+			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
+		{"caught, thresholds held", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdHeld}}}, "expected violation caught"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Entry{Verification: tc.v}
@@ -27,6 +36,32 @@ func TestOutcome(t *testing.T) {
 				t.Errorf("Outcome(%+v) = %q; want %q", tc.v, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReferenceOutcome: the reference script's entry is labelled as the reference, whatever its
+// verdict, and is kept out of the summary's verdict counts.
+func TestReferenceOutcome(t *testing.T) {
+	r := &Result{Reference: "reference", Entries: []Entry{
+		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: Pass}},
+		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: Inconclusive, Contract: "none"}},
+	}}
+	if got := r.OutcomeOf(&r.Entries[1]); got != OutcomeReference {
+		t.Errorf("OutcomeOf(reference) = %q; want %q", got, OutcomeReference)
+	}
+	if got := r.OutcomeOf(&r.Entries[0]); got != "pass" {
+		t.Errorf("OutcomeOf(gcra) = %q; want pass", got)
+	}
+	want := "1 entry: 1 pass; plus 1 reference entry (calibration, not verified)."
+	if got := summary(r); got != want {
+		t.Errorf("summary = %q; want %q", got, want)
+	}
+	if f := Findings(r, &r.Entries[1]); len(f) == 0 || !strings.Contains(f[0], "reference script") || strings.Contains(strings.Join(f, " "), "No verdict") {
+		t.Errorf("Findings(reference) = %q; want it described as the reference script, not as inconclusive", f)
+	}
+	r.Reference = ""
+	if got := r.OutcomeOf(&r.Entries[1]); got != "inconclusive" {
+		t.Errorf("OutcomeOf without a reference = %q; want the entry's own inconclusive", got)
 	}
 }
 

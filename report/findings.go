@@ -11,7 +11,13 @@ import (
 // comparisons, from the other entries of r on the same topology: the verdict and how far it
 // over-admitted, accuracy against an exact limiter, memory, latency and Redis cost relative to the
 // best on the topology (or to the reference script), and anything the run dropped or lost.
+//
+// The reference script's entry gets what it is and its own figures only; it is left out of the
+// comparisons with other entries.
 func Findings(r *Result, e *Entry) []string {
+	if r.IsReference(e) {
+		return referenceFindings(e)
+	}
 	var out []string
 	v := e.Verification
 	worst := ""
@@ -26,10 +32,13 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	}
 	switch e.Outcome() {
-	case "expected violation caught":
+	case OutcomeCaught:
 		out = append(out, sentence("Caught as the scenario expected: "+join(worst, violations)))
-	case "expected violation missed":
+	case OutcomeMissed:
 		out = append(out, "Expected to be flagged, but no definite violation was found: the harness missed a planted bug.")
+	case OutcomeTolerated:
+		out = append(out, sentence("Failed, tolerated: the scenario lists it under expect.may_violate, so this verdict decides nothing: "+
+			join(worst, violations)))
 	case string(Fail):
 		if v.DefiniteViolations > 0 {
 			out = append(out, sentence("Over-admitted: "+join(worst, violations)))
@@ -52,6 +61,10 @@ func Findings(r *Result, e *Entry) []string {
 		out = append(out, sentence("No verdict: "+orDefault(reasons, "the run cannot support one")))
 	}
 
+	if held := heldThresholds(v.Thresholds); held != "" {
+		out = append(out, "Thresholds held: "+held+".")
+	}
+
 	if a := e.Accuracy; a.IdealAllowed > 0 && a.Efficiency > 0 {
 		switch {
 		case a.Efficiency < 0.98:
@@ -64,7 +77,12 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	}
 
-	peers := entriesOn(r, e.Topology)
+	var peers []*Entry
+	for _, p := range entriesOn(r, e.Topology) {
+		if !r.IsReference(p) {
+			peers = append(peers, p)
+		}
+	}
 	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.BytesPerKey }); ok && e.Server.BytesPerKey > 0 {
 		if q := e.Server.BytesPerKey / best.Server.BytesPerKey; best != e && q >= 2 {
 			out = append(out, fmt.Sprintf("Uses %s the memory per subject of %s (%s vs %s bytes).",
@@ -106,6 +124,31 @@ func Findings(r *Result, e *Entry) []string {
 	}
 	if e.Late > 0 {
 		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", count(e.Late), plural(e.Late, "request was", "requests were"), percent(e.LateFraction)))
+	}
+	return out
+}
+
+// heldThresholds lists the thresholds that held with their values: `"p99 < 5ms" (1.2ms)`. Broken
+// and unevaluated ones are among the verdict's reasons.
+func heldThresholds(checks []ThresholdCheck) string {
+	var parts []string
+	for _, c := range checks {
+		if c.Status == ThresholdHeld {
+			parts = append(parts, fmt.Sprintf("%q (%s)", c.Threshold, c.Shown))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// referenceFindings says what the reference script is and what it measured.
+func referenceFindings(e *Entry) []string {
+	out := []string{"The reference script: a bare INCR + PEXPIRE that admits everything, measured under the same load " +
+		"to calibrate the other entries' relative figures. It is not a limiter and has no verdict."}
+	if e.ThroughputRPS > 0 || e.LatencyUS.P99 > 0 {
+		out = append(out, fmt.Sprintf("It completed %s decisions/s with p99 %s ms.", number(e.ThroughputRPS), ms(e.LatencyUS.P99)))
+	}
+	if e.Server.CPUUSecPerDecision > 0 {
+		out = append(out, fmt.Sprintf("It cost Redis %s µs of CPU per call.", number(e.Server.CPUUSecPerDecision)))
 	}
 	return out
 }

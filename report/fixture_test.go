@@ -2,9 +2,11 @@ package report
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ var (
 // fixtureEntry describes one synthetic entry.
 type fixtureEntry struct {
 	alg, contract    string
+	mayViolate       bool
 	p50us            float64 // median latency, µs
 	tail             float64 // lognormal sigma
 	verdict          Verdict
@@ -46,14 +49,23 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Name: "demo", Description: "Every built-in family at 200 requests/s over 50 keys with a 100/s limit per key, plus one published bug that must be caught.",
 			File: "scenarios/demo.yaml", Seed: 42, DurationS: 20, Clients: 8, Loop: "open", Mode: "plain",
 			Arrival: "constant 200/s", Keys: "50 keys, zipf s=1.1", Topologies: []string{"single"},
-			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket"},
+			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
 			ExpectViolations: []string{"fixed-window-published"},
+			Settings: &Settings{
+				Limit: LimitSettings{Limit: 100, WindowS: 1, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
+				Clients: 8, ClientMode: "plain", Arrival: &ArrivalSettings{Kind: "rate", Rate: 200},
+				Keys:       KeySettings{Count: 50, Distribution: "zipf", ZipfS: 1.1},
+				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
+				Expect:     ExpectSettings{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
+				Thresholds: []string{"errors < 1%", "gcra: efficiency > 0.9", "sliding-counter: efficiency > 0.95"},
+			},
 		},
 		Environment: Environment{
 			Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1, CPUs: 2, GOMAXPROCS: 2,
 			GoVersion: "go1.26.0", HarnessVersion: "v0.1.0", OS: "linux", Arch: "amd64",
 		},
 		StartedAt: start, FinishedAt: start.Add(110 * time.Second),
+		Reference: "reference",
 	}
 	slow := 1 + 0.15*float64(run) // the second run is a little slower
 	fixtures := []fixtureEntry{
@@ -65,6 +77,25 @@ func syntheticResult(t testing.TB, run int) *Result {
 			where: "on key {demo}:k3 in the window starting at 60.000 s", ratio: 2, eff: 1.31, bytes: 96, cpu: 9.0, usec: 6.6, overAdmit: 2},
 		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: Inconclusive,
 			reasons: []string{"the load generator fell 3.2% behind its schedule (limit 1%)"}, ratio: 0.9, eff: 0.99, bytes: 110, cpu: 8.8, usec: 6.0, errors: 12, late: 128},
+		{alg: "sliding-log-published", contract: "sliding-window(100, 1s)", mayViolate: true, p50us: 320, tail: 0.5, verdict: Fail,
+			reasons: []string{"definite violations of sliding-window(100, 1s)"}, definite: 3, possible: 9, excess: 2,
+			where: "on key {demo}:k0 between 11.990 s and 12.990 s", ratio: 1.02, eff: 1.01, bytes: 3120, cpu: 18.5, usec: 15.1, overAdmit: 1.02},
+		{alg: "reference", contract: "none", p50us: 150, tail: 0.3, verdict: Inconclusive,
+			reasons: []string{"no contract: nothing was verified"}, bytes: 56, cpu: 4.0, usec: 2.1},
+	}
+	// thresholds are the scenario's, as the runner checks them: metric value per entry.
+	thresholds := []struct {
+		text, alg string
+		value     func(e *Entry) float64
+		holds     func(v float64) bool
+		shown     func(v float64) string
+	}{
+		{"errors < 1%", "", func(e *Entry) float64 { return float64(e.Errors+e.Unknown) / float64(e.Requests) },
+			func(v float64) bool { return v < 0.01 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
+		{"gcra: efficiency > 0.9", "gcra", func(e *Entry) float64 { return e.Accuracy.Efficiency },
+			func(v float64) bool { return v > 0.9 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
+		{"sliding-counter: efficiency > 0.95", "sliding-counter", func(e *Entry) float64 { return e.Accuracy.Efficiency },
+			func(v float64) bool { return v > 0.95 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
 	}
 	const bins, binS = 20, 1.0
 	for _, f := range fixtures {
@@ -91,7 +122,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Verification: Verification{
 				Verdict: f.verdict, Reasons: f.reasons, Contract: f.contract,
 				DefiniteViolations: f.definite, PossibleViolations: f.possible, WorstExcess: f.excess, Where: f.where,
-				ExpectedViolation: f.expected,
+				ExpectedViolation: f.expected, MayViolate: f.mayViolate,
 			},
 			Accuracy: Accuracy{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
 			Server:   Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
@@ -108,6 +139,9 @@ func syntheticResult(t testing.TB, run int) *Result {
 				admitted = int64(math.Min(float64(offered), limit*f.overAdmit))
 				e.Verification.ViolationTimesS = append(e.Verification.ViolationTimesS, float64(b)*binS+0.5)
 			}
+			if f.contract == "none" { // the reference admits everything and has no limit
+				admitted = offered
+			}
 			errs := int64(0)
 			if f.errors > 0 && b == 7 {
 				errs = f.errors
@@ -116,13 +150,35 @@ func syntheticResult(t testing.TB, run int) *Result {
 			e.Timeline.Admitted = append(e.Timeline.Admitted, admitted)
 			e.Timeline.Denied = append(e.Timeline.Denied, offered-admitted-errs)
 			e.Timeline.Errors = append(e.Timeline.Errors, errs)
-			e.Timeline.Limit = append(e.Timeline.Limit, limit)
+			if f.contract != "none" {
+				e.Timeline.Limit = append(e.Timeline.Limit, limit)
+			}
 			e.Allowed += admitted
 			e.Denied += offered - admitted - errs
 		}
 		e.Requests = e.Allowed + e.Denied + e.Errors
 		e.ThroughputRPS = float64(e.Allowed+e.Denied) / e.DurationS
-		e.Accuracy.IdealAllowed = int64(math.Round(float64(e.Allowed) / f.eff))
+		if f.eff > 0 {
+			e.Accuracy.IdealAllowed = int64(math.Round(float64(e.Allowed) / f.eff))
+		} else {
+			e.Accuracy = Accuracy{}
+		}
+		if f.alg != r.Reference {
+			for _, th := range thresholds {
+				if th.alg != "" && th.alg != f.alg {
+					continue
+				}
+				v := th.value(&e)
+				c := ThresholdCheck{Threshold: th.text, Status: ThresholdHeld, Value: v, Shown: th.shown(v)}
+				if !th.holds(v) {
+					c.Status = ThresholdBroken
+					e.Verification.Verdict = Fail
+					e.Verification.Reasons = append(e.Verification.Reasons,
+						fmt.Sprintf("threshold %q broken: efficiency = %s", th.text, c.Shown))
+				}
+				e.Verification.Thresholds = append(e.Verification.Thresholds, c)
+			}
+		}
 		e.Samples = []Sample{
 			{Repeat: 1, ThroughputRPS: e.ThroughputRPS, LatencyUS: e.LatencyUS, Efficiency: f.eff, USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Verdict: f.verdict},
 		}

@@ -734,7 +734,7 @@ func gateOutcome(e *Entry) (string, string) {
 }
 
 // gateOutcomeClass sorts outcomes into good (pass, a planted bug caught), bad (fail, a planted bug
-// missed) and neither (inconclusive, unknown).
+// missed) and neither (inconclusive, a tolerated failure, unknown).
 func gateOutcomeClass(o string) int {
 	switch o {
 	case string(Pass), "expected violation caught":
@@ -759,6 +759,9 @@ func gateCompareOutcome(old, cur *Entry) GateRow {
 	case oc == -1 && nc == 1:
 		row.Verdict = GateImprovement
 		row.Note = o + " → " + n
+	case o == OutcomeTolerated || n == OutcomeTolerated:
+		row.Verdict = GateUnstable
+		row.Note = "a tolerated violation (expect.may_violate) supports no verdict"
 	case oc == 0 || nc == 0:
 		row.Verdict = GateUnstable
 		row.Note = "an inconclusive run supports no verdict"

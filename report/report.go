@@ -163,9 +163,19 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	}
 	add(&v.Scenario, "load", strings.Join(load, ", "))
 	add(&v.Scenario, "keys", s.Keys)
+	if st := s.Settings; st != nil {
+		add(&v.Scenario, "limit", limitText(st))
+		if st.WarmupS > 0 {
+			add(&v.Scenario, "warmup", number(st.WarmupS)+" s before each measurement (measured, not verified)")
+		}
+	}
 	add(&v.Scenario, "clock skew", s.Skew)
 	add(&v.Scenario, "algorithms", strings.Join(s.Algorithms, ", "))
 	add(&v.Scenario, "expected to be flagged", strings.Join(s.ExpectViolations, ", "))
+	if st := s.Settings; st != nil {
+		add(&v.Scenario, "tolerated (may violate)", strings.Join(st.Expect.MayViolate, ", "))
+		add(&v.Scenario, "thresholds", strings.Join(st.Thresholds, "; "))
+	}
 	if !r.StartedAt.IsZero() {
 		when := r.StartedAt.UTC().Format(time.RFC3339)
 		if !r.FinishedAt.IsZero() {
@@ -205,7 +215,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		out := e.Outcome()
+		out := r.OutcomeOf(e)
 		vr := verdictRow{
 			Algorithm: e.Algorithm, Topology: e.Topology, Outcome: out, Class: outcomeClass(out),
 			Contract: orDefault(e.Verification.Contract, "none"),
@@ -245,12 +255,19 @@ func newView(r *Result, figs []Figure, inline bool) view {
 }
 
 // summaryOrder is the order outcomes are counted in the summary line: problems first.
-var summaryOrder = []string{"fail", "expected violation missed", "inconclusive", "expected violation caught", "pass", "unknown"}
+var summaryOrder = []string{string(Fail), OutcomeMissed, string(Inconclusive), OutcomeTolerated, OutcomeCaught, string(Pass), "unknown"}
 
-// summary counts entries by outcome: "5 entries: 1 fail, 4 pass."
+// summary counts the verified entries by outcome, the reference script's apart: "5 entries: 1
+// fail, 4 pass; plus 1 reference entry (calibration, not verified)."
 func summary(r *Result) string {
 	n := map[string]int{}
+	verified, refs := 0, 0
 	for i := range r.Entries {
+		if r.IsReference(&r.Entries[i]) {
+			refs++
+			continue
+		}
+		verified++
 		n[r.Entries[i].Outcome()]++
 	}
 	var parts []string
@@ -259,9 +276,12 @@ func summary(r *Result) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[o], o))
 		}
 	}
-	s := fmt.Sprintf("%d %s", len(r.Entries), plural(int64(len(r.Entries)), "entry", "entries"))
+	s := fmt.Sprintf("%d %s", verified, plural(int64(verified), "entry", "entries"))
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
+	}
+	if refs > 0 {
+		s += fmt.Sprintf("; plus %d reference %s (calibration, not verified)", refs, plural(int64(refs), "entry", "entries"))
 	}
 	return s + "."
 }
@@ -270,12 +290,39 @@ func outcomeClass(outcome string) string {
 	switch outcome {
 	case string(Pass):
 		return "pass"
-	case "expected violation caught":
+	case OutcomeCaught:
 		return "caught"
 	case string(Inconclusive):
 		return "inconclusive"
+	case OutcomeTolerated:
+		return "tolerated"
+	case OutcomeReference:
+		return "reference"
 	}
 	return "fail"
+}
+
+// verdictLegend explains the verdict table's labels, in both report formats.
+const verdictLegend = "Verdicts: pass means no definite violation and every threshold held; fail means a definite " +
+	"violation or a broken threshold; inconclusive means the run cannot support a verdict (see the findings); " +
+	"expected violation caught means a published bug was flagged as the scenario asked (missed means it was not); " +
+	"fail (tolerated) is a violation by an algorithm the scenario lists under expect.may_violate, shown but " +
+	"deciding nothing; reference is the calibration script (INCR + PEXPIRE) that relative figures compare with, " +
+	"not verified. Worst window is the busiest window's admissions as a share of the contract's limit; " +
+	"efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each " +
+	"request's intended send time."
+
+// limitText describes a scenario's limit: "20 per 1 s (burst 20, consumer limit 20), cost 1".
+func limitText(st *Settings) string {
+	l := st.Limit
+	if l.Limit == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", count(l.Limit), number(l.WindowS), count(l.Burst), count(l.ConsumerLimit))
+	if st.Cost > 0 {
+		s += fmt.Sprintf(", %s %s per request", count(st.Cost), plural(st.Cost, "permit", "permits"))
+	}
+	return s
 }
 
 // WriteMarkdown writes report.md for r: scenario and environment, the verdict table, findings per
@@ -314,7 +361,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 			mdCell(r.Algorithm), mdCell(r.Topology), outcome, mdCell(r.Contract), r.Definite, r.Possible,
 			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
 	}
-	b.WriteString("\nWorst window is the busiest window's admissions as a share of the contract's limit; efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each request's intended send time.\n\n")
+	fmt.Fprintf(&b, "\n%s\n\n", mdText(verdictLegend))
 	b.WriteString("## Findings\n\n")
 	for _, g := range v.Findings {
 		fmt.Fprintf(&b, "### %s\n\n", mdText(g.Heading))
@@ -372,6 +419,7 @@ table.kv{min-width:0}table.kv th{width:12rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}h3 .badge{white-space:normal}
 table.kv td,li,p{overflow-wrap:anywhere}table.v td,table.v th{white-space:nowrap}
 .pass{background:#dff3df;color:#145214}.fail{background:#fbdcdc;color:#8a1010}.inconclusive{background:#fdf0c8;color:#6b4e00}.caught{background:#dce8fb;color:#123d80}
+.tolerated{background:#f4e4f7;color:#5e1a6b}.reference{background:#e8e8e8;color:#333}
 .note{background:#fdf0c8;border-left:4px solid #c99700;padding:.5rem .8rem}
 .up{color:#145214}.down{color:#8a1010}
 figure{margin:1rem 0 2rem}figure img{display:block;max-width:100%;height:auto;border:1px solid #eee}
@@ -405,7 +453,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <tbody>{{range .Verdicts}}
 <tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
-<p>Worst window is the busiest window's admissions as a share of the contract's limit; efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each request's intended send time.</p>
+<p>` + verdictLegend + `</p>
 <h2>Findings</h2>
 {{range .Findings}}<section><h3><span class="badge {{.Class}}">{{.Heading}}</span></h3>
 <ul>{{range .Items}}<li>{{.}}</li>{{end}}</ul></section>

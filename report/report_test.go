@@ -265,6 +265,20 @@ func TestWriteAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSelfContained(t, html)
+	// The verdict table tells a tolerated failure, the reference and a broken threshold apart.
+	for _, want := range []string{
+		`<span class="badge tolerated">fail (tolerated)</span>`,
+		`<span class="badge reference">reference</span>`,
+		`sliding-counter on single: fail</span>`,
+		`threshold &#34;sliding-counter: efficiency &gt; 0.95&#34; broken: efficiency = 0.93`,
+		`fail (tolerated) is a violation by an algorithm the scenario lists under expect.may_violate`,
+		`<th scope="row">thresholds</th><td>errors &lt; 1%; gcra: efficiency &gt; 0.9; sliding-counter: efficiency &gt; 0.95</td>`,
+		`<th scope="row">limit</th><td>100 per 1 s`,
+	} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
 }
 
 func contains(s []string, v string) bool {

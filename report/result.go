@@ -98,6 +98,124 @@ type Scenario struct {
 	Algorithms []string `json:"algorithms,omitempty"`
 	// ExpectViolations lists the algorithms the scenario expects the verifier to flag.
 	ExpectViolations []string `json:"expect_violations,omitempty"`
+	// Settings are the scenario's effective settings in a structured form (the fields above say the
+	// same in words); nil in results written before it existed.
+	Settings *Settings `json:"settings,omitempty"`
+}
+
+// Settings are the settings a scenario ran with, after defaults and command-line overrides: enough
+// to read what was run without the scenario file. Durations are seconds, rates are requests per
+// second across all clients. New fields may be added; existing ones keep their names and units.
+type Settings struct {
+	// Limit is what every built-in algorithm was configured with.
+	Limit LimitSettings `json:"limit"`
+	// Cost is the number of permits each request asked for.
+	Cost int64 `json:"cost"`
+	// WarmupS is the warmup before each measurement (measured, not verified), seconds.
+	WarmupS float64 `json:"warmup_s"`
+	// DurationS is the measured, verified time of each algorithm × topology, seconds.
+	DurationS float64 `json:"duration_s"`
+	// Clients is the number of concurrent clients.
+	Clients int `json:"clients"`
+	// ClientMode is plain, pipeline or autopipeline; PipelineDepth is set with pipeline.
+	ClientMode    string `json:"client_mode"`
+	PipelineDepth int    `json:"pipeline_depth,omitempty"`
+	// Arrival is the open-loop schedule; nil for a closed loop.
+	Arrival *ArrivalSettings `json:"arrival,omitempty"`
+	// Keys is how requests chose their subject.
+	Keys KeySettings `json:"keys"`
+	// ClockSkew is the clients' clock skew; nil for none.
+	ClockSkew *SkewSettings `json:"clock_skew,omitempty"`
+	// Algorithms lists what the scenario ran, "all" expanded, in order (without the reference
+	// script); Custom describes the custom scripts among them.
+	Algorithms []string         `json:"algorithms"`
+	Custom     []CustomSettings `json:"custom,omitempty"`
+	// Expect is what the verifier had to find.
+	Expect ExpectSettings `json:"expect"`
+	// Thresholds are the scenario's thresholds as written.
+	Thresholds []string `json:"thresholds,omitempty"`
+}
+
+// LimitSettings is the scenario's limit with its defaults applied: Burst and ConsumerLimit are
+// Limit when the scenario leaves them out.
+type LimitSettings struct {
+	Limit         int64   `json:"limit"`
+	WindowS       float64 `json:"window_s"`
+	Burst         int64   `json:"burst"`
+	ConsumerLimit int64   `json:"consumer_limit"`
+}
+
+// ArrivalSettings is an open-loop schedule. Kind is rate, ramp, steps or spike and says which of
+// the other fields is set; Align is set when the schedule was aligned to the clock.
+type ArrivalSettings struct {
+	Kind  string         `json:"kind"`
+	Rate  float64        `json:"rate,omitempty"`
+	Ramp  *RampSettings  `json:"ramp,omitempty"`
+	Steps []StepSettings `json:"steps,omitempty"`
+	Spike *SpikeSettings `json:"spike,omitempty"`
+	Align *AlignSettings `json:"align,omitempty"`
+}
+
+// RampSettings goes linearly from From to To over warmup and duration.
+type RampSettings struct {
+	From float64 `json:"from"`
+	To   float64 `json:"to"`
+}
+
+// StepSettings is Rate for ForS seconds; the steps repeat.
+type StepSettings struct {
+	ForS float64 `json:"for_s"`
+	Rate float64 `json:"rate"`
+}
+
+// SpikeSettings is Base, raised to Peak for ForS seconds from AtS, again every EveryS seconds when
+// that is set.
+type SpikeSettings struct {
+	Base   float64 `json:"base"`
+	Peak   float64 `json:"peak"`
+	AtS    float64 `json:"at_s"`
+	ForS   float64 `json:"for_s"`
+	EveryS float64 `json:"every_s,omitempty"`
+}
+
+// AlignSettings puts the schedule's start at a Unix time u with u mod EveryS = OffsetS.
+type AlignSettings struct {
+	EveryS  float64 `json:"every_s"`
+	OffsetS float64 `json:"offset_s"`
+}
+
+// KeySettings is key choice: Count subjects, Distribution uniform, zipf (with ZipfS) or hot (with
+// HotShare).
+type KeySettings struct {
+	Count        int     `json:"count"`
+	Distribution string  `json:"distribution"`
+	ZipfS        float64 `json:"zipf_s,omitempty"`
+	HotShare     float64 `json:"hot_share,omitempty"`
+}
+
+// SkewSettings is per-client clock skew: OffsetsS cycled over clients, or clients spread evenly
+// over ±SpreadS.
+type SkewSettings struct {
+	OffsetsS []float64 `json:"offsets_s,omitempty"`
+	SpreadS  float64   `json:"spread_s,omitempty"`
+}
+
+// CustomSettings describes a custom script entry: its file as the scenario gave it, its key and
+// argument templates, its allowed rule and its contract, as written.
+type CustomSettings struct {
+	Name     string   `json:"name"`
+	Script   string   `json:"script"`
+	Keys     []string `json:"keys"`
+	Args     []string `json:"args,omitempty"`
+	Allowed  string   `json:"allowed"`
+	Contract string   `json:"contract"`
+}
+
+// ExpectSettings is the scenario's expect section: Violations must be flagged; MayViolate are
+// tolerated either way.
+type ExpectSettings struct {
+	Violations []string `json:"violations,omitempty"`
+	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.
@@ -218,10 +336,43 @@ type Verification struct {
 	Where string `json:"where,omitempty"`
 	// ExpectedViolation is true when the scenario expects this algorithm to be flagged.
 	ExpectedViolation bool `json:"expected_violation"`
+	// MayViolate is true when the scenario tolerates this algorithm's violations
+	// (expect.may_violate): its verdict is shown but decides nothing.
+	MayViolate bool `json:"may_violate,omitempty"`
+	// Thresholds holds the scenario's thresholds that apply to this entry, each checked against its
+	// figures. A broken threshold makes Verdict fail; one that cannot be evaluated (no data for its
+	// metric) makes a pass inconclusive. Reasons says which, in words.
+	Thresholds []ThresholdCheck `json:"thresholds,omitempty"`
 	// ViolationTimesS holds the time of each definite violation, seconds since the entry started
 	// (at most the runner's cap; ViolationTimesOmitted counts the rest).
 	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
 	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
+}
+
+// ThresholdStatus is the result of checking one threshold against one entry.
+type ThresholdStatus string
+
+// The threshold statuses.
+const (
+	// ThresholdHeld: the entry's figure keeps the bound.
+	ThresholdHeld ThresholdStatus = "held"
+	// ThresholdBroken: the entry's figure breaks the bound; the entry's verdict is fail.
+	ThresholdBroken ThresholdStatus = "broken"
+	// ThresholdUnevaluated: the entry has no data for the metric (no completed request, nothing an
+	// exact limiter admitted), so the bound can neither hold nor break; it does not pass.
+	ThresholdUnevaluated ThresholdStatus = "unevaluated"
+)
+
+// ThresholdCheck is one scenario threshold checked against one entry.
+type ThresholdCheck struct {
+	// Threshold is the threshold as the scenario wrote it, for example "gcra: efficiency > 0.9".
+	Threshold string          `json:"threshold"`
+	Status    ThresholdStatus `json:"status"`
+	// Value is the entry's figure in the metric's unit (µs for latencies, requests per second for
+	// throughput, a fraction for efficiency and errors); 0 when unevaluated.
+	Value float64 `json:"value"`
+	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
+	Shown string `json:"shown"`
 }
 
 // Accuracy compares admissions with an exact limiter replaying the same offered sequence.
@@ -375,23 +526,64 @@ func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
 	return h, nil
 }
 
+// Verdict-table labels beyond the three verdicts; see Entry.Outcome and Result.OutcomeOf.
+const (
+	// OutcomeCaught: a planted bug was flagged with a definite violation, as the scenario asked.
+	OutcomeCaught = "expected violation caught"
+	// OutcomeMissed: a planted bug was not flagged; the harness failed to catch it.
+	OutcomeMissed = "expected violation missed"
+	// OutcomeTolerated: the verdict is fail, but the scenario lists the algorithm under
+	// expect.may_violate, so it decides nothing.
+	OutcomeTolerated = "fail (tolerated)"
+	// OutcomeReference: the reference script's entry; it calibrates relative figures and is not
+	// verified.
+	OutcomeReference = "reference"
+)
+
 // Outcome returns the verdict-table label of an entry: "pass", "fail", "inconclusive",
-// "expected violation caught" (a planted bug was flagged, as the scenario asked) or
-// "expected violation missed" (it was not: the harness failed to catch it).
+// OutcomeCaught, OutcomeMissed or OutcomeTolerated. A broken threshold always shows as "fail",
+// even on an entry whose violation was expected or tolerated. Result.OutcomeOf also recognises the
+// reference script.
 func (e *Entry) Outcome() string {
 	v := e.Verification
-	if v.ExpectedViolation {
+	broken := v.ThresholdBroken()
+	if v.ExpectedViolation && !broken {
 		if v.DefiniteViolations > 0 {
-			return "expected violation caught"
+			return OutcomeCaught
 		}
 		if v.Verdict != Inconclusive {
-			return "expected violation missed"
+			return OutcomeMissed
 		}
+	}
+	if v.MayViolate && v.Verdict == Fail && !broken {
+		return OutcomeTolerated
 	}
 	if v.Verdict == "" {
 		return "unknown"
 	}
 	return string(v.Verdict)
+}
+
+// ThresholdBroken reports whether any of v's thresholds is broken.
+func (v *Verification) ThresholdBroken() bool {
+	for _, t := range v.Thresholds {
+		if t.Status == ThresholdBroken {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReference reports whether e is the entry of r's reference script.
+func (r *Result) IsReference(e *Entry) bool { return r.Reference != "" && e.Algorithm == r.Reference }
+
+// OutcomeOf returns the verdict-table label of e, one of r's entries: OutcomeReference for the
+// reference script, else e.Outcome().
+func (r *Result) OutcomeOf(e *Entry) string {
+	if r.IsReference(e) {
+		return OutcomeReference
+	}
+	return e.Outcome()
 }
 
 // Validate reports every inconsistency of r with the schema at once, wrapped in ErrSchema.
