@@ -51,6 +51,11 @@ func ensureHostImage(ctx context.Context, cli *testcontainers.DockerClient, logf
 	if err != nil {
 		return "", fmt.Errorf("%w: --image host needs redis-server on PATH: %w", ErrUnavailable, err)
 	}
+	return ensureImageFrom(ctx, cli, bin, logf)
+}
+
+// ensureImageFrom is ensureHostImage for the redis-server binary at bin.
+func ensureImageFrom(ctx context.Context, cli *testcontainers.DockerClient, bin string, logf func(string, ...any)) (string, error) {
 	real, err := filepath.EvalSymlinks(bin)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
