@@ -130,6 +130,67 @@ func brute(c algorithms.Contract, log *Log, kinds ...Kind) bruteResult {
 	return r
 }
 
+// bruteHide is the brute-force UnknownExcess of c (Also ignored): the largest excess of a
+// definite violation by a set of admissions and unknown outcomes, at least one of them unknown,
+// the unknowns decided at any instants from their Lo on. It places the unknowns of a set at one
+// instant x (moving each to the latest of them keeps a set inside a window and does not widen
+// its span) and tries every x from the largest of their Lo to past every window that matters.
+// Scopes must hold at most ~12 events.
+func bruteHide(c algorithms.Contract, log *Log) int64 {
+	var best int64
+	g := c.Granularity.Microseconds()
+	w := c.Window.Microseconds()
+	var p, q int64
+	if c.Kind == algorithms.TokenBucket {
+		d := gcd(c.RefillPermits, c.RefillPer.Microseconds())
+		p, q = c.RefillPermits/d, c.RefillPer.Microseconds()/d
+	}
+	for _, evs := range bruteScopes(c, log, Admitted, Unknown) {
+		var maxT int64
+		for _, e := range evs {
+			maxT = max(maxT, e.Hi)
+		}
+		for mask := 1; mask < 1<<len(evs); mask++ {
+			var known, unknown int64
+			minLo, maxHi, xMin := int64(1<<62), int64(-1<<62), int64(-1<<62)
+			for i, e := range evs {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				if e.Kind == Unknown {
+					unknown += int64(e.Permits)
+					xMin = max(xMin, e.Lo)
+					continue
+				}
+				known += int64(e.Permits)
+				minLo, maxHi = min(minLo, e.Lo-g), max(maxHi, e.Hi+g)
+			}
+			if unknown == 0 {
+				continue
+			}
+			sum := known + unknown
+			for x := xMin; x <= max(xMin, maxT)+w+2*g+1; x++ {
+				lo, hi := min(minLo, x-g), max(maxHi, x+g)
+				switch c.Kind {
+				case algorithms.SlidingWindow:
+					if hi-lo < w {
+						best = max(best, sum-c.Limit)
+					}
+				case algorithms.FixedWindow:
+					if floorDiv(lo, w) == floorDiv(hi, w) {
+						best = max(best, sum-c.Limit)
+					}
+				case algorithms.TokenBucket:
+					if q*sum > q*c.Capacity+p*(hi-lo) {
+						best = max(best, sum-c.Capacity-p*(hi-lo)/q)
+					}
+				}
+			}
+		}
+	}
+	return best
+}
+
 // pointViolates reports whether admissions at the given instants (µs, the algorithm's clock)
 // break contract c (Also ignored), by checking every window that matters.
 func pointViolates(c algorithms.Contract, ts, ps []int64) bool {

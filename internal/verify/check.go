@@ -47,11 +47,13 @@ type LimitReport struct {
 	// Worst is the definite violation with the largest excess (zero when Definite == 0);
 	// WorstPossible the same among possible ones.
 	Worst, WorstPossible Where
-	// DefiniteWithUnknown is Definite recomputed counting unknown outcomes as admissions at their
-	// intervals. It is computed only when Definite == 0 and the log has unknown outcomes (else 0).
-	DefiniteWithUnknown int64
-	// UnknownCouldHide is DefiniteWithUnknown > 0: no definite violation among the known
-	// admissions, but the unknown outcomes could hide one.
+	// UnknownExcess is the largest excess of a definite violation that the unknown outcomes could
+	// make had they been admitted, each at the worst instant from its Lo on (an unknown outcome
+	// may have run any time after it was sent, even after the run ended). It is computed only
+	// when Definite == 0 and the log has unknown outcomes (else 0).
+	UnknownExcess int64
+	// UnknownCouldHide is UnknownExcess > 0: no definite violation among the known admissions,
+	// but the unknown outcomes could hide one.
 	UnknownCouldHide bool
 	// Violations lists definite violations by scope, then time: at most MaxViolations, the rest
 	// counted in ViolationsDropped.
@@ -153,8 +155,6 @@ type sweeper struct {
 
 	// results of the current pass
 	rep           *LimitReport
-	possible      bool // also look for possible violations
-	list          bool // record definite violations in rep.Violations
 	definite      int64
 	worst, worstP worstAt
 	group         []Event // the scope being swept
@@ -177,7 +177,6 @@ func (s *sweeper) check(lim limit, log *Log) LimitReport {
 	nA := partition(ev, Admitted)
 	nU := partition(ev[nA:], Unknown)
 
-	s.possible, s.list = true, true
 	rep.Scopes = s.pass(ev[:nA])
 	rep.Definite = s.definite
 	if s.worst.excess > 0 {
@@ -187,10 +186,8 @@ func (s *sweeper) check(lim limit, log *Log) LimitReport {
 		rep.WorstPossible = s.describe(s.worstP, true)
 	}
 	if rep.Definite == 0 && nU > 0 {
-		s.possible, s.list = false, false
-		s.pass(ev[:nA+nU])
-		rep.DefiniteWithUnknown = s.definite
-		rep.UnknownCouldHide = s.definite > 0
+		rep.UnknownExcess = s.hide(ev[:nA], ev[nA:nA+nU])
+		rep.UnknownCouldHide = rep.UnknownExcess > 0
 	}
 	s.rep, s.log = nil, nil
 	return rep
@@ -290,26 +287,20 @@ func (s *sweeper) sweep(g []Event) {
 	switch s.lim.kind {
 	case algorithms.SlidingWindow:
 		s.slidingDefinite(g, ord)
-		if s.possible {
-			s.slidingPossible(g, ord)
-		}
+		s.slidingPossible(g, ord)
 	case algorithms.FixedWindow:
 		s.fixedDefinite(g)
-		if s.possible {
-			s.fixedPossible(g, ord)
-		}
+		s.fixedPossible(g, ord)
 	case algorithms.TokenBucket:
 		if ord == nil {
 			s.bucketDefiniteOrdered(g)
 		} else {
 			s.bucketDefinite(g, ord)
 		}
-		if s.possible {
-			if ord == nil {
-				s.bucketPossibleOrdered(g)
-			} else {
-				s.bucketPossible(g, ord)
-			}
+		if ord == nil {
+			s.bucketPossibleOrdered(g)
+		} else {
+			s.bucketPossible(g, ord)
 		}
 	}
 }
@@ -344,9 +335,6 @@ func (s *sweeper) definiteAt(b, excess int64) {
 	s.definite++
 	if excess > s.worst.excess {
 		s.worst = worstAt{excess: excess, group: s.group, at: b}
-	}
-	if !s.list {
-		return
 	}
 	if len(s.rep.Violations) >= MaxViolations {
 		s.rep.ViolationsDropped++

@@ -82,6 +82,20 @@ func TestCheckEdges(t *testing.T) {
 		{"sliding: denied and failed do not count", sliding(1, W), newLog(adm(0), kind(adm(1), Denied), kind(adm(2), Failed)), counts{}},
 		{"sliding: an unknown could hide a violation", sliding(2, W), newLog(adm(0), adm(1), kind(adm(2), Unknown)),
 			counts{Hide: true}},
+		{"sliding: an unknown may have run after the harness gave up", sliding(2, W),
+			newLog(span(100, 100), adm(105), kind(span(0, 5), Unknown)), counts{Hide: true}},
+		{"sliding: an unknown cannot have run before it was sent", sliding(2, W),
+			newLog(adm(0), adm(1), kind(span(50, 51), Unknown)), counts{}},
+		{"fixed: an unknown may have run in a later window", fixed(2, W),
+			newLog(adm(20), adm(29), kind(span(3, 4), Unknown)), counts{Hide: true}},
+		{"fixed: an unknown sent after the full window", fixed(2, W),
+			newLog(adm(20), adm(29), kind(adm(30), Unknown)), counts{}},
+		{"bucket: an unknown may have run after the harness gave up", bucket(2, 1, W),
+			newLog(adm(50), adm(50), kind(span(0, 1), Unknown)), counts{Hide: true}},
+		{"bucket: unknowns alone over capacity", bucket(2, 1, W),
+			newLog(kind(adm(0), Unknown), kind(adm(40), Unknown), kind(adm(80), Unknown)), counts{Hide: true}},
+		{"bucket: unknowns alone within capacity", bucket(2, 1, W),
+			newLog(kind(adm(0), Unknown), kind(adm(40), Unknown)), counts{}},
 		{"sliding: unknowns do not excuse a definite violation", sliding(1, W), newLog(adm(0), adm(1), kind(adm(2), Unknown)),
 			counts{Definite: 1, Possible: 1, WorstExcess: 1}},
 
@@ -272,6 +286,47 @@ func TestCheckGranularityRoundsUp(t *testing.T) {
 		if l := rep.Limits[0]; l.Definite != tt.definite || l.Possible != 1 {
 			t.Errorf("Check(%s, granularity %s) = definite %d, possible %d; want %d, 1", c, tt.g, l.Definite, l.Possible, tt.definite)
 		}
+	}
+}
+
+// Regression: unknown outcomes were placed at [send, timeout], but a timed-out request may have
+// run later; the verifier said unknowns could not hide a violation when one placed later could.
+// UnknownExcess is the worst such excess, wherever after its send each unknown is placed.
+func TestCheckUnknownHiIsOpen(t *testing.T) {
+	const W = 10 * time.Microsecond
+	tests := []struct {
+		name string
+		c    algorithms.Contract
+		log  *Log
+		want int64
+	}{
+		// Both unknowns join the full window [100, 109].
+		{"sliding", sliding(2, W), newLog(adm(100), adm(109), kind(span(0, 5), Unknown), kind(span(90, 95), Unknown)), 2},
+		// Granularity 2 widens the admissions to [98, 102] and [103, 107]: a window of 20 holding
+		// both ends by 117, and an unknown joins a window ending at b only if its Lo + 2 ≤ b, so
+		// the one sent at 95 can join them and the one sent at 116 cannot.
+		{"sliding with granularity", withG(sliding(2, 2*W), 2*time.Microsecond),
+			newLog(adm(100), adm(105), kind(span(116, 118), Unknown), kind(span(95, 96), Unknown)), 1},
+		// Aligned window [20, 30) holds 2; the unknown sent at 3 can run in it.
+		{"fixed", fixed(2, W), newLog(adm(20), adm(29), kind(span(3, 4), Unknown)), 1},
+		// The bucket is empty at 50 (2 taken); the unknown at 50 too is one over.
+		{"bucket", bucket(2, 1, W), newLog(adm(50), adm(50), kind(span(0, 1), Unknown)), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Check(tt.c, tt.log)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			l := rep.Limits[0]
+			if l.Definite != 0 || l.UnknownExcess != tt.want || !l.UnknownCouldHide {
+				t.Errorf("Check(%s) = definite %d, UnknownExcess %d, UnknownCouldHide %v; want 0, %d, true",
+					tt.c, l.Definite, l.UnknownExcess, l.UnknownCouldHide, tt.want)
+			}
+			if v := Judge(rep, false); v.Outcome != Inconclusive {
+				t.Errorf("Judge = %+v; want inconclusive", v)
+			}
+		})
 	}
 }
 

@@ -56,10 +56,16 @@
 // token-bucket; Where names its scope and the span [min lo, max hi] of the worst set.
 //
 // Unknown outcomes (Kind Unknown: the request may or may not have been admitted) are never counted
-// as admissions, so they never create a violation, and they cannot remove one either. When no
-// definite violation exists, Check repeats the definite search counting every unknown outcome as
-// an admission at its logged interval; if that finds one, UnknownCouldHide is set and Judge says
-// inconclusive.
+// as admissions, so they never create a violation, and they cannot remove one either. Only an
+// unknown outcome's Lo (when it was sent) bounds its time: its Hi is when the harness gave up, and
+// the request may have run at any instant x ≥ Lo, even after the run ended. When no definite
+// violation exists, Check asks whether the unknown outcomes could hide one: whether some set of
+// admissions and unknown outcomes, at least one unknown, violates the contract definitely for
+// some choice of the unknowns' instants x ≥ Lo, each widened to [x − G, x + G]. The largest excess
+// of such a set is LimitReport.UnknownExcess; when it is positive, UnknownCouldHide is set and
+// Judge says inconclusive. (An unknown outcome can join a window that ends at b ≥ Lo + G and is
+// at least 2G long, so a run that fills its windows to the limit and has one unknown outcome is
+// inconclusive: had that request been admitted, the verdict would be fail.)
 //
 // # Cost
 //

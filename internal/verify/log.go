@@ -55,7 +55,8 @@ func (k Kind) String() string {
 // Event is one request as the verifier holds it, in 32 bytes.
 type Event struct {
 	// Lo and Hi bound the instant of the decision, in µs since the Unix epoch: it happened
-	// somewhere in [Lo, Hi] (Lo == Hi when the exact time is known).
+	// somewhere in [Lo, Hi] (Lo == Hi when the exact time is known). For an Unknown event only
+	// Lo is a bound: Hi is when the harness gave up, and the request may have run later.
 	Lo, Hi int64
 	// Subject indexes Log.Subjects.
 	Subject uint32

@@ -48,8 +48,8 @@ func Judge(r Report, fellBehind bool) Verdict {
 				l.Definite, l.Contract, w.Permits, w.Allowed, scopeName(w.Subject, w.Client), stamp(w.Lo), stamp(w.Hi)))
 		}
 		if l.UnknownCouldHide {
-			unsure = append(unsure, fmt.Sprintf("unknown outcomes could hide a definite violation of %s (%d if all were admitted)",
-				l.Contract, l.DefiniteWithUnknown))
+			unsure = append(unsure, fmt.Sprintf("unknown outcomes could hide a definite violation of %s (up to %d permits over the limit, had they been admitted)",
+				l.Contract, l.UnknownExcess))
 		}
 	}
 	if len(fail) > 0 {
