@@ -141,7 +141,9 @@ func median(xs []float64) float64 {
 //
 //   - ratio-d1, ratio-d16: limitbench closed-loop throughput ÷ redis-benchmark's (target >= 0.95);
 //   - recording: throughput with every aggregator on ÷ with them off (target >= 0.95);
-//   - accuracy-N%: open-loop achieved ÷ scheduled rate at N % of saturation (target >= 0.99).
+//   - accuracy-N%: open-loop achieved ÷ scheduled rate at N % of saturation (target >= 0.99);
+//   - late-p99-µs-N%-keeper|nokeeper: the generator's own lateness (sent − intended), p99 in
+//     µs, at N % of saturation with the timekeeper and without.
 //
 // Each figure is the median of rounds that alternate the two sides. It ignores b.N.
 //
@@ -208,6 +210,32 @@ func BenchmarkLoadgen(b *testing.B) {
 		b.Logf("open loop at %d%% of saturation (%.0f/s): achieved %.0f/s, sent/scheduled %.4f, late %d, missed %d, behind %v, latency p50 %d µs p99 %d µs",
 			pct, target, res.AchievedRate, acc, res.Counts.Late, res.Counts.Missed, res.Behind, lat.ValueAtQuantile(50), lat.ValueAtQuantile(99))
 		b.ReportMetric(acc, fmt.Sprintf("accuracy-%d%%", pct))
+	}
+
+	// The generator's own lateness (send time minus intended time) at 5% and 20% of
+	// saturation, with the timekeeper (see internal/load) and without: the part of the
+	// reported latency that is the harness's, not Redis's.
+	for _, pct := range []int{5, 20} {
+		rate := sat * float64(pct) / 100
+		for _, off := range []bool{false, true} {
+			var mu sync.Mutex
+			var late []time.Duration
+			p := load.Plan{Arrival: load.Constant(rate), Duration: 2 * time.Second, Clients: clients, NoKeeper: off,
+				OnOutcome: func(o *load.Outcome) {
+					mu.Lock()
+					late = append(late, o.Sent-o.Intended)
+					mu.Unlock()
+				}}
+			e.limitbench(b, c, p)
+			slices.Sort(late)
+			q := func(f float64) time.Duration { return late[int(f*float64(len(late)-1))] }
+			name := "keeper"
+			if off {
+				name = "nokeeper"
+			}
+			b.Logf("open loop at %d%% of saturation (%.0f/s), %s: generator lateness p50 %s, p99 %s, max %s", pct, rate, name, q(0.5), q(0.99), q(1))
+			b.ReportMetric(float64(q(0.99).Microseconds()), fmt.Sprintf("late-p99-µs-%d%%-%s", pct, name))
+		}
 	}
 }
 

@@ -48,32 +48,41 @@ func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffs
 // AdmissionLog is the aggregator that keeps, for the verifier, one compact verify.Event (32
 // bytes) per outcome; Run returns its events as a verify.Log.
 //
-// An event's interval is [Sent, Received] on the harness clock, widened outward to whole
-// microseconds. When the decision used the server's clock (Decision.Clock == ClockServer with a
-// TimeMicros) it is narrowed:
-//   - with SharedClock (the server reads the harness's clock: a process or container on this
-//     host) to the single microsecond TimeMicros, exactly the time the script decided on;
-//   - with Server set (an external server whose offset was measured) to
-//     [TimeMicros − Offset − Err, TimeMicros − Offset + Err], intersected with [Sent, Received].
+// Which clock the event times are on depends on the algorithm and the server:
+//   - With SharedClock (the server reads the harness's clock: a process or container on this
+//     host), times are on that one clock. An event's interval is [Sent, Received] widened
+//     outward to whole microseconds, and a server-clock decision (Decision.Clock == ClockServer
+//     with a TimeMicros) is narrowed to the single microsecond TimeMicros, exactly the time the
+//     script decided on.
+//   - With Server set (an external server whose offset was measured) and an algorithm that
+//     decides on the server's clock (ClientClock false), times are on the server's clock, the
+//     clock the algorithm's windows are aligned to: a server-clock decision is TimeMicros, and
+//     any other event (an error, or a script that reports no time) is [Sent, Received] moved to
+//     the server's clock, [Sent + Offset − Err, Received + Offset + Err]. Checking on the
+//     harness's clock instead would be wrong: a fixed window aligned on the server's clock
+//     straddles two windows aligned on the harness's, and a correct limiter would be flagged.
+//   - Otherwise (a client-clock algorithm, whose times are the harness's clock plus each
+//     client's skew, or a server without clock information) every event is [Sent, Received]
+//     on the harness's clock and nothing is narrowed.
 //
-// A server time far outside [Sent, Received] (more than MismatchSlack) is counted in Mismatched;
-// with SharedClock the event still uses the server time (the script's own decisions are
-// consistent with it), with Server the event keeps the unnarrowed interval. Client-clock
-// decisions are never narrowed: their times are the (possibly skewed) client clocks. Unknown
-// outcomes keep [Sent, Received], where Received is when the harness gave up; the request may
-// have run later, and the verifier must treat Hi as open.
+// A server time outside the event's interval by more than MismatchSlack is counted in
+// Mismatched, and the event still uses the server time: the script's decisions are consistent
+// with its own clock. Unknown outcomes keep [Sent, Received] (moved as above), where Received
+// is when the harness gave up; the request may have run later, and the verifier treats Hi as
+// open.
 //
 // Not safe for concurrent use; Merge per-worker logs at the end.
 type AdmissionLog struct {
 	// Origin is the harness time of run offset 0, in µs since the Unix epoch.
 	Origin int64
-	// SharedClock and Server select the narrowing described above.
+	// SharedClock, Server and ClientClock select the clock, as described above.
 	SharedClock bool
 	Server      *ClockOffset
+	ClientClock bool
 	// Narrowed counts events narrowed to the server's decision time.
 	Narrowed uint64
-	// Mismatched counts server decision times outside [Sent − MismatchSlack, Received +
-	// MismatchSlack].
+	// Mismatched counts server decision times outside their event's interval by more than
+	// MismatchSlack.
 	Mismatched uint64
 
 	// Events are kept in chunks so that a growing log never copies what it holds.
@@ -85,13 +94,30 @@ type AdmissionLog struct {
 // logChunk is the number of events per chunk (128 KiB).
 const logChunk = 4096
 
-// MismatchSlack is how far outside [Sent, Received] a shared-clock server time may lie before
-// it counts as a mismatch (clock steps, µs truncation).
+// MismatchSlack is how far outside its event's interval a server time may lie before it counts
+// as a mismatch (clock steps, µs truncation).
 const MismatchSlack = time.Millisecond
 
-// NewAdmissionLog returns an empty log for a run that started at start.
-func NewAdmissionLog(start time.Time, sharedClock bool, server *ClockOffset) *AdmissionLog {
-	return &AdmissionLog{Origin: start.UnixMicro(), SharedClock: sharedClock, Server: server}
+// NewAdmissionLog returns an empty log for a run that started at start; sharedClock, server and
+// clientClock are as in AdmissionLog.
+func NewAdmissionLog(start time.Time, sharedClock bool, server *ClockOffset, clientClock bool) *AdmissionLog {
+	return &AdmissionLog{Origin: start.UnixMicro(), SharedClock: sharedClock, Server: server, ClientClock: clientClock}
+}
+
+// onServerClock reports whether the log's times are on an external server's clock.
+func (l *AdmissionLog) onServerClock() bool {
+	return !l.SharedClock && l.Server != nil && !l.ClientClock
+}
+
+// Shift returns how many µs a harness time is moved by on the log's clock: the server's offset,
+// rounded down, when the log is on an external server's clock; else 0. Figures that place log
+// times on the run's timeline (violation times, bins) subtract it; it is off by under 1 µs and
+// by the offset's error, which only matters for where a mark is drawn.
+func (l *AdmissionLog) Shift() int64 {
+	if !l.onServerClock() {
+		return 0
+	}
+	return floorMicros(l.Server.Offset)
 }
 
 // ceilMicros returns d in microseconds, rounded up.
@@ -123,13 +149,19 @@ func (l *AdmissionLog) Add(o *Outcome) {
 		Client:  o.Client,
 		Permits: o.Cost,
 	}
+	// A client-clock decision is on the harness's clock whatever the plan says.
+	server := l.onServerClock() && !(o.Class == ClassOK && o.Decision.Clock == algorithms.ClockClient)
+	if server {
+		e.Lo += floorMicros(l.Server.Offset - l.Server.Err)
+		e.Hi += ceilMicros(l.Server.Offset + l.Server.Err)
+	}
 	switch o.Class {
 	case ClassOK:
 		e.Kind = verify.Denied
 		if o.Decision.Allowed {
 			e.Kind = verify.Admitted
 		}
-		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 {
+		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 && (l.SharedClock || server) {
 			l.narrow(&e, d.TimeMicros)
 		}
 	case ClassFailed:
@@ -147,26 +179,14 @@ func (l *AdmissionLog) Add(o *Outcome) {
 	l.n++
 }
 
+// narrow sets e to the server's decision time t, counting a t far outside e's interval.
 func (l *AdmissionLog) narrow(e *verify.Event, t int64) {
 	slack := MismatchSlack.Microseconds()
-	switch {
-	case l.SharedClock:
-		if t < e.Lo-slack || t > e.Hi+slack {
-			l.Mismatched++
-		}
-		e.Lo, e.Hi = t, t
-		l.Narrowed++
-	case l.Server != nil:
-		lo := t - ceilMicros(l.Server.Offset+l.Server.Err)
-		hi := t - floorMicros(l.Server.Offset-l.Server.Err)
-		lo, hi = max(lo, e.Lo), min(hi, e.Hi)
-		if lo > hi {
-			l.Mismatched++
-			return
-		}
-		e.Lo, e.Hi = lo, hi
-		l.Narrowed++
+	if t < e.Lo-slack || t > e.Hi+slack {
+		l.Mismatched++
 	}
+	e.Lo, e.Hi = t, t
+	l.Narrowed++
 }
 
 // Len returns the number of events.

@@ -117,29 +117,38 @@ func TestAdmissionLog(t *testing.T) {
 		}
 		return e
 	}
+	ext := &ClockOffset{Offset: 10 * ms, Err: 100 * time.Microsecond}
 	tests := []struct {
 		name           string
 		shared         bool
 		offset         *ClockOffset
+		clientClock    bool
 		o              *Outcome
 		want           verify.Event
 		narrowed, miss uint64
 	}{
-		{"client clock never narrowed", true, nil, with(ClassOK, client), ev(wide, verify.Admitted, 0, 0), 0, 0},
-		{"no clock information", false, nil, with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, 0, 0), 0, 0},
-		{"shared clock narrows to the server time", true, nil, with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, origin+1200, origin+1200), 1, 0},
-		{"shared clock denied", true, nil, with(ClassOK, server(false, origin+1200)), ev(wide, verify.Denied, origin+1200, origin+1200), 1, 0},
-		{"shared clock mismatch counted", true, nil, with(ClassOK, server(true, origin+5000)), ev(wide, verify.Admitted, origin+5000, origin+5000), 1, 1},
-		{"external offset ± error, intersected", false, &ClockOffset{Offset: 10 * ms, Err: 100 * time.Microsecond},
-			with(ClassOK, server(true, origin+10_000+1450)), ev(wide, verify.Admitted, origin+1350, origin+1502), 1, 0},
-		{"external offset inconsistent keeps the wide interval", false, &ClockOffset{Offset: -10 * ms, Err: 100 * time.Microsecond},
-			with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, 0, 0), 0, 1},
-		{"failed", true, nil, with(ClassFailed, algorithms.Decision{}), ev(wide, verify.Failed, 0, 0), 0, 0},
-		{"unknown", true, nil, with(ClassUnknown, algorithms.Decision{}), ev(wide, verify.Unknown, 0, 0), 0, 0},
+		{"client clock never narrowed", true, nil, true, with(ClassOK, client), ev(wide, verify.Admitted, 0, 0), 0, 0},
+		{"no clock information", false, nil, false, with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, 0, 0), 0, 0},
+		{"shared clock narrows to the server time", true, nil, false, with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, origin+1200, origin+1200), 1, 0},
+		{"shared clock denied", true, nil, false, with(ClassOK, server(false, origin+1200)), ev(wide, verify.Denied, origin+1200, origin+1200), 1, 0},
+		{"shared clock mismatch counted", true, nil, false, with(ClassOK, server(true, origin+5000)), ev(wide, verify.Admitted, origin+5000, origin+5000), 1, 1},
+		// Regression: an external server's times were moved to the harness clock, where a fixed
+		// window aligned on the server's clock straddles two, and a correct fixed-window limiter
+		// was flagged. The log now stays on the server's clock.
+		{"external: the server time, on the server's clock", false, ext, false,
+			with(ClassOK, server(true, origin+10_000+1450)), ev(wide, verify.Admitted, origin+11_450, origin+11_450), 1, 0},
+		{"external: inconsistent server time counted, still used", false, &ClockOffset{Offset: -10 * ms, Err: 100 * time.Microsecond}, false,
+			with(ClassOK, server(true, origin+1200)), ev(wide, verify.Admitted, origin+1200, origin+1200), 1, 1},
+		{"external: unknown moved to the server's clock ± error", false, ext, false,
+			with(ClassUnknown, algorithms.Decision{}), ev(wide, verify.Unknown, origin+1000+9900, origin+1502+10_100), 0, 0},
+		{"external: client clock stays on the harness clock", false, ext, true,
+			with(ClassOK, client), ev(wide, verify.Admitted, 0, 0), 0, 0},
+		{"failed", true, nil, false, with(ClassFailed, algorithms.Decision{}), ev(wide, verify.Failed, 0, 0), 0, 0},
+		{"unknown", true, nil, false, with(ClassUnknown, algorithms.Decision{}), ev(wide, verify.Unknown, 0, 0), 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := NewAdmissionLog(start, tt.shared, tt.offset)
+			l := NewAdmissionLog(start, tt.shared, tt.offset, tt.clientClock)
 			l.Add(tt.o)
 			if diff := cmp.Diff([]verify.Event{tt.want}, l.Events()); diff != "" {
 				t.Errorf("Events (-want +got):\n%s", diff)
@@ -153,7 +162,7 @@ func TestAdmissionLog(t *testing.T) {
 
 func TestAdmissionLogMerge(t *testing.T) {
 	start := time.UnixMicro(0)
-	a, b := NewAdmissionLog(start, true, nil), NewAdmissionLog(start, true, nil)
+	a, b := NewAdmissionLog(start, true, nil, false), NewAdmissionLog(start, true, nil, false)
 	for _, s := range []time.Duration{5, 1, 3} {
 		o := decided(true, 0, s*time.Microsecond, s*time.Microsecond)
 		a.Add(&o)
@@ -203,7 +212,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestAdmissionLogChunks(t *testing.T) {
-	a, b := NewAdmissionLog(time.UnixMicro(0), false, nil), NewAdmissionLog(time.UnixMicro(0), false, nil)
+	a, b := NewAdmissionLog(time.UnixMicro(0), false, nil, false), NewAdmissionLog(time.UnixMicro(0), false, nil, false)
 	const n = 3*logChunk + 17
 	for i := range n {
 		o := decided(true, 0, time.Duration(i)*time.Microsecond, time.Duration(i)*time.Microsecond)

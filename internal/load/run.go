@@ -82,10 +82,14 @@ type Plan struct {
 	// SharedClock says the server reads the harness's clock (a process or container on this
 	// host): server decision times are then exact in the admission log.
 	SharedClock bool
-	// ServerClock, for an external server, is its clock offset from MeasureOffset: server
-	// decision times are then mapped to the harness clock within its error. Ignored with
+	// ServerClock, for an external server, is its clock offset from MeasureOffset: the
+	// admission log of a server-clock algorithm is then kept on the server's clock (see
+	// AdmissionLog). Its Err should allow for the clocks' drift over the run. Ignored with
 	// SharedClock.
 	ServerClock *ClockOffset
+	// ClientClock says the algorithm decides on the time its request carries (the client's
+	// clock, skew included: Request.ClientTime), not on the server's TIME.
+	ClientClock bool
 	// LateAfter is how far behind its intended time a tick may be sent before it counts as
 	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
 	// visible in the latency histograms but does not change the offered load; a stall long
@@ -96,6 +100,9 @@ type Plan struct {
 	MaxLatency time.Duration
 	// Bin is the width of a timeline bin (default 1 s).
 	Bin time.Duration
+	// NoKeeper turns the timekeeper off (see keeper.go): workers' timers then fire with the Go
+	// runtime's resolution, up to a millisecond late. For measuring what it does.
+	NoKeeper bool
 	// NoRecording turns the aggregators (histograms, timeline, admission log) off; Counts are
 	// still kept. For measuring their cost.
 	NoRecording bool
@@ -277,7 +284,8 @@ type Result struct {
 	OfferedRate, AchievedRate, Throughput float64
 	// Histograms, Timeline and Log are the merged aggregators; nil with Plan.NoRecording.
 	// Log holds one event per measured request, in no particular order, with the subject
-	// and client names its indices refer to (see AdmissionLog for the intervals).
+	// and client names its indices refer to (see AdmissionLog for the intervals and the
+	// clock they are on; LogMicros places a run offset on that clock).
 	Histograms *Histograms
 	Timeline   *Timeline
 	Log        *verify.Log
@@ -287,6 +295,14 @@ type Result struct {
 	WarmupLog *verify.Log
 	// Subjects and Clients name the indices in outcomes and log events.
 	Subjects, Clients []string
+	// LogShift is AdmissionLog.Shift of the logs: µs added to harness times on their clock.
+	LogShift int64
+}
+
+// LogMicros returns the time of run offset d (from Start) on the clock of the admission logs,
+// in µs since the Unix epoch: where the measured part starts is LogMicros(Plan.Warmup).
+func (r *Result) LogMicros(d time.Duration) int64 {
+	return r.Start.UnixMicro() + int64(d/time.Microsecond) + r.LogShift
 }
 
 // Behind reports whether missed + late ticks exceed BehindLimit of scheduled.
@@ -345,9 +361,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		if !p.NoRecording {
 			sh.hist = NewHistograms(p.MaxLatency)
 			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
-			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock)
+			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
 			if p.Warmup > 0 {
-				sh.warm = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock)
+				sh.warm = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
 			}
 		}
 		r.shards = append(r.shards, sh)
@@ -379,6 +395,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	})
 	if p.Progress != nil {
 		bg.Go(func() { r.progress(finished) })
+	}
+	if !r.closed && !p.NoKeeper {
+		bg.Go(func() { r.keepTime(finished) })
 	}
 
 	var wg sync.WaitGroup
@@ -427,6 +446,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		if first.warm != nil {
 			res.WarmupLog = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.warm.Events()}
 		}
+		res.LogShift = first.log.Shift()
 		res.Counts.Narrowed = first.log.Narrowed
 		res.Counts.Clamped = first.hist.Clamped
 		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
