@@ -8,11 +8,16 @@
 // per round trip), pipeline (up to depth requests per round trip) or autopipeline (go-redis
 // AutoPipeline batches concurrent callers). Every request carries its intended send time, so
 // latency is measured from when the request should have been sent (coordinated omission
-// corrected) and, separately, service time from when it was actually sent.
+// corrected) and, separately, service time from when it was actually sent. Workers wait for a
+// tick with a Go timer, which the runtime fires with millisecond resolution when it is idle; an
+// open-loop run therefore has a timekeeper goroutine that wakes the scheduler at each tick with
+// nanosleep, so the generator's own lateness stays well under the latencies it measures (see
+// keeper.go; Plan.NoKeeper turns it off, and bench/ reports the lateness with and without).
 //
 // Each request produces one Outcome, a plain struct. Aggregators consume outcomes: Histograms
 // (HDR, latency and service time, allowed and denied apart), Timeline (per-bin counts) and
-// AdmissionLog (the compact history the verifier checks). Nothing is dropped silently: values
+// AdmissionLog (the compact history the verifier checks, on the clock the algorithm decides on:
+// the harness's, or an external server's). Nothing is dropped silently: values
 // clamped into a histogram, warmup outcomes kept out of the figures, and ticks the generator
 // could not send in time are all counted in Counts.
 //
