@@ -13,13 +13,23 @@
 -- when the count passes L, so denied requests are not counted and the count never exceeds L once
 -- the script ends; both run in one script, so nothing can see the overshoot. Only the first
 -- admission of a window (HINCRBY answered cost) does more: it deletes the fields of earlier
--- windows, so the hash keeps one field, and sets PEXPIRE to the time left in the window. The
+-- windows, so the hash keeps one field, and sets the expiry to the window's end. The
 -- common path is TIME + HINCRBY, close to the bare INCR + PEXPIRE reference. State is O(1).
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
 -- effect; a server clock that steps back into an earlier window (whose field is gone) is answered
 -- with a denial until the later window is reached again, never an admission that could overfill
 -- that window.
+--
+-- Expiry: once its window has ended, at E = (floor(t/W) + 1)·W, the hash means the same as no key,
+-- so the key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms). A relative
+-- PEXPIRE would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken
+-- when the script started, before its TIME call: if the server is preempted across a ms boundary
+-- in between, the key would vanish before its window ends and the window would admit L more.
+-- Redis removes a key once its ms clock is strictly past the expiry, so the key lives until
+-- E + 1 ms, on every version. With a fixed time (tests) the expiry is relative, the time left in
+-- the window plus one minute, so that a test whose fixed times run ahead of the real clock never
+-- loses a key to a stall of the real one.
 --
 -- KEYS[1]  hash {<window index floor(t/W)> = permits admitted in that window}
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
@@ -29,7 +39,8 @@
 -- Reply:   {allowed 0|1, remaining permits in the window, retry-after µs (0 when allowed, or when
 --          cost > L: never), time µs used}
 local now = tonumber(ARGV[1])
-if now == nil or now <= 0 then
+local fixed = now ~= nil and now > 0
+if not fixed then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -62,7 +73,12 @@ if n == cost then
     if later ~= nil then return {0, 0, later * window - now, now} end
     return {0, limit, 0, now}
   end
-  redis.call('PEXPIRE', key, math.ceil(left / 1000))
+  if fixed then
+    redis.call('PEXPIRE', key, math.ceil(left / 1000) + 60000)
+  else
+    -- E/1000 has 13 digits, which Lua's %.14g number conversion writes exactly.
+    redis.call('PEXPIREAT', key, (idx + 1) * window / 1000)
+  end
 elseif n > limit then
   redis.call('HINCRBY', key, field, -cost)
   local retry = left

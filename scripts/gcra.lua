@@ -14,6 +14,17 @@
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
 -- effect. A server clock that steps back sees a larger TAT − t and denies more, never admits more.
 --
+-- Expiry: a key whose TAT has passed means the same as no key, so the key is kept until TAT, and
+-- the expiry is an absolute time taken from the same TIME as the decision: SET … PXAT ⌈TAT/1000⌉.
+-- A relative PX would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot
+-- taken when the script started, before its TIME call (a few µs, more if the server is preempted;
+-- the ms truncation adds up to 1 ms): the key could then vanish before TAT and a request in the gap
+-- would find a full bucket a fraction of a permit early. Redis removes a key once its ms clock is
+-- strictly past the expiry, so the key lives until ⌈TAT/1000⌉ + 1 ms > TAT, on every version
+-- (PXAT needs Redis >= 6.2). With a fixed time (tests) the expiry is relative, ⌈(TAT − t)/1000⌉ ms
+-- plus one minute, so that a test whose fixed times run ahead of the real clock never loses a key
+-- to a stall of the real one.
+--
 -- KEYS[1]  string: TAT in µs since the Unix epoch
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
 -- ARGV[2]  T, emission interval in µs (>= 1)
@@ -23,7 +34,8 @@
 --          never), time µs used}
 -- Memory:  O(1) per subject.
 local now = tonumber(ARGV[1])
-if now == nil or now <= 0 then
+local fixed = now ~= nil and now > 0
+if not fixed then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -42,5 +54,10 @@ if allow_at > now then
   return {0, math.max(0, math.floor((tolerance - (tat - now)) / interval)), retry, now}
 end
 
-redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
+-- ⌈TAT/1000⌉ has 13 digits, which Lua's %.14g number conversion writes exactly.
+if fixed then
+  redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', math.ceil((new_tat - now) / 1000) + 60000)
+else
+  redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PXAT', math.ceil(new_tat / 1000))
+end
 return {1, math.floor((tolerance - (new_tat - now)) / interval), 0, now}

@@ -19,6 +19,15 @@
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
 -- effect; a server clock that steps back into an earlier window is denied until the stored window.
 --
+-- Expiry: once the window after the stored one has ended, at E = (w + 2)·W, the hash means the same
+-- as no key, so the key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms). A
+-- relative PEXPIRE would count from Redis's own clock reading, and since Redis 7.2 that is a
+-- snapshot taken when the script started, before its TIME call: if the server is preempted across
+-- a ms boundary in between, the key would vanish early and the counters with it. Redis removes a
+-- key once its ms clock is strictly past the expiry, so the key lives until E + 1 ms, on every
+-- version. With a fixed time (tests) the expiry is relative, E − t plus one minute, so that a test
+-- whose fixed times run ahead of the real clock never loses a key to a stall of the real one.
+--
 -- KEYS[1]  hash {w = current window index floor(t/W), c = permits in w, p = permits in w−1}
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
 -- ARGV[2]  L, permits per window
@@ -28,7 +37,8 @@
 --          admits the request (0 when allowed, or when cost > L: never), time µs used}
 -- Memory:  O(1) per subject.
 local now = tonumber(ARGV[1])
-if now == nil or now <= 0 then
+local fixed = now ~= nil and now > 0
+if not fixed then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -75,6 +85,11 @@ end
 cur = cur + cost
 redis.call('HSET', KEYS[1], 'w', string.format('%.0f', idx), 'c', cur, 'p', prev)
 if cur == cost then
-  redis.call('PEXPIRE', KEYS[1], math.ceil((2 * window - e) / 1000))
+  if fixed then
+    redis.call('PEXPIRE', KEYS[1], math.ceil((2 * window - e) / 1000) + 60000)
+  else
+    -- E/1000 has 13 digits, which Lua's %.14g number conversion writes exactly.
+    redis.call('PEXPIREAT', KEYS[1], (idx + 2) * window / 1000)
+  end
 end
 return {1, math.floor((budget - cur * window) / window), 0, now}

@@ -9,7 +9,20 @@
 -- are two entries. The time is the server's, in µs, not the client's in ms.
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect. An entry stays in the window (t−W, t] for exactly W.
+-- effect. An entry stays in the window (t−W, t] for exactly W. A server clock that steps back
+-- keeps counting the entries scored after it (they are not removed early).
+--
+-- Expiry: once the newest entry, scored N, has left the window (at N + W) the set means the same as
+-- no key, so the key is kept until N + W, as an absolute time taken from the same TIME as the
+-- decision: PEXPIREAT ⌈(N + W)/1000⌉. A relative PEXPIRE would count from Redis's own clock
+-- reading, and since Redis 7.2 that is a snapshot taken when the script started, before its TIME
+-- call (a few µs, more if the server is preempted; the ms truncation adds up to 1 ms): the key
+-- could then vanish while its newest entries are still in the window, and the requests in the gap
+-- would be admitted as if the window were empty. Redis removes a key once its ms clock is strictly
+-- past the expiry, so the key lives until ⌈(N + W)/1000⌉ + 1 ms > N + W, on every version. N is
+-- now, or a later score left by a clock that stepped back. With a fixed time (tests) the expiry is
+-- relative, ⌈(N + W − t)/1000⌉ ms plus one minute, so that a test whose fixed times run ahead of the
+-- real clock never loses a key to a stall of the real one.
 --
 -- KEYS[1]  sorted set: one member per admitted permit, scored by its admission time in µs
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
@@ -20,7 +33,8 @@
 --          have left the window (0 when allowed, or when cost > L: never), time µs used}
 -- Memory:  O(L) per subject.
 local now = tonumber(ARGV[1])
-if now == nil or now <= 0 then
+local fixed = now ~= nil and now > 0
+if not fixed then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -43,6 +57,12 @@ if count + cost > limit then
   return {0, math.max(0, limit - count), retry, now}
 end
 
+-- The newest entry: now, or a later one if the clock stepped back.
+local newest = now
+if count > 0 then
+  local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  if last > newest then newest = last end
+end
 local seq = count
 for i = 1, cost do
   seq = seq + 1
@@ -50,5 +70,10 @@ for i = 1, cost do
     seq = seq + 1
   end
 end
-redis.call('PEXPIRE', key, math.ceil(window / 1000))
+if fixed then
+  redis.call('PEXPIRE', key, math.ceil((newest + window - now) / 1000) + 60000)
+else
+  -- ⌈(N + W)/1000⌉ has 13 digits, which Lua's %.14g number conversion writes exactly.
+  redis.call('PEXPIREAT', key, math.ceil((newest + window) / 1000))
+end
 return {1, limit - count - cost, 0, now}

@@ -13,6 +13,17 @@
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
 -- effect. A server clock that steps back refills nothing until it passes the stored time again.
 --
+-- Expiry: a bucket that has refilled completely means the same as no key, so the key is kept until
+-- the bucket is full again, F = ts + ⌈(C·U − tokens)/R⌉ µs, as an absolute time taken from the same
+-- TIME as the decision: PEXPIREAT ⌈F/1000⌉. A relative PEXPIRE would count from Redis's own clock
+-- reading, and since Redis 7.2 that is a snapshot taken when the script started, before its TIME
+-- call (a few µs, more if the server is preempted; the ms truncation adds up to 1 ms): the key
+-- could then vanish before F and a request in the gap would find a full bucket a fraction of a
+-- permit early. Redis removes a key once its ms clock is strictly past the expiry, so the key
+-- lives until ⌈F/1000⌉ + 1 ms > F, on every version. With a fixed time (tests) the expiry is
+-- relative, ⌈(F − t)/1000⌉ ms plus one minute, so that a test whose fixed times run ahead of the
+-- real clock never loses a key to a stall of the real one.
+--
 -- KEYS[1]  hash {t = tokens in units of 1/U permit, ts = time in µs they were counted at}
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
 -- ARGV[2]  U, units per permit
@@ -23,7 +34,8 @@
 --          allowed, or when cost > C: never), time µs used}
 -- Memory:  O(1) per subject.
 local now = tonumber(ARGV[1])
-if now == nil or now <= 0 then
+local fixed = now ~= nil and now > 0
+if not fixed then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -57,6 +69,12 @@ end
 
 tokens = tokens - need
 redis.call('HSET', KEYS[1], 't', string.format('%.0f', tokens), 'ts', string.format('%.0f', ts))
--- Full again after (cap − tokens)/R µs; keep the key that long (rounded up to ms).
-redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(math.ceil((cap - tokens) / rate) / 1000)))
+-- Full again at ts + ⌈(cap − tokens)/R⌉ µs (ts, not now: after a clock step back ts is later).
+local full = ts + math.ceil((cap - tokens) / rate)
+if fixed then
+  redis.call('PEXPIRE', KEYS[1], math.ceil((full - now) / 1000) + 60000)
+else
+  -- ⌈full/1000⌉ has 13 digits, which Lua's %.14g number conversion writes exactly.
+  redis.call('PEXPIREAT', KEYS[1], math.ceil(full / 1000))
+end
 return {1, math.floor(tokens / unit), 0, now}

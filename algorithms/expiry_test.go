@@ -1,0 +1,211 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+)
+
+// expiringNames are the corrected algorithms whose keys expire once their state means the same as
+// no key. The published variants keep the article's expiry (or none) and are not checked here.
+var expiringNames = []string{"fixed-window", "sliding-log", "token-bucket", "gcra", "sliding-counter", "resource-consumer"}
+
+// stateEnd is the time in µs from which the state that a fresh subject's first admission, of cost
+// permits at t µs, wrote means the same as no key: the bucket is full again, the TAT or the window
+// has passed, the log's entries have left the window. The keys must live at least that long.
+func stateEnd(name string, l Limit, t, cost int64) int64 {
+	w := l.Window.Microseconds()
+	switch name {
+	case "gcra":
+		interval, _ := gcraParams(l)
+		return t + cost*interval
+	case "token-bucket":
+		unit, rate := tokenBucketUnits(l)
+		return t + (cost*unit+rate-1)/rate
+	case "sliding-log", "resource-consumer":
+		return t + w
+	case "fixed-window":
+		return (floorDiv(t, w) + 1) * w
+	case "sliding-counter":
+		return (floorDiv(t, w) + 2) * w
+	}
+	panic("stateEnd: no expiry rule for " + name)
+}
+
+// TestRegressionRedis72EarlyExpiry is the regression test of the early-expiry bug: the scripts set
+// relative TTLs (PEXPIRE, SET … PX) computed from the `now` their TIME call returned, but since
+// Redis 7.2 a relative TTL counts from a time snapshot taken when the script started, a little
+// before TIME (and the ms truncation of either clock adds up to 1 ms), so a key could vanish
+// before its state was really reset and admit a fraction of a permit early. The keys now expire at
+// an absolute time derived from the decision time itself, ⌈end/1000⌉ ms, which Redis keeps until
+// its ms clock is strictly past it, i.e. beyond end on every version. The test checks that
+// anchoring exactly with PEXPIRETIME; with relative TTLs it depends on when Redis read its own
+// clock and fails.
+//
+// With a fixed time (tests), the TTL is relative and at least a minute, so that fixed times that
+// run ahead of the real clock never lose a key to a stall of the real one.
+func TestRegressionRedis72EarlyExpiry(t *testing.T) {
+	// T = 100 ms and W = 1 s are whole ms, so a TTL counted from the ms Redis read its clock in
+	// differs from the anchored one whenever the decision time is not on a whole ms.
+	l := Limit{Limit: 10, Window: time.Second}
+	for _, name := range expiringNames {
+		t.Run(name, func(t *testing.T) {
+			a := lookup(t, name)
+			topologies(t, func(t *testing.T, env *redistest.Env) {
+				ctx := context.Background()
+				c := env.Target.Client
+				lim := prepare(t, env, a, l)
+				for i := range 8 {
+					cost := int64(1 + i%3)
+					req := Request{Subject: fmt.Sprint("e", i), Client: "c", Cost: cost}
+					d := decide(t, c, lim, req)
+					if !d.Allowed || d.Clock != ClockServer {
+						t.Fatalf("first request of a fresh subject: %+v, want allowed on the server clock", d)
+					}
+					end := stateEnd(name, l, d.TimeMicros, cost)
+					for _, k := range lim.Keys(req) {
+						pexp, err := c.PExpireTime(ctx, k).Result()
+						if err != nil && strings.Contains(err.Error(), "unknown command") {
+							t.Skipf("PEXPIRETIME needs Redis >= 7.0: %v", err)
+						}
+						if err != nil {
+							t.Fatalf("PEXPIRETIME %s: %v", k, err)
+						}
+						got := int64(pexp / time.Millisecond)
+						if want := (end + 999) / 1000; got != want {
+							t.Errorf("decision at %d µs, state reset at %d µs: key %s expires at %d ms, want %d ms (⌈end/1000⌉; the key must outlive %d µs whenever Redis read its own clock)",
+								d.TimeMicros, end, k, got, want, end)
+						}
+					}
+				}
+				// Fixed times (tests only): a relative TTL of at least a minute.
+				req := Request{Subject: "fixed", Client: "c", Cost: 1, FixedTime: base}
+				if d := decide(t, c, lim, req); !d.Allowed {
+					t.Fatalf("fixed time: %+v, want allowed", d)
+				}
+				for _, k := range lim.Keys(req) {
+					if ttl := c.PTTL(ctx, k).Val(); ttl < time.Minute {
+						t.Errorf("fixed time: key %s has PTTL %s, want >= 1m", k, ttl)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestDifferentialExpiry is the differential test on the server's clock: each corrected
+// algorithm, with a 20 ms window, gets a random sequence of requests on two subjects separated by
+// real sleeps, some longer than every key's TTL, so that keys really expire and the scripts take
+// their "missing key = fresh state" paths. The reference model, replayed on the decision times the
+// scripts returned, must make the same decision for every request. Each sequence counts the
+// requests that found a subject's keys gone after it had state, and fails if there were none.
+//
+// The sequences mostly sleep, so all of them (every algorithm, single and cluster) run at once, in
+// about 1.5 s; the subtests then report each one.
+func TestDifferentialExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps for seconds")
+	}
+	l := Limit{Limit: 4, Window: 20 * time.Millisecond}
+	const requests = 150
+	envs := map[string]*redistest.Env{"single": redistest.Single(t), "cluster": redistest.Cluster(t)}
+	var (
+		mu      sync.Mutex
+		results = map[string]expiryRun{}
+		wg      sync.WaitGroup
+	)
+	for topo, env := range envs {
+		for i, name := range expiringNames {
+			a := lookup(t, name)
+			lim := prepare(t, env, a, l)
+			seed := uint64(i + 1)
+			wg.Go(func() {
+				r := runExpirySequence(env, lim, a.Model(l), l, rand.New(rand.NewPCG(seed, 11)), requests)
+				mu.Lock()
+				results[topo+"/"+name] = r
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	for topo := range envs {
+		t.Run(topo, func(t *testing.T) {
+			for _, name := range expiringNames {
+				t.Run(name, func(t *testing.T) {
+					r := results[topo+"/"+name]
+					if r.err != nil {
+						t.Fatal(r.err)
+					}
+					t.Logf("%d of %d allowed; %d requests found expired keys", r.allowed, requests, r.expired)
+					if r.expired == 0 {
+						t.Errorf("no request found a subject's keys expired; the fresh-state path was not compared")
+					}
+					if r.allowed == 0 || r.allowed == requests {
+						t.Errorf("%d of %d allowed; the sequence tests nothing", r.allowed, requests)
+					}
+				})
+			}
+		})
+	}
+}
+
+// expiryRun is what one sequence of TestDifferentialExpiry saw.
+type expiryRun struct {
+	allowed, expired int
+	err              error
+}
+
+// runExpirySequence sends n requests to lim, one at a time, with real sleeps: mostly up to W/(2L)
+// (about the limit's rate), and one time in seven 2W + 3 ms to 3W, longer than any corrected
+// script's keys live (until at most 2W + 1 ms after the last write). Before each request it notes
+// whether the subject had state but its keys are gone. It returns the first disagreement with m,
+// replayed on the returned decision times, as an error.
+func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *rand.Rand, n int) (r expiryRun) {
+	ctx := context.Background()
+	c := env.Target.Client
+	w := l.Window
+	hadState := map[string]bool{}
+	for i := range n {
+		if rng.IntN(7) == 0 {
+			time.Sleep(2*w + 3*time.Millisecond + time.Duration(rng.Int64N(int64(w-3*time.Millisecond))))
+		} else {
+			time.Sleep(time.Duration(rng.Int64N(int64(w) / (2 * l.Limit))))
+		}
+		subject := []string{"x", "y"}[rng.IntN(2)]
+		client := []string{"c1", "c2"}[rng.IntN(2)]
+		cost := int64(1 + rng.IntN(2))
+		req := Request{Subject: subject, Client: client, Cost: cost}
+		if hadState[subject] {
+			n, err := c.Exists(ctx, lim.Keys(Request{Subject: subject, Client: "c1"})[0]).Result()
+			if err != nil {
+				r.err = fmt.Errorf("request %d: EXISTS: %w", i, err)
+				return r
+			}
+			if n == 0 {
+				r.expired++
+				hadState[subject] = false
+			}
+		}
+		d, err := lim.Do(ctx, c, req)()
+		if err != nil {
+			r.err = fmt.Errorf("request %d: %w", i, err)
+			return r
+		}
+		if want := m.Decide(subject, client, cost, d.TimeMicros); d.Allowed != want {
+			r.err = fmt.Errorf("limit %+v request %d (%s/%s, cost %d, t=%d): script allowed=%v, model %v",
+				l, i, subject, client, cost, d.TimeMicros, d.Allowed, want)
+			return r
+		}
+		if d.Allowed {
+			r.allowed++
+			hadState[subject] = true
+		}
+	}
+	return r
+}
