@@ -65,8 +65,9 @@ type LimitReport struct {
 type Report struct {
 	// Events counts the log's events; Admitted, Denied, Unknown and Failed count them by kind.
 	Events, Admitted, Denied, Unknown, Failed int64
-	// AdmittedPermits is the sum of the permits of admitted events.
-	AdmittedPermits int64
+	// AdmittedPermits is the sum of the permits of admitted events, MaxPermits the largest
+	// permits of one admitted event.
+	AdmittedPermits, MaxPermits int64
 	// Limits has one entry per contract: the main one first, then its Also, depth first.
 	Limits []LimitReport
 }
@@ -109,6 +110,7 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 		case Admitted:
 			r.Admitted++
 			r.AdmittedPermits += int64(e.Permits)
+			r.MaxPermits = max(r.MaxPermits, int64(e.Permits))
 			permits += int64(e.Permits)
 		case Denied:
 			r.Denied++

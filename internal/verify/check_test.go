@@ -343,6 +343,51 @@ func TestCheckNoContract(t *testing.T) {
 	}
 }
 
+// TestJudgeWith: the rules of JudgeWith for each warning.
+func TestJudgeWith(t *testing.T) {
+	const W = 10 * time.Microsecond
+	clean := newLog(adm(0), adm(1))
+	// 4 permits where 1 is allowed: excess 3.
+	over := newLog(adm(0), adm(1), adm(2), adm(3))
+	// The same with one admission of 2 permits: excess 4, MaxPermits 2.
+	heavy := newLog(adm(0), adm(1), adm(2), permits(adm(3), 2))
+	tests := []struct {
+		name   string
+		c      algorithms.Contract
+		log    *Log
+		w      Warnings
+		want   Outcome
+		reason string
+	}{
+		{"clean pass", sliding(2, W), clean, Warnings{}, Pass, ""},
+		{"canceled pass stays pass, with a note", sliding(2, W), clean, Warnings{Canceled: true}, Pass, "canceled"},
+		{"canceled fail stays fail", sliding(1, W), over, Warnings{Canceled: true}, Fail, "canceled"},
+		{"dropped makes a pass inconclusive", sliding(2, W), clean, Warnings{Dropped: 1}, Inconclusive, "1 outcomes were dropped"},
+		{"dropped never excuses a violation", sliding(1, W), over, Warnings{Dropped: 100}, Fail, "definite"},
+		{"clock mismatch makes a pass inconclusive", sliding(2, W), clean, Warnings{ClockMismatch: 1}, Inconclusive, "inconsistent with the harness clock"},
+		{"a mismatch could account for a small excess", sliding(1, W), over, Warnings{ClockMismatch: 3}, Inconclusive, "could account for an excess of 3"},
+		{"an excess beyond what the mismatches explain fails", sliding(1, W), over, Warnings{ClockMismatch: 2}, Fail, "definite"},
+		{"mismatches count the largest permits", sliding(1, W), heavy, Warnings{ClockMismatch: 2}, Inconclusive, "could account for an excess of 4"},
+		{"mismatches count the largest permits, excess beyond", sliding(1, W), heavy, Warnings{ClockMismatch: 1}, Fail, "definite"},
+		{"behind", sliding(2, W), clean, Warnings{Behind: true}, Inconclusive, "fell behind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Check(tt.c, cloneLog(tt.log))
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			v := JudgeWith(rep, tt.w)
+			if v.Outcome != tt.want || !strings.Contains(strings.Join(v.Reasons, "\n"), tt.reason) {
+				t.Errorf("JudgeWith(%+v) = %+v; want %s with %q", tt.w, v, tt.want, tt.reason)
+			}
+			if tt.want == Pass && tt.reason == "" && len(v.Reasons) != 0 {
+				t.Errorf("JudgeWith = %+v; want no reasons for a clean pass", v)
+			}
+		})
+	}
+}
+
 func TestJudge(t *testing.T) {
 	const W = 10 * time.Microsecond
 	tests := []struct {

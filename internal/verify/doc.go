@@ -1,7 +1,7 @@
 // Package verify decides whether a rate limiter kept its contract, from a log of the decisions it
 // made under load. It owns the admission-log types (Event, Log), the over-admission checker
 // (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
-// times through an algorithm's reference model (Replay) and the verdict (Judge).
+// times through an algorithm's reference model (Replay) and the verdict (JudgeWith).
 //
 // # Times are intervals
 //
@@ -66,6 +66,21 @@
 // Judge says inconclusive. (An unknown outcome can join a window that ends at b ≥ Lo + G and is
 // at least 2G long, so a run that fills its windows to the limit and has one unknown outcome is
 // inconclusive: had that request been admitted, the verdict would be fail.)
+//
+// # Verdict
+//
+// JudgeWith turns a Report and the run's Warnings into pass, fail or inconclusive:
+//
+//   - fail on a definite violation of any limit, whatever else happened: unknown outcomes,
+//     dropped outcomes and a schedule that fell behind only hide admissions, so they never
+//     excuse one. The exception is clock mismatches (decisions whose server time disagreed with
+//     the harness clock): a mismatched admission's logged time may be wrong, so with m of them a
+//     violation fails the run only if its worst set stays over its allowance after removing any
+//     m admissions, Worst.Excess > m·MaxPermits; otherwise it makes the run inconclusive.
+//   - inconclusive when no limit fails but the run cannot support a pass: no contract, no
+//     admission, the schedule fell behind, unknown outcomes could hide a definite violation,
+//     any clock mismatch, or any dropped outcome.
+//   - pass otherwise. A canceled run is judged on what it measured, with a reason that says so.
 //
 // # Cost
 //

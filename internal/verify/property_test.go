@@ -212,6 +212,48 @@ func TestCorrectLimiterNeverFlagged(t *testing.T) {
 	})
 }
 
+// TestMismatchedClockNeverFails: a correct history in which m admissions are logged at wrong
+// times (as a server clock that disagreed with the harness's would log them) can be flagged by
+// Check, but JudgeWith told of the m mismatches never says fail, and never pass either.
+func TestMismatchedClockNeverFails(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genScaledContract(t, "")
+		maxGap := max(c.Window, c.RefillPer).Microseconds()/3 + 1
+		const origin = 1_700_000_000_000_000
+		h := genArrivals(t, rapid.IntRange(1, 200).Draw(t, "n"), origin, maxGap)
+		h.decide(t, newRefLimiter(c), c.Granularity.Microseconds())
+		log := h.log(t, rapid.SampledFrom([]int64{0, maxGap}).Draw(t, "spread"))
+		var adms []int
+		for i, e := range log.Events {
+			if e.Kind == Admitted {
+				adms = append(adms, i)
+			}
+		}
+		if len(adms) == 0 {
+			t.Skip("no admission")
+		}
+		m := rapid.IntRange(1, min(len(adms), 5)).Draw(t, "m")
+		end := h.t[len(h.t)-1] + maxGap
+		// Move m admissions, all to one instant or each anywhere: the worst a clock step can do.
+		at := rapid.Int64Range(origin, end).Draw(t, "at")
+		together := rapid.Bool().Draw(t, "together")
+		for k, i := range rapid.Permutation(adms).Draw(t, "moved")[:m] {
+			x := at
+			if !together {
+				x = rapid.Int64Range(origin, end).Draw(t, fmt.Sprint("x", k))
+			}
+			log.Events[i].Lo, log.Events[i].Hi = x, x
+		}
+		rep, err := Check(c, log)
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if v := JudgeWith(rep, Warnings{ClockMismatch: uint64(m)}); v.Outcome != Inconclusive {
+			t.Fatalf("%s, %d mismatched: JudgeWith = %+v; want inconclusive", c, m, v)
+		}
+	})
+}
+
 // TestModelsNeverFlagged: histories made by every registered reference model, at the times the
 // model decided on, are never flagged against the algorithm's contract, however widened.
 func TestModelsNeverFlagged(t *testing.T) {
@@ -313,8 +355,13 @@ func TestPlantedViolationFound(t *testing.T) {
 		if rep.Limits[0].Definite == 0 {
 			t.Fatalf("%s: planted violation not found", c)
 		}
-		if v := Judge(rep, rapid.Bool().Draw(t, "behind")); v.Outcome != Fail {
-			t.Fatalf("Judge = %+v; want fail", v)
+		w := Warnings{
+			Behind:   rapid.Bool().Draw(t, "behind"),
+			Canceled: rapid.Bool().Draw(t, "canceled"),
+			Dropped:  rapid.Uint64Range(0, 3).Draw(t, "dropped"),
+		}
+		if v := JudgeWith(rep, w); v.Outcome != Fail {
+			t.Fatalf("JudgeWith(%+v) = %+v; want fail", w, v)
 		}
 	})
 }

@@ -26,15 +26,45 @@ type Verdict struct {
 	Reasons []string
 }
 
-// Judge returns the verdict on a checked run. fellBehind is the load generator's flag that it fell
-// more than 1% behind its schedule.
-//
-// The verdict is fail when any limit has a definite violation, whatever else happened: unknown
-// outcomes and a late schedule only add admissions, so they cannot excuse one. Otherwise it is
-// inconclusive when there is nothing to verify (contract none), no admission was made, the
-// schedule fell behind, or unknown outcomes could hide a definite violation
-// (LimitReport.UnknownCouldHide); and pass otherwise.
+// Warnings are what the load generator reports about a run besides its log, as far as the
+// verdict depends on them. The zero value is a clean run.
+type Warnings struct {
+	// Behind: the generator fell more than 1% behind its schedule (load.Result.Behind).
+	Behind bool
+	// Canceled: the run was stopped early (load.Result.Canceled).
+	Canceled bool
+	// ClockMismatch counts decisions whose server time was inconsistent with the harness clock
+	// (load.Counts.ClockMismatch): their logged times are not to be trusted.
+	ClockMismatch uint64
+	// Dropped counts outcomes an aggregator discarded (load.Counts.Dropped; not ticks that were
+	// never sent, which Behind covers): some may have been admissions missing from the log.
+	Dropped uint64
+}
+
+// Judge is JudgeWith(r, Warnings{Behind: fellBehind}).
 func Judge(r Report, fellBehind bool) Verdict {
+	return JudgeWith(r, Warnings{Behind: fellBehind})
+}
+
+// JudgeWith returns the verdict on a checked run with the warnings w, by these rules:
+//
+//   - fail when a limit has a definite violation that the warnings cannot explain. Unknown
+//     outcomes, dropped outcomes and a late schedule can only hide admissions, never create
+//     one, so they never excuse a violation. Clock mismatches can: a mismatched decision's
+//     logged time may be wrong, which can put it in a window it does not belong to. With m
+//     mismatches, a violation is definite regardless only when removing any m admissions from
+//     the worst violating set still leaves it over its allowance: Worst.Excess > m·MaxPermits
+//     (removing admissions never raises a set's allowance). Otherwise the violation is reported
+//     as a reason for inconclusive.
+//   - inconclusive, when nothing fails, if there is nothing to verify (contract none), no
+//     request was admitted, the schedule fell behind, unknown outcomes could hide a definite
+//     violation (LimitReport.UnknownCouldHide), any decision time mismatched the harness clock,
+//     or any outcome was dropped: each of these leaves a pass unsupported.
+//   - pass otherwise.
+//
+// A canceled run changes no outcome: the log holds what was measured, and the verdict is about
+// that; a reason says so whatever the outcome (the only reason a pass can carry).
+func JudgeWith(r Report, w Warnings) Verdict {
 	var fail, unsure []string
 	verified := false
 	for _, l := range r.Limits {
@@ -43,17 +73,27 @@ func Judge(r Report, fellBehind bool) Verdict {
 		}
 		verified = true
 		if l.Definite > 0 {
-			w := l.Worst
-			fail = append(fail, fmt.Sprintf("%d definite violations of %s; worst: %d permits over %d allowed for %s in [%s, %s]",
-				l.Definite, l.Contract, w.Permits, w.Allowed, scopeName(w.Subject, w.Client), stamp(w.Lo), stamp(w.Hi)))
+			wh := l.Worst
+			msg := fmt.Sprintf("%d definite violations of %s; worst: %d permits over %d allowed for %s in [%s, %s]",
+				l.Definite, l.Contract, wh.Permits, wh.Allowed, scopeName(wh.Subject, wh.Client), stamp(wh.Lo), stamp(wh.Hi))
+			if m := int64(w.ClockMismatch); m > 0 && wh.Excess <= m*max(r.MaxPermits, 1) {
+				unsure = append(unsure, msg+fmt.Sprintf(", but %d decision times that mismatched the harness clock could account for an excess of %d",
+					m, wh.Excess))
+			} else {
+				fail = append(fail, msg)
+			}
 		}
 		if l.UnknownCouldHide {
 			unsure = append(unsure, fmt.Sprintf("unknown outcomes could hide a definite violation of %s (up to %d permits over the limit, had they been admitted)",
 				l.Contract, l.UnknownExcess))
 		}
 	}
+	var note []string
+	if w.Canceled {
+		note = append(note, "the run was canceled: the verdict covers only what was measured before")
+	}
 	if len(fail) > 0 {
-		return Verdict{Outcome: Fail, Reasons: fail}
+		return Verdict{Outcome: Fail, Reasons: append(fail, note...)}
 	}
 	if !verified {
 		unsure = append(unsure, "no contract: nothing was verified")
@@ -61,13 +101,19 @@ func Judge(r Report, fellBehind bool) Verdict {
 	if r.Admitted == 0 {
 		unsure = append(unsure, "no request was admitted")
 	}
-	if fellBehind {
+	if w.Behind {
 		unsure = append(unsure, "the load generator fell behind its schedule")
 	}
-	if len(unsure) > 0 {
-		return Verdict{Outcome: Inconclusive, Reasons: unsure}
+	if w.ClockMismatch > 0 {
+		unsure = append(unsure, fmt.Sprintf("%d decision times were inconsistent with the harness clock", w.ClockMismatch))
 	}
-	return Verdict{Outcome: Pass}
+	if w.Dropped > 0 {
+		unsure = append(unsure, fmt.Sprintf("%d outcomes were dropped by the recorders, and admissions among them would be missing from the check", w.Dropped))
+	}
+	if len(unsure) > 0 {
+		return Verdict{Outcome: Inconclusive, Reasons: append(unsure, note...)}
+	}
+	return Verdict{Outcome: Pass, Reasons: note}
 }
 
 func scopeName(subject, client string) string {
