@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,14 +51,15 @@ func (f envFlags) config(set map[string]bool) (redisenv.Config, error) {
 }
 
 func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("env", "[--backend B] [--topology T] [--masters N] [--replicas R] [--image I] [--redis URL]", stderr)
+	fs := newFlagSet("env", "[--backend B] [--topology T] [--masters N] [--replicas R] [--image I] [--redis URL] [--build-only]", stderr)
 	var f envFlags
 	fs.StringVar(&f.backend, "backend", string(redisenv.BackendAuto), "where Redis comes from: auto (process if redis-server is on PATH, else a local container image), process, container or external")
 	fs.StringVar(&f.topology, "topology", string(redisenv.TopologySingle), "single or cluster")
 	fs.IntVar(&f.masters, "masters", 3, "number of cluster masters (topology cluster)")
 	fs.IntVar(&f.replicas, "replicas", 0, "replicas per master (topology cluster, process and container backends)")
 	fs.StringVar(&f.image, "image", redisenv.DefaultImage, `container image, or "host" to build (once, offline) an image from the local redis-server`)
-	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port, rediss://..., or host:port,host:port cluster seeds (implies --backend external)")
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://... for TLS, or host:port,host:port (implies --backend external)")
+	buildOnly := fs.Bool("build-only", false, "with --backend container --image host: build (or find) the offline image, print its tag and exit without starting anything")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +72,11 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
-	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	cfg.Logf = logf
+	if *buildOnly {
+		return buildHostImage(ctx, cfg, stdout, logf)
+	}
 
 	target, err := redisenv.Start(ctx, cfg)
 	if err != nil {
@@ -94,6 +100,22 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return envFailure(fmt.Errorf("stop: %w", stopErr))
 	}
 	fmt.Fprintln(stdout, "stopped")
+	return nil
+}
+
+// buildHostImage is env --build-only: it builds (or finds already built) the image that
+// --image host names and prints its tag. Only --backend container --image host may ask for it.
+func buildHostImage(ctx context.Context, cfg redisenv.Config, stdout io.Writer, logf func(string, ...any)) error {
+	if cfg.Backend != redisenv.BackendContainer || cfg.Image != redisenv.HostImage {
+		return badInput(fmt.Errorf("--build-only builds the offline image: use it with --backend container --image host (got --backend %s --image %s)", cfg.Backend, cfg.Image))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	tag, err := redisenv.BuildHostImage(ctx, logf)
+	if err != nil {
+		return envFailure(err)
+	}
+	fmt.Fprintln(stdout, tag)
 	return nil
 }
 
@@ -123,15 +145,27 @@ func printEnv(w io.Writer, t *redisenv.Target) {
 
 // redisCLI returns a redis-cli command line that connects to the first master.
 func redisCLI(t *redisenv.Target) string {
-	host, port, _ := net.SplitHostPort(t.Masters()[0])
-	cmd := fmt.Sprintf("redis-cli -h %s -p %s", host, port)
-	if t.Username != "" {
-		cmd += " --user " + shellQuote(t.Username)
+	return redisCLILine(t.Masters()[0], t.Username, t.Password, t.IsCluster(), t.TLS(), t.DB())
+}
+
+// redisCLILine returns a redis-cli command line for addr with the given credentials, -c for a
+// cluster, --tls for TLS and -n for a database other than 0.
+func redisCLILine(addr, username, password string, cluster, tls bool, db int) string {
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := fmt.Sprintf("redis-cli -h %s -p %s", shellQuote(host), port)
+	if tls {
+		cmd += " --tls"
 	}
-	if t.Password != "" {
-		cmd += " -a " + shellQuote(t.Password) + " --no-auth-warning"
+	if username != "" {
+		cmd += " --user " + shellQuote(username)
 	}
-	if t.IsCluster() {
+	if password != "" {
+		cmd += " -a " + shellQuote(password) + " --no-auth-warning"
+	}
+	if db != 0 {
+		cmd += " -n " + strconv.Itoa(db)
+	}
+	if cluster {
 		cmd += " -c"
 	}
 	return cmd

@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 func TestEnvBadInput(t *testing.T) {
@@ -39,6 +42,10 @@ func TestEnvBadInput(t *testing.T) {
 		{"unknown flag", []string{"--mastrs", "3"}, exitBadInput, "flag provided but not defined"},
 		{"extra argument", []string{"now"}, exitBadInput, "unexpected arguments"},
 		{"unreachable", []string{"--redis", "redis://" + closed}, exitEnv, "cannot reach"},
+		{"build-only without backend", []string{"--image", "host", "--build-only"}, exitBadInput, "use it with --backend container --image host"},
+		{"build-only with process", []string{"--backend", "process", "--image", "host", "--build-only"}, exitBadInput, "use it with --backend container --image host"},
+		{"build-only with a registry image", []string{"--backend", "container", "--build-only"}, exitBadInput, "use it with --backend container --image host"},
+		{"build-only with external", []string{"--redis", "redis://u:secret@" + closed, "--build-only"}, exitBadInput, "use it with --backend container --image host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +56,166 @@ func TestEnvBadInput(t *testing.T) {
 			}
 			if strings.Contains(stderr.String(), "secret") {
 				t.Errorf("stderr shows the password: %s", stderr.String())
+			}
+		})
+	}
+}
+
+// silentAddr returns the address of a loopback listener that accepts connections and never
+// answers; the test's cleanup closes it.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// TestEnvUnreachableFails checks the contract for an address that never answers: exit 3 within
+// 5 s, for a closed port and for a listener that accepts connections and stays silent.
+func TestEnvUnreachableFails(t *testing.T) {
+	for _, tt := range []struct{ name, addr string }{
+		{"silent listener", silentAddr(t)},
+		{"silent seed list", silentAddr(t) + "," + silentAddr(t)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			url := "redis://" + tt.addr
+			begin := time.Now()
+			code := run([]string{"env", "--redis", url}, &stdout, &stderr)
+			took := time.Since(begin)
+			if code != exitEnv || !strings.Contains(stderr.String(), "cannot reach") {
+				t.Errorf("env --redis %s = exit %d, stderr %q; want exit %d, cannot reach", url, code, stderr.String(), exitEnv)
+			}
+			if took > 5*time.Second {
+				t.Errorf("env --redis %s took %s; want at most 5 s", url, took)
+			}
+		})
+	}
+}
+
+// TestEnvBuildOnly runs env --build-only through the CLI: it prints the host image's tag, the
+// engine has that image, and no container was started.
+func TestEnvBuildOnly(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine answers (docker info: %v: %.200s); --build-only check skipped", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"env", "--backend", "container", "--image", "host", "--build-only"}, &stdout, &stderr)
+	tag := strings.TrimSpace(stdout.String())
+	if code != exitOK || !regexp.MustCompile(`^limitbench/redis-host:[0-9a-f]{12}$`).MatchString(tag) {
+		t.Fatalf("env --build-only = exit %d, stdout %q, stderr %q; want exit 0 and one line limitbench/redis-host:<12 hex digits>", code, stdout.String(), stderr.String())
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", tag).CombinedOutput(); err != nil {
+		t.Errorf("docker image inspect %s: %v: %s", tag, err, out)
+	}
+	label := "label=limitbench.harness_pid=" + strconv.Itoa(os.Getpid())
+	if out, err := exec.CommandContext(ctx, "docker", "ps", "-aq", "--filter", label).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("containers after --build-only: %q, %v; want none", out, err)
+	}
+}
+
+func TestRedisCLILine(t *testing.T) {
+	tests := []struct {
+		addr, user, pass string
+		cluster, tls     bool
+		db               int
+		want             string
+	}{
+		{"127.0.0.1:7000", "", "", false, false, 0, "redis-cli -h 127.0.0.1 -p 7000"},
+		{"127.0.0.1:7000", "", "pw", true, false, 0, "redis-cli -h 127.0.0.1 -p 7000 -a pw --no-auth-warning -c"},
+		{"cache.example:6380", "bench", "p w'x", false, true, 2,
+			`redis-cli -h cache.example -p 6380 --tls --user bench -a 'p w'\''x' --no-auth-warning -n 2`},
+		{"[::1]:7000", "", "", true, true, 0, "redis-cli -h ::1 -p 7000 --tls -c"},
+	}
+	for _, tt := range tests {
+		got := redisCLILine(tt.addr, tt.user, tt.pass, tt.cluster, tt.tls, tt.db)
+		if got != tt.want {
+			t.Errorf("redisCLILine(%q, %q, %q, %v, %v, %d) =\n%s\nwant\n%s", tt.addr, tt.user, tt.pass, tt.cluster, tt.tls, tt.db, got, tt.want)
+		}
+	}
+}
+
+// TestEnvRedisCLIWorks pastes the printed redis-cli line into a shell, as a user would, for an
+// external server on database 2 and for a cluster.
+func TestEnvRedisCLIWorks(t *testing.T) {
+	for _, tool := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := func(cfg redisenv.Config) *redisenv.Target {
+		t.Helper()
+		target, err := redisenv.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = target.Stop(context.Background()) })
+		return target
+	}
+	single := start(redisenv.Config{Backend: redisenv.BackendProcess})
+	ext := start(redisenv.Config{Backend: redisenv.BackendExternal,
+		URL: "redis://:" + single.Password + "@" + single.Masters()[0] + "/2"})
+	cluster := start(redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster})
+	for _, tt := range []struct {
+		name    string
+		target  *redisenv.Target
+		command string
+		want    string
+	}{
+		{"external database 2", ext, "CLIENT INFO", " db=2 "},
+		{"cluster", cluster, "SET {cli}x 1", "OK"}, // -c follows the MOVED reply of a key elsewhere
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			printEnv(&buf, tt.target)
+			var line string
+			for l := range strings.SplitSeq(buf.String(), "\n") {
+				if strings.HasPrefix(l, "redis-cli ") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("printEnv printed no redis-cli line:\n%s", buf.String())
+			}
+			for _, tag := range []string{"{cli}", "{a}", "{b}"} { // keys on different masters
+				cmd := strings.ReplaceAll(tt.command, "{cli}", tag)
+				out, err := exec.CommandContext(ctx, "sh", "-c", line+" "+cmd).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), tt.want) {
+					t.Errorf("%s %s = %q, %v; want it to show %q", line, cmd, out, err, tt.want)
+				}
 			}
 		})
 	}
