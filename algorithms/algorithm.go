@@ -26,6 +26,9 @@ var (
 	ErrCostUnsupported = errors.New("cost > 1 not supported")
 	// ErrUnknownAlgorithm is returned by Lookup for a name that is not registered.
 	ErrUnknownAlgorithm = errors.New("unknown algorithm")
+	// ErrBadKey means a key prefix (at Prepare) or a subject (at Do) would break the {hash tag}
+	// that keeps the keys of one subject in one cluster slot; see CheckPrefix and CheckSubject.
+	ErrBadKey = errors.New("invalid key")
 )
 
 // Limit is the configuration one limiter is given. The zero value is invalid; see Validate.

@@ -46,6 +46,9 @@ func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("fixed-window: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("fixed-window: %w", err)
+	}
 	s, err := loadScript(ctx, c, "fixed_window.lua")
 	if err != nil {
 		return nil, fmt.Errorf("fixed-window: %w", err)
@@ -68,7 +71,7 @@ func (f *fixedWindowLimiter) Keys(req Request) []string {
 }
 
 func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("fixed-window", req, true)
+	cost, err := checkRequest("fixed-window", req, true)
 	if err != nil {
 		return failedPending(err)
 	}

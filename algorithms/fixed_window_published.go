@@ -51,6 +51,9 @@ func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClie
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("fixed-window-published: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("fixed-window-published: %w", err)
+	}
 	s, err := loadScript(ctx, c, "fixed_window_published.lua")
 	if err != nil {
 		return nil, fmt.Errorf("fixed-window-published: %w", err)
@@ -77,7 +80,7 @@ func (f *fixedWindowPublishedLimiter) key(subject string, t time.Time) string {
 }
 
 func (f *fixedWindowPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	if _, err := requestCost("fixed-window-published", req, false); err != nil {
+	if _, err := checkRequest("fixed-window-published", req, false); err != nil {
 		return failedPending(err)
 	}
 	now := clientTime(req)

@@ -44,6 +44,9 @@ func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, pre
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("gcra: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("gcra: %w", err)
+	}
 	interval, _ := gcraParams(l)
 	if l.Capacity() > (1<<50)/interval {
 		return nil, fmt.Errorf("gcra: %w: capacity %d × %d µs is too long a burst", ErrBadLimit, l.Capacity(), interval)
@@ -70,7 +73,7 @@ func (g *gcraLimiter) Keys(req Request) []string {
 }
 
 func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("gcra", req, true)
+	cost, err := checkRequest("gcra", req, true)
 	if err != nil {
 		return failedPending(err)
 	}

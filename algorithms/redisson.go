@@ -110,6 +110,9 @@ func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, pref
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if l.Limit >= maxExact {
 		return nil, fmt.Errorf("%s: %w: limit must be < 2^53, got %d", name, ErrBadLimit, l.Limit)
 	}
@@ -156,7 +159,7 @@ func (r *redissonLimiter) Keys(req Request) []string {
 
 // Do implements Limiter. The grant's id is 8 random bytes, as Redisson's.
 func (r *redissonLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost(r.name, req, true)
+	cost, err := checkRequest(r.name, req, true)
 	if err != nil {
 		return failedPending(err)
 	}

@@ -44,6 +44,9 @@ func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, 
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
 	s, err := loadScript(ctx, c, "reference.lua")
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -65,6 +68,9 @@ func (r *referenceLimiter) Keys(req Request) []string {
 }
 
 func (r *referenceLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	if err := CheckSubject(req.Subject); err != nil {
+		return failedPending(fmt.Errorf("reference: %w", err))
+	}
 	cmd := runScript(ctx, c, r.script, r.Keys(req), r.ttlMillis)
 	return func() (Decision, error) {
 		raw, err := cmd.Result()

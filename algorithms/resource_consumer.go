@@ -75,6 +75,9 @@ func (ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l 
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	s, err := loadScript(ctx, c, "resource_consumer.lua")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -108,7 +111,7 @@ func (r *resourceConsumerLimiter) Keys(req Request) []string {
 
 // Do implements Limiter.
 func (r *resourceConsumerLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost(r.name, req, true)
+	cost, err := checkRequest(r.name, req, true)
 	if err != nil {
 		return failedPending(err)
 	}

@@ -53,6 +53,9 @@ func (ResourceConsumerPublished) Prepare(ctx context.Context, c redis.UniversalC
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	s, err := loadScript(ctx, c, "resource_consumer_published.lua")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -131,7 +132,44 @@ func clientTime(req Request) time.Time {
 }
 
 // subjectKey is prefix + tag + ":{" + subject + "}": the subject is the hash tag, so every key of
-// one subject is in one cluster slot. The prefix must not contain '{'.
+// one subject is in one cluster slot. The prefix must have passed CheckPrefix (at Prepare) and the
+// subject CheckSubject (checkRequest, in Do).
 func subjectKey(prefix, tag, subject string) string {
 	return prefix + tag + ":{" + subject + "}"
+}
+
+// CheckPrefix reports whether prefix can be put in front of a built-in algorithm's keys: it must
+// not contain '{' or '}'. Redis hashes a key by the text between its first '{' and the next '}',
+// so a brace in the prefix would steal the subject's hash tag (every subject in one slot, or keys
+// of one subject in different slots and CROSSSLOT errors on a cluster). The error wraps ErrBadKey.
+// Prepare calls it once, so requests do not pay for it.
+func CheckPrefix(prefix string) error {
+	if i := strings.IndexAny(prefix, "{}"); i >= 0 {
+		return fmt.Errorf("%w: key prefix %q contains %q, which would take the subject's {hash tag}", ErrBadKey, prefix, prefix[i])
+	}
+	return nil
+}
+
+// CheckSubject reports whether subject can be the {hash tag} of a built-in algorithm's keys: it
+// must not be empty (Redis hashes the whole key when the tag is "{}", so the keys of one subject
+// land in different slots and multi-key algorithms fail with CROSSSLOT on a cluster) and must not
+// contain '}' (the tag would end early, and a subject starting with '}' gives "{}" again). The
+// error wraps ErrBadKey.
+func CheckSubject(subject string) error {
+	switch {
+	case subject == "":
+		return fmt.Errorf("%w: empty subject (it is the keys' {hash tag})", ErrBadKey)
+	case strings.IndexByte(subject, '}') >= 0:
+		return fmt.Errorf("%w: subject %q contains '}', which would end the keys' {hash tag} early", ErrBadKey, subject)
+	}
+	return nil
+}
+
+// checkRequest is the check every built-in limiter's Do makes before building keys: the subject
+// (CheckSubject) and the cost (requestCost, whose result it returns). Errors start with name.
+func checkRequest(name string, req Request, multi bool) (int64, error) {
+	if err := CheckSubject(req.Subject); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return requestCost(name, req, multi)
 }

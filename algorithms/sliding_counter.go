@@ -49,6 +49,9 @@ func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l 
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("sliding-counter: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("sliding-counter: %w", err)
+	}
 	w := l.Window.Microseconds()
 	if l.Limit > maxExact/(2*w) {
 		return nil, fmt.Errorf("sliding-counter: %w: limit %d × window %s needs more than 53 bits", ErrBadLimit, l.Limit, l.Window)
@@ -75,7 +78,7 @@ func (s *slidingCounterLimiter) Keys(req Request) []string {
 }
 
 func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("sliding-counter", req, true)
+	cost, err := checkRequest("sliding-counter", req, true)
 	if err != nil {
 		return failedPending(err)
 	}

@@ -44,6 +44,9 @@ func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limi
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("sliding-log: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("sliding-log: %w", err)
+	}
 	s, err := loadScript(ctx, c, "sliding_log.lua")
 	if err != nil {
 		return nil, fmt.Errorf("sliding-log: %w", err)
@@ -66,7 +69,7 @@ func (s *slidingLogLimiter) Keys(req Request) []string {
 }
 
 func (s *slidingLogLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("sliding-log", req, true)
+	cost, err := checkRequest("sliding-log", req, true)
 	if err != nil {
 		return failedPending(err)
 	}

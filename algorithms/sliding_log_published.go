@@ -54,6 +54,9 @@ func (a SlidingLogPublished) Prepare(_ context.Context, _ redis.UniversalClient,
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("sliding-log-published: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("sliding-log-published: %w", err)
+	}
 	return &slidingLogPublishedLimiter{prefix: prefix, limit: l.Limit, window: l.Window}, nil
 }
 
@@ -71,7 +74,7 @@ func (s *slidingLogPublishedLimiter) Keys(req Request) []string {
 }
 
 func (s *slidingLogPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	if _, err := requestCost("sliding-log-published", req, false); err != nil {
+	if _, err := checkRequest("sliding-log-published", req, false); err != nil {
 		return failedPending(err)
 	}
 	key := s.Keys(req)[0]

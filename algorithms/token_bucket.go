@@ -45,6 +45,9 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("token-bucket: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("token-bucket: %w", err)
+	}
 	unit, rate := tokenBucketUnits(l)
 	if l.Capacity() > maxExact/unit {
 		return nil, fmt.Errorf("token-bucket: %w: capacity %d with window %s needs more than 53 bits", ErrBadLimit, l.Capacity(), l.Window)
@@ -70,7 +73,7 @@ func (t *tokenBucketLimiter) Keys(req Request) []string {
 }
 
 func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("token-bucket", req, true)
+	cost, err := checkRequest("token-bucket", req, true)
 	if err != nil {
 		return failedPending(err)
 	}

@@ -49,6 +49,9 @@ func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClie
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("token-bucket-published: %w", err)
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("token-bucket-published: %w", err)
+	}
 	s, err := loadScript(ctx, c, "token_bucket_published.lua")
 	if err != nil {
 		return nil, fmt.Errorf("token-bucket-published: %w", err)
@@ -77,7 +80,7 @@ func (t *tokenBucketPublishedLimiter) Keys(req Request) []string {
 }
 
 func (t *tokenBucketPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost("token-bucket-published", req, true)
+	cost, err := checkRequest("token-bucket-published", req, true)
 	if err != nil {
 		return failedPending(err)
 	}
