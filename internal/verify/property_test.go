@@ -366,6 +366,88 @@ func TestPlantedViolationFound(t *testing.T) {
 	})
 }
 
+// TestPlantedSustainedViolationFound: a violation planted as a rate sustained above the contract
+// (not a burst at one instant) in a correct history is always found, and the verdict is fail.
+// Admission i is decided somewhere in [start + i·d, start + i·d + J] (J the jitter), so after
+// widening by G:
+//
+//   - sliding-window(L, W), d = ⌊(W − 1 − 2G − J)/L⌋: any L+1 consecutive admissions lie within
+//     L·d + J + 2G ≤ W − 1 µs, for every placement;
+//   - fixed-window(L, W), d = ⌊(W − 1 − 2G − J)/(L+1)⌋, over two windows and more: a whole
+//     aligned window leaves W − 1 − J − 2G µs of starts that keep an admission inside it, which
+//     hold at least L+1 multiples of d;
+//   - token-bucket(C, r), d < 1/r: n admissions with q·n > q·C + p·((n−1)·d + J + 2G), a rate
+//     of 1/d above r held long enough to drain the bucket and beat the refill.
+func TestPlantedSustainedViolationFound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genScaledContract(t, "")
+		g := c.Granularity.Microseconds()
+		maxGap := max(c.Window, c.RefillPer).Microseconds()/3 + 1
+		const origin = 1_700_000_000_000_000
+		h := genArrivals(t, rapid.IntRange(0, 100).Draw(t, "n"), origin, maxGap)
+		h.decide(t, newRefLimiter(c), g)
+		log := h.log(t, rapid.SampledFrom([]int64{0, maxGap}).Draw(t, "spread"))
+
+		var d, jitter, n int64
+		switch c.Kind {
+		case algorithms.SlidingWindow, algorithms.FixedWindow:
+			w, l := c.Window.Microseconds(), c.Limit
+			room := w - 1 - 2*g
+			if room < 0 {
+				t.Skip("granularity too coarse for the window")
+			}
+			jitter = rapid.Int64Range(0, room/2).Draw(t, "jitter")
+			if c.Kind == algorithms.SlidingWindow {
+				d = (room - jitter) / l
+				n = rapid.Int64Range(l+1, 4*(l+1)).Draw(t, "count")
+			} else {
+				d = (room - jitter) / (l + 1)
+				if d > 0 {
+					n = (2*w+jitter)/d + 2
+				}
+			}
+		case algorithms.TokenBucket:
+			dv := gcd(c.RefillPermits, c.RefillPer.Microseconds())
+			p, q := c.RefillPermits/dv, c.RefillPer.Microseconds()/dv
+			frac := rapid.SampledFrom([]int64{1, 2, 3}).Draw(t, "quarters")
+			d = max(1, frac*q/(4*p))
+			if p*d >= q {
+				t.Skip("rate of a permit per µs or more: only a burst can exceed it")
+			}
+			jitter = rapid.Int64Range(0, d).Draw(t, "jitter")
+			n = (q*c.Capacity+p*(jitter+2*g-d))/(q-p*d) + 1
+			if q*n <= q*c.Capacity+p*((n-1)*d+jitter+2*g) {
+				t.Fatalf("planted %d admissions every %d µs do not break %s", n, d, c)
+			}
+		}
+		if d <= 0 {
+			t.Skip("no rate fits: the burst test covers it")
+		}
+		if n > 400 {
+			t.Skip("too many admissions to plant")
+		}
+		start := origin + rapid.Int64Range(0, 100*maxGap).Draw(t, "at")
+		sub := uint32(rapid.IntRange(0, 2).Draw(t, "subject"))
+		cli := uint16(rapid.IntRange(0, 1).Draw(t, "client"))
+		for i := range n {
+			a := rapid.Int64Range(0, jitter).Draw(t, fmt.Sprint("a", i))
+			b := rapid.Int64Range(0, jitter-a).Draw(t, fmt.Sprint("b", i))
+			lo := start + i*d + a
+			log.Events = append(log.Events, Event{Lo: lo, Hi: lo + b, Subject: sub, Client: cli, Permits: 1, Kind: Admitted})
+		}
+		rep, err := Check(c, log)
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if rep.Limits[0].Definite == 0 {
+			t.Fatalf("%s: planted violation (%d admissions every %d µs, jitter %d) not found", c, n, d, jitter)
+		}
+		if v := JudgeWith(rep, Warnings{}); v.Outcome != Fail {
+			t.Fatalf("JudgeWith = %+v; want fail", v)
+		}
+	})
+}
+
 // TestPrefixTree checks the segment tree against a plain array.
 func TestPrefixTree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
