@@ -2,7 +2,6 @@ package algorithms
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -15,7 +14,9 @@ import (
 // clock in ms, all in scripts/redisson.lua. It is a published design, reproduced with its flaw:
 // the caller's clock decides which grants have expired, so clients with skewed clocks return
 // permits early and the limiter over-admits. Its contract, sliding-window(Limit, Window) per
-// subject with 1 ms granularity, holds when every client's clock is right.
+// subject with 1 ms granularity, holds when every client's clock is right. The article's packing
+// of grants (a 4-byte float of a random id) is kept too: a rare collision of two grants loses
+// their permits for good, which lowers admissions and never raises them.
 //
 // Request.Cost up to Limit is supported; a larger cost is denied with retry-after 0 (Redisson
 // raises an error instead). Request.ClientTime is the time sent (time.Now() when zero).
@@ -38,7 +39,8 @@ func init() {
 
 const redissonFlaw = "the caller's clock (ms) decides which grants have expired: a client ahead " +
 	"by d returns permits d early and one behind records grants that expire d early, so skewed " +
-	"clients over-admit (up to the whole rate per window); keys never expire"
+	"clients over-admit (up to the whole rate per window); grants are packed as a 4-byte float of " +
+	"a random id, so two can collide and their permits leak for good (fewer admissions); keys never expire"
 
 // Describe implements Algorithm.
 func (Redisson) Describe() Description {
@@ -144,7 +146,14 @@ type redissonLimiter struct {
 	interval  int64 // ms
 	typ       string
 	perClient bool
+	// id returns each grant's random id; nil means randomID. Tests set it to make ids (and so
+	// the article's float collisions, see scripts/redisson.lua) reproducible.
+	id func() int64
 }
+
+// randomID is a grant id as Redisson draws it: ThreadLocalRandom.current().nextLong(), any signed
+// 64-bit value. It is safe for concurrent use.
+func randomID() int64 { return int64(rand.Uint64()) }
 
 // Keys implements Limiter: the config hash, then the counter and the grants set ("{name}:value",
 // "{name}:permits"), suffixed with ":" + Request.Client for PER_CLIENT. The subject is the hash
@@ -157,15 +166,19 @@ func (r *redissonLimiter) Keys(req Request) []string {
 	return []string{base, base + ":value", base + ":permits"}
 }
 
-// Do implements Limiter. The grant's id is 8 random bytes, as Redisson's.
+// Do implements Limiter. The grant's id is a random signed 64-bit integer sent in decimal, which
+// the script packs as a 4-byte float, as the article's Redisson does (scripts/redisson.lua says
+// what that costs).
 func (r *redissonLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
 	cost, err := checkRequest(r.name, req, true)
 	if err != nil {
 		return failedPending(err)
 	}
-	var id [8]byte
-	binary.LittleEndian.PutUint64(id[:], rand.Uint64())
+	next := r.id
+	if next == nil {
+		next = randomID
+	}
 	ms := clientTime(req).UnixMilli()
-	cmd := runScript(ctx, c, r.script, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, string(id[:]))
+	cmd := runScript(ctx, c, r.script, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, next())
 	return scriptPending(r.name, cmd, ClockClient)
 }

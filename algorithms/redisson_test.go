@@ -123,6 +123,55 @@ func TestRedissonSkewFlaw(t *testing.T) {
 	})
 }
 
+// TestRedissonGrantCollision reproduces the article's packing of grants, struct.pack('fI', id,
+// permits): two ids that round to the same 4-byte float, granted the same permits, are one member
+// of the sorted set, so when it leaves the window only one grant's permits come back and the
+// limiter has lost one permit for good. Ids with different floats lose nothing.
+func TestRedissonGrantCollision(t *testing.T) {
+	const limit = 5
+	l := Limit{Limit: limit, Window: time.Second}
+	tests := []struct {
+		name   string
+		a, b   int64
+		grants int64 // members the two grants leave in the sorted set
+	}{
+		{"same float", 1 << 40, 1<<40 + 1, 1}, // float32 keeps 24 significant bits
+		{"different floats", 1 << 40, 1<<40 + 1<<20, 2},
+	}
+	for _, name := range redissonNames {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				env := redistest.Single(t)
+				c := env.Target.Client
+				lim := prepare(t, env, lookup(t, name), l)
+				ids := []int64{tt.a, tt.b}
+				lim.(*redissonLimiter).id = func() int64 { id := ids[0]; ids = ids[1:]; return id }
+				for i := range 2 {
+					if d := decide(t, c, lim, clientAt("s", "c", base.Add(time.Duration(i)*time.Millisecond))); !d.Allowed {
+						t.Fatalf("grant %d: %+v, want allowed", i+1, d)
+					}
+				}
+				permitsKey := lim.Keys(clientAt("s", "c", base))[2]
+				if n := c.ZCard(context.Background(), permitsKey).Val(); n != tt.grants {
+					t.Errorf("ZCARD %s = %d after two grants, want %d", permitsKey, n, tt.grants)
+				}
+				// Both grants have left the window: a fresh window should admit the whole rate.
+				lim.(*redissonLimiter).id = nil // random ids from here on
+				later := base.Add(l.Window + 10*time.Millisecond)
+				admitted := int64(0)
+				for i := range limit + 1 {
+					if decide(t, c, lim, clientAt("s", "c", later.Add(time.Duration(i)*time.Millisecond))).Allowed {
+						admitted++
+					}
+				}
+				if want := limit - (2 - tt.grants); admitted != want {
+					t.Errorf("%d admitted in the next window, want %d (permits leaked: %d)", admitted, want, 2-tt.grants)
+				}
+			})
+		}
+	}
+}
+
 // TestRedissonDifferential: with non-decreasing caller times (no skew), Redisson decides exactly
 // like a sliding log of the caller's ms: the value counter always equals the rate minus the
 // permits granted in (t−W, t].
@@ -134,6 +183,11 @@ func TestRedissonDifferential(t *testing.T) {
 			topologies(t, func(t *testing.T, env *redistest.Env) {
 				rng := rand.New(rand.NewPCG(3, 42))
 				lim := prepare(t, env, a, l)
+				// Seeded grant ids: a float collision of two ids (see TestRedissonGrantCollision)
+				// would leak a permit and make the script deny where the sliding log admits; with
+				// fixed ids the outcome is the same on every run.
+				ids := rand.New(rand.NewPCG(3, 43))
+				lim.(*redissonLimiter).id = func() int64 { return int64(ids.Uint64()) }
 				m := newSlidingLogModel(l)
 				now := base
 				p := env.Target.Client.Pipeline()

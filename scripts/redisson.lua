@@ -15,23 +15,36 @@
 -- with non-decreasing call times, the counter is exact: every half-open interval
 -- (t − interval, t] of caller time holds at most rate permits (ms granularity).
 --
--- Differences from Redisson, none of which changes a decision: Redisson always passes five keys
+-- The grant's member is packed as the article shows it, struct.pack('fI', id, permits): the random
+-- signed 64-bit id (Redisson's ThreadLocalRandom.nextLong(), sent as decimal text) becomes a 4-byte
+-- float, which keeps its sign, its exponent and 23 bits of mantissa. Two ids with the same float
+-- and the same permits give the same member, so the second ZADD only moves the first grant's score:
+-- the counter was decremented for both, but when the member leaves the window only one grant's
+-- permits come back, and the others are lost for good (the limiter then admits less, never more).
+-- For two live grants this happens with probability about 2^-26 · 4/3 (1 in 50 million), so a
+-- window whose rate grants are all used loses about rate² · 10^-8 permits: one every 10 000 windows
+-- at a rate of 100, one per window at a rate of 10 000, and the losses add up until the limiter is
+-- restarted. The published behaviour is kept on purpose, leak included: it is what the article's
+-- users run, it can only lower admissions (the verifier, which looks for over-admission, cannot be
+-- misled by it), and it shows in the accuracy report as lost efficiency. Later Redisson versions
+-- pack 'Bc0I' with 8 random bytes (see redisson/redisson#5906), so that a collision needs all 64
+-- bits to match.
+--
+-- Differences from the article, none of which changes a decision: Redisson always passes five keys
 -- and picks the pair by the stored type; here the Go side passes the pair (the stored type is
--- still checked). The member is packed 'Bc0I' (length-prefixed id, then permits) as current
--- Redisson does, rather than the article's 'fI' (a 4-byte float of a random long, whose
--- collisions merge two grants). A request for more permits than the rate is denied with
--- retry-after 0 (never) instead of raising Redisson's assertion error. The reply is our integer
--- array instead of nil / ms to wait. Like the article's version, nothing ever expires.
+-- still checked). A request for more permits than the rate is denied with retry-after 0 (never)
+-- instead of raising Redisson's assertion error. The reply is our integer array instead of nil /
+-- ms to wait. Like the article's version, nothing ever expires.
 --
 -- KEYS[1]  hash: rate, interval (ms), type (0 OVERALL, 1 PER_CLIENT)
 -- KEYS[2]  string: permits available (the '{name}:value' key, per client for PER_CLIENT)
--- KEYS[3]  sorted set: grants, member struct.pack('Bc0I', #id, id, permits), score caller ms
+-- KEYS[3]  sorted set: grants, member struct.pack('fI', id, permits), score caller ms
 -- ARGV[1]  rate, permits per interval (used only if the hash has none)
 -- ARGV[2]  interval in ms (likewise)
 -- ARGV[3]  type, '0' or '1'
 -- ARGV[4]  permits asked for (>= 1)
 -- ARGV[5]  the caller's time in ms since the Unix epoch
--- ARGV[6]  a random id, unique per grant
+-- ARGV[6]  a random signed 64-bit integer in decimal, one per request (the grant's id)
 -- Reply:   {allowed 0|1, permits available after the decision, retry-after µs (time until the
 --          oldest live grant expires; 0 when allowed or when permits > rate), caller time µs}
 -- Memory:  O(rate) per subject (per client for PER_CLIENT); the keys have no TTL.
@@ -62,7 +75,7 @@ local value = redis.call('GET', valueKey)
 if value == false then
   -- First grant of this limiter: the counter starts full.
   redis.call('SET', valueKey, rate)
-  redis.call('ZADD', permitsKey, now, struct.pack('Bc0I', string.len(ARGV[6]), ARGV[6], permits))
+  redis.call('ZADD', permitsKey, now, struct.pack('fI', ARGV[6], permits))
   redis.call('DECRBY', valueKey, permits)
   return {1, rate - permits, 0, nowus}
 end
@@ -72,7 +85,7 @@ value = tonumber(value)
 local expired = redis.call('ZRANGEBYSCORE', permitsKey, 0, now - interval)
 local released = 0
 for _, v in ipairs(expired) do
-  local _, p = struct.unpack('Bc0I', v)
+  local _, p = struct.unpack('fI', v)
   released = released + p
 end
 if released > 0 then
@@ -90,6 +103,6 @@ if value < permits then
   return {0, value, wait * 1000, nowus}
 end
 
-redis.call('ZADD', permitsKey, now, struct.pack('Bc0I', string.len(ARGV[6]), ARGV[6], permits))
+redis.call('ZADD', permitsKey, now, struct.pack('fI', ARGV[6], permits))
 redis.call('DECRBY', valueKey, permits)
 return {1, value - permits, 0, nowus}
