@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
 func TestDecodeDecision(t *testing.T) {
@@ -153,4 +156,45 @@ func TestContracts(t *testing.T) {
 			t.Errorf("%s: Contract(%+v) (-want +got):\n%s", name, l, diff)
 		}
 	}
+}
+
+// TestNoscriptFallback: when the script cache is flushed after Prepare (a restarted or failed-over
+// server), a pipelined request, which is a bare EVALSHA, fails with NOSCRIPT, but a request on a
+// client goes through Script.Run, falls back to EVAL and is decided; that EVAL puts the script
+// back, so the next pipeline works again. Every algorithm, and the reference, on a single node
+// and on a cluster.
+func TestNoscriptFallback(t *testing.T) {
+	l := Limit{Limit: 5, Window: time.Second}
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		pipelined := func(lim Limiter, req Request) (Decision, error) {
+			p := c.Pipeline()
+			pend := lim.Do(ctx, p, req)
+			_, _ = p.Exec(ctx) // the command's own error is read through pend
+			return pend()
+		}
+		for _, a := range append(All(), Reference()) {
+			name := a.Describe().Name
+			scripted := name != "sliding-log-published" // the article sends plain commands
+			lim := prepare(t, env, a, l)
+			if err := env.Target.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+				return m.ScriptFlush(ctx).Err()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			req := Request{Subject: "nos", Client: "c", Cost: 1, ClientTime: base, FixedTime: base}
+			_, err := pipelined(lim, req)
+			if got := err != nil && strings.Contains(err.Error(), "NOSCRIPT"); got != scripted {
+				t.Errorf("%s: pipelined EVALSHA after SCRIPT FLUSH: %v; want NOSCRIPT %v", name, err, scripted)
+			}
+			if d, err := lim.Do(ctx, c, req)(); err != nil || !d.Allowed {
+				t.Errorf("%s: after SCRIPT FLUSH: %+v, %v; want allowed (EVALSHA, then EVAL)", name, d, err)
+			}
+			req.FixedTime, req.ClientTime = base.Add(time.Millisecond), base.Add(time.Millisecond)
+			if d, err := pipelined(lim, req); err != nil || !d.Allowed {
+				t.Errorf("%s: pipeline after the fallback: %+v, %v; want allowed (EVAL cached the script)", name, d, err)
+			}
+		}
+	})
 }
