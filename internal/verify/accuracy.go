@@ -36,10 +36,15 @@ type AccuracyReport struct {
 	// FalseDenials counts denied requests that would have fitted: admitting them too, on top of
 	// the algorithm's own admissions so far, keeps every contract.
 	FalseDenials int64
-	// MaxWindowRatio is the largest use of a contract by the algorithm's own admissions: permits
-	// in the window (t−W, t] or the aligned window over L, or for a token bucket the tokens drawn
-	// and not yet refilled over C (refill capped at C). Above 1 means over-admission at the
-	// requests' midpoint times.
+	// MaxWindowRatio is the largest use of a contract by the algorithm's own admissions, at the
+	// requests' midpoint times, the largest over c's limits. For sliding-window(L, W) and
+	// fixed-window(L, W) alike it is the most permits admitted in any sliding window (t−W, t],
+	// over L: above 1 is over-admission for sliding-window, while fixed-window allows up to 2
+	// (L at the end of one aligned window and L at the start of the next), so the figure shows
+	// how far a fixed-window algorithm (or sliding-counter, which keeps fixed-window exactly and
+	// sliding-window only approximately) exceeds its limit over a sliding window. For
+	// token-bucket(C, r) it is the tokens drawn and not yet refilled over C (refill capped at C):
+	// above 1 is over-admission.
 	MaxWindowRatio float64
 	// Bin is the width of the bins of Series.
 	Bin time.Duration
@@ -97,6 +102,17 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 		}
 		return m
 	}
+	// own returns the algorithm's own meter of limit j for e's scope; for fixed-window it also
+	// measures a sliding window, for MaxWindowRatio.
+	own := func(j int, e *Event) *meter {
+		k := scopeKey(lims[j].scope)(e)
+		m := actual[j][k]
+		if m == nil {
+			m = &meter{slide: lims[j].kind == algorithms.FixedWindow}
+			actual[j][k] = m
+		}
+		return m
+	}
 	var cur *AccuracyBin
 	for i := range ev {
 		e := &ev[i]
@@ -114,7 +130,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 			}
 			if e.Kind == Admitted {
 				for j := range lims {
-					m := get(actual[j], &lims[j], e)
+					m := own(j, e)
 					lims[j].fits(m, t, cost)
 					lims[j].take(m, cost)
 				}
@@ -144,7 +160,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 
 		fits = true
 		for j := range lims {
-			fits = lims[j].fits(get(actual[j], &lims[j], e), t, cost) && fits
+			fits = lims[j].fits(own(j, e), t, cost) && fits
 		}
 		if e.Kind == Denied {
 			if fits {
@@ -155,7 +171,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 		rep.Admitted++
 		cur.Admitted++
 		for j := range lims {
-			m := get(actual[j], &lims[j], e)
+			m := own(j, e)
 			lims[j].take(m, cost)
 			r := lims[j].ratio(m)
 			cur.MaxRatio = max(cur.MaxRatio, r)
@@ -202,32 +218,57 @@ func partitionFunc(ev []Event, keep func(e *Event) bool) int {
 
 // meter is an exact limiter's state for one scope of one limit. Times must not decrease.
 type meter struct {
-	// sliding-window: the admissions in the window, oldest first, from head.
-	times, permits []int64
-	head           int
-	// sum is the permits counted: in the sliding window, or in window k (fixed-window).
+	// win holds the admissions of the sliding window (t−W, t]: the state of a sliding-window
+	// limit, and for fixed-window with slide set the measure of MaxWindowRatio.
+	win   window
+	slide bool
+	// sum is the permits counted in aligned window k (fixed-window).
 	sum, k int64
 	// token-bucket: q·tokens, at most q·C (below zero when over-admitted), at time last.
+	// last is also the time of the last fits for every kind.
 	level, last int64
 	started     bool
+}
+
+// window is the admissions of a sliding window, oldest first from head, and their permits.
+type window struct {
+	times, permits []int64
+	head           int
+	sum            int64
+}
+
+// advance drops the admissions at or before t − w.
+func (s *window) advance(t, w int64) {
+	for s.head < len(s.times) && s.times[s.head] <= t-w {
+		s.sum -= s.permits[s.head]
+		s.head++
+	}
+	if s.head > 64 && 2*s.head > len(s.times) {
+		s.times = append(s.times[:0], s.times[s.head:]...)
+		s.permits = append(s.permits[:0], s.permits[s.head:]...)
+		s.head = 0
+	}
+}
+
+// add records an admission of cost permits at t.
+func (s *window) add(t, cost int64) {
+	s.times = append(s.times, t)
+	s.permits = append(s.permits, cost)
+	s.sum += cost
 }
 
 // fits advances m to t and reports whether cost more permits keep the limit.
 func (lim *limit) fits(m *meter, t, cost int64) bool {
 	switch lim.kind {
 	case algorithms.SlidingWindow:
-		for m.head < len(m.times) && m.times[m.head] <= t-lim.w {
-			m.sum -= m.permits[m.head]
-			m.head++
-		}
-		if m.head > 64 && 2*m.head > len(m.times) {
-			m.times = append(m.times[:0], m.times[m.head:]...)
-			m.permits = append(m.permits[:0], m.permits[m.head:]...)
-			m.head = 0
+		m.win.advance(t, lim.w)
+		m.last = t
+		return m.win.sum+cost <= lim.l
+	case algorithms.FixedWindow:
+		if m.slide {
+			m.win.advance(t, lim.w)
 		}
 		m.last = t
-		return m.sum+cost <= lim.l
-	case algorithms.FixedWindow:
 		if k := floorDiv(t, lim.w); !m.started || k != m.k {
 			m.k, m.sum, m.started = k, 0, true
 		}
@@ -254,20 +295,27 @@ func (lim *limit) fits(m *meter, t, cost int64) bool {
 func (lim *limit) take(m *meter, cost int64) {
 	switch lim.kind {
 	case algorithms.SlidingWindow:
-		m.times = append(m.times, m.last)
-		m.permits = append(m.permits, cost)
-		m.sum += cost
+		m.win.add(m.last, cost)
 	case algorithms.FixedWindow:
 		m.sum += cost
+		if m.slide {
+			m.win.add(m.last, cost)
+		}
 	case algorithms.TokenBucket:
 		m.level -= lim.q * cost
 	}
 }
 
-// ratio is the use of the limit: permits counted over L, or tokens drawn over C.
+// ratio is the use of the limit for MaxWindowRatio: permits in the sliding window over L
+// (fixed-window: in the aligned window, without slide), or tokens drawn over C.
 func (lim *limit) ratio(m *meter) float64 {
 	switch lim.kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow:
+	case algorithms.SlidingWindow:
+		return float64(m.win.sum) / float64(lim.l)
+	case algorithms.FixedWindow:
+		if m.slide {
+			return float64(m.win.sum) / float64(lim.l)
+		}
 		return float64(m.sum) / float64(lim.l)
 	case algorithms.TokenBucket:
 		full := lim.q * lim.cap
