@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -88,7 +86,7 @@ flags:
 		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))
 	}
 	if !f.noPin {
-		restore := pinHarness(&opts.Pin)
+		restore := runner.PinHarness(&opts.Pin)
 		defer restore()
 	}
 	dir := f.out
@@ -145,8 +143,17 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 		}
 		s = loaded
 	}
+	// Apply the overrides so the scenario is validated as the sweep will run it: a custom
+	// script whose keys do not share a hash tag is refused before a cluster sweep starts.
+	var ov scenarios.Overrides
 	if set["clients"] {
-		if err := s.Apply(scenarios.Overrides{Clients: &f.clients}); err != nil {
+		ov.Clients = &f.clients
+	}
+	if f.topology != "" {
+		ov.Topologies = []scenarios.Topology{scenarios.Topology(f.topology)}
+	}
+	if ov.Clients != nil || ov.Topologies != nil {
+		if err := s.Apply(ov); err != nil {
 			problems = append(problems, err)
 		}
 	}
@@ -215,36 +222,6 @@ func isCustom(s *scenarios.Scenario, name string) bool {
 		}
 	}
 	return false
-}
-
-// pinHarness sets p so that Redis gets the last CPU this process may use and, once Redis is
-// pinned, moves this process to the others. It returns a function that gives the process its
-// CPUs back. With one CPU, or without CPU affinity, it leaves p unpinned with the reason.
-func pinHarness(p *runner.CapacityPinning) (restore func()) {
-	cpus, err := redisenv.ProcessCPUs(os.Getpid())
-	switch {
-	case err != nil:
-		p.NotPinned = err.Error()
-		return func() {}
-	case len(cpus) < 2:
-		p.NotPinned = fmt.Sprintf("this process may use %d CPU(s) of %d", len(cpus), runtime.NumCPU())
-		return func() {}
-	}
-	moved := false
-	p.RedisCPUs = cpus[len(cpus)-1:]
-	p.Harness = func() ([]int, error) {
-		rest := cpus[:len(cpus)-1]
-		if err := redisenv.PinProcess(os.Getpid(), rest); err != nil {
-			return nil, err
-		}
-		moved = true
-		return rest, nil
-	}
-	return func() {
-		if moved {
-			_ = redisenv.PinProcess(os.Getpid(), cpus)
-		}
-	}
 }
 
 // keyName keeps an algorithm name usable in a directory name.

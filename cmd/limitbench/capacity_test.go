@@ -53,6 +53,41 @@ func TestCapacityBadInput(t *testing.T) {
 	}
 }
 
+// TestCapacityClusterHashTag: a custom script whose keys do not share a hash tag, in a scenario
+// that lists only the single topology, is refused before a `--topology cluster` sweep starts,
+// with the file, line and field, not found out as a stream of CROSSSLOT errors.
+func TestCapacityClusterHashTag(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "limiter.lua"), []byte("return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenario := filepath.Join(dir, "mine.yaml")
+	yaml := `version: 1
+name: mine
+algorithms:
+  - name: mine
+    script: limiter.lua
+    keys: ["rl:{{subject}}:tokens", "rl:{{subject}}:ts"]
+    args: ["{{limit}}"]
+    allowed: {equals: 1}
+    contract: {kind: fixed-window, limit: 10, window: 1s}
+`
+	if err := os.WriteFile(scenario, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run([]string{"capacity", "--algorithm", "mine", "--topology", "cluster", "--out", filepath.Join(dir, "out"), scenario}, &stdout, &stderr)
+	want := scenario + ":6: algorithms[0].keys: "
+	if code != exitBadInput || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "hash tag") {
+		t.Errorf("capacity --topology cluster with unshared keys = exit %d after %s; want %d and %q ... hash tag; stderr:\n%s",
+			code, time.Since(start), exitBadInput, want, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Errorf("a refused sweep wrote results")
+	}
+}
+
 func TestCapacityUnreachable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"capacity", "--algorithm", "gcra", "--redis", "redis://127.0.0.1:1", "--out", t.TempDir()}, &stdout, &stderr)

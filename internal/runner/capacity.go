@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -229,6 +231,16 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	if c.Masters > 0 {
 		c.ShardRPS = round3(c.SustainableRPS / float64(c.Masters))
 	}
+	if c.Masters > 1 {
+		cpus := len(c.Pinning.RedisCPUs)
+		if cpus == 0 {
+			cpus = runtime.NumCPU()
+		}
+		if cpus < c.Masters {
+			c.Notes = append(c.Notes, fmt.Sprintf("the %d masters shared %d CPU(s), so the rate per shard "+
+				"(the sweep's rate over the masters) is a lower bound for a shard with a CPU of its own", c.Masters, cpus))
+		}
+	}
 	perSubject := c.Memory.BytesPerSubject
 	if perSubject <= 0 {
 		perSubject = c.Memory.MemoryUsagePerSubject
@@ -245,7 +257,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 func capacityAlgorithm(s *scenarios.Scenario, name string) (algorithms.Algorithm, error) {
 	for _, e := range s.Algorithms {
 		if e.Custom != nil && e.Name == name {
-			return resolve(e)
+			return resolve(s, e)
 		}
 	}
 	return algorithms.Lookup(name)
@@ -286,6 +298,38 @@ func cpuList(cpus []int) string {
 		return "CPU " + parts[0]
 	}
 	return "CPUs " + strings.Join(parts, ",")
+}
+
+// PinHarness sets p so that Redis gets the last CPU this process may use and, once Redis is
+// pinned, moves this process to the others. It returns a function that gives the process its
+// CPUs back. With one CPU, or without CPU affinity, it leaves p unpinned with the reason. It is
+// for commands and benchmarks, which own their process; the sweep itself never moves the harness
+// on its own.
+func PinHarness(p *CapacityPinning) (restore func()) {
+	cpus, err := redisenv.ProcessCPUs(os.Getpid())
+	switch {
+	case err != nil:
+		p.NotPinned = err.Error()
+		return func() {}
+	case len(cpus) < 2:
+		p.NotPinned = fmt.Sprintf("this process may use %d CPU(s) of %d", len(cpus), runtime.NumCPU())
+		return func() {}
+	}
+	moved := false
+	p.RedisCPUs = cpus[len(cpus)-1:]
+	p.Harness = func() ([]int, error) {
+		rest := cpus[:len(cpus)-1]
+		if err := redisenv.PinProcess(os.Getpid(), rest); err != nil {
+			return nil, err
+		}
+		moved = true
+		return rest, nil
+	}
+	return func() {
+		if moved {
+			_ = redisenv.PinProcess(os.Getpid(), cpus)
+		}
+	}
 }
 
 // sweep is one capacity sweep in progress.
@@ -375,7 +419,7 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 			bad = mid
 		}
 	}
-	if bad/good-1 > Resolution {
+	if bad/good-1 > Resolution && len(sw.c.Steps) >= sw.o.MaxSteps {
 		sw.c.Notes = append(sw.c.Notes, fmt.Sprintf("stopped after %d steps, %.0f%% short of the resolution", sw.o.MaxSteps, (bad/good-1-Resolution)*100))
 	}
 	return nil
