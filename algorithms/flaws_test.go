@@ -2,18 +2,37 @@ package algorithms
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
-// admitted sends n requests for subject at t and counts the admissions.
-func admitted(t *testing.T, env *redistest.Env, lim Limiter, subject string, tm time.Time, n int) int {
+// skewed is one request of the flaw scenarios at one real instant: the client's clock, skew
+// included, which the published variants read (Request.ClientTime), and the real instant on the
+// server's clock, which the corrected ones read (Request.FixedTime, standing in for Redis TIME).
+// Both variants get the same Requests.
+type skewed struct{ client, server time.Time }
+
+// repeat is n requests at the same real instant server, from a client whose clock is off by skew.
+func repeat(n int, server time.Time, skew time.Duration) []skewed {
+	out := make([]skewed, n)
+	for i := range out {
+		out[i] = skewed{client: server.Add(skew), server: server}
+	}
+	return out
+}
+
+// countAdmitted sends reqs for subject in order and counts the admissions.
+func countAdmitted(t *testing.T, env *redistest.Env, lim Limiter, subject string, reqs []skewed) int {
 	t.Helper()
 	count := 0
-	for range n {
-		if decide(t, env.Target.Client, lim, at(subject, tm)).Allowed {
+	for _, r := range reqs {
+		req := Request{Subject: subject, Client: "c", Cost: 1, ClientTime: r.client, FixedTime: r.server}
+		if decide(t, env.Target.Client, lim, req).Allowed {
 			count++
 		}
 	}
@@ -21,66 +40,114 @@ func admitted(t *testing.T, env *redistest.Env, lim Limiter, subject string, tm 
 }
 
 // TestPublishedFlaws: each *-published variant shows the flaw its Describe().Flaw names, and the
-// corrected variant does not.
+// corrected variant, given the same requests (skewed client clocks, one shared server clock),
+// admits exactly what its contract allows at the real instants: no more (it ignores the skewed
+// ClientTime) and no less.
 func TestPublishedFlaws(t *testing.T) {
 	const limit = 5
 	l := Limit{Limit: limit, Window: time.Second}
 	minute := time.UnixMicro(1_700_000_040_000_000) // a whole minute
+	every100ms := func() []skewed {
+		var rs []skewed
+		for i := range 30 {
+			rs = append(rs, repeat(1, minute.Add(time.Duration(i)*100*time.Millisecond), 0)...)
+		}
+		return rs
+	}()
 	tests := []struct {
 		name string
-		// run returns the admissions a correct limiter allows at most, and the admissions seen.
-		run func(t *testing.T, env *redistest.Env, lim Limiter) (bound, got int)
+		reqs []skewed
+		// allowed is what the corrected variant's contract allows at the requests' real instants,
+		// and what it must admit.
+		allowed int
+		// more: the flaw lets the published variant admit more than allowed; else far less.
+		more bool
 	}{
-		{"fixed-window-published", func(t *testing.T, env *redistest.Env, lim Limiter) (int, int) {
+		{
 			// Two clients at the same real instant, one clock 30 s ahead: they count in different
-			// minute keys and together admit 2L in one minute.
-			now := minute.Add(45 * time.Second)
-			got := admitted(t, env, lim, "ip", now, limit+1) + admitted(t, env, lim, "ip", now.Add(30*time.Second), limit+1)
-			return limit, got
-		}},
-		{"token-bucket-published", func(t *testing.T, env *redistest.Env, lim Limiter) (int, int) {
-			// A client with a clock 5 s behind rewinds the stored time; the next up-to-date client
-			// is refilled for those 5 s again.
-			now := minute.Add(10 * time.Second)
-			got := admitted(t, env, lim, "u", now, limit+1)
-			got += admitted(t, env, lim, "u", now.Add(-5*time.Second), 1)
-			got += admitted(t, env, lim, "u", now, limit+1)
-			return limit, got
-		}},
-		{"sliding-log-published", func(t *testing.T, env *redistest.Env, lim Limiter) (int, int) {
-			// One request every 100 ms for 3 s is 10 per window against a limit of 5: a correct
-			// sliding log admits 5 per second; the published one records its denials and, once
-			// full, admits nothing more.
-			got := 0
-			for i := range 30 {
-				got += admitted(t, env, lim, "u", minute.Add(time.Duration(i)*100*time.Millisecond), 1)
-			}
-			return 3 * limit, got
-		}},
+			// minute keys and together admit 2L in one minute. fixed-window(L, 1 s) allows L at one
+			// instant; a corrected script that read the client's clock would count two windows.
+			name:    "fixed-window-published",
+			reqs:    append(repeat(limit+1, minute.Add(45*time.Second), 0), repeat(limit+1, minute.Add(45*time.Second), 30*time.Second)...),
+			allowed: limit,
+			more:    true,
+		},
+		{
+			// At one real instant: a correct client empties the bucket, a client 5 s behind rewinds
+			// the stored time, so the next correct one is refilled for those 5 s again; then a client
+			// 5 s ahead is refilled once more. token-bucket(L, L/s) allows L at one instant; a
+			// corrected script that read the client's clock would refill for the one ahead.
+			name: "token-bucket-published",
+			reqs: slices.Concat(
+				repeat(limit+1, minute.Add(10*time.Second), 0),
+				repeat(1, minute.Add(10*time.Second), -5*time.Second),
+				repeat(limit+1, minute.Add(10*time.Second), 0),
+				repeat(limit+1, minute.Add(10*time.Second), 5*time.Second),
+			),
+			allowed: limit,
+			more:    true,
+		},
+		{
+			// One request every 100 ms for 3 s is 10 per window against a limit of 5: the published
+			// log records its denials and, once full, admits nothing more. sliding-window(L, 1 s)
+			// allows 5 in each of the three seconds (the entry at 0 leaves at exactly 1 s).
+			name:    "sliding-log-published",
+			reqs:    every100ms,
+			allowed: 3 * limit,
+			more:    false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := redistest.Single(t)
-			lim := prepare(t, env, lookup(t, tt.name), l)
-			bound, got := tt.run(t, env, lim)
-			switch tt.name {
-			case "sliding-log-published":
-				if got >= bound {
-					t.Errorf("%d admitted; the flaw (denials recorded) should keep it below %d", got, bound)
-				}
-			default:
-				if got <= bound {
-					t.Errorf("%d admitted; the flaw should let more than %d through", got, bound)
-				}
+			got := countAdmitted(t, env, prepare(t, env, lookup(t, tt.name), l), "pub", tt.reqs)
+			t.Logf("%s: %d admitted, the contract allows %d", tt.name, got, tt.allowed)
+			if tt.more && got <= tt.allowed {
+				t.Errorf("%s: %d admitted; the flaw should let more than %d through", tt.name, got, tt.allowed)
 			}
-			t.Logf("%s: %d admitted, a correct limiter %d", tt.name, got, bound)
+			if !tt.more && got*2 > tt.allowed {
+				t.Errorf("%s: %d admitted; the flaw (denials recorded) should keep it far below %d", tt.name, got, tt.allowed)
+			}
 
-			// The corrected variant, given the same instants on the server's clock, keeps its bound.
-			corrected := lookup(t, tt.name[:len(tt.name)-len("-published")])
-			env2 := redistest.Single(t)
-			lim2 := prepare(t, env2, corrected, l)
-			if _, got2 := tt.run(t, env2, lim2); got2 > bound+limit {
-				t.Errorf("corrected %s admitted %d", corrected.Describe().Name, got2)
+			corrected := lookup(t, strings.TrimSuffix(tt.name, "-published"))
+			if got := countAdmitted(t, env, prepare(t, env, corrected, l), "cor", tt.reqs); got != tt.allowed {
+				t.Errorf("corrected %s: %d admitted on the server's clock, want exactly %d (what its contract allows)",
+					corrected.Describe().Name, got, tt.allowed)
+			}
+		})
+	}
+}
+
+// TestServerClockIgnoresSkew: every corrected server-clock algorithm, given 2L requests at one real instant
+// from clients whose clocks are off by up to an hour either way, admits exactly L, what its
+// contract allows at one instant (fixed-window, sliding-window, token-bucket with burst L, and the
+// resource's limit for resource-consumer, whose clients are distinct consumers); and exactly L
+// again at a second instant 2W later, when every algorithm has forgotten the first.
+func TestServerClockIgnoresSkew(t *testing.T) {
+	const limit = 5
+	l := Limit{Limit: limit, Window: time.Second}
+	skews := []time.Duration{0, time.Hour, -time.Hour, 30 * time.Second, -30 * time.Second, l.Window / 2, -l.Window / 2, time.Millisecond, -time.Millisecond, 2 * l.Window}
+	for _, a := range All() {
+		if d := a.Describe(); d.Clock != ClockServer || d.Flaw != "" {
+			continue // resource-consumer-published reads TIME, but its same-µs members collide
+		}
+		name := a.Describe().Name
+		t.Run(name, func(t *testing.T) {
+			env := redistest.Single(t)
+			lim := prepare(t, env, a, l)
+			for _, server := range []time.Time{base, base.Add(2 * l.Window)} {
+				got := 0
+				for i := range 2 * limit {
+					skew := skews[i%len(skews)]
+					req := Request{Subject: "skew", Client: fmt.Sprint("c", i), Cost: 1, ClientTime: server.Add(skew), FixedTime: server}
+					if decide(t, env.Target.Client, lim, req).Allowed {
+						got++
+					}
+				}
+				if got != limit {
+					t.Errorf("at +%s: %d of %d admitted from skewed clients at one real instant, want exactly %d",
+						server.Sub(base), got, 2*limit, limit)
+				}
 			}
 		})
 	}
