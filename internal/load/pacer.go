@@ -186,7 +186,9 @@ func (p *Profile) At(n uint64) (time.Duration, bool) {
 		if k <= 0 {
 			t = g.start
 		} else {
-			t = g.start + 2*k/(g.from+math.Sqrt(g.from*g.from+2*(g.to-g.from)*k/g.length))
+			// Clamped: rounding could take the radicand a hair below 0 near the end of a falling
+			// ramp (a NaN time would become a nonsense Duration).
+			t = g.start + 2*k/(g.from+math.Sqrt(max(0, g.from*g.from+2*(g.to-g.from)*k/g.length)))
 		}
 	}
 	ns := math.Round(t * 1e9)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestConstantSchedules20000TicksIn2s(t *testing.T) {
@@ -141,4 +143,27 @@ func TestProfileInvalid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFallingRampAtIsMonotone: At is non-decreasing and within the schedule for every hit of a
+// ramp falling to zero after a segment that leaves a fraction of a hit, where a hit can fall a
+// hair before the ramp's end and rounding can take the square root's argument below zero.
+func TestFallingRampAtIsMonotone(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		lead := rapid.Float64Range(0.001, 1000).Draw(rt, "lead")
+		leadFor := time.Duration(rapid.Int64Range(1, int64(time.Second)).Draw(rt, "lead_for"))
+		from := rapid.Float64Range(1, 100_000).Draw(rt, "from")
+		over := time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(10*time.Second)).Draw(rt, "over"))
+		p := NewProfile(Segment{From: lead, To: lead, Duration: leadFor}, Segment{From: from, To: 0, Duration: over})
+		end := leadFor + over
+		total := p.Hits(end)
+		prev := time.Duration(0)
+		for n := uint64(0); float64(n) < total; n++ {
+			at, ok := p.At(n)
+			if !ok || at < prev || at > end {
+				rt.Fatalf("At(%d) = (%s, %v) after %s; want non-decreasing within [0, %s] (%g hits)", n, at, ok, prev, end, total)
+			}
+			prev = at
+		}
+	})
 }
