@@ -245,7 +245,8 @@ func (r Request) withCost(n int64) Request { r.Cost = n; return r }
 
 // TestResourceConsumerConcurrency: 64 goroutines as 8 consumers hammer one resource of the
 // corrected script. On the Redis times it returned, the resource and every consumer obey their
-// sliding windows, and the total stays below what the contract allows for the elapsed time.
+// sliding windows, and the total stays below what the contract allows for the elapsed time and,
+// under overload, not far below it. Single and cluster run in parallel.
 func TestResourceConsumerConcurrency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hammers Redis for seconds")
@@ -256,7 +257,7 @@ func TestResourceConsumerConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topologies(t, func(t *testing.T, env *redistest.Env) {
+	parallelTopologies(t, func(t *testing.T, env *redistest.Env) {
 		lim := prepare(t, env, a, l)
 		ctx := context.Background()
 		var (
@@ -268,7 +269,7 @@ func TestResourceConsumerConcurrency(t *testing.T) {
 			wg       sync.WaitGroup
 		)
 		start := time.Now()
-		deadline := start.Add(1500 * time.Millisecond)
+		deadline := start.Add(hammerFor)
 		for g := range 64 {
 			client := fmt.Sprint("c", g%8)
 			wg.Go(func() {
@@ -314,9 +315,7 @@ func TestResourceConsumerConcurrency(t *testing.T) {
 		if int64(len(all)) > bound {
 			t.Errorf("%d admissions in %s, contract %s allows %d", len(all), elapsed, c, bound)
 		}
-		if int64(len(all)) < bound/4 {
-			t.Errorf("only %d admissions of %d allowed under overload", len(all), bound)
-		}
+		checkUnderOverload(t, int64(len(all)), int64(offered), bound)
 	})
 }
 
