@@ -378,29 +378,56 @@ func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Scri
 		err = s.Load(ctx, c).Err()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", a.spec.Name, scriptLocation(a.spec.Path, err), err)
+		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.Path, Line: scriptLine(err), Err: err}
 	}
 	return s, nil
 }
 
-// scriptLocation returns path, with ":N" when err is Redis's compile error for line N
-// ("... user_script:N: ...").
-func scriptLocation(path string, err error) string {
+// ScriptError is a custom script that could not be loaded into Redis. Err is what Redis (or the
+// connection) answered; for a script that does not compile it is a redis.Error, such as
+// "ERR Error compiling script (new function): user_script:3: ...", and errors.As finds it.
+type ScriptError struct {
+	// Name is the custom algorithm's name; Path is its script file as the spec gives it.
+	Name, Path string
+	// Line is the script line Redis's compile error names; 0 when it names none.
+	Line int
+	Err  error
+}
+
+// Error renders e as "name: path:line: Redis's message" (":line" only when known).
+func (e *ScriptError) Error() string {
+	return e.Name + ": " + e.Location() + ": " + e.Err.Error()
+}
+
+// Location is the script's file and, when Redis named one, line: "my.lua:3".
+func (e *ScriptError) Location() string {
+	if e.Line > 0 {
+		return e.Path + ":" + strconv.Itoa(e.Line)
+	}
+	return e.Path
+}
+
+func (e *ScriptError) Unwrap() error { return e.Err }
+
+// scriptLine returns N when err is Redis's compile error for line N ("... user_script:N: ..."),
+// else 0.
+func scriptLine(err error) int {
 	const mark = "user_script:"
 	msg := err.Error()
 	i := strings.Index(msg, mark)
 	if i < 0 {
-		return path
+		return 0
 	}
 	rest := msg[i+len(mark):]
 	j := 0
 	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
 		j++
 	}
-	if j == 0 {
-		return path
+	n, err := strconv.Atoi(rest[:j])
+	if err != nil {
+		return 0
 	}
-	return path + ":" + rest[:j]
+	return n
 }
 
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants

@@ -359,7 +359,32 @@ func TestCustomSyntaxError(t *testing.T) {
 		if err2 := a.Check(context.Background(), env.Target.Client); err2 == nil || err2.Error() != err.Error() {
 			t.Errorf("Check = %v; want the Prepare error %v", err2, err)
 		}
+		var serr *ScriptError
+		if !errors.As(err, &serr) || serr.Line != 1 || !strings.HasSuffix(serr.Location(), "my_limiter.lua:1") ||
+			!strings.Contains(serr.Err.Error(), "Error compiling script") {
+			t.Errorf("Prepare error %v: want a *ScriptError at my_limiter.lua line 1 holding Redis's message", err)
+		}
 	})
+}
+
+func TestScriptLine(t *testing.T) {
+	for _, tt := range []struct {
+		msg  string
+		want int
+	}{
+		{"ERR Error compiling script (new function): user_script:3: '=' expected near 'x'", 3},
+		{"ERR Error compiling script (new function): user_script:12: unexpected symbol", 12},
+		{"ERR something else", 0},
+		{"user_script:: nothing", 0},
+	} {
+		if got := scriptLine(errors.New(tt.msg)); got != tt.want {
+			t.Errorf("scriptLine(%q) = %d; want %d", tt.msg, got, tt.want)
+		}
+	}
+	e := &ScriptError{Name: "mine", Path: "dir/my.lua", Err: errors.New("dial tcp: refused")}
+	if got, want := e.Error(), "mine: dir/my.lua: dial tcp: refused"; got != want {
+		t.Errorf("ScriptError without a line = %q; want %q", got, want)
+	}
 }
 
 // exampleTokenBucket is the correct script of examples/custom.
