@@ -83,6 +83,14 @@ func (s *Scenario) place(p Problem) Problem {
 	return p
 }
 
+// ProblemAt returns a problem with field of s, placed as Validate places its problems: s's file,
+// the line of field (or of the nearest enclosing field the file wrote), and a note when a
+// command-line flag set it. Callers that find a problem after loading (a script Redis rejects) use
+// it to name the file, line and field; Problem.String renders "file:line: field: msg".
+func (s *Scenario) ProblemAt(field, msg string) Problem {
+	return s.place(Problem{Field: field, Msg: msg})
+}
+
 // present reports whether field was written in the scenario file.
 func (s *Scenario) present(field string) bool {
 	_, ok := s.pos[field]
@@ -351,6 +359,9 @@ func (c *checker) algorithms() []string {
 			}
 			if contains(c.builtins, e.Name) || e.Name == AllAlgorithms {
 				c.add(f+".name", "%q is the name of a built-in algorithm; choose another", e.Name)
+			}
+			if e.Name == algorithms.ReferenceName {
+				c.add(f+".name", "%q is the name of the reference script every run measures; choose another", e.Name)
 			}
 		} else if e.Name != AllAlgorithms && !contains(c.builtins, e.Name) {
 			if len(c.builtins) == 0 && len(customs) == 0 {
