@@ -13,18 +13,55 @@ import (
 )
 
 // customAlgorithm is a scenario's custom script: an *algorithms.Custom, marked so that the runner
-// flags its entries as custom and reports a failed Prepare (a Lua syntax error) as ErrBadScript.
-type customAlgorithm struct{ *algorithms.Custom }
+// flags its entries as custom and reports a failed Prepare (a Lua syntax error) as ErrBadScript,
+// located in the scenario file.
+type customAlgorithm struct {
+	*algorithms.Custom
+	// scenario and field (such as "algorithms[1].script") locate the entry in the scenario file;
+	// scenario is nil when the entry has no place there.
+	scenario *scenarios.Scenario
+	field    string
+}
 
-// customAlgorithmOf builds the algorithm of a scenario's custom entry. A spec that
-// algorithms.NewCustom rejects (which scenarios.Load already prevents) is an error wrapping
-// ErrBadScript.
-func customAlgorithmOf(c *scenarios.Custom) (algorithms.Algorithm, error) {
+// customAlgorithmOf builds the algorithm of a scenario's custom entry; s, when not nil, is the
+// scenario that holds c, for messages. A spec that algorithms.NewCustom rejects (which
+// scenarios.Load already prevents) is an error wrapping ErrBadScript.
+func customAlgorithmOf(s *scenarios.Scenario, c *scenarios.Custom) (algorithms.Algorithm, error) {
 	a, err := algorithms.NewCustom(customSpec(c))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, c.ScriptPath, err)
 	}
-	return &customAlgorithm{a}, nil
+	ca := &customAlgorithm{Custom: a, scenario: s}
+	if s != nil {
+		for i, e := range s.Algorithms {
+			if e.Custom == c {
+				ca.field = fmt.Sprintf("algorithms[%d].script", i)
+			}
+		}
+	}
+	return ca, nil
+}
+
+// scriptError is a custom script Redis rejected, located in the scenario file. It matches
+// ErrBadScript and, through err, Redis's own error.
+type scriptError struct {
+	msg string
+	err error
+}
+
+func (e *scriptError) Error() string   { return e.msg }
+func (e *scriptError) Unwrap() []error { return []error{ErrBadScript, e.err} }
+
+// badScript returns err, a failed load of a's script, as an error matching ErrBadScript whose
+// message names the scenario file, the entry's line and field, the script's file and line, and
+// Redis's message: "scenario.yaml:12: algorithms[1].script: my.lua:3: ERR Error compiling script
+// ...". Without a place in a scenario file it is "bad custom script: name: my.lua:3: ...".
+func (a *customAlgorithm) badScript(err error) error {
+	var serr *algorithms.ScriptError
+	if a.scenario == nil || a.field == "" || !errors.As(err, &serr) {
+		return fmt.Errorf("%w: %w", ErrBadScript, err)
+	}
+	return &scriptError{msg: a.scenario.ProblemAt(a.field, serr.Location()+": "+serr.Err.Error()).String(), err: err}
 }
 
 // customSpec converts a scenario's custom entry into the algorithms package's plain spec.
@@ -87,8 +124,8 @@ func withCustomNotes(e report.Entry, lim algorithms.Limiter) report.Entry {
 
 // checkCustomScripts loads every custom script among algs on every master of c, so that a script
 // Redis rejects (its Lua does not compile) stops the run before anything is measured. Every
-// rejected script is reported at once, each wrapping ErrBadScript with Redis's own message and the
-// script's file and line. An error that is not Redis's answer (the connection failed) is returned
+// rejected script is reported at once, each wrapping ErrBadScript with Redis's own message, the
+// script's file and line, and the scenario file's line and field (see badScript). An error that is not Redis's answer (the connection failed) is returned
 // as it is, without ErrBadScript.
 func checkCustomScripts(ctx context.Context, c redis.UniversalClient, algs []algorithms.Algorithm) error {
 	var errs []error
@@ -102,7 +139,7 @@ func checkCustomScripts(ctx context.Context, c redis.UniversalClient, algs []alg
 		switch {
 		case err == nil:
 		case errors.As(err, &rerr):
-			errs = append(errs, fmt.Errorf("%w: %w", ErrBadScript, err))
+			errs = append(errs, ca.badScript(err))
 		default:
 			return fmt.Errorf("load custom script: %w", err)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
@@ -164,15 +166,17 @@ func TestCustomNeverMatches(t *testing.T) {
 	}
 }
 
-// TestCustomSyntaxError: a Lua syntax error stops the run with ErrBadScript and Redis's own
-// message.
+// TestCustomSyntaxError: a Lua syntax error stops the run with ErrBadScript, naming the scenario
+// file's line and field, the script's file and line, and Redis's own message.
 func TestCustomSyntaxError(t *testing.T) {
 	needRedis(t)
-	s := writeScenario(t, "local x = = 1\nreturn x", "{equals: 1}")
+	s := writeScenario(t, "return 1\nlocal x = = 1\nreturn x", "{equals: 1}")
 	_, err := runShort(t, s, time.Second)
-	if !errors.Is(err, ErrBadScript) || !strings.Contains(err.Error(), "Error compiling script") ||
-		!strings.Contains(err.Error(), "mine.lua") {
-		t.Fatalf("Run = %v; want ErrBadScript with Redis's \"Error compiling script\" naming mine.lua", err)
+	want := s.File + ":9: algorithms[0].script: " + filepath.Join(filepath.Dir(s.File), "mine.lua") +
+		":2: ERR Error compiling script"
+	var rerr redis.Error
+	if !errors.Is(err, ErrBadScript) || !strings.HasPrefix(err.Error(), want) || !errors.As(err, &rerr) {
+		t.Fatalf("Run = %v; want ErrBadScript wrapping Redis's error, starting %q", err, want)
 	}
 }
 
@@ -225,7 +229,7 @@ func TestCheckCustomScripts(t *testing.T) {
 				env = redistest.Cluster(t)
 			}
 			custom := func(name, src string) algorithms.Algorithm {
-				a, err := customAlgorithmOf(&scenarios.Custom{
+				a, err := customAlgorithmOf(nil, &scenarios.Custom{
 					Name: name, Script: name + ".lua", ScriptPath: "dir/" + name + ".lua", Source: src,
 					Keys:     []string{"k:{{tag}}"},
 					Allowed:  scenarios.AllowedRule{Op: scenarios.Equals, Value: "1"},

@@ -90,8 +90,8 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	lim, err := a.Prepare(ctx, tgt.Client, s.Limit, prefix)
 	if err != nil {
 		var rerr redis.Error
-		if _, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, name, err)
+		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
+			return nil, ca.badScript(err)
 		}
 		return nil, lostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
 	}
@@ -432,8 +432,7 @@ func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario)
 	byTP := slices.Clone(ms)
 	sort.SliceStable(byTP, func(i, j int) bool { return byTP[i].entry.ThroughputRPS < byTP[j].entry.ThroughputRPS })
 	e := byTP[len(byTP)/2].entry
-	name := a.Describe().Name
-	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, name)
+	markExpectations(&e, s)
 	if len(ms) == 1 {
 		return e
 	}

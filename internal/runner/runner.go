@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		res.Reference = algorithms.ReferenceName
 	}
 	for _, e := range entries {
-		a, err := resolve(e)
+		a, err := resolve(s, e)
 		if err != nil {
 			return finish(err)
 		}
@@ -164,10 +164,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	return finish(nil)
 }
 
-// resolve returns the algorithm an entry names.
-func resolve(e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
+// resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
+// its file for messages.
+func resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
 	if e.Custom != nil {
-		return customAlgorithmOf(e.Custom)
+		return customAlgorithmOf(s, e.Custom)
 	}
 	return algorithms.Lookup(e.Name)
 }
@@ -194,6 +195,8 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 		for i, a := range algs {
 			m, err := measure(ctx, o, tgt, topo, a, rep, runID)
 			if m != nil {
+				// Mark expected and tolerated violations now, so that Done sees the final label.
+				markExpectations(&m.entry, o.Scenario)
 				runs[i] = append(runs[i], m)
 				if o.Done != nil {
 					e := m.entry
@@ -257,7 +260,79 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 	for _, e := range s.ResolveAlgorithms() {
 		rs.Algorithms = append(rs.Algorithms, e.Name)
 	}
+	rs.Settings = settingsOf(s)
 	return rs
+}
+
+// settingsOf returns the effective settings of s, for result.json.
+func settingsOf(s *scenarios.Scenario) *report.Settings {
+	l := s.Limit
+	st := &report.Settings{
+		Limit: report.LimitSettings{Limit: l.Limit, WindowS: l.Window.Seconds(), Burst: l.Burst, ConsumerLimit: l.ConsumerLimit},
+		Cost:  s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
+		Clients: s.Clients, ClientMode: string(s.ClientMode),
+		Keys: report.KeySettings{Count: s.Keys.Count, Distribution: string(s.Keys.Distribution)},
+		Expect: report.ExpectSettings{
+			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
+		},
+	}
+	if st.Limit.Burst == 0 {
+		st.Limit.Burst = l.Limit
+	}
+	if st.Limit.ConsumerLimit == 0 {
+		st.Limit.ConsumerLimit = l.Limit
+	}
+	if s.ClientMode == scenarios.Pipeline {
+		st.PipelineDepth = s.PipelineDepth
+	}
+	switch s.Keys.Distribution {
+	case scenarios.Zipf:
+		st.Keys.ZipfS = s.Keys.ZipfS
+	case scenarios.Hot:
+		st.Keys.HotShare = s.Keys.HotShare
+	}
+	if a := s.Arrival; a != nil {
+		as := &report.ArrivalSettings{Kind: string(a.Kind())}
+		switch a.Kind() {
+		case scenarios.RampUp:
+			as.Ramp = &report.RampSettings{From: a.Ramp.From, To: a.Ramp.To}
+		case scenarios.Stepped:
+			for _, step := range a.Steps {
+				as.Steps = append(as.Steps, report.StepSettings{ForS: step.For.Seconds(), Rate: step.Rate})
+			}
+		case scenarios.Spiked:
+			sp := a.Spike
+			as.Spike = &report.SpikeSettings{Base: sp.Base, Peak: sp.Peak, AtS: sp.At.Seconds(), ForS: sp.For.Seconds(),
+				EveryS: sp.Every.Seconds()}
+		default:
+			as.Rate = a.Rate
+		}
+		if a.Align.Every > 0 {
+			as.Align = &report.AlignSettings{EveryS: a.Align.Every.Seconds(), OffsetS: a.Align.Offset.Seconds()}
+		}
+		st.Arrival = as
+	}
+	if !s.ClockSkew.IsZero() {
+		sk := &report.SkewSettings{SpreadS: s.ClockSkew.Spread.Seconds()}
+		for _, d := range s.ClockSkew.Offsets {
+			sk.OffsetsS = append(sk.OffsetsS, d.Seconds())
+		}
+		st.ClockSkew = sk
+	}
+	for _, e := range s.ResolveAlgorithms() {
+		st.Algorithms = append(st.Algorithms, e.Name)
+		if c := e.Custom; c != nil {
+			spec := customSpec(c)
+			st.Custom = append(st.Custom, report.CustomSettings{
+				Name: c.Name, Script: c.Script, Keys: slices.Clone(c.Keys), Args: slices.Clone(c.Args),
+				Allowed: spec.Allowed.String(), Contract: spec.Contract.String(),
+			})
+		}
+	}
+	for _, th := range s.Thresholds {
+		st.Thresholds = append(st.Thresholds, th.Text)
+	}
+	return st
 }
 
 func describeKeys(k scenarios.Keys) string {
@@ -352,32 +427,33 @@ func harnessVersion() string {
 	return rev
 }
 
-// judge evaluates verdicts, expectations and thresholds over res and returns the failures.
+// judge evaluates verdicts, expectations and thresholds over res and returns the failures. It
+// checks every threshold against every entry it applies to and records the checks in the entry's
+// Verification: a broken threshold turns the verdict to fail, and one that cannot be evaluated (no
+// data for its metric) turns a pass into inconclusive, each with its reason. Call it once per
+// result.
 func judge(s *scenarios.Scenario, res *report.Result) []string {
 	var fails []string
 	expected := map[string]bool{}
 	for _, n := range s.Expect.Violations {
 		expected[n] = true
 	}
-	mayViolate := map[string]bool{}
-	for _, n := range s.Expect.MayViolate {
-		mayViolate[n] = true
-	}
 	seen := map[string]bool{}
 	for i := range res.Entries {
 		e := &res.Entries[i]
-		if e.Algorithm == res.Reference {
+		if res.IsReference(e) {
 			continue
 		}
+		markExpectations(e, s)
 		seen[e.Algorithm] = true
 		v := e.Verification
 		name := e.Name()
 		switch {
-		case expected[e.Algorithm]:
+		case v.ExpectedViolation:
 			if v.DefiniteViolations == 0 {
 				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
 			}
-		case mayViolate[e.Algorithm]:
+		case v.MayViolate:
 		case v.Verdict == report.Fail:
 			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
 		case v.Verdict == report.Inconclusive && v.Contract != string(algorithms.NoContract):
@@ -396,51 +472,107 @@ func judge(s *scenarios.Scenario, res *report.Result) []string {
 			fails = append(fails, fmt.Sprintf("%s: expected a violation, but the algorithm was not run", n))
 		}
 	}
-	for _, th := range s.Thresholds {
-		for i := range res.Entries {
-			e := &res.Entries[i]
-			if e.Algorithm == res.Reference || (th.Algorithm != "" && th.Algorithm != e.Algorithm) {
-				continue
-			}
-			v, ok := metric(e, th.Metric)
-			if !ok {
-				continue
-			}
-			if !th.Holds(v) {
-				fails = append(fails, fmt.Sprintf("%s: threshold %q broken: %s = %s", e.Name(), th.Text, th.Metric, formatMetric(th.Metric, v)))
-			}
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if res.IsReference(e) {
+			continue
 		}
+		fails = append(fails, checkThresholds(e, s.Thresholds)...)
 	}
 	return fails
 }
 
-// metric returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction).
-func metric(e *report.Entry, m scenarios.Metric) (float64, bool) {
-	switch m {
-	case scenarios.P50:
-		return e.LatencyUS.P50, true
-	case scenarios.P90:
-		return e.LatencyUS.P90, true
-	case scenarios.P99:
-		return e.LatencyUS.P99, true
-	case scenarios.P999:
-		return e.LatencyUS.P999, true
-	case scenarios.Max:
-		return e.LatencyUS.Max, true
-	case scenarios.Throughput:
-		return e.ThroughputRPS, true
-	case scenarios.Efficiency:
-		if e.Accuracy.IdealAllowed == 0 {
-			return 0, false
+// markExpectations sets e's ExpectedViolation and MayViolate from the scenario's expect section.
+func markExpectations(e *report.Entry, s *scenarios.Scenario) {
+	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
+	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
+}
+
+// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
+// appends the checks to e.Verification.Thresholds and returns one failure per threshold that is
+// broken or cannot be evaluated. A broken threshold sets the verdict to fail; one that cannot be
+// evaluated turns a pass into inconclusive (it never leaves a pass standing). Each adds a reason.
+func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
+	var fails []string
+	v := &e.Verification
+	for _, th := range ths {
+		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
+			continue
 		}
-		return e.Accuracy.Efficiency, true
+		val, missing := evaluate(e, th.Metric)
+		c := report.ThresholdCheck{Threshold: th.Text, Value: val}
+		switch {
+		case missing != "":
+			c.Status, c.Shown, c.Value = report.ThresholdUnevaluated, missing, 0
+			reason := fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
+			v.Reasons = append(v.Reasons, reason)
+			if v.Verdict == report.Pass {
+				v.Verdict = report.Inconclusive
+			}
+			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
+		case th.Holds(val):
+			c.Status, c.Shown = report.ThresholdHeld, formatMetric(th.Metric, val)
+		default:
+			c.Status, c.Shown = report.ThresholdBroken, formatMetric(th.Metric, val)
+			reason := fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
+			v.Reasons = append(v.Reasons, reason)
+			v.Verdict = report.Fail
+			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
+		}
+		v.Thresholds = append(v.Thresholds, c)
+	}
+	return fails
+}
+
+// metric returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
+// false when e holds no data to evaluate m (see evaluate).
+func metric(e *report.Entry, m scenarios.Metric) (float64, bool) {
+	v, missing := evaluate(e, m)
+	return v, missing == ""
+}
+
+// evaluate returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), or,
+// when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
+// decision completed (latencies), no contract or nothing an exact limiter would have admitted
+// (efficiency).
+func evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
+	completed := e.Allowed + e.Denied
+	switch m {
+	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
+		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (report.Latency{}) {
+			return 0, "no decision completed, so there is no latency to compare"
+		}
+		switch m {
+		case scenarios.P50:
+			return e.LatencyUS.P50, ""
+		case scenarios.P90:
+			return e.LatencyUS.P90, ""
+		case scenarios.P99:
+			return e.LatencyUS.P99, ""
+		case scenarios.P999:
+			return e.LatencyUS.P999, ""
+		}
+		return e.LatencyUS.Max, ""
+	case scenarios.Throughput:
+		if e.Requests == 0 || e.DurationS <= 0 {
+			return 0, "no request was measured"
+		}
+		return e.ThroughputRPS, ""
+	case scenarios.Efficiency:
+		switch {
+		case e.Verification.Contract == "" || e.Verification.Contract == string(algorithms.NoContract):
+			return 0, "the algorithm has no contract, so there is no exact limiter to compare with"
+		case e.Accuracy.IdealAllowed == 0:
+			return 0, "an exact limiter would have admitted nothing (no request completed, or accuracy was not computed)"
+		}
+		return e.Accuracy.Efficiency, ""
 	case scenarios.ErrorRate:
 		if e.Requests == 0 {
-			return 0, false
+			return 0, "no request was measured"
 		}
-		return float64(e.Errors+e.Unknown) / float64(e.Requests), true
+		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
 	}
-	return 0, false
+	return 0, fmt.Sprintf("unknown metric %q", m)
 }
 
 func formatMetric(m scenarios.Metric, v float64) string {
