@@ -147,8 +147,11 @@ func (lim *limit) overflow(span, permits int64) error {
 
 // sweeper checks one limit; its buffers are reused across scopes and limits.
 type sweeper struct {
-	lim  limit
-	log  *Log
+	lim limit
+	log *Log
+	// max is the size of the largest scope of the current pass: the buffers below are allocated
+	// once at that size, so a pass holds no garbage from growing them.
+	max  int
 	ord  []uint32 // hi order of the current scope, when it differs from lo order
 	tree prefixTree
 	vals []int64
@@ -214,6 +217,15 @@ func (s *sweeper) pass(ev []Event) int {
 	s.worst, s.worstP = worstAt{}, worstAt{}
 	sortEvents(ev, s.lim.scope)
 	key := scopeKey(s.lim.scope)
+	s.max = 0
+	for i := 0; i < len(ev); {
+		k, j := key(&ev[i]), i+1
+		for j < len(ev) && key(&ev[j]) == k {
+			j++
+		}
+		s.max = max(s.max, j-i)
+		i = j
+	}
 	scopes := 0
 	for i := 0; i < len(ev); {
 		k := key(&ev[i])
@@ -309,7 +321,7 @@ func (s *sweeper) sweep(g []Event) {
 
 // hiOrder returns the indices of g sorted by Hi, then Lo.
 func (s *sweeper) hiOrder(g []Event) []uint32 {
-	ord := s.ord[:0]
+	ord := slices.Grow(s.ord[:0], s.max)
 	for i := range g {
 		ord = append(ord, uint32(i))
 	}

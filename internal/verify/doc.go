@@ -84,12 +84,15 @@
 //
 // # Cost
 //
-// Check sorts log.Events in place by scope and time (an in-place radix sort on scope and Lo: a few
-// O(n) passes of 8 bits; a comparison sort when the key does not fit 64 bits) and sweeps each scope
-// once: sliding-window and fixed-window with two pointers, token-bucket with a running maximum
-// when no interval of the scope nests inside another and with a segment tree (O(log n) per
-// admission) when some do. It holds no copy of the log, 32 bytes per event, plus buffers sized by
-// the largest scope: 4 bytes per event for the Hi order when intervals nest, and for token-bucket
-// 12 bytes per event and a tree of at most 64 bytes per event. Check, Accuracy and Replay reorder
-// log.Events; do not call them concurrently on one Log.
+// Check moves the admissions to the front of log.Events (and the unknown outcomes after them)
+// and works on them in place: it never copies the log, whose denials and failures it skips. It
+// sorts them by scope and time (an in-place radix sort on scope and Lo: a few O(n) passes of 8
+// bits; a comparison sort when the key does not fit 64 bits) and sweeps each scope once:
+// sliding-window and fixed-window with two pointers, token-bucket with a running maximum when no
+// interval of the scope nests inside another and with a segment tree (O(log n) per admission)
+// when some do. The log holds 32 bytes per event, denials included (Accuracy and Replay need
+// them). Check adds buffers allocated once at the size of the largest scope, and only when its
+// intervals nest: 4 bytes per admission for the Hi order, and for token-bucket 20 more and a tree
+// of 32 to 64. bench/verify_test.go measures both. Check, Accuracy and Replay reorder log.Events;
+// do not call them concurrently on one Log.
 package verify

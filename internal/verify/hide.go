@@ -2,6 +2,7 @@ package verify
 
 import (
 	"math"
+	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
 )
@@ -161,12 +162,12 @@ func (s *sweeper) bucketHide(g []Event, ord []uint32, u []Event) int64 {
 	base := u[0].Lo - G
 	if n > 0 {
 		base = min(base, g[0].Lo-G)
-		vals := s.vals[:0]
+		vals := slices.Grow(s.vals[:0], s.max)
 		for i := range g {
 			vals = append(vals, p*(g[i].Lo-G-base))
 		}
 		s.vals = vals
-		s.tree.reset(vals)
+		s.tree.reset(vals, s.max)
 	}
 	var uSum, best int64
 	in, allowed, j := 0, 0, 0 // known entered (Hi order), known with lo ≤ b − 2G, unknowns

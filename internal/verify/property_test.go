@@ -454,7 +454,7 @@ func TestPrefixTree(t *testing.T) {
 		n := rapid.IntRange(1, 40).Draw(t, "n")
 		vals := rapid.SliceOfN(rapid.Int64Range(-50, 50), n, n).Draw(t, "vals")
 		var m prefixTree
-		m.reset(vals)
+		m.reset(vals, rapid.IntRange(0, 64).Draw(t, "reserve"))
 		naive := append([]int64(nil), vals...)
 		for i := range 30 {
 			if rapid.Bool().Draw(t, fmt.Sprint("op", i)) {

@@ -162,12 +162,12 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo - G
-	vals := s.vals[:0]
+	vals := slices.Grow(s.vals[:0], s.max)
 	for i := range g {
 		vals = append(vals, p*(g[i].Lo-G-base))
 	}
 	s.vals = vals
-	s.tree.reset(vals)
+	s.tree.reset(vals, s.max)
 	for i, n := 0, len(g); i < n; {
 		b := g[ord[i]].Hi + G
 		top := 0
@@ -226,8 +226,8 @@ func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	base := g[0].Lo - G
 	n := len(g)
 	// cand: the distinct hi values, ascending; pos[i] is the index in cand of g[i]'s hi.
-	cand := s.cand[:0]
-	pos := slices.Grow(s.pos[:0], n)[:n]
+	cand := slices.Grow(s.cand[:0], s.max)
+	pos := slices.Grow(s.pos[:0], s.max)[:n]
 	for _, j := range ord {
 		if v := g[j].Hi + G; len(cand) == 0 || cand[len(cand)-1] != v {
 			cand = append(cand, v)
@@ -235,12 +235,12 @@ func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 		pos[j] = uint32(len(cand) - 1)
 	}
 	s.cand, s.pos = cand, pos
-	vals := s.vals[:0]
+	vals := slices.Grow(s.vals[:0], s.max)
 	for _, v := range cand {
 		vals = append(vals, p*(v-base))
 	}
 	s.vals = vals
-	s.tree.reset(vals)
+	s.tree.reset(vals, s.max)
 	var meet int64       // q·P of the admissions added with hi >= b
 	leave, below := 0, 0 // admissions (in Hi order) with hi < b; cand values < b
 	for k := 0; k < n; {
@@ -362,14 +362,18 @@ type treeNode struct {
 	d int64 // added to all of an inner node's subtree, already in t
 }
 
-// reset makes the tree hold vals.
-func (m *prefixTree) reset(vals []int64) {
+// reset makes the tree hold vals, with room for up to reserve values without reallocating.
+func (m *prefixTree) reset(vals []int64, reserve int) {
 	n := 1
 	for n < len(vals) {
 		n <<= 1
 	}
 	m.n = n
-	m.node = slices.Grow(m.node[:0], 2*n)[:2*n]
+	r := 1
+	for r < reserve {
+		r <<= 1
+	}
+	m.node = slices.Grow(m.node[:0], 2*max(n, r))[:2*n]
 	for i, v := range vals {
 		m.node[n+i] = treeNode{t: v}
 	}
