@@ -6,9 +6,11 @@
 // # Times are intervals
 //
 // Every Event says only that its decision happened at some instant in [Lo, Hi], in microseconds
-// since the Unix epoch. A contract with clock granularity G (Contract.Granularity, rounded up to
-// whole µs) may read any time within G of the true one, whatever its rounding, so the checker
-// widens every interval to
+// since the Unix epoch: [send, receive] on the harness clock, or narrower where the load
+// generator knew the server's decision time (see load.AdmissionLog). An unknown outcome is the
+// exception: only its Lo bounds it (see below). A contract with clock granularity G
+// (Contract.Granularity, rounded up to whole µs: a wider interval is the safe side) may read any
+// time within G of the true one, whatever its rounding, so the checker widens every interval to
 //
 //	[Lo − G, Hi + G]
 //
@@ -23,9 +25,14 @@
 //   - sliding-window(L, W): every half-open interval (t−W, t] holds at most L permits, so a set S
 //     violates it when P(S) > L and max x − min x < W over S.
 //   - fixed-window(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
-//   - token-bucket(C, r), r = RefillPermits/RefillPer = p/q (reduced): every closed interval
-//     [t1, t2] holds at most C + r·(t2 − t1) permits, so S violates it when
+//   - token-bucket(C, r), r = RefillPermits/RefillPer = p/q permits per µs (p/q is
+//     RefillPermits·1000 over RefillPer in ns, reduced: exact for any period): every closed
+//     interval [t1, t2] holds at most C + r·(t2 − t1) permits, so S violates it when
 //     q·P(S) > q·C + p·(max x − min x). Decisions use this exact integer form; no floats.
+//
+// Nothing that sets an allowance is rounded: a window W that is not a whole number of µs is
+// refused with ErrBadContract (rounding it would move fixed-window's aligned windows, and rounding
+// it up would shrink a sliding window's allowance and could flag a correct limiter).
 //
 // c.Also lists further contracts (two limits at once); each is checked on its own and reported in
 // its own LimitReport.
@@ -63,7 +70,7 @@
 // admissions and unknown outcomes, at least one unknown, violates the contract definitely for
 // some choice of the unknowns' instants x ≥ Lo, each widened to [x − G, x + G]. The largest excess
 // of such a set is LimitReport.UnknownExcess; when it is positive, UnknownCouldHide is set and
-// Judge says inconclusive. (An unknown outcome can join a window that ends at b ≥ Lo + G and is
+// JudgeWith says inconclusive. (An unknown outcome can join a window that ends at b ≥ Lo + G and is
 // at least 2G long, so a run that fills its windows to the limit and has one unknown outcome is
 // inconclusive: had that request been admitted, the verdict would be fail.)
 //
@@ -81,6 +88,21 @@
 //     admission, the schedule fell behind, unknown outcomes could hide a definite violation,
 //     any clock mismatch, or any dropped outcome.
 //   - pass otherwise. A canceled run is judged on what it measured, with a reason that says so.
+//
+// # Accuracy and replay
+//
+// Accuracy takes each admitted or denied request at the midpoint of its [Lo, Hi], in time order,
+// through an exact limiter with all of the contract's limits at once (the ideal), and reports
+// efficiency (admitted / ideal admitted), false denials (denials that would have fitted on top of
+// the algorithm's own admissions) and the worst window, MaxWindowRatio, over the run and per
+// bin: the most permits the algorithm admitted in any sliding window (t−W, t], over L, for
+// sliding-window and fixed-window alike (fixed-window may legitimately reach 2 across a window
+// boundary; the figure shows it), and for token-bucket the tokens drawn and not yet refilled over
+// C. Events before Log.From only prime the limiters. Unknown and failed requests are left out:
+// accuracy is a description, not a verdict.
+//
+// Replay gives the decisions with an exact time (Lo == Hi, the time a script returned) to the
+// algorithm's reference model in time order and counts those it decides otherwise.
 //
 // # Cost
 //

@@ -10,13 +10,13 @@ import (
 // Outcome is a verdict: pass, fail or inconclusive.
 type Outcome string
 
-// Outcomes of Judge.
+// Outcomes of JudgeWith.
 const (
 	// Pass: no definite violation, and the run can support the verdict.
 	Pass Outcome = "pass"
-	// Fail: at least one definite violation.
+	// Fail: at least one definite violation that the run's warnings cannot explain.
 	Fail Outcome = "fail"
-	// Inconclusive: the run cannot support a verdict (see Judge).
+	// Inconclusive: the run cannot support a verdict (see JudgeWith).
 	Inconclusive Outcome = "inconclusive"
 )
 
@@ -41,7 +41,8 @@ type Warnings struct {
 	Dropped uint64
 }
 
-// Judge is JudgeWith(r, Warnings{Behind: fellBehind}).
+// Judge is JudgeWith(r, Warnings{Behind: fellBehind}): the verdict when the load generator
+// reported nothing but whether it fell behind.
 func Judge(r Report, fellBehind bool) Verdict {
 	return JudgeWith(r, Warnings{Behind: fellBehind})
 }
