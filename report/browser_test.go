@@ -3,11 +3,17 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,24 +21,207 @@ import (
 // chromiumPath is where Debian's chromium package installs the browser.
 const chromiumPath = "/usr/bin/chromium"
 
-// TestReportHTMLInChromium loads report.html from disk in headless Chromium with networking features
-// off, and checks the screenshot is a real rendering: a PNG of the window's size that is not blank
-// and shows the plots (their algorithm colours appear). It also checks the HTML refers to no URL,
-// so no request can leave the page.
-func TestReportHTMLInChromium(t *testing.T) {
+// screenshotSize is the browser window of the screenshot: wide enough that every figure is drawn
+// at its natural size (one image pixel per screen pixel), tall enough for the whole page.
+const screenshotW, screenshotH = 1200, 16000
+
+// findChromium returns the browser's path, or skips the test.
+func findChromium(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	browser := chromiumPath
-	if _, err := os.Stat(browser); err != nil {
-		p, lerr := exec.LookPath("chromium")
-		if lerr != nil {
-			t.Skipf("chromium is not installed (%v); .ci/run installs Debian's chromium package", err)
-		}
-		browser = p
+	if _, err := os.Stat(chromiumPath); err == nil {
+		return chromiumPath
 	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skipf("chromium is not installed (%v); .ci/run installs Debian's chromium package", err)
+	}
+	return p
+}
+
+// runChromium runs headless Chromium with networking features off, a fresh profile, every host
+// name mapped to nowhere, and a net log written to netLog; it returns what the browser printed on
+// stdout (the DOM, with --dump-dom).
+func runChromium(t *testing.T, browser, netLog string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, append([]string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(),
+		// Nothing can resolve: a request that tried to leave would fail, and the net log shows it.
+		"--host-resolver-rules=MAP * ~NOTFOUND",
+		"--log-net-log=" + netLog,
+		"--force-device-scale-factor=1",
+	}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// netRequest is one URL request from Chromium's net log.
+type netRequest struct {
+	URL, Initiator, Isolation string
+	// Err is the request's final net error (0 for success; -105 is ERR_NAME_NOT_RESOLVED).
+	Err int
+}
+
+// fromPage reports whether the page made the request (as opposed to the browser itself, whose
+// requests have no origin).
+func (r netRequest) fromPage() bool {
+	return r.Initiator != "not an origin" || strings.Contains(r.Isolation, "file://")
+}
+
+// netLog is what the test reads from a Chromium net log: URL requests and TCP connection attempts.
+type netLog struct {
+	Requests []netRequest
+	// TCP lists the addresses of TCP connection attempts.
+	TCP []string
+}
+
+// readNetLog parses a Chromium --log-net-log file.
+func readNetLog(t *testing.T, path string) netLog {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("net log: %v", err)
+	}
+	var raw struct {
+		Constants struct {
+			LogEventTypes map[string]int `json:"logEventTypes"`
+		} `json:"constants"`
+		Events []struct {
+			Type   int `json:"type"`
+			Phase  int `json:"phase"`
+			Source struct {
+				ID int `json:"id"`
+			} `json:"source"`
+			Params map[string]any `json:"params"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		// A browser that exits abruptly leaves the event list open; close it.
+		if err2 := json.Unmarshal(append(bytes.TrimRight(bytes.TrimSpace(b), ","), []byte("]}")...), &raw); err2 != nil {
+			t.Fatalf("net log %s: %v", path, err)
+		}
+	}
+	names := map[int]string{}
+	for name, id := range raw.Constants.LogEventTypes {
+		names[id] = name
+	}
+	if _, ok := raw.Constants.LogEventTypes["URL_REQUEST_START_JOB"]; !ok {
+		t.Fatalf("net log %s has no URL_REQUEST_START_JOB event type; is it a net log?", path)
+	}
+	const phaseBegin, phaseEnd = 1, 2
+	var nl netLog
+	open := map[int]int{} // source id → index in nl.Requests
+	for _, ev := range raw.Events {
+		str := func(k string) string { s, _ := ev.Params[k].(string); return s }
+		switch names[ev.Type] {
+		case "URL_REQUEST_START_JOB":
+			switch ev.Phase {
+			case phaseBegin:
+				open[ev.Source.ID] = len(nl.Requests)
+				nl.Requests = append(nl.Requests, netRequest{URL: str("url"), Initiator: str("initiator"),
+					Isolation: str("network_isolation_key")})
+			case phaseEnd:
+				if i, ok := open[ev.Source.ID]; ok {
+					if e, ok := ev.Params["net_error"].(float64); ok {
+						nl.Requests[i].Err = int(e)
+					}
+				}
+			}
+		case "TCP_CONNECT", "TCP_CONNECT_ATTEMPT":
+			if a := str("address"); a != "" && ev.Phase != phaseEnd {
+				nl.TCP = append(nl.TCP, a)
+			}
+		}
+	}
+	return nl
+}
+
+// problems returns the requests the page made and every request that did not fail (each a request
+// that could have left the machine).
+func (nl netLog) problems() (fromPage, answered []netRequest) {
+	for _, r := range nl.Requests {
+		if r.fromPage() {
+			fromPage = append(fromPage, r)
+		}
+		if r.Err == 0 {
+			answered = append(answered, r)
+		}
+	}
+	return fromPage, answered
+}
+
+// checkNoRequests fails the test for any request the page made, any request that was answered and
+// any TCP connection attempt.
+func checkNoRequests(t *testing.T, nl netLog) {
+	t.Helper()
+	fromPage, answered := nl.problems()
+	for _, r := range fromPage {
+		t.Errorf("the page requested %s (initiator %q); report.html must load nothing", r.URL, r.Initiator)
+	}
+	for _, r := range answered {
+		t.Errorf("request to %s did not fail: something could have left the machine", r.URL)
+	}
+	for _, a := range nl.TCP {
+		t.Errorf("the browser tried a TCP connection to %s", a)
+	}
+	for _, r := range nl.Requests {
+		if !r.fromPage() {
+			t.Logf("the browser's own request (not the page's), refused: %s (net error %d)", r.URL, r.Err)
+		}
+	}
+}
+
+// TestNetLogSeesPageRequests is the control of the browser test: a page that does refer to hosts
+// makes requests the net log check reports, so that its silence on report.html means something.
+func TestNetLogSeesPageRequests(t *testing.T) {
+	browser := findChromium(t)
 	dir := t.TempDir()
-	if err := WriteAll(dir, readFixture(t, "result.json")); err != nil {
+	page := filepath.Join(dir, "leaky.html")
+	leaky := `<!DOCTYPE html><html><head><link rel="stylesheet" href="https://styles.invalid/a.css"></head>` +
+		`<body><p>leaky</p><img src="http://images.invalid/x.png"></body></html>`
+	if err := os.WriteFile(page, []byte(leaky), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "net.json")
+	runChromium(t, browser, logPath, "--dump-dom", "file://"+page)
+	fromPage, answered := readNetLog(t, logPath).problems()
+	got := map[string]bool{}
+	for _, r := range fromPage {
+		got[r.URL] = true
+	}
+	for _, want := range []string{"https://styles.invalid/a.css", "http://images.invalid/x.png"} {
+		if !got[want] {
+			t.Errorf("the net log check did not see the page request %s; saw %+v", want, fromPage)
+		}
+	}
+	if len(answered) > 0 {
+		t.Errorf("requests answered although no host resolves: %+v", answered)
+	}
+}
+
+// imgTag matches an <img> element's src in a DOM dump.
+var imgTag = regexp.MustCompile(`<img\b[^>]*\bsrc="([^"]*)"`)
+
+// TestReportHTMLInChromium loads report.html from disk in headless Chromium and checks what the
+// browser really did: its net log shows no request from the page and no request answered; the
+// DOM it built has one <img> per figure, each an inline PNG that decodes; and a screenshot of the
+// whole page shows the verdict table (its badge colours) and every image, pixel for pixel. Set
+// LIMITBENCH_SCREENSHOT to a path to keep the screenshot.
+func TestReportHTMLInChromium(t *testing.T) {
+	browser := findChromium(t)
+	dir := t.TempDir()
+	r := readFixture(t, "result.json")
+	if err := WriteAll(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	page := filepath.Join(dir, HTMLFile)
@@ -41,73 +230,196 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSelfContained(t, html)
+	figs, err := Figures(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 
+	// The DOM as the browser built it: every image inline, decodable, one per figure.
+	domLog := filepath.Join(dir, "net-dom.json")
+	dom := runChromium(t, browser, domLog, "--dump-dom", "file://"+page)
+	checkNoRequests(t, readNetLog(t, domLog))
+	if !bytes.Contains(dom, []byte(`<table class="v">`)) {
+		t.Fatalf("the browser's DOM has no verdict table:\n%.2000s", dom)
+	}
+	var imgs []image.Image
+	for _, m := range imgTag.FindAllSubmatch(dom, -1) {
+		src := string(m[1])
+		data, ok := strings.CutPrefix(src, "data:image/png;base64,")
+		if !ok {
+			t.Errorf("<img src=%.60q> is not an inline PNG data: URI", src)
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			t.Errorf("<img> data: URI is not base64: %v", err)
+			continue
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("<img> data: URI does not decode as PNG: %v", err)
+			continue
+		}
+		imgs = append(imgs, img)
+	}
+	if len(imgs) != len(figs) {
+		t.Errorf("the DOM has %d decodable images; want %d, one per figure", len(imgs), len(figs))
+	}
+
+	// A screenshot of the whole page.
 	shot := filepath.Join(dir, "screenshot.png")
 	if keep := os.Getenv("LIMITBENCH_SCREENSHOT"); keep != "" {
 		shot = keep // lets a person look at what the browser drew
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1200,3000",
-		"file://"+page)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out.String())
-	}
+	shotLog := filepath.Join(dir, "net-shot.json")
+	runChromium(t, browser, shotLog, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", screenshotW, screenshotH), "file://"+page)
+	checkNoRequests(t, readNetLog(t, shotLog))
 	f, err := os.Open(shot)
 	if err != nil {
-		t.Fatalf("chromium wrote no screenshot: %v\n%s", err, out.String())
+		t.Fatalf("chromium wrote no screenshot: %v", err)
 	}
 	defer f.Close()
-	img, format, err := image.Decode(f)
-	if err != nil || format != "png" {
-		t.Fatalf("screenshot is not a PNG: format %q, %v", format, err)
+	sc, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
-	b := img.Bounds()
-	if b.Dx() < 1000 || b.Dy() < 2000 {
-		t.Errorf("screenshot is %dx%d; want the 1200x3000 window", b.Dx(), b.Dy())
+	if b := sc.Bounds(); b.Dx() != screenshotW || b.Dy() != screenshotH {
+		t.Fatalf("screenshot is %dx%d; want the %dx%d window", b.Dx(), b.Dy(), screenshotW, screenshotH)
 	}
-	colours := map[color.RGBA]int{}
-	for y := b.Min.Y; y < b.Max.Y; y += 2 {
-		for x := b.Min.X; x < b.Max.X; x += 2 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			colours[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 0xff}]++
+	if bottom := lastInkRow(sc); bottom >= screenshotH-50 {
+		t.Errorf("the page reaches the screenshot's bottom edge (row %d): the window is too short to show all of it", bottom)
+	}
+
+	// The verdict table: its badges in every verdict's colour, together in one band near the top,
+	// before the first figure.
+	firstFig := screenshotH
+	for i, img := range imgs {
+		at, ok := findImage(sc, img)
+		if !ok {
+			t.Errorf("image %d (%s, %dx%d) is not in the screenshot", i, figureName(figs, i), img.Bounds().Dx(), img.Bounds().Dy())
+			continue
+		}
+		firstFig = min(firstFig, at.Y)
+	}
+	badges := map[string]color.RGBA{
+		"pass": rgb(0xdff3df), "fail": rgb(0xfbdcdc), "inconclusive": rgb(0xfdf0c8),
+		"expected violation caught": rgb(0xdce8fb), "fail (tolerated)": rgb(0xf4e4f7), "reference": rgb(0xe8e8e8),
+	}
+	top := -1
+	for y := 0; y < firstFig && top < 0; y++ {
+		for x := 0; x < screenshotW; x++ {
+			if sameColour(sc.At(x, y), badges["pass"]) {
+				top = y
+				break
+			}
 		}
 	}
-	total, most := 0, 0
-	for _, n := range colours {
-		total += n
-		most = max(most, n)
+	if top < 0 {
+		t.Fatalf("no pass badge above the first figure (row %d): the verdict table is not in the screenshot", firstFig)
 	}
-	if len(colours) < 50 || float64(most) > 0.97*float64(total) {
-		t.Errorf("screenshot looks blank: %d colours, the commonest covers %d of %d samples", len(colours), most, total)
-	}
-	// The first figures are on screen: the algorithms' plot colours must appear.
-	for _, alg := range []string{"gcra", "sliding-log", "token-bucket"} {
-		if c := AlgorithmColor(alg); !nearColour(colours, c) {
-			t.Errorf("screenshot shows no pixel in %s's colour %v: the plots did not render", alg, c)
+	// Seven rows of about 30 pixels from the first badge.
+	band := image.Rect(0, top, screenshotW, min(top+300, firstFig))
+	for name, c := range badges {
+		if n := countColour(sc, band, c); n < 50 {
+			t.Errorf("the verdict table band %v has %d pixels of the %q badge colour %v; want a badge", band, n, name, c)
 		}
 	}
+	t.Logf("verdict table from row %d; first figure at row %d; page ends at row %d", top, firstFig, lastInkRow(sc))
 }
 
-// nearColour reports whether any sampled colour is within a small distance of c (PNG scaling
-// blends edges, so exact matches are not required).
-func nearColour(colours map[color.RGBA]int, c color.RGBA) bool {
-	d := func(a, b uint8) int {
-		if a > b {
-			return int(a - b)
-		}
-		return int(b - a)
+// figureName returns the name of figure i, for messages.
+func figureName(figs []Figure, i int) string {
+	if i < len(figs) {
+		return figs[i].Name
 	}
-	for k, n := range colours {
-		if n >= 3 && d(k.R, c.R)+d(k.G, c.G)+d(k.B, c.B) <= 12 {
-			return true
+	return "?"
+}
+
+// lastInkRow returns the last row of img that is not all white.
+func lastInkRow(img image.Image) int {
+	b := img.Bounds()
+	for y := b.Max.Y - 1; y >= b.Min.Y; y-- {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r>>8 < 250 || g>>8 < 250 || bl>>8 < 250 {
+				return y
+			}
 		}
 	}
-	return false
+	return -1
+}
+
+// sameColour reports whether c is within a small distance of want (text antialiasing and colour
+// conversion may shift a value by a few units).
+func sameColour(c color.Color, want color.RGBA) bool {
+	r, g, b, _ := c.RGBA()
+	d := func(a uint32, w uint8) int {
+		v := int(a>>8) - int(w)
+		if v < 0 {
+			return -v
+		}
+		return v
+	}
+	return d(r, want.R)+d(g, want.G)+d(b, want.B) <= 6
+}
+
+// countColour counts the pixels of img inside r that have colour c.
+func countColour(img image.Image, r image.Rectangle, c color.RGBA) int {
+	n := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if sameColour(img.At(x, y), c) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// findImage looks for img drawn at its natural size in shot and returns its top-left corner. It
+// compares a sample of img's non-white pixels; nearly all must match.
+func findImage(shot, img image.Image) (image.Point, bool) {
+	ib, sb := img.Bounds(), shot.Bounds()
+	var samples []image.Point
+	step := max(1, ib.Dx()*ib.Dy()/4000)
+	for i := 0; i < ib.Dx()*ib.Dy(); i += step {
+		p := image.Pt(ib.Min.X+i%ib.Dx(), ib.Min.Y+i/ib.Dx())
+		if r, g, b, _ := img.At(p.X, p.Y).RGBA(); r>>8 < 240 || g>>8 < 240 || b>>8 < 240 {
+			samples = append(samples, p)
+		}
+	}
+	if len(samples) < 20 {
+		return image.Point{}, false
+	}
+	near := func(a, b color.Color) bool {
+		r1, g1, b1, _ := a.RGBA()
+		r2, g2, b2, _ := b.RGBA()
+		d := func(x, y uint32) uint32 {
+			if x > y {
+				return (x - y) >> 8
+			}
+			return (y - x) >> 8
+		}
+		return d(r1, r2)+d(g1, g2)+d(b1, b2) <= 24
+	}
+	first := samples[0]
+	want := img.At(first.X, first.Y)
+	for y := sb.Min.Y; y+ib.Dy() <= sb.Max.Y; y++ {
+		for x := sb.Min.X; x+ib.Dx() <= sb.Max.X; x++ {
+			if !near(shot.At(x+first.X-ib.Min.X, y+first.Y-ib.Min.Y), want) {
+				continue
+			}
+			miss := 0
+			for _, p := range samples {
+				if !near(shot.At(x+p.X-ib.Min.X, y+p.Y-ib.Min.Y), img.At(p.X, p.Y)) {
+					if miss++; miss > len(samples)/50 {
+						break
+					}
+				}
+			}
+			if miss <= len(samples)/50 {
+				return image.Pt(x, y), true
+			}
+		}
+	}
+	return image.Point{}, false
 }
