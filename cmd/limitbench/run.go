@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
@@ -217,22 +218,36 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 			if f.repeat > 1 {
 				rep = fmt.Sprintf(" #%d", repeat)
 			}
+			// The label is the measurement's own verdict, with expected and tolerated violations
+			// already marked; thresholds are judged once every measurement is in.
+			outcome := e.Outcome()
+			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
+				outcome = report.OutcomeReference
+			}
 			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
-				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), e.Outcome())
+				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), outcome)
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
 	res := out.Result
+	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
 	var writeErr error
-	if len(res.Entries) > 0 {
-		if runErr != nil && errors.Is(runErr, runner.ErrInterrupted) {
+	written := false
+	// An interrupted run always leaves a result.json, even with nothing measured, so that a script
+	// waiting for one finds it marked cut short.
+	if len(res.Entries) > 0 || interrupted {
+		if interrupted {
 			res.CutShort = true
 			res.CutShortNote = "interrupted: the results cover what was measured before the signal"
+			if len(res.Entries) == 0 {
+				res.CutShortNote = "interrupted before anything was measured"
+			}
 		}
 		writeErr = report.WriteAll(dir, res)
+		written = writeErr == nil
 	}
 	printSummary(stdout, res)
-	if len(res.Entries) > 0 && writeErr == nil {
+	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}
 	if writeErr != nil {
@@ -243,8 +258,13 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, fmt.Errorf("write results: %w", writeErr)
 	case runErr == nil:
 		return out.Failures, nil
-	case errors.Is(runErr, runner.ErrInterrupted):
+	case interrupted && len(res.Entries) == 0 && written:
+		return out.Failures, failed(fmt.Errorf("%w; nothing was measured (%s records the empty, cut-short run)",
+			runErr, filepath.Join(dir, report.ResultFile)))
+	case interrupted && written:
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
+	case interrupted:
+		return out.Failures, failed(fmt.Errorf("%w; no results were written", runErr))
 	case errors.Is(runErr, runner.ErrBadScript), errors.Is(runErr, redisenv.ErrBadConfig):
 		return out.Failures, badInput(runErr)
 	default:
@@ -266,10 +286,7 @@ func printSummary(w io.Writer, r *report.Result) {
 		if e.Accuracy.IdealAllowed > 0 {
 			ideal = fmt.Sprintf("%d/%d", e.Allowed, e.Accuracy.IdealAllowed)
 		}
-		outcome := e.Outcome()
-		if e.Algorithm == r.Reference {
-			outcome = "reference"
-		}
+		outcome := r.OutcomeOf(e)
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%s\n", e.Algorithm, e.Topology, e.ThroughputRPS,
 			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, outcome)
 	}

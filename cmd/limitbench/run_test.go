@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,13 +305,272 @@ algorithms:
 	if code != exitBadInput {
 		t.Errorf("run with a Lua syntax error = exit %d; want %d; stderr:\n%s", code, exitBadInput, stderr.String())
 	}
-	for _, want := range []string{"bad.lua:2", "Error compiling script"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
-		}
+	// The message names the scenario file, the entry's line and field, the script's file and line,
+	// and Redis's own message.
+	want := "limitbench run: " + path + ":9: algorithms[1].script: " + filepath.Join(dir, "bad.lua") + ":2: ERR Error compiling script"
+	if !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("stderr does not start with %q:\n%s", want, stderr.String())
 	}
 	// The script is checked before anything is measured: gcra must not have run first.
 	if took := time.Since(start); took > 5*time.Second || strings.Contains(stdout.String(), "gcra") {
 		t.Errorf("the bad script was found after %s, stdout:\n%s\nwant it found before any measurement", took, stdout.String())
+	}
+}
+
+// writeFile writes body to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunErrorGoldens: `limitbench run` on every invalid scenario of scenarios/testdata/errors
+// prints exactly the golden message (the one scenarios.Load's golden test checks) and exits 2.
+func TestRunErrorGoldens(t *testing.T) {
+	t.Chdir("../../scenarios") // the goldens name the files relative to the scenarios package
+	files, err := filepath.Glob("testdata/errors/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no error scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			golden, err := os.ReadFile(strings.TrimSuffix(file, ".yaml") + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"run", "--out", t.TempDir(), file}, &stdout, &stderr)
+			if code != exitBadInput {
+				t.Errorf("run %s = exit %d; want %d", file, code, exitBadInput)
+			}
+			if got, want := stderr.String(), "limitbench run: "+string(golden); got != want {
+				t.Errorf("run %s: stderr differs from the golden message\ngot:\n%s\nwant:\n%s", file, got, want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("run %s printed to stdout:\n%s", file, stdout.String())
+			}
+		})
+	}
+}
+
+// TestRunThresholdBroken: a broken threshold exits 1 and turns the entry's verdict to fail in
+// result.json and report.md, with the threshold and the measured value.
+func TestRunThresholdBroken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	dir := t.TempDir()
+	path := writeFile(t, dir, "th.yaml", `version: 1
+name: threshold
+duration: 1s
+clients: 2
+arrival: {rate: 50}
+limit: {limit: 100, window: 1s}
+algorithms: [gcra, sliding-log]
+thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
+`)
+	out := filepath.Join(dir, "out")
+	code, stderr, res := runScenarioIn(t, out, "--no-reference", path)
+	if code != exitFailed {
+		t.Errorf("exit %d; want %d", code, exitFailed)
+	}
+	if !strings.Contains(stderr, `gcra-single: threshold "gcra: p99 < 1us" broken: p99 = `) {
+		t.Errorf("stderr does not name the broken threshold:\n%s", stderr)
+	}
+	var gcra *report.Entry
+	for i := range res.Entries {
+		if res.Entries[i].Algorithm == "gcra" {
+			gcra = &res.Entries[i]
+		}
+	}
+	if gcra == nil {
+		t.Fatal("no gcra entry")
+	}
+	v := gcra.Verification
+	if v.Verdict != report.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != report.ThresholdBroken ||
+		v.Thresholds[1].Status != report.ThresholdHeld {
+		t.Errorf("gcra verification: verdict %s, thresholds %+v; want fail with the p99 threshold broken and the errors one held",
+			v.Verdict, v.Thresholds)
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| gcra | single | **fail** |", `Failed: threshold "gcra: p99 &lt; 1us" broken: p99 = `,
+		"| thresholds | gcra: p99 &lt; 1us; errors &lt;= 100% |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if res.Scenario.Settings == nil || res.Scenario.Settings.Limit.Limit != 100 ||
+		!slices.Equal(res.Scenario.Settings.Thresholds, []string{"gcra: p99 < 1us", "errors <= 100%"}) {
+		t.Errorf("result.json scenario settings = %+v; want the limit and the thresholds", res.Scenario.Settings)
+	}
+}
+
+// runScenarioIn runs limitbench run in-process with --out out and returns its exit code, stderr and
+// result.
+func runScenarioIn(t *testing.T, out string, args ...string) (int, string, *report.Result) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"run", "--backend", "process", "--quiet", "--out", out}, args...), &stdout, &stderr)
+	t.Logf("limitbench run %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	res, err := report.ReadResult(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatalf("result.json: %v", err)
+	}
+	return code, stderr.String(), res
+}
+
+// TestRunInterruptedBeforeMeasuring: a run interrupted before anything was measured writes a valid
+// result.json marked cut short, with no entries, and says that nothing was measured.
+func TestRunInterruptedBeforeMeasuring(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the environment is up
+	out := filepath.Join(t.TempDir(), "out")
+	var stdout, stderr bytes.Buffer
+	err := runRun(ctx, []string{"--backend", "process", "--quiet", "--out", out, suite + "smoke.yaml"}, &stdout, &stderr)
+	if code := exitCode(err); code != exitFailed {
+		t.Errorf("interrupted run = %v (exit %d); want exit %d", err, code, exitFailed)
+	}
+	res, rerr := report.ReadResult(filepath.Join(out, report.ResultFile))
+	if rerr != nil {
+		t.Fatalf("result.json after an early interrupt: %v", rerr)
+	}
+	if !res.CutShort || len(res.Entries) != 0 || res.Scenario.Name != "smoke" {
+		t.Errorf("result: cut_short %v, %d entries, scenario %q; want cut short, no entries, smoke", res.CutShort, len(res.Entries), res.Scenario.Name)
+	}
+	if err == nil || !strings.Contains(err.Error(), "nothing was measured") || strings.Contains(err.Error(), "results so far") {
+		t.Errorf("message %v; want it to say that nothing was measured", err)
+	}
+	if !strings.Contains(stdout.String(), "results: "+out) {
+		t.Errorf("stdout does not say where the result is:\n%s", stdout.String())
+	}
+}
+
+// TestRunRepeatSamples: run --repeat 2 keeps both samples of every entry in result.json, and the
+// done lines come round by round (A B A B).
+func TestRunRepeatSamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--backend", "process", "--out", out, "--repeat", "2", "--duration", "500ms",
+		"--algorithms", "gcra,fixed-window", suite + "smoke.yaml"}, &stdout, &stderr)
+	t.Logf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res.Entries {
+		var repeats []int
+		for _, smp := range e.Samples {
+			repeats = append(repeats, smp.Repeat)
+		}
+		if !slices.Equal(repeats, []int{1, 2}) {
+			t.Errorf("%s: samples of repeats %v in result.json; want [1 2]", e.Name(), repeats)
+		}
+	}
+	if len(res.Entries) != 3 {
+		t.Errorf("%d entries; want reference, gcra and fixed-window", len(res.Entries))
+	}
+	done := regexp.MustCompile(`(?m)^done (\S+) single #(\d)`).FindAllStringSubmatch(stderr.String(), -1)
+	var order []string
+	for _, m := range done {
+		order = append(order, m[1]+"#"+m[2])
+	}
+	want := []string{"reference#1", "gcra#1", "fixed-window#1", "reference#2", "gcra#2", "fixed-window#2"}
+	if !slices.Equal(order, want) {
+		t.Errorf("done lines in order %v; want %v", order, want)
+	}
+}
+
+// TestRunDoneLines: each measurement's done line shows its final label: an expected violation that
+// was caught says so, the reference script says reference, a tolerated one says tolerated.
+func TestRunDoneLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--backend", "process", "--out", out, "--duration", "3s",
+		"--algorithms", "token-bucket-published,gcra", suite + "clock-skew.yaml"}, &stdout, &stderr)
+	t.Logf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res.Entries {
+		label := res.OutcomeOf(&e)
+		line := regexp.MustCompile(`(?m)^done ` + regexp.QuoteMeta(e.Algorithm) + ` single: .*, (.*)$`).FindStringSubmatch(stderr.String())
+		if line == nil || line[1] != label {
+			t.Errorf("done line of %s = %q; want it to end with the final label %q", e.Algorithm, line, label)
+		}
+	}
+	if !strings.Contains(stderr.String(), "token-bucket-published single:") || !strings.Contains(stderr.String(), ", expected violation caught\n") {
+		t.Errorf("no done line says the expected violation was caught:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "done reference single:") || !strings.Contains(stderr.String(), ", reference\n") {
+		t.Errorf("the reference's done line does not say reference:\n%s", stderr.String())
+	}
+}
+
+// TestRunCustomNeverMatches: a custom script whose reply the allowed rule never reads as an
+// admission is inconclusive (exit 1), and its raw reply is in report.md as well as result.json.
+func TestRunCustomNeverMatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "granted.lua", "return 'GRANTED'\n")
+	path := writeFile(t, dir, "never.yaml", `version: 1
+name: never-matches
+duration: 1s
+clients: 2
+arrival: {rate: 40}
+algorithms:
+  - name: mine
+    script: granted.lua
+    keys: ["k:{{tag}}"]
+    allowed: {equals: 1}
+    contract: {kind: sliding-window, limit: 10, window: 1s}
+`)
+	out := filepath.Join(dir, "out")
+	code, _, res := runScenarioIn(t, out, "--no-reference", path)
+	if code != exitFailed {
+		t.Errorf("exit %d; want %d", code, exitFailed)
+	}
+	want := `first raw reply: "GRANTED"`
+	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != report.Inconclusive ||
+		!strings.Contains(strings.Join(res.Entries[0].Verification.Reasons, "\n"), want) {
+		t.Fatalf("result.json entries %+v; want mine inconclusive with %q", res.Entries, want)
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"| mine | single | inconclusive |", want} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed != `{equals: "1"}` {
+		t.Errorf("result.json custom settings = %+v; want granted.lua with its allowed rule", c)
 	}
 }
