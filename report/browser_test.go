@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/png"
 	"os"
 	"os/exec"
@@ -21,9 +22,10 @@ import (
 // chromiumPath is where Debian's chromium package installs the browser.
 const chromiumPath = "/usr/bin/chromium"
 
-// screenshotSize is the browser window of the screenshot: wide enough that every figure is drawn
-// at its natural size (one image pixel per screen pixel), tall enough for the whole page.
-const screenshotW, screenshotH = 1200, 16000
+// screenshotW is the width of the screenshot's window: wide enough that every figure is drawn at its
+// natural size (one image pixel per screen pixel). Its height is set from the figures' heights, so
+// that the whole page fits.
+const screenshotW = 1200
 
 // findChromium returns the browser's path, or skips the test.
 func findChromium(t *testing.T) string {
@@ -230,9 +232,11 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSelfContained(t, html)
-	figs, err := Figures(r)
-	if err != nil {
-		t.Fatal(err)
+	var figs []string // figure names, in page order (WriteAll lists each as PNG then SVG)
+	for _, p := range r.Files.Plots {
+		if name, ok := strings.CutSuffix(p, ".png"); ok {
+			figs = append(figs, name)
+		}
 	}
 
 	// The DOM as the browser built it: every image inline, decodable, one per figure.
@@ -266,7 +270,12 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Errorf("the DOM has %d decodable images; want %d, one per figure", len(imgs), len(figs))
 	}
 
-	// A screenshot of the whole page.
+	// A screenshot of the whole page: the text above, between and below the figures takes well
+	// under 4000 pixels.
+	screenshotH := 4000
+	for _, img := range imgs {
+		screenshotH += img.Bounds().Dy() + 60
+	}
 	shot := filepath.Join(dir, "screenshot.png")
 	if keep := os.Getenv("LIMITBENCH_SCREENSHOT"); keep != "" {
 		shot = keep // lets a person look at what the browser drew
@@ -279,39 +288,43 @@ func TestReportHTMLInChromium(t *testing.T) {
 		t.Fatalf("chromium wrote no screenshot: %v", err)
 	}
 	defer f.Close()
-	sc, err := png.Decode(f)
+	decoded, err := png.Decode(f)
 	if err != nil {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
-	if b := sc.Bounds(); b.Dx() != screenshotW || b.Dy() != screenshotH {
+	if b := decoded.Bounds(); b.Dx() != screenshotW || b.Dy() != screenshotH {
 		t.Fatalf("screenshot is %dx%d; want the %dx%d window", b.Dx(), b.Dy(), screenshotW, screenshotH)
 	}
-	if bottom := lastInkRow(sc); bottom >= screenshotH-50 {
+	sc := toRGBA(decoded)
+	bottom := lastInkRow(sc)
+	if bottom >= screenshotH-50 {
 		t.Errorf("the page reaches the screenshot's bottom edge (row %d): the window is too short to show all of it", bottom)
 	}
 
-	// The verdict table: its badges in every verdict's colour, together in one band near the top,
-	// before the first figure.
-	firstFig := screenshotH
+	// Every figure, pixel for pixel. The images are in page order, so each is searched for below
+	// the one before.
+	firstFig, from := screenshotH, 0
 	for i, img := range imgs {
-		at, ok := findImage(sc, img)
+		at, ok := findImage(sc, toRGBA(img), from)
 		if !ok {
-			t.Errorf("image %d (%s, %dx%d) is not in the screenshot", i, figureName(figs, i), img.Bounds().Dx(), img.Bounds().Dy())
+			t.Errorf("image %d (%s, %dx%d) is not in the screenshot below row %d", i, figureName(figs, i),
+				img.Bounds().Dx(), img.Bounds().Dy(), from)
 			continue
 		}
 		firstFig = min(firstFig, at.Y)
+		from = at.Y + img.Bounds().Dy()
 	}
+
+	// The verdict table: its badges in every verdict's colour, together in one band, before the
+	// first figure.
 	badges := map[string]color.RGBA{
 		"pass": rgb(0xdff3df), "fail": rgb(0xfbdcdc), "inconclusive": rgb(0xfdf0c8),
 		"expected violation caught": rgb(0xdce8fb), "fail (tolerated)": rgb(0xf4e4f7), "reference": rgb(0xe8e8e8),
 	}
 	top := -1
 	for y := 0; y < firstFig && top < 0; y++ {
-		for x := 0; x < screenshotW; x++ {
-			if sameColour(sc.At(x, y), badges["pass"]) {
-				top = y
-				break
-			}
+		if countColour(sc, image.Rect(0, y, screenshotW, y+1), badges["pass"]) > 0 {
+			top = y
 		}
 	}
 	if top < 0 {
@@ -324,23 +337,23 @@ func TestReportHTMLInChromium(t *testing.T) {
 			t.Errorf("the verdict table band %v has %d pixels of the %q badge colour %v; want a badge", band, n, name, c)
 		}
 	}
-	t.Logf("verdict table from row %d; first figure at row %d; page ends at row %d", top, firstFig, lastInkRow(sc))
+	t.Logf("verdict table from row %d; first figure at row %d; page ends at row %d of %d", top, firstFig, bottom, screenshotH)
 }
 
 // figureName returns the name of figure i, for messages.
-func figureName(figs []Figure, i int) string {
+func figureName(figs []string, i int) string {
 	if i < len(figs) {
-		return figs[i].Name
+		return figs[i]
 	}
 	return "?"
 }
 
 // lastInkRow returns the last row of img that is not all white.
-func lastInkRow(img image.Image) int {
-	b := img.Bounds()
-	for y := b.Max.Y - 1; y >= b.Min.Y; y-- {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			if r, g, bl, _ := img.At(x, y).RGBA(); r>>8 < 250 || g>>8 < 250 || bl>>8 < 250 {
+func lastInkRow(img *image.RGBA) int {
+	for y := img.Rect.Dy() - 1; y >= 0; y-- {
+		row := img.Pix[y*img.Stride : y*img.Stride+img.Rect.Dx()*4]
+		for i := 0; i < len(row); i += 4 {
+			if row[i] < 250 || row[i+1] < 250 || row[i+2] < 250 {
 				return y
 			}
 		}
@@ -348,26 +361,20 @@ func lastInkRow(img image.Image) int {
 	return -1
 }
 
-// sameColour reports whether c is within a small distance of want (text antialiasing and colour
-// conversion may shift a value by a few units).
-func sameColour(c color.Color, want color.RGBA) bool {
-	r, g, b, _ := c.RGBA()
-	d := func(a uint32, w uint8) int {
-		v := int(a>>8) - int(w)
-		if v < 0 {
-			return -v
-		}
-		return v
-	}
-	return d(r, want.R)+d(g, want.G)+d(b, want.B) <= 6
-}
-
-// countColour counts the pixels of img inside r that have colour c.
-func countColour(img image.Image, r image.Rectangle, c color.RGBA) int {
+// countColour counts the pixels of img inside r within a small distance of c (text antialiasing
+// and colour conversion may shift a value by a few units).
+func countColour(img *image.RGBA, r image.Rectangle, c color.RGBA) int {
+	r = r.Intersect(img.Rect)
 	n := 0
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
-			if sameColour(img.At(x, y), c) {
+			p := img.Pix[y*img.Stride+x*4:]
+			d := 0
+			for i, w := range []uint8{c.R, c.G, c.B} {
+				v := int(p[i]) - int(w)
+				d += max(v, -v)
+			}
+			if d <= 6 {
 				n++
 			}
 		}
@@ -375,51 +382,59 @@ func countColour(img image.Image, r image.Rectangle, c color.RGBA) int {
 	return n
 }
 
-// findImage looks for img drawn at its natural size in shot and returns its top-left corner. It
-// compares a sample of img's non-white pixels; nearly all must match.
-func findImage(shot, img image.Image) (image.Point, bool) {
-	ib, sb := img.Bounds(), shot.Bounds()
-	var samples []image.Point
-	step := max(1, ib.Dx()*ib.Dy()/4000)
-	for i := 0; i < ib.Dx()*ib.Dy(); i += step {
-		p := image.Pt(ib.Min.X+i%ib.Dx(), ib.Min.Y+i/ib.Dx())
-		if r, g, b, _ := img.At(p.X, p.Y).RGBA(); r>>8 < 240 || g>>8 < 240 || b>>8 < 240 {
-			samples = append(samples, p)
+// findImage looks for im drawn at its natural size in sc, at row from or below, and returns its
+// top-left corner. It compares a sample of im's non-white pixels; nearly all must match.
+func findImage(sc, im *image.RGBA, from int) (image.Point, bool) {
+	iw, ih := im.Rect.Dx(), im.Rect.Dy()
+	sw, sh := sc.Rect.Dx(), sc.Rect.Dy()
+	var samples []int // offsets into im.Pix
+	step := max(1, iw*ih/4000)
+	for i := 0; i < iw*ih; i += step {
+		o := (i/iw)*im.Stride + (i%iw)*4
+		if p := im.Pix[o : o+3]; p[0] < 240 || p[1] < 240 || p[2] < 240 {
+			samples = append(samples, o)
 		}
 	}
 	if len(samples) < 20 {
 		return image.Point{}, false
 	}
-	near := func(a, b color.Color) bool {
-		r1, g1, b1, _ := a.RGBA()
-		r2, g2, b2, _ := b.RGBA()
-		d := func(x, y uint32) uint32 {
-			if x > y {
-				return (x - y) >> 8
-			}
-			return (y - x) >> 8
+	// near compares the pixel at offset o of im with the one at (x, y) + o's position in sc.
+	near := func(o, x, y int) bool {
+		px, py := (o%im.Stride)/4, o/im.Stride
+		so := (y+py)*sc.Stride + (x+px)*4
+		d := 0
+		for c := 0; c < 3; c++ {
+			v := int(im.Pix[o+c]) - int(sc.Pix[so+c])
+			d += max(v, -v)
 		}
-		return d(r1, r2)+d(g1, g2)+d(b1, b2) <= 24
+		return d <= 24
 	}
-	first := samples[0]
-	want := img.At(first.X, first.Y)
-	for y := sb.Min.Y; y+ib.Dy() <= sb.Max.Y; y++ {
-		for x := sb.Min.X; x+ib.Dx() <= sb.Max.X; x++ {
-			if !near(shot.At(x+first.X-ib.Min.X, y+first.Y-ib.Min.Y), want) {
+	allowed := len(samples) / 50
+	for y := max(0, from); y+ih <= sh; y++ {
+		for x := 0; x+iw <= sw; x++ {
+			if !near(samples[0], x, y) {
 				continue
 			}
 			miss := 0
-			for _, p := range samples {
-				if !near(shot.At(x+p.X-ib.Min.X, y+p.Y-ib.Min.Y), img.At(p.X, p.Y)) {
-					if miss++; miss > len(samples)/50 {
+			for _, o := range samples {
+				if !near(o, x, y) {
+					if miss++; miss > allowed {
 						break
 					}
 				}
 			}
-			if miss <= len(samples)/50 {
+			if miss <= allowed {
 				return image.Pt(x, y), true
 			}
 		}
 	}
 	return image.Point{}, false
+}
+
+// toRGBA returns img as an *image.RGBA whose bounds start at (0, 0).
+func toRGBA(img image.Image) *image.RGBA {
+	b := img.Bounds()
+	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(out, out.Rect, img, b.Min, draw.Src)
+	return out
 }
