@@ -24,6 +24,11 @@ import (
 // them.
 const memorySample = 500
 
+// clockDrift bounds how fast an external server's clock and the harness's drift apart: 100 ppm,
+// more than an undisciplined crystal oscillator's typical 20 to 50 ppm, and far more than NTP
+// leaves.
+const clockDrift = 100e-6
+
 // measurement is one run of one algorithm on one topology.
 type measurement struct {
 	repeat int
@@ -102,11 +107,14 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 
 	p := plan(s)
 	p.SharedClock = tgt.Info.SharedClock
+	p.ClientClock = a.Describe().Clock == algorithms.ClockClient
 	if !p.SharedClock {
 		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
 		if err != nil {
 			return nil, lostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
 		}
+		// The offset is measured once; allow for the clocks drifting apart until the run ends.
+		off.Err += time.Duration(float64(s.TotalDuration()+time.Minute) * clockDrift)
 		p.ServerClock = &off
 	}
 	if o.Progress != nil {
@@ -319,7 +327,8 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 		}
 	}
 	e.Timeline = timeline(res, contract)
-	if res.Canceled {
+	if res.Canceled && res.Log == nil {
+		// With a log, the verdict's reasons already say so.
 		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
 	}
 	return e
@@ -342,12 +351,13 @@ func verification(res *load.Result, contract algorithms.Contract, s *scenarios.S
 		v.Reasons = []string{"cannot verify: " + err.Error()}
 		return v
 	}
-	j := verify.Judge(rep, res.Behind)
+	j := verify.JudgeWith(rep, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
+		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped})
 	v.Verdict = report.Verdict(j.Outcome)
 	v.Reasons = j.Reasons
 	v.DefiniteViolations = rep.Definite()
 	v.PossibleViolations = rep.Possible()
-	start := res.Start.Add(res.Plan.Warmup).UnixMicro()
+	start := res.LogMicros(res.Plan.Warmup)
 	var worst verify.Where
 	for _, l := range rep.Limits {
 		if l.Worst.Excess > worst.Excess {
@@ -399,7 +409,7 @@ func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
 		per = float64(contract.RefillPermits) * bin.Seconds() / contract.RefillPer.Seconds()
 	}
 	// Count the scopes active in each bin.
-	start := res.Start.Add(res.Plan.Warmup).UnixMicro()
+	start := res.LogMicros(res.Plan.Warmup)
 	binUS := bin.Microseconds()
 	active := make([]map[uint64]struct{}, len(t.Offered))
 	for _, ev := range res.Log.Events {
@@ -523,7 +533,7 @@ func withWarmup(res *load.Result) *verify.Log {
 	events := make([]verify.Event, 0, len(res.WarmupLog.Events)+len(res.Log.Events))
 	events = append(append(events, res.WarmupLog.Events...), res.Log.Events...)
 	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Events: events,
-		From: res.Start.Add(res.Plan.Warmup).UnixMicro()}
+		From: res.LogMicros(res.Plan.Warmup)}
 }
 
 // replay replays the decisions of the run (the warmup's first) through the algorithm's reference
