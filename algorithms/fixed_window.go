@@ -10,9 +10,10 @@ import (
 // FixedWindowCounter is `fixed-window`: seed 001 corrected. It admits at most Limit permits in
 // every window [kW, (k+1)W) of Unix time on the server's clock (scripts/fixed_window.lua). One
 // hash per subject holds one counter per window index (the current one; earlier ones are deleted
-// when a window starts); the script HINCRBYs it first and takes the increment back when the count
-// passes Limit, so denied requests are not counted. PEXPIRE is set once per window, to its end.
-// Cost > 1 is supported.
+// when a window starts); the script HINCRBYs it first and denies when the count passes Limit,
+// taking the increment back for a cost above 1 (a denial of cost 1 means the window is full, so
+// leaving it changes no decision and saves a command). The expiry is set once per window, to its
+// end. Cost > 1 is supported.
 type FixedWindowCounter struct{}
 
 var _ Algorithm = (*FixedWindowCounter)(nil)
@@ -28,7 +29,7 @@ func (FixedWindowCounter) Describe() Description {
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
 		Corrected: "server TIME instead of the client's minute; any window W; expiry set once per " +
-			"window instead of refreshed per admission; check and count in one script, denials not counted",
+			"window instead of refreshed per admission; check and count in one script, admitted only if the whole cost fits",
 		Cost: true,
 	}
 }

@@ -186,3 +186,46 @@ func TestFixedWindowHash(t *testing.T) {
 		}
 	})
 }
+
+// TestFixedWindowDenials: a denial of cost 1 finds the window full and leaves its increment in the
+// hash (one HINCRBY per call), a larger denied cost takes its increment back; either way the
+// decisions and the remaining permits are those of a count that stops at the limit.
+func TestFixedWindowDenials(t *testing.T) {
+	env := redistest.Single(t)
+	ctx := context.Background()
+	c := env.Target.Client
+	lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
+	key := lim.Keys(at("d", base))[0]
+	field := fmt.Sprint(base.UnixMicro() / 1_000_000)
+	steps := []struct {
+		cost      int64
+		allowed   bool
+		remaining int64
+		stored    string // the window's field afterwards
+	}{
+		{1, true, 2, "1"},
+		{3, false, 2, "1"}, // 1 + 3 > 3: taken back, 2 still fit
+		{2, true, 0, "3"},
+		{1, false, 0, "4"}, // full: left in place
+		{1, false, 0, "5"},
+		{2, false, 0, "5"}, // taken back
+		{1, false, 0, "6"},
+	}
+	for i, s := range steps {
+		req := at("d", base.Add(time.Duration(i)*time.Millisecond))
+		req.Cost = s.cost
+		d := decide(t, c, lim, req)
+		if d.Allowed != s.allowed || d.Remaining != s.remaining {
+			t.Errorf("step %d (cost %d): %+v; want allowed %v, remaining %d", i+1, s.cost, d, s.allowed, s.remaining)
+		}
+		if !d.Allowed && d.RetryAfter != base.Truncate(time.Second).Add(time.Second).Sub(req.FixedTime) {
+			t.Errorf("step %d: retry-after %s, want the end of the window", i+1, d.RetryAfter)
+		}
+		if got := c.HGet(ctx, key, field).Val(); got != s.stored {
+			t.Errorf("step %d: field %s = %q, want %q", i+1, field, got, s.stored)
+		}
+	}
+	if d := decide(t, c, lim, at("d", base.Truncate(time.Second).Add(time.Second))); !d.Allowed || d.Remaining != 2 {
+		t.Errorf("next window: %+v, want allowed with 2 remaining", d)
+	}
+}

@@ -2,19 +2,23 @@
 --
 -- Corrected from seed 001 (see fixed_window_published.lua): the window is read from the server's
 -- clock (Redis TIME), not the client's minute-of-hour, so clients with skewed clocks all count in
--- the same window; the expiry is set once, when a window's first permit is admitted, to the time
--- left in the window, instead of being pushed back by every admission; denied requests are not
--- counted, so the counter never exceeds L; and W is any whole number of milliseconds, not a minute.
+-- the same window; the expiry is set once, when a window's first permit is admitted, to the end of
+-- the window, instead of being pushed back by every admission; the check and the count are one
+-- atomic step and a request is admitted only if its whole cost fits; and W is any whole number of
+-- milliseconds, not a minute.
 --
 -- Design choice: every key must be passed in KEYS (Redis Cluster), and the window index comes from
 -- the server's clock inside the script, so it cannot be part of a key name. One hash per subject
 -- has one field per window index holding that window's count: "one counter per window index".
--- The script HINCRBYs the current window's field first and undoes the increment (HINCRBY −cost)
--- when the count passes L, so denied requests are not counted and the count never exceeds L once
--- the script ends; both run in one script, so nothing can see the overshoot. Only the first
--- admission of a window (HINCRBY answered cost) does more: it deletes the fields of earlier
--- windows, so the hash keeps one field, and sets the expiry to the window's end. The
--- common path is TIME + HINCRBY, close to the bare INCR + PEXPIRE reference. State is O(1).
+-- The script HINCRBYs the current window's field first; when the count passes L the request is
+-- denied. A denied request of cost n > 1 takes its increment back (HINCRBY −n), since the window
+-- may still have room for a smaller one. A denied request of cost 1 leaves it: it found the window
+-- full (count = L), and a full window denies everything until it ends, so the decisions are those
+-- of a count that stopped at L (the field then counts the admitted permits plus those denials) and
+-- a denial costs one HINCRBY, like an admission. Only the first admission of a window (HINCRBY
+-- answered n) does more: on a hash that has other fields (HLEN > 1) it deletes those of earlier
+-- windows, so the hash keeps one field, and it sets the expiry to the window's end. The common
+-- path is TIME + HINCRBY. State is O(1).
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
 -- effect; a server clock that steps back into an earlier window (whose field is gone) is answered
@@ -31,7 +35,8 @@
 -- the window plus one minute, so that a test whose fixed times run ahead of the real clock never
 -- loses a key to a stall of the real one.
 --
--- KEYS[1]  hash {<window index floor(t/W)> = permits admitted in that window}
+-- KEYS[1]  hash {<window index floor(t/W)> = permits admitted in that window (plus the cost-1
+--          denials once it was full)}
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
 -- ARGV[2]  L, permits per window
 -- ARGV[3]  W, window in µs (a multiple of 1000, at least 1 ms)
@@ -53,36 +58,47 @@ local key = KEYS[1]
 local idx = math.floor(now / window)
 if idx * window > now then idx = idx - 1 end
 local left = (idx + 1) * window - now -- µs until the window ends, >= 1
--- idx < 10^14 for W >= 1 ms, so tostring writes it as an exact integer.
-local field = tostring(idx)
+-- %d writes integers exactly (and is cheaper than a float format); idx < 2^53.
+local field = string.format('%d', idx)
 
 local n = redis.call('HINCRBY', key, field, cost)
 if n == cost then
-  -- The window's first permits: drop earlier windows, look for a later one.
-  local later = nil
-  for _, f in ipairs(redis.call('HKEYS', key)) do
-    local fi = tonumber(f)
-    if fi == nil or fi < idx then
-      redis.call('HDEL', key, f)
-    elseif fi > idx and (later == nil or fi > later) then
-      later = fi
+  -- The window's first permits: drop earlier windows, look for a later one. A new hash (the
+  -- usual case: the key expires with its window) has only this field.
+  if redis.call('HLEN', key) > 1 then
+    local later = nil
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      local fi = tonumber(f)
+      if fi == nil or fi < idx then
+        redis.call('HDEL', key, f)
+      elseif fi > idx and (later == nil or fi > later) then
+        later = fi
+      end
+    end
+    if later ~= nil then
+      redis.call('HDEL', key, field)
+      return {0, 0, later * window - now, now}
     end
   end
-  if later ~= nil or cost > limit then
+  if cost > limit then
     redis.call('HDEL', key, field)
-    if later ~= nil then return {0, 0, later * window - now, now} end
     return {0, limit, 0, now}
   end
   if fixed then
-    redis.call('PEXPIRE', key, math.ceil(left / 1000) + 60000)
+    redis.call('PEXPIRE', key, string.format('%d', math.ceil(left / 1000) + 60000))
   else
-    -- E/1000 has 13 digits, which Lua's %.14g number conversion writes exactly.
-    redis.call('PEXPIREAT', key, (idx + 1) * window / 1000)
+    redis.call('PEXPIREAT', key, string.format('%d', (idx + 1) * window / 1000))
   end
 elseif n > limit then
-  redis.call('HINCRBY', key, field, -cost)
+  -- Denied. A denial of one permit means the window was full (count = L before it), and every
+  -- later request of this window is denied whatever the count, so the increment is left in
+  -- place (one HINCRBY instead of two); a larger cost may not have been denied by a full window,
+  -- so it is taken back.
   local retry = left
-  if cost > limit then retry = 0 end
-  return {0, limit - n + cost, retry, now}
+  if cost > 1 then
+    redis.call('HINCRBY', key, field, -cost)
+    if cost > limit then retry = 0 end
+  end
+  return {0, math.max(0, limit - n + cost), retry, now}
 end
 return {1, limit - n, 0, now}

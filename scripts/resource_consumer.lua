@@ -49,10 +49,12 @@ local climit = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
 local rkey, ckey = KEYS[1], KEYS[2]
-local nows = string.format('%.0f', now)
+-- %d writes integers exactly and costs less than a float format (or a number argument, which
+-- Redis writes with %.17g; Lua's own tostring would write 1.7e+15).
+local nows = string.format('%d', now)
 
 -- Entries at or before now−W are outside (now−W, now].
-local cutoff = string.format('%.0f', now - window)
+local cutoff = string.format('%d', now - window)
 redis.call('ZREMRANGEBYSCORE', rkey, '-inf', cutoff)
 redis.call('ZREMRANGEBYSCORE', ckey, '-inf', cutoff)
 local rcount = redis.call('ZCARD', rkey)
@@ -90,12 +92,11 @@ for i = 1, cost do
   redis.call('ZADD', ckey, nows, nows .. '-' .. seq)
 end
 if fixed then
-  local ttl = math.ceil((newest + window - now) / 1000) + 60000
+  local ttl = string.format('%d', math.ceil((newest + window - now) / 1000) + 60000)
   redis.call('PEXPIRE', rkey, ttl)
   redis.call('PEXPIRE', ckey, ttl)
 else
-  -- ⌈(N + W)/1000⌉ has 13 digits, which Lua's %.14g number conversion writes exactly.
-  local at = math.ceil((newest + window) / 1000)
+  local at = string.format('%d', math.ceil((newest + window) / 1000))
   redis.call('PEXPIREAT', rkey, at)
   redis.call('PEXPIREAT', ckey, at)
 end

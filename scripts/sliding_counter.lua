@@ -83,13 +83,14 @@ if (cur + cost) * window > budget then
 end
 
 cur = cur + cost
-redis.call('HSET', KEYS[1], 'w', string.format('%.0f', idx), 'c', cur, 'p', prev)
+-- %d writes integers exactly and costs less than a float format (or a number argument, which
+-- Redis writes with %.17g).
+redis.call('HSET', KEYS[1], 'w', string.format('%d', idx), 'c', string.format('%d', cur), 'p', string.format('%d', prev))
 if cur == cost then
   if fixed then
-    redis.call('PEXPIRE', KEYS[1], math.ceil((2 * window - e) / 1000) + 60000)
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * window - e) / 1000) + 60000))
   else
-    -- E/1000 has 13 digits, which Lua's %.14g number conversion writes exactly.
-    redis.call('PEXPIREAT', KEYS[1], (idx + 2) * window / 1000)
+    redis.call('PEXPIREAT', KEYS[1], string.format('%d', (idx + 2) * window / 1000))
   end
 end
 return {1, math.floor((budget - cur * window) / window), 0, now}

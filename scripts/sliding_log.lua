@@ -42,10 +42,12 @@ local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
 local cost = tonumber(ARGV[4])
 local key = KEYS[1]
-local nows = string.format('%.0f', now)
+-- %d writes integers exactly and costs less than a float format (or a number argument, which
+-- Redis writes with %.17g; Lua's own tostring would write 1.7e+15).
+local nows = string.format('%d', now)
 
 -- Entries at or before now−W are outside (now−W, now].
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - window))
+redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
 local count = redis.call('ZCARD', key)
 
 if count + cost > limit then
@@ -71,9 +73,8 @@ for i = 1, cost do
   end
 end
 if fixed then
-  redis.call('PEXPIRE', key, math.ceil((newest + window - now) / 1000) + 60000)
+  redis.call('PEXPIRE', key, string.format('%d', math.ceil((newest + window - now) / 1000) + 60000))
 else
-  -- ⌈(N + W)/1000⌉ has 13 digits, which Lua's %.14g number conversion writes exactly.
-  redis.call('PEXPIREAT', key, math.ceil((newest + window) / 1000))
+  redis.call('PEXPIREAT', key, string.format('%d', math.ceil((newest + window) / 1000)))
 end
 return {1, limit - count - cost, 0, now}
