@@ -7,6 +7,28 @@ import (
 	"strings"
 )
 
+// busiest describes the accuracy's worst window (Accuracy.MaxWindowRatio) under contract, or ""
+// when it was not measured. Above 1 is more than the limit in a sliding window, which a passing
+// algorithm can only do within its contract: a fixed window across a boundary, a stated clock
+// granularity.
+func busiest(contract string, r float64) string {
+	if r <= 0 {
+		return ""
+	}
+	if strings.HasPrefix(contract, "token-bucket") {
+		return fmt.Sprintf("at its fullest, its bucket was %s drawn", percent(r))
+	}
+	s := fmt.Sprintf("its busiest sliding window held %s of its limit", percent(r))
+	switch {
+	case r <= 1.005:
+	case strings.HasPrefix(contract, "fixed-window"):
+		s += ", which fixed windows allow across a window boundary (up to 200%)"
+	default:
+		s += ", within the clock granularity its contract states"
+	}
+	return s
+}
+
 // Findings returns short plain-language statements about e derived from its numbers and, for
 // comparisons, from the other entries of r on the same topology: the verdict and how far it
 // over-admitted, accuracy against an exact limiter, memory, latency and Redis cost relative to the
@@ -48,8 +70,8 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	case string(Pass):
 		s := "Never admitted more than " + orDefault(v.Contract, "its contract") + " allows"
-		if e.Accuracy.MaxWindowRatio > 0 {
-			s += fmt.Sprintf("; the busiest window used %s of its limit", percent(e.Accuracy.MaxWindowRatio))
+		if w := busiest(v.Contract, e.Accuracy.MaxWindowRatio); w != "" {
+			s += "; " + w
 		}
 		out = append(out, s+".")
 		if v.PossibleViolations > 0 {

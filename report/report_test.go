@@ -315,3 +315,22 @@ func checkSelfContained(t *testing.T, html []byte) {
 		t.Error("report.html contains a script; it must need no JavaScript")
 	}
 }
+
+func TestBusiest(t *testing.T) {
+	tests := []struct {
+		contract string
+		ratio    float64
+		want     string
+	}{
+		{"sliding-window(100, 1s)", 0, ""},
+		{"sliding-window(100, 1s)", 1, "its busiest sliding window held 100% of its limit"},
+		{"fixed-window(100, 1s)", 1.99, "its busiest sliding window held 199% of its limit, which fixed windows allow across a window boundary (up to 200%)"},
+		{"sliding-window(20, 1s) and sliding-window(20, 1s) per subject+client", 2, "its busiest sliding window held 200% of its limit, within the clock granularity its contract states"},
+		{"token-bucket(10, 100/1s)", 0.96, "at its fullest, its bucket was 96% drawn"},
+	}
+	for _, tt := range tests {
+		if got := busiest(tt.contract, tt.ratio); got != tt.want {
+			t.Errorf("busiest(%q, %g) = %q; want %q", tt.contract, tt.ratio, got, tt.want)
+		}
+	}
+}

@@ -383,8 +383,10 @@ type Accuracy struct {
 	Efficiency float64 `json:"efficiency"`
 	// FalseDenials are denials the exact limiter would have admitted.
 	FalseDenials int64 `json:"false_denials"`
-	// MaxWindowRatio is the worst window's admissions divided by the contract's limit (above 1 is
-	// over-admission).
+	// MaxWindowRatio is, for window contracts, the most permits admitted in any sliding window
+	// (t−W, t] divided by the limit L (fixed-window allows up to 2 across a window boundary); for
+	// token-bucket, the most tokens drawn and not yet refilled over the capacity C. See
+	// verify.AccuracyReport.MaxWindowRatio.
 	MaxWindowRatio float64 `json:"max_window_ratio"`
 }
 
