@@ -46,8 +46,9 @@ bench-loadgen: redis-server
 redis-image: build
 	$(BIN) env --backend container --image host --build-only
 
+# limitbench run prints "results: DIR" itself, only when it wrote them; open DIR/report.html.
 demo: redis-server build
-	$(BIN) run --out results/demo scenarios/demo.yaml; code=$$?; echo "results: results/demo (report.html, report.md, result.json)"; exit $$code
+	$(BIN) run --out results/demo scenarios/demo.yaml
 
 clean:
 	rm -rf bin
