@@ -11,20 +11,21 @@
 -- with ZADD NX), and both keys expire W after the last admission.
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect. An entry stays in the window (t−W, t] for exactly W. A server clock that steps back
--- keeps counting the entries scored after it (they are not removed early).
+-- effect. An entry stays in the window (t−W, t] for exactly W. The script assumes TIME does not go
+-- back: entries are removed, and the keys expire, on the latest clock reading, so after a step
+-- back of the server clock the logs can have forgotten entries that the earlier reading still
+-- puts in the window.
 --
--- Expiry: once the newest resource entry, scored N, has left the window (at N + W) both sets mean
--- the same as no keys (every consumer entry is also a resource entry), so both keys are kept until
+-- Expiry: once the newest resource entry, scored N = now, has left the window (at N + W) both sets
+-- mean the same as no keys (every consumer entry is also a resource entry), so both keys are kept until
 -- N + W, as an absolute time taken from the same TIME as the decision: PEXPIREAT ⌈(N + W)/1000⌉.
 -- A relative PEXPIRE would count from Redis's own clock reading, and since Redis 7.2 that is a
 -- snapshot taken when the script started, before its TIME call (a few µs, more if the server is
 -- preempted; the ms truncation adds up to 1 ms): the keys could then vanish while their newest
 -- entries are still in the window, and the requests in the gap would be admitted as if both
 -- windows were empty. Redis removes a key once its ms clock is strictly past the expiry, so the
--- keys live until ⌈(N + W)/1000⌉ + 1 ms > N + W, on every version. N is now, or a later score left
--- by a clock that stepped back. With a fixed time (tests) the expiry is relative,
--- ⌈(N + W − t)/1000⌉ ms plus one minute, so that a test whose fixed times run ahead of the real
+-- keys live until ⌈(N + W)/1000⌉ + 1 ms > N + W, on every version. With a fixed time (tests) the
+-- expiry is relative, W plus one minute, so that a test whose fixed times run ahead of the real
 -- clock never loses a key to a stall of the real one.
 --
 -- KEYS[1]  sorted set: the resource's admitted permits, scored by admission time in µs
@@ -76,12 +77,6 @@ if rcount + cost > rlimit or ccount + cost > climit then
   return {0, left, retry, now}
 end
 
--- The newest entry: now, or a later one if the clock stepped back.
-local newest = now
-if rcount > 0 then
-  local last = tonumber(redis.call('ZRANGE', rkey, -1, -1, 'WITHSCORES')[2])
-  if last > newest then newest = last end
-end
 -- Every consumer entry is also a resource entry, so a member new to the resource is new to both.
 local seq = rcount
 for i = 1, cost do
@@ -92,11 +87,11 @@ for i = 1, cost do
   redis.call('ZADD', ckey, nows, nows .. '-' .. seq)
 end
 if fixed then
-  local ttl = string.format('%d', math.ceil((newest + window - now) / 1000) + 60000)
+  local ttl = string.format('%d', math.ceil(window / 1000) + 60000)
   redis.call('PEXPIRE', rkey, ttl)
   redis.call('PEXPIRE', ckey, ttl)
 else
-  local at = string.format('%d', math.ceil((newest + window) / 1000))
+  local at = string.format('%d', math.ceil((now + window) / 1000))
   redis.call('PEXPIREAT', rkey, at)
   redis.call('PEXPIREAT', ckey, at)
 end

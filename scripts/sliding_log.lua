@@ -9,20 +9,21 @@
 -- are two entries. The time is the server's, in µs, not the client's in ms.
 --
 -- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect. An entry stays in the window (t−W, t] for exactly W. A server clock that steps back
--- keeps counting the entries scored after it (they are not removed early).
+-- effect. An entry stays in the window (t−W, t] for exactly W. The script assumes TIME does not go
+-- back: entries are removed, and the key expires, on the latest clock reading, so after a step
+-- back of the server clock the log can have forgotten entries that the earlier reading still
+-- puts in the window.
 --
--- Expiry: once the newest entry, scored N, has left the window (at N + W) the set means the same as
--- no key, so the key is kept until N + W, as an absolute time taken from the same TIME as the
--- decision: PEXPIREAT ⌈(N + W)/1000⌉. A relative PEXPIRE would count from Redis's own clock
+-- Expiry: once the newest entry, scored N = now, has left the window (at N + W) the set means the
+-- same as no key, so the key is kept until N + W, as an absolute time taken from the same TIME as
+-- the decision: PEXPIREAT ⌈(N + W)/1000⌉. A relative PEXPIRE would count from Redis's own clock
 -- reading, and since Redis 7.2 that is a snapshot taken when the script started, before its TIME
 -- call (a few µs, more if the server is preempted; the ms truncation adds up to 1 ms): the key
 -- could then vanish while its newest entries are still in the window, and the requests in the gap
 -- would be admitted as if the window were empty. Redis removes a key once its ms clock is strictly
--- past the expiry, so the key lives until ⌈(N + W)/1000⌉ + 1 ms > N + W, on every version. N is
--- now, or a later score left by a clock that stepped back. With a fixed time (tests) the expiry is
--- relative, ⌈(N + W − t)/1000⌉ ms plus one minute, so that a test whose fixed times run ahead of the
--- real clock never loses a key to a stall of the real one.
+-- past the expiry, so the key lives until ⌈(N + W)/1000⌉ + 1 ms > N + W, on every version. With a
+-- fixed time (tests) the expiry is relative, W plus one minute, so that a test whose fixed times
+-- run ahead of the real clock never loses a key to a stall of the real one.
 --
 -- KEYS[1]  sorted set: one member per admitted permit, scored by its admission time in µs
 -- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
@@ -59,12 +60,6 @@ if count + cost > limit then
   return {0, math.max(0, limit - count), retry, now}
 end
 
--- The newest entry: now, or a later one if the clock stepped back.
-local newest = now
-if count > 0 then
-  local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-  if last > newest then newest = last end
-end
 local seq = count
 for i = 1, cost do
   seq = seq + 1
@@ -73,8 +68,8 @@ for i = 1, cost do
   end
 end
 if fixed then
-  redis.call('PEXPIRE', key, string.format('%d', math.ceil((newest + window - now) / 1000) + 60000))
+  redis.call('PEXPIRE', key, string.format('%d', math.ceil(window / 1000) + 60000))
 else
-  redis.call('PEXPIREAT', key, string.format('%d', math.ceil((newest + window) / 1000)))
+  redis.call('PEXPIREAT', key, string.format('%d', math.ceil((now + window) / 1000)))
 end
 return {1, limit - count - cost, 0, now}
