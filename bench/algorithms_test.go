@@ -52,6 +52,9 @@ const (
 //     included), the mean over every call;
 //   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits.
 //
+// The "floor" row is not an algorithm: it is the least a server-clock limiter does (floorScript),
+// so its x-reference is the lowest ratio any of them can reach on this machine.
+//
 // Each round resets INFO commandstats (CONFIG RESETSTAT) before each batch and reads it after, so
 // ns/op is the time of one iteration (benchRounds rounds of both scripts), not of one call.
 // Compare algorithms by x-reference, which survives a change of machine.
@@ -59,13 +62,25 @@ func BenchmarkAlgorithms(b *testing.B) {
 	env := redistest.Single(b)
 	ctx := context.Background()
 	c := env.Target.Client
-	algs := append([]algorithms.Algorithm{algorithms.Reference()}, algorithms.All()...)
-	for i, a := range algs {
-		name := a.Describe().Name
-		b.Run(name, func(b *testing.B) {
+	type benchCase struct {
+		name    string
+		prepare func(prefix string) (algorithms.Limiter, error)
+	}
+	prepareFor := func(a algorithms.Algorithm) func(string) (algorithms.Limiter, error) {
+		return func(prefix string) (algorithms.Limiter, error) { return a.Prepare(ctx, c, benchLimit, prefix) }
+	}
+	cases := []benchCase{
+		{algorithms.ReferenceName, prepareFor(algorithms.Reference())},
+		{"floor", func(string) (algorithms.Limiter, error) { return floorLimiter{redis.NewScript(floorScript)}, nil }},
+	}
+	for _, a := range algorithms.All() {
+		cases = append(cases, benchCase{a.Describe().Name, prepareFor(a)})
+	}
+	for i, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
 			// Prefixes of one length for every algorithm: MEMORY USAGE counts the key names.
 			prefix := fmt.Sprintf("%sa%02d:", env.Prefix, i)
-			lim, err := a.Prepare(ctx, c, benchLimit, prefix)
+			lim, err := bc.prepare(prefix)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,6 +131,26 @@ func BenchmarkAlgorithms(b *testing.B) {
 			b.ReportMetric(float64(wall.Microseconds())/float64(round*benchRoundCalls), "client-µs/call")
 			b.ReportMetric(float64(bytes), "bytes/subject")
 		})
+	}
+}
+
+// floorScript is the least a server-clock limiter does: read TIME and reply with the four integers
+// {allowed, remaining, retry-after, time} every algorithm returns. It reads and writes no key.
+const floorScript = `local t = redis.call('TIME')
+return {1, 0, 0, tonumber(t[1]) * 1000000 + tonumber(t[2])}`
+
+// floorLimiter runs floorScript; it uses no key, so it has none to report.
+type floorLimiter struct{ script *redis.Script }
+
+func (floorLimiter) Keys(algorithms.Request) []string { return nil }
+
+func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, _ algorithms.Request) algorithms.Pending {
+	cmd := f.script.Run(ctx, c, nil)
+	return func() (algorithms.Decision, error) {
+		if _, err := cmd.Int64Slice(); err != nil {
+			return algorithms.Decision{}, fmt.Errorf("floor: %w", err)
+		}
+		return algorithms.Decision{Allowed: true}, nil
 	}
 }
 
