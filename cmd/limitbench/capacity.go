@@ -23,11 +23,11 @@ func init() {
 
 // capacityFlags are the flags of `limitbench capacity`.
 type capacityFlags struct {
-	algorithm, slo, topology, backend, image, url, out string
-	masters                                            int
-	step, warmup                                       time.Duration
-	subjects, clients                                  int
-	noPin, quiet                                       bool
+	env                 envFlags
+	algorithm, slo, out string
+	step, warmup        time.Duration
+	subjects, clients   int
+	noPin, quiet        bool
 }
 
 // defaultSLO is the objective of `limitbench capacity` when --slo is not given.
@@ -38,11 +38,8 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var f capacityFlags
 	fs.StringVar(&f.algorithm, "algorithm", "", "the algorithm to size (required): a built-in name or a custom entry of SCENARIO")
 	fs.StringVar(&f.slo, "slo", defaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
-	fs.StringVar(&f.topology, "topology", "", "single or cluster (default: the scenario's first topology, else single)")
-	fs.StringVar(&f.backend, "backend", "auto", "Redis to run against: auto, process, container or external")
-	fs.StringVar(&f.image, "image", "", `container image (default "redis:7.4"; "host" builds one offline from the local redis-server)`)
-	fs.StringVar(&f.url, "redis", "", "external Redis: redis://[user:pass@]host:port, rediss://..., or comma-separated cluster seeds (implies --backend external)")
-	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
+	f.env.register(fs)
+	fs.StringVar(&f.env.topology, "topology", "", "single or cluster (default: the scenario's first topology, else single)")
 	fs.DurationVar(&f.step, "step", runner.DefaultCapacityStep, "measured length of each step of the sweep")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
 	fs.IntVar(&f.subjects, "subjects", runner.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
@@ -149,8 +146,8 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	if set["clients"] {
 		ov.Clients = &f.clients
 	}
-	if f.topology != "" {
-		ov.Topologies = []scenarios.Topology{scenarios.Topology(f.topology)}
+	if f.env.topology != "" {
+		ov.Topologies = []scenarios.Topology{scenarios.Topology(f.env.topology)}
 	}
 	if ov.Clients != nil || ov.Topologies != nil {
 		if err := s.Apply(ov); err != nil {
@@ -184,19 +181,16 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	if f.subjects < 0 {
 		bad("--subjects must be >= 0, got %d", f.subjects)
 	}
-	env := redisenv.Config{Backend: redisenv.Backend(f.backend), Image: f.image, URL: f.url, Masters: f.masters,
-		Topology: redisenv.Topology(f.topology)}
-	if f.url != "" && !set["backend"] {
-		env.Backend = redisenv.BackendExternal
-	}
-	check := env
-	if check.Topology == "" {
-		check.Topology = redisenv.TopologySingle
+	// The sweep runs on one topology: the flag's, else the scenario's first.
+	envf := f.env
+	if envf.topology == "" {
+		envf.topology = string(redisenv.TopologySingle)
 		if len(s.Topologies) > 0 {
-			check.Topology = redisenv.Topology(s.Topologies[0])
+			envf.topology = string(s.Topologies[0])
 		}
 	}
-	if err := check.Validate(); err != nil {
+	env, err := envf.config(set)
+	if err != nil {
 		problems = append(problems, err)
 	}
 	if len(problems) > 0 {

@@ -20,13 +20,26 @@ func init() {
 	register("env", "start a Redis environment, print its nodes and hold it until Ctrl-C", runEnv)
 }
 
-// envFlags are the environment flags shared by commands that start Redis.
+// envFlags are the environment flags shared by the commands that start or reach Redis (env, run,
+// capacity).
 type envFlags struct {
 	backend, topology, image, url string
 	masters, replicas             int
 }
 
-// config turns the flags into a redisenv.Config; set says which flags the user gave.
+// register defines --backend, --image, --redis, --masters and --replicas on fs; each command
+// defines --topology itself (a single topology for env and capacity, a list for run).
+func (f *envFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.backend, "backend", string(redisenv.BackendAuto), "where Redis comes from: auto (process if redis-server is on PATH, else a local container image), process, container or external")
+	fs.StringVar(&f.image, "image", "", `container image (default "`+redisenv.DefaultImage+`"), or "host" to build (once, offline) an image from the local redis-server`)
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://... for TLS, or host:port,host:port (implies --backend external)")
+	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
+	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master (process and container backends)")
+}
+
+// config turns the flags into a redisenv.Config and validates it; set says which flags the user
+// gave. An empty topology (run and capacity take it from the scenario) is validated as cluster
+// when --masters or --replicas was given, else as single, and left empty in the Config.
 func (f envFlags) config(set map[string]bool) (redisenv.Config, error) {
 	cfg := redisenv.Config{
 		Backend:  redisenv.Backend(f.backend),
@@ -47,18 +60,21 @@ func (f envFlags) config(set map[string]bool) (redisenv.Config, error) {
 			cfg.Masters = 0
 		}
 	}
-	return cfg, cfg.Validate()
+	check := cfg
+	if check.Topology == "" {
+		check.Topology = redisenv.TopologySingle
+		if cfg.Masters > 0 || cfg.Replicas > 0 {
+			check.Topology = redisenv.TopologyCluster
+		}
+	}
+	return cfg, check.Validate()
 }
 
 func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("env", "[--backend B] [--topology T] [--masters N] [--replicas R] [--image I] [--redis URL] [--build-only]", stderr)
 	var f envFlags
-	fs.StringVar(&f.backend, "backend", string(redisenv.BackendAuto), "where Redis comes from: auto (process if redis-server is on PATH, else a local container image), process, container or external")
+	f.register(fs)
 	fs.StringVar(&f.topology, "topology", string(redisenv.TopologySingle), "single or cluster")
-	fs.IntVar(&f.masters, "masters", 3, "number of cluster masters (topology cluster)")
-	fs.IntVar(&f.replicas, "replicas", 0, "replicas per master (topology cluster, process and container backends)")
-	fs.StringVar(&f.image, "image", redisenv.DefaultImage, `container image, or "host" to build (once, offline) an image from the local redis-server`)
-	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://... for TLS, or host:port,host:port (implies --backend external)")
 	buildOnly := fs.Bool("build-only", false, "with --backend container --image host: build (or find) the offline image, print its tag and exit without starting anything")
 	if err := parseFlags(fs, args); err != nil {
 		return err

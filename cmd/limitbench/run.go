@@ -28,27 +28,23 @@ func init() {
 
 // runFlags are the flags of `limitbench run` that override or complete a scenario.
 type runFlags struct {
-	backend, image, url, topology, algorithms string
-	masters, replicas                         int
-	duration                                  time.Duration
-	rate                                      float64
-	clients                                   int
-	seed                                      int64
-	out                                       string
-	quiet                                     bool
-	repeat                                    int
-	noReference                               bool
+	env                  envFlags
+	topology, algorithms string
+	duration             time.Duration
+	rate                 float64
+	clients              int
+	seed                 int64
+	out                  string
+	quiet                bool
+	repeat               int
+	noReference          bool
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "[flags] SCENARIO.yaml...", stderr)
 	var f runFlags
-	fs.StringVar(&f.backend, "backend", "auto", "Redis to run against: auto, process, container or external")
-	fs.StringVar(&f.image, "image", "", `container image (default "redis:7.4"; "host" builds one offline from the local redis-server)`)
-	fs.StringVar(&f.url, "redis", "", "external Redis: redis://[user:pass@]host:port, rediss://..., or comma-separated cluster seeds (implies --backend external)")
+	f.env.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster or single,cluster")
-	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
-	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master for started backends")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
@@ -88,7 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(problems) > 0 {
 		return badInput(errors.Join(problems...))
 	}
-	env, err := envConfig(f, set)
+	env, err := f.env.config(set)
 	if err != nil {
 		return badInput(err)
 	}
@@ -145,30 +141,6 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 		}
 	}
 	return o
-}
-
-// envConfig builds the environment configuration from the flags.
-func envConfig(f runFlags, set map[string]bool) (redisenv.Config, error) {
-	cfg := redisenv.Config{
-		Backend:  redisenv.Backend(f.backend),
-		Image:    f.image,
-		URL:      f.url,
-		Masters:  f.masters,
-		Replicas: f.replicas,
-	}
-	if f.url != "" && !set["backend"] {
-		cfg.Backend = redisenv.Backend("external")
-	}
-	// Topology is set per run; validate the rest with a placeholder.
-	check := cfg
-	check.Topology = "single"
-	if f.masters > 0 || f.replicas > 0 {
-		check.Topology = "cluster"
-	}
-	if err := check.Validate(); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
 }
 
 // runOne runs one scenario, writes its results into dir and prints its summary. It returns the
