@@ -10,8 +10,8 @@
 // latency is measured from when the request should have been sent (coordinated omission
 // corrected) and, separately, service time from when it was actually sent. Workers wait for a
 // tick with a Go timer, which the runtime fires with millisecond resolution when it is idle; an
-// open-loop run therefore has a timekeeper goroutine that wakes the scheduler at each tick with
-// nanosleep, so the generator's own lateness stays well under the latencies it measures (see
+// open-loop run therefore has a timekeeper goroutine that wakes the scheduler at each tick with a
+// timerfd, so the generator's own lateness stays well under the latencies it measures (see
 // keeper.go; Plan.NoKeeper turns it off, and bench/ reports the lateness with and without).
 //
 // Each request produces one Outcome, a plain struct. Aggregators consume outcomes: Histograms

@@ -15,9 +15,9 @@ import (
 // generator's own, would be reported as the limiter's latency (a p50 of 0.7 ms against Redis on
 // loopback, where a round trip takes 0.1 ms).
 //
-// The timekeeper is one goroutine that sleeps with nanosleep (microsecond resolution, within the
-// kernel's timer slack of 50 µs) until the next tick's intended time and then yields, so the
-// scheduler runs the timers that are due; the worker sends on time. It wakes at most once per
+// The timekeeper is one goroutine that sleeps on a timerfd (microsecond resolution, within the
+// kernel's timer slack of 50 µs; see preciseTimer) until the next tick's intended time and then
+// yields, so the scheduler runs the timers that are due; the worker sends on time. It wakes at most once per
 // keeperGap, which bounds its cost (about one short system call per keeperGap, a few percent of
 // a core at 100 µs); ticks closer together than that are served by the same wake. Far from the
 // next tick it waits on a Go timer instead, so it stops promptly at the end of the run.
@@ -26,7 +26,7 @@ import (
 const keeperGap = 100 * time.Microsecond
 
 // keeperCoarse is how far ahead of a tick the timekeeper switches from a Go timer (which may fire
-// a millisecond late) to nanosleep.
+// a millisecond late) to its precise timer.
 const keeperCoarse = 2 * time.Millisecond
 
 // keepTime runs the timekeeper of an open-loop run until finished is closed or the schedule
@@ -34,6 +34,8 @@ const keeperCoarse = 2 * time.Millisecond
 func (r *runner) keepTime(finished <-chan struct{}) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	precise := newPreciseTimer()
+	defer precise.Close()
 	last := -keeperGap
 	for {
 		select {
@@ -57,7 +59,7 @@ func (r *runner) keepTime(finished <-chan struct{}) {
 			}
 			continue
 		}
-		sleepPrecise(d)
+		precise.sleep(d)
 		last = time.Since(r.start)
 		runtime.Gosched()
 	}

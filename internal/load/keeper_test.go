@@ -44,12 +44,18 @@ func TestKeepTimeReturns(t *testing.T) {
 	})
 }
 
-func TestSleepPrecise(t *testing.T) {
-	for _, d := range []time.Duration{-time.Second, 0, time.Microsecond, 200 * time.Microsecond} {
+func TestPreciseTimer(t *testing.T) {
+	p := newPreciseTimer()
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	for _, d := range []time.Duration{-time.Second, 0, time.Microsecond, 200 * time.Microsecond, 3 * time.Millisecond} {
 		start := time.Now()
-		sleepPrecise(d)
+		p.sleep(d)
 		if got := time.Since(start); got < d {
-			t.Errorf("sleepPrecise(%s) returned after %s", d, got)
+			t.Errorf("sleep(%s) returned after %s", d, got)
 		}
 	}
 }
