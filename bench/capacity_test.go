@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
 
@@ -30,6 +31,11 @@ func BenchmarkCapacity(b *testing.B) {
 	}
 	ctx := context.Background()
 	env := redisenv.Config{Backend: redisenv.BackendProcess}
+	// GOMAXPROCS as the commands set it (runner.GeneratorProcs), restored at the end.
+	procs := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(procs)
+	local, _ := runner.GeneratorProcs(runtime.NumCPU(), 1)
+	runtime.GOMAXPROCS(local)
 	sat, err := scenarios.Load("../scenarios/saturation.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -47,11 +53,22 @@ func BenchmarkCapacity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Pinned and with GOMAXPROCS as `limitbench capacity` sets them.
 	o := runner.CapacityOptions{Scenario: runner.CapacityScenario(), Algorithm: "gcra", SLO: &slo, Env: env, MemorySubjects: -1}
 	restore := runner.PinHarness(&o.Pin)
+	if move := o.Pin.Harness; move != nil {
+		o.Pin.Harness = func() ([]int, error) {
+			cpus, err := move()
+			if err == nil {
+				runtime.GOMAXPROCS(len(cpus))
+			}
+			return cpus, err
+		}
+	}
 	start := time.Now()
 	pinned, err := runner.Capacity(ctx, o)
 	took := time.Since(start)
+	runtime.GOMAXPROCS(local)
 	restore()
 	if err != nil {
 		b.Fatalf("capacity p99 < 2ms: %v", err)

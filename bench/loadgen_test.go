@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
 )
 
 // loadgenScript is the Lua script both generators call: a per-subject counter with a server
@@ -150,6 +152,11 @@ func median(xs []float64) float64 {
 //	go test -run '^$' -bench Loadgen -benchtime 1x -timeout 15m ./bench/
 func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
+	// GOMAXPROCS as `limitbench run` sets it against one local redis-server.
+	if procs, note := runner.GeneratorProcs(runtime.NumCPU(), 1); procs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		b.Log(note)
+	}
 	const (
 		clients = 32
 		rounds  = 5

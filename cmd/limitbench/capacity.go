@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type capacityFlags struct {
 	algorithm, slo, out string
 	step, warmup        time.Duration
 	subjects, clients   int
+	procs               int
 	noPin, quiet        bool
 }
 
@@ -45,6 +47,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&f.subjects, "subjects", runner.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/capacity-<algorithm>-<UTC time>/)")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each local redis-server; Go's default against an external server)")
 	fs.BoolVar(&f.noPin, "no-pin", false, "do not pin Redis and the load generator to separate CPUs")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the table")
 	fs.Usage = func() {
@@ -82,9 +85,34 @@ flags:
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))
 	}
+	// The generator's GOMAXPROCS (see procs.go): --procs, else, once Redis is pinned, the CPUs
+	// left to the generator, else one CPU left to each local redis-server.
+	procs := f.procs
+	if procs == 0 {
+		var note string
+		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(opts.Env, []scenarios.Topology{scenarios.Topology(opts.Env.Topology)}))
+		if note != "" && opts.Logf != nil {
+			opts.Logf("%s", note)
+		}
+	}
+	restoreProcs := setProcs(procs)
+	defer func() { restoreProcs() }()
 	if !f.noPin {
 		restore := runner.PinHarness(&opts.Pin)
 		defer restore()
+		if move := opts.Pin.Harness; move != nil && f.procs == 0 {
+			opts.Pin.Harness = func() ([]int, error) {
+				cpus, err := move()
+				if err == nil {
+					restoreProcs()
+					restoreProcs = setProcs(len(cpus))
+					if opts.Logf != nil {
+						opts.Logf("load generator on GOMAXPROCS %d: the CPUs it is pinned to (--procs to change)", len(cpus))
+					}
+				}
+				return cpus, err
+			}
+		}
 	}
 	dir := f.out
 	if dir == "" {
@@ -171,6 +199,9 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 		default:
 			o.SLO = &th
 		}
+	}
+	if f.procs < 0 {
+		bad("--procs must be >= 0, got %d", f.procs)
 	}
 	if f.step < 100*time.Millisecond {
 		bad("--step must be at least 100ms, got %s", f.step)

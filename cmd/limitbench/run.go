@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -38,6 +39,7 @@ type runFlags struct {
 	quiet                bool
 	repeat               int
 	noReference          bool
+	procs                int
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +56,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each local redis-server, at least one for the generator; Go's default against an external server)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +66,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if f.repeat < 1 {
 		return badInput(fmt.Errorf("--repeat must be >= 1, got %d", f.repeat))
+	}
+	if f.procs < 0 {
+		return badInput(fmt.Errorf("--procs must be >= 0, got %d", f.procs))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -88,6 +94,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
+	procs := f.procs
+	if procs == 0 {
+		var topologies []scenarios.Topology
+		for _, s := range loaded {
+			topologies = append(topologies, s.Topologies...)
+		}
+		var note string
+		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(env, topologies))
+		if note != "" && !f.quiet {
+			fmt.Fprintln(stderr, note)
+		}
+	}
+	defer setProcs(procs)()
 
 	var failures []string
 	var firstErr error

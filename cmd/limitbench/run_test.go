@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -47,6 +49,7 @@ func TestRunBadInput(t *testing.T) {
 		{"depth without pipeline", []string{write("depth.yaml", base+"pipeline_depth: 8\n")}, []string{"depth.yaml:7", "pipeline_depth"}},
 		{"bad threshold", []string{write("th.yaml", base+"thresholds: [\"p99 << 5ms\"]\n")}, []string{"th.yaml:7", "thresholds"}},
 		{"bad repeat", []string{"--repeat", "0", suite + "smoke.yaml"}, []string{"--repeat must be >= 1"}},
+		{"negative procs", []string{"--procs", "-1", suite + "smoke.yaml"}, []string{"--procs must be >= 0"}},
 		{"bad backend", []string{"--backend", "vm", suite + "smoke.yaml"}, []string{`unknown backend "vm"`}},
 		{"bad override", []string{"--rate", "-1", suite + "smoke.yaml"}, []string{"--rate"}},
 	}
@@ -134,6 +137,14 @@ func TestRunSmoke(t *testing.T) {
 		t.Run(topo, func(t *testing.T) {
 			code, stderr, res := runScenario(t, "--topology", topo, "--duration", "1s", suite+"smoke.yaml")
 			checkExit(t, code, stderr)
+			// The generator leaves a CPU to each local redis-server (see runner.GeneratorProcs).
+			servers := 1
+			if topo == "cluster" {
+				servers = 3
+			}
+			if want, _ := runner.GeneratorProcs(runtime.NumCPU(), servers); res.Environment.GOMAXPROCS != want {
+				t.Errorf("GOMAXPROCS %d during the run on %d CPUs with %d local servers; want %d", res.Environment.GOMAXPROCS, runtime.NumCPU(), servers, want)
+			}
 			got := map[string]report.Entry{}
 			for _, e := range res.Entries {
 				if e.Topology != topo {

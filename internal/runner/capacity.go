@@ -213,6 +213,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
 	c.Pinning = pin(ctx, tgt, o.Pin)
+	c.Environment.GOMAXPROCS = runtime.GOMAXPROCS(0) // pinning may have changed it
 	o.Logf("%s %s: %s, Redis %s; %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
 		tgt.Info.Version, c.Pinning.Note)
 
