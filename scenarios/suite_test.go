@@ -137,11 +137,14 @@ func TestSuiteSpecifics(t *testing.T) {
 			t.Errorf("arrival = %+v; want none", s.Arrival)
 		}
 	})
-	t.Run("demo is every algorithm on single and cluster in about 90s", func(t *testing.T) {
+	// The issue asks for about 90 s; the demo runs about 70 s (with the reference script) so that
+	// `make demo` on a new 2-core machine, which first compiles for about 90 s, ends within 3
+	// minutes.
+	t.Run("demo is every algorithm on single and cluster in a minute or so", func(t *testing.T) {
 		s := loadForTest(t, "demo.yaml")
 		total := time.Duration(len(s.resolve(designNames))*len(s.Topologies)) * s.TotalDuration()
 		if len(s.Topologies) != 2 || total < 60*time.Second || total > 100*time.Second {
-			t.Errorf("demo: topologies %v, %s of load with DESIGN.md's 12 algorithms; want both, about 90s", s.Topologies, total)
+			t.Errorf("demo: topologies %v, %s of load with DESIGN.md's 12 algorithms; want both, 60s to 100s", s.Topologies, total)
 		}
 	})
 }
