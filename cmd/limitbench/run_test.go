@@ -266,6 +266,65 @@ func TestRunInterrupted(t *testing.T) {
 	}
 }
 
+// TestRunSecondSignalQuits: the first SIGINT starts a clean stop; a second one, sent while that
+// stop is under way, ends the process at once, and its redis-server dies with it (Pdeathsig).
+func TestRunSecondSignalQuits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs against real Redis")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "run", "--backend", "process", "--out", t.TempDir(), suite+"smoke.yaml")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor := func(what string) {
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(stderr.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in stderr within 60 s:\n%s", what, stderr.String())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	waitFor("\ndone ")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("signal again to quit at once")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+			t.Errorf("run after two SIGINTs: %v; want killed by SIGINT; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run did not quit within 30 s of the second SIGINT; stderr:\n%s", stderr.String())
+	}
+	addr := regexp.MustCompile(`process single: (127\.0\.0\.1:\d+)`).FindStringSubmatch(stderr.String())
+	if addr == nil {
+		t.Fatalf("no server address in stderr:\n%s", stderr.String())
+	}
+	// Pdeathsig delivers SIGKILL to the server when its parent dies; give the kernel a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(redisServersOn(addr[1])) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pids := redisServersOn(addr[1]); len(pids) > 0 {
+		t.Errorf("redis-server %v still serves %s after the harness quit", pids, addr[1])
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
 type syncBuffer struct {
 	mu  sync.Mutex
