@@ -115,16 +115,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// After the first signal the command stops cleanly (servers stopped, results written); a
 	// second one gets the default action and ends the process at once (child redis-servers die
 	// with it, containers are swept at the next start).
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop()
-			fmt.Fprintf(stderr, "limitbench %s: stopping cleanly; signal again to quit at once\n", cmd.name)
-		case <-done:
-		}
-	}()
+	// Unregistered (deferred after stop, so run first) before stop cancels ctx on return: it runs
+	// only for a signal.
+	defer context.AfterFunc(ctx, func() {
+		stop()
+		fmt.Fprintf(stderr, "limitbench %s: stopping cleanly; signal again to quit at once\n", cmd.name)
+	})()
 	err := cmd.run(ctx, args[1:], stdout, stderr)
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
