@@ -86,18 +86,8 @@ func TestRunUnreachableExternal(t *testing.T) {
 // runScenario runs limitbench run in-process and returns its exit code, stderr and result.
 func runScenario(t *testing.T, args ...string) (int, string, *report.Result) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skipf("redis-server is not on PATH: %v", err)
-	}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run(append([]string{"run", "--backend", "process", "--quiet", "--out", out}, args...), &stdout, &stderr)
-	t.Logf("limitbench run %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
-	res, err := report.ReadResult(filepath.Join(out, "result.json"))
-	if err != nil {
-		t.Fatalf("result.json: %v", err)
-	}
-	return code, stderr.String(), res
+	code, _, stderr, res := runCLI(t, t.TempDir(), true, args...)
+	return code, stderr, res
 }
 
 // onlyFellBehind reports whether every problem listed in stderr is a load generator that fell
@@ -485,17 +475,30 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 // result.
 func runScenarioIn(t *testing.T, out string, args ...string) (int, string, *report.Result) {
 	t.Helper()
+	code, _, stderr, res := runCLI(t, out, true, args...)
+	return code, stderr, res
+}
+
+// runCLI runs `limitbench run --backend process --out out [--quiet] args...` in-process, logs
+// its output and returns its exit code, stdout, stderr and result.json. It skips t without
+// redis-server.
+func runCLI(t *testing.T, out string, quiet bool, args ...string) (code int, stdout, stderr string, res *report.Result) {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}
-	var stdout, stderr bytes.Buffer
-	code := run(append([]string{"run", "--backend", "process", "--quiet", "--out", out}, args...), &stdout, &stderr)
-	t.Logf("limitbench run %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
-	res, err := report.ReadResult(filepath.Join(out, "result.json"))
+	flags := []string{"run", "--backend", "process", "--out", out}
+	if quiet {
+		flags = append(flags, "--quiet")
+	}
+	var so, se bytes.Buffer
+	code = run(append(flags, args...), &so, &se)
+	t.Logf("limitbench run %s: exit %d\n%s%s", strings.Join(args, " "), code, so.String(), se.String())
+	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
 	if err != nil {
 		t.Fatalf("result.json: %v", err)
 	}
-	return code, stderr.String(), res
+	return code, so.String(), se.String(), res
 }
 
 // TestRunInterruptedBeforeMeasuring: a run interrupted before anything was measured writes a valid
@@ -533,18 +536,8 @@ func TestRunRepeatSamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against real Redis")
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skipf("redis-server is not on PATH: %v", err)
-	}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"run", "--backend", "process", "--out", out, "--repeat", "2", "--duration", "500ms",
-		"--algorithms", "gcra,fixed-window", suite + "smoke.yaml"}, &stdout, &stderr)
-	t.Logf("exit %d\n%s%s", code, stdout.String(), stderr.String())
-	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, stderr, res := runCLI(t, t.TempDir(), false, "--repeat", "2", "--duration", "500ms",
+		"--algorithms", "gcra,fixed-window", suite+"smoke.yaml")
 	for _, e := range res.Entries {
 		var repeats []int
 		for _, smp := range e.Samples {
@@ -557,7 +550,7 @@ func TestRunRepeatSamples(t *testing.T) {
 	if len(res.Entries) != 3 {
 		t.Errorf("%d entries; want reference, gcra and fixed-window", len(res.Entries))
 	}
-	done := regexp.MustCompile(`(?m)^done (\S+) single #(\d)`).FindAllStringSubmatch(stderr.String(), -1)
+	done := regexp.MustCompile(`(?m)^done (\S+) single #(\d)`).FindAllStringSubmatch(stderr, -1)
 	var order []string
 	for _, m := range done {
 		order = append(order, m[1]+"#"+m[2])
@@ -574,30 +567,20 @@ func TestRunDoneLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against real Redis")
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skipf("redis-server is not on PATH: %v", err)
-	}
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"run", "--backend", "process", "--out", out, "--duration", "3s",
-		"--algorithms", "token-bucket-published,gcra", suite + "clock-skew.yaml"}, &stdout, &stderr)
-	t.Logf("exit %d\n%s%s", code, stdout.String(), stderr.String())
-	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, stderr, res := runCLI(t, t.TempDir(), false, "--duration", "3s",
+		"--algorithms", "token-bucket-published,gcra", suite+"clock-skew.yaml")
 	for _, e := range res.Entries {
 		label := res.OutcomeOf(&e)
-		line := regexp.MustCompile(`(?m)^done ` + regexp.QuoteMeta(e.Algorithm) + ` single: .*, (.*)$`).FindStringSubmatch(stderr.String())
+		line := regexp.MustCompile(`(?m)^done ` + regexp.QuoteMeta(e.Algorithm) + ` single: .*, (.*)$`).FindStringSubmatch(stderr)
 		if line == nil || line[1] != label {
 			t.Errorf("done line of %s = %q; want it to end with the final label %q", e.Algorithm, line, label)
 		}
 	}
-	if !strings.Contains(stderr.String(), "token-bucket-published single:") || !strings.Contains(stderr.String(), ", expected violation caught\n") {
-		t.Errorf("no done line says the expected violation was caught:\n%s", stderr.String())
+	if !strings.Contains(stderr, "token-bucket-published single:") || !strings.Contains(stderr, ", expected violation caught\n") {
+		t.Errorf("no done line says the expected violation was caught:\n%s", stderr)
 	}
-	if !strings.Contains(stderr.String(), "done reference single:") || !strings.Contains(stderr.String(), ", reference\n") {
-		t.Errorf("the reference's done line does not say reference:\n%s", stderr.String())
+	if !strings.Contains(stderr, "done reference single:") || !strings.Contains(stderr, ", reference\n") {
+		t.Errorf("the reference's done line does not say reference:\n%s", stderr)
 	}
 }
 
