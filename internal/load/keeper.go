@@ -37,6 +37,7 @@ func (r *runner) keepTime(finished <-chan struct{}) {
 	precise := newPreciseTimer()
 	defer precise.Close()
 	last := -keeperGap
+	var next uint64 // first tick not yet known to be due before the last wake; only grows
 	for {
 		select {
 		case <-finished:
@@ -45,7 +46,13 @@ func (r *runner) keepTime(finished <-chan struct{}) {
 		}
 		now := time.Since(r.start)
 		from := max(now, last+keeperGap)
-		at, ok := r.p.Arrival.At(Scheduled(r.p.Arrival, from))
+		// The first tick due at or after from: the cursor moves once per tick in all, where a
+		// search per wake would cost O(log n) calls of At.
+		at, ok := r.p.Arrival.At(next)
+		for ok && at < from {
+			next++
+			at, ok = r.p.Arrival.At(next)
+		}
 		if !ok || at >= r.end+endGrace {
 			return
 		}
