@@ -270,7 +270,8 @@ func isGateMetric(m GateMetric) bool {
 // For a metric row, OldMedian and NewMedian are the sample medians, in the metric's unit for raw
 // figures (rps, µs, µs per decision, bytes, efficiency as a fraction) and as a ratio to the
 // reference for relative ones. Delta is (new − old) / old in percent, or (new − old) × 100 in
-// points for efficiency (DeltaUnit says which). P is the two-sided Mann-Whitney U p-value.
+// points for efficiency (DeltaUnit says which); DeltaLow and DeltaHigh are its 1 − α confidence
+// interval. P is the two-sided Mann-Whitney U p-value.
 // OldSpread and NewSpread are (Q3 − Q1) / median.
 //
 // For the MetricVerdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
@@ -287,13 +288,17 @@ type GateRow struct {
 	NewOutcome string      `json:"new_outcome,omitempty"`
 	Delta      float64     `json:"delta"`
 	DeltaUnit  string      `json:"delta_unit,omitempty"`
-	P          float64     `json:"p_value"`
-	OldN       int         `json:"old_n,omitempty"`
-	NewN       int         `json:"new_n,omitempty"`
-	OldSpread  float64     `json:"old_spread"`
-	NewSpread  float64     `json:"new_spread"`
-	Threshold  float64     `json:"threshold"`
-	Verdict    GateVerdict `json:"verdict"`
+	// DeltaLow and DeltaHigh bound the change with confidence 1 − α, in Delta's unit: the
+	// Hodges-Lehmann interval of the shift that goes with the U test (see gateShiftCI).
+	DeltaLow  float64     `json:"delta_ci_low"`
+	DeltaHigh float64     `json:"delta_ci_high"`
+	P         float64     `json:"p_value"`
+	OldN      int         `json:"old_n,omitempty"`
+	NewN      int         `json:"new_n,omitempty"`
+	OldSpread float64     `json:"old_spread"`
+	NewSpread float64     `json:"new_spread"`
+	Threshold float64     `json:"threshold"`
+	Verdict   GateVerdict `json:"verdict"`
 	// Note says, in words, why the verdict is what it is when that is not obvious.
 	Note string `json:"note,omitempty"`
 }
@@ -651,23 +656,33 @@ func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, 
 		benchmath.NewSample(append([]float64(nil), nv...), &benchmath.Thresholds{CompareAlpha: GateAlpha}))
 	row.P = cmp.P
 
-	// worse and better are the change in the bad and the good direction, in threshold units.
+	// worse and better are how far the change certainly goes in the bad and the good direction,
+	// in threshold units: the end of the confidence interval nearer to no change (negative when
+	// the interval reaches the other side), never more than the change of the medians.
 	var worse, better float64
 	if def.metric == MetricEfficiency {
 		row.DeltaUnit = "pt"
 		row.Delta = (ns.median - os.median) * 100
-		worse = -row.Delta
+		row.DeltaLow, row.DeltaHigh = gateShiftCI(ov, nv, 100, GateAlpha)
+		worse = min(-row.Delta, -row.DeltaHigh)
+		// Better for efficiency is closer to 1; the interval bounds the move in the direction
+		// the medians moved.
 		better = (math.Abs(os.median-1) - math.Abs(ns.median-1)) * 100
+		if row.Delta >= 0 {
+			better = min(better, row.DeltaLow)
+		} else {
+			better = min(better, -row.DeltaHigh)
+		}
 	} else {
 		if os.median == 0 {
 			return GateRow{}, "baseline median is 0, so no percentage; not compared"
 		}
 		row.Delta = (ns.median - os.median) / os.median * 100
-		worse = row.Delta
+		row.DeltaLow, row.DeltaHigh = gateShiftCI(ov, nv, 100/math.Abs(os.median), GateAlpha)
+		worse, better = min(row.Delta, row.DeltaLow), min(-row.Delta, -row.DeltaHigh)
 		if def.higherBetter {
-			worse = -row.Delta
+			worse, better = better, worse
 		}
-		better = -worse
 	}
 
 	switch {
@@ -680,6 +695,10 @@ func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, 
 		row.Verdict = GateRegression
 	case better > threshold:
 		row.Verdict = GateImprovement
+	case math.Abs(row.Delta) > threshold:
+		row.Verdict = GateOK
+		row.Note = fmt.Sprintf("significant, but the %.0f%% confidence interval %s reaches inside the threshold",
+			(1-GateAlpha)*100, gateFormatCI(row))
 	default:
 		row.Verdict = GateOK
 		row.Note = "significant but within the threshold"
@@ -834,10 +853,10 @@ func (g *GateReport) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "Figures: **relative** to the reference script `%s` (ratios per repeat, shown as ×); machines differ: baseline %s, current %s. Efficiency and verdicts are compared as they are.",
 			g.Reference, gateEscape(g.BaselineMachine), gateEscape(g.CurrentMachine))
 	}
-	fmt.Fprintf(&b, " Mann-Whitney U test, α = %g; thresholds %s; a side whose spread (IQR/median) is over %.0f%% is unstable.\n\n",
-		g.Alpha, g.Thresholds, g.MaxSpread*100)
-	b.WriteString("| scenario | algorithm | topology | metric | old median | new median | delta | p-value | verdict |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, " Mann-Whitney U test, α = %g; thresholds %s; a regression (or improvement) is significant and its whole %.0f%% confidence interval lies beyond the threshold; a side whose spread (IQR/median) is over %.0f%% is unstable.\n\n",
+		g.Alpha, g.Thresholds, (1-g.Alpha)*100, g.MaxSpread*100)
+	fmt.Fprintf(&b, "| scenario | algorithm | topology | metric | old median | new median | delta | %.0f%% CI of delta | p-value | verdict |\n", (1-g.Alpha)*100)
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range g.Rows {
 		verdict := string(r.Verdict)
 		if r.Verdict == GateRegression {
@@ -847,7 +866,7 @@ func (g *GateReport) Markdown(w io.Writer) error {
 			verdict += " (" + gateEscape(r.Note) + ")"
 		}
 		if r.Metric == MetricVerdict {
-			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | — | %s |\n",
 				gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), gateEscape(r.OldOutcome), gateEscape(r.NewOutcome), verdict)
 			continue
 		}
@@ -857,9 +876,9 @@ func (g *GateReport) Markdown(w io.Writer) error {
 		} else {
 			metric += " (×ref)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), metric,
-			gateFormatValue(r, r.OldMedian), gateFormatValue(r, r.NewMedian), gateFormatDelta(r), gateFormatP(r.P), verdict)
+			gateFormatValue(r, r.OldMedian), gateFormatValue(r, r.NewMedian), gateFormatDelta(r), gateFormatCI(r), gateFormatP(r.P), verdict)
 	}
 	if len(g.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
@@ -896,11 +915,30 @@ func gateFormatValue(r GateRow, v float64) string {
 }
 
 func gateFormatDelta(r GateRow) string {
-	d := strconv.FormatFloat(r.Delta, 'f', 1, 64)
-	if r.Delta > 0 && d != "0.0" {
+	return gateSigned(r.Delta) + r.DeltaUnit
+}
+
+// gateFormatCI writes r's confidence interval of the delta as "[lo, hi]" with r's unit.
+func gateFormatCI(r GateRow) string {
+	return "[" + gateSigned(r.DeltaLow) + ", " + gateSigned(r.DeltaHigh) + "]" + r.DeltaUnit
+}
+
+// gateSigned writes v with one decimal and a sign ("+1.5", "-2.0", "0.0", "-∞").
+func gateSigned(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+∞"
+	case math.IsInf(v, -1):
+		return "-∞"
+	}
+	d := strconv.FormatFloat(v, 'f', 1, 64)
+	switch {
+	case d == "-0.0":
+		d = "0.0"
+	case v > 0 && d != "0.0":
 		d = "+" + d
 	}
-	return d + r.DeltaUnit
+	return d
 }
 
 func gateFormatP(p float64) string {

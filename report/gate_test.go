@@ -186,14 +186,35 @@ func TestGate(t *testing.T) {
 			},
 		},
 		{
-			name: "3% slower under a 2% threshold is a regression",
+			name: "5% slower under a 2% threshold is a regression",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.05}),
 				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
 			th:            GateThresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
 			wantRegressed: true,
 			want:          map[string]GateVerdict{"gcra throughput": GateRegression, "gcra p99": GateOK},
 			figures:       FiguresRaw,
+		},
+		{
+			// The medians moved 2.9%, over the 2% threshold, but the 95% interval of the shift,
+			// [-3.9%, -1.9%], reaches inside it: not certainly larger than the threshold.
+			name: "3% slower whose interval reaches inside a 2% threshold is ok",
+			current: gateResult(2,
+				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+			th:      GateThresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
+			want:    map[string]GateVerdict{"gcra throughput": GateOK},
+			figures: FiguresRaw,
+			check: func(t *testing.T, g *GateReport) {
+				r := rowOf(t, g, "gcra", MetricThroughput)
+				if !(r.P < 0.05) || !(r.Delta < -2) || !(r.DeltaLow < -2 && r.DeltaHigh > -2) {
+					t.Errorf("p = %v, delta %.2f%% in [%.2f, %.2f]; want significant, beyond -2%%, with an interval across -2%%",
+						r.P, r.Delta, r.DeltaLow, r.DeltaHigh)
+				}
+				if !strings.Contains(r.Note, "confidence interval") {
+					t.Errorf("note %q does not say why a change over the threshold is ok", r.Note)
+				}
+			},
 		},
 		{
 			name: "25% faster is an improvement",
@@ -695,5 +716,44 @@ func TestGateMinSamplesRationale(t *testing.T) {
 				t.Errorf("p = %.4f; want %.4f", row.P, tt.wantP)
 			}
 		})
+	}
+}
+
+// TestGateUCritical checks the exact critical values of U against the published two-sided
+// α = 0.05 table (for example Siegel & Castellan, table J): P(U ≤ c) ≤ 0.025.
+func TestGateUCritical(t *testing.T) {
+	tests := []struct{ m, n, want int }{
+		{3, 3, -1}, {4, 4, 0}, {5, 5, 2}, {6, 6, 5}, {7, 7, 8}, {8, 8, 13}, {10, 10, 23},
+		{6, 8, 8}, {8, 6, 8}, {5, 10, 8}, {20, 20, 127},
+	}
+	for _, tt := range tests {
+		if got := gateUCritical(tt.m, tt.n, 0.025); got != tt.want {
+			t.Errorf("gateUCritical(%d, %d, 0.025) = %d; want %d", tt.m, tt.n, got, tt.want)
+		}
+	}
+	// For 6 against 6 the counts of U = 0..6 are the partitions 1 1 2 3 5 7 11 of C(12, 6) = 924.
+	for _, tt := range []struct {
+		p    float64
+		want int
+	}{{1.0 / 924, 0}, {2.0 / 924, 1}, {19.0 / 924, 5}, {29.0 / 924, 5}, {30.0 / 924, 6}, {0.5 / 924, -1}} {
+		if got := gateUCritical(6, 6, tt.p); got != tt.want {
+			t.Errorf("gateUCritical(6, 6, %.5f) = %d; want %d", tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestGateShiftCI checks the interval on a hand-worked case: old 0..5 and new 10..15 give the
+// 36 differences 5..15 (d = j − i + 10), whose 6th smallest is 7 and 6th largest is 13.
+func TestGateShiftCI(t *testing.T) {
+	old := []float64{0, 1, 2, 3, 4, 5}
+	cur := []float64{10, 11, 12, 13, 14, 15}
+	if lo, hi := gateShiftCI(old, cur, 1, 0.05); lo != 7 || hi != 13 {
+		t.Errorf("interval = [%v, %v]; want [7, 13]", lo, hi)
+	}
+	if lo, hi := gateShiftCI(old, cur, 2, 0.05); lo != 14 || hi != 26 {
+		t.Errorf("scaled interval = [%v, %v]; want [14, 26]", lo, hi)
+	}
+	if lo, hi := gateShiftCI(old[:3], cur[:3], 1, 0.05); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
+		t.Errorf("3 against 3: interval = [%v, %v]; want unbounded", lo, hi)
 	}
 }

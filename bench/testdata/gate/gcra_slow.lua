@@ -17,9 +17,9 @@
 -- ARGV[3]  burst C (permits)
 -- ARGV[4]  cost: permits asked for
 -- Reply:   {allowed 0|1, whole permits left, retry-after µs, decision time µs of Redis TIME}
--- EXTRA WORK, the only change from gcra.lua: hash the key 20 times.
+-- EXTRA WORK, the only change from gcra.lua: hash the key 24 times.
 local h = KEYS[1]
-for _ = 1, 20 do h = redis.sha1hex(h) end
+for _ = 1, 24 do h = redis.sha1hex(h) end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
