@@ -289,7 +289,8 @@ type GateRow struct {
 	Delta      float64     `json:"delta"`
 	DeltaUnit  string      `json:"delta_unit,omitempty"`
 	// DeltaLow and DeltaHigh bound the change with confidence 1 − α, in Delta's unit: the
-	// Hodges-Lehmann interval of the shift that goes with the U test (see gateShiftCI).
+	// Hodges-Lehmann interval of the shift that goes with the U test (see gateShiftCI); finite,
+	// since Gate compares at least GateMinSamples a side.
 	DeltaLow  float64     `json:"delta_ci_low"`
 	DeltaHigh float64     `json:"delta_ci_high"`
 	P         float64     `json:"p_value"`
