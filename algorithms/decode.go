@@ -1,6 +1,11 @@
 package algorithms
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
 
 // badReply wraps ErrBadReply with what was expected and the raw reply.
 func badReply(what string, raw any) error {
@@ -37,4 +42,43 @@ func Bool01(v int64, raw any) (bool, error) {
 		return true, nil
 	}
 	return false, badReply(fmt.Sprintf("allowed flag must be 0 or 1, got %d", v), raw)
+}
+
+// replyFields decodes raw as a string of exactly n decimal integers, each without a sign,
+// separated by single spaces: the compact reply of the gcra, token-bucket and fixed-window
+// scripts. Any other type, count or field (empty, signed, not decimal, beyond int64) is an error
+// wrapping ErrBadReply that shows the raw reply.
+func replyFields(raw any, n int) ([]int64, error) {
+	s, ok := raw.(string)
+	if !ok {
+		return nil, badReply(fmt.Sprintf("want a string of %d integers", n), raw)
+	}
+	out := make([]int64, 0, n)
+	for f := range strings.SplitSeq(s, " ") {
+		if len(out) == n {
+			return nil, badReply(fmt.Sprintf("want %d fields, got more", n), raw)
+		}
+		if f == "" || f[0] < '0' || f[0] > '9' {
+			return nil, badReply(fmt.Sprintf("field %d: want a decimal integer without a sign, got %q", len(out)+1, f), raw)
+		}
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, badReply(fmt.Sprintf("field %d: %v", len(out)+1, err), raw)
+		}
+		out = append(out, v)
+	}
+	if len(out) != n {
+		return nil, badReply(fmt.Sprintf("want %d fields, got %d", n, len(out)), raw)
+	}
+	return out, nil
+}
+
+// timeMicros is the time in µs of a reply's two TIME fields, seconds and microseconds. The
+// microseconds must be below 10⁶ and the time positive and within int64; otherwise the error
+// wraps ErrBadReply with the raw reply.
+func timeMicros(sec, usec int64, raw any) (int64, error) {
+	if usec < 0 || usec >= 1_000_000 || sec < 0 || sec > (math.MaxInt64-usec)/1_000_000 || sec == 0 && usec == 0 {
+		return 0, badReply(fmt.Sprintf("time %d s %d µs is not a positive time", sec, usec), raw)
+	}
+	return sec*1_000_000 + usec, nil
 }

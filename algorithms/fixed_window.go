@@ -3,6 +3,8 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -76,6 +78,65 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, f.script, f.Keys(req), fixedMicros(req), f.limit, f.windowUs, cost)
-	return scriptPending("fixed-window", cmd, ClockServer)
+	args := []any{f.limit, f.windowUs}
+	if fixed := fixedMicros(req); fixed != 0 {
+		args = append(args, cost, fixed)
+	} else if cost != 1 {
+		args = append(args, cost)
+	}
+	cmd := runScript(ctx, c, f.script, f.Keys(req), args...)
+	return func() (Decision, error) {
+		raw, err := cmd.Result()
+		if err != nil {
+			return Decision{}, fmt.Errorf("fixed-window: %w", err)
+		}
+		d, err := f.decode(raw, cost)
+		if err != nil {
+			return Decision{}, fmt.Errorf("fixed-window: %w", err)
+		}
+		return d, nil
+	}
+}
+
+// decode decodes the reply of scripts/fixed_window.lua, "<allowed 0|1> <count> <window> <s> <µs>",
+// for a request of cost permits at time t, in window k = ⌊t/W⌋:
+//
+//   - window k, allowed: remaining L − count, retry-after 0;
+//   - window k, denied (count > L, this cost counted in): remaining max(0, L − count + cost),
+//     retry-after (k+1)·W − t µs until the window ends, or 0 when cost > L (it never fits);
+//   - a later window j > k, denied (the clock stepped back): remaining 0, retry-after j·W − t µs
+//     until that window starts;
+//
+// as the script computed them before it left the arithmetic to Go. Any other reply (an earlier
+// window, an admission past the limit, a denial within it) is an error wrapping ErrBadReply,
+// never an admission.
+func (f *fixedWindowLimiter) decode(raw any, cost int64) (Decision, error) {
+	v, err := replyFields(raw, 5)
+	if err != nil {
+		return Decision{}, err
+	}
+	allowed, err := Bool01(v[0], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	now, err := timeMicros(v[3], v[4], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	count, w, k := v[1], v[2], floorDiv(now, f.windowUs)
+	d := Decision{Allowed: allowed, TimeMicros: now, Clock: ClockServer}
+	switch {
+	case w == k && allowed && count >= cost && count <= f.limit:
+		d.Remaining = f.limit - count
+	case w == k && !allowed && count > f.limit:
+		d.Remaining = max(0, f.limit-count+cost)
+		if cost <= f.limit {
+			d.RetryAfter = time.Duration((k+1)*f.windowUs-now) * time.Microsecond
+		}
+	case w > k && !allowed && w < math.MaxInt64/f.windowUs:
+		d.RetryAfter = time.Duration(w*f.windowUs-now) * time.Microsecond
+	default:
+		return Decision{}, badReply(fmt.Sprintf("allowed=%v with count %d in window %d, at a time in window %d (limit %d, cost %d)", allowed, count, w, k, f.limit, cost), raw)
+	}
+	return d, nil
 }

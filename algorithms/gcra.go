@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -81,6 +82,60 @@ func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pend
 		// Never admissible; still ask Redis so that the decision carries a time.
 		cost = g.tolerance/g.interval + 1
 	}
-	cmd := runScript(ctx, c, g.script, g.Keys(req), fixedMicros(req), g.interval, g.tolerance, cost)
-	return scriptPending("gcra", cmd, ClockServer)
+	inc := cost * g.interval
+	args := []any{inc, g.tolerance}
+	if fixed := fixedMicros(req); fixed != 0 {
+		args = append(args, fixed)
+	}
+	cmd := runScript(ctx, c, g.script, g.Keys(req), args...)
+	return func() (Decision, error) {
+		raw, err := cmd.Result()
+		if err != nil {
+			return Decision{}, fmt.Errorf("gcra: %w", err)
+		}
+		d, err := g.decode(raw, inc)
+		if err != nil {
+			return Decision{}, fmt.Errorf("gcra: %w", err)
+		}
+		return d, nil
+	}
+}
+
+// decode decodes the reply of scripts/gcra.lua, "<allowed 0|1> <TAT µs> <s> <µs>", for a request
+// that adds inc = n·T µs to the TAT. With d = max(TAT − t, 0) µs, the time until the bucket is
+// full again (TAT is the new one after an admission, the stored one, or 0 for none, after a
+// denial):
+//
+//	remaining = max(0, ⌊(C·T − d)/T⌋) permits
+//	retry-after = d + n·T − C·T µs after a denial (until the request fits), or 0 when n·T > C·T
+//	(it never fits)
+//
+// as the script computed them before it left the arithmetic to Go. A reply whose decision
+// contradicts its own TAT (an admission that leaves d outside (0, C·T], a denial the TAT would
+// have allowed) is an error wrapping ErrBadReply, never an admission.
+func (g *gcraLimiter) decode(raw any, inc int64) (Decision, error) {
+	v, err := replyFields(raw, 4)
+	if err != nil {
+		return Decision{}, err
+	}
+	allowed, err := Bool01(v[0], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	now, err := timeMicros(v[2], v[3], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := max(v[1]-now, 0)
+	dec := Decision{Allowed: allowed, TimeMicros: now, Clock: ClockServer}
+	switch {
+	case allowed && (d <= 0 || d > g.tolerance):
+		return Decision{}, badReply(fmt.Sprintf("admitted with TAT %d µs after the decision time, want in (0, %d]", d, g.tolerance), raw)
+	case !allowed && d+inc <= g.tolerance:
+		return Decision{}, badReply(fmt.Sprintf("denied with TAT %d µs after the decision time, which admits %d µs more", d, inc), raw)
+	case !allowed && inc <= g.tolerance:
+		dec.RetryAfter = time.Duration(d+inc-g.tolerance) * time.Microsecond
+	}
+	dec.Remaining = max(floorDiv(g.tolerance-d, g.interval), 0)
+	return dec, nil
 }

@@ -18,6 +18,15 @@ func tokenBucketUnits(l Limit) (unit, rate int64) {
 	return w / g, l.Limit / g
 }
 
+// refill returns min(capacity, tokens + rate·elapsed) units for elapsed >= 0 µs, without forming
+// a product that could overflow: the bucket is full once elapsed >= ⌈(capacity − tokens)/rate⌉.
+func refill(tokens, elapsed, rate, capacity int64) int64 {
+	if elapsed >= (capacity-tokens+rate-1)/rate {
+		return capacity
+	}
+	return tokens + elapsed*rate
+}
+
 func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b
@@ -36,14 +45,7 @@ func (m *tokenBucketModel) Decide(subject, _ string, cost int64, tMicros int64) 
 	if !ok {
 		st = tokenBucketState{tokens: m.capacity, ts: tMicros}
 	} else if tMicros > st.ts {
-		elapsed := tMicros - st.ts
-		deficit := m.capacity - st.tokens
-		if elapsed >= (deficit+m.rate-1)/m.rate {
-			st.tokens = m.capacity
-		} else {
-			st.tokens += elapsed * m.rate
-		}
-		st.ts = tMicros
+		st = tokenBucketState{tokens: refill(st.tokens, tMicros-st.ts, m.rate, m.capacity), ts: tMicros}
 	}
 	need := cost * m.unit
 	if st.tokens < need {

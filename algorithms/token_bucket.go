@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -77,6 +78,73 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, t.script, t.Keys(req), fixedMicros(req), t.unit, t.rate, t.capacity, cost)
-	return scriptPending("token-bucket", cmd, ClockServer)
+	if limit := t.capacity / t.unit; cost > limit {
+		// Never admissible (and cost·U stays exact); still ask Redis so that the decision
+		// carries a time.
+		cost = limit + 1
+	}
+	need := cost * t.unit
+	args := []any{need, t.rate, t.capacity}
+	if fixed := fixedMicros(req); fixed != 0 {
+		args = append(args, fixed)
+	}
+	cmd := runScript(ctx, c, t.script, t.Keys(req), args...)
+	return func() (Decision, error) {
+		raw, err := cmd.Result()
+		if err != nil {
+			return Decision{}, fmt.Errorf("token-bucket: %w", err)
+		}
+		d, err := t.decode(raw, need)
+		if err != nil {
+			return Decision{}, fmt.Errorf("token-bucket: %w", err)
+		}
+		return d, nil
+	}
+}
+
+// decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <tokens> <ts µs> <s> <µs>",
+// for a request of need = n·U units. The bucket is refilled from ts to the decision time t (as the
+// script did; nothing when ts >= t) to b units (the state after an admission is already at t), and
+//
+//	remaining = ⌊b/U⌋ permits
+//	retry-after = ⌈(need − b)/R⌉ µs after a denial (until need units are there), or 0 when
+//	need > C·U (they never are)
+//
+// as the script computed them before it left the arithmetic to Go. A reply whose decision
+// contradicts its own state (tokens outside [0, C·U], an admission whose state is older than its
+// time, a denial the refilled bucket would have allowed) is an error wrapping ErrBadReply, never
+// an admission.
+func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
+	v, err := replyFields(raw, 5)
+	if err != nil {
+		return Decision{}, err
+	}
+	allowed, err := Bool01(v[0], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	now, err := timeMicros(v[3], v[4], raw)
+	if err != nil {
+		return Decision{}, err
+	}
+	tokens, ts := v[1], v[2]
+	if tokens > t.capacity {
+		return Decision{}, badReply(fmt.Sprintf("%d tokens in a bucket of %d", tokens, t.capacity), raw)
+	}
+	if now > ts {
+		if allowed {
+			return Decision{}, badReply(fmt.Sprintf("admitted with state counted at %d µs, before the decision time", ts), raw)
+		}
+		tokens = refill(tokens, now-ts, t.rate, t.capacity)
+	}
+	d := Decision{Allowed: allowed, Remaining: tokens / t.unit, TimeMicros: now, Clock: ClockServer}
+	if !allowed {
+		if tokens >= need {
+			return Decision{}, badReply(fmt.Sprintf("denied with %d tokens, enough for %d", tokens, need), raw)
+		}
+		if need <= t.capacity {
+			d.RetryAfter = time.Duration((need-tokens+t.rate-1)/t.rate) * time.Microsecond
+		}
+	}
+	return d, nil
 }

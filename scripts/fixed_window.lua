@@ -20,10 +20,10 @@
 -- windows, so the hash keeps one field, and it sets the expiry to the window's end. The common
 -- path is TIME + HINCRBY. State is O(1).
 --
--- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect; a server clock that steps back into an earlier window (whose field is gone) is answered
--- with a denial until the later window is reached again, never an admission that could overfill
--- that window.
+-- Clock: Redis TIME in µs (ARGV[4], when given, replaces it, for tests only). Skew between
+-- clients has no effect; a server clock that steps back into an earlier window (whose field is
+-- gone) is answered with a denial until the later window is reached again, never an admission
+-- that could overfill that window.
 --
 -- Expiry: once its window has ended, at E = (floor(t/W) + 1)·W, the hash means the same as no key,
 -- so the key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms). A relative
@@ -31,74 +31,89 @@
 -- when the script started, before its TIME call: if the server is preempted across a ms boundary
 -- in between, the key would vanish before its window ends and the window would admit L more.
 -- Redis removes a key once its ms clock is strictly past the expiry, so the key lives until
--- E + 1 ms, on every version. With a fixed time (tests) the expiry is relative, the time left in
--- the window plus one minute, so that a test whose fixed times run ahead of the real clock never
--- loses a key to a stall of the real one.
+-- E + 1 ms, on every version; a PEXPIREAT that is not in the future deletes the key at once, which
+-- only happens once the window has ended. With a fixed time (tests) the expiry is relative, the
+-- time left in the window plus one minute, so that a test whose fixed times run ahead of the real
+-- clock never loses a key to a stall of the real one.
+--
+-- Cost: the script does what the decision needs and no more, since each step is a measurable
+-- share of a call (bench/BenchmarkAlgorithms). Numbers are read by arithmetic on the strings
+-- (tonumber parses its argument twice), the cost is passed only when it is not 1 (the script then
+-- uses constants), and the reply is one string made mostly of strings the script already has
+-- (TIME's two fields, the field name), which Redis sends for a fraction of what a table costs; the
+-- Go decoder (algorithms/fixed_window.go) derives the remaining permits and the retry-after.
 --
 -- KEYS[1]  hash {<window index floor(t/W)> = permits admitted in that window (plus the cost-1
 --          denials once it was full)}
--- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
--- ARGV[2]  L, permits per window
--- ARGV[3]  W, window in µs (a multiple of 1000, at least 1 ms)
--- ARGV[4]  cost, permits asked for (>= 1)
--- Reply:   {allowed 0|1, remaining permits in the window, retry-after µs (0 when allowed, or when
---          cost > L: never), time µs used}
-local now = tonumber(ARGV[1])
-local fixed = now ~= nil and now > 0
-if not fixed then
+-- ARGV[1]  L, permits per window
+-- ARGV[2]  W, window in µs (a multiple of 1000, at least 1 ms)
+-- ARGV[3]  optional: cost, permits asked for (>= 1); 1 when absent
+-- ARGV[4]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+--          (ARGV[3] must then be given)
+-- Reply:   the string "<allowed 0|1> <count> <window> <s> <µs>": the window index the request was
+--          counted in, floor(t/W), and its count with this request's cost in it (so a denial has
+--          count > L); or, when the hash holds a later window (the clock stepped back), that
+--          window's index, a count of 0 and a denial until it starts. Then the time the decision
+--          used as TIME gives it, seconds and microseconds.
+local now, sec, usec
+if ARGV[4] then
+  now = ARGV[4] + 0
+  sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
+else
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  sec, usec = t[1], t[2]
+  now = sec * 1000000 + usec
 end
-local limit = tonumber(ARGV[2])
-local window = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
+local window = ARGV[2] + 0
 local key = KEYS[1]
+local cost, incr = 1, '1'
+if ARGV[3] then
+  incr = ARGV[3]
+  cost = incr + 0
+end
 
 -- floor(now/W) is exact for integers below 2^53 (now is about 2^51); the check guards it anyway.
 local idx = math.floor(now / window)
 if idx * window > now then idx = idx - 1 end
-local left = (idx + 1) * window - now -- µs until the window ends, >= 1
 -- %d writes integers exactly (and is cheaper than a float format); idx < 2^53.
 local field = string.format('%d', idx)
 
-local n = redis.call('HINCRBY', key, field, cost)
+local n = redis.call('HINCRBY', key, field, incr)
+local allowed = '1 '
 if n == cost then
   -- The window's first permits: drop earlier windows, look for a later one. A new hash (the
   -- usual case: the key expires with its window) has only this field.
   if redis.call('HLEN', key) > 1 then
-    local later = nil
+    local later, lf = nil, nil
     for _, f in ipairs(redis.call('HKEYS', key)) do
       local fi = tonumber(f)
       if fi == nil or fi < idx then
         redis.call('HDEL', key, f)
       elseif fi > idx and (later == nil or fi > later) then
-        later = fi
+        later, lf = fi, f
       end
     end
     if later ~= nil then
       redis.call('HDEL', key, field)
-      return {0, 0, later * window - now, now}
+      return '0 0 ' .. lf .. ' ' .. sec .. ' ' .. usec
     end
   end
-  if cost > limit then
+  if cost > ARGV[1] + 0 then
     redis.call('HDEL', key, field)
-    return {0, limit, 0, now}
-  end
-  if fixed then
-    redis.call('PEXPIRE', key, string.format('%d', math.ceil(left / 1000) + 60000))
+    allowed = '0 '
+  elseif ARGV[4] then
+    redis.call('PEXPIRE', key, string.format('%d', math.ceil(((idx + 1) * window - now) / 1000) + 60000))
   else
     redis.call('PEXPIREAT', key, string.format('%d', (idx + 1) * window / 1000))
   end
-elseif n > limit then
+elseif n > ARGV[1] + 0 then
   -- Denied. A denial of one permit means the window was full (count = L before it), and every
   -- later request of this window is denied whatever the count, so the increment is left in
   -- place (one HINCRBY instead of two); a larger cost may not have been denied by a full window,
   -- so it is taken back.
-  local retry = left
   if cost > 1 then
-    redis.call('HINCRBY', key, field, -cost)
-    if cost > limit then retry = 0 end
+    redis.call('HINCRBY', key, field, '-' .. incr)
   end
-  return {0, math.max(0, limit - n + cost), retry, now}
+  allowed = '0 '
 end
-return {1, limit - n, 0, now}
+return allowed .. string.format('%d', n) .. ' ' .. field .. ' ' .. sec .. ' ' .. usec

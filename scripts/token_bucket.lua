@@ -10,8 +10,9 @@
 -- a denial (refill is linear up to the cap, so the state can be rebuilt later); the TTL is the
 -- time the bucket needs to refill completely, after which a missing key means a full bucket.
 --
--- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect. A server clock that steps back refills nothing until it passes the stored time again.
+-- Clock: Redis TIME in µs (ARGV[4], when given, replaces it, for tests only). Skew between
+-- clients has no effect. A server clock that steps back refills nothing until it passes the
+-- stored time again.
 --
 -- Expiry: a bucket that has refilled completely means the same as no key, so the key is kept until
 -- the bucket is full again, F = ts + ⌈(C·U − tokens)/R⌉ µs, as an absolute time taken from the same
@@ -20,62 +21,75 @@
 -- call (a few µs, more if the server is preempted; the ms truncation adds up to 1 ms): the key
 -- could then vanish before F and a request in the gap would find a full bucket a fraction of a
 -- permit early. Redis removes a key once its ms clock is strictly past the expiry, so the key
--- lives until ⌈F/1000⌉ + 1 ms > F, on every version. With a fixed time (tests) the expiry is
--- relative, ⌈(F − t)/1000⌉ ms plus one minute, so that a test whose fixed times run ahead of the
--- real clock never loses a key to a stall of the real one.
+-- lives until ⌈F/1000⌉ + 1 ms > F, on every version; and a PEXPIREAT that is not in the future
+-- deletes the key at once, which with ⌈F/1000⌉ only happens when F itself has passed. With a fixed
+-- time (tests) the expiry is relative, ⌈(F − t)/1000⌉ ms plus one minute, so that a test whose
+-- fixed times run ahead of the real clock never loses a key to a stall of the real one.
+--
+-- Cost: the script does what the decision needs and no more, since each step is a measurable
+-- share of a call (bench/BenchmarkAlgorithms): TIME, HMGET, and on an admission HSET and
+-- PEXPIREAT. Numbers are read by arithmetic on the strings (tonumber parses its argument twice),
+-- arguments arrive precomputed, and the reply is one string made of strings the script already
+-- has (TIME's two fields, the state it read or wrote), which Redis sends for a fraction of what a
+-- table costs; the Go decoder (algorithms/token_bucket.go) refills that state to the decision time
+-- and derives the remaining permits and the retry-after from it.
 --
 -- KEYS[1]  hash {t = tokens in units of 1/U permit, ts = time in µs they were counted at}
--- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
--- ARGV[2]  U, units per permit
--- ARGV[3]  R, units refilled per µs
--- ARGV[4]  C·U, capacity in units (< 2^53)
--- ARGV[5]  cost, permits asked for (>= 1)
--- Reply:   {allowed 0|1, whole permits left, retry-after µs until cost permits are there (0 when
---          allowed, or when cost > C: never), time µs used}
+-- ARGV[1]  n·U, units the request takes (n >= 1 permits)
+-- ARGV[2]  R, units refilled per µs
+-- ARGV[3]  C·U, capacity in units (< 2^53)
+-- ARGV[4]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+-- Reply:   the string "<allowed 0|1> <tokens> <ts> <s> <µs>": the bucket after the decision (the
+--          state written when allowed; the one stored, not refilled, when denied, or C·U at 0 for
+--          none), and the time the decision used as TIME gives it, seconds and microseconds.
 -- Memory:  O(1) per subject.
-local now = tonumber(ARGV[1])
-local fixed = now ~= nil and now > 0
-if not fixed then
+local now, sec, usec
+if ARGV[4] then
+  now = ARGV[4] + 0
+  sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
+else
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  sec, usec = t[1], t[2]
+  now = sec * 1000000 + usec
 end
-local unit = tonumber(ARGV[2])
-local rate = tonumber(ARGV[3])
-local cap = tonumber(ARGV[4])
-local need = tonumber(ARGV[5]) * unit
+local need = ARGV[1] + 0
+local rate = ARGV[2] + 0
+local cap = ARGV[3] + 0
 
 local st = redis.call('HMGET', KEYS[1], 't', 'ts')
-local tokens = tonumber(st[1])
-local ts = tonumber(st[2])
-if tokens == nil or ts == nil then
-  tokens, ts = cap, now
-elseif now > ts then
-  -- Refill min(cap, tokens + R·elapsed) without forming a product that could pass 2^53.
-  local deficit = cap - tokens
-  local elapsed = now - ts
-  if elapsed >= math.ceil(deficit / rate) then
-    tokens = cap
-  else
-    tokens = tokens + elapsed * rate
+local tokens, ts = cap, now
+if st[1] and st[2] then
+  tokens, ts = st[1] + 0, st[2] + 0
+  if now > ts then
+    -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
+    -- 2^53 > cap − tokens, so the comparison stays right.
+    local add = (now - ts) * rate
+    if add >= cap - tokens then
+      tokens = cap
+    else
+      tokens = tokens + add
+    end
+    ts = now
   end
-  ts = now
 end
 
 if tokens < need then
-  local retry = 0
-  if need <= cap then retry = math.ceil((need - tokens) / rate) end
-  return {0, math.floor(tokens / unit), retry, now}
+  if st[1] and st[2] then
+    return '0 ' .. st[1] .. ' ' .. st[2] .. ' ' .. sec .. ' ' .. usec
+  end
+  return '0 ' .. ARGV[3] .. ' 0 ' .. sec .. ' ' .. usec
 end
 
 tokens = tokens - need
 -- %d writes integers exactly and costs less than a float format (or a number argument, which
 -- Redis writes with %.17g).
-redis.call('HSET', KEYS[1], 't', string.format('%d', tokens), 'ts', string.format('%d', ts))
+local tv, tsv = string.format('%d', tokens), string.format('%d', ts)
+redis.call('HSET', KEYS[1], 't', tv, 'ts', tsv)
 -- Full again at ts + ⌈(cap − tokens)/R⌉ µs (ts, not now: after a clock step back ts is later).
 local full = ts + math.ceil((cap - tokens) / rate)
-if fixed then
+if ARGV[4] then
   redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((full - now) / 1000) + 60000))
 else
   redis.call('PEXPIREAT', KEYS[1], string.format('%d', math.ceil(full / 1000)))
 end
-return {1, math.floor(tokens / unit), 0, now}
+return '1 ' .. tv .. ' ' .. tsv .. ' ' .. sec .. ' ' .. usec

@@ -1,0 +1,165 @@
+package algorithms
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// t0 is a decision time in µs whose TIME fields are "1700000000" and "250000".
+const t0 = int64(1_700_000_000_250_000)
+
+func TestReplyFields(t *testing.T) {
+	got, err := replyFields("1 0 1700000000 5", 4)
+	if want := []int64{1, 0, 1_700_000_000, 5}; err != nil || !cmp.Equal(got, want) {
+		t.Fatalf(`replyFields("1 0 1700000000 5", 4) = %v, %v; want %v`, got, err, want)
+	}
+	bad := []struct {
+		name string
+		raw  any
+	}{
+		{"nil", nil},
+		{"integer", int64(1)},
+		{"array", []any{int64(1), int64(2), int64(3), int64(4)}},
+		{"empty", ""},
+		{"too few", "1 2 3"},
+		{"too many", "1 2 3 4 5"},
+		{"double space", "1  2 3 4"},
+		{"leading space", " 1 2 3 4"},
+		{"trailing space", "1 2 3 4 "},
+		{"sign", "1 -2 3 4"},
+		{"plus", "1 +2 3 4"},
+		{"fraction", "1 2.5 3 4"},
+		{"exponent", "1 1e5 3 4"},
+		{"letters", "1 two 3 4"},
+		{"tab", "1\t2 3 4"},
+		{"overflow", "1 99999999999999999999 3 4"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := replyFields(tt.raw, 4); !errors.Is(err, ErrBadReply) {
+				t.Errorf("replyFields(%#v, 4) = %v, %v; want ErrBadReply", tt.raw, got, err)
+			}
+		})
+	}
+}
+
+func TestTimeMicros(t *testing.T) {
+	if got, err := timeMicros(1_700_000_000, 250_000, nil); err != nil || got != t0 {
+		t.Errorf("timeMicros(1700000000, 250000) = %d, %v; want %d", got, err, t0)
+	}
+	for _, tc := range [][2]int64{{0, 0}, {1, 1_000_000}, {-1, 5}, {1, -1}, {1 << 62, 0}} {
+		if got, err := timeMicros(tc[0], tc[1], nil); !errors.Is(err, ErrBadReply) {
+			t.Errorf("timeMicros(%d, %d) = %d, %v; want ErrBadReply", tc[0], tc[1], got, err)
+		}
+	}
+}
+
+// replyCase is one reply of a compact-reply script and what it must decode to: want, or
+// ErrBadReply when bad is set.
+type replyCase struct {
+	name string
+	raw  string
+	cost int64
+	want Decision
+	bad  bool
+}
+
+// checkReplies runs decode on every case: a good reply must decode to its Decision, a bad one
+// must be ErrBadReply and never an admission.
+func checkReplies(t *testing.T, cases []replyCase, decode func(raw any, cost int64) (Decision, error)) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := decode(tc.raw, tc.cost)
+			if tc.bad {
+				if !errors.Is(err, ErrBadReply) || got.Allowed {
+					t.Errorf("decode(%q, cost %d) = %+v, %v; want ErrBadReply and no admission", tc.raw, tc.cost, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decode(%q, cost %d): %v", tc.raw, tc.cost, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decode(%q, cost %d) mismatch (-want +got):\n%s", tc.raw, tc.cost, diff)
+			}
+		})
+	}
+}
+
+// server is a decision at t0 on the server's clock.
+func server(allowed bool, remaining int64, retry time.Duration) Decision {
+	return Decision{Allowed: allowed, Remaining: remaining, RetryAfter: retry, TimeMicros: t0, Clock: ClockServer}
+}
+
+// TestGCRAReplies decodes replies of scripts/gcra.lua at T = 100 ms, C = 5 (tolerance 500 ms).
+func TestGCRAReplies(t *testing.T) {
+	g := &gcraLimiter{interval: 100_000, tolerance: 500_000}
+	cases := []replyCase{
+		{name: "first of a fresh subject", raw: "1 1700000000350000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 1700000000750000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 3", raw: "1 1700000000550000 1700000000 250000", cost: 3, want: server(true, 2, 0)},
+		{name: "denied, full", raw: "0 1700000000750000 1700000000 250000", cost: 1, want: server(false, 0, 100*time.Millisecond)},
+		{name: "denied, partly refilled", raw: "0 1700000000710000 1700000000 250000", cost: 2, want: server(false, 0, 160*time.Millisecond)},
+		{name: "denied, cost above burst", raw: "0 0 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "denied, stale TAT", raw: "0 1600000000000000 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "admitted without a TAT ahead", raw: "1 1700000000250000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted past the burst", raw: "1 1700000000850000 1700000000 250000", cost: 1, bad: true},
+		{name: "denied with room", raw: "0 1700000000550000 1700000000 250000", cost: 1, bad: true},
+		{name: "denied when empty", raw: "0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "allowed 2", raw: "2 1700000000350000 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 1700000000350000 0 0", cost: 1, bad: true},
+		{name: "µs past a second", raw: "1 1700000000350000 1700000000 1000000", cost: 1, bad: true},
+		{name: "table", raw: "1 4 0 1700000000250000 1", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return g.decode(raw, cost*g.interval) })
+}
+
+// TestTokenBucketReplies decodes replies of scripts/token_bucket.lua at 10 permits per second,
+// C = 5: U = 100,000 units per permit, R = 1 unit per µs, C·U = 500,000.
+func TestTokenBucketReplies(t *testing.T) {
+	tb := &tokenBucketLimiter{unit: 100_000, rate: 1, capacity: 500_000}
+	cases := []replyCase{
+		{name: "first of a fresh subject", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 0 1700000000250000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "clock stepped back", raw: "1 150000 1700000000300000 1700000000 250000", cost: 1, want: server(true, 1, 0)},
+		{name: "denied, empty", raw: "0 0 1700000000250000 1700000000 250000", cost: 1, want: server(false, 0, 100*time.Millisecond)},
+		{name: "denied, refilled since", raw: "0 20000 1700000000200000 1700000000 250000", cost: 2, want: server(false, 0, 130*time.Millisecond)},
+		{name: "denied, cost above capacity", raw: "0 500000 0 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "denied, stored state in the future", raw: "0 50000 1700000000300000 1700000000 250000", cost: 1, want: server(false, 0, 50*time.Millisecond)},
+		{name: "denied with enough", raw: "0 100000 1700000000250000 1700000000 250000", cost: 1, bad: true},
+		{name: "denied, refilled enough", raw: "0 0 1700000000100000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted with old state", raw: "1 400000 1700000000200000 1700000000 250000", cost: 1, bad: true},
+		{name: "over capacity", raw: "1 600000 1700000000250000 1700000000 250000", cost: 1, bad: true},
+		{name: "four fields", raw: "1 400000 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 400000 1700000000250000 0 0", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return tb.decode(raw, cost*tb.unit) })
+}
+
+// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second: t0 is in
+// window 1700000000, 750 ms before its end.
+func TestFixedWindowReplies(t *testing.T) {
+	f := &fixedWindowLimiter{limit: 5, windowUs: 1_000_000}
+	cases := []replyCase{
+		{name: "first", raw: "1 1 1700000000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 5 1700000000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 3 1700000000 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		{name: "denied, full", raw: "0 6 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, full with earlier denials", raw: "0 9 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, 2 left for a cost of 3", raw: "0 6 1700000000 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
+		{name: "denied, cost above the limit", raw: "0 6 1700000000 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "denied, a later window", raw: "0 0 1700000002 1700000000 250000", cost: 1, want: server(false, 0, 1750*time.Millisecond)},
+		{name: "admitted past the limit", raw: "1 6 1700000000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted below its cost", raw: "1 1 1700000000 1700000000 250000", cost: 2, bad: true},
+		{name: "denied within the limit", raw: "0 5 1700000000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted in a later window", raw: "1 1 1700000001 1700000000 250000", cost: 1, bad: true},
+		{name: "an earlier window", raw: "1 1 1699999999 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 1 1700000000 0 0", cost: 1, bad: true},
+		{name: "table-like", raw: "1 4 0 1700000000250000", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, f.decode)
+}
