@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -378,4 +381,123 @@ func genLog(t *rapid.T, n int) *Log {
 // cloneLog returns a deep copy of log's events (names shared).
 func cloneLog(log *Log) *Log {
 	return &Log{Subjects: log.Subjects, Clients: log.Clients, Events: append([]Event(nil), log.Events...)}
+}
+
+// quadratic checks one sliding-window or token-bucket contract (Also ignored) as brute does, in
+// polynomial time, for scopes of hundreds of admissions: a set violates definitely or possibly
+// only if the largest set with the same earliest lo and latest hi (definite: {lo ≥ A, hi ≤ B}),
+// or the same latest lo and earliest hi (possible: {lo ≤ B, hi ≥ A}), does too, with the same
+// end, so it tries each such set, for every pair (A, B) of times of the scope's admissions.
+func quadratic(c algorithms.Contract, log *Log) bruteResult {
+	var r bruteResult
+	g := c.Granularity.Microseconds()
+	w := c.Window.Microseconds()
+	var p, q int64
+	if c.Kind == algorithms.TokenBucket {
+		d := gcd(c.RefillPermits, c.RefillPer.Microseconds())
+		p, q = c.RefillPermits/d, c.RefillPer.Microseconds()/d
+	}
+	// excess returns the excess of permits over a set of the given span (-1 when none).
+	excess := func(permits, span int64) int64 {
+		switch c.Kind {
+		case algorithms.SlidingWindow:
+			if permits > c.Limit && span < w {
+				return permits - c.Limit
+			}
+		case algorithms.TokenBucket:
+			span = max(0, span)
+			if q*permits > q*c.Capacity+p*span {
+				return permits - c.Capacity - p*span/q
+			}
+		}
+		return -1
+	}
+	for _, evs := range bruteScopes(c, log, Admitted) {
+		type iv struct{ lo, hi, p int64 }
+		ivs := make([]iv, len(evs))
+		for i, e := range evs {
+			ivs[i] = iv{e.Lo - g, e.Hi + g, int64(e.Permits)}
+		}
+		defEnds, posEnds := map[int64]bool{}, map[int64]bool{}
+		// Definite: for each B, {lo ≥ A, hi ≤ B} by descending lo.
+		byLo := slices.Clone(ivs)
+		slices.SortFunc(byLo, func(a, b iv) int { return cmp.Compare(b.lo, a.lo) })
+		for _, end := range ivs {
+			b := end.hi
+			var sum int64
+			minLo, maxHi := int64(math.MaxInt64), int64(math.MinInt64)
+			for i, x := range byLo {
+				if x.hi <= b {
+					sum += x.p
+					minLo, maxHi = x.lo, max(maxHi, x.hi)
+				}
+				if sum == 0 || (i+1 < len(byLo) && byLo[i+1].lo == x.lo) {
+					continue // not yet the whole set {lo ≥ x.lo, hi ≤ b}
+				}
+				if ex := excess(sum, maxHi-minLo); ex >= 0 {
+					defEnds[maxHi] = true
+					r.worstDef = max(r.worstDef, ex)
+				}
+			}
+		}
+		// Possible: for each B, {lo ≤ B, hi ≥ A} by descending hi.
+		byHi := slices.Clone(ivs)
+		slices.SortFunc(byHi, func(a, b iv) int { return cmp.Compare(b.hi, a.hi) })
+		for _, end := range ivs {
+			b := end.lo
+			var sum int64
+			maxLo, minHi := int64(math.MinInt64), int64(math.MaxInt64)
+			for i, x := range byHi {
+				if x.lo <= b {
+					sum += x.p
+					maxLo, minHi = max(maxLo, x.lo), x.hi
+				}
+				if sum == 0 || (i+1 < len(byHi) && byHi[i+1].hi == x.hi) {
+					continue // not yet the whole set {lo ≤ b, hi ≥ x.hi}
+				}
+				if ex := excess(sum, maxLo-minHi); ex >= 0 {
+					posEnds[maxLo] = true
+					r.worstPoss = max(r.worstPoss, ex)
+				}
+			}
+		}
+		r.definite += int64(len(defEnds))
+		r.possible += int64(len(posEnds))
+	}
+	return r
+}
+
+// genWideLog draws a log of up to n events of one or two scopes spread over about n·step µs,
+// whose intervals are points, a few steps wide (nesting among neighbours) or, rarely, wide
+// enough to hold many others, with some unknown outcomes and denials.
+func genWideLog(t *rapid.T, n int, step int64) *Log {
+	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}}
+	count := rapid.IntRange(0, n).Draw(t, "events")
+	subjects := rapid.IntRange(1, 2).Draw(t, "subjects")
+	rare := rapid.IntRange(0, 20).Draw(t, "rare")
+	// Times on a grid of grain µs: coarse grains make many equal Lo and Hi values.
+	grain := rapid.SampledFrom([]int64{1, 1, 2, 3 * step}).Draw(t, "grain")
+	for i := range count {
+		lo := int64(i)*step + rapid.Int64Range(0, step).Draw(t, fmt.Sprintf("lo%d", i))
+		var width int64
+		switch k := rapid.IntRange(0, 20).Draw(t, fmt.Sprintf("shape%d", i)); {
+		case k < rare/2:
+			width = rapid.Int64Range(0, 200*step).Draw(t, fmt.Sprintf("wide%d", i))
+		case k < 10:
+			width = rapid.Int64Range(0, 8*step).Draw(t, fmt.Sprintf("width%d", i))
+		}
+		lo, hi := lo/grain*grain, (lo+width)/grain*grain
+		log.Events = append(log.Events, Event{
+			Lo:      lo,
+			Hi:      hi,
+			Subject: uint32(rapid.IntRange(0, subjects-1).Draw(t, fmt.Sprintf("subject%d", i))),
+			Client:  uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
+			Permits: uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
+			Kind:    rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Admitted, Unknown, Denied}).Draw(t, fmt.Sprintf("kind%d", i)),
+		})
+	}
+	// Any order: Check sorts.
+	perm := rapid.Permutation(log.Events).Draw(t, "order")
+	log.Events = perm
+	return log
 }

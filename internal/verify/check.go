@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -149,14 +150,14 @@ func (lim *limit) overflow(span, permits int64) error {
 type sweeper struct {
 	lim limit
 	log *Log
-	// max is the size of the largest scope of the current pass: the buffers below are allocated
-	// once at that size, so a pass holds no garbage from growing them.
-	max  int
-	ord  []uint32 // hi order of the current scope, when it differs from lo order
-	tree prefixTree
-	vals []int64
-	cand []int64
-	pos  []uint32 // bucketPossible: index in cand of each admission's hi
+	// max is the size of the largest scope of the current pass: ord and added are allocated
+	// once at that size, so a pass holds no garbage from growing them. tree and vals grow as
+	// needed, to bucketDefinite's widest window (to the largest scope in bucketHide).
+	max   int
+	ord   []uint32 // hi order of the current scope, when it differs from lo order
+	tree  prefixTree
+	vals  []int64
+	added []uint64 // bucketDefinite: a bit per position of the scope, set once added
 
 	// results of the current pass
 	rep           *LimitReport
@@ -311,27 +312,44 @@ func (s *sweeper) sweep(g []Event) {
 		} else {
 			s.bucketDefinite(g, ord)
 		}
-		if ord == nil {
-			s.bucketPossibleOrdered(g)
-		} else {
-			s.bucketPossible(g, ord)
-		}
+		s.bucketPossible(g, ord)
 	}
 }
 
-// hiOrder returns the indices of g sorted by Hi, then Lo.
+// hiOrder returns the indices of g sorted by Hi, then Lo. g is in Lo order, and Hi order differs
+// from it only where intervals nest, mostly by a few places, so it starts with an insertion sort,
+// O(n + moves); past n·log2(n) moves (intervals that nest deeply) it finishes with a comparison
+// sort.
 func (s *sweeper) hiOrder(g []Event) []uint32 {
+	n := len(g)
 	ord := slices.Grow(s.ord[:0], s.max)
 	for i := range g {
 		ord = append(ord, uint32(i))
 	}
-	slices.SortFunc(ord, func(a, b uint32) int {
-		if c := cmp.Compare(g[a].Hi, g[b].Hi); c != 0 {
-			return c
-		}
-		return cmp.Compare(g[a].Lo, g[b].Lo)
-	})
 	s.ord = ord
+	budget := n * bits.Len(uint(n))
+	for i := 1; i < n; i++ {
+		x := ord[i]
+		hi, lo := g[x].Hi, g[x].Lo
+		j := i
+		for ; j > 0; j-- {
+			y := &g[ord[j-1]]
+			if y.Hi < hi || (y.Hi == hi && y.Lo <= lo) {
+				break
+			}
+			ord[j] = ord[j-1]
+		}
+		ord[j] = x
+		if budget -= i - j; budget < 0 {
+			slices.SortFunc(ord, func(a, b uint32) int {
+				if c := cmp.Compare(g[a].Hi, g[b].Hi); c != 0 {
+					return c
+				}
+				return cmp.Compare(g[a].Lo, g[b].Lo)
+			})
+			break
+		}
+	}
 	return ord
 }
 

@@ -110,11 +110,16 @@
 // and works on them in place: it never copies the log, whose denials and failures it skips. It
 // sorts them by scope and time (an in-place radix sort on scope and Lo: a few O(n) passes of 8
 // bits; a comparison sort when the key does not fit 64 bits) and sweeps each scope once:
-// sliding-window and fixed-window with two pointers, token-bucket with a running maximum when no
-// interval of the scope nests inside another and with a segment tree (O(log n) per admission)
-// when some do. The log holds 32 bytes per event, denials included (Accuracy and Replay need
-// them). Check adds buffers allocated once at the size of the largest scope, and only when its
-// intervals nest: 4 bytes per admission for the Hi order, and for token-bucket 20 more and a tree
-// of 32 to 64. bench/verify_test.go measures both. Check, Accuracy and Replay reorder log.Events;
+// sliding-window and fixed-window with two pointers; token-bucket's possible violations with two
+// running sums, and its definite ones with a running maximum where no interval nests inside an
+// earlier one and, where some do, a segment tree over a window of the positions not yet settled
+// (O(log w) per admission, w the window's width: a few hundred when intervals nest only among
+// neighbours). When intervals nest, the Hi order is found by insertion sort from the Lo order
+// (a comparison sort past n·log2(n) moves). The log holds 32 bytes per event, denials included
+// (Accuracy and Replay need them). Check adds buffers allocated at the size of the largest
+// scope, and only when its intervals nest: 4 bytes per admission for the Hi order, and for
+// token-bucket a bit per admission and a tree of 32 to 64 bytes per position of the widest
+// window (of the whole scope when it checks what unknown outcomes could hide).
+// bench/verify_test.go measures both. Check, Accuracy and Replay reorder log.Events;
 // do not call them concurrently on one Log.
 package verify

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -502,6 +503,83 @@ func TestSortEvents(t *testing.T) {
 			if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
 				t.Fatalf("event %d = %+v; want %+v", i, *a, *b)
 			}
+		}
+	})
+}
+
+// TestCheckMatchesQuadratic: on histories of hundreds of admissions per scope, where intervals
+// nest among neighbours and a few hold many others (so the token-bucket sweep places and moves
+// its windowed tree, and Hi order comes from insertion sort or, past its budget, a comparison
+// sort), the fast checker finds what a polynomial checker with the brute-force definitions finds.
+func TestCheckMatchesQuadratic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genContract(t, "")
+		if c.Kind == algorithms.FixedWindow {
+			c.Kind, c.Window = algorithms.SlidingWindow, c.Window*10
+		}
+		c.Limit *= 4
+		c.Capacity *= 4
+		step := rapid.Int64Range(1, 4).Draw(t, "step")
+		log := genWideLog(t, 600, step)
+		rep, err := Check(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		got, want := rep.Limits[0], quadratic(c, log)
+		if got.Definite != want.definite || got.Possible != want.possible ||
+			got.Worst.Excess != want.worstDef || got.WorstPossible.Excess != want.worstPoss {
+			t.Fatalf("%s: Check = definite %d possible %d worst %d/%d; quadratic = definite %d possible %d worst %d/%d",
+				c, got.Definite, got.Possible, got.Worst.Excess, got.WorstPossible.Excess,
+				want.definite, want.possible, want.worstDef, want.worstPoss)
+		}
+	})
+}
+
+// TestQuadraticMatchesBruteForce: the polynomial checker is itself the brute-force one on small
+// histories.
+func TestQuadraticMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genContract(t, "")
+		if c.Kind == algorithms.FixedWindow {
+			c.Kind = algorithms.SlidingWindow
+		}
+		log := genLog(t, 12)
+		if got, want := quadratic(c, log), brute(c, log, Admitted); got != want {
+			t.Fatalf("%s: quadratic = %+v; brute force = %+v", c, got, want)
+		}
+	})
+}
+
+// TestHiOrder: hiOrder sorts the positions of a scope in Lo order by Hi, then Lo, whether the
+// intervals nest a little (insertion sort) or deeply (past its budget).
+func TestHiOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 3000).Draw(t, "n")
+		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 3))
+		width := rapid.SampledFrom([]int64{1, 10, 1000, 1 << 30}).Draw(t, "width")
+		g := make([]Event, n)
+		for i := range g {
+			lo := rng.Int64N(int64(n))
+			g[i] = Event{Lo: lo, Hi: lo + rng.Int64N(width)}
+		}
+		slices.SortFunc(g, func(a, b Event) int { return cmpTime(&a, &b) })
+		s := sweeper{max: n}
+		ord := s.hiOrder(g)
+		seen := make([]bool, n)
+		for i, j := range ord {
+			if seen[j] {
+				t.Fatalf("position %d twice in %v", j, ord)
+			}
+			seen[j] = true
+			if i > 0 {
+				a, b := &g[ord[i-1]], &g[j]
+				if a.Hi > b.Hi || (a.Hi == b.Hi && a.Lo > b.Lo) {
+					t.Fatalf("ord[%d] = %d [%d, %d] after ord[%d] = %d [%d, %d]", i, j, b.Lo, b.Hi, i-1, ord[i-1], a.Lo, a.Hi)
+				}
+			}
+		}
+		if len(ord) != n {
+			t.Fatalf("len(ord) = %d; want %d", len(ord), n)
 		}
 	})
 }

@@ -3,10 +3,15 @@ package verify
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
 )
+
+// windowMin is the fewest positions bucketDefinite's segment tree covers (fewer when the scope
+// has fewer).
+const windowMin = 16
 
 // The sweeps below check one scope g, sorted by Lo then Hi; ord is g's Hi order (nil when it is
 // g's own order). lo and hi are widened: lo = Lo − G, hi = Hi + G.
@@ -154,110 +159,126 @@ func (s *sweeper) bucketDefiniteOrdered(g []Event) {
 }
 
 // bucketDefinite: for each distinct hi value b, with every admission of hi <= b added,
-// value(a) = p·(a − base) + q·P{lo ≥ a, hi ≤ b} for each candidate start a (the lo values, by
-// position in g), and f = max over a <= lo of some admission ending at b, minus p·(b − base).
-// Adding an admission at position j adds to the values of positions 0..j: a segment tree with
-// range add and range max.
+// value(j) = p·(lo_j − base) + q·P{position ≥ j, hi ≤ b} for each candidate start lo_j (by
+// position j in g), and f = max over j <= top of value(j), minus p·(b − base), where top is the
+// last position of an admission ending at b. Adding an admission at position k adds q·permits to
+// the values of positions 0..k.
+//
+// With Q the q·permits added so far, value(j) − Q = p·(lo_j − base) − q·P{position < j, added}.
+// Once every position before j is added, that is p·(lo_j − base) − q·P(g[..j)) and no longer
+// changes. So, with F the first position not added, fin = the maximum of value − Q over the
+// positions before F is one number, extended as F advances, and only positions from F on need
+// more: every position of an admission ending at b is at least F (as F was before it was
+// added), so max over j <= top is max(fin + Q, max over F <= j <= top).
+//
+// When the admissions ending at b are exactly the positions F, F+1, …, top and no later position
+// was added (no interval nests inside an earlier one there), all positions up to top are then
+// added and the maximum is fin + Q once F has moved past them, as in bucketDefiniteOrdered. Else
+// a segment tree with prefix add and prefix max holds value(j) for a window of positions
+// [wb, wb+wk), wb <= F, that contains every position added since it was placed: it is placed at
+// F, at least twice as wide as F..top (and windowMin), and placed again at F, carrying over the
+// values of the old one, when an admission beyond it is added; it is dropped once F has passed
+// every position added. A placing costs O(old + new width): a first one, O(windowMin) and the
+// positions up to top, which F will pass; a later one follows an advance of the latest position
+// added by at least a quarter of the old width. So the sweep is O(n log w), w the widest window,
+// which stays small (and in cache) when intervals nest only among neighbours.
 func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo - G
-	vals := slices.Grow(s.vals[:0], s.max)
-	for i := range g {
-		vals = append(vals, p*(g[i].Lo-G-base))
-	}
-	s.vals = vals
-	s.tree.reset(vals, s.max)
-	for i, n := 0, len(g); i < n; {
+	n := len(g)
+	added := slices.Grow(s.added[:0], (s.max+63)/64)[:(n+63)/64]
+	clear(added)
+	s.added = added
+	var sum, pre int64 // Q; q·P(g[..F))
+	fin := int64(math.MinInt64)
+	first, last := 0, -1 // F; the last position added
+	wb, wk := 0, 0       // the window [wb, wb+wk); wk == 0: none
+	for i := 0; i < n; {
 		b := g[ord[i]].Hi + G
-		top := 0
-		for ; i < n; i++ {
-			j := int(ord[i])
-			if g[j].Hi+G != b {
-				break
-			}
-			s.tree.add(j+1, q*int64(g[j].Permits))
-			top = max(top, j)
+		i0, low, top := i, n, 0
+		for ; i < n && g[ord[i]].Hi+G == b; i++ {
+			low, top = min(low, int(ord[i])), max(top, int(ord[i]))
 		}
-		if f := s.tree.max(top+1) - p*(b-base); f > qC {
+		var m int64 // max of value(j) over j <= top
+		if wk == 0 && low == first && top-first == i-i0-1 {
+			for ; first <= top; first++ {
+				fin = max(fin, p*(g[first].Lo-G-base)-pre)
+				pre += q * int64(g[first].Permits)
+			}
+			sum, last = pre, top
+			m = fin + sum
+		} else {
+			if wk == 0 || top >= wb+wk {
+				// Place the window at F: values from the old window, or p·(lo − base) where no
+				// later position is added.
+				vals := s.tree.leaves(s.vals[:0], wk)
+				vals = append(vals[:0], vals[min(first-wb, len(vals)):]...)
+				w := min(n-first, 1<<bits.Len(uint(max(windowMin, 2*(top-first+1))-1)))
+				for k := first + len(vals); k < first+w; k++ {
+					vals = append(vals, p*(g[k].Lo-G-base))
+				}
+				s.vals = vals
+				s.tree.reset(vals, len(vals))
+				wb, wk = first, w
+			}
+			for k := i0; k < i; k++ {
+				j := int(ord[k])
+				perm := q * int64(g[j].Permits)
+				s.tree.add(j-wb+1, perm)
+				sum += perm
+				added[j>>6] |= 1 << (j & 63)
+			}
+			last = max(last, top)
+			m = s.tree.max(top - wb + 1)
+			if fin != math.MinInt64 {
+				m = max(m, fin+sum)
+			}
+			for ; first < n && added[first>>6]&(1<<(first&63)) != 0; first++ {
+				fin = max(fin, p*(g[first].Lo-G-base)-pre)
+				pre += q * int64(g[first].Permits)
+			}
+			if first > last {
+				wk = 0
+			}
+		}
+		if f := m - p*(b-base); f > qC {
 			s.definiteAt(b, ceilDiv(f-qC, q))
 		}
 	}
 }
 
-// bucketPossibleOrdered is bucketPossible when Hi order is Lo order. For an end b (a lo value,
-// g[..k) the admissions with lo <= b), the candidate sets are runs g[j..k): those with hi_j >= b
-// all meet b (span 0), the best being the longest, g[j0..k); the others cost p·(b − hi_j), and
-// A = max over j < j0 of p·(hi_j − base) − q·P(g[..j)) is kept as j0 advances.
-func (s *sweeper) bucketPossibleOrdered(g []Event) {
+// bucketPossible: for each distinct lo value b, with g[..k) the admissions of lo <= b, the
+// candidate sets are {lo ≤ b, hi ≥ a}. Those with a = b all meet b (span 0), the best being
+// meet = q·P{lo ≤ b, hi ≥ b}. For a < b only the hi values matter, and every admission with
+// hi < a has lo <= hi < b, so q·P{lo ≤ b, hi ≥ a} = q·P(g[..k)) − q·P{hi < a}: the value of
+// the start a, p·(a − base) − q·P{hi < a}, does not depend on b. Walking Hi order (admissions j0
+// with hi < b, in order), A = max over them of p·(hi_j0 − base) − q·P(admissions before j0 in
+// Hi order) is a running maximum, and f = max(meet, A + q·P(g[..k)) − p·(b − base)): one pass
+// over Lo order and one over Hi order.
+func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo - G
 	a := int64(math.MinInt64)
-	var sk, sj0 int64 // q·P(g[..k)), q·P(g[..j0))
+	var sk, sj0 int64 // q·P(g[..k)), q·P of the admissions j0 passed in Hi order
 	j0 := 0
 	for k, n := 0, len(g); k < n; {
 		b := g[k].Lo - G
 		for ; k < n && g[k].Lo-G == b; k++ {
 			sk += q * int64(g[k].Permits)
 		}
-		for ; j0 < k && g[j0].Hi+G < b; j0++ {
-			a = max(a, p*(g[j0].Hi+G-base)-sj0)
-			sj0 += q * int64(g[j0].Permits)
+		for ; j0 < n; j0++ {
+			e := &g[at(ord, j0)]
+			if e.Hi+G >= b {
+				break
+			}
+			a = max(a, p*(e.Hi+G-base)-sj0)
+			sj0 += q * int64(e.Permits)
 		}
 		f := sk - sj0
 		if a != math.MinInt64 {
 			f = max(f, a+sk-p*(b-base))
-		}
-		if f > qC {
-			s.possibleAt(b, ceilDiv(f-qC, q), 1)
-		}
-	}
-}
-
-// bucketPossible: for each distinct lo value b, with every admission of lo <= b added, the sets
-// are {lo ≤ b, hi ≥ a}. For a = b they all meet b (span 0): meet, kept by two pointers. For a < b
-// only hi values matter: value(a) = p·(a − base) + q·P{lo ≤ b, hi ≥ a} over the distinct hi
-// values a < b, and f = max(meet, max value − p·(b − base)). Adding an admission adds to the
-// values of the hi values up to its own: a segment tree with prefix add and prefix max.
-func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
-	G, p, q := s.lim.g, s.lim.p, s.lim.q
-	qC := q * s.lim.cap
-	base := g[0].Lo - G
-	n := len(g)
-	// cand: the distinct hi values, ascending; pos[i] is the index in cand of g[i]'s hi.
-	cand := slices.Grow(s.cand[:0], s.max)
-	pos := slices.Grow(s.pos[:0], s.max)[:n]
-	for _, j := range ord {
-		if v := g[j].Hi + G; len(cand) == 0 || cand[len(cand)-1] != v {
-			cand = append(cand, v)
-		}
-		pos[j] = uint32(len(cand) - 1)
-	}
-	s.cand, s.pos = cand, pos
-	vals := slices.Grow(s.vals[:0], s.max)
-	for _, v := range cand {
-		vals = append(vals, p*(v-base))
-	}
-	s.vals = vals
-	s.tree.reset(vals, s.max)
-	var meet int64       // q·P of the admissions added with hi >= b
-	leave, below := 0, 0 // admissions (in Hi order) with hi < b; cand values < b
-	for k := 0; k < n; {
-		b := g[k].Lo - G
-		for ; k < n && g[k].Lo-G == b; k++ {
-			s.tree.add(int(pos[k])+1, q*int64(g[k].Permits))
-			meet += q * int64(g[k].Permits)
-		}
-		for ; leave < n && g[ord[leave]].Hi+G < b; leave++ {
-			meet -= q * int64(g[ord[leave]].Permits)
-		}
-		for below < len(cand) && cand[below] < b {
-			below++
-		}
-		f := meet
-		if below > 0 {
-			f = max(f, s.tree.max(below)-p*(b-base))
 		}
 		if f > qC {
 			s.possibleAt(b, ceilDiv(f-qC, q), 1)
@@ -350,8 +371,9 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 }
 
 // prefixTree holds int64 values v[0..n) and supports, in O(log n), adding to a prefix v[0..r)
-// and the maximum of a prefix: a segment tree over a power-of-two number of leaves, walked from
-// the root, with the pending add of each inner node kept beside its maximum.
+// and the maximum of a prefix: a segment tree over a power-of-two number of leaves, with the
+// pending add of each inner node kept beside its maximum. Both operations walk up from leaf r,
+// whose ancestors are the parents of every node they touch, without a data-dependent branch.
 type prefixTree struct {
 	n    int        // leaves, a power of two
 	node []treeNode // node[1] is the root, node[n:2n] the leaves
@@ -361,6 +383,11 @@ type treeNode struct {
 	t int64 // the maximum of the node's subtree, d included
 	d int64 // added to all of an inner node's subtree, already in t
 }
+
+// treeNone is the value of padding leaves and of "no maximum yet": never added to, never the
+// maximum, and far enough from math.MinInt64 that the pending adds (at most 2^62, see
+// limit.overflow) cannot overflow it.
+const treeNone = math.MinInt64 / 2
 
 // reset makes the tree hold vals, with room for up to reserve values without reallocating.
 func (m *prefixTree) reset(vals []int64, reserve int) {
@@ -378,14 +405,16 @@ func (m *prefixTree) reset(vals []int64, reserve int) {
 		m.node[n+i] = treeNode{t: v}
 	}
 	for i := n + len(vals); i < 2*n; i++ {
-		m.node[i] = treeNode{t: math.MinInt64 / 4} // padding: never added to, never the maximum
+		m.node[i] = treeNode{t: treeNone}
 	}
 	for i := n - 1; i > 0; i-- {
 		m.node[i] = treeNode{t: max(m.node[2*i].t, m.node[2*i+1].t)}
 	}
 }
 
-// add adds v to v[0..r), 0 <= r <= len(vals).
+// add adds v to v[0..r), 0 <= r <= len(vals). Leaf r's ancestor at each level is i; when i is a
+// right child, its left sibling i−1 = i^1 lies wholly inside [0, r) and takes v; then the
+// ancestors are recomputed. (When i is a left child, i^1 is outside and takes 0.)
 func (m *prefixTree) add(r int, v int64) {
 	if r <= 0 {
 		return
@@ -396,49 +425,55 @@ func (m *prefixTree) add(r int, v int64) {
 		nd[1].d += v
 		return
 	}
-	// Node i covers [lo, hi) with lo < r < hi.
-	i, lo, hi := 1, 0, m.n
-	for {
-		mid := (lo + hi) >> 1
-		if r <= mid {
-			i, hi = 2*i, mid
-			if r == mid {
-				nd[i].t += v
-				nd[i].d += v
-				break
-			}
-		} else {
-			nd[2*i].t += v
-			nd[2*i].d += v
-			i, lo = 2*i+1, mid
-		}
+	for i := r + m.n; i > 1; i >>= 1 {
+		x := v & -int64(i&1)
+		nd[i^1].t += x
+		nd[i^1].d += x
 	}
-	for i > 1 {
-		i >>= 1
+	for i := (r + m.n) >> 1; i > 0; i >>= 1 {
 		nd[i].t = max(nd[2*i].t, nd[2*i+1].t) + nd[i].d
 	}
 }
 
-// max returns the maximum of v[0..r), 1 <= r <= len(vals).
+// leaves appends v[0..count) to dst, count <= len(vals), and returns it. It moves the pending adds
+// of every inner node down to the leaves.
+func (m *prefixTree) leaves(dst []int64, count int) []int64 {
+	if count == 0 {
+		return dst
+	}
+	nd := m.node
+	for i := 1; i < m.n; i++ {
+		if d := nd[i].d; d != 0 {
+			nd[2*i].t += d
+			nd[2*i].d += d
+			nd[2*i+1].t += d
+			nd[2*i+1].d += d
+			nd[i].d = 0
+		}
+	}
+	for i := range count {
+		dst = append(dst, nd[m.n+i].t)
+	}
+	return dst
+}
+
+// max returns the maximum of v[0..r), 1 <= r <= len(vals). Walking up from leaf r as add does,
+// the left siblings of its ancestors cover [0, r); the pending adds of the ancestors apply to
+// every node found below them.
 func (m *prefixTree) max(r int) int64 {
 	nd := m.node
 	if r >= m.n {
 		return nd[1].t
 	}
-	res := int64(math.MinInt64)
-	var acc int64 // the pending adds of node i's strict ancestors
-	i, lo, hi := 1, 0, m.n
-	for {
-		acc += nd[i].d
-		mid := (lo + hi) >> 1
-		if r <= mid {
-			i, hi = 2*i, mid
-			if r == mid {
-				return max(res, nd[i].t+acc)
-			}
-		} else {
-			res = max(res, nd[2*i].t+acc)
-			i, lo = 2*i+1, mid
+	res := int64(treeNone)
+	for i := r + m.n; i > 1; {
+		c := nd[i^1].t
+		if i&1 == 0 {
+			c = treeNone
 		}
+		res = max(res, c)
+		i >>= 1
+		res += nd[i].d
 	}
+	return res
 }
