@@ -308,6 +308,132 @@ func TestRunCluster(t *testing.T) {
 	}
 }
 
+func TestOwnConns(t *testing.T) {
+	client := func(poolSize, maxActive int) redis.UniversalClient {
+		// Never dialed: ownConns only reads the options.
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: poolSize, MaxActiveConns: maxActive})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, PoolSize: 8})
+	t.Cleanup(func() { _ = cluster.Close() })
+	tests := []struct {
+		name    string
+		c       redis.UniversalClient
+		mode    Mode
+		clients int
+		want    bool
+	}{
+		{"plain, pool = clients", client(4, 0), ModePlain, 4, true},
+		{"pipeline, pool > clients", client(6, 0), ModePipeline, 4, true},
+		{"default mode", client(4, 0), "", 4, true},
+		{"pool < clients", client(3, 0), ModePlain, 4, false},
+		{"max active < clients", client(8, 3), ModePipeline, 4, false},
+		{"autopipeline", client(4, 0), ModeAutoPipeline, 4, false},
+		{"cluster", cluster, ModePlain, 4, false},
+		{"no client", nil, ModePlain, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ownConns(tt.c, Plan{Mode: tt.mode, Clients: tt.clients})
+			if (got != nil) != tt.want {
+				t.Errorf("ownConns(%s, %d clients) = %v; want own connections %v", tt.mode, tt.clients, got, tt.want)
+			}
+		})
+	}
+}
+
+// poolGets returns how many times c's pools handed out a connection.
+func poolGets(c redis.UniversalClient) uint32 {
+	s := c.(*redis.Client).PoolStats()
+	n := s.Hits + s.Misses
+	if s.PipelineStats != nil {
+		n += s.PipelineStats.Hits + s.PipelineStats.Misses
+	}
+	return n
+}
+
+func TestRunHoldsConnections(t *testing.T) {
+	// Each worker takes a connection from the pool once (the run is shorter than connRenew)
+	// instead of once per request (or batch), and only when the pool has one for every worker.
+	const clients = 4
+	for _, mode := range []Mode{ModePlain, ModePipeline} {
+		for _, poolSize := range []int{clients, clients - 1} {
+			t.Run(fmt.Sprintf("%s/pool %d", mode, poolSize), func(t *testing.T) {
+				env := redistest.Single(t)
+				lim := newLimiter(t, env, 1<<40)
+				c := newClient(env, poolSize)
+				defer c.Close()
+				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
+				res, err := Run(context.Background(), c, lim, p)
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				n := res.Counts.Requests
+				if n < 8*clients*4 || res.Counts.Errors() != 0 {
+					t.Fatalf("counts %+v; want errorless and enough requests to tell", res.Counts)
+				}
+				gets := poolGets(c)
+				// One per worker, and one for the PING that sets up a connection before the start.
+				if poolSize >= clients && gets > clients+1 {
+					t.Errorf("pool handed out %d connections for %d requests; want one per worker (%d) and one more", gets, n, clients)
+				}
+				if poolSize < clients && uint64(gets) < n/4 {
+					t.Errorf("pool of %d for %d workers handed out %d connections for %d requests; want one per round trip", poolSize, clients, gets, n)
+				}
+			})
+		}
+	}
+}
+
+// killLimiter is testLimiter that, at its kill-th call, closes every client connection of the
+// server but admin's (CLIENT KILL TYPE normal SKIPME yes), so that the request goes out on a
+// connection the server has closed.
+type killLimiter struct {
+	*testLimiter
+	admin redis.UniversalClient
+	kill  int64
+	calls atomic.Int64
+	err   error // from CLIENT KILL; read after Run
+}
+
+func (l *killLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	if l.calls.Add(1) == l.kill {
+		l.err = l.admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err()
+	}
+	return l.testLimiter.Do(ctx, c, req)
+}
+
+func TestRunRecoversFromKilledConnection(t *testing.T) {
+	// Regression: a worker holding its own connection must give it up after a request fails on
+	// it (go-redis then fails every later command on that connection), so one lost connection
+	// costs one round trip, not the rest of the run.
+	for _, mode := range []Mode{ModePlain, ModePipeline} {
+		t.Run(string(mode), func(t *testing.T) {
+			env := redistest.Single(t)
+			const depth = 4
+			lim := &killLimiter{testLimiter: newLimiter(t, env, 1<<40), admin: env.Target.Client, kill: 10 * depth}
+			c := newClient(env, 1)
+			defer c.Close()
+			p := Plan{Arrival: ClosedLoop{}, Duration: 300 * ms, Clients: 1, Mode: mode, PipelineDepth: depth, Keys: Keys{Count: 10}}
+			res, err := Run(context.Background(), c, lim, p)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if lim.err != nil {
+				t.Fatalf("CLIENT KILL: %v", lim.err)
+			}
+			cn := res.Counts
+			if cn.Requests < uint64(4*lim.kill) {
+				t.Fatalf("only %d requests; want well past the kill at %d", cn.Requests, lim.kill)
+			}
+			if cn.Errors() > depth {
+				t.Errorf("counts %+v: %d errors; want at most one round trip's (%d) lost to the killed connection", cn, cn.Errors(), depth)
+			}
+		})
+	}
+}
+
 func TestPlanValidate(t *testing.T) {
 	err := Plan{Clients: 0, Duration: -1, Mode: "bulk", Cost: 70000, Arrival: Constant(-1), Keys: Keys{Distribution: "x"}}.Validate()
 	if !errors.Is(err, ErrBadPlan) || !errors.Is(err, ErrBadPacer) {
