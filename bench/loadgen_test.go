@@ -92,8 +92,9 @@ func startLoadgenEnv(b *testing.B) *loadgenEnv {
 	return &loadgenEnv{target: t, host: host, port: port, sha: sha}
 }
 
-// redisBenchmark runs redis-benchmark with the script and returns its requests per second.
-func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) float64 {
+// redisBenchmark runs redis-benchmark with the script and returns its requests per second and
+// the CPU time it used per request (0 when the system cannot tell).
+func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) (rps float64, cpu time.Duration) {
 	b.Helper()
 	args := []string{"-h", e.host, "-p", e.port, "-a", e.target.Password, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
 		"-P", strconv.Itoa(depth), "-r", strconv.Itoa(loadgenKeys), "--csv",
@@ -101,22 +102,27 @@ func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) 
 	cmd := exec.Command("redis-benchmark", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	_, before, _ := cpuUsed()
 	out, err := cmd.Output()
 	if err != nil {
 		b.Fatalf("redis-benchmark: %v: %s", err, stderr.String())
+	}
+	_, after, ok := cpuUsed()
+	if ok {
+		cpu = (after - before) / time.Duration(requests)
 	}
 	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 	if err != nil || len(rows) < 2 || len(rows[1]) < 2 {
 		b.Fatalf("redis-benchmark output %q: %v", out, err)
 	}
-	rps, err := strconv.ParseFloat(rows[1][1], 64)
+	rps, err = strconv.ParseFloat(rows[1][1], 64)
 	if err != nil {
 		b.Fatalf("redis-benchmark rps %q: %v", rows[1][1], err)
 	}
-	return rps
+	return rps, cpu
 }
 
-// limitbench runs load.Run closed-loop and returns decisions per second.
+// limitbench runs load.Run with p (Keys and SharedClock set here) and returns its result.
 func (e *loadgenEnv) limitbench(b *testing.B, c redis.UniversalClient, p load.Plan) *load.Result {
 	b.Helper()
 	p.Keys = load.Keys{Count: loadgenKeys}
@@ -142,12 +148,16 @@ func median(xs []float64) float64 {
 // reports ratios measured in this one run (absolute numbers depend on the machine):
 //
 //   - ratio-d1, ratio-d16: limitbench closed-loop throughput ÷ redis-benchmark's (target >= 0.95);
+//   - cpu-µs/req-d1|d16-limitbench|redis-benchmark: each generator's CPU time (user + system,
+//     every thread) per request in those runs, a figure the machine's other load disturbs
+//     less than throughput, since on a small machine the generator and Redis share the CPUs;
 //   - recording: throughput with every aggregator on ÷ with them off (target >= 0.95);
 //   - accuracy-N%: open-loop achieved ÷ scheduled rate at N % of saturation (target >= 0.99);
 //   - late-p99-µs-N%-keeper|nokeeper: the generator's own lateness (sent − intended), p99 in
 //     µs, at N % of saturation with the timekeeper and without.
 //
-// Each figure is the median of rounds that alternate the two sides. It ignores b.N.
+// Each figure is the median of rounds that alternate the two sides (and which side goes first).
+// It ignores b.N.
 //
 //	go test -run '^$' -bench Loadgen -benchtime 1x -timeout 15m ./bench/
 func BenchmarkLoadgen(b *testing.B) {
@@ -167,25 +177,50 @@ func BenchmarkLoadgen(b *testing.B) {
 	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients})
 
 	for _, depth := range []int{1, 16} {
-		var rb, lb, ratios []float64
-		for range rounds {
-			// Size redis-benchmark's request count to about the same measuring time.
-			n := 20_000 * depth
-			if len(lb) > 0 {
-				n = int(lb[len(lb)-1] * measure.Seconds())
+		var rb, lb, ratios, rbCPU, lbCPU []float64
+		for i := range rounds {
+			runRB := func() {
+				// Size redis-benchmark's request count to about the same measuring time.
+				n := 20_000 * depth
+				if len(lb) > 0 {
+					n = int(lb[len(lb)-1] * measure.Seconds())
+				}
+				rps, cpu := e.redisBenchmark(b, clients, depth, n)
+				rb = append(rb, rps)
+				rbCPU = append(rbCPU, float64(cpu)/1e3)
 			}
-			rb = append(rb, e.redisBenchmark(b, clients, depth, n))
-			p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients, Mode: load.ModePlain}
-			if depth > 1 {
-				p.Mode, p.PipelineDepth = load.ModePipeline, depth
+			runLB := func() {
+				p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients, Mode: load.ModePlain}
+				if depth > 1 {
+					p.Mode, p.PipelineDepth = load.ModePipeline, depth
+				}
+				before, _, _ := cpuUsed()
+				res := e.limitbench(b, c, p)
+				after, _, _ := cpuUsed()
+				lb = append(lb, res.Throughput)
+				lbCPU = append(lbCPU, float64(after-before)/1e3/float64(res.Counts.Requests))
 			}
-			lb = append(lb, e.limitbench(b, c, p).Throughput)
+			// Alternate which side goes first, so that a drift in the machine's other load
+			// favours neither.
+			if i%2 == 0 {
+				runRB()
+				runLB()
+			} else {
+				runLB()
+				runRB()
+			}
 			ratios = append(ratios, lb[len(lb)-1]/rb[len(rb)-1])
 		}
 		ratio := median(ratios)
 		b.Logf("depth %2d, %d connections: limitbench %.0f/s %.0f, redis-benchmark %.0f/s %.0f: median of paired ratios %.3f %.3f",
 			depth, clients, median(lb), lb, median(rb), rb, ratio, ratios)
 		b.ReportMetric(ratio, fmt.Sprintf("ratio-d%d", depth))
+		if _, _, ok := cpuUsed(); ok {
+			b.Logf("depth %2d: CPU per request, limitbench %.2f µs %.2f, redis-benchmark %.2f µs %.2f",
+				depth, median(lbCPU), lbCPU, median(rbCPU), rbCPU)
+			b.ReportMetric(median(lbCPU), fmt.Sprintf("cpu-µs/req-d%d-limitbench", depth))
+			b.ReportMetric(median(rbCPU), fmt.Sprintf("cpu-µs/req-d%d-redis-benchmark", depth))
+		}
 	}
 
 	// Recording overhead, depth 1 closed loop.
