@@ -105,8 +105,12 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 	r := Report{Events: int64(len(log.Events))}
 	var lo, hi int64 = math.MaxInt64, math.MinInt64
 	var permits int64 // admitted and unknown
-	for i := range log.Events {
-		e := &log.Events[i]
+	// Count, and move the admissions to the front (then the unknown outcomes after them), once
+	// for every limit.
+	ev := log.Events
+	nA := 0
+	for i := range ev {
+		e := &ev[i]
 		switch e.Kind {
 		case Admitted:
 			r.Admitted++
@@ -122,15 +126,20 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 			r.Failed++
 		}
 		lo, hi = min(lo, e.Lo), max(hi, e.Hi)
+		if e.Kind == Admitted {
+			ev[i], ev[nA] = ev[nA], ev[i]
+			nA++
+		}
 	}
-	var s sweeper
+	nU := partition(ev[nA:], Unknown)
+	s := sweeper{log: log}
 	for _, lim := range lims {
-		if lim.kind == algorithms.TokenBucket && len(log.Events) > 0 {
+		if lim.kind == algorithms.TokenBucket && len(ev) > 0 {
 			if err := lim.overflow(hi-lo, permits); err != nil {
 				return Report{}, fmt.Errorf("check: %w", err)
 			}
 		}
-		r.Limits = append(r.Limits, s.check(lim, log))
+		r.Limits = append(r.Limits, s.check(lim, ev[:nA], ev[nA:nA+nU]))
 	}
 	return r, nil
 }
@@ -146,10 +155,14 @@ func (lim *limit) overflow(span, permits int64) error {
 	return nil
 }
 
-// sweeper checks one limit; its buffers are reused across scopes and limits.
+// sweeper checks one limit at a time; its buffers are reused across scopes and limits.
 type sweeper struct {
 	lim limit
 	log *Log
+	// sorted is the scope the admissions are sorted by (then Lo, then Hi), when sortedOK.
+	sorted   algorithms.Scope
+	sortedOK bool
+	sort     sorter
 	// max is the size of the largest scope of the current pass: ord and added are allocated
 	// once at that size, so a pass holds no garbage from growing them. tree and vals grow as
 	// needed, to bucketDefinite's widest window (to the largest scope in bucketHide).
@@ -173,17 +186,14 @@ type worstAt struct {
 	at     int64
 }
 
-func (s *sweeper) check(lim limit, log *Log) LimitReport {
+// check checks one limit on the admissions, as Check leaves them, and the unknown outcomes.
+func (s *sweeper) check(lim limit, adm, unknown []Event) LimitReport {
 	rep := LimitReport{Contract: lim.c}
 	if lim.kind == algorithms.NoContract {
 		return rep
 	}
-	s.lim, s.log, s.rep = lim, log, &rep
-	ev := log.Events
-	nA := partition(ev, Admitted)
-	nU := partition(ev[nA:], Unknown)
-
-	rep.Scopes = s.pass(ev[:nA])
+	s.lim, s.rep = lim, &rep
+	rep.Scopes = s.pass(adm)
 	rep.Definite = s.definite
 	if s.worst.excess > 0 {
 		rep.Worst = s.describe(s.worst, false)
@@ -191,11 +201,11 @@ func (s *sweeper) check(lim limit, log *Log) LimitReport {
 	if s.worstP.excess > 0 {
 		rep.WorstPossible = s.describe(s.worstP, true)
 	}
-	if rep.Definite == 0 && nU > 0 {
-		rep.UnknownExcess = s.hide(ev[:nA], ev[nA:nA+nU])
+	if rep.Definite == 0 && len(unknown) > 0 {
+		rep.UnknownExcess = s.hide(adm, unknown)
 		rep.UnknownCouldHide = rep.UnknownExcess > 0
 	}
-	s.rep, s.log = nil, nil
+	s.rep = nil
 	return rep
 }
 
@@ -216,7 +226,24 @@ func partition(ev []Event, k Kind) int {
 func (s *sweeper) pass(ev []Event) int {
 	s.definite = 0
 	s.worst, s.worstP = worstAt{}, worstAt{}
-	sortEvents(ev, s.lim.scope)
+	switch {
+	case s.sortedOK && s.sorted == s.lim.scope:
+		// Already in order: an earlier limit had the same scope.
+	case s.sortedOK && s.sorted == algorithms.PerSubject && s.lim.scope == algorithms.PerClient:
+		// In subject order already: each subject's run needs only ordering by client, Lo and
+		// Hi, small sorts that fit in cache unless one subject takes most admissions.
+		for i := 0; i < len(ev); {
+			j := i + 1
+			for j < len(ev) && ev[j].Subject == ev[i].Subject {
+				j++
+			}
+			s.sort.sort(ev[i:j], algorithms.PerClient)
+			i = j
+		}
+	default:
+		s.sort.sort(ev, s.lim.scope)
+	}
+	s.sorted, s.sortedOK = s.lim.scope, true
 	key := scopeKey(s.lim.scope)
 	s.max = 0
 	for i := 0; i < len(ev); {

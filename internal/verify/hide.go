@@ -23,7 +23,7 @@ import (
 // hide computes LimitReport.UnknownExcess: known holds the admissions sorted by scope, Lo and Hi
 // (as pass leaves them), unknown the unknown outcomes, which it sorts the same way.
 func (s *sweeper) hide(known, unknown []Event) int64 {
-	sortEvents(unknown, s.lim.scope)
+	s.sort.sort(unknown, s.lim.scope)
 	key := scopeKey(s.lim.scope)
 	var best int64
 	i, j := 0, 0

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -479,6 +480,29 @@ func TestPrefixTree(t *testing.T) {
 	})
 }
 
+// TestSortEventsLarge: the radix sort of 2^18 events, deep enough to recurse a few times,
+// orders them exactly as the comparison sort does.
+func TestSortEventsLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	ev := make([]Event, 1<<18)
+	for i := range ev {
+		lo := 1_700_000_000_000_000 + rng.Int64N(1<<24)
+		ev[i] = Event{Lo: lo, Hi: lo + rng.Int64N(3), Subject: uint32(rng.IntN(1000)), Client: uint16(rng.IntN(64))}
+	}
+	for _, sc := range []algorithms.Scope{algorithms.PerSubject, algorithms.PerClient, algorithms.PerConsumer} {
+		got, want := slices.Clone(ev), slices.Clone(ev)
+		sortEvents(got, sc)
+		sortByScope(want, sc)
+		key := scopeKey(sc)
+		for i := range got {
+			a, b := &got[i], &want[i]
+			if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
+				t.Fatalf("scope %d: event %d = %+v; want %+v", sc, i, *a, *b)
+			}
+		}
+	}
+}
+
 // TestSortEvents: the radix sort orders events exactly as the comparison sort does.
 func TestSortEvents(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -580,6 +604,36 @@ func TestHiOrder(t *testing.T) {
 		}
 		if len(ord) != n {
 			t.Fatalf("len(ord) = %d; want %d", len(ord), n)
+		}
+	})
+}
+
+// TestCheckLimitsAlone: each limit of a contract with Also is checked as if it were alone,
+// whatever the scopes of the limits before it (the admissions are sorted for one limit and
+// reused, or only refined, for the next).
+func TestCheckLimitsAlone(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cs := make([]algorithms.Contract, rapid.IntRange(2, 4).Draw(t, "limits"))
+		for i := range cs {
+			cs[i] = genContract(t, fmt.Sprint(i))
+			cs[i].Limit *= 4
+			cs[i].Capacity *= 4
+		}
+		log := genWideLog(t, 800, rapid.Int64Range(1, 3).Draw(t, "step"))
+		all := cs[0]
+		all.Also = cs[1:]
+		rep, err := Check(all, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		for i, c := range cs {
+			alone, err := Check(c, cloneLog(log))
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			if diff := cmp.Diff(alone.Limits[0], rep.Limits[i]); diff != "" {
+				t.Fatalf("limit %d, %s: (-alone +with the others)\n%s", i, c, diff)
+			}
 		}
 	})
 }

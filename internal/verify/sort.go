@@ -12,8 +12,21 @@ import (
 // sortEvents sorts ev by scope, then Lo, then Hi, in place. When the scope and Lo − min Lo fit
 // together in 64 bits (they do unless a log spans centuries or has millions of subjects and
 // clients at once) it uses an in-place MSD radix sort (American flag sort) on that key, which is
-// several times faster than a comparison sort and needs no buffer; otherwise sortByScope.
+// several times faster than a comparison sort and needs no buffer of events; otherwise
+// sortByScope.
 func sortEvents(ev []Event, sc algorithms.Scope) {
+	var st sorter
+	st.sort(ev, sc)
+}
+
+// sorter is sortEvents with its digit tables kept for the next call.
+type sorter struct {
+	// tables holds, per recursion depth, the next and end offsets of each digit.
+	tables [][]int
+}
+
+// sort is sortEvents.
+func (st *sorter) sort(ev []Event, sc algorithms.Scope) {
 	if len(ev) < 256 {
 		sortByScope(ev, sc)
 		return
@@ -26,97 +39,116 @@ func sortEvents(ev []Event, sc algorithms.Scope) {
 		lo, hi = min(lo, e.Lo), max(hi, e.Lo)
 		maxSubject, maxClient = max(maxSubject, e.Subject), max(maxClient, e.Client)
 	}
-	k := keyer{sc: sc, base: lo, tb: uint(bits.Len64(uint64(hi - lo)))}
+	tb := uint(bits.Len64(uint64(hi - lo)))
+	k := keyer{base: lo, tables: st.tables}
 	var scopeBits uint
 	switch sc {
 	case algorithms.PerClient:
-		k.cb = uint(bits.Len16(maxClient))
-		scopeBits = uint(bits.Len32(maxSubject)) + k.cb
+		cb := uint(bits.Len16(maxClient))
+		k.subMask, k.subShift = math.MaxUint64, tb+cb
+		k.cliMask, k.cliShift = math.MaxUint64, tb
+		scopeBits = uint(bits.Len32(maxSubject)) + cb
 	case algorithms.PerConsumer:
+		k.cliMask, k.cliShift = math.MaxUint64, tb
 		scopeBits = uint(bits.Len16(maxClient))
 	default:
+		k.subMask, k.subShift = math.MaxUint64, tb
 		scopeBits = uint(bits.Len32(maxSubject))
 	}
-	total := scopeBits + k.tb
+	total := scopeBits + tb
 	if total > 64 || hi-lo < 0 {
 		sortByScope(ev, sc)
 		return
 	}
-	k.radix(ev, max(int(total)-8, 0))
+	k.radix(ev, int(total), 0)
+	st.tables = k.tables
 }
 
-// keyer maps an event to its radix key: the scope in the high bits, Lo − base below.
+// keyer maps an event to its radix key: the scope in the high bits, Lo − base below. The masks
+// and shifts select the scope's fields without a branch.
 type keyer struct {
-	sc     algorithms.Scope
-	base   int64
-	tb, cb uint // bits of Lo − base, bits of a client index (PerClient)
+	base               int64
+	subMask, cliMask   uint64
+	subShift, cliShift uint
+	tables             [][]int // see sorter
 }
 
 func (k *keyer) key(e *Event) uint64 {
-	t := uint64(e.Lo - k.base)
-	switch k.sc {
-	case algorithms.PerClient:
-		return (uint64(e.Subject)<<k.cb|uint64(e.Client))<<k.tb | t
-	case algorithms.PerConsumer:
-		return uint64(e.Client)<<k.tb | t
-	}
-	return uint64(e.Subject)<<k.tb | t
+	return (uint64(e.Subject)&k.subMask)<<k.subShift | (uint64(e.Client)&k.cliMask)<<k.cliShift | uint64(e.Lo-k.base)
 }
 
-// radix sorts ev, whose keys agree above bit shift+8, by the byte of the key at shift, then
-// recursively by the bits below it; small parts and equal keys are finished by insertion sort on
-// (key, Hi).
-func (k *keyer) radix(ev []Event, shift int) {
-	if len(ev) <= 48 {
+// radixLeaf is the most events radix leaves to insertion sort.
+const radixLeaf = 24
+
+// radix sorts ev, whose keys agree from bit top up, by the next digit below top, then
+// recursively by the bits below it; small parts are finished by insertion sort on (key, Hi), and
+// equal keys sorted by Hi. A digit has up to 9 bits, fewer for fewer events (4 to 8 events per
+// digit value), so the parts left to insertion sort are small. k.tables[depth] holds the digit
+// offsets at each depth.
+func (k *keyer) radix(ev []Event, top, depth int) {
+	if len(ev) <= radixLeaf {
 		k.insertion(ev)
 		return
 	}
-	var count [256]int
-	for i := range ev {
-		count[(k.key(&ev[i])>>shift)&0xff]++
-	}
-	var next, end [256]int
-	s := 0
-	for d := range 256 {
-		next[d] = s
-		s += count[d]
-		end[d] = s
-	}
-	for d := range 256 {
-		for next[d] < end[d] {
-			e := ev[next[d]]
-			dd := int(k.key(&e)>>shift) & 0xff
-			for dd != d {
-				ev[next[dd]], e = e, ev[next[dd]]
-				next[dd]++
-				dd = int(k.key(&e)>>shift) & 0xff
-			}
-			ev[next[d]] = e
-			next[d]++
-		}
-	}
-	if shift == 0 {
-		// Equal keys in each bucket: order by Hi.
-		s = 0
-		for d := range 256 {
-			if part := ev[s : s+count[d]]; len(part) > 1 {
-				if len(part) <= 48 {
-					k.insertion(part)
-				} else {
-					slices.SortFunc(part, func(a, b Event) int { return cmp.Compare(a.Hi, b.Hi) })
-				}
-			}
-			s += count[d]
-		}
+	if top == 0 {
+		// Equal keys: order by Hi.
+		slices.SortFunc(ev, func(a, b Event) int { return cmp.Compare(a.Hi, b.Hi) })
 		return
 	}
-	lower := max(shift-8, 0)
-	s = 0
-	for d := range 256 {
-		if count[d] > 1 {
-			k.radix(ev[s:s+count[d]], lower)
+	d := min(top, max(bits.Len(uint(len(ev)))-3, 1), 9)
+	shift := top - d
+	buckets := 1 << d
+	for len(k.tables) <= depth {
+		k.tables = append(k.tables, nil)
+	}
+	if len(k.tables[depth]) < 2*buckets {
+		k.tables[depth] = make([]int, 2*buckets)
+	}
+	next, end := k.tables[depth][:buckets], k.tables[depth][buckets:2*buckets]
+	clear(next)
+	mask := uint64(buckets - 1)
+	for i := range ev {
+		next[(k.key(&ev[i])>>shift)&mask]++
+	}
+	s := 0
+	for b := range next {
+		c := next[b]
+		next[b] = s
+		s += c
+		end[b] = s
+	}
+	// Each digit's part is [its start, end); its events before next are in place. First one
+	// pass over each part as it stands, sending every event to its digit's next place: the swaps
+	// do not depend on one another, so the memory accesses overlap (chasing a cycle, each waits
+	// for the last). It places most events; the event it takes back is left where it landed.
+	for b := range buckets {
+		for it, stop := next[b], end[b]; it < stop; it++ {
+			bb := (k.key(&ev[it]) >> shift) & mask
+			o := next[bb]
+			next[bb]++
+			ev[it], ev[o] = ev[o], ev[it]
 		}
-		s += count[d]
+	}
+	// Then the rest, cycle by cycle.
+	for b := range buckets {
+		for next[b] < end[b] {
+			e := ev[next[b]]
+			bb := int((k.key(&e) >> shift) & mask)
+			for bb != b {
+				ev[next[bb]], e = e, ev[next[bb]]
+				next[bb]++
+				bb = int((k.key(&e) >> shift) & mask)
+			}
+			ev[next[b]] = e
+			next[b]++
+		}
+	}
+	s = 0
+	for b := range buckets {
+		if e := end[b]; e-s > 1 {
+			k.radix(ev[s:e], shift, depth+1)
+		}
+		s = end[b]
 	}
 }
 
