@@ -163,6 +163,8 @@ type sweeper struct {
 	sorted   algorithms.Scope
 	sortedOK bool
 	sort     sorter
+	buf      []Event // byClient
+	count    []int   // byClient
 	// max is the size of the largest scope of the current pass: ord and added are allocated
 	// once at that size, so a pass holds no garbage from growing them. tree and vals grow as
 	// needed, to bucketDefinite's widest window (to the largest scope in bucketHide).
@@ -237,7 +239,7 @@ func (s *sweeper) pass(ev []Event) int {
 			for j < len(ev) && ev[j].Subject == ev[i].Subject {
 				j++
 			}
-			s.sort.sort(ev[i:j], algorithms.PerClient)
+			s.byClient(ev[i:j])
 			i = j
 		}
 	default:
@@ -266,6 +268,44 @@ func (s *sweeper) pass(ev []Event) int {
 		i = j
 	}
 	return scopes
+}
+
+// refineMax is the most events byClient sorts with a counting sort through a buffer.
+const refineMax = 4096
+
+// byClient sorts the events of one subject, in Lo then Hi order, by client, then Lo, then Hi: a
+// stable counting sort by client through a buffer of at most refineMax events, or the radix sort
+// for longer runs and runs with fewer events than clients.
+func (s *sweeper) byClient(run []Event) {
+	if len(run) < 2 {
+		return
+	}
+	var top uint16
+	for i := range run {
+		top = max(top, run[i].Client)
+	}
+	if len(run) > refineMax || int(top) >= len(run) {
+		s.sort.sort(run, algorithms.PerClient)
+		return
+	}
+	count := slices.Grow(s.count[:0], int(top)+1)[:int(top)+1]
+	clear(count)
+	for i := range run {
+		count[run[i].Client]++
+	}
+	at := 0
+	for c, n := range count {
+		count[c] = at
+		at += n
+	}
+	buf := slices.Grow(s.buf[:0], refineMax)[:len(run)]
+	for i := range run {
+		c := run[i].Client
+		buf[count[c]] = run[i]
+		count[c]++
+	}
+	copy(run, buf)
+	s.count, s.buf = count, buf
 }
 
 func scopeKey(sc algorithms.Scope) func(e *Event) uint64 {

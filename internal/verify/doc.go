@@ -110,8 +110,8 @@
 // and works on them in place: it never copies the log, whose denials and failures it skips. It
 // sorts them by scope and time (an in-place radix sort on scope and Lo: a few O(n) passes of up
 // to 9 bits; a comparison sort when the key does not fit 64 bits; no sort for a limit with the
-// scope of the one before, and per subject for per-client after per-subject) and sweeps each
-// scope once:
+// scope of the one before; per-client after per-subject only orders each subject's run by
+// client, with a counting sort through a buffer of up to 128 KiB) and sweeps each scope once:
 // sliding-window and fixed-window with two pointers; token-bucket's possible violations with two
 // running sums, and its definite ones with a running maximum where no interval nests inside an
 // earlier one and, where some do, a segment tree over a window of the positions not yet settled
