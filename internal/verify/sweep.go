@@ -413,8 +413,8 @@ func (m *prefixTree) reset(vals []int64, reserve int) {
 }
 
 // add adds v to v[0..r), 0 <= r <= len(vals). Leaf r's ancestor at each level is i; when i is a
-// right child, its left sibling i−1 = i^1 lies wholly inside [0, r) and takes v; then the
-// ancestors are recomputed. (When i is a left child, i^1 is outside and takes 0.)
+// right child, its left sibling i−1 = i^1 lies wholly inside [0, r) and takes v (when i is a left
+// child, i^1 is outside and takes 0); then their parent, the next ancestor, is recomputed.
 func (m *prefixTree) add(r int, v int64) {
 	if r <= 0 {
 		return
@@ -429,9 +429,8 @@ func (m *prefixTree) add(r int, v int64) {
 		x := v & -int64(i&1)
 		nd[i^1].t += x
 		nd[i^1].d += x
-	}
-	for i := (r + m.n) >> 1; i > 0; i >>= 1 {
-		nd[i].t = max(nd[2*i].t, nd[2*i+1].t) + nd[i].d
+		p := i >> 1
+		nd[p].t = max(nd[2*p].t, nd[2*p+1].t) + nd[p].d
 	}
 }
 
