@@ -38,7 +38,8 @@ func joinCluster(ctx context.Context, addrs []string, password string, masters, 
 	clients := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: a, Password: password, MaxRetries: -1,
-			PoolSize: 2, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
+			PoolSize: 2, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+			MaintNotificationsConfig: noMaintNotifications(), DisableIdentity: true})
 	}
 	defer func() {
 		for _, c := range clients {

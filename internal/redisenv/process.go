@@ -234,7 +234,8 @@ func waitPing(ctx context.Context, addr, password string, gone func() bool) erro
 		if err == nil {
 			_ = conn.Close()
 			c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1,
-				DialTimeout: time.Second, ReadTimeout: time.Second, PoolSize: 1})
+				DialTimeout: time.Second, ReadTimeout: time.Second, PoolSize: 1,
+				MaintNotificationsConfig: noMaintNotifications(), DisableIdentity: true})
 			err = c.Ping(ctx).Err()
 			_ = c.Close()
 			if err == nil {

@@ -300,6 +300,7 @@ func checkNoRetries(t *testing.T, target *redisenv.Target) {
 			t.Errorf("%s is a %T", name, c)
 		}
 	}
+	checkQuietHandshake(t, target)
 	err := target.ForEachMaster(context.Background(), func(_ context.Context, c *redis.Client) error {
 		if r := c.Options().MaxRetries; r != 0 {
 			return fmt.Errorf("MaxRetries = %d, want 0 (retries off)", r)
@@ -308,6 +309,42 @@ func checkNoRetries(t *testing.T, target *redisenv.Target) {
 	})
 	if err != nil {
 		t.Errorf("ForEachMaster client: %v", err)
+	}
+}
+
+// checkQuietHandshake checks that a new connection of the target's clients sends nothing the
+// server refuses: go-redis's default CLIENT MAINT_NOTIFICATIONS handshake fails on Redis before
+// 8.0 ("ERR unknown subcommand") and shows in INFO errorstats, so after CONFIG RESETSTAT and a
+// PING on fresh connections of a NewClient every master must report no error.
+func checkQuietHandshake(t *testing.T, target *redisenv.Target) {
+	t.Helper()
+	ctx := context.Background()
+	if err := target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		return c.ConfigResetStat(ctx).Err()
+	}); err != nil {
+		t.Fatalf("CONFIG RESETSTAT: %v", err)
+	}
+	c := target.NewClient(redisenv.ClientOptions{PoolSize: 1})
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
+		if err != nil {
+			t.Fatalf("PING every master: %v", err)
+		}
+	} else if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	err := target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "errorstats").Result()
+		if err != nil {
+			return err
+		}
+		if strings.Contains(info, "errorstat_") {
+			return fmt.Errorf("a new connection caused errors: %q", info)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Sentinel errors; compare with errors.Is.
@@ -324,11 +325,26 @@ func (t *Target) nodeOptions(addr string) *redis.Options {
 		PoolSize:     4,
 		ReadTimeout:  10 * time.Second,
 		WriteTimeout: 10 * time.Second,
+		// A quiet handshake: see noMaintNotifications.
+		MaintNotificationsConfig: noMaintNotifications(),
+		DisableIdentity:          true,
 	}
 	if t.tlsConn != nil {
 		o.TLSConfig = t.tlsConn.config(addr)
 	}
 	return o
+}
+
+// noMaintNotifications returns a fresh go-redis configuration that turns maintenance
+// notifications off; every client of the harness also sets DisableIdentity. By default go-redis
+// opens each connection with CLIENT SETINFO (lib-name, lib-ver; Redis 7.2 and later) and, in
+// mode auto, CLIENT MAINT_NOTIFICATIONS (Redis 8.0 and later), which older servers refuse: each
+// refusal counts in the user's INFO errorstats, the notifications handshake costs a round trip
+// per connection, and when it is refused go-redis writes to the client's shared options, which
+// races with connections set up at the same time (go-redis guards them with one lock per Conn).
+// Each client gets its own copy.
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // NewClient returns an extra client with its own connection pool and retries off (MaxRetries -1;
@@ -343,12 +359,15 @@ func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
 			Password:     t.Password,
 			MaxRetries:   -1,
 			MaxRedirects: -1,
-			PoolSize:     o.PoolSize,
-			MinIdleConns: o.MinIdleConns,
-			DialTimeout:  o.DialTimeout,
-			ReadTimeout:  o.ReadTimeout,
-			WriteTimeout: o.WriteTimeout,
-			PoolTimeout:  o.PoolTimeout,
+			// A quiet handshake: see noMaintNotifications.
+			MaintNotificationsConfig: noMaintNotifications(),
+			DisableIdentity:          true,
+			PoolSize:                 o.PoolSize,
+			MinIdleConns:             o.MinIdleConns,
+			DialTimeout:              o.DialTimeout,
+			ReadTimeout:              o.ReadTimeout,
+			WriteTimeout:             o.WriteTimeout,
+			PoolTimeout:              o.PoolTimeout,
 		}
 		if t.tlsConn != nil {
 			co.TLSConfig = t.tlsConn.config("")
@@ -525,6 +544,9 @@ func newTarget(info Info, username, password string, tlsConn *tlsSettings, stopF
 			Password:     password,
 			MaxRetries:   -1,
 			MaxRedirects: -1,
+			// A quiet handshake: see noMaintNotifications.
+			MaintNotificationsConfig: noMaintNotifications(),
+			DisableIdentity:          true,
 		}
 		if tlsConn != nil {
 			co.TLSConfig = tlsConn.config("")
