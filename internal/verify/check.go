@@ -246,24 +246,37 @@ func (s *sweeper) pass(ev []Event) int {
 		s.sort.sort(ev, s.lim.scope)
 	}
 	s.sorted, s.sortedOK = s.lim.scope, true
+	// A scope whose admissions hold at most the allowance in all (L, or C for token-bucket)
+	// cannot violate the contract, definitely or possibly: every set of them has at most that
+	// many permits, and the allowance of a set is never less. It is counted, not swept.
+	allow := s.lim.l
+	if s.lim.kind == algorithms.TokenBucket {
+		allow = s.lim.cap
+	}
 	key := scopeKey(s.lim.scope)
-	s.max = 0
-	for i := 0; i < len(ev); {
-		k, j := key(&ev[i]), i+1
+	// next returns the end of the scope that starts at i, and its permits.
+	next := func(i int) (int, int64) {
+		k, j, permits := key(&ev[i]), i+1, int64(ev[i].Permits)
 		for j < len(ev) && key(&ev[j]) == k {
+			permits += int64(ev[j].Permits)
 			j++
 		}
-		s.max = max(s.max, j-i)
+		return j, permits
+	}
+	s.max = 0
+	for i := 0; i < len(ev); {
+		j, permits := next(i)
+		if permits > allow {
+			s.max = max(s.max, j-i)
+		}
 		i = j
 	}
 	scopes := 0
 	for i := 0; i < len(ev); {
-		k := key(&ev[i])
-		j := i + 1
-		for j < len(ev) && key(&ev[j]) == k {
-			j++
+		j, permits := next(i)
+		if permits > allow {
+			s.sweep(ev[i:j])
 		}
-		s.sweep(ev[i:j])
 		scopes++
 		i = j
 	}

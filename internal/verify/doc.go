@@ -111,8 +111,9 @@
 // sorts them by scope and time (an in-place radix sort on scope and Lo: a few O(n) passes of up
 // to 9 bits; a comparison sort when the key does not fit 64 bits; no sort for a limit with the
 // scope of the one before; per-client after per-subject only orders each subject's run by
-// client, with a counting sort through a buffer of up to 128 KiB) and sweeps each scope once:
-// sliding-window and fixed-window with two pointers; token-bucket's possible violations with two
+// client, with a counting sort through a buffer of up to 128 KiB) and sweeps each scope once
+// (except a scope with at most L permits in all, or C for token-bucket: no set of its admissions
+// can exceed its allowance): sliding-window and fixed-window with two pointers; token-bucket's possible violations with two
 // running sums, and its definite ones with a running maximum where no interval nests inside an
 // earlier one and, where some do, a segment tree over a window of the positions not yet settled
 // (O(log w) per admission, w the window's width: a few hundred when intervals nest only among

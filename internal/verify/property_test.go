@@ -637,3 +637,51 @@ func TestCheckLimitsAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckScopeAtItsAllowance: a scope whose admissions hold the allowance (L, or C for
+// token-bucket) plus δ permits in all, δ in {−1, 0, 1}, among other scopes, is checked as the
+// brute-force checker does: Check skips the scopes of at most the allowance, and this catches a
+// skip that reaches one permit too far. All at one instant, δ = 1 is a definite violation.
+func TestCheckScopeAtItsAllowance(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genContract(t, "")
+		allow := c.Limit
+		if c.Kind == algorithms.TokenBucket {
+			allow = c.Capacity
+		}
+		delta := rapid.Int64Range(-1, 1).Draw(t, "delta")
+		log := genLog(t, 4)
+		at := rapid.Int64Range(0, 60).Draw(t, "at")
+		sub := uint32(rapid.IntRange(0, 1).Draw(t, "subject"))
+		cli := uint16(rapid.IntRange(0, 1).Draw(t, "client"))
+		// The scope's other admissions are in log already: count them, then fill to allow+δ.
+		var have int64
+		together := true // every admission of the scope at the instant at
+		probe := Event{Subject: sub, Client: cli}
+		for _, e := range log.Events {
+			if e.Kind == Admitted && scopeKey(c.Scope)(&e) == scopeKey(c.Scope)(&probe) {
+				have += int64(e.Permits)
+				together = together && e.Lo == at && e.Hi == at
+			}
+		}
+		for have < allow+delta {
+			n := min(rapid.Int64Range(1, 3).Draw(t, fmt.Sprint("p", have)), allow+delta-have)
+			log.Events = append(log.Events, Event{Lo: at, Hi: at, Subject: sub, Client: cli, Permits: uint16(n), Kind: Admitted})
+			have += n
+		}
+		rep, err := Check(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		got, want := rep.Limits[0], brute(c, log, Admitted)
+		if got.Definite != want.definite || got.Possible != want.possible ||
+			got.Worst.Excess != want.worstDef || got.WorstPossible.Excess != want.worstPoss {
+			t.Fatalf("%s, scope total %d: Check = definite %d possible %d worst %d/%d; brute force = definite %d possible %d worst %d/%d",
+				c, have, got.Definite, got.Possible, got.Worst.Excess, got.WorstPossible.Excess,
+				want.definite, want.possible, want.worstDef, want.worstPoss)
+		}
+		if together && have > allow && c.Granularity == 0 && got.Definite == 0 {
+			t.Fatalf("%s: %d permits at one instant, allowance %d: no definite violation", c, have, allow)
+		}
+	})
+}
