@@ -56,6 +56,7 @@ func BenchmarkCapacity(b *testing.B) {
 	// Pinned and with GOMAXPROCS as `limitbench capacity` sets them.
 	o := runner.CapacityOptions{Scenario: runner.CapacityScenario(), Algorithm: "gcra", SLO: &slo, Env: env, MemorySubjects: -1}
 	restore := runner.PinHarness(&o.Pin)
+	o.Pin.Awake = runner.HoldCPUsAwake
 	if move := o.Pin.Harness; move != nil {
 		o.Pin.Harness = func() ([]int, error) {
 			cpus, err := move()
@@ -79,8 +80,8 @@ func BenchmarkCapacity(b *testing.B) {
 	if err != nil {
 		b.Fatalf("capacity --slo none: %v", err)
 	}
-	b.Logf("saturation run %.0f/s; capacity p99 < 2ms (%s) %.0f/s in %s (probe %.0f/s); capacity --slo none --no-pin %.0f/s",
-		s, pinned.Pinning.Note, pinned.SustainableRPS, took.Round(time.Millisecond), pinned.Probe.AchievedRPS, none.SustainableRPS)
+	b.Logf("saturation run %.0f/s; capacity p99 < 2ms (%s; CPU idle states %s) %.0f/s in %s (probe %.0f/s); capacity --slo none --no-pin %.0f/s",
+		s, pinned.Pinning.Note, pinned.Pinning.AwakeNote, pinned.SustainableRPS, took.Round(time.Millisecond), pinned.Probe.AchievedRPS, none.SustainableRPS)
 	for _, st := range pinned.Steps {
 		b.Logf("  %s %.0f/s: achieved %.0f/s, p50 %.0f µs, p99 %.0f µs, good %v %s", st.Phase, st.OfferedRPS, st.AchievedRPS,
 			st.LatencyUS.P50, st.LatencyUS.P99, st.Good, st.Reason)

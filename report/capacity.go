@@ -115,6 +115,10 @@ type Pinning struct {
 	HarnessCPUs []int `json:"harness_cpus,omitempty"`
 	// Note says it in a sentence, or why nothing was pinned.
 	Note string `json:"note"`
+	// CPUsAwake is true when the CPUs were kept out of deep idle states during the sweep
+	// (runner.HoldCPUsAwake); AwakeNote says so, or why not.
+	CPUsAwake bool   `json:"cpus_awake"`
+	AwakeNote string `json:"awake_note,omitempty"`
 }
 
 // CapacityStep is one measurement of the sweep.
@@ -297,9 +301,19 @@ func (c *Capacity) summaryRows() [][2]string {
 		[2]string{"Redis CPU per decision", fmt.Sprintf("%.2f µs (Redis's own time per call %.2f µs)", c.CPUUSecPerDecision, c.USecPerCall)},
 		[2]string{"bytes per subject", c.memoryText()},
 		[2]string{"CPU pinning", c.Pinning.Note},
+		[2]string{"CPU idle states", c.Pinning.awakeText()},
 		[2]string{"steps", fmt.Sprintf("%d of %gs each (after %gs warmup), bisected to %.0f%%", len(c.Steps), c.StepS, c.WarmupS, c.Resolution*100)},
 	)
 	return rows
+}
+
+// awakeText says what was done with the CPUs' idle states; results written before the field
+// existed say nothing.
+func (p Pinning) awakeText() string {
+	if p.AwakeNote == "" {
+		return "not recorded"
+	}
+	return p.AwakeNote
 }
 
 func (c *Capacity) boundText() string {

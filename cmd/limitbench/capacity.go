@@ -30,6 +30,7 @@ type capacityFlags struct {
 	subjects, clients   int
 	procs               int
 	noPin, quiet        bool
+	awake               bool
 }
 
 // defaultSLO is the objective of `limitbench capacity` when --slo is not given.
@@ -49,6 +50,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&f.out, "out", "", "results directory (default results/capacity-<algorithm>-<UTC time>/)")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each local redis-server; Go's default against an external server)")
 	fs.BoolVar(&f.noPin, "no-pin", false, "do not pin Redis and the load generator to separate CPUs")
+	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states during the sweep (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and round trips no longer pay to wake them; --awake=false leaves them alone")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the table")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: limitbench capacity --algorithm NAME [flags] [SCENARIO.yaml]
@@ -64,7 +66,9 @@ Without SCENARIO, each step runs the saturation scenario's load open loop: 32 pl
 keys, limit, cost, seed and skew; its arrival, duration and algorithms are ignored.
 
 On the process backend with more than one CPU, Redis is pinned to the last CPU and the load
-generator to the others (--no-pin turns it off); the report says which.
+generator to the others (--no-pin turns it off); the report says which. During the sweep the
+CPUs are kept out of deep idle states (--awake=false leaves them alone): waking a sleeping CPU on
+every round trip, costly on virtual machines, would otherwise count as Redis's latency.
 
 Writes capacity.json, capacity.md, capacity.png and capacity.svg into --out and prints the table.
 
@@ -235,6 +239,11 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	}
 	if f.noPin {
 		o.Pin.NotPinned = "--no-pin"
+	}
+	if f.awake {
+		o.Pin.Awake = runner.HoldCPUsAwake
+	} else {
+		o.Pin.AwakeNote = "--awake=false"
 	}
 	return s, o, nil
 }

@@ -130,13 +130,23 @@ func TestCapacityCommand(t *testing.T) {
 		t.Fatalf("exit %d; want 0", code)
 	}
 	for _, w := range []string{"sustainable rate:", "closed-loop saturation:", "Redis CPU per decision:",
-		"bytes per subject:", "CPU pinning:", "PHASE", "probe", "SUBJECTS", "100,000,000", "SHARDS", "30% headroom", "results: "} {
+		"bytes per subject:", "CPU pinning:", "CPU idle states:", "PHASE", "probe", "SUBJECTS", "100,000,000", "SHARDS", "30% headroom", "results: "} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q", w)
 		}
 	}
 	if c.Algorithm != "gcra" || c.SLO != "p99 < 50ms" || c.SustainableRPS <= 0 || c.Memory.Subjects != 1000 {
 		t.Errorf("capacity.json: algorithm %s, SLO %q, sustainable %g, memory %+v", c.Algorithm, c.SLO, c.SustainableRPS, c.Memory)
+	}
+	// --awake is on by default: where this process may write the PM QoS file (root), the sweep
+	// must have held the CPUs awake, else say why not.
+	if f, err := os.OpenFile("/dev/cpu_dma_latency", os.O_WRONLY, 0); err == nil {
+		_ = f.Close()
+		if !c.Pinning.CPUsAwake {
+			t.Errorf("pinning %+v; want the CPUs held awake (the file is writable)", c.Pinning)
+		}
+	} else if c.Pinning.CPUsAwake || !strings.Contains(c.Pinning.AwakeNote, "left alone") {
+		t.Errorf("pinning %+v; want idle states left alone, and why (%v)", c.Pinning, err)
 	}
 	if cpus, err := redisenv.ProcessCPUs(os.Getpid()); err == nil && len(cpus) > 1 {
 		if !c.Pinning.Pinned || len(c.Pinning.HarnessCPUs) != len(cpus)-1 {

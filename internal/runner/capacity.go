@@ -72,6 +72,11 @@ type CapacityPinning struct {
 	// NotPinned, when RedisCPUs is empty, says why (for the report); default: Redis and the
 	// load generator share the machine's CPUs.
 	NotPinned string
+	// Awake, when set, is called once before the first step to keep the CPUs out of deep idle
+	// states for the sweep (HoldCPUsAwake); the release it returns is called when the sweep
+	// ends. Nil leaves the idle states alone, and AwakeNote says why (for the report).
+	Awake     func() (release func(), err error)
+	AwakeNote string
 }
 
 // CapacityOptions configure Capacity. Scenario and Algorithm are required.
@@ -213,9 +218,24 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
 	c.Pinning = pin(ctx, tgt, o.Pin)
+	switch {
+	case o.Pin.Awake == nil:
+		c.Pinning.AwakeNote = "idle states left alone"
+		if o.Pin.AwakeNote != "" {
+			c.Pinning.AwakeNote += ": " + o.Pin.AwakeNote
+		}
+	default:
+		if release, err := o.Pin.Awake(); err != nil {
+			c.Pinning.AwakeNote = "idle states left alone: " + err.Error()
+		} else {
+			defer release()
+			c.Pinning.CPUsAwake = true
+			c.Pinning.AwakeNote = "held awake during the sweep (wake-up latency limit 0 µs)"
+		}
+	}
 	c.Environment.GOMAXPROCS = runtime.GOMAXPROCS(0) // pinning may have changed it
-	o.Logf("%s %s: %s, Redis %s; %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
-		tgt.Info.Version, c.Pinning.Note)
+	o.Logf("%s %s: %s, Redis %s; %s; CPU idle states %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
+		tgt.Info.Version, c.Pinning.Note, c.Pinning.AwakeNote)
 
 	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: newRunID(), c: c}
 	err = sw.run(ctx)
