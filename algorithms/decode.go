@@ -73,6 +73,23 @@ func replyFields(raw any, n int) ([]int64, error) {
 	return out, nil
 }
 
+// stateReply reads the reply of a script that sends its decision, its state and its TIME as one
+// string of n integers, "<allowed 0|1> <n − 3 state fields> <s> <µs>" (replyFields): it returns
+// the fields, the allowed flag and the decision time in µs from the last two (timeMicros). A
+// reply of another shape is an error wrapping ErrBadReply, never an admission.
+func stateReply(raw any, n int) (v []int64, allowed bool, now int64, err error) {
+	if v, err = replyFields(raw, n); err != nil {
+		return nil, false, 0, err
+	}
+	if allowed, err = Bool01(v[0], raw); err != nil {
+		return nil, false, 0, err
+	}
+	if now, err = timeMicros(v[n-2], v[n-1], raw); err != nil {
+		return nil, false, 0, err
+	}
+	return v, allowed, now, nil
+}
+
 // timeMicros is the time in µs of a reply's two TIME fields, seconds and microseconds. The
 // microseconds must be below 10⁶ and the time positive and within int64; otherwise the error
 // wraps ErrBadReply with the raw reply.

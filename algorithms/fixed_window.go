@@ -85,17 +85,7 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 		args = append(args, cost)
 	}
 	cmd := runScript(ctx, c, f.script, f.Keys(req), args...)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err != nil {
-			return Decision{}, fmt.Errorf("fixed-window: %w", err)
-		}
-		d, err := f.decode(raw, cost)
-		if err != nil {
-			return Decision{}, fmt.Errorf("fixed-window: %w", err)
-		}
-		return d, nil
-	}
+	return decodedPending("fixed-window", cmd, func(raw any) (Decision, error) { return f.decode(raw, cost) })
 }
 
 // decode decodes the reply of scripts/fixed_window.lua, "<allowed 0|1> <count> <window> <s> <µs>",
@@ -111,15 +101,7 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 // window, an admission past the limit, a denial within it) is an error wrapping ErrBadReply,
 // never an admission.
 func (f *fixedWindowLimiter) decode(raw any, cost int64) (Decision, error) {
-	v, err := replyFields(raw, 5)
-	if err != nil {
-		return Decision{}, err
-	}
-	allowed, err := Bool01(v[0], raw)
-	if err != nil {
-		return Decision{}, err
-	}
-	now, err := timeMicros(v[3], v[4], raw)
+	v, allowed, now, err := stateReply(raw, 5)
 	if err != nil {
 		return Decision{}, err
 	}

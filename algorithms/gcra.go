@@ -88,17 +88,7 @@ func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pend
 		args = append(args, fixed)
 	}
 	cmd := runScript(ctx, c, g.script, g.Keys(req), args...)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err != nil {
-			return Decision{}, fmt.Errorf("gcra: %w", err)
-		}
-		d, err := g.decode(raw, inc)
-		if err != nil {
-			return Decision{}, fmt.Errorf("gcra: %w", err)
-		}
-		return d, nil
-	}
+	return decodedPending("gcra", cmd, func(raw any) (Decision, error) { return g.decode(raw, inc) })
 }
 
 // decode decodes the reply of scripts/gcra.lua, "<allowed 0|1> <TAT µs> <s> <µs>", for a request
@@ -114,15 +104,7 @@ func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pend
 // contradicts its own TAT (an admission that leaves d outside (0, C·T], a denial the TAT would
 // have allowed) is an error wrapping ErrBadReply, never an admission.
 func (g *gcraLimiter) decode(raw any, inc int64) (Decision, error) {
-	v, err := replyFields(raw, 4)
-	if err != nil {
-		return Decision{}, err
-	}
-	allowed, err := Bool01(v[0], raw)
-	if err != nil {
-		return Decision{}, err
-	}
-	now, err := timeMicros(v[2], v[3], raw)
+	v, allowed, now, err := stateReply(raw, 4)
 	if err != nil {
 		return Decision{}, err
 	}

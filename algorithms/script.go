@@ -53,12 +53,18 @@ const maxExact = 1 << 53
 // scriptPending returns the Pending of a script whose reply is {allowed 0|1, remaining,
 // retry-after µs, time µs}, decoded by decodeDecision; name prefixes errors.
 func scriptPending(name string, cmd *redis.Cmd, clock Clock) Pending {
+	return decodedPending(name, cmd, func(raw any) (Decision, error) { return decodeDecision(raw, clock) })
+}
+
+// decodedPending returns the Pending of a script whose reply decode reads; name prefixes the
+// errors of both the call and the decoding.
+func decodedPending(name string, cmd *redis.Cmd, decode func(raw any) (Decision, error)) Pending {
 	return func() (Decision, error) {
 		raw, err := cmd.Result()
 		if err != nil {
 			return Decision{}, fmt.Errorf("%s: %w", name, err)
 		}
-		d, err := decodeDecision(raw, clock)
+		d, err := decode(raw)
 		if err != nil {
 			return Decision{}, fmt.Errorf("%s: %w", name, err)
 		}

@@ -89,17 +89,7 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 		args = append(args, fixed)
 	}
 	cmd := runScript(ctx, c, t.script, t.Keys(req), args...)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err != nil {
-			return Decision{}, fmt.Errorf("token-bucket: %w", err)
-		}
-		d, err := t.decode(raw, need)
-		if err != nil {
-			return Decision{}, fmt.Errorf("token-bucket: %w", err)
-		}
-		return d, nil
-	}
+	return decodedPending("token-bucket", cmd, func(raw any) (Decision, error) { return t.decode(raw, need) })
 }
 
 // decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <tokens> <ts µs> <s> <µs>",
@@ -115,15 +105,7 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 // time, a denial the refilled bucket would have allowed) is an error wrapping ErrBadReply, never
 // an admission.
 func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
-	v, err := replyFields(raw, 5)
-	if err != nil {
-		return Decision{}, err
-	}
-	allowed, err := Bool01(v[0], raw)
-	if err != nil {
-		return Decision{}, err
-	}
-	now, err := timeMicros(v[3], v[4], raw)
+	v, allowed, now, err := stateReply(raw, 5)
 	if err != nil {
 		return Decision{}, err
 	}
