@@ -48,6 +48,9 @@ const (
 	PhaseHalve = "halve"
 	// PhaseBisect steps halve the interval between the last good and the first bad rate.
 	PhaseBisect = "bisect"
+	// PhaseConfirm steps measure again a rate whose step broke the latency objective and
+	// nothing else; the rate is judged on both steps' latencies together.
+	PhaseConfirm = "confirm"
 )
 
 // Capacity is what `limitbench capacity` found: the highest open-loop rate one algorithm sustains
@@ -123,7 +126,7 @@ type Pinning struct {
 
 // CapacityStep is one measurement of the sweep.
 type CapacityStep struct {
-	// Phase is PhaseProbe, PhaseDouble or PhaseBisect.
+	// Phase is PhaseProbe, PhaseDouble, PhaseHalve, PhaseBisect or PhaseConfirm.
 	Phase string `json:"phase"`
 	// OfferedRPS is the rate the step asked for (0 for the closed-loop probe).
 	OfferedRPS float64 `json:"offered_rps"`
@@ -150,6 +153,11 @@ type CapacityStep struct {
 	Good bool `json:"good"`
 	// Reason says why a step is not good.
 	Reason string `json:"reason,omitempty"`
+	// Superseded marks a step that broke the latency objective and nothing else: the confirm
+	// step after it measured the rate again, and that step's Good is the rate's verdict.
+	Superseded bool `json:"superseded,omitempty"`
+	// Note says more about a verdict: for a confirm step, the objective's metric over both steps.
+	Note string `json:"note,omitempty"`
 }
 
 // CapacityMemory is the memory figures of a capacity run. The memory step touches Subjects fresh
@@ -438,8 +446,12 @@ func stepResult(s CapacityStep) string {
 	switch {
 	case s.Phase == PhaseProbe:
 		return "saturation"
+	case s.Good && s.Note != "":
+		return "good: " + s.Note
 	case s.Good:
 		return "good"
+	case s.Superseded:
+		return "bad: " + s.Reason + "; measured again"
 	}
 	return "bad: " + s.Reason
 }

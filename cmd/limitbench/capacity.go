@@ -58,8 +58,10 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 Sweeps the open-loop rate on one Redis environment: a closed-loop probe finds the saturation
 throughput S, steps double the rate from S/4 until one breaks the objective, achieves under 95%%
 of the offered rate, falls behind schedule or fails over 0.1%% of its requests, then bisection
-narrows the last good and first bad rates to within 5%%. Each step uses a fresh key prefix. A
-memory step then puts fresh subjects at their limit and reads used_memory and MEMORY USAGE.
+narrows the last good and first bad rates to within 5%%. A step that breaks only a latency
+objective is measured once more and its rate judged on both steps' latencies together, so that
+one stall of the machine does not decide the sweep. Each step uses a fresh key prefix. A memory
+step then puts fresh subjects at their limit and reads used_memory and MEMORY USAGE.
 
 Without SCENARIO, each step runs the saturation scenario's load open loop: 32 plain clients over
 1,000 uniform subjects, limit 1,000 per second each, seed 1. A SCENARIO gives its clients, mode,

@@ -140,6 +140,10 @@ func (o *CapacityOptions) defaults() {
 //  3. Bisection between the last good and the first bad rate until they are within Resolution
 //     (5%) of each other. The sustainable rate is the last good one.
 //
+// A step that breaks a latency objective and nothing else is measured again at once, and its
+// rate judged on both steps' latencies together (see sweep.step): a stall of the machine in one
+// short step does not decide the sweep.
+//
 // Then a memory step touches MemorySubjects fresh subjects and reads INFO used_memory before and
 // after (and MEMORY USAGE over a sample of the keys). Each subject is sent the requests that put
 // it at its limit: the scenario's limit L (at most 1,000) for algorithms whose state grows with
@@ -448,44 +452,131 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 
 // step measures one step at rate (0: closed loop), records it and, when it is the best good
 // step so far, takes the sustainable rate and costs from it.
+//
+// A step that broke the latency objective and nothing else (it achieved the offered rate, on
+// schedule, without errors) is not the rate's verdict on its own: one stall of the machine, a
+// few ms in a 2 s step, is enough to put a p99 over its bound at any rate. The rate is measured
+// once more (PhaseConfirm) and judged on both steps' latency histograms merged, twice the data;
+// a real overload, whose queue grows for as long as it lasts, breaks the objective over both
+// just as well. The first step is kept, marked Superseded, and the confirm step's verdict is
+// the rate's.
 func (sw *sweep) step(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+	st, e, err := sw.measureOnce(ctx, phase, rate)
+	if e == nil || err != nil || phase == report.PhaseProbe || st.Good || !sw.latencyOnly(rate, e) ||
+		len(sw.c.Steps)+1 >= sw.o.MaxSteps || ctx.Err() != nil {
+		sw.record(st, e)
+		return st, e, err
+	}
+	st.Superseded = true
+	sw.record(st, e)
+	st2, e2, err := sw.measureOnce(ctx, report.PhaseConfirm, rate)
+	if e2 == nil {
+		// Nothing measured: the first step's verdict stands.
+		st.Superseded = false
+		sw.c.Steps[len(sw.c.Steps)-1] = st
+		sw.settle(st, e)
+		return st, e, err
+	}
+	st2 = sw.judgeBoth(st2, e, e2)
+	sw.record(st2, e2)
+	return st2, e2, err
+}
+
+// measureOnce runs one measurement (sw.measure, else measureStep), checking the context after it.
+func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
 	measure := sw.measure
 	if measure == nil {
 		measure = sw.measureStep
 	}
 	st, e, err := measure(ctx, phase, rate)
-	if e == nil {
-		return st, nil, err
-	}
-	if phase != report.PhaseProbe {
-		sw.c.Steps = append(sw.c.Steps, st)
-		if st.Good && rate > sw.c.SustainableRPS {
-			sw.c.SustainableRPS = rate
-			sw.c.CPUUSecPerDecision = e.Server.CPUUSecPerDecision
-			sw.c.USecPerCall = e.Server.USecPerCall
-			sw.c.Memory.LoadBytesPerSubject = e.Server.BytesPerKey
-		}
-		if !st.Good && (sw.c.FirstBadRPS == 0 || rate < sw.c.FirstBadRPS) {
-			sw.c.FirstBadRPS = rate
-			sw.c.Bound = st.Reason
-		}
-	}
-	what := "closed loop"
-	if rate > 0 {
-		what = fmt.Sprintf("%.0f/s", rate)
-	}
-	verdict := "good"
-	if !st.Good {
-		verdict = "bad: " + st.Reason
-	}
-	sw.o.Logf("%s %s: achieved %.0f/s, p99 %s, %s", phase, what, st.AchievedRPS, usString(st.LatencyUS.P99), verdict)
-	if sw.o.OnStep != nil {
-		sw.o.OnStep(st)
-	}
-	if err == nil && ctx.Err() != nil {
+	if e != nil && err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 	}
 	return st, e, err
+}
+
+// latencyOnly reports whether the step measured in e at rate broke a latency objective and
+// nothing else.
+func (sw *sweep) latencyOnly(rate float64, e *report.Entry) bool {
+	return sw.o.SLO != nil && sw.o.SLO.Metric.IsLatency() && judgeStep(report.PhaseBisect, rate, e, nil).Good
+}
+
+// judgeBoth judges the confirm step st (entry e2) of the rate first (entry e1) broke: st must
+// meet every criterion on its own except the objective, which must hold over both steps'
+// latencies merged. Without both histograms the rate is bad: half the data cannot overrule.
+func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.CapacityStep {
+	alone := judgeStep(st.Phase, st.OfferedRPS, e2, nil)
+	if !alone.Good {
+		return st
+	}
+	slo := sw.o.SLO
+	h1, err1 := e1.LatencyHistogram()
+	h2, err2 := e2.LatencyHistogram()
+	if err1 != nil || err2 != nil || h1 == nil || h2 == nil {
+		st.Good, st.Reason = false, "no latency histograms to judge both steps together"
+		return st
+	}
+	h1.Merge(h2)
+	both := *e2
+	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
+	both.Histograms.Latency = ""
+	both.LatencyUS = report.Summarize(h1)
+	v, ok := metric(&both, slo.Metric)
+	st.Good = ok && slo.Holds(v)
+	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, formatMetric(slo.Metric, v))
+	st.Reason = ""
+	if !st.Good {
+		st.Reason = fmt.Sprintf("over both steps %s %s broke %q", slo.Metric, formatMetric(slo.Metric, v), slo.Text)
+		st.Note = ""
+	}
+	return st
+}
+
+// record appends st (entry e) to the steps, logs it, and, unless it is superseded, settles its
+// rate's verdict.
+func (sw *sweep) record(st report.CapacityStep, e *report.Entry) {
+	if e == nil {
+		return
+	}
+	if st.Phase != report.PhaseProbe {
+		sw.c.Steps = append(sw.c.Steps, st)
+		if !st.Superseded {
+			sw.settle(st, e)
+		}
+	}
+	what := "closed loop"
+	if st.OfferedRPS > 0 {
+		what = fmt.Sprintf("%.0f/s", st.OfferedRPS)
+	}
+	verdict := "good"
+	switch {
+	case st.Good && st.Note != "":
+		verdict = "good: " + st.Note
+	case st.Superseded:
+		verdict = "bad: " + st.Reason + "; measuring again"
+	case !st.Good:
+		verdict = "bad: " + st.Reason
+	}
+	sw.o.Logf("%s %s: achieved %.0f/s, p99 %s, %s", st.Phase, what, st.AchievedRPS, usString(st.LatencyUS.P99), verdict)
+	if sw.o.OnStep != nil {
+		sw.o.OnStep(st)
+	}
+}
+
+// settle takes the sustainable rate and costs from st when it is the best good step so far, and
+// the bound from it when it is the lowest bad one.
+func (sw *sweep) settle(st report.CapacityStep, e *report.Entry) {
+	rate := st.OfferedRPS
+	if st.Good && rate > sw.c.SustainableRPS {
+		sw.c.SustainableRPS = rate
+		sw.c.CPUUSecPerDecision = e.Server.CPUUSecPerDecision
+		sw.c.USecPerCall = e.Server.USecPerCall
+		sw.c.Memory.LoadBytesPerSubject = e.Server.BytesPerKey
+	}
+	if !st.Good && (sw.c.FirstBadRPS == 0 || rate < sw.c.FirstBadRPS) {
+		sw.c.FirstBadRPS = rate
+		sw.c.Bound = st.Reason
+	}
 }
 
 // measureStep runs one step on the target, on a fresh key prefix, and judges it.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
@@ -138,16 +140,36 @@ func checkSweep(t *testing.T, c *report.Capacity) {
 	if len(c.Steps) == 0 {
 		t.Fatal("no steps")
 	}
-	var good, bad float64
+	// A superseded step and the confirm step after it are one verdict: the confirm step's, at
+	// the superseded step's rate and in its phase.
+	var steps []report.CapacityStep
 	for i, s := range c.Steps {
+		switch {
+		case s.Superseded:
+			if i+1 >= len(c.Steps) || c.Steps[i+1].Phase != report.PhaseConfirm || c.Steps[i+1].OfferedRPS != s.OfferedRPS {
+				t.Errorf("step %d is superseded but not followed by a confirm step at %g", i, s.OfferedRPS)
+			}
+		case s.Phase == report.PhaseConfirm:
+			if i == 0 || !c.Steps[i-1].Superseded {
+				t.Errorf("step %d: a confirm step after an unsuperseded %+v", i, c.Steps[max(i-1, 0)])
+				continue
+			}
+			s.Phase = c.Steps[i-1].Phase
+			steps = append(steps, s)
+		default:
+			steps = append(steps, s)
+		}
+	}
+	var good, bad float64
+	for i, s := range steps {
 		switch s.Phase {
 		case report.PhaseDouble:
-			if i > 0 && (c.Steps[i-1].Phase != report.PhaseDouble || s.OfferedRPS != 2*c.Steps[i-1].OfferedRPS) {
-				t.Errorf("step %d: double to %g after %+v", i, s.OfferedRPS, c.Steps[i-1])
+			if i > 0 && (steps[i-1].Phase != report.PhaseDouble || s.OfferedRPS != 2*steps[i-1].OfferedRPS) {
+				t.Errorf("step %d: double to %g after %+v", i, s.OfferedRPS, steps[i-1])
 			}
 		case report.PhaseHalve:
-			if i == 0 || s.OfferedRPS != c.Steps[i-1].OfferedRPS/2 || c.Steps[i-1].Good {
-				t.Errorf("step %d: halve to %g after %+v", i, s.OfferedRPS, c.Steps[i-1])
+			if i == 0 || s.OfferedRPS != steps[i-1].OfferedRPS/2 || steps[i-1].Good {
+				t.Errorf("step %d: halve to %g after %+v", i, s.OfferedRPS, steps[i-1])
 			}
 		case report.PhaseBisect:
 			if good == 0 || bad == 0 || s.OfferedRPS <= good || s.OfferedRPS >= bad {
@@ -217,6 +239,89 @@ func TestSweepConsistency(t *testing.T) {
 			t.Errorf("sustainable %g, notes %q; want 0 and a note", c.SustainableRPS, c.Notes)
 		}
 	})
+}
+
+// latencyEntry returns an entry of a step at rate that followed it on schedule, whose latency
+// histogram holds fast requests of 100 µs and slow ones of 5 ms.
+func latencyEntry(t *testing.T, rate float64, fast, slow int64) *report.Entry {
+	t.Helper()
+	h := hdrhistogram.New(1, 60_000_000, 3)
+	if err := h.RecordValues(100, fast); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RecordValues(5000, slow); err != nil {
+		t.Fatal(err)
+	}
+	e := &report.Entry{Requests: fast + slow, Allowed: fast + slow, OfferedRPS: rate, ThroughputRPS: rate,
+		LatencyUS: report.Summarize(h)}
+	if err := e.SetHistograms(h, nil); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestSweepConfirmsLatencyOnlyFailures runs the sweep against a model shard whose steps break
+// p99 < 2ms in three ways: a stall in one step of a rate (1.5% slow requests, then none when
+// measured again: over both steps 0.75%, so the rate is good), a real overload (2% slow in every
+// step: bad over both), and falling behind (bad at once, never measured again).
+func TestSweepConfirmsLatencyOnlyFailures(t *testing.T) {
+	const stallAt, overloadFrom, behindFrom = 4000, 9000, 20000
+	c := &report.Capacity{}
+	slo := mustThreshold(t, "p99 < 2ms")
+	sw := &sweep{o: CapacityOptions{MaxSteps: DefaultMaxSteps, SLO: slo, Logf: t.Logf}, c: c}
+	measured := map[float64]int{}
+	sw.measure = func(_ context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+		measured[rate]++
+		var e *report.Entry
+		switch {
+		case phase == report.PhaseProbe:
+			e = latencyEntry(t, 16000, 1000, 0)
+			e.ThroughputRPS = 16000
+		case rate >= behindFrom:
+			e = latencyEntry(t, rate, 1000, 0)
+			e.Late = 500
+		case rate >= overloadFrom:
+			e = latencyEntry(t, rate, 980, 20)
+		case rate == stallAt && measured[rate] == 1:
+			e = latencyEntry(t, rate, 985, 15)
+		default:
+			e = latencyEntry(t, rate, 1000, 0)
+		}
+		return judgeStep(phase, rate, e, slo), e, nil
+	}
+	if err := sw.run(context.Background()); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	checkSweep(t, c)
+	if c.SustainableRPS < overloadFrom/(1+Resolution) || c.SustainableRPS >= overloadFrom {
+		t.Errorf("sustainable %g; want within %.0f%% below %d (the stall at %d must not decide)", c.SustainableRPS, 100*Resolution, overloadFrom, stallAt)
+	}
+	var confirms, goodConfirms int
+	for _, s := range c.Steps {
+		if s.Phase != report.PhaseConfirm {
+			continue
+		}
+		confirms++
+		if s.Good {
+			goodConfirms++
+			if s.OfferedRPS != stallAt || !strings.Contains(s.Note, "over both steps p99 100µs") {
+				t.Errorf("good confirm step %+v; want only the stalled rate %d, noted over both steps", s, stallAt)
+			}
+		} else if s.OfferedRPS < overloadFrom || !strings.Contains(s.Reason, "over both steps p99 5.003ms broke") { // 5 ms as the histogram keeps it
+			t.Errorf("bad confirm step %+v; want an overloaded rate, bad over both steps", s)
+		}
+	}
+	if goodConfirms != 1 || confirms < 2 {
+		t.Errorf("%d confirm steps, %d good; want the stalled rate good and each overloaded rate bad", confirms, goodConfirms)
+	}
+	for rate, n := range measured {
+		if rate >= behindFrom && n != 1 {
+			t.Errorf("rate %g, behind schedule, measured %d times; want once", rate, n)
+		}
+	}
+	if c.FirstBadRPS < overloadFrom {
+		t.Errorf("first bad rate %g; want the overload's (≥ %d)", c.FirstBadRPS, overloadFrom)
+	}
 }
 
 func TestCapacityScenarioMatchesSaturation(t *testing.T) {
