@@ -389,13 +389,14 @@ var gateMetricDefs = []gateMetricDef{
 // verification outcome.
 //
 // A metric row is a regression when the change is significant (Mann-Whitney U, p < GateAlpha)
-// and worse than its threshold over its whole 1 − GateAlpha confidence interval (gateShiftCI), an
-// improvement likewise in the other direction; it is "unstable" instead when either side's spread exceeds
-// GateMaxSpread. Raw figures are compared when both results have the same MachineDescription;
+// and worse than its threshold over its whole 1 − GateAlpha confidence interval (gateShiftCI),
+// an improvement likewise in the other direction; it is "unstable" instead when either side's
+// spread exceeds GateMaxSpread. Raw figures are compared when both results have the same
+// MachineDescription;
 // otherwise throughput, p99, CPU and memory are compared as per-repeat ratios to the reference
 // entry (Result.Reference on the same topology, paired by Sample.Repeat). The reference entry
-// itself is not gated. An gateOutcome that went from pass to fail (or from "expected violation caught"
-// to "missed") is a regression whatever the figures.
+// itself is not gated. An outcome that went from pass to fail (or from "expected violation
+// caught" to "missed") is a regression whatever the figures.
 //
 // Input problems are errors, never rows: different scenario names (ErrScenarioMismatch), fewer
 // than GateMinSamples samples in a compared entry (ErrTooFewSamples), different machines without
