@@ -493,12 +493,18 @@ func TestSortEventsLarge(t *testing.T) {
 		got, want := slices.Clone(ev), slices.Clone(ev)
 		sortEvents(got, sc)
 		sortByScope(want, sc)
-		key := scopeKey(sc)
-		for i := range got {
-			a, b := &got[i], &want[i]
-			if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
-				t.Fatalf("scope %d: event %d = %+v; want %+v", sc, i, *a, *b)
-			}
+		checkSameOrder(t, sc, got, want)
+	}
+}
+
+// checkSameOrder fails t unless got and want hold events of the same scope key, Lo and Hi at
+// every index (the order sortEvents must give; ties in all three may come in any order).
+func checkSameOrder(t interface{ Fatalf(string, ...any) }, sc algorithms.Scope, got, want []Event) {
+	key := scopeKey(sc)
+	for i := range got {
+		a, b := &got[i], &want[i]
+		if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
+			t.Fatalf("scope %d: event %d = %+v; want %+v", sc, i, *a, *b)
 		}
 	}
 }
@@ -521,13 +527,7 @@ func TestSortEvents(t *testing.T) {
 		want := append([]Event(nil), ev...)
 		sortByScope(want, sc)
 		sortEvents(ev, sc)
-		key := scopeKey(sc)
-		for i := range ev {
-			a, b := &ev[i], &want[i]
-			if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
-				t.Fatalf("event %d = %+v; want %+v", i, *a, *b)
-			}
-		}
+		checkSameOrder(t, sc, ev, want)
 	})
 }
 
