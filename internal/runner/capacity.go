@@ -516,7 +516,10 @@ func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.
 		st.Good, st.Reason = false, "no latency histograms to judge both steps together"
 		return st
 	}
-	h1.Merge(h2)
+	if dropped := h1.Merge(h2); dropped > 0 {
+		st.Good, st.Reason = false, fmt.Sprintf("%d latencies of the confirm step did not fit the first step's histogram", dropped)
+		return st
+	}
 	both := *e2
 	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
 	both.Histograms.Latency = ""
