@@ -19,25 +19,30 @@ import (
 // clients, each with a denial of the same subject sent beside it (so 2n events), appended in
 // the order their replies arrived. width is the interval width in µs (0: exact server times);
 // an interval is between width/2 and width wide, so with width well above 1e6/rate µs many
-// intervals nest inside others.
+// intervals nest inside others. Times are relative to the log's Base, as load.AdmissionLog makes
+// them.
 func verifyLog(n, subjects int, rate, width int64) *verify.Log {
 	rng := rand.New(rand.NewPCG(1, 2))
-	log := &verify.Log{Events: make([]verify.Event, 0, 2*n)}
+	const origin = 1_700_000_000_000_000
+	log := &verify.Log{Base: origin, Events: make([]verify.Event, 0, 2*n)}
 	for i := range subjects {
 		log.Subjects = append(log.Subjects, fmt.Sprintf("subject-%d", i))
 	}
 	for i := range 64 {
 		log.Clients = append(log.Clients, fmt.Sprintf("client-%d", i))
 	}
-	const origin = 1_700_000_000_000_000
 	step := 1_000_000 / rate
 	event := func(i int, subject uint32, kind verify.Kind) verify.Event {
-		sent := origin + int64(i)*step + rng.Int64N(step+1)
+		sent := int64(i)*step + rng.Int64N(step+1)
 		lo, hi := sent, sent
 		if width > 0 {
 			hi = sent + width/2 + rng.Int64N(width/2+1)
 		}
-		return verify.Event{Lo: lo, Hi: hi, Subject: subject, Client: uint16(rng.IntN(64)), Permits: 1, Kind: kind}
+		e, err := verify.NewEvent(lo, hi, subject, uint16(rng.IntN(64)), 1, kind)
+		if err != nil {
+			panic(err)
+		}
+		return e
 	}
 	for i := range n {
 		subject := uint32(rng.IntN(subjects))
@@ -78,10 +83,11 @@ func heapLive() uint64 {
 // run would.
 //
 // Memory, measured, not computed from type sizes: log-B/admission is the live heap the log
-// takes (its events, denials included, and names), measured with runtime.MemStats after a
-// collection before and after building it; check-B/admission is what Check allocates per
-// admission (its sort needs only small digit tables, and a buffer of at most 128 KiB for a
-// per-client limit after a per-subject one; its sweep buffers are sized by the largest scope),
+// takes (its events of 16 bytes, denials included, so 32 bytes per admission at twice the limit,
+// and names), measured with runtime.MemStats after a collection before and after building it;
+// check-B/admission is what Check allocates per admission (its sort needs only small digit
+// tables, and a buffer of at most 64 KiB for a per-client limit after a per-subject one; its
+// sweep buffers are sized by the largest scope),
 // an upper bound on what it holds at its peak; held-B/admission is their sum, the peak memory
 // per admission of a run's log while it is checked. The hot-nested cases are the worst case:
 // one subject takes every admission, and intervals 400 to 800 µs wide at 10 µs apart nest, so
@@ -119,7 +125,7 @@ func BenchmarkCheck(b *testing.B) {
 			before := heapLive()
 			orig := verifyLog(n, tc.subjects, 100_000, tc.width)
 			logBytes := heapLive() - before
-			log := &verify.Log{Subjects: orig.Subjects, Clients: orig.Clients, Events: make([]verify.Event, len(orig.Events))}
+			log := &verify.Log{Subjects: orig.Subjects, Clients: orig.Clients, Base: orig.Base, Events: make([]verify.Event, len(orig.Events))}
 			var checked, allocated uint64
 			var cpu time.Duration
 			var ms runtime.MemStats

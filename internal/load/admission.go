@@ -45,8 +45,11 @@ func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffs
 	return best, nil
 }
 
-// AdmissionLog is the aggregator that keeps, for the verifier, one compact verify.Event (32
-// bytes) per outcome; Run returns its events as a verify.Log.
+// AdmissionLog is the aggregator that keeps, for the verifier, one compact verify.Event (16
+// bytes) per outcome; Run returns its events as a verify.Log (see Log). Event times are µs
+// relative to Origin, the Log's Base; an outcome whose time is more than about six days from
+// Origin (verify.MinLo, verify.MaxLo: a run that long, or a server clock that far off) does not
+// fit an Event and is counted in Dropped, never silently lost.
 //
 // Which clock the event times are on depends on the algorithm and the server:
 //   - With SharedClock (the server reads the harness's clock: a process or container on this
@@ -84,6 +87,9 @@ type AdmissionLog struct {
 	// Mismatched counts server decision times outside their event's interval by more than
 	// MismatchSlack.
 	Mismatched uint64
+	// Dropped counts outcomes left out of the log because their times do not fit a
+	// verify.Event (see NewEvent): admissions among them would be missing from the check.
+	Dropped uint64
 
 	// Events are kept in chunks so that a growing log never copies what it holds.
 	chunks [][]verify.Event
@@ -91,7 +97,7 @@ type AdmissionLog struct {
 	n      int
 }
 
-// logChunk is the number of events per chunk (128 KiB).
+// logChunk is the number of events per chunk (64 KiB).
 const logChunk = 4096
 
 // MismatchSlack is how far outside its event's interval a server time may lie before it counts
@@ -138,36 +144,36 @@ func floorMicros(d time.Duration) int64 {
 	return us
 }
 
-// Add appends the event of o.
+// Add appends the event of o, or counts it in Dropped when its times do not fit an Event.
 func (l *AdmissionLog) Add(o *Outcome) {
-	e := verify.Event{
-		// Origin is start truncated to a microsecond, so start+Received can exceed
-		// Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
-		Lo:      l.Origin + int64(o.Sent/time.Microsecond),
-		Hi:      l.Origin + ceilMicros(o.Received) + 1,
-		Subject: o.Subject,
-		Client:  o.Client,
-		Permits: o.Cost,
-	}
+	// Times relative to Origin. Origin is start truncated to a microsecond, so start+Received
+	// can exceed Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
+	lo, hi := int64(o.Sent/time.Microsecond), ceilMicros(o.Received)+1
 	// A client-clock decision is on the harness's clock whatever the plan says.
 	server := l.onServerClock() && !(o.Class == ClassOK && o.Decision.Clock == algorithms.ClockClient)
 	if server {
-		e.Lo += floorMicros(l.Server.Offset - l.Server.Err)
-		e.Hi += ceilMicros(l.Server.Offset + l.Server.Err)
+		lo += floorMicros(l.Server.Offset - l.Server.Err)
+		hi += ceilMicros(l.Server.Offset + l.Server.Err)
 	}
+	var k verify.Kind
 	switch o.Class {
 	case ClassOK:
-		e.Kind = verify.Denied
+		k = verify.Denied
 		if o.Decision.Allowed {
-			e.Kind = verify.Admitted
+			k = verify.Admitted
 		}
 		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 && (l.SharedClock || server) {
-			l.narrow(&e, d.TimeMicros)
+			lo, hi = l.narrow(lo, hi, d.TimeMicros-l.Origin)
 		}
 	case ClassFailed:
-		e.Kind = verify.Failed
+		k = verify.Failed
 	default:
-		e.Kind = verify.Unknown
+		k = verify.Unknown
+	}
+	e, err := verify.NewEvent(lo, hi, o.Subject, o.Client, o.Cost, k)
+	if err != nil {
+		l.Dropped++
+		return
 	}
 	if len(l.cur) == cap(l.cur) {
 		if l.cur != nil {
@@ -179,20 +185,50 @@ func (l *AdmissionLog) Add(o *Outcome) {
 	l.n++
 }
 
-// narrow sets e to the server's decision time t, counting a t far outside e's interval.
-func (l *AdmissionLog) narrow(e *verify.Event, t int64) {
+// narrow returns the interval [t, t] of the server's decision time t, counting a t far outside
+// [lo, hi]. Times are relative to Origin.
+func (l *AdmissionLog) narrow(lo, hi, t int64) (int64, int64) {
 	slack := MismatchSlack.Microseconds()
-	if t < e.Lo-slack || t > e.Hi+slack {
+	if t < lo-slack || t > hi+slack {
 		l.Mismatched++
 	}
-	e.Lo, e.Hi = t, t
 	l.Narrowed++
+	return t, t
+}
+
+// shift adds d µs to the times of l's events (for an Origin d µs earlier), dropping, and
+// counting, those that no longer fit.
+func (l *AdmissionLog) shift(d int64) {
+	move := func(c []verify.Event) []verify.Event {
+		n := 0
+		for _, e := range c {
+			if s, err := e.Shift(d); err == nil {
+				c[n] = s
+				n++
+			}
+		}
+		l.Dropped += uint64(len(c) - n)
+		l.n -= len(c) - n
+		return c[:n]
+	}
+	for i, c := range l.chunks {
+		l.chunks[i] = move(c)
+	}
+	l.cur = move(l.cur)
+	l.Origin -= d
 }
 
 // Len returns the number of events.
 func (l *AdmissionLog) Len() int { return l.n }
 
+// Log returns l's events as a verify.Log with Base = Origin and the names its indices refer to.
+func (l *AdmissionLog) Log(subjects, clients []string) *verify.Log {
+	return &verify.Log{Subjects: subjects, Clients: clients, Base: l.Origin, Events: l.Events()}
+}
+
 // Events returns every event in one new slice: l's own in order, then those of each merged log.
+// Their times are relative to Origin. The slice is allocated once, at its final size, while the
+// chunks are still held: at that moment the log takes twice its size.
 func (l *AdmissionLog) Events() []verify.Event {
 	out := make([]verify.Event, 0, l.n)
 	for _, c := range l.chunks {
@@ -201,8 +237,13 @@ func (l *AdmissionLog) Events() []verify.Event {
 	return append(out, l.cur...)
 }
 
-// Merge moves the events of o to l (without copying them); o must not be used afterwards.
+// Merge moves the events of o to l (without copying them); o must not be used afterwards. When
+// the logs' Origins differ, o's events are moved to l's in place, and one that no longer fits is
+// counted in Dropped.
 func (l *AdmissionLog) Merge(o *AdmissionLog) {
+	if d := o.Origin - l.Origin; d != 0 {
+		o.shift(d)
+	}
 	if len(l.cur) > 0 {
 		l.chunks = append(l.chunks, l.cur)
 	}
@@ -211,5 +252,6 @@ func (l *AdmissionLog) Merge(o *AdmissionLog) {
 	l.n += o.n
 	l.Narrowed += o.Narrowed
 	l.Mismatched += o.Mismatched
+	l.Dropped += o.Dropped
 	*o = AdmissionLog{}
 }

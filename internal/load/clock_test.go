@@ -82,7 +82,7 @@ func TestLogClockNeverFlagsACorrectLimiter(t *testing.T) {
 		for i := range outs {
 			l.Add(&outs[i])
 		}
-		log := &verify.Log{Subjects: []string{"a", "b", "c"}, Clients: []string{"c0"}, Events: l.Events()}
+		log := l.Log([]string{"a", "b", "c"}, []string{"c0"})
 		rep, err := verify.Check(contract, log)
 		if err != nil {
 			rt.Fatalf("Check: %v", err)

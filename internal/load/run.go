@@ -453,14 +453,18 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			}
 		}
 		res.Histograms, res.Timeline = first.hist, first.tl
-		res.Log = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.log.Events()}
+		res.Log = first.log.Log(r.subjects, r.clients)
 		if first.warm != nil {
-			res.WarmupLog = &verify.Log{Subjects: r.subjects, Clients: r.clients, Events: first.warm.Events()}
+			res.WarmupLog = first.warm.Log(r.subjects, r.clients)
 		}
 		res.LogShift = first.log.Shift()
 		res.Counts.Narrowed = first.log.Narrowed
 		res.Counts.Clamped = first.hist.Clamped
-		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped
+		// Log events that did not fit (a run of over six days) are dropped outcomes too.
+		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped + first.log.Dropped
+		if first.warm != nil {
+			res.Counts.Dropped += first.warm.Dropped
+		}
 		res.Counts.ClockMismatch = first.log.Mismatched
 	}
 	if p.Progress != nil {

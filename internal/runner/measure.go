@@ -270,7 +270,7 @@ func subjectsTouched(log *verify.Log) int {
 	seen := make([]bool, len(log.Subjects))
 	n := 0
 	for _, e := range log.Events {
-		if (e.Kind == verify.Admitted || e.Kind == verify.Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
+		if k := e.Kind(); (k == verify.Admitted || k == verify.Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
 			seen[e.Subject] = true
 			n++
 		}
@@ -312,7 +312,7 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 	}
 	e.Verification = verification(res, contract, s)
 	if res.Log != nil && contract.Kind != algorithms.NoContract {
-		if acc, err := verify.Accuracy(contract, withWarmup(res), time.Second); err == nil {
+		if acc, err := accuracy(contract, res); err == nil {
 			e.Accuracy = report.Accuracy{
 				IdealAllowed:   acc.IdealAllowed,
 				Efficiency:     round3(acc.Efficiency),
@@ -413,7 +413,8 @@ func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
 	binUS := bin.Microseconds()
 	active := make([]map[uint64]struct{}, len(t.Offered))
 	for _, ev := range res.Log.Events {
-		i := int(((ev.Lo+ev.Hi)/2 - start) / binUS)
+		// The midpoint, on the log's clock: Base plus relative times.
+		i := int((res.Log.Base+ev.Lo()+(ev.Hi()-ev.Lo())/2-start) / binUS)
 		if i < 0 || i >= len(active) {
 			continue
 		}
@@ -523,17 +524,39 @@ func relate(res *report.Result, first int) {
 	}
 }
 
+// accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
+// limiter's.
+func accuracy(contract algorithms.Contract, res *load.Result) (verify.AccuracyReport, error) {
+	log, err := withWarmup(res)
+	if err != nil {
+		return verify.AccuracyReport{}, err
+	}
+	return verify.Accuracy(contract, log, time.Second)
+}
+
 // withWarmup returns the measured log preceded by the warmup's requests, with From set to the
 // start of the measured part: the ideal limiter sees every request the algorithm saw, so both start
-// the measured part in the same state, and only the measured part is counted.
-func withWarmup(res *load.Result) *verify.Log {
+// the measured part in the same state, and only the measured part is counted. The warmup's events
+// are moved to the measured log's Base when theirs differs (load.Run gives both one Base); it
+// returns an error when one does not fit there.
+func withWarmup(res *load.Result) (*verify.Log, error) {
 	if res.WarmupLog == nil || len(res.WarmupLog.Events) == 0 {
-		return res.Log
+		return res.Log, nil
 	}
 	events := make([]verify.Event, 0, len(res.WarmupLog.Events)+len(res.Log.Events))
-	events = append(append(events, res.WarmupLog.Events...), res.Log.Events...)
-	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Events: events,
-		From: res.LogMicros(res.Plan.Warmup)}
+	events = append(events, res.WarmupLog.Events...)
+	if d := res.WarmupLog.Base - res.Log.Base; d != 0 {
+		for i, e := range events {
+			s, err := e.Shift(d)
+			if err != nil {
+				return nil, fmt.Errorf("warmup event %d: %w", i, err)
+			}
+			events[i] = s
+		}
+	}
+	events = append(events, res.Log.Events...)
+	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Base: res.Log.Base, Events: events,
+		From: res.LogMicros(res.Plan.Warmup)}, nil
 }
 
 // replay replays the decisions of the run (the warmup's first) through the algorithm's reference
@@ -545,12 +568,16 @@ func replay(m algorithms.Model, res *load.Result) string {
 	}
 	if res.WarmupLog != nil {
 		for _, e := range res.WarmupLog.Events {
-			if e.Lo != e.Hi || (e.Kind != verify.Admitted && e.Kind != verify.Denied) {
+			if k := e.Kind(); e.Lo() != e.Hi() || (k != verify.Admitted && k != verify.Denied) {
 				return ""
 			}
 		}
 	}
-	rr, err := verify.Replay(m, withWarmup(res))
+	log, err := withWarmup(res)
+	if err != nil {
+		return ""
+	}
+	rr, err := verify.Replay(m, log)
 	if err != nil || rr.Differ == 0 {
 		return ""
 	}

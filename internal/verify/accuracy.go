@@ -71,20 +71,26 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 	}
 	binUs := micros(bin)
 	ev := log.Events
-	n := partitionFunc(ev, func(e *Event) bool { return e.Kind == Admitted || e.Kind == Denied })
+	n := partitionFunc(ev, func(e *Event) bool { return e.Kind() == Admitted || e.Kind() == Denied })
 	rep := AccuracyReport{Excluded: int64(len(ev) - n), Bin: bin}
 	ev = ev[:n]
 	if n == 0 {
 		return rep, nil
 	}
 	sortByMid(ev)
-	// The first counted event: the first at or after log.From.
-	c0, _ := slices.BinarySearchFunc(ev, log.From, func(e Event, t int64) int { return cmp.Compare(mid(&e), t) })
+	// Times from here on are absolute (Base added): fixed-window's windows, the bins and From
+	// are aligned on the Unix epoch.
+	base := log.Base
+	// The first counted event: the first at or after log.From, when From is set.
+	c0 := 0
+	if log.From != 0 {
+		c0, _ = slices.BinarySearchFunc(ev, log.From, func(e Event, t int64) int { return cmp.Compare(base+mid(&e), t) })
+	}
 	if c0 == n {
 		return rep, nil
 	}
-	first := floorDiv(mid(&ev[c0]), binUs) * binUs
-	if bins := (mid(&ev[n-1])-first)/binUs + 1; bins > MaxBins {
+	first := floorDiv(base+mid(&ev[c0]), binUs) * binUs
+	if bins := (base+mid(&ev[n-1])-first)/binUs + 1; bins > MaxBins {
 		return AccuracyReport{}, fmt.Errorf("accuracy: %d bins of %s is more than %d: use a wider bin", bins, bin, MaxBins)
 	}
 
@@ -116,7 +122,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 	var cur *AccuracyBin
 	for i := range ev {
 		e := &ev[i]
-		t, cost := mid(e), int64(e.Permits)
+		t, cost := base+mid(e), int64(e.Permits)
 		if i < c0 {
 			// Before From: both limiters take the request as it went, and nothing is counted.
 			fits := true
@@ -128,7 +134,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 					lims[j].take(get(ideal[j], &lims[j], e), cost)
 				}
 			}
-			if e.Kind == Admitted {
+			if e.Kind() == Admitted {
 				for j := range lims {
 					m := own(j, e)
 					lims[j].fits(m, t, cost)
@@ -162,7 +168,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 		for j := range lims {
 			fits = lims[j].fits(own(j, e), t, cost) && fits
 		}
-		if e.Kind == Denied {
+		if e.Kind() == Denied {
 			if fits {
 				rep.FalseDenials++
 			}
@@ -184,8 +190,8 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 	return rep, nil
 }
 
-// mid returns the midpoint of e's interval.
-func mid(e *Event) int64 { return e.Lo + (e.Hi-e.Lo)/2 }
+// mid returns the midpoint of e's interval, relative to the log's Base.
+func mid(e *Event) int64 { return e.Lo() + e.width()/2 }
 
 // sortByMid sorts ev by midpoint, admissions first among equal times, then subject and client.
 func sortByMid(ev []Event) {
@@ -193,7 +199,7 @@ func sortByMid(ev []Event) {
 		if c := cmp.Compare(mid(&a), mid(&b)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Kind, b.Kind); c != 0 { // Admitted < Denied
+		if c := cmp.Compare(a.Kind(), b.Kind()); c != 0 { // Admitted < Denied
 			return c
 		}
 		if c := cmp.Compare(a.Subject, b.Subject); c != 0 {

@@ -23,6 +23,26 @@ type bruteResult struct {
 	worstDef, worstPoss int64 // largest excess, 0 when none
 }
 
+// mustEvent is NewEvent for times a test knows to fit; it panics on an error.
+func mustEvent(lo, hi int64, subject uint32, client uint16, permits uint16, k Kind) Event {
+	e, err := NewEvent(lo, hi, subject, client, permits, k)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// exactWidth returns the largest width at most w that an Event stores exactly, not rounded up
+// (see Event): a test that needs an interval inside a window draws its width through it.
+func exactWidth(w int64) int64 {
+	for u := 0; ; u++ {
+		step := int64(1) << (unitBits * u)
+		if w/step <= mantMask {
+			return w / step * step
+		}
+	}
+}
+
 // us is a duration of n µs.
 func us(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
 
@@ -32,7 +52,7 @@ func bruteScopes(c algorithms.Contract, log *Log, kinds ...Kind) map[string][]Ev
 	for _, e := range log.Events {
 		ok := false
 		for _, k := range kinds {
-			ok = ok || e.Kind == k
+			ok = ok || e.Kind() == k
 		}
 		if !ok {
 			continue
@@ -65,7 +85,7 @@ func brute(c algorithms.Contract, log *Log, kinds ...Kind) bruteResult {
 	for _, evs := range bruteScopes(c, log, kinds...) {
 		los, his, ps := make([]int64, len(evs)), make([]int64, len(evs)), make([]int64, len(evs))
 		for i, e := range evs {
-			los[i], his[i], ps[i] = e.Lo-g, e.Hi+g, int64(e.Permits)
+			los[i], his[i], ps[i] = log.Base+e.Lo()-g, log.Base+e.Hi()+g, int64(e.Permits)
 		}
 		if c.Kind == algorithms.FixedWindow {
 			minK, maxK := int64(1<<62), int64(-1<<62)
@@ -149,9 +169,9 @@ func bruteHide(c algorithms.Contract, log *Log) int64 {
 		p, q = c.RefillPermits/d, c.RefillPer.Microseconds()/d
 	}
 	for _, evs := range bruteScopes(c, log, Admitted, Unknown) {
-		var maxT int64
+		maxT := int64(-1 << 62)
 		for _, e := range evs {
-			maxT = max(maxT, e.Hi)
+			maxT = max(maxT, log.Base+e.Hi())
 		}
 		for mask := 1; mask < 1<<len(evs); mask++ {
 			var known, unknown int64
@@ -160,13 +180,13 @@ func bruteHide(c algorithms.Contract, log *Log) int64 {
 				if mask&(1<<i) == 0 {
 					continue
 				}
-				if e.Kind == Unknown {
+				if e.Kind() == Unknown {
 					unknown += int64(e.Permits)
-					xMin = max(xMin, e.Lo)
+					xMin = max(xMin, log.Base+e.Lo())
 					continue
 				}
 				known += int64(e.Permits)
-				minLo, maxHi = min(minLo, e.Lo-g), max(maxHi, e.Hi+g)
+				minLo, maxHi = min(minLo, log.Base+e.Lo()-g), max(maxHi, log.Base+e.Hi()+g)
 			}
 			if unknown == 0 {
 				continue
@@ -359,28 +379,31 @@ func genContract(t *rapid.T, label string) algorithms.Contract {
 	return c
 }
 
+// genBase draws a Log.Base: 0, or one that is no multiple of the small windows (so fixed-window's
+// windows, aligned on the Unix epoch, do not start at relative multiples of W), or a real date.
+func genBase(t *rapid.T) int64 {
+	return rapid.SampledFrom([]int64{0, 0, -7, 13, 1_700_000_000_000_003}).Draw(t, "base")
+}
+
 // genLog draws a small log: at most n events over about 60 µs, with some point intervals.
 func genLog(t *rapid.T, n int) *Log {
-	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}}
+	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}, Base: genBase(t)}
 	count := rapid.IntRange(0, n).Draw(t, "events")
 	for i := range count {
 		lo := rapid.Int64Range(0, 60).Draw(t, fmt.Sprintf("lo%d", i))
 		width := rapid.SampledFrom([]int64{0, 0, 1, 2, 5, 12}).Draw(t, fmt.Sprintf("width%d", i))
-		log.Events = append(log.Events, Event{
-			Lo:      lo,
-			Hi:      lo + width,
-			Subject: uint32(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("subject%d", i))),
-			Client:  uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
-			Permits: uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
-			Kind:    rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Unknown, Denied, Failed}).Draw(t, fmt.Sprintf("kind%d", i)),
-		})
+		log.Events = append(log.Events, mustEvent(lo, lo+width,
+			uint32(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("subject%d", i))),
+			uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
+			uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
+			rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Unknown, Denied, Failed}).Draw(t, fmt.Sprintf("kind%d", i))))
 	}
 	return log
 }
 
 // cloneLog returns a deep copy of log's events (names shared).
 func cloneLog(log *Log) *Log {
-	return &Log{Subjects: log.Subjects, Clients: log.Clients, Events: append([]Event(nil), log.Events...)}
+	return &Log{Subjects: log.Subjects, Clients: log.Clients, Base: log.Base, From: log.From, Events: append([]Event(nil), log.Events...)}
 }
 
 // quadratic checks one sliding-window or token-bucket contract (Also ignored) as brute does, in
@@ -416,7 +439,7 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 		type iv struct{ lo, hi, p int64 }
 		ivs := make([]iv, len(evs))
 		for i, e := range evs {
-			ivs[i] = iv{e.Lo - g, e.Hi + g, int64(e.Permits)}
+			ivs[i] = iv{e.Lo() - g, e.Hi() + g, int64(e.Permits)}
 		}
 		defEnds, posEnds := map[int64]bool{}, map[int64]bool{}
 		// Definite: for each B, {lo ≥ A, hi ≤ B} by descending lo.
@@ -471,7 +494,7 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 // whose intervals are points, a few steps wide (nesting among neighbours) or, rarely, wide
 // enough to hold many others, with some unknown outcomes and denials.
 func genWideLog(t *rapid.T, n int, step int64) *Log {
-	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}}
+	log := &Log{Subjects: []string{"a", "b"}, Clients: []string{"x", "y"}, Base: genBase(t)}
 	count := rapid.IntRange(0, n).Draw(t, "events")
 	subjects := rapid.IntRange(1, 2).Draw(t, "subjects")
 	rare := rapid.IntRange(0, 20).Draw(t, "rare")
@@ -487,14 +510,11 @@ func genWideLog(t *rapid.T, n int, step int64) *Log {
 			width = rapid.Int64Range(0, 8*step).Draw(t, fmt.Sprintf("width%d", i))
 		}
 		lo, hi := lo/grain*grain, (lo+width)/grain*grain
-		log.Events = append(log.Events, Event{
-			Lo:      lo,
-			Hi:      hi,
-			Subject: uint32(rapid.IntRange(0, subjects-1).Draw(t, fmt.Sprintf("subject%d", i))),
-			Client:  uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
-			Permits: uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
-			Kind:    rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Admitted, Unknown, Denied}).Draw(t, fmt.Sprintf("kind%d", i)),
-		})
+		log.Events = append(log.Events, mustEvent(lo, hi,
+			uint32(rapid.IntRange(0, subjects-1).Draw(t, fmt.Sprintf("subject%d", i))),
+			uint16(rapid.IntRange(0, 1).Draw(t, fmt.Sprintf("client%d", i))),
+			uint16(rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("permits%d", i))),
+			rapid.SampledFrom([]Kind{Admitted, Admitted, Admitted, Admitted, Unknown, Denied}).Draw(t, fmt.Sprintf("kind%d", i))))
 	}
 	// Any order: Check sorts.
 	perm := rapid.Permutation(log.Events).Draw(t, "order")

@@ -18,8 +18,8 @@ const MaxViolations = 1000
 type Violation struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
 	Subject, Client string
-	// At is the instant in µs that ends the violating window (sliding-window, token-bucket), or
-	// the start kW of the aligned window (fixed-window).
+	// At is the instant in µs since the Unix epoch that ends the violating window
+	// (sliding-window, token-bucket), or the start kW of the aligned window (fixed-window).
 	At int64
 	// Excess is the permits over the limit there.
 	Excess int64
@@ -29,7 +29,8 @@ type Violation struct {
 type Where struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
 	Subject, Client string
-	// Lo and Hi are the earliest widened Lo and the latest widened Hi of the set, in µs.
+	// Lo and Hi are the earliest widened Lo and the latest widened Hi of the set, in µs since
+	// the Unix epoch.
 	Lo, Hi int64
 	// Permits is the permits of the set, Allowed what the contract allows it (see the package
 	// doc), Excess = Permits − Allowed > 0.
@@ -102,6 +103,8 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 	if err := log.validate(); err != nil {
 		return Report{}, fmt.Errorf("check: %w", err)
 	}
+	// Times below are relative to log.Base, which only fixed-window's alignment and the times
+	// reported add back.
 	r := Report{Events: int64(len(log.Events))}
 	var lo, hi int64 = math.MaxInt64, math.MinInt64
 	var permits int64 // admitted and unknown
@@ -111,7 +114,8 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 	nA := 0
 	for i := range ev {
 		e := &ev[i]
-		switch e.Kind {
+		k := e.Kind()
+		switch k {
 		case Admitted:
 			r.Admitted++
 			r.AdmittedPermits += int64(e.Permits)
@@ -125,14 +129,14 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 		case Failed:
 			r.Failed++
 		}
-		lo, hi = min(lo, e.Lo), max(hi, e.Hi)
-		if e.Kind == Admitted {
+		lo, hi = min(lo, e.Lo()), max(hi, e.Hi())
+		if k == Admitted {
 			ev[i], ev[nA] = ev[nA], ev[i]
 			nA++
 		}
 	}
 	nU := partition(ev[nA:], Unknown)
-	s := sweeper{log: log}
+	s := sweeper{log: log, base: log.Base}
 	for _, lim := range lims {
 		if lim.kind == algorithms.TokenBucket && len(ev) > 0 {
 			if err := lim.overflow(hi-lo, permits); err != nil {
@@ -157,8 +161,9 @@ func (lim *limit) overflow(span, permits int64) error {
 
 // sweeper checks one limit at a time; its buffers are reused across scopes and limits.
 type sweeper struct {
-	lim limit
-	log *Log
+	lim  limit
+	log  *Log
+	base int64 // log.Base: times are relative to it, fixed-window's windows aligned on the epoch
 	// sorted is the scope the admissions are sorted by (then Lo, then Hi), when sortedOK.
 	sorted   algorithms.Scope
 	sortedOK bool
@@ -215,7 +220,7 @@ func (s *sweeper) check(lim limit, adm, unknown []Event) LimitReport {
 func partition(ev []Event, k Kind) int {
 	n := 0
 	for i := range ev {
-		if ev[i].Kind == k {
+		if ev[i].Kind() == k {
 			ev[i], ev[n] = ev[n], ev[i]
 			n++
 		}
@@ -331,14 +336,10 @@ func scopeKey(sc algorithms.Scope) func(e *Event) uint64 {
 	return func(e *Event) uint64 { return uint64(e.Subject) }
 }
 
-func cmpTime(a, b *Event) int {
-	if c := cmp.Compare(a.Lo, b.Lo); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Hi, b.Hi)
-}
+// cmpTime orders events by Lo, then Hi, then Kind.
+func cmpTime(a, b *Event) int { return cmp.Compare(a.t, b.t) }
 
-// sortByScope sorts ev by scope key, then Lo, then Hi.
+// sortByScope sorts ev by scope key, then Lo, then Hi, then Kind.
 func sortByScope(ev []Event, sc algorithms.Scope) {
 	switch sc {
 	case algorithms.PerClient:
@@ -373,11 +374,13 @@ func (s *sweeper) sweep(g []Event) {
 	s.group = g
 	// ord is nil when Hi is non-decreasing in g: then Hi order is g's order.
 	var ord []uint32
-	for i := 1; i < len(g); i++ {
-		if g[i].Hi < g[i-1].Hi {
+	for i, prev := 1, g[0].Hi(); i < len(g); i++ {
+		hi := g[i].Hi()
+		if hi < prev {
 			ord = s.hiOrder(g)
 			break
 		}
+		prev = hi
 	}
 	switch s.lim.kind {
 	case algorithms.SlidingWindow:
@@ -399,7 +402,8 @@ func (s *sweeper) sweep(g []Event) {
 // hiOrder returns the indices of g sorted by Hi, then Lo. g is in Lo order, and Hi order differs
 // from it only where intervals nest, mostly by a few places, so it starts with an insertion sort,
 // O(n + moves); past n·log2(n) moves (intervals that nest deeply) it finishes with a comparison
-// sort.
+// sort. As g is in Lo order, a smaller index never has a larger Lo: ties in Hi are ordered by
+// index, and only Hi is decoded.
 func (s *sweeper) hiOrder(g []Event) []uint32 {
 	n := len(g)
 	ord := slices.Grow(s.ord[:0], s.max)
@@ -408,29 +412,65 @@ func (s *sweeper) hiOrder(g []Event) []uint32 {
 	}
 	s.ord = ord
 	budget := n * bits.Len(uint(n))
+	// Widths below 2^20 µs (unit 0, nearly always) decode without a shift.
+	var units uint64
+	for i := range g {
+		units |= g[i].t
+	}
+	narrow := units&unitMask == 0
 	for i := 1; i < n; i++ {
-		x := ord[i]
-		hi, lo := g[x].Hi, g[x].Lo
-		j := i
-		for ; j > 0; j-- {
-			y := &g[ord[j-1]]
-			if y.Hi < hi || (y.Hi == hi && y.Lo <= lo) {
-				break
-			}
-			ord[j] = ord[j-1]
+		var moved int
+		if narrow {
+			moved = insertByHiNarrow(g, ord[:i+1])
+		} else {
+			moved = insertByHi(g, ord[:i+1])
 		}
-		ord[j] = x
-		if budget -= i - j; budget < 0 {
+		if budget -= moved; budget < 0 {
 			slices.SortFunc(ord, func(a, b uint32) int {
-				if c := cmp.Compare(g[a].Hi, g[b].Hi); c != 0 {
+				if c := cmp.Compare(g[a].Hi(), g[b].Hi()); c != 0 {
 					return c
 				}
-				return cmp.Compare(g[a].Lo, g[b].Lo)
+				return cmp.Compare(a, b)
 			})
 			break
 		}
 	}
 	return ord
+}
+
+// insertByHi moves the last position of ord, x = len(ord) − 1, back past the positions before
+// it (all < x, in Hi order) whose Hi is larger, and returns how far it moved it.
+func insertByHi(g []Event, ord []uint32) int {
+	i := len(ord) - 1
+	x := ord[i]
+	hi := g[x].Hi()
+	j := i
+	for ; j > 0; j-- {
+		y := ord[j-1]
+		if g[y].Hi() <= hi {
+			break
+		}
+		ord[j] = y
+	}
+	ord[j] = x
+	return i - j
+}
+
+// insertByHiNarrow is insertByHi for events whose widths are all below 2^20 µs (unit 0).
+func insertByHiNarrow(g []Event, ord []uint32) int {
+	i := len(ord) - 1
+	x := ord[i]
+	hi := g[x].hiNarrow()
+	j := i
+	for ; j > 0; j-- {
+		y := ord[j-1]
+		if g[y].hiNarrow() <= hi {
+			break
+		}
+		ord[j] = y
+	}
+	ord[j] = x
+	return i - j
 }
 
 // at returns the i-th index in Hi order.
@@ -442,7 +482,7 @@ func at(ord []uint32, i int) int {
 }
 
 // definiteAt records a definite violation of the current scope ending at instant b (or in the
-// aligned window starting at b) with the given excess.
+// aligned window starting at b), relative to the log's Base, with the given excess.
 func (s *sweeper) definiteAt(b, excess int64) {
 	s.definite++
 	if excess > s.worst.excess {
@@ -453,10 +493,11 @@ func (s *sweeper) definiteAt(b, excess int64) {
 		return
 	}
 	sub, cli := s.names(&s.group[0])
-	s.rep.Violations = append(s.rep.Violations, Violation{Subject: sub, Client: cli, At: b, Excess: excess})
+	s.rep.Violations = append(s.rep.Violations, Violation{Subject: sub, Client: cli, At: s.base + b, Excess: excess})
 }
 
-// possibleAt records n possible violations of the current scope at b with the given excess.
+// possibleAt records n possible violations of the current scope at b (relative, as in
+// definiteAt) with the given excess.
 func (s *sweeper) possibleAt(b, excess, n int64) {
 	s.rep.Possible += n
 	if excess > s.worstP.excess {

@@ -6,9 +6,18 @@
 // # Times are intervals
 //
 // Every Event says only that its decision happened at some instant in [Lo, Hi], in microseconds
-// since the Unix epoch: [send, receive] on the harness clock, or narrower where the load
-// generator knew the server's decision time (see load.AdmissionLog). An unknown outcome is the
-// exception: only its Lo bounds it (see below). A contract with clock granularity G
+// relative to Log.Base (itself µs since the Unix epoch): [send, receive] on the harness clock, or
+// narrower where the load generator knew the server's decision time (see load.AdmissionLog). An
+// unknown outcome is the exception: only its Lo bounds it (see below).
+//
+// An Event takes 16 bytes. Lo is exact within ±2^39 µs (6.36 days) of Base; the width Hi − Lo is
+// exact below 2^20 µs (about 1.05 s) and above that rounded up to 20 significant bits (steps of
+// 1.024 ms up to 18 minutes, coarser beyond; see Event). This rounding is a deliberate, safe
+// widening: Hi is never earlier than the receive time it was given, and a wider interval can
+// turn a definite violation into a possible one, never the reverse, so it cannot flag a correct
+// limiter. Exact times (Lo == Hi) stay exact. Everything the package reports (Where,
+// Violation.At, AccuracyBin.Start, ReplayDiff.At) is absolute, Base added; Log.From is absolute
+// too. A contract with clock granularity G
 // (Contract.Granularity, rounded up to whole µs: a wider interval is the safe side) may read any
 // time within G of the true one, whatever its rounding, so the checker widens every interval to
 //
@@ -24,7 +33,8 @@
 //
 //   - sliding-window(L, W): every half-open interval (t−W, t] holds at most L permits, so a set S
 //     violates it when P(S) > L and max x − min x < W over S.
-//   - fixed-window(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
+//   - fixed-window(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits
+//     (aligned on the epoch, whatever Log.Base is).
 //   - token-bucket(C, r), r = RefillPermits/RefillPer = p/q permits per µs (p/q is
 //     RefillPermits·1000 over RefillPer in ns, reduced: exact for any period): every closed
 //     interval [t1, t2] holds at most C + r·(t2 − t1) permits, so S violates it when
@@ -108,21 +118,22 @@
 //
 // Check moves the admissions to the front of log.Events (and the unknown outcomes after them)
 // and works on them in place: it never copies the log, whose denials and failures it skips. It
-// sorts them by scope and time (an in-place radix sort on scope and Lo: a few O(n) passes of up
-// to 9 bits; a comparison sort when the key does not fit 64 bits; no sort for a limit with the
-// scope of the one before; per-client after per-subject only orders each subject's run by
-// client, with a counting sort through a buffer of up to 128 KiB) and sweeps each scope once
-// (except a scope with at most L permits in all, or C for token-bucket: no set of its admissions
-// can exceed its allowance): sliding-window and fixed-window with two pointers; token-bucket's possible violations with two
-// running sums, and its definite ones with a running maximum where no interval nests inside an
-// earlier one and, where some do, a segment tree over a window of the positions not yet settled
-// (O(log w) per admission, w the window's width: a few hundred when intervals nest only among
-// neighbours). When intervals nest, the Hi order is found by insertion sort from the Lo order
-// (a comparison sort past n·log2(n) moves). The log holds 32 bytes per event, denials included
-// (Accuracy and Replay need them). Check adds buffers allocated at the size of the largest
-// scope, and only when its intervals nest: 4 bytes per admission for the Hi order, and for
-// token-bucket a bit per admission and a tree of 32 to 64 bytes per position of the widest
-// window (of the whole scope when it checks what unknown outcomes could hide).
+// sorts them by scope and time (an in-place radix sort on a 64-bit key, the scope above the
+// packed times shifted right as far as it takes to fit: a few O(n) passes of up to 9 bits; no
+// sort for a limit with the scope of the one before; per-client after per-subject only orders
+// each subject's run by client, with a counting sort through a buffer of up to 64 KiB) and
+// sweeps each scope once (except a scope with at most L permits in all, or C for token-bucket:
+// no set of its admissions can exceed its allowance): sliding-window and fixed-window with two
+// pointers; token-bucket's possible violations with two running sums, and its definite ones
+// with a running maximum where no interval nests inside an earlier one and, where some do, a
+// segment tree over a window of the positions not yet settled (O(log w) per admission, w the
+// window's width: a few hundred when intervals nest only among neighbours). When intervals
+// nest, the Hi order is found by insertion sort from the Lo order (a comparison sort past
+// n·log2(n) moves). The log holds 16 bytes per event, denials included (Accuracy and Replay
+// need them). Check adds buffers allocated at the size of the largest scope, and only when its
+// intervals nest: 4 bytes per admission for the Hi order, and for token-bucket a bit per
+// admission and a tree of 32 to 64 bytes per position of the widest window (of the whole scope
+// when it checks what unknown outcomes could hide).
 // bench/verify_test.go measures both. Check, Accuracy and Replay reorder log.Events;
 // do not call them concurrently on one Log.
 package verify

@@ -13,15 +13,18 @@ import (
 // primes the ideal limiter and is not counted.
 func TestAccuracyFromPrimesTheIdealLimiter(t *testing.T) {
 	c := algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 5, RefillPer: time.Second}
-	const warm, from = 1_000_000, 1_000_100
+	// Times are absolute; the log's Base is not, so From (absolute) is compared right.
+	const warm, from, base = 1_700_000_001_000_000, 1_700_000_001_000_100, 1_700_000_000_000_007
 	var warmup, measured []Event
 	for range 5 {
-		warmup = append(warmup, Event{Lo: warm, Hi: warm, Permits: 1, Kind: Admitted})
+		warmup = append(warmup, mustEvent(warm-base, warm-base, 0, 0, 1, Admitted))
 	}
 	for range 5 {
-		measured = append(measured, Event{Lo: from, Hi: from, Permits: 1, Kind: Denied})
+		measured = append(measured, mustEvent(from-base, from-base, 0, 0, 1, Denied))
 	}
-	names := func(ev []Event) *Log { return &Log{Subjects: []string{"s"}, Clients: []string{"c"}, Events: ev} }
+	names := func(ev []Event) *Log {
+		return &Log{Subjects: []string{"s"}, Clients: []string{"c"}, Base: base, Events: ev}
+	}
 
 	alone, err := Accuracy(c, names(append([]Event(nil), measured...)), time.Second)
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *sweeper) hide(known, unknown []Event) int64 {
 		g, u := known[i:i2], unknown[j:j2]
 		var ord []uint32
 		for k := 1; k < len(g); k++ {
-			if g[k].Hi < g[k-1].Hi {
+			if g[k].Hi() < g[k-1].Hi() {
 				ord = s.hiOrder(g)
 				break
 			}
@@ -76,21 +76,21 @@ func (s *sweeper) slidingHide(g []Event, ord []uint32, u []Event) int64 {
 	for i < n || j < len(u) {
 		b := int64(math.MaxInt64)
 		if i < n {
-			b = g[at(ord, i)].Hi + G
+			b = g[at(ord, i)].Hi() + G
 		}
 		if j < len(u) {
-			b = min(b, u[j].Lo+G)
+			b = min(b, u[j].Lo()+G)
 		}
-		for ; i < n && g[at(ord, i)].Hi+G <= b; i++ {
-			if e := &g[at(ord, i)]; e.Hi-e.Lo+2*G < W {
+		for ; i < n && g[at(ord, i)].Hi()+G <= b; i++ {
+			if e := &g[at(ord, i)]; e.width()+2*G < W {
 				sum += int64(e.Permits)
 			}
 		}
-		for ; j < len(u) && u[j].Lo+G <= b; j++ {
+		for ; j < len(u) && u[j].Lo()+G <= b; j++ {
 			uSum += int64(u[j].Permits)
 		}
-		for ; leave < n && g[leave].Lo-G+W <= b; leave++ {
-			if e := &g[leave]; e.Hi-e.Lo+2*G < W {
+		for ; leave < n && g[leave].Lo()-G+W <= b; leave++ {
+			if e := &g[leave]; e.width()+2*G < W {
 				sum -= int64(e.Permits)
 			}
 		}
@@ -103,7 +103,7 @@ func (s *sweeper) slidingHide(g []Event, ord []uint32, u []Event) int64 {
 
 // fixedHide: in aligned window k the known admissions wholly inside it, plus the unknowns with
 // Lo + G ≤ (k+1)W − 1, provided W − 1 ≥ 2G; a window after every known admission takes all the
-// unknowns.
+// unknowns. Windows are aligned on the Unix epoch (see fixedDefinite).
 func (s *sweeper) fixedHide(g []Event, u []Event) int64 {
 	G, W, L := s.lim.g, s.lim.w, s.lim.l
 	if W-1 < 2*G {
@@ -118,8 +118,8 @@ func (s *sweeper) fixedHide(g []Event, u []Event) int64 {
 	j := 0
 	// window k with sum inside: counted once the next window starts.
 	flush := func(k, sum int64) {
-		end := (k+1)*W - 1
-		for ; j < len(u) && u[j].Lo+G <= end; j++ {
+		end := (k+1)*W - 1 - s.base // relative
+		for ; j < len(u) && u[j].Lo()+G <= end; j++ {
 			uSum += int64(u[j].Permits)
 		}
 		if uSum > 0 {
@@ -130,8 +130,8 @@ func (s *sweeper) fixedHide(g []Event, u []Event) int64 {
 	started := false
 	for i := range g {
 		e := &g[i]
-		kl := floorDiv(e.Lo-G, W)
-		if kl != floorDiv(e.Hi+G, W) {
+		kl := floorDiv(s.base+e.Lo()-G, W)
+		if kl != floorDiv(s.base+e.Hi()+G, W) {
 			continue
 		}
 		if started && kl != k {
@@ -159,12 +159,12 @@ func (s *sweeper) bucketHide(g []Event, ord []uint32, u []Event) int64 {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	n := len(g)
-	base := u[0].Lo - G
+	base := u[0].Lo() - G
 	if n > 0 {
-		base = min(base, g[0].Lo-G)
+		base = min(base, g[0].Lo()-G)
 		vals := slices.Grow(s.vals[:0], s.max)
 		for i := range g {
-			vals = append(vals, p*(g[i].Lo-G-base))
+			vals = append(vals, p*(g[i].Lo()-G-base))
 		}
 		s.vals = vals
 		s.tree.reset(vals, s.max)
@@ -174,19 +174,19 @@ func (s *sweeper) bucketHide(g []Event, ord []uint32, u []Event) int64 {
 	for in < n || j < len(u) {
 		b := int64(math.MaxInt64)
 		if in < n {
-			b = g[at(ord, in)].Hi + G
+			b = g[at(ord, in)].Hi() + G
 		}
 		if j < len(u) {
-			b = min(b, u[j].Lo+G)
+			b = min(b, u[j].Lo()+G)
 		}
-		for ; in < n && g[at(ord, in)].Hi+G <= b; in++ {
+		for ; in < n && g[at(ord, in)].Hi()+G <= b; in++ {
 			k := at(ord, in)
 			s.tree.add(k+1, q*int64(g[k].Permits))
 		}
-		for allowed < n && g[allowed].Lo+G <= b {
+		for allowed < n && g[allowed].Lo()+G <= b {
 			allowed++
 		}
-		for ; j < len(u) && u[j].Lo+G <= b; j++ {
+		for ; j < len(u) && u[j].Lo()+G <= b; j++ {
 			uSum += q * int64(u[j].Permits)
 		}
 		if uSum == 0 {

@@ -11,8 +11,9 @@ import (
 
 // Errors returned by this package; compare with errors.Is.
 var (
-	// ErrBadLog means an event of the log cannot be used: Lo > Hi, an index out of range, an
-	// unknown kind, or zero permits on an admission.
+	// ErrBadLog means an event cannot be made (NewEvent, Event.Shift: Lo > Hi, a time out of
+	// range, an unknown kind) or a log cannot be used (a Base out of range, an index out of
+	// range, zero permits on an admission).
 	ErrBadLog = errors.New("invalid admission log")
 	// ErrBadContract means a contract cannot be checked: a non-positive limit, window, capacity or
 	// rate, a window that is not a whole number of µs, a negative granularity, or an unknown kind
@@ -52,52 +53,166 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Event is one request as the verifier holds it, in 32 bytes.
+// Event is one request as the verifier holds it, in 16 bytes: its decision time as an interval
+// [Lo, Hi] in µs relative to Log.Base, its kind, subject, client and permits. Build one with
+// NewEvent; the zero Event is an admission of zero permits at MinLo, which Check refuses.
+//
+// The decision happened somewhere in [Base + Lo, Base + Hi] (Lo == Hi when the exact time is
+// known). For an Unknown event only Lo is a bound: Hi is when the harness gave up, and the request
+// may have run later.
+//
+// Lo is exact and must lie in [MinLo, MaxLo] (±6.36 days around Base). The width Hi − Lo is
+// stored in 22 bits as a mantissa m of 20 bits and a unit u of 2 bits, width = m·2^(10u) µs,
+// rounded up to the next value of that form: exact below 2^20 µs (about 1.05 s), then in steps
+// of 2^10 µs (1.024 ms) up to about 2^30 µs (18 minutes), of 2^20 µs (1.05 s) up to about 2^40
+// µs (12.7 days), and of 2^30 µs up to MaxWidth. So Hi is never earlier than the hi given to
+// NewEvent, and less than one step later. That is a
+// deliberate, safe widening: a wider interval can turn a definite violation into a possible one,
+// never the reverse, and a width of 0 stays exact (Lo == Hi), which Replay relies on.
+//
+// Events compare with ==. Ordering events by their packed times orders them by Lo, then Hi, then
+// Kind, which is how Check sorts them.
 type Event struct {
-	// Lo and Hi bound the instant of the decision, in µs since the Unix epoch: it happened
-	// somewhere in [Lo, Hi] (Lo == Hi when the exact time is known). For an Unknown event only
-	// Lo is a bound: Hi is when the harness gave up, and the request may have run later.
-	Lo, Hi int64
+	// t packs the times and the kind: bits 63..24 hold Lo + 2^39 (unsigned, so t orders by Lo),
+	// bits 23..2 the width code u<<20 | m, bits 1..0 Kind − 1.
+	t uint64
 	// Subject indexes Log.Subjects.
 	Subject uint32
 	// Client indexes Log.Clients.
 	Client uint16
 	// Permits is the cost of the request (>= 1 for Admitted and Unknown events).
 	Permits uint16
-	Kind    Kind
 }
+
+// Bounds of an Event's times, in µs: Lo − Log.Base lies in [MinLo, MaxLo], and Hi − Lo is at
+// most MaxWidth (about 35.7 years).
+const (
+	MinLo    = -1 << (loBits - 1)
+	MaxLo    = 1<<(loBits-1) - 1
+	MaxWidth = (1<<mantBits - 1) << (unitBits * 3)
+)
+
+const (
+	loBits    = 40          // bits of Lo + 2^39
+	loShift   = 64 - loBits // where they start in t
+	codeShift = 2           // where the width code starts in t
+	mantBits  = 20          // bits of the width's mantissa
+	unitBits  = 10          // each width unit is 2^unitBits times the one below
+	mantMask  = 1<<mantBits - 1
+	kindMask  = 1<<codeShift - 1
+	unitMask  = 3 << (codeShift + mantBits) // the width's unit in t
+	loMask    = 1<<64 - 1<<loShift
+)
+
+// NewEvent returns the event of a request decided somewhere in [lo, hi], µs relative to the
+// Base of the Log it goes into, with the width hi − lo rounded up as Event describes. It returns
+// an error wrapping ErrBadLog when lo > hi, lo is outside [MinLo, MaxLo], hi − lo exceeds
+// MaxWidth, or k is not a Kind.
+func NewEvent(lo, hi int64, subject uint32, client uint16, permits uint16, k Kind) (Event, error) {
+	switch {
+	case lo > hi:
+		return Event{}, fmt.Errorf("%w: Lo %d > Hi %d", ErrBadLog, lo, hi)
+	case lo < MinLo || lo > MaxLo:
+		return Event{}, fmt.Errorf("%w: Lo %d µs from the base is outside [%d, %d]", ErrBadLog, lo, int64(MinLo), int64(MaxLo))
+	case hi-lo > MaxWidth:
+		return Event{}, fmt.Errorf("%w: width %d µs is over %d", ErrBadLog, hi-lo, int64(MaxWidth))
+	case k < Admitted || k > Failed:
+		return Event{}, fmt.Errorf("%w: unknown kind %d", ErrBadLog, k)
+	}
+	return Event{
+		t:       uint64(lo-MinLo)<<loShift | widthCode(uint64(hi-lo))<<codeShift | uint64(k-Admitted),
+		Subject: subject,
+		Client:  client,
+		Permits: permits,
+	}, nil
+}
+
+// widthCode returns the code u<<mantBits | m of the smallest width m·2^(unitBits·u) >= w, with
+// the smallest such u; w <= MaxWidth. Codes of larger widths compare larger.
+func widthCode(w uint64) uint64 {
+	for u := uint64(0); ; u++ {
+		step := unitBits * u
+		if m := (w + 1<<step - 1) >> step; m <= mantMask {
+			return u<<mantBits | m
+		}
+	}
+}
+
+// Lo returns the earliest instant of e's decision, in µs relative to Log.Base.
+func (e Event) Lo() int64 { return int64(e.t>>loShift) + MinLo }
+
+// Hi returns the latest instant of e's decision, in µs relative to Log.Base: Lo plus the width,
+// rounded up as Event describes.
+func (e Event) Hi() int64 { return e.Lo() + e.width() }
+
+// width returns Hi − Lo.
+func (e Event) width() int64 {
+	c := e.t >> codeShift
+	return int64((c & mantMask) << (unitBits * ((c >> mantBits) & 3)))
+}
+
+// hiNarrow returns Hi − MinLo of an event whose width code has unit 0 (a width below 2^20 µs),
+// without the unit's shift.
+func (e *Event) hiNarrow() uint64 { return e.t>>loShift + e.t>>codeShift&mantMask }
+
+// Kind returns what is known of the request's outcome.
+func (e Event) Kind() Kind { return Kind(e.t&kindMask) + Admitted }
+
+// Shift returns e moved by d µs: Lo and Hi plus d, for a log whose Base is d µs earlier. It
+// returns an error wrapping ErrBadLog when the new Lo is outside [MinLo, MaxLo].
+func (e Event) Shift(d int64) (Event, error) {
+	lo := e.Lo()
+	if d < MinLo-lo || d > MaxLo-lo {
+		return Event{}, fmt.Errorf("%w: Lo %d + %d µs is outside [%d, %d]", ErrBadLog, lo, d, int64(MinLo), int64(MaxLo))
+	}
+	e.t = e.t&^loMask | uint64(lo+d-MinLo)<<loShift
+	return e, nil
+}
+
+// String renders e as "admitted [lo, hi] subject 3 client 2 permits 1", times relative.
+func (e Event) String() string {
+	return fmt.Sprintf("%s [%d, %d] subject %d client %d permits %d", e.Kind(), e.Lo(), e.Hi(), e.Subject, e.Client, e.Permits)
+}
+
+// MaxBase bounds Log.Base: |Base| <= MaxBase, so absolute times never overflow int64.
+const MaxBase = 1 << 62
 
 // Log is the admission log of one algorithm's run: every request it was sent, with the names its
 // indices refer to. Events may be in any order; Check, Accuracy and Replay reorder them in place.
 type Log struct {
 	Subjects []string
 	Clients  []string
-	Events   []Event
-	// From, when non-zero, is a time in µs since the Unix epoch before which events only prime
-	// state: Accuracy feeds them to the ideal limiter (so it starts the counted part in the state
-	// the algorithm was left in by a warmup) but counts nothing before From. Check ignores From:
-	// give it only the events to verify.
+	// Base is the time, in µs since the Unix epoch, that the times of Events are relative to
+	// (|Base| <= MaxBase). Every time the package reports (Where, Violation.At, AccuracyBin.Start,
+	// ReplayDiff.At) is absolute, Base added, and fixed-window's windows are aligned on the Unix
+	// epoch, not on Base.
+	Base   int64
+	Events []Event
+	// From, when non-zero, is a time in µs since the Unix epoch (absolute, not relative to Base)
+	// before which events only prime state: Accuracy feeds them to the ideal limiter (so it
+	// starts the counted part in the state the algorithm was left in by a warmup) but counts
+	// nothing before From. Check ignores From: give it only the events to verify.
 	From int64
 }
 
 // validate reports the first problems of l (at most 5, and how many more), each wrapped with
-// ErrBadLog.
+// ErrBadLog: a Base out of range, an index out of range, or zero permits on an admission or an
+// unknown outcome. (NewEvent has checked the rest.)
 func (l *Log) validate() error {
 	var errs []error
+	if l.Base < -MaxBase || l.Base > MaxBase {
+		errs = append(errs, fmt.Errorf("%w: Base %d is outside ±2^62", ErrBadLog, l.Base))
+	}
 	more := 0
 	for i := range l.Events {
 		e := &l.Events[i]
 		var msg string
 		switch {
-		case e.Lo > e.Hi:
-			msg = fmt.Sprintf("Lo %d > Hi %d", e.Lo, e.Hi)
 		case int(e.Subject) >= len(l.Subjects):
 			msg = fmt.Sprintf("subject %d out of range (%d subjects)", e.Subject, len(l.Subjects))
 		case int(e.Client) >= len(l.Clients):
 			msg = fmt.Sprintf("client %d out of range (%d clients)", e.Client, len(l.Clients))
-		case e.Kind < Admitted || e.Kind > Failed:
-			msg = fmt.Sprintf("unknown kind %d", e.Kind)
-		case e.Permits == 0 && (e.Kind == Admitted || e.Kind == Unknown):
+		case e.Permits == 0 && (e.Kind() == Admitted || e.Kind() == Unknown):
 			msg = "zero permits"
 		default:
 			continue

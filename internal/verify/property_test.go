@@ -54,12 +54,13 @@ func placement(t *rapid.T, c algorithms.Contract, log *Log, label string) map[st
 	for key, evs := range bruteScopes(c, log, Admitted) {
 		var ts, ps []int64
 		for i, e := range evs {
-			x := e.Lo - g
+			lo, hi := log.Base+e.Lo()-g, log.Base+e.Hi()+g
+			x := lo
 			switch mode {
 			case 1:
-				x = e.Hi + g
+				x = hi
 			case 2:
-				x = rapid.Int64Range(e.Lo-g, e.Hi+g).Draw(t, fmt.Sprintf("%s%s%d", label, key, i))
+				x = rapid.Int64Range(lo, hi).Draw(t, fmt.Sprintf("%s%s%d", label, key, i))
 			}
 			ts, ps = append(ts, x), append(ps, int64(e.Permits))
 		}
@@ -99,15 +100,18 @@ func TestDefiniteMeansEveryPlacement(t *testing.T) {
 // contract's granularity of t, and the decision the limiter took at x.
 type trueHistory struct {
 	subjects, clients []string
+	base              int64 // the Log.Base of its logs
 	t, x              []int64
 	subject, client   []int
 	cost              []int64
 	admitted          []bool
 }
 
-// genArrivals draws n requests in time order (µs from origin), with bursts of equal times.
+// genArrivals draws n requests in time order (µs from origin), with bursts of equal times, and
+// the Base of the logs made from them, up to about a second before origin.
 func genArrivals(t *rapid.T, n int, origin, maxGap int64) trueHistory {
-	h := trueHistory{subjects: []string{"s0", "s1", "s2"}, clients: []string{"c0", "c1"}}
+	h := trueHistory{subjects: []string{"s0", "s1", "s2"}, clients: []string{"c0", "c1"},
+		base: origin - rapid.Int64Range(0, 1<<20).Draw(t, "base")}
 	now := origin
 	for i := range n {
 		if rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("burst%d", i)) > 0 {
@@ -150,9 +154,9 @@ func (h *trueHistory) decide(t *rapid.T, m algorithms.Model, g int64) {
 // spread µs on each side; some outcomes are logged as unknown, some admissions lost to errors
 // are not (Failed is only used for requests that were denied: they admitted nothing).
 func (h *trueHistory) log(t *rapid.T, spread int64) *Log {
-	log := &Log{Subjects: h.subjects, Clients: h.clients}
+	log := &Log{Subjects: h.subjects, Clients: h.clients, Base: h.base}
 	for i, ti := range h.t {
-		lo, hi := ti, ti
+		lo, hi := ti-h.base, ti-h.base
 		if spread > 0 && rapid.Bool().Draw(t, fmt.Sprintf("wide%d", i)) {
 			lo -= rapid.Int64Range(0, spread).Draw(t, fmt.Sprintf("lo%d", i))
 			hi += rapid.Int64Range(0, spread).Draw(t, fmt.Sprintf("hi%d", i))
@@ -169,7 +173,7 @@ func (h *trueHistory) log(t *rapid.T, spread int64) *Log {
 				k = Failed
 			}
 		}
-		log.Events = append(log.Events, Event{Lo: lo, Hi: hi, Subject: uint32(h.subject[i]), Client: uint16(h.client[i]), Permits: uint16(h.cost[i]), Kind: k})
+		log.Events = append(log.Events, mustEvent(lo, hi, uint32(h.subject[i]), uint16(h.client[i]), uint16(h.cost[i]), k))
 	}
 	return log
 }
@@ -227,7 +231,7 @@ func TestMismatchedClockNeverFails(t *testing.T) {
 		log := h.log(t, rapid.SampledFrom([]int64{0, maxGap}).Draw(t, "spread"))
 		var adms []int
 		for i, e := range log.Events {
-			if e.Kind == Admitted {
+			if e.Kind() == Admitted {
 				adms = append(adms, i)
 			}
 		}
@@ -244,7 +248,8 @@ func TestMismatchedClockNeverFails(t *testing.T) {
 			if !together {
 				x = rapid.Int64Range(origin, end).Draw(t, fmt.Sprint("x", k))
 			}
-			log.Events[i].Lo, log.Events[i].Hi = x, x
+			e := log.Events[i]
+			log.Events[i] = mustEvent(x-log.Base, x-log.Base, e.Subject, e.Client, e.Permits, e.Kind())
 		}
 		rep, err := Check(c, log)
 		if err != nil {
@@ -347,8 +352,9 @@ func TestPlantedViolationFound(t *testing.T) {
 		cli := uint16(rapid.IntRange(0, 1).Draw(t, "client"))
 		for permits := int64(0); permits <= allowed; permits++ {
 			lo := start + rapid.Int64Range(0, room).Draw(t, fmt.Sprint("plo", permits))
-			hi := lo + rapid.Int64Range(0, start+room-lo).Draw(t, fmt.Sprint("phi", permits))
-			log.Events = append(log.Events, Event{Lo: lo, Hi: hi, Subject: sub, Client: cli, Permits: 1, Kind: Admitted})
+			// A width the Event keeps exactly: one it rounds up (above 2^20 µs) may leave the room.
+			hi := lo + exactWidth(rapid.Int64Range(0, start+room-lo).Draw(t, fmt.Sprint("phi", permits)))
+			log.Events = append(log.Events, mustEvent(lo-log.Base, hi-log.Base, sub, cli, 1, Admitted))
 		}
 		rep, err := Check(c, log)
 		if err != nil {
@@ -433,9 +439,9 @@ func TestPlantedSustainedViolationFound(t *testing.T) {
 		cli := uint16(rapid.IntRange(0, 1).Draw(t, "client"))
 		for i := range n {
 			a := rapid.Int64Range(0, jitter).Draw(t, fmt.Sprint("a", i))
-			b := rapid.Int64Range(0, jitter-a).Draw(t, fmt.Sprint("b", i))
+			b := exactWidth(rapid.Int64Range(0, jitter-a).Draw(t, fmt.Sprint("b", i))) // as in TestPlantedViolationFound
 			lo := start + i*d + a
-			log.Events = append(log.Events, Event{Lo: lo, Hi: lo + b, Subject: sub, Client: cli, Permits: 1, Kind: Admitted})
+			log.Events = append(log.Events, mustEvent(lo-log.Base, lo+b-log.Base, sub, cli, 1, Admitted))
 		}
 		rep, err := Check(c, log)
 		if err != nil {
@@ -486,8 +492,8 @@ func TestSortEventsLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 1))
 	ev := make([]Event, 1<<18)
 	for i := range ev {
-		lo := 1_700_000_000_000_000 + rng.Int64N(1<<24)
-		ev[i] = Event{Lo: lo, Hi: lo + rng.Int64N(3), Subject: uint32(rng.IntN(1000)), Client: uint16(rng.IntN(64))}
+		lo := rng.Int64N(1<<24) - 1<<23
+		ev[i] = mustEvent(lo, lo+genWidth(rng), uint32(rng.IntN(1000)), uint16(rng.IntN(64)), 1, genKind(rng))
 	}
 	for _, sc := range []algorithms.Scope{algorithms.PerSubject, algorithms.PerClient, algorithms.PerConsumer} {
 		got, want := slices.Clone(ev), slices.Clone(ev)
@@ -497,14 +503,26 @@ func TestSortEventsLarge(t *testing.T) {
 	}
 }
 
-// checkSameOrder fails t unless got and want hold events of the same scope key, Lo and Hi at
-// every index (the order sortEvents must give; ties in all three may come in any order).
+// genWidth draws an interval width: mostly 0 to 2 µs, sometimes wide enough to be rounded up
+// (see Event), so events of one Lo are ordered by a coded Hi.
+func genWidth(rng *rand.Rand) int64 {
+	if rng.IntN(8) == 0 {
+		return rng.Int64N(1 << 42)
+	}
+	return rng.Int64N(3)
+}
+
+// genKind draws any Kind.
+func genKind(rng *rand.Rand) Kind { return Kind(rng.IntN(4)) + Admitted }
+
+// checkSameOrder fails t unless got and want hold events of the same scope key, Lo, Hi and Kind
+// at every index (the order sortEvents must give; ties in all four may come in any order).
 func checkSameOrder(t interface{ Fatalf(string, ...any) }, sc algorithms.Scope, got, want []Event) {
 	key := scopeKey(sc)
 	for i := range got {
 		a, b := &got[i], &want[i]
-		if key(a) != key(b) || a.Lo != b.Lo || a.Hi != b.Hi {
-			t.Fatalf("scope %d: event %d = %+v; want %+v", sc, i, *a, *b)
+		if key(a) != key(b) || a.Lo() != b.Lo() || a.Hi() != b.Hi() || a.Kind() != b.Kind() {
+			t.Fatalf("scope %d: event %d = %v; want %v", sc, i, *a, *b)
 		}
 	}
 }
@@ -521,8 +539,8 @@ func TestSortEvents(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		ev := make([]Event, n)
 		for i := range ev {
-			lo := 1_700_000_000_000_000 + rng.Int64N(span)
-			ev[i] = Event{Lo: lo, Hi: lo + rng.Int64N(3), Subject: uint32(rng.IntN(subjects)), Client: uint16(rng.IntN(clients))}
+			lo := MinLo + rng.Int64N(span)
+			ev[i] = mustEvent(lo, lo+genWidth(rng), uint32(rng.IntN(subjects)), uint16(rng.IntN(clients)), 1, genKind(rng))
 		}
 		want := append([]Event(nil), ev...)
 		sortByScope(want, sc)
@@ -584,7 +602,7 @@ func TestHiOrder(t *testing.T) {
 		g := make([]Event, n)
 		for i := range g {
 			lo := rng.Int64N(int64(n))
-			g[i] = Event{Lo: lo, Hi: lo + rng.Int64N(width)}
+			g[i] = mustEvent(lo, lo+rng.Int64N(width), 0, 0, 1, Admitted)
 		}
 		slices.SortFunc(g, func(a, b Event) int { return cmpTime(&a, &b) })
 		s := sweeper{max: n}
@@ -597,8 +615,8 @@ func TestHiOrder(t *testing.T) {
 			seen[j] = true
 			if i > 0 {
 				a, b := &g[ord[i-1]], &g[j]
-				if a.Hi > b.Hi || (a.Hi == b.Hi && a.Lo > b.Lo) {
-					t.Fatalf("ord[%d] = %d [%d, %d] after ord[%d] = %d [%d, %d]", i, j, b.Lo, b.Hi, i-1, ord[i-1], a.Lo, a.Hi)
+				if a.Hi() > b.Hi() || (a.Hi() == b.Hi() && a.Lo() > b.Lo()) {
+					t.Fatalf("ord[%d] = %d %v after ord[%d] = %d %v", i, j, b, i-1, ord[i-1], a)
 				}
 			}
 		}
@@ -659,14 +677,14 @@ func TestCheckScopeAtItsAllowance(t *testing.T) {
 		together := true // every admission of the scope at the instant at
 		probe := Event{Subject: sub, Client: cli}
 		for _, e := range log.Events {
-			if e.Kind == Admitted && scopeKey(c.Scope)(&e) == scopeKey(c.Scope)(&probe) {
+			if e.Kind() == Admitted && scopeKey(c.Scope)(&e) == scopeKey(c.Scope)(&probe) {
 				have += int64(e.Permits)
-				together = together && e.Lo == at && e.Hi == at
+				together = together && e.Lo() == at && e.Hi() == at
 			}
 		}
 		for have < allow+delta {
 			n := min(rapid.Int64Range(1, 3).Draw(t, fmt.Sprint("p", have)), allow+delta-have)
-			log.Events = append(log.Events, Event{Lo: at, Hi: at, Subject: sub, Client: cli, Permits: uint16(n), Kind: Admitted})
+			log.Events = append(log.Events, mustEvent(at, at, sub, cli, uint16(n), Admitted))
 			have += n
 		}
 		rep, err := Check(c, cloneLog(log))

@@ -49,18 +49,19 @@ func Replay(m algorithms.Model, log *Log) (ReplayReport, error) {
 	}
 	var rep ReplayReport
 	ev := log.Events
-	n := partitionFunc(ev, func(e *Event) bool { return e.Kind == Admitted || e.Kind == Denied })
+	n := partitionFunc(ev, func(e *Event) bool { return e.Kind() == Admitted || e.Kind() == Denied })
 	rep.Excluded = int64(len(ev) - n)
-	exact := partitionFunc(ev[:n], func(e *Event) bool { return e.Lo == e.Hi })
+	exact := partitionFunc(ev[:n], func(e *Event) bool { return e.width() == 0 })
 	rep.Inexact = int64(n - exact)
 	ev = ev[:exact]
 	sortByMid(ev)
 	for i := range ev {
 		e := &ev[i]
 		sub, cli := log.Subjects[e.Subject], log.Clients[e.Client]
-		got := m.Decide(sub, cli, int64(e.Permits), e.Lo)
+		at := log.Base + e.Lo()
+		got := m.Decide(sub, cli, int64(e.Permits), at)
 		rep.Replayed++
-		admitted := e.Kind == Admitted
+		admitted := e.Kind() == Admitted
 		if got == admitted {
 			continue
 		}
@@ -71,7 +72,7 @@ func Replay(m algorithms.Model, log *Log) (ReplayReport, error) {
 			rep.DeniedModelAdmitted++
 		}
 		if len(rep.Examples) < MaxReplayExamples {
-			rep.Examples = append(rep.Examples, ReplayDiff{Subject: sub, Client: cli, At: e.Lo, Permits: int64(e.Permits), Admitted: admitted})
+			rep.Examples = append(rep.Examples, ReplayDiff{Subject: sub, Client: cli, At: at, Permits: int64(e.Permits), Admitted: admitted})
 		}
 	}
 	return rep, nil

@@ -9,11 +9,11 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 )
 
-// sortEvents sorts ev by scope, then Lo, then Hi, in place. When the scope and Lo − min Lo fit
-// together in 64 bits (they do unless a log spans centuries or has millions of subjects and
-// clients at once) it uses an in-place MSD radix sort (American flag sort) on that key, which is
-// several times faster than a comparison sort and needs no buffer of events; otherwise
-// sortByScope.
+// sortEvents sorts ev by scope, then Lo, then Hi (then Kind), in place: by scope, then the
+// packed times t (see Event). It uses an in-place MSD radix sort (American flag sort) on the
+// scope in the high bits of a 64-bit key and t − min t below, shifted right by as many bits as
+// it takes to fit (a monotone key: ties, rare, are ordered by t among the few events of a leaf),
+// which is several times faster than a comparison sort and needs no buffer of events.
 func sortEvents(ev []Event, sc algorithms.Scope) {
 	var st sorter
 	st.sort(ev, sc)
@@ -31,58 +31,61 @@ func (st *sorter) sort(ev []Event, sc algorithms.Scope) {
 		sortByScope(ev, sc)
 		return
 	}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	var maxSubject uint32
 	var maxClient uint16
 	for i := range ev {
 		e := &ev[i]
-		lo, hi = min(lo, e.Lo), max(hi, e.Lo)
+		lo, hi = min(lo, e.t), max(hi, e.t)
 		maxSubject, maxClient = max(maxSubject, e.Subject), max(maxClient, e.Client)
 	}
-	tb := uint(bits.Len64(uint64(hi - lo)))
-	k := keyer{base: lo, tables: st.tables}
+	tb := uint(bits.Len64(hi - lo))
 	var scopeBits uint
 	switch sc {
 	case algorithms.PerClient:
-		cb := uint(bits.Len16(maxClient))
-		k.subMask, k.subShift = math.MaxUint64, tb+cb
-		k.cliMask, k.cliShift = math.MaxUint64, tb
-		scopeBits = uint(bits.Len32(maxSubject)) + cb
+		scopeBits = uint(bits.Len32(maxSubject)) + uint(bits.Len16(maxClient))
 	case algorithms.PerConsumer:
-		k.cliMask, k.cliShift = math.MaxUint64, tb
 		scopeBits = uint(bits.Len16(maxClient))
 	default:
-		k.subMask, k.subShift = math.MaxUint64, tb
 		scopeBits = uint(bits.Len32(maxSubject))
 	}
-	total := scopeBits + tb
-	if total > 64 || hi-lo < 0 {
-		sortByScope(ev, sc)
-		return
+	// The scope takes at most 48 bits; t − lo gives up its lowest bits past 64.
+	drop := (scopeBits + tb) - min(scopeBits+tb, 64)
+	tb -= drop
+	k := keyer{base: lo, drop: drop, tables: st.tables}
+	switch sc {
+	case algorithms.PerClient:
+		k.subMask, k.subShift = math.MaxUint64, tb+uint(bits.Len16(maxClient))
+		k.cliMask, k.cliShift = math.MaxUint64, tb
+	case algorithms.PerConsumer:
+		k.cliMask, k.cliShift = math.MaxUint64, tb
+	default:
+		k.subMask, k.subShift = math.MaxUint64, tb
 	}
-	k.radix(ev, int(total), 0)
+	k.radix(ev, int(scopeBits+tb), 0)
 	st.tables = k.tables
 }
 
-// keyer maps an event to its radix key: the scope in the high bits, Lo − base below. The masks
-// and shifts select the scope's fields without a branch.
+// keyer maps an event to its radix key: the scope in the high bits, (t − base) >> drop below.
+// The masks and shifts select the scope's fields without a branch.
 type keyer struct {
-	base               int64
+	base               uint64
+	drop               uint
 	subMask, cliMask   uint64
 	subShift, cliShift uint
 	tables             [][]int // see sorter
 }
 
 func (k *keyer) key(e *Event) uint64 {
-	return (uint64(e.Subject)&k.subMask)<<k.subShift | (uint64(e.Client)&k.cliMask)<<k.cliShift | uint64(e.Lo-k.base)
+	return (uint64(e.Subject)&k.subMask)<<k.subShift | (uint64(e.Client)&k.cliMask)<<k.cliShift | (e.t-k.base)>>k.drop
 }
 
 // radixLeaf is the most events radix leaves to insertion sort.
 const radixLeaf = 24
 
 // radix sorts ev, whose keys agree from bit top up, by the next digit below top, then
-// recursively by the bits below it; small parts are finished by insertion sort on (key, Hi), and
-// equal keys sorted by Hi. A digit has up to 9 bits, fewer for fewer events (4 to 8 events per
+// recursively by the bits below it; small parts are finished by insertion sort on (key, t), and
+// equal keys sorted by t. A digit has up to 9 bits, fewer for fewer events (4 to 8 events per
 // digit value), so the parts left to insertion sort are small. k.tables[depth] holds the digit
 // offsets at each depth.
 func (k *keyer) radix(ev []Event, top, depth int) {
@@ -91,8 +94,10 @@ func (k *keyer) radix(ev []Event, top, depth int) {
 		return
 	}
 	if top == 0 {
-		// Equal keys: order by Hi.
-		slices.SortFunc(ev, func(a, b Event) int { return cmp.Compare(a.Hi, b.Hi) })
+		// Equal keys: equal t too, unless drop > 0.
+		if k.drop > 0 {
+			slices.SortFunc(ev, func(a, b Event) int { return cmp.Compare(a.t, b.t) })
+		}
 		return
 	}
 	d := min(top, max(bits.Len(uint(len(ev)))-3, 1), 9)
@@ -152,7 +157,7 @@ func (k *keyer) radix(ev []Event, top, depth int) {
 	}
 }
 
-// insertion sorts ev by (key, Hi).
+// insertion sorts ev by (key, t).
 func (k *keyer) insertion(ev []Event) {
 	for i := 1; i < len(ev); i++ {
 		e := ev[i]
@@ -160,7 +165,7 @@ func (k *keyer) insertion(ev []Event) {
 		j := i
 		for ; j > 0; j-- {
 			p := &ev[j-1]
-			if kp := k.key(p); kp < ke || (kp == ke && p.Hi <= e.Hi) {
+			if kp := k.key(p); kp < ke || (kp == ke && p.t <= e.t) {
 				break
 			}
 			ev[j] = ev[j-1]

@@ -23,25 +23,35 @@ const windowMin = 16
 // order (exits) suffices.
 func (s *sweeper) slidingDefinite(g []Event, ord []uint32) {
 	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	narrow := W - 2*G // an admission can be in a definite set when its width is below narrow
 	var sum int64
 	leave, n := 0, len(g)
 	for i := 0; i < n; {
-		b := g[at(ord, i)].Hi + G
+		// The admissions of one hi, each decoded once.
+		e := &g[at(ord, i)]
+		w := e.width()
+		hi := e.Lo() + w
 		in := false
-		for ; i < n; i++ {
-			e := &g[at(ord, i)]
-			if e.Hi+G != b {
-				break
-			}
-			if e.Hi-e.Lo+2*G < W {
+		for {
+			if w < narrow {
 				sum += int64(e.Permits)
 				in = true
 			}
+			if i++; i == n {
+				break
+			}
+			e = &g[at(ord, i)]
+			if w = e.width(); e.Lo()+w != hi {
+				break
+			}
 		}
-		for leave < n && g[leave].Lo-G+W <= b {
+		b := hi + G
+		for last := b + G - W; leave < n; leave++ { // leave once lo + W − 1 < b: Lo <= b + G − W
 			e := &g[leave]
-			leave++
-			if e.Hi-e.Lo+2*G < W {
+			if e.Lo() > last {
+				break
+			}
+			if e.width() < narrow {
 				sum -= int64(e.Permits)
 			}
 		}
@@ -58,17 +68,17 @@ func (s *sweeper) slidingPossible(g []Event, ord []uint32) {
 	var sum int64
 	leave, n := 0, len(g)
 	for i := 0; i < n; {
-		b := g[i].Lo - G
-		for ; i < n && g[i].Lo-G == b; i++ {
+		lo := g[i].Lo()
+		for ; i < n && g[i].Lo() == lo; i++ {
 			sum += int64(g[i].Permits)
 		}
-		for leave < n {
+		b := lo - G
+		for last := b - W - G; leave < n; leave++ { // leave once hi + W <= b: Hi <= b − W − G
 			e := &g[at(ord, leave)]
-			if e.Hi+G+W > b {
+			if e.Hi() > last {
 				break
 			}
 			sum -= int64(e.Permits)
-			leave++
 		}
 		if sum > L {
 			s.possibleAt(b, sum-L, 1)
@@ -77,60 +87,63 @@ func (s *sweeper) slidingPossible(g []Event, ord []uint32) {
 }
 
 // fixedDefinite sums, per aligned window k, the permits of the admissions whose interval lies
-// wholly inside [kW, (k+1)W).
+// wholly inside [kW, (k+1)W). Windows are aligned on the Unix epoch: k = ⌊(Base + lo)/W⌋.
 func (s *sweeper) fixedDefinite(g []Event) {
 	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	lo0, hi0 := s.base-G, s.base+G // absolute widened bounds are lo + lo0, hi + hi0
 	var k, sum int64
 	started := false
 	for i := range g {
 		e := &g[i]
-		kl := floorDiv(e.Lo-G, W)
-		if kl != floorDiv(e.Hi+G, W) {
+		kl := floorDiv(e.Lo()+lo0, W)
+		if kl != floorDiv(e.Hi()+hi0, W) {
 			continue
 		}
 		if !started || kl != k {
 			if started && sum > L {
-				s.definiteAt(k*W, sum-L)
+				s.definiteAt(k*W-s.base, sum-L)
 			}
 			k, sum, started = kl, 0, true
 		}
 		sum += int64(e.Permits)
 	}
 	if started && sum > L {
-		s.definiteAt(k*W, sum-L)
+		s.definiteAt(k*W-s.base, sum-L)
 	}
 }
 
 // fixedPossible counts the aligned windows met by admissions with more than L permits: an
-// admission meets windows ⌊lo/W⌋ … ⌊hi/W⌋; the sum is constant between breakpoints.
+// admission meets windows ⌊lo/W⌋ … ⌊hi/W⌋ (lo and hi absolute, as in fixedDefinite); the sum is
+// constant between breakpoints.
 func (s *sweeper) fixedPossible(g []Event, ord []uint32) {
 	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	lo0, hi0 := s.base-G, s.base+G
 	var sum int64
 	i, j, n := 0, 0, len(g)
 	next := func() int64 {
 		p := int64(math.MaxInt64)
 		if i < n {
-			p = floorDiv(g[i].Lo-G, W)
+			p = floorDiv(g[i].Lo()+lo0, W)
 		}
 		if j < n {
-			p = min(p, floorDiv(g[at(ord, j)].Hi+G, W)+1)
+			p = min(p, floorDiv(g[at(ord, j)].Hi()+hi0, W)+1)
 		}
 		return p
 	}
 	for i < n || j < n {
 		p := next()
-		for ; i < n && floorDiv(g[i].Lo-G, W) == p; i++ {
+		for ; i < n && floorDiv(g[i].Lo()+lo0, W) == p; i++ {
 			sum += int64(g[i].Permits)
 		}
 		for ; j < n; j++ {
 			e := &g[at(ord, j)]
-			if floorDiv(e.Hi+G, W)+1 != p {
+			if floorDiv(e.Hi()+hi0, W)+1 != p {
 				break
 			}
 			sum -= int64(e.Permits)
 		}
 		if sum > L {
-			s.possibleAt(p*W, sum-L, next()-p)
+			s.possibleAt(p*W-s.base, sum-L, next()-p)
 		}
 	}
 }
@@ -145,13 +158,22 @@ func (s *sweeper) fixedPossible(g []Event, ord []uint32) {
 func (s *sweeper) bucketDefiniteOrdered(g []Event) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
-	base := g[0].Lo - G
+	base := g[0].Lo() - G
 	m := int64(math.MinInt64)
 	for i, n := 0, len(g); i < n; {
-		b := g[i].Hi + G
-		for ; i < n && g[i].Hi+G == b; i++ {
-			m = max(m, p*(g[i].Lo-G-base)) + q*int64(g[i].Permits)
+		// The admissions of one hi, each decoded once.
+		lo := g[i].Lo()
+		hi := lo + g[i].width()
+		for {
+			m = max(m, p*(lo-G-base)) + q*int64(g[i].Permits)
+			if i++; i == n {
+				break
+			}
+			if lo = g[i].Lo(); lo+g[i].width() != hi {
+				break
+			}
 		}
+		b := hi + G
 		if f := m - p*(b-base); f > qC {
 			s.definiteAt(b, ceilDiv(f-qC, q))
 		}
@@ -185,7 +207,7 @@ func (s *sweeper) bucketDefiniteOrdered(g []Event) {
 func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
-	base := g[0].Lo - G
+	base := g[0].Lo() - G
 	n := len(g)
 	added := slices.Grow(s.added[:0], (s.max+63)/64)[:(n+63)/64]
 	clear(added)
@@ -195,15 +217,15 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	first, last := 0, -1 // F; the last position added
 	wb, wk := 0, 0       // the window [wb, wb+wk); wk == 0: none
 	for i := 0; i < n; {
-		b := g[ord[i]].Hi + G
+		b := g[ord[i]].Hi() + G
 		i0, low, top := i, n, 0
-		for ; i < n && g[ord[i]].Hi+G == b; i++ {
+		for ; i < n && g[ord[i]].Hi()+G == b; i++ {
 			low, top = min(low, int(ord[i])), max(top, int(ord[i]))
 		}
 		var m int64 // max of value(j) over j <= top
 		if wk == 0 && low == first && top-first == i-i0-1 {
 			for ; first <= top; first++ {
-				fin = max(fin, p*(g[first].Lo-G-base)-pre)
+				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
 				pre += q * int64(g[first].Permits)
 			}
 			sum, last = pre, top
@@ -216,7 +238,7 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 				vals = append(vals[:0], vals[min(first-wb, len(vals)):]...)
 				w := min(n-first, 1<<bits.Len(uint(max(windowMin, 2*(top-first+1))-1)))
 				for k := first + len(vals); k < first+w; k++ {
-					vals = append(vals, p*(g[k].Lo-G-base))
+					vals = append(vals, p*(g[k].Lo()-G-base))
 				}
 				s.vals = vals
 				s.tree.reset(vals, len(vals))
@@ -235,7 +257,7 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 				m = max(m, fin+sum)
 			}
 			for ; first < n && added[first>>6]&(1<<(first&63)) != 0; first++ {
-				fin = max(fin, p*(g[first].Lo-G-base)-pre)
+				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
 				pre += q * int64(g[first].Permits)
 			}
 			if first > last {
@@ -259,21 +281,22 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 func (s *sweeper) bucketPossible(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
-	base := g[0].Lo - G
+	base := g[0].Lo() - G
 	a := int64(math.MinInt64)
 	var sk, sj0 int64 // q·P(g[..k)), q·P of the admissions j0 passed in Hi order
 	j0 := 0
 	for k, n := 0, len(g); k < n; {
-		b := g[k].Lo - G
-		for ; k < n && g[k].Lo-G == b; k++ {
+		b := g[k].Lo() - G
+		for ; k < n && g[k].Lo()-G == b; k++ {
 			sk += q * int64(g[k].Permits)
 		}
 		for ; j0 < n; j0++ {
 			e := &g[at(ord, j0)]
-			if e.Hi+G >= b {
+			hi := e.Hi() + G
+			if hi >= b {
 				break
 			}
-			a = max(a, p*(e.Hi+G-base)-sj0)
+			a = max(a, p*(hi-base)-sj0)
 			sj0 += q * int64(e.Permits)
 		}
 		f := sk - sj0
@@ -294,23 +317,24 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 	switch s.lim.kind {
 	case algorithms.SlidingWindow:
 		if possible {
-			in = func(e *Event) bool { return e.Lo-G <= b && e.Hi+G > b-W }
+			in = func(e *Event) bool { return e.Lo()-G <= b && e.Hi()+G > b-W }
 		} else {
-			in = func(e *Event) bool { return e.Lo-G > b-W && e.Hi+G <= b && e.Hi-e.Lo+2*G < W }
+			in = func(e *Event) bool { return e.Lo()-G > b-W && e.Hi()+G <= b && e.width()+2*G < W }
 		}
 	case algorithms.FixedWindow:
-		k := floorDiv(b, W)
+		B := s.base
+		k := floorDiv(B+b, W)
 		if possible {
-			in = func(e *Event) bool { return floorDiv(e.Lo-G, W) <= k && floorDiv(e.Hi+G, W) >= k }
+			in = func(e *Event) bool { return floorDiv(B+e.Lo()-G, W) <= k && floorDiv(B+e.Hi()+G, W) >= k }
 		} else {
-			in = func(e *Event) bool { return floorDiv(e.Lo-G, W) == k && floorDiv(e.Hi+G, W) == k }
+			in = func(e *Event) bool { return floorDiv(B+e.Lo()-G, W) == k && floorDiv(B+e.Hi()+G, W) == k }
 		}
 	case algorithms.TokenBucket:
 		a := s.bestStart(g, b, possible)
 		if possible {
-			in = func(e *Event) bool { return e.Lo-G <= b && e.Hi+G >= a }
+			in = func(e *Event) bool { return e.Lo()-G <= b && e.Hi()+G >= a }
 		} else {
-			in = func(e *Event) bool { return e.Lo-G >= a && e.Hi+G <= b }
+			in = func(e *Event) bool { return e.Lo()-G >= a && e.Hi()+G <= b }
 		}
 	}
 	wh := Where{Lo: math.MaxInt64, Hi: math.MinInt64}
@@ -321,10 +345,11 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 			continue
 		}
 		wh.Permits += int64(e.Permits)
-		wh.Lo, wh.Hi = min(wh.Lo, e.Lo-G), max(wh.Hi, e.Hi+G)
-		maxLo, minHi = max(maxLo, e.Lo-G), min(minHi, e.Hi+G)
+		wh.Lo, wh.Hi = min(wh.Lo, e.Lo()-G), max(wh.Hi, e.Hi()+G)
+		maxLo, minHi = max(maxLo, e.Lo()-G), min(minHi, e.Hi()+G)
 	}
 	wh.Subject, wh.Client = s.names(&g[0])
+	wh.Lo, wh.Hi = s.base+wh.Lo, s.base+wh.Hi
 	switch s.lim.kind {
 	case algorithms.TokenBucket:
 		span := wh.Hi - wh.Lo
@@ -347,11 +372,11 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	var pts []pt
 	for i := range g {
 		e := &g[i]
-		if possible && e.Lo-G <= b {
-			pts = append(pts, pt{min(e.Hi+G, b), int64(e.Permits)})
+		if possible && e.Lo()-G <= b {
+			pts = append(pts, pt{min(e.Hi()+G, b), int64(e.Permits)})
 		}
-		if !possible && e.Hi+G <= b {
-			pts = append(pts, pt{e.Lo - G, int64(e.Permits)})
+		if !possible && e.Hi()+G <= b {
+			pts = append(pts, pt{e.Lo() - G, int64(e.Permits)})
 		}
 	}
 	// Descending t: the candidate set for a = t is every point at or after it.
