@@ -414,7 +414,7 @@ func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
 	active := make([]map[uint64]struct{}, len(t.Offered))
 	for _, ev := range res.Log.Events {
 		// The midpoint, on the log's clock: Base plus relative times.
-		i := int((res.Log.Base+ev.Lo()+(ev.Hi()-ev.Lo())/2-start) / binUS)
+		i := int((res.Log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - start) / binUS)
 		if i < 0 || i >= len(active) {
 			continue
 		}
