@@ -19,19 +19,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// procServer is one redis-server child process.
+// procServer is one redis-server (or Sentinel) child process. Node control (control.go) kills
+// it, starts it again from the same configuration on the same port, pauses and resumes it; mu
+// guards the process fields that a start replaces.
 type procServer struct {
-	cmd  *exec.Cmd
-	dir  string // temporary directory holding redis.conf, redis.log, stdout.log
-	port int
-	done chan struct{} // closed when the process has exited
+	bin      string
+	args     []string // after bin: the configuration file, then "--sentinel" for a Sentinel
+	dir      string   // temporary directory holding the config, redis.log, stdout.log and any AOF
+	port     int
+	password string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the current process has exited
+	stopped bool          // stop ran: the directory is gone, start refuses
 }
 
 func (s *procServer) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
+// proc returns the current process and its exit channel.
+func (s *procServer) proc() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd, s.done
+}
+
 func (s *procServer) exited() bool {
+	_, done := s.proc()
 	select {
-	case <-s.done:
+	case <-done:
 		return true
 	default:
 		return false
@@ -57,12 +73,48 @@ func dirLogTail(dir string) string {
 	return b.String()
 }
 
-// stop ends the server's process group: SIGTERM, then SIGKILL after grace or when ctx ends. It
-// removes the temporary directory and the sweep record.
+// spawn starts the process from the server's configuration without waiting for it. The caller
+// holds mu.
+func (s *procServer) spawn() error {
+	out, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	defer out.Close()
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir = s.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr(!processNoPdeathsig)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: start %s: %w", ErrUnavailable, s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+	writeRecord(record{Kind: "process", PID: cmd.Process.Pid, Dir: s.dir, Addr: s.addr()})
+	return nil
+}
+
+// stop ends the server's process group: SIGTERM (and SIGCONT, should it be paused), then SIGKILL
+// after grace or when ctx ends. It removes the temporary directory and the sweep record; a later
+// start fails.
 func (s *procServer) stop(ctx context.Context, grace time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
 	pid := s.cmd.Process.Pid
-	if !s.exited() {
+	select {
+	case <-s.done:
+	default:
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
 		timer := time.NewTimer(grace)
 		select {
 		case <-s.done:
@@ -80,6 +132,83 @@ func (s *procServer) stop(ctx context.Context, grace time.Duration) error {
 	}
 	return nil
 }
+
+// remove stops the server (SIGTERM, SIGKILL after 3 s) and removes its directory.
+func (s *procServer) remove(ctx context.Context) error { return s.stop(ctx, 3*time.Second) }
+
+// procLauncher starts servers as child processes of bin (redis-server).
+type procLauncher struct{ bin string }
+
+func (l procLauncher) launch(ctx context.Context, spec serverSpec) (server, error) {
+	s, err := startServerProcess(ctx, l.bin, spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// kill sends SIGKILL to the server's process group and waits until it has exited. Its
+// directory (configuration, AOF, nodes.conf) stays for start. Killing a dead server does nothing.
+func (s *procServer) kill(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("%s was stopped", s.addr())
+	}
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("kill %s (pid %d): %w", s.addr(), pid, ctx.Err())
+	}
+	removeRecord(pid)
+	return nil
+}
+
+// start starts the server again from its configuration on the same port, after kill (or after it
+// died), and waits until it answers an authenticated PING. It fails, with the log's tail, if the
+// server is still running or cannot start (its port taken meanwhile, for one).
+func (s *procServer) start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return fmt.Errorf("%s was stopped", s.addr())
+	}
+	select {
+	case <-s.done:
+	default:
+		s.mu.Unlock()
+		return fmt.Errorf("%s is still running (pid %d)", s.addr(), s.cmd.Process.Pid)
+	}
+	err := s.spawn()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := waitPing(ctx, s.addr(), s.password, s.exited); err != nil {
+		return fmt.Errorf("%w: restart %s: %w%s", ErrUnavailable, s.addr(), err, s.logTail())
+	}
+	return nil
+}
+
+// signal sends sig to the server's process group.
+func (s *procServer) signal(sig syscall.Signal) error {
+	cmd, _ := s.proc()
+	if s.exited() {
+		return fmt.Errorf("%s is not running", s.addr())
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("%s: %s: %w", s.addr(), sig, err)
+	}
+	return nil
+}
+
+// pause stops the server with SIGSTOP: it keeps its connections and answers nothing until resume.
+func (s *procServer) pause(context.Context) error { return s.signal(syscall.SIGSTOP) }
+
+// resume continues a paused server with SIGCONT; resuming a running server does nothing.
+func (s *procServer) resume(context.Context) error { return s.signal(syscall.SIGCONT) }
 
 // newPassword returns a random 32-hex-digit password.
 func newPassword() string {
@@ -119,50 +248,26 @@ func freePort(cluster bool) (int, error) {
 	return 0, fmt.Errorf("no free port pair: %w", last)
 }
 
-// serverArgs returns the redis-server settings shared by the process and container backends.
-// Everything stays in memory; only loopback is bound.
-func serverArgs(port int, password string, cluster bool) [][2]string {
-	args := [][2]string{
-		{"port", strconv.Itoa(port)},
-		{"bind", "127.0.0.1"},
-		{"requirepass", password},
-		{"masterauth", password},
-		{"save", `""`},
-		{"appendonly", "no"},
-		{"enable-debug-command", "local"},
-		{"repl-diskless-sync", "yes"},
-		{"repl-diskless-sync-delay", "0"},
-	}
-	if cluster {
-		args = append(args,
-			[2]string{"cluster-enabled", "yes"},
-			[2]string{"cluster-config-file", "nodes.conf"},
-			[2]string{"cluster-node-timeout", "5000"},
-		)
-	}
-	return args
-}
-
 // processNoPdeathsig, set by tests, starts servers that survive their harness (as on systems
 // without Pdeathsig), to test the sweep.
 var processNoPdeathsig = false
 
-// startServerProcess starts one redis-server on a free port, retrying with another port when
-// the bind fails, and waits until it answers PING.
-func startServerProcess(ctx context.Context, bin, password string, cluster bool) (*procServer, error) {
+// startServerProcess starts one redis-server (or Sentinel) for spec on a free port, retrying
+// with another port when the bind fails, and waits until it answers PING.
+func startServerProcess(ctx context.Context, bin string, spec serverSpec) (*procServer, error) {
 	var last error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := launchServer(bin, password, cluster)
+		s, err := launchServer(bin, spec)
 		if err != nil {
 			return nil, err
 		}
-		err = waitServerReady(ctx, s, password)
+		err = waitServerReady(ctx, s, spec.password)
 		if err == nil {
 			return s, nil
 		}
 		tail := s.logTail()
 		_ = s.stop(context.Background(), 0)
-		last = fmt.Errorf("redis-server on port %d: %w%s", s.port, err, tail)
+		last = fmt.Errorf("%s on port %d: %w%s", spec.what(), s.port, err, tail)
 		if !strings.Contains(tail, "Address already in use") || ctx.Err() != nil {
 			break
 		}
@@ -170,9 +275,9 @@ func startServerProcess(ctx context.Context, bin, password string, cluster bool)
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, last)
 }
 
-// launchServer writes the config and starts redis-server without waiting for it.
-func launchServer(bin, password string, cluster bool) (*procServer, error) {
-	port, err := freePort(cluster)
+// launchServer writes the configuration and starts redis-server without waiting for it.
+func launchServer(bin string, spec serverSpec) (*procServer, error) {
+	port, err := freePort(spec.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -180,38 +285,23 @@ func launchServer(bin, password string, cluster bool) (*procServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	var conf strings.Builder
-	for _, kv := range serverArgs(port, password, cluster) {
-		fmt.Fprintf(&conf, "%s %s\n", kv[0], kv[1])
-	}
-	fmt.Fprintf(&conf, "dir %s\nlogfile %s\ndaemonize no\n", dir, filepath.Join(dir, "redis.log"))
-	confPath := filepath.Join(dir, "redis.conf")
-	// The password is in the config file (mode 0600), not on the command line where ps shows it.
-	if err := os.WriteFile(confPath, []byte(conf.String()), 0o600); err != nil {
+	conf := spec.conf(port, dir, filepath.Join(dir, "redis.log"), false)
+	confPath := filepath.Join(dir, spec.confName())
+	// The password is in the config file (mode 0600, in a directory of mode 0700), not on the
+	// command line where ps shows it.
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	s := &procServer{bin: bin, args: append([]string{confPath}, spec.extraArgs()...), dir: dir, port: port,
+		password: spec.password}
+	s.mu.Lock()
+	err = s.spawn()
+	s.mu.Unlock()
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, err
 	}
-	defer out.Close()
-	cmd := exec.Command(bin, confPath)
-	cmd.Dir = dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr(!processNoPdeathsig)
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("%w: start %s: %w", ErrUnavailable, bin, err)
-	}
-	s := &procServer{cmd: cmd, dir: dir, port: port, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(s.done)
-	}()
-	writeRecord(record{Kind: "process", PID: cmd.Process.Pid, Dir: dir, Addr: s.addr()})
 	return s, nil
 }
 
@@ -269,6 +359,10 @@ func startProcess(ctx context.Context, cfg Config, why string) (*Target, error) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sweep(ctx, cfg.logf)
+	if cfg.Topology == TopologySentinel {
+		return startSentinel(ctx, cfg, procLauncher{bin: bin},
+			Info{Backend: BackendProcess, Topology: cfg.Topology, SharedClock: true, Chosen: why}, nil)
+	}
 
 	cluster := cfg.Topology == TopologyCluster
 	n := 1
@@ -281,7 +375,10 @@ func startProcess(ctx context.Context, cfg Config, why string) (*Target, error) 
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = startServerProcess(ctx, bin, password, cluster) })
+		wg.Go(func() {
+			servers[i], errs[i] = startServerProcess(ctx, bin, serverSpec{password: password, cluster: cluster,
+				persistence: cfg.Persistence})
+		})
 	}
 	wg.Wait()
 	stopAll := func(ctx context.Context) error {
@@ -329,6 +426,7 @@ func startProcess(ctx context.Context, cfg Config, why string) (*Target, error) 
 		info.Nodes = []Node{{Addr: addrs[0], Role: RoleMaster}}
 	}
 	t := newTarget(info, "", password, nil, stopAll)
+	t.adopt(asServers(servers))
 	v, err := serverVersion(ctx, t.masters[0])
 	if err != nil {
 		_ = t.Stop(context.Background())

@@ -3,15 +3,24 @@
 //
 // Backends: "process" (redis-server child processes), "container" (testcontainers-go), "external"
 // (an address the user gives) and "auto" (process when redis-server is on PATH, else container when
-// a Docker engine answers and the image is present locally). Topologies: "single" and "cluster"
+// a Docker engine answers and the image is present locally). Topologies: "single", "cluster"
 // (3 masters by default, optional replicas, joined from Go by a full-mesh CLUSTER MEET and slot
-// assignment, ready only when every node reports cluster_state:ok and agrees on the slot map).
+// assignment, ready only when every node reports cluster_state:ok and agrees on the slot map) and
+// "sentinel" (one master, replicas, three Sentinels; ready when every Sentinel names the master,
+// sees every replica and the two other Sentinels).
 //
-// Servers this package starts listen on 127.0.0.1 only, require a generated password, keep nothing
-// on disk, run in their own temporary directory and process group and die with the harness
-// (Pdeathsig on Linux). Each started server or container is recorded, and leftovers of a harness
-// that was killed are removed by the next Start. An external server is never flushed: callers
-// claim a key prefix (ClaimPrefix) and remove exactly that prefix afterwards (CleanupPrefix).
+// Servers this package starts listen on 127.0.0.1 only, require a generated password (given in a
+// configuration file only the server reads, never on a command line or as a container argument),
+// keep nothing on disk unless Config.Persistence asks for an AOF, run in their own temporary
+// directory and process group and die with the harness (Pdeathsig on Linux). Each started server
+// or container is recorded, and leftovers of a harness that was killed are removed by the next
+// Start, whatever its backend (containers whenever a Docker engine answers). An external server
+// is never flushed: callers claim a key prefix (ClaimPrefix) and remove exactly that prefix
+// afterwards (CleanupPrefix).
+//
+// Node control (control.go) kills, restarts, pauses and resumes the servers a Target started and
+// fails a master over to its replica; Selector names the nodes a fault acts on and LiveNodes
+// reads the topology as it is now. An external target refuses node control (ErrNotStarted).
 //
 // This package never installs signal handlers and never exits; callers cancel the context.
 package redisenv
@@ -20,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -57,12 +67,34 @@ type Topology string
 const (
 	TopologySingle  Topology = "single"
 	TopologyCluster Topology = "cluster"
+	// TopologySentinel is one master, Config.Replicas replicas and three Sentinels watching them
+	// (see sentinel.go); clients are go-redis failover clients.
+	TopologySentinel Topology = "sentinel"
 )
 
 // Node roles reported in Node.Role.
 const (
 	RoleMaster  = "master"
 	RoleReplica = "replica"
+)
+
+// Persistence says what a server limitbench starts keeps on disk, which decides what a restart
+// loses.
+type Persistence string
+
+// Persistence modes.
+const (
+	// PersistenceNone keeps nothing on disk (save "", appendonly no): a restarted server comes back
+	// empty. The default ("" means none).
+	PersistenceNone Persistence = "none"
+	// PersistenceAOFEverySec is appendonly yes with appendfsync everysec. Redis writes the AOF
+	// before it replies, so a SIGKILL of the process normally loses nothing acknowledged; only
+	// while a slow fsync makes Redis postpone its writes (at most 2 s) can a kill lose the
+	// writes of that time, and a crash of the host loses up to about a second.
+	PersistenceAOFEverySec Persistence = "aof-everysec"
+	// PersistenceAOFAlways is appendonly yes with appendfsync always: every acknowledged write is
+	// on disk before the reply.
+	PersistenceAOFAlways Persistence = "aof-always"
 )
 
 // DefaultImage is the container image used when Config.Image is empty.
@@ -80,10 +112,14 @@ type Config struct {
 	// Topology is "single" (default when empty) or "cluster".
 	Topology Topology
 	// Masters is the number of cluster masters; 0 means 3 for a cluster. Must be 0 or 1 for
-	// single. Ignored for external (the server says how many it has).
+	// single and sentinel. Ignored for external (the server says how many it has).
 	Masters int
-	// Replicas is the number of replicas per master (cluster only, started backends only).
+	// Replicas is the number of replicas per master (cluster and sentinel, started backends
+	// only). For sentinel 0 means 1: a Sentinel group needs a replica to fail over to.
 	Replicas int
+	// Persistence is what started servers keep on disk: "none" (default when empty),
+	// "aof-everysec" or "aof-always". It decides what Target.Restart loses. Started backends only.
+	Persistence Persistence
 	// Image is the container image: a registry reference (default "redis:7.4") or "host".
 	Image string
 	// URL is the external target, in one of these forms:
@@ -107,6 +143,14 @@ type Config struct {
 	StartTimeout time.Duration
 	// Logf, when set, receives progress lines (which backend, why, how long it took).
 	Logf func(format string, args ...any)
+}
+
+// replicas returns the effective number of replicas per master.
+func (c Config) replicas() int {
+	if c.Topology == TopologySentinel && c.Replicas == 0 {
+		return 1
+	}
+	return c.Replicas
 }
 
 // masters returns the effective number of masters.
@@ -137,6 +181,9 @@ func (c Config) withDefaults() Config {
 	if c.Image == "" {
 		c.Image = DefaultImage
 	}
+	if c.Persistence == "" {
+		c.Persistence = PersistenceNone
+	}
 	return c
 }
 
@@ -158,14 +205,29 @@ func (c Config) Validate() error {
 			bad("topology single has 1 master, got masters %d", c.Masters)
 		}
 		if c.Replicas != 0 {
-			bad("replicas need topology cluster, got replicas %d", c.Replicas)
+			bad("replicas need topology cluster or sentinel, got replicas %d", c.Replicas)
 		}
 	case TopologyCluster:
 		if c.Masters != 0 && c.Masters < 3 && c.Backend != BackendExternal {
 			bad("a cluster needs at least 3 masters, got %d", c.Masters)
 		}
+	case TopologySentinel:
+		if c.Masters > 1 {
+			bad("topology sentinel has 1 master, got masters %d", c.Masters)
+		}
+		if c.Backend == BackendExternal {
+			bad("topology sentinel needs backend process or container (limitbench starts the Sentinels), got backend external")
+		}
 	default:
-		bad("unknown topology %q (want single or cluster)", c.Topology)
+		bad("unknown topology %q (want single, cluster or sentinel)", c.Topology)
+	}
+	switch c.Persistence {
+	case PersistenceNone, PersistenceAOFEverySec, PersistenceAOFAlways:
+		if c.Backend == BackendExternal && c.Persistence != PersistenceNone {
+			bad("persistence %q applies to servers limitbench starts, not to backend external", c.Persistence)
+		}
+	default:
+		bad("unknown persistence %q (want none, aof-everysec or aof-always)", c.Persistence)
 	}
 	if c.Masters < 0 || c.Masters > 64 {
 		bad("masters must be between 1 and 64, got %d", c.Masters)
@@ -207,6 +269,9 @@ type Node struct {
 	ID string
 	// MasterID is the ID of the master a replica follows.
 	MasterID string `json:",omitempty"`
+	// Down is set by LiveNodes for a node that its peers (cluster) or the Sentinels consider
+	// failing or unreachable now; Info.Nodes never sets it.
+	Down bool `json:",omitempty"`
 }
 
 // Info describes a running environment.
@@ -224,6 +289,11 @@ type Info struct {
 	Chosen string
 	// Image is the container image, for the container backend.
 	Image string `json:",omitempty"`
+	// Sentinels lists the addresses of the Sentinels of a sentinel topology (always three);
+	// empty for the others. Nodes holds the master and replicas as they were started.
+	Sentinels []string `json:",omitempty"`
+	// MasterName is the name the Sentinels monitor the master under (SentinelMasterName).
+	MasterName string `json:",omitempty"`
 }
 
 // ClientOptions configures an extra client from Target.NewClient. Zero values take go-redis
@@ -236,12 +306,18 @@ type ClientOptions struct {
 	WriteTimeout time.Duration
 	// PoolTimeout is how long a call waits for a free connection (go-redis default ReadTimeout+1s).
 	PoolTimeout time.Duration
+	// Dialer, when set, opens every connection of the client (to each node, and to the
+	// Sentinels of a sentinel topology) instead of a plain TCP dial; network-fault proxies use it
+	// to route a client through them (internal/faults). nil dials directly.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Target is a running environment. Its methods are safe for concurrent use; Stop ends it.
 type Target struct {
 	// Client is a client for the whole environment: a *redis.Client for a single server, a
-	// *redis.ClusterClient for a cluster. Retries are off (MaxRetries -1, MaxRedirects -1).
+	// *redis.ClusterClient for a cluster, go-redis's failover client (a *redis.Client that asks
+	// the Sentinels where the master is and follows a failover) for sentinel. Retries are off
+	// (MaxRetries -1, MaxRedirects -1).
 	Client redis.UniversalClient
 	// Info describes the environment.
 	Info Info
@@ -258,6 +334,10 @@ type Target struct {
 	stopErr  error
 	cluster  bool
 	stopOnce sync.Once
+
+	// servers maps the address of every server (and Sentinel) this package started to its
+	// control; nil for an external target. See control.go.
+	servers map[string]*controlled
 }
 
 // Start brings up the environment cfg describes and returns when it is ready: for a cluster,
@@ -271,6 +351,16 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	}
 	cfg = cfg.withDefaults()
 	begin := time.Now()
+	if cfg.Backend != BackendContainer {
+		// Containers left by a killed container run are swept whatever this run's backend, while
+		// this one starts (startContainer sweeps them itself).
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			sweepLeftoverContainers(ctx, cfg.logf)
+		}()
+		defer func() { <-swept }()
+	}
 	var (
 		t   *Target
 		err error
@@ -292,7 +382,8 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	return t, nil
 }
 
-// Masters returns the addresses of the master nodes, in the order of Info.Nodes.
+// Masters returns the addresses of the master nodes, in the order of Info.Nodes: the masters as
+// started. After a failover LiveNodes says which nodes are masters now.
 func (t *Target) Masters() []string {
 	var out []string
 	for _, n := range t.Info.Nodes {
@@ -349,10 +440,21 @@ func noMaintNotifications() *maintnotifications.Config {
 
 // NewClient returns an extra client with its own connection pool and retries off (MaxRetries -1;
 // on a cluster also MaxRedirects -1, so a MOVED reply is an error, never a silent re-send). On a
-// cluster it is a *redis.ClusterClient, else a *redis.Client. Stop closes it.
+// cluster it is a *redis.ClusterClient, on sentinel a failover client (a *redis.Client), else a
+// *redis.Client. Stop closes it.
 func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
 	var c redis.UniversalClient
-	if t.cluster {
+	if t.Info.Topology == TopologySentinel {
+		fo := t.failoverOptions()
+		fo.PoolSize = o.PoolSize
+		fo.MinIdleConns = o.MinIdleConns
+		fo.DialTimeout = o.DialTimeout
+		fo.ReadTimeout = o.ReadTimeout
+		fo.WriteTimeout = o.WriteTimeout
+		fo.PoolTimeout = o.PoolTimeout
+		fo.Dialer = o.Dialer
+		c = redis.NewFailoverClient(fo)
+	} else if t.cluster {
 		co := &redis.ClusterOptions{
 			Addrs:        t.Masters(),
 			Username:     t.Username,
@@ -368,6 +470,7 @@ func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
 			ReadTimeout:              o.ReadTimeout,
 			WriteTimeout:             o.WriteTimeout,
 			PoolTimeout:              o.PoolTimeout,
+			Dialer:                   o.Dialer,
 		}
 		if t.tlsConn != nil {
 			co.TLSConfig = t.tlsConn.config("")
@@ -381,6 +484,7 @@ func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
 		ro.ReadTimeout = o.ReadTimeout
 		ro.WriteTimeout = o.WriteTimeout
 		ro.PoolTimeout = o.PoolTimeout
+		ro.Dialer = o.Dialer
 		c = redis.NewClient(ro)
 	}
 	t.mu.Lock()
@@ -552,6 +656,8 @@ func newTarget(info Info, username, password string, tlsConn *tlsSettings, stopF
 			co.TLSConfig = tlsConn.config("")
 		}
 		t.Client = redis.NewClusterClient(co)
+	} else if info.Topology == TopologySentinel {
+		t.Client = redis.NewFailoverClient(t.failoverOptions())
 	} else {
 		o := t.nodeOptions(t.Masters()[0])
 		o.PoolSize = 0 // go-redis default

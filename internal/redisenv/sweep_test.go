@@ -260,6 +260,64 @@ func TestSweepLeftoverContainer(t *testing.T) {
 	waitGone(t, addr, password)
 }
 
+// TestSweepLeftoverContainerFromProcessStart is the regression test of issue 14 item 11: after
+// kill -9 of a container run, its container survived every later run that was not itself a
+// container run. A process start now sweeps labelled leftovers whenever an engine answers.
+func TestSweepLeftoverContainerFromProcessStart(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH (needed for the host image): %v", err)
+	}
+	ctx := context.Background()
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		t.Skipf("no Docker engine answers; container test skipped: %v", err)
+	}
+	defer cli.Close()
+	h := killedHarness(t, BackendContainer, false)
+	list := func() int {
+		res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", labelAddr+"="+h.Addr)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Items)
+	}
+	if n := list(); n != 1 {
+		t.Fatalf("%d containers labelled %s after the harness was killed, want 1 leftover", n, h.Addr)
+	}
+	t.Cleanup(func() { // should the sweep fail, do not leave the container to the next test
+		res, _ := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", labelAddr+"="+h.Addr)})
+		for _, c := range res.Items {
+			_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		}
+	})
+	target, err := Start(ctx, Config{Backend: BackendProcess, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Stop(ctx)
+	if n := list(); n != 0 {
+		t.Errorf("%d leftover containers labelled %s after a process start, want 0", n, h.Addr)
+	}
+	waitGone(t, h.Addr, h.Password)
+}
+
+// TestSweepWithoutEngine checks that the sweep of leftover containers gives up when no engine
+// answers (DOCKER_HOST names a socket that does not exist), and says how long that took.
+func TestSweepWithoutEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	var logged []string
+	begin := time.Now()
+	sweepLeftoverContainers(context.Background(), func(format string, args ...any) {
+		logged = append(logged, format)
+	})
+	t.Logf("sweep without an engine returned in %s", time.Since(begin))
+	if len(logged) != 0 {
+		t.Errorf("sweep without an engine logged %q, want nothing", logged)
+	}
+}
+
 func TestParseClusterNodes(t *testing.T) {
 	raw := strings.Join([]string{
 		"b 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-10922",

@@ -1,6 +1,8 @@
-// Package redistest gives tests a real Redis: a single server or a 3-master cluster of
-// redis-server processes, started lazily once per test package and shared, with a fresh key
-// prefix per test so tests never see each other's keys.
+// Package redistest gives tests a real Redis: a single server, a 3-master cluster or a sentinel
+// topology of redis-server processes, started lazily once per test package and shared, with a
+// fresh key prefix per test so tests never see each other's keys; and, for tests that kill,
+// pause or fail over servers, Start, a private environment of any Config that is stopped when
+// the test ends and checked to leave nothing behind.
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
 //
@@ -15,8 +17,12 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,9 +49,10 @@ type shared struct {
 }
 
 var (
-	single  = &shared{cfg: redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySingle}}
-	cluster = &shared{cfg: redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Masters: 3}}
-	nextID  atomic.Int64
+	single   = &shared{cfg: redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySingle}}
+	cluster  = &shared{cfg: redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Masters: 3}}
+	sentinel = &shared{cfg: redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySentinel}}
+	nextID   atomic.Int64
 )
 
 // get starts the environment once; a failed start is remembered and reported to every test.
@@ -107,11 +114,122 @@ func Cluster(t testing.TB) *Env {
 	return env(t, cluster)
 }
 
+// Sentinel returns the package's shared sentinel topology of redis-server processes (one
+// master, one replica, three Sentinels; started on first use, about 2.5 s) with a fresh Prefix
+// for this test. Its Client is a failover client. Tests must not fail it over: Start gives a
+// private one.
+func Sentinel(t testing.TB) *Env {
+	t.Helper()
+	return env(t, sentinel)
+}
+
 // Main is a TestMain helper: it runs the tests, stops the shared servers, and exits with the
 // tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
 	single.stop()
 	cluster.stop()
+	sentinel.stop()
 	os.Exit(code)
+}
+
+// Start starts a private environment for cfg (progress lines to t.Logf) within 2 minutes and
+// registers a cleanup that stops it and then checks, with CheckGone, that nothing it started is
+// left. It skips the test when the backend cannot run here: redis-server not on PATH (process,
+// and container with the "host" image), or no Docker engine answering (container).
+func Start(t testing.TB, cfg redisenv.Config) *redisenv.Target {
+	t.Helper()
+	if cfg.Backend == redisenv.BackendProcess || cfg.Backend == "" || cfg.Backend == redisenv.BackendAuto ||
+		cfg.Image == redisenv.HostImage {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skipf("redis-server is not on PATH (install redis-server; CI does): %v", err)
+		}
+	}
+	if cfg.Backend == redisenv.BackendContainer {
+		NeedEngine(t)
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	target, err := redisenv.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("redistest: start %+v: %v", cfg, err)
+	}
+	addrs := append(target.Servers(), target.Masters()...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := target.Stop(ctx); err != nil {
+			t.Errorf("redistest: Stop: %v", err)
+		}
+		CheckGone(t, addrs)
+	})
+	return target
+}
+
+// NeedEngine skips the test, with the reason, when no Docker engine answers `docker info`
+// within 10 s.
+func NeedEngine(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine answers (docker info: %v: %s); container tests skipped", err, out)
+	}
+}
+
+// CheckGone fails t when anything at the loopback addresses addrs is left: a port that still
+// accepts connections, a process whose title names the address (redis-server and Sentinels
+// show "redis-server 127.0.0.1:PORT"; container processes are visible from the host too), or a
+// container labelled with it (the label limitbench.addr that redisenv sets), when a docker CLI
+// is on PATH.
+func CheckGone(t testing.TB, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			_ = c.Close()
+			t.Errorf("redistest: %s still accepts connections after Stop", a)
+		}
+		if pids := processesNaming(a); len(pids) > 0 {
+			t.Errorf("redistest: processes %v still name %s after Stop", pids, a)
+		}
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		return
+	}
+	for _, a := range addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, "docker", "ps", "-aq", "--filter", "label=limitbench.addr="+a).Output()
+		cancel()
+		if err == nil && len(strings.TrimSpace(string(out))) > 0 {
+			t.Errorf("redistest: containers %s labelled %s are left after Stop", strings.Fields(string(out)), a)
+		}
+	}
+}
+
+// processesNaming returns the pids whose command line (a redis-server's title) holds addr
+// followed by a space or its end.
+func processesNaming(addr string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		line := strings.ReplaceAll(string(data), "\x00", " ") + " "
+		if strings.Contains(line, addr+" ") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
