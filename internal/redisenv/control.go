@@ -350,7 +350,7 @@ func (t *Target) sentinelsAgreeOnNew(ctx context.Context, old string) (string, e
 		if len(got) != 2 {
 			return "", fmt.Errorf("%s: SENTINEL GET-MASTER-ADDR-BY-NAME = %v", a, got)
 		}
-		m := net.JoinHostPort(got[0], got[1])
+		m := t.realAddr(net.JoinHostPort(got[0], got[1]))
 		if m == old {
 			return "", fmt.Errorf("%s still names %s", a, old)
 		}
@@ -402,7 +402,7 @@ func (t *Target) sentinelMaster(ctx context.Context) (string, error) {
 		if len(got) != 2 {
 			return fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME = %v", got)
 		}
-		m = net.JoinHostPort(got[0], got[1])
+		m = t.realAddr(net.JoinHostPort(got[0], got[1]))
 		return nil
 	})
 	if err != nil {
@@ -430,8 +430,9 @@ func (t *Target) probeOptions(addr string) *redis.Options {
 // answers (in the order of Info.Nodes); nodes its peers flag fail or fail? are marked Down, and
 // a node is named by the address it was started on even when it announces another (a
 // replication proxy's). A sentinel topology is read from the first Sentinel that answers: its
-// master and replicas, Down when the Sentinel flags them down or disconnected. A single server
-// is Info.Nodes.
+// master and replicas, Down when the Sentinel flags them down or disconnected, each named by its
+// own address even when the Sentinels know it by a replication proxy's (RouteReplication). A
+// single server is Info.Nodes.
 func (t *Target) LiveNodes(ctx context.Context) ([]Node, error) {
 	switch t.Info.Topology {
 	case TopologyCluster:
@@ -466,9 +467,9 @@ func (t *Target) LiveNodes(ctx context.Context) ([]Node, error) {
 			if err != nil {
 				return err
 			}
-			out = []Node{{Addr: net.JoinHostPort(m["ip"], m["port"]), Role: RoleMaster, Down: sentinelDown(m["flags"])}}
+			out = []Node{{Addr: t.realAddr(net.JoinHostPort(m["ip"], m["port"])), Role: RoleMaster, Down: sentinelDown(m["flags"])}}
 			for _, r := range reps {
-				out = append(out, Node{Addr: net.JoinHostPort(r["ip"], r["port"]), Role: RoleReplica,
+				out = append(out, Node{Addr: t.realAddr(net.JoinHostPort(r["ip"], r["port"])), Role: RoleReplica,
 					Down: sentinelDown(r["flags"]) || r["master-link-status"] != "ok"})
 			}
 			return nil
@@ -576,4 +577,15 @@ func slotIn(ranges [][2]int, slot int) bool {
 		}
 	}
 	return false
+}
+
+// NodeOptions returns the options of a plain client of the node (or Sentinel) at addr with the
+// target's credentials, database and TLS settings, retries off (MaxRetries -1) and a quiet
+// handshake; callers set pool sizes and timeouts. Each call returns a new value.
+func (t *Target) NodeOptions(addr string) *redis.Options {
+	o := t.nodeOptions(addr)
+	if slices.Contains(t.Info.Sentinels, addr) {
+		o.DB = 0
+	}
+	return o
 }

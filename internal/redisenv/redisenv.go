@@ -338,6 +338,9 @@ type Target struct {
 	// servers maps the address of every server (and Sentinel) this package started to its
 	// control; nil for an external target. See control.go.
 	servers map[string]*controlled
+	// aliases maps a proxy address that RouteReplication made a master known by to the
+	// master's own address; guarded by mu. See replication.go.
+	aliases map[string]string
 }
 
 // Start brings up the environment cfg describes and returns when it is ready: for a cluster,

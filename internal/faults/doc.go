@@ -1,0 +1,52 @@
+// Package faults owns the nemesis: what breaks Redis during a load and what is seen to break.
+// It holds the building blocks a runner drives; the fault schedule of a scenario comes later.
+//
+// # Node watch
+//
+// A Watcher polls every node (INFO server and INFO replication: run_id, uptime, role,
+// master_repl_offset, connected replicas, a replica's master and link) on its own connections
+// at a fixed interval and records time-stamped Events: a restart (run_id changed, or uptime went
+// back), a promotion or demotion, a replica following another master, its link going down or up,
+// a replication offset going back (writes the node had are gone), a node becoming unreachable and
+// reachable again. So faults nobody injected are seen too. Events come from Changes, a pure
+// function of consecutive Snapshots (time is an argument), table-tested without Redis. An event
+// carries the interval in which the change happened: after the last poll that did not show it,
+// at or before the first poll that did.
+//
+// # Network faults
+//
+// A Proxy is a TCP proxy on 127.0.0.1 in front of one node; Inject adds a LinkFault to every
+// connection through it, present and future, until the returned remove is called: latency with
+// jitter, a connection reset, or a blackhole that holds the traffic and releases it, or drops it
+// and closes the connections, when the fault ends.
+//
+// A Network puts one Proxy in front of every node and Sentinel of a target. Clients built with
+// its Dialer (redisenv.ClientOptions.Dialer) reach every node through that node's proxy: the
+// Dialer maps the address a client dials to the proxy of that node, so go-redis's cluster client,
+// which dials whatever CLUSTER SLOTS, MOVED and ASK name, keeps going through the proxies after a
+// redirect or a failover, and a failover client dials the master the Sentinels name through its
+// proxy. Mapping at the dialer was chosen over making each node announce its proxy
+// (cluster-announce-port) for the generator's traffic: announcing changes what every client and
+// every replica of the node sees, so the generator's faults would also hit the replication links
+// and the harness's own clients, while a Dialer touches only the clients that ask for it.
+//
+// The link between a master and its replicas gets its own proxy (Network.ProxyReplication,
+// through redisenv's Target.RouteReplication): there the announced address is the only way in,
+// since a replica dials the address its master announces (cluster) or the Sentinels give it.
+// The Network's Dialer maps that announced address to the master's client proxy too, so the
+// generator's clients never cross the replication proxy.
+//
+// The proxies come from Shopify's toxiproxy (github.com/Shopify/toxiproxy/v2), run in process:
+// its Proxy and ToxicCollection types are used directly, without its HTTP API or its server
+// binary. Why toxiproxy: it is the proxy Jepsen-style and integration test suites commonly use
+// for exactly these faults, it is maintained by Shopify (v2.12.0, March 2025), its latency,
+// reset_peer and timeout toxics apply to live connections as well as new ones, and it accepts
+// custom toxics through a public registry, which the blackhole that holds and then releases
+// traffic needs (its own timeout toxic drops what it holds). Its cost: zerolog, gorilla/mux and
+// the Prometheus client come with the module (mux and Prometheus are linked but unused here;
+// metrics stay off). The alternatives were weaker: kffl/speedbump adds latency only; tc netem
+// and iptables (comcast, pumba) need root, act on the whole loopback interface or need
+// container images, and cannot target one client's connections; a hand-written proxy would
+// be one more thing to get right. Every proxy listens on 127.0.0.1 only and forwards only to
+// loopback addresses.
+package faults
