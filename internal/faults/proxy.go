@@ -285,6 +285,27 @@ func (p *Proxy) Inject(f LinkFault) (remove func() error, err error) {
 	}, nil
 }
 
+// InjectFor puts f on the proxy for d, then takes it off (a blackhole releases or drops what it
+// held), and returns the time the fault was in place: [start, end). When ctx ends first the
+// fault comes off at once and the error says so; the times are still those of the fault.
+func (p *Proxy) InjectFor(ctx context.Context, f LinkFault, d time.Duration) (start, end time.Time, err error) {
+	remove, err := p.Inject(f)
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	start = time.Now()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var cerr error
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		cerr = fmt.Errorf("proxy %s: %s cut short: %w", p.addr, f, ctx.Err())
+	}
+	rerr := remove()
+	return start, time.Now(), errors.Join(cerr, rerr)
+}
+
 // remove takes the toxic name off, if it is still in place.
 func (p *Proxy) remove(name string) error {
 	p.mu.Lock()

@@ -253,3 +253,57 @@ func TestProxyCloseEndsConnections(t *testing.T) {
 		t.Errorf("Close twice: %v", err)
 	}
 }
+
+// TestProxyInjectFor holds a write for the fault's duration: a write sent while the fault is in
+// place reaches Redis, and returns, only once the fault is over, and InjectFor reports when the
+// fault was in place.
+func TestProxyInjectFor(t *testing.T) {
+	target, p, _, direct := proxied(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		start, end time.Time
+		err        error
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			t.Fatalf("in 5 attempts no write was sent while the fault was in place")
+		}
+		c := redis.NewClient(&redis.Options{Addr: p.Addr(), Password: target.Password, MaxRetries: -1, PoolSize: 1})
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan result, 1)
+		go func() {
+			s, e, err := p.InjectFor(ctx, LinkFault{Kind: LinkBlackhole}, 300*time.Millisecond)
+			done <- result{s, e, err}
+		}()
+		time.Sleep(50 * time.Millisecond) // sequencing only: a write sent before the fault is retried
+		sent := time.Now()
+		err := c.Set(ctx, "k", attempt, 0).Err()
+		returned := time.Now()
+		_ = c.Close()
+		r := <-done
+		if err != nil || r.err != nil {
+			t.Fatalf("SET = %v, InjectFor = %v", err, r.err)
+		}
+		if !r.start.Before(r.end) {
+			t.Fatalf("InjectFor reports [%s, %s)", r.start, r.end)
+		}
+		if sent.Before(r.start) || !sent.Before(r.end) {
+			continue // not sent during the fault
+		}
+		if returned.Before(r.end) {
+			t.Errorf("a SET sent at %s during the fault [%s, %s) returned at %s, before its end", sent, r.start, r.end, returned)
+		}
+		if v, err := direct.Get(ctx, "k").Int(); err != nil || v != attempt {
+			t.Errorf("GET k = %d, %v; want %d", v, err, attempt)
+		}
+		break
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	if _, _, err := p.InjectFor(cctx, LinkFault{Kind: LinkReset}, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("InjectFor with a cancelled context = %v, want context.Canceled", err)
+	}
+}

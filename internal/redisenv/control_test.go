@@ -324,3 +324,25 @@ func TestSelectErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStopAfterKill stops targets whose server was killed, and one whose server is paused:
+// Stop ends them all and redistest checks that nothing is left.
+func TestStopAfterKill(t *testing.T) {
+	for _, cfg := range []redisenv.Config{
+		{Backend: redisenv.BackendProcess},
+		{Backend: redisenv.BackendContainer, Image: redisenv.HostImage},
+	} {
+		t.Run(string(cfg.Backend), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			killed := redistest.Start(t, cfg)
+			if err := killed.Kill(ctx, killed.Masters()[0]); err != nil {
+				t.Fatal(err)
+			}
+			paused := redistest.Start(t, cfg)
+			if err := paused.Pause(ctx, paused.Masters()[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
