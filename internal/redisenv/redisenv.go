@@ -109,7 +109,7 @@ const HostImage = "host"
 type Config struct {
 	// Backend is "auto" (default when empty), "process", "container" or "external".
 	Backend Backend
-	// Topology is "single" (default when empty) or "cluster".
+	// Topology is "single" (default when empty), "cluster" or "sentinel".
 	Topology Topology
 	// Masters is the number of cluster masters; 0 means 3 for a cluster. Must be 0 or 1 for
 	// single and sentinel. Ignored for external (the server says how many it has).
