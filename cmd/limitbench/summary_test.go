@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/limitbench/limitbench/report"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
+
+// TestSummaryTableGolden: the summary table `limitbench run` prints for report's fixture result
+// is testdata/summary.txt.
+func TestSummaryTableGolden(t *testing.T) {
+	var got bytes.Buffer
+	for _, f := range []string{"result.json", "result-b.json"} {
+		r, err := report.ReadResult(filepath.Join("..", "..", "report", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		printSummary(&got, r)
+	}
+	golden := filepath.Join("testdata", "summary.txt")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("summary table differs from %s:\n%s\nwant:\n%s", golden, got.Bytes(), want)
+	}
+}
