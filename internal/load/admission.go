@@ -126,6 +126,12 @@ func (l *AdmissionLog) Shift() int64 {
 	return floorMicros(l.Server.Offset)
 }
 
+// Micros returns the time of run offset d (from the run's start, Origin) on the log's clock, in
+// µs since the Unix epoch: where the measured part starts is Micros(Plan.Warmup).
+func (l *AdmissionLog) Micros(d time.Duration) int64 {
+	return l.Origin + int64(d/time.Microsecond) + l.Shift()
+}
+
 // ceilMicros returns d in microseconds, rounded up.
 func ceilMicros(d time.Duration) int64 {
 	us := int64(d / time.Microsecond) // truncates toward zero: already up for d < 0
@@ -237,10 +243,33 @@ func (l *AdmissionLog) Events() []verify.Event {
 	return append(out, l.cur...)
 }
 
-// Merge moves the events of o to l (without copying them); o must not be used afterwards. When
-// the logs' Origins differ, o's events are moved to l's in place, and one that no longer fits is
-// counted in Dropped.
-func (l *AdmissionLog) Merge(o *AdmissionLog) {
+var (
+	_ Aggregator = (*AdmissionLog)(nil)
+	_ Starter    = (*AdmissionLog)(nil)
+)
+
+// Start implements Starter: the log's Origin becomes start.
+func (l *AdmissionLog) Start(start time.Time) { l.Origin = start.UnixMicro() }
+
+// Fresh implements Aggregator: an empty log on the same clock.
+func (l *AdmissionLog) Fresh() Aggregator {
+	return &AdmissionLog{Origin: l.Origin, SharedClock: l.SharedClock, Server: l.Server, ClientClock: l.ClientClock}
+}
+
+// Finish implements Aggregator: Dropped, Narrowed and Mismatched (as ClockMismatch).
+func (l *AdmissionLog) Finish() Counts {
+	return Counts{Dropped: l.Dropped, Narrowed: l.Narrowed, ClockMismatch: l.Mismatched}
+}
+
+// Merge implements Aggregator: it moves the events of other, a log on the same clock, to l
+// (without copying them); other must not be used afterwards. When the logs' Origins differ,
+// other's events are moved to l's in place, and one that no longer fits is counted in Dropped.
+func (l *AdmissionLog) Merge(other Aggregator) error {
+	o, ok := other.(*AdmissionLog)
+	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || (o.Server == nil) != (l.Server == nil) ||
+		o.Server != nil && *o.Server != *l.Server {
+		return fmt.Errorf("%w: merge %T into an admission log on another clock", ErrMismatch, other)
+	}
 	if d := o.Origin - l.Origin; d != 0 {
 		o.shift(d)
 	}
@@ -254,4 +283,5 @@ func (l *AdmissionLog) Merge(o *AdmissionLog) {
 	l.Mismatched += o.Mismatched
 	l.Dropped += o.Dropped
 	*o = AdmissionLog{}
+	return nil
 }

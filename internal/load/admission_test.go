@@ -104,18 +104,19 @@ func TestRunCountsEventsThatDoNotFit(t *testing.T) {
 	lim := noTimeLimiter{newLimiter(t, env, 1<<40)}
 	p := Plan{Arrival: Constant(200), Duration: 200 * time.Millisecond, Clients: 2,
 		ServerClock: &ClockOffset{Offset: 7 * day}}
-	res, err := Run(context.Background(), newClient(env, 2), lim, p)
+	res, rec, err := recorded(context.Background(), newClient(env, 2), lim, p)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Counts.Requests == 0 || res.Counts.Dropped != res.Counts.Requests || len(res.Log.Events) != 0 {
+	if res.Counts.Requests == 0 || res.Counts.Dropped != res.Counts.Requests || len(rec.log.Events()) != 0 {
 		t.Errorf("Requests %d, Dropped %d, log %d; want every request dropped from the log and counted",
-			res.Counts.Requests, res.Counts.Dropped, len(res.Log.Events))
+			res.Counts.Requests, res.Counts.Dropped, len(rec.log.Events()))
 	}
-	if res.Log.Base != res.Start.UnixMicro() {
-		t.Errorf("Log.Base = %d; want the run's start, %d", res.Log.Base, res.Start.UnixMicro())
+	log := rec.log.Log(res.Subjects, res.Clients)
+	if log.Base != res.Start.UnixMicro() {
+		t.Errorf("Log.Base = %d; want the run's start, %d", log.Base, res.Start.UnixMicro())
 	}
-	rep, err := verify.Check(algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 1, Window: time.Second}, res.Log)
+	rep, err := verify.Check(algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 1, Window: time.Second}, log)
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -77,14 +78,29 @@ func (h *Histograms) record(hist *hdrhistogram.Histogram, v int64) {
 	}
 }
 
-// Merge adds the contents of o to h.
-func (h *Histograms) Merge(o *Histograms) {
+var _ Aggregator = (*Histograms)(nil)
+
+// Fresh implements Aggregator: empty Histograms of the same range.
+func (h *Histograms) Fresh() Aggregator {
+	return NewHistograms(time.Duration(h.maxMicros) * time.Microsecond)
+}
+
+// Finish implements Aggregator: Clamped and Dropped.
+func (h *Histograms) Finish() Counts { return Counts{Clamped: h.Clamped, Dropped: h.Dropped} }
+
+// Merge implements Aggregator: it adds the contents of other, Histograms of the same range, to h.
+func (h *Histograms) Merge(other Aggregator) error {
+	o, ok := other.(*Histograms)
+	if !ok || o.maxMicros != h.maxMicros {
+		return fmt.Errorf("%w: merge %T into histograms of 1 µs to %d µs", ErrMismatch, other, h.maxMicros)
+	}
 	h.Dropped += uint64(h.LatencyAllowed.Merge(o.LatencyAllowed))
 	h.Dropped += uint64(h.LatencyDenied.Merge(o.LatencyDenied))
 	h.Dropped += uint64(h.ServiceAllowed.Merge(o.ServiceAllowed))
 	h.Dropped += uint64(h.ServiceDenied.Merge(o.ServiceDenied))
 	h.Clamped += o.Clamped
 	h.Dropped += o.Dropped
+	return nil
 }
 
 // Latency returns a new histogram of the latency of every decision, allowed and denied.
@@ -166,8 +182,23 @@ func (t *Timeline) Add(o *Outcome) {
 	}
 }
 
-// Merge adds the bins of o (which must have the same Origin and Width) to t.
-func (t *Timeline) Merge(o *Timeline) {
+var _ Aggregator = (*Timeline)(nil)
+
+// Fresh implements Aggregator: an empty Timeline with the same Origin and Width.
+func (t *Timeline) Fresh() Aggregator {
+	return NewTimeline(t.Origin, t.Width, time.Duration(cap(t.Bins))*t.Width)
+}
+
+// Finish implements Aggregator: Dropped.
+func (t *Timeline) Finish() Counts { return Counts{Dropped: t.Dropped} }
+
+// Merge implements Aggregator: it adds the bins of other, a Timeline with the same Origin and
+// Width, to t.
+func (t *Timeline) Merge(other Aggregator) error {
+	o, ok := other.(*Timeline)
+	if !ok || o.Origin != t.Origin || o.Width != t.Width {
+		return fmt.Errorf("%w: merge %T into a timeline from %s by %s", ErrMismatch, other, t.Origin, t.Width)
+	}
 	for len(t.Bins) < len(o.Bins) {
 		t.Bins = append(t.Bins, Bin{})
 	}
@@ -181,4 +212,5 @@ func (t *Timeline) Merge(o *Timeline) {
 		a.AdmittedPermits += b.AdmittedPermits
 	}
 	t.Dropped += o.Dropped
+	return nil
 }

@@ -34,7 +34,12 @@ func BenchmarkRunOverhead(b *testing.B) {
 			var n uint64
 			var busy time.Duration
 			for b.Loop() {
-				res, err := Run(context.Background(), nil, nopLimiter{}, Plan{Arrival: ClosedLoop{}, Duration: 200 * time.Millisecond, Clients: 8, Keys: Keys{Count: 1000}, NoRecording: !rec, SharedClock: true})
+				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * time.Millisecond, Clients: 8, Keys: Keys{Count: 1000}, SharedClock: true}
+				var sinks Sinks
+				if rec {
+					sinks = record(p).sinks()
+				}
+				res, err := Run(context.Background(), nil, nopLimiter{}, p, sinks)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -59,7 +64,7 @@ func (l slowLimiter) Do(context.Context, redis.Cmdable, algorithms.Request) algo
 
 func TestRunFallsBehind(t *testing.T) {
 	// One client taking 10 ms per request cannot keep 1000/s: the run must say so.
-	res, err := Run(context.Background(), nil, slowLimiter{d: 10 * time.Millisecond}, Plan{Arrival: Constant(1000), Duration: 300 * time.Millisecond, Clients: 1})
+	res, _, err := recorded(context.Background(), nil, slowLimiter{d: 10 * time.Millisecond}, Plan{Arrival: Constant(1000), Duration: 300 * time.Millisecond, Clients: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

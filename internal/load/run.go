@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
@@ -105,9 +104,6 @@ type Plan struct {
 	// NoKeeper turns the timekeeper off (see keeper.go): workers' timers then fire with the Go
 	// runtime's resolution, up to a millisecond late. For measuring what it does.
 	NoKeeper bool
-	// NoRecording turns the aggregators (histograms, timeline, admission log) off; Counts are
-	// still kept. For measuring their cost.
-	NoRecording bool
 	// Progress, when set, is called every ProgressEvery (default 1 s) from one goroutine, and
 	// once more at the end.
 	Progress      func(Progress)
@@ -284,27 +280,9 @@ type Result struct {
 	// OfferedRate is Scheduled / Duration; AchievedRate is Counts.Requests / Duration;
 	// Throughput is decisions (allowed + denied) / Duration; all per second.
 	OfferedRate, AchievedRate, Throughput float64
-	// Histograms, Timeline and Log are the merged aggregators; nil with Plan.NoRecording.
-	// Log holds one event per measured request, in no particular order, with the subject
-	// and client names its indices refer to (see AdmissionLog for the intervals and the
-	// clock they are on; LogMicros places a run offset on that clock).
-	Histograms *Histograms
-	Timeline   *Timeline
-	Log        *verify.Log
-	// WarmupLog holds the warmup's requests like Log (nil without a warmup or with
-	// Plan.NoRecording). It is not verified; it lets accuracy and replay start the ideal
-	// limiter and the reference model from the state the warmup left Redis in.
-	WarmupLog *verify.Log
-	// Subjects and Clients name the indices in outcomes and log events.
+	// Subjects and Clients name the indices in outcomes (and in the events of an admission
+	// log).
 	Subjects, Clients []string
-	// LogShift is AdmissionLog.Shift of the logs: µs added to harness times on their clock.
-	LogShift int64
-}
-
-// LogMicros returns the time of run offset d (from Start) on the clock of the admission logs,
-// in µs since the Unix epoch: where the measured part starts is LogMicros(Plan.Warmup).
-func (r *Result) LogMicros(d time.Duration) int64 {
-	return r.Start.UnixMicro() + int64(d/time.Microsecond) + r.LogShift
 }
 
 // Behind reports whether missed + late ticks exceed BehindLimit of scheduled.
@@ -323,8 +301,12 @@ func behind(scheduled, missed, late uint64) bool {
 // run on a context without cancellation, bounded by c's timeouts), and the Result covers what
 // was measured, with Canceled set.
 //
+// Run feeds the outcomes to the aggregators of sinks: each worker shard gets a fresh set (see
+// Aggregator), and when the run is over the shards' sets are merged into sinks' own, which then
+// hold the whole run, and finished; what they Finish with is added to Result.Counts.
+//
 // c's retries should be off (MaxRetries -1): a retried request is invisible to the harness.
-func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) (*Result, error) {
+func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan, sinks Sinks) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -367,30 +349,17 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	// Allocate everything before the clock starts, so the first ticks are not late.
 	nShards := min(p.Clients, 4*runtime.GOMAXPROCS(0))
-	for range nShards {
-		sh := &shard{}
-		if !p.NoRecording {
-			sh.hist = NewHistograms(p.MaxLatency)
-			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
-			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
-			if p.Warmup > 0 {
-				sh.warm = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
-			}
-		}
-		r.shards = append(r.shards, sh)
+	r.shards = []*shard{{sinks: sinks}}
+	for range nShards - 1 {
+		r.shards = append(r.shards, &shard{sinks: sinks.fresh()})
 	}
 	workers := make([]*worker, p.Clients)
 	for i := range workers {
 		workers[i] = newWorker(r, i)
 	}
 	r.start = time.Now()
-	if !p.NoRecording {
-		for _, sh := range r.shards {
-			sh.log.Origin = r.start.UnixMicro()
-			if sh.warm != nil {
-				sh.warm.Origin = sh.log.Origin
-			}
-		}
+	for _, sh := range r.shards {
+		sh.sinks.start(r.start)
 	}
 
 	finished := make(chan struct{})
@@ -442,31 +411,14 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		res.AchievedRate = float64(res.Counts.Requests) / s
 		res.Throughput = float64(res.Counts.Allowed+res.Counts.Denied) / s
 	}
-	if !p.NoRecording {
-		first := r.shards[0]
-		for _, sh := range r.shards[1:] {
-			first.hist.Merge(sh.hist)
-			first.tl.Merge(sh.tl)
-			first.log.Merge(sh.log)
-			if first.warm != nil {
-				first.warm.Merge(sh.warm)
-			}
+	for _, sh := range r.shards[1:] {
+		if err := sinks.merge(sh.sinks); err != nil {
+			return nil, fmt.Errorf("load: merge the shards' aggregators: %w", err)
 		}
-		res.Histograms, res.Timeline = first.hist, first.tl
-		res.Log = first.log.Log(r.subjects, r.clients)
-		if first.warm != nil {
-			res.WarmupLog = first.warm.Log(r.subjects, r.clients)
-		}
-		res.LogShift = first.log.Shift()
-		res.Counts.Narrowed = first.log.Narrowed
-		res.Counts.Clamped = first.hist.Clamped
-		// Log events that did not fit (a run of over six days) are dropped outcomes too.
-		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped + first.log.Dropped
-		if first.warm != nil {
-			res.Counts.Dropped += first.warm.Dropped
-		}
-		res.Counts.ClockMismatch = first.log.Mismatched
 	}
+	// What the aggregators dropped (log events that did not fit a run of over six days, say)
+	// are dropped outcomes too.
+	res.Counts.add(sinks.finish())
 	if p.Progress != nil {
 		p.Progress(r.snapshot(time.Since(r.start), 0, 0))
 	}
@@ -502,13 +454,11 @@ type runner struct {
 
 // shard is one set of aggregators shared by a few workers: per-worker HDR histograms would cost
 // about 0.5 MB per worker, so workers w, w+S, w+2S, ... share shard w mod S, S = min(Clients,
-// 4·GOMAXPROCS), under a mutex that is held for a few hundred nanoseconds per batch.
+// 4·GOMAXPROCS), under a mutex that is held for a few hundred nanoseconds per batch. Shard 0
+// holds the aggregators Run was given.
 type shard struct {
-	mu   sync.Mutex
-	hist *Histograms
-	tl   *Timeline
-	log  *AdmissionLog
-	warm *AdmissionLog // the warmup's requests; nil without a warmup
+	mu    sync.Mutex
+	sinks Sinks
 }
 
 func (r *runner) stopped() bool {
@@ -806,20 +756,20 @@ func (w *worker) record(outs []Outcome) {
 	if errs > 0 {
 		r.errs.Add(errs)
 	}
-	if r.p.NoRecording {
+	sh := w.sh
+	if sh.sinks.empty() {
 		return
 	}
-	sh := w.sh
 	sh.mu.Lock()
 	for i := range outs {
 		o := &outs[i]
+		aggs := sh.sinks.Measured
 		if o.Intended < r.warm {
-			sh.warm.Add(o)
-			continue
+			aggs = sh.sinks.Warmup
 		}
-		sh.hist.Add(o)
-		sh.tl.Add(o)
-		sh.log.Add(o)
+		for _, a := range aggs {
+			a.Add(o)
+		}
 	}
 	sh.mu.Unlock()
 }

@@ -106,7 +106,7 @@ func TestRunOpenLoop(t *testing.T) {
 				SharedClock: env.Target.Info.SharedClock,
 				Bin:         100 * ms,
 			}
-			res, err := Run(context.Background(), c, lim, p)
+			res, rec, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -123,18 +123,18 @@ func TestRunOpenLoop(t *testing.T) {
 			if cn.Errors() != 0 {
 				t.Errorf("errors: %+v", cn)
 			}
-			if got := uint64(len(res.Log.Events)); got != cn.Requests {
+			if got := uint64(len(rec.log.Events())); got != cn.Requests {
 				t.Errorf("log has %d events; want one per measured request (%d)", got, cn.Requests)
 			}
-			if got := res.Histograms.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
+			if got := rec.hist.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
 				t.Errorf("latency histogram holds %d; want %d", got, cn.Allowed+cn.Denied)
 			}
 			var offered uint64
-			for _, b := range res.Timeline.Bins {
+			for _, b := range rec.tl.Bins {
 				offered += b.Offered
 			}
-			if offered != cn.Requests || len(res.Timeline.Bins) != 5 {
-				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(res.Timeline.Bins), offered, cn.Requests)
+			if offered != cn.Requests || len(rec.tl.Bins) != 5 {
+				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(rec.tl.Bins), offered, cn.Requests)
 			}
 			if res.Behind {
 				// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
@@ -170,7 +170,7 @@ func TestRunIsSeeded(t *testing.T) {
 	run := func(seed uint64) map[uint64][2]uint32 {
 		s := &sequence{got: map[uint64][2]uint32{}}
 		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, Exponent: 1.1}, Seed: seed, OnOutcome: s.add}
-		if _, err := Run(context.Background(), c, lim, p); err != nil {
+		if _, _, err := recorded(context.Background(), c, lim, p); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		return s.got
@@ -207,7 +207,7 @@ func TestRunClosedLoopBoundsInFlight(t *testing.T) {
 			const clients = 8
 			c := newClient(env, clients)
 			p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
-			res, err := Run(context.Background(), c, lim, p)
+			res, rec, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -224,7 +224,7 @@ func TestRunClosedLoopBoundsInFlight(t *testing.T) {
 			if res.Scheduled != res.Counts.Requests {
 				t.Errorf("closed loop Scheduled %d != Requests %d", res.Scheduled, res.Counts.Requests)
 			}
-			if lat, svc := res.Histograms.Latency(), res.Histograms.Service(); lat.Max() != svc.Max() {
+			if lat, svc := rec.hist.Latency(), rec.hist.Service(); lat.Max() != svc.Max() {
 				t.Errorf("closed loop latency max %d != service max %d; want equal (intended = sent)", lat.Max(), svc.Max())
 			}
 		})
@@ -246,7 +246,7 @@ func TestRunCancel(t *testing.T) {
 		},
 	}
 	begin := time.Now()
-	res, err := Run(ctx, c, lim, p)
+	res, rec, err := recorded(ctx, c, lim, p)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -256,8 +256,8 @@ func TestRunCancel(t *testing.T) {
 	if !res.Canceled || res.Duration >= time.Minute || res.Duration <= 0 {
 		t.Errorf("Canceled %v, Duration %s; want canceled early", res.Canceled, res.Duration)
 	}
-	if res.Counts.Requests == 0 || uint64(len(res.Log.Events)) != res.Counts.Requests {
-		t.Errorf("Requests %d, log %d: want the measured part kept", res.Counts.Requests, len(res.Log.Events))
+	if res.Counts.Requests == 0 || uint64(len(rec.log.Events())) != res.Counts.Requests {
+		t.Errorf("Requests %d, log %d: want the measured part kept", res.Counts.Requests, len(rec.log.Events()))
 	}
 	// Scheduled covers only the time before the cancel, so stopping is not falling behind.
 	if res.Counts.Missed > 2 {
@@ -274,7 +274,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
 	c := newClient(env, 2)
-	res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(200), Duration: 100 * ms, Clients: 2, Mode: ModePipeline})
+	res, _, err := recorded(context.Background(), c, lim, Plan{Arrival: Constant(200), Duration: 100 * ms, Clients: 2, Mode: ModePipeline})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -284,7 +284,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 	// A closed client: failed too.
 	closed := newClient(env, 1)
 	closed.Close()
-	res, err = Run(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
+	res, _, err = recorded(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestRunCluster(t *testing.T) {
 	lim := newLimiter(t, env, 20)
 	c := newClient(env, 4)
 	for _, mode := range []Mode{ModePlain, ModePipeline, ModeAutoPipeline} {
-		res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}, SharedClock: true})
+		res, _, err := recorded(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}, SharedClock: true})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -365,7 +365,7 @@ func TestRunHoldsConnections(t *testing.T) {
 				c := newClient(env, poolSize)
 				defer c.Close()
 				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
-				res, err := Run(context.Background(), c, lim, p)
+				res, _, err := recorded(context.Background(), c, lim, p)
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
@@ -416,7 +416,7 @@ func TestRunRecoversFromKilledConnection(t *testing.T) {
 			c := newClient(env, 1)
 			defer c.Close()
 			p := Plan{Arrival: ClosedLoop{}, Duration: 300 * ms, Clients: 1, Mode: mode, PipelineDepth: depth, Keys: Keys{Count: 10}}
-			res, err := Run(context.Background(), c, lim, p)
+			res, _, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -463,4 +463,34 @@ func TestMeasureOffset(t *testing.T) {
 	if d := off.Offset; d < -off.Err-time.Microsecond || d > off.Err+time.Microsecond {
 		t.Errorf("Offset = %s ± %s; want 0 within the error on a shared clock", off.Offset, off.Err)
 	}
+}
+
+// recording is the set of aggregators the runner gives Run: histograms, a timeline and the
+// admission logs of the measured part and of the warmup.
+type recording struct {
+	hist      *Histograms
+	tl        *Timeline
+	log, warm *AdmissionLog
+}
+
+// record returns the aggregators of a run of p.
+func record(p Plan) *recording {
+	p = p.withDefaults()
+	return &recording{
+		hist: NewHistograms(p.MaxLatency),
+		tl:   NewTimeline(p.Warmup, p.Bin, p.Duration),
+		log:  NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock),
+		warm: NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock),
+	}
+}
+
+func (r *recording) sinks() Sinks {
+	return Sinks{Measured: []Aggregator{r.hist, r.tl, r.log}, Warmup: []Aggregator{r.warm}}
+}
+
+// recorded runs Run with the aggregators of record(p) and returns them with the result.
+func recorded(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) (*Result, *recording, error) {
+	rec := record(p)
+	res, err := Run(ctx, c, lim, p, rec.sinks())
+	return res, rec, err
 }

@@ -51,14 +51,14 @@ func TestRunLogVerifies(t *testing.T) {
 				t.Fatalf("Contract: %v", err)
 			}
 			c := newClient(env, 16)
-			res, err := Run(ctx, c, lim, Plan{
+			res, rec, err := recorded(ctx, c, lim, Plan{
 				Arrival: Constant(rate), Duration: tt.duration, Clients: 16, Mode: tt.mode,
 				Keys: Keys{Count: subjects}, Skew: tt.skew, Seed: 3, SharedClock: env.Target.Info.SharedClock,
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			rep, err := verify.Check(contract, res.Log)
+			rep, err := verify.Check(contract, rec.log.Log(res.Subjects, res.Clients))
 			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}

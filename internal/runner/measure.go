@@ -29,6 +29,18 @@ const memorySample = 500
 // leaves.
 const clockDrift = 100e-6
 
+// run is what load.Run measured, with the aggregators it fed: histograms and timeline of the
+// measured part, and the admission logs of the measured part and of the warmup as the verifier
+// reads them (nil when not recorded; warm nil without a warmup).
+type run struct {
+	*load.Result
+	hist      *load.Histograms
+	tl        *load.Timeline
+	log, warm *verify.Log
+	// start is where the measured part starts on the logs' clock, µs since the Unix epoch.
+	start int64
+}
+
 // measurement is one run of one algorithm on one topology.
 type measurement struct {
 	repeat int
@@ -138,9 +150,22 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		case <-time.After(wait):
 		}
 	}
-	res, err := load.Run(ctx, client, lim, p)
+	hist := load.NewHistograms(p.MaxLatency)
+	tl := load.NewTimeline(p.Warmup, p.Bin, p.Duration)
+	log := load.NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
+	sinks := load.Sinks{Measured: []load.Aggregator{hist, tl, log}}
+	var warm *load.AdmissionLog
+	if p.Warmup > 0 {
+		warm = load.NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
+		sinks.Warmup = []load.Aggregator{warm}
+	}
+	lres, err := load.Run(ctx, client, lim, p, sinks)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
+	}
+	res := &run{Result: lres, hist: hist, tl: tl, log: log.Log(lres.Subjects, lres.Clients), start: log.Micros(p.Warmup)}
+	if warm != nil {
+		res.warm = warm.Log(lres.Subjects, lres.Clients)
 	}
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
@@ -156,7 +181,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
 	if err == nil && keys > 0 {
 		srv.Keys = keys
-		if n := subjectsTouched(res.Log); n > 0 {
+		if n := subjectsTouched(res.log); n > 0 {
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
@@ -196,7 +221,7 @@ func alive(ctx context.Context, tgt *redisenv.Target) error {
 }
 
 // serverCost turns two stats snapshots around a measurement into per-decision costs.
-func serverCost(before, after serverStats, res *load.Result) report.Server {
+func serverCost(before, after serverStats, res *run) report.Server {
 	var srv report.Server
 	n := float64(res.Counts.Requests + res.Counts.Warmup)
 	if n == 0 {
@@ -279,7 +304,7 @@ func subjectsTouched(log *verify.Log) int {
 }
 
 // entryOf builds the report entry of one measurement, verifying its admission log.
-func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, a algorithms.Algorithm,
+func entryOf(name, topo string, res *run, contract algorithms.Contract, a algorithms.Algorithm,
 	s *scenarios.Scenario, srv *report.Server) report.Entry {
 	c := res.Counts
 	e := report.Entry{
@@ -305,13 +330,13 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 	if srv != nil {
 		e.Server = *srv
 	}
-	if res.Histograms != nil {
+	if res.hist != nil {
 		// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
 		// histogram, and the report says so.
-		_ = e.SetHistograms(res.Histograms.Latency(), res.Histograms.Service())
+		_ = e.SetHistograms(res.hist.Latency(), res.hist.Service())
 	}
 	e.Verification = verification(res, contract, s)
-	if res.Log != nil && contract.Kind != algorithms.NoContract {
+	if res.log != nil && contract.Kind != algorithms.NoContract {
 		if acc, err := accuracy(contract, res); err == nil {
 			e.Accuracy = report.Accuracy{
 				IdealAllowed:   acc.IdealAllowed,
@@ -327,7 +352,7 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 		}
 	}
 	e.Timeline = timeline(res, contract)
-	if res.Canceled && res.Log == nil {
+	if res.Canceled && res.log == nil {
 		// With a log, the verdict's reasons already say so.
 		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
 	}
@@ -335,17 +360,17 @@ func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, 
 }
 
 // verification checks the log against the contract and fills the entry's verification.
-func verification(res *load.Result, contract algorithms.Contract, s *scenarios.Scenario) report.Verification {
+func verification(res *run, contract algorithms.Contract, s *scenarios.Scenario) report.Verification {
 	v := report.Verification{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
 	}
-	if res.Log == nil {
+	if res.log == nil {
 		v.Verdict = report.Inconclusive
 		v.Reasons = []string{"no admission log was recorded"}
 		return v
 	}
-	rep, err := verify.Check(contract, res.Log)
+	rep, err := verify.Check(contract, res.log)
 	if err != nil {
 		v.Verdict = report.Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
@@ -357,7 +382,7 @@ func verification(res *load.Result, contract algorithms.Contract, s *scenarios.S
 	v.Reasons = j.Reasons
 	v.DefiniteViolations = rep.Definite()
 	v.PossibleViolations = rep.Possible()
-	start := res.LogMicros(res.Plan.Warmup)
+	start := res.start
 	var worst verify.Where
 	for _, l := range rep.Limits {
 		if l.Worst.Excess > worst.Excess {
@@ -385,18 +410,18 @@ func verification(res *load.Result, contract algorithms.Contract, s *scenarios.S
 }
 
 // timeline converts the load timeline and adds the contract's allowance per bin.
-func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
+func timeline(res *run, contract algorithms.Contract) report.Timeline {
 	t := report.Timeline{BinS: res.Plan.Bin.Seconds()}
-	if res.Timeline == nil {
+	if res.tl == nil {
 		return t
 	}
-	for _, b := range res.Timeline.Bins {
+	for _, b := range res.tl.Bins {
 		t.Offered = append(t.Offered, int64(b.Offered))
 		t.Admitted = append(t.Admitted, int64(b.AdmittedPermits))
 		t.Denied = append(t.Denied, int64(b.Denied))
 		t.Errors = append(t.Errors, int64(b.Failed+b.Unknown))
 	}
-	if contract.Kind == algorithms.NoContract || res.Log == nil || len(t.Offered) == 0 {
+	if contract.Kind == algorithms.NoContract || res.log == nil || len(t.Offered) == 0 {
 		return t
 	}
 	// The allowance of one scope over one bin, in the steady state.
@@ -409,12 +434,12 @@ func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
 		per = float64(contract.RefillPermits) * bin.Seconds() / contract.RefillPer.Seconds()
 	}
 	// Count the scopes active in each bin.
-	start := res.LogMicros(res.Plan.Warmup)
+	start := res.start
 	binUS := bin.Microseconds()
 	active := make([]map[uint64]struct{}, len(t.Offered))
-	for _, ev := range res.Log.Events {
+	for _, ev := range res.log.Events {
 		// The midpoint, on the log's clock: Base plus relative times.
-		i := int((res.Log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - start) / binUS)
+		i := int((res.log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - start) / binUS)
 		if i < 0 || i >= len(active) {
 			continue
 		}
@@ -526,7 +551,7 @@ func relate(res *report.Result, first int) {
 
 // accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
 // limiter's.
-func accuracy(contract algorithms.Contract, res *load.Result) (verify.AccuracyReport, error) {
+func accuracy(contract algorithms.Contract, res *run) (verify.AccuracyReport, error) {
 	log, err := withWarmup(res)
 	if err != nil {
 		return verify.AccuracyReport{}, err
@@ -539,13 +564,13 @@ func accuracy(contract algorithms.Contract, res *load.Result) (verify.AccuracyRe
 // the measured part in the same state, and only the measured part is counted. The warmup's events
 // are moved to the measured log's Base when theirs differs (load.Run gives both one Base); it
 // returns an error when one does not fit there.
-func withWarmup(res *load.Result) (*verify.Log, error) {
-	if res.WarmupLog == nil || len(res.WarmupLog.Events) == 0 {
-		return res.Log, nil
+func withWarmup(res *run) (*verify.Log, error) {
+	if res.warm == nil || len(res.warm.Events) == 0 {
+		return res.log, nil
 	}
-	events := make([]verify.Event, 0, len(res.WarmupLog.Events)+len(res.Log.Events))
-	events = append(events, res.WarmupLog.Events...)
-	if d := res.WarmupLog.Base - res.Log.Base; d != 0 {
+	events := make([]verify.Event, 0, len(res.warm.Events)+len(res.log.Events))
+	events = append(events, res.warm.Events...)
+	if d := res.warm.Base - res.log.Base; d != 0 {
 		for i, e := range events {
 			s, err := e.Shift(d)
 			if err != nil {
@@ -554,20 +579,20 @@ func withWarmup(res *load.Result) (*verify.Log, error) {
 			events[i] = s
 		}
 	}
-	events = append(events, res.Log.Events...)
-	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Base: res.Log.Base, Events: events,
-		From: res.LogMicros(res.Plan.Warmup)}, nil
+	events = append(events, res.log.Events...)
+	return &verify.Log{Subjects: res.log.Subjects, Clients: res.log.Clients, Base: res.log.Base, Events: events,
+		From: res.start}, nil
 }
 
 // replay replays the decisions of the run (the warmup's first) through the algorithm's reference
 // model and returns a note when some differ; "" when they agree or replay is not possible: no
 // model, or a warmup request without an exact decision time, which the model cannot follow.
-func replay(m algorithms.Model, res *load.Result) string {
-	if m == nil || res.Log == nil {
+func replay(m algorithms.Model, res *run) string {
+	if m == nil || res.log == nil {
 		return ""
 	}
-	if res.WarmupLog != nil {
-		for _, e := range res.WarmupLog.Events {
+	if res.warm != nil {
+		for _, e := range res.warm.Events {
 			if k := e.Kind(); e.Lo() != e.Hi() || (k != verify.Admitted && k != verify.Denied) {
 				return ""
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -24,13 +23,12 @@ func TestWithWarmupRebases(t *testing.T) {
 		return e
 	}
 	names := []string{"s"}
-	res := &load.Result{
-		Start: time.UnixMicro(start),
-		Plan:  load.Plan{Warmup: time.Millisecond},
+	res := &run{
+		start: start + 1000,
 		// The warmup at start + 10 and + 20 µs, the measured part at start + 1000 and + 1500.
-		WarmupLog: &verify.Log{Subjects: names, Clients: names, Base: start,
+		warm: &verify.Log{Subjects: names, Clients: names, Base: start,
 			Events: []verify.Event{ev(10, 10, verify.Admitted), ev(20, 30, verify.Denied)}},
-		Log: &verify.Log{Subjects: names, Clients: names, Base: start + 1000,
+		log: &verify.Log{Subjects: names, Clients: names, Base: start + 1000,
 			Events: []verify.Event{ev(0, 0, verify.Admitted), ev(500, 500, verify.Denied)}},
 	}
 	log, err := withWarmup(res)
@@ -54,7 +52,7 @@ func TestWithWarmupRebases(t *testing.T) {
 		t.Errorf("Base %d, From %d; want both %d (the measured part's start)", log.Base, log.From, start+1000)
 	}
 
-	res.WarmupLog.Base = start - 7*24*time.Hour.Microseconds()
+	res.warm.Base = start - 7*24*time.Hour.Microseconds()
 	if _, err := withWarmup(res); !errors.Is(err, verify.ErrBadLog) {
 		t.Errorf("withWarmup of a warmup 7 days earlier = %v; want ErrBadLog", err)
 	}
