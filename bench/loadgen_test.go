@@ -21,6 +21,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // loadgenScript is the Lua script both generators call: a per-subject counter with a server
@@ -122,18 +123,17 @@ func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) 
 	return rps, cpu
 }
 
-// limitbench runs load.Run with p (Keys and SharedClock set here) and returns its result and
+// limitbench runs load.Run with p (Keys set here) and returns its result and
 // latency histograms. It records what `limitbench run` records (histograms, timeline and
 // admission log), or nothing with noRecording.
 func (e *loadgenEnv) limitbench(b *testing.B, c redis.UniversalClient, p load.Plan, noRecording bool) (*load.Result, *load.Histograms) {
 	b.Helper()
 	p.Keys = load.Keys{Count: loadgenKeys}
-	p.SharedClock = true
 	hist := load.NewHistograms(0)
 	var sinks load.Sinks
 	if !noRecording {
 		sinks.Measured = []load.Aggregator{hist, load.NewTimeline(p.Warmup, p.Bin, p.Duration),
-			load.NewAdmissionLog(time.Time{}, p.SharedClock, nil, false)}
+			verify.NewAdmissionLog(time.Time{}, true, nil, false)}
 	}
 	res, err := load.Run(context.Background(), c, scriptLimiter{sha: e.sha}, p, sinks)
 	if err != nil {

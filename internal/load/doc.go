@@ -15,10 +15,12 @@
 // keeper.go; Plan.NoKeeper turns it off, and bench/ reports the lateness with and without).
 //
 // Each request produces one Outcome, a plain struct. Aggregators consume outcomes (Aggregator:
-// Add, Merge, Fresh, Finish): Histograms (HDR, latency and service time, allowed and denied
-// apart), Timeline (per-bin counts) and AdmissionLog (the compact history the verifier checks, on
-// the clock the algorithm decides on: the harness's, or an external server's). Run takes the
-// aggregators it feeds (Sinks), gives each worker shard a fresh set and merges them at the end.
+// Add, Merge, Fresh, Finish): this package's Histograms (HDR, latency and service time, allowed
+// and denied apart) and Timeline (per-bin counts), and the verifier's admission log
+// (verify.AdmissionLog, the compact history it checks). Run takes the aggregators it feeds
+// (Sinks), gives each worker shard a fresh set and merges them at the end; load knows nothing of
+// what an aggregator keeps. MeasureOffset measures an external server's clock against the
+// harness's, for the admission log.
 // Nothing is dropped silently: values clamped into a histogram, warmup outcomes kept out of the
 // figures, and ticks the generator could not send in time are all counted in Counts.
 //

@@ -34,7 +34,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 			var n uint64
 			var busy time.Duration
 			for b.Loop() {
-				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * time.Millisecond, Clients: 8, Keys: Keys{Count: 1000}, SharedClock: true}
+				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * time.Millisecond, Clients: 8, Keys: Keys{Count: 1000}}
 				var sinks Sinks
 				if rec {
 					sinks = record(p).sinks()

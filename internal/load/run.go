@@ -80,17 +80,6 @@ type Plan struct {
 	Skew Skew
 	// Cost is the permits asked for by each request (default 1, at most 65535).
 	Cost int64
-	// SharedClock says the server reads the harness's clock (a process or container on this
-	// host): server decision times are then exact in the admission log.
-	SharedClock bool
-	// ServerClock, for an external server, is its clock offset from MeasureOffset: the
-	// admission log of a server-clock algorithm is then kept on the server's clock (see
-	// AdmissionLog). Its Err should allow for the clocks' drift over the run. Ignored with
-	// SharedClock.
-	ServerClock *ClockOffset
-	// ClientClock says the algorithm decides on the time its request carries (the client's
-	// clock, skew included: Request.ClientTime), not on the server's TIME.
-	ClientClock bool
 	// LateAfter is how far behind its intended time a tick may be sent before it counts as
 	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
 	// visible in the latency histograms but does not change the offered load; a stall long
@@ -188,9 +177,6 @@ func (p Plan) Validate() error {
 	if p.ProgressEvery < 0 {
 		bad("progress interval must be >= 0, got %s", p.ProgressEvery)
 	}
-	if p.ServerClock != nil && p.ServerClock.Err < 0 {
-		bad("server clock error must be >= 0, got %s", p.ServerClock.Err)
-	}
 	return errors.Join(errs...)
 }
 
@@ -230,10 +216,10 @@ type Counts struct {
 	Clamped uint64
 	// Dropped counts anything an aggregator discarded (zero unless something is wrong).
 	Dropped uint64
-	// Narrowed counts log events narrowed to the server's decision time.
+	// Narrowed counts admission-log events narrowed to the server's decision time.
 	Narrowed uint64
 	// ClockMismatch counts server decision times inconsistent with the harness clock (see
-	// AdmissionLog).
+	// verify.AdmissionLog).
 	ClockMismatch uint64
 }
 

@@ -118,16 +118,16 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 
 	p := plan(s)
-	p.SharedClock = tgt.Info.SharedClock
-	p.ClientClock = a.Describe().Clock == algorithms.ClockClient
-	if !p.SharedClock {
+	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
+	var serverClock *load.ClockOffset
+	if !sharedClock {
 		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
 		if err != nil {
 			return nil, lostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
 		}
 		// The offset is measured once; allow for the clocks drifting apart until the run ends.
 		off.Err += time.Duration(float64(s.TotalDuration()+time.Minute) * clockDrift)
-		p.ServerClock = &off
+		serverClock = &off
 	}
 	if o.Progress != nil {
 		total := s.TotalDuration()
@@ -152,11 +152,11 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 	hist := load.NewHistograms(p.MaxLatency)
 	tl := load.NewTimeline(p.Warmup, p.Bin, p.Duration)
-	log := load.NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
+	log := verify.NewAdmissionLog(time.Time{}, sharedClock, serverClock, clientClock)
 	sinks := load.Sinks{Measured: []load.Aggregator{hist, tl, log}}
-	var warm *load.AdmissionLog
+	var warm *verify.AdmissionLog
 	if p.Warmup > 0 {
-		warm = load.NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
+		warm = verify.NewAdmissionLog(time.Time{}, sharedClock, serverClock, clientClock)
 		sinks.Warmup = []load.Aggregator{warm}
 	}
 	lres, err := load.Run(ctx, client, lim, p, sinks)

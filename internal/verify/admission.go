@@ -1,55 +1,18 @@
-package load
+package verify
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
-// ClockOffset is a server clock measured against the harness clock: server time minus harness
-// time is Offset, give or take Err.
-type ClockOffset struct {
-	Offset time.Duration
-	Err    time.Duration
-}
-
-// MeasureOffset measures the offset of the Redis server behind c against the local clock with
-// samples TIME round trips (8 when samples <= 0) and keeps the one with the shortest round trip:
-// if the harness read t0 before and t1 after and the server said s, the offset is
-// s − (t0+t1)/2 with error (t1−t0)/2 + 1 µs (TIME's resolution). On a cluster, TIME goes to
-// one node: nodes are assumed to share a clock.
-func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffset, error) {
-	if samples <= 0 {
-		samples = 8
-	}
-	best := ClockOffset{Err: -1}
-	for range samples {
-		t0 := time.Now()
-		s, err := c.Time(ctx).Result()
-		t1 := time.Now()
-		if err != nil {
-			return ClockOffset{}, fmt.Errorf("measure clock offset: TIME: %w", err)
-		}
-		rtt := t1.Sub(t0)
-		mid := t0.Add(rtt / 2)
-		off := ClockOffset{Offset: s.Sub(mid), Err: rtt/2 + time.Microsecond}
-		if best.Err < 0 || off.Err < best.Err {
-			best = off
-		}
-	}
-	return best, nil
-}
-
-// AdmissionLog is the aggregator that keeps, for the verifier, one compact verify.Event (16
-// bytes) per outcome; Run returns its events as a verify.Log (see Log). Event times are µs
-// relative to Origin, the Log's Base; an outcome whose time is more than about six days from
-// Origin (verify.MinLo, verify.MaxLo: a run that long, or a server clock that far off) does not
-// fit an Event and is counted in Dropped, never silently lost.
+// AdmissionLog is the aggregator (a load.Aggregator) that keeps, for the verifier, one compact
+// Event (16 bytes) per outcome of a run; Log returns its events as the Log that Check reads.
+// Event times are µs relative to Origin, the Log's Base; an outcome whose time is more than
+// about six days from Origin (MinLo, MaxLo: a run that long, or a server clock that far off)
+// does not fit an Event and is counted in Dropped, never silently lost.
 //
 // Which clock the event times are on depends on the algorithm and the server:
 //   - With SharedClock (the server reads the harness's clock: a process or container on this
@@ -80,20 +43,20 @@ type AdmissionLog struct {
 	Origin int64
 	// SharedClock, Server and ClientClock select the clock, as described above.
 	SharedClock bool
-	Server      *ClockOffset
+	Server      *load.ClockOffset
 	ClientClock bool
 	// Narrowed counts events narrowed to the server's decision time.
 	Narrowed uint64
 	// Mismatched counts server decision times outside their event's interval by more than
 	// MismatchSlack.
 	Mismatched uint64
-	// Dropped counts outcomes left out of the log because their times do not fit a
-	// verify.Event (see NewEvent): admissions among them would be missing from the check.
+	// Dropped counts outcomes left out of the log because their times do not fit an
+	// Event (see NewEvent): admissions among them would be missing from the check.
 	Dropped uint64
 
 	// Events are kept in chunks so that a growing log never copies what it holds.
-	chunks [][]verify.Event
-	cur    []verify.Event
+	chunks [][]Event
+	cur    []Event
 	n      int
 }
 
@@ -106,7 +69,7 @@ const MismatchSlack = time.Millisecond
 
 // NewAdmissionLog returns an empty log for a run that started at start; sharedClock, server and
 // clientClock are as in AdmissionLog.
-func NewAdmissionLog(start time.Time, sharedClock bool, server *ClockOffset, clientClock bool) *AdmissionLog {
+func NewAdmissionLog(start time.Time, sharedClock bool, server *load.ClockOffset, clientClock bool) *AdmissionLog {
 	return &AdmissionLog{Origin: start.UnixMicro(), SharedClock: sharedClock, Server: server, ClientClock: clientClock}
 }
 
@@ -127,7 +90,7 @@ func (l *AdmissionLog) Shift() int64 {
 }
 
 // Micros returns the time of run offset d (from the run's start, Origin) on the log's clock, in
-// µs since the Unix epoch: where the measured part starts is Micros(Plan.Warmup).
+// µs since the Unix epoch: where the measured part starts is Micros(load.Plan.Warmup).
 func (l *AdmissionLog) Micros(d time.Duration) int64 {
 	return l.Origin + int64(d/time.Microsecond) + l.Shift()
 }
@@ -151,32 +114,32 @@ func floorMicros(d time.Duration) int64 {
 }
 
 // Add appends the event of o, or counts it in Dropped when its times do not fit an Event.
-func (l *AdmissionLog) Add(o *Outcome) {
+func (l *AdmissionLog) Add(o *load.Outcome) {
 	// Times relative to Origin. Origin is start truncated to a microsecond, so start+Received
 	// can exceed Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
 	lo, hi := int64(o.Sent/time.Microsecond), ceilMicros(o.Received)+1
 	// A client-clock decision is on the harness's clock whatever the plan says.
-	server := l.onServerClock() && !(o.Class == ClassOK && o.Decision.Clock == algorithms.ClockClient)
+	server := l.onServerClock() && !(o.Class == load.ClassOK && o.Decision.Clock == algorithms.ClockClient)
 	if server {
 		lo += floorMicros(l.Server.Offset - l.Server.Err)
 		hi += ceilMicros(l.Server.Offset + l.Server.Err)
 	}
-	var k verify.Kind
+	var k Kind
 	switch o.Class {
-	case ClassOK:
-		k = verify.Denied
+	case load.ClassOK:
+		k = Denied
 		if o.Decision.Allowed {
-			k = verify.Admitted
+			k = Admitted
 		}
 		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 && (l.SharedClock || server) {
 			lo, hi = l.narrow(lo, hi, d.TimeMicros-l.Origin)
 		}
-	case ClassFailed:
-		k = verify.Failed
+	case load.ClassFailed:
+		k = Failed
 	default:
-		k = verify.Unknown
+		k = Unknown
 	}
-	e, err := verify.NewEvent(lo, hi, o.Subject, o.Client, o.Cost, k)
+	e, err := NewEvent(lo, hi, o.Subject, o.Client, o.Cost, k)
 	if err != nil {
 		l.Dropped++
 		return
@@ -185,7 +148,7 @@ func (l *AdmissionLog) Add(o *Outcome) {
 		if l.cur != nil {
 			l.chunks = append(l.chunks, l.cur)
 		}
-		l.cur = make([]verify.Event, 0, logChunk)
+		l.cur = make([]Event, 0, logChunk)
 	}
 	l.cur = append(l.cur, e)
 	l.n++
@@ -205,7 +168,7 @@ func (l *AdmissionLog) narrow(lo, hi, t int64) (int64, int64) {
 // shift adds d µs to the times of l's events (for an Origin d µs earlier), dropping, and
 // counting, those that no longer fit.
 func (l *AdmissionLog) shift(d int64) {
-	move := func(c []verify.Event) []verify.Event {
+	move := func(c []Event) []Event {
 		n := 0
 		for _, e := range c {
 			if s, err := e.Shift(d); err == nil {
@@ -227,16 +190,16 @@ func (l *AdmissionLog) shift(d int64) {
 // Len returns the number of events.
 func (l *AdmissionLog) Len() int { return l.n }
 
-// Log returns l's events as a verify.Log with Base = Origin and the names its indices refer to.
-func (l *AdmissionLog) Log(subjects, clients []string) *verify.Log {
-	return &verify.Log{Subjects: subjects, Clients: clients, Base: l.Origin, Events: l.Events()}
+// Log returns l's events as a Log with Base = Origin and the names its indices refer to.
+func (l *AdmissionLog) Log(subjects, clients []string) *Log {
+	return &Log{Subjects: subjects, Clients: clients, Base: l.Origin, Events: l.Events()}
 }
 
 // Events returns every event in one new slice: l's own in order, then those of each merged log.
 // Their times are relative to Origin. The slice is allocated once, at its final size, while the
 // chunks are still held: at that moment the log takes twice its size.
-func (l *AdmissionLog) Events() []verify.Event {
-	out := make([]verify.Event, 0, l.n)
+func (l *AdmissionLog) Events() []Event {
+	out := make([]Event, 0, l.n)
 	for _, c := range l.chunks {
 		out = append(out, c...)
 	}
@@ -244,31 +207,31 @@ func (l *AdmissionLog) Events() []verify.Event {
 }
 
 var (
-	_ Aggregator = (*AdmissionLog)(nil)
-	_ Starter    = (*AdmissionLog)(nil)
+	_ load.Aggregator = (*AdmissionLog)(nil)
+	_ load.Starter    = (*AdmissionLog)(nil)
 )
 
 // Start implements Starter: the log's Origin becomes start.
 func (l *AdmissionLog) Start(start time.Time) { l.Origin = start.UnixMicro() }
 
 // Fresh implements Aggregator: an empty log on the same clock.
-func (l *AdmissionLog) Fresh() Aggregator {
+func (l *AdmissionLog) Fresh() load.Aggregator {
 	return &AdmissionLog{Origin: l.Origin, SharedClock: l.SharedClock, Server: l.Server, ClientClock: l.ClientClock}
 }
 
 // Finish implements Aggregator: Dropped, Narrowed and Mismatched (as ClockMismatch).
-func (l *AdmissionLog) Finish() Counts {
-	return Counts{Dropped: l.Dropped, Narrowed: l.Narrowed, ClockMismatch: l.Mismatched}
+func (l *AdmissionLog) Finish() load.Counts {
+	return load.Counts{Dropped: l.Dropped, Narrowed: l.Narrowed, ClockMismatch: l.Mismatched}
 }
 
 // Merge implements Aggregator: it moves the events of other, a log on the same clock, to l
 // (without copying them); other must not be used afterwards. When the logs' Origins differ,
 // other's events are moved to l's in place, and one that no longer fits is counted in Dropped.
-func (l *AdmissionLog) Merge(other Aggregator) error {
+func (l *AdmissionLog) Merge(other load.Aggregator) error {
 	o, ok := other.(*AdmissionLog)
 	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || (o.Server == nil) != (l.Server == nil) ||
 		o.Server != nil && *o.Server != *l.Server {
-		return fmt.Errorf("%w: merge %T into an admission log on another clock", ErrMismatch, other)
+		return fmt.Errorf("%w: merge %T into an admission log on another clock", load.ErrMismatch, other)
 	}
 	if d := o.Origin - l.Origin; d != 0 {
 		o.shift(d)

@@ -1,4 +1,4 @@
-package load
+package verify
 
 import (
 	"sort"
@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // TestLogClockNeverFlagsACorrectLimiter drives every corrected algorithm's reference model on
@@ -46,21 +46,21 @@ func TestLogClockNeverFlagsACorrectLimiter(t *testing.T) {
 		measureErr := time.Duration(rapid.Int64Range(1, int64(500*time.Microsecond)).Draw(rt, "err"))
 		miss := time.Duration(rapid.Int64Range(-int64(measureErr), int64(measureErr)).Draw(rt, "miss"))
 		start := time.Unix(1_700_000_000, int64(rapid.IntRange(0, 999_999_999).Draw(rt, "start_ns")))
-		l := NewAdmissionLog(start, false, &ClockOffset{Offset: trueOffset + miss, Err: measureErr}, false)
+		l := NewAdmissionLog(start, false, &load.ClockOffset{Offset: trueOffset + miss, Err: measureErr}, false)
 
 		subjects := rapid.IntRange(1, 3).Draw(rt, "subjects")
 		n := rapid.IntRange(1, 300).Draw(rt, "requests")
-		outs := make([]Outcome, n)
+		outs := make([]load.Outcome, n)
 		at := make([]time.Duration, n) // when each request ran on the server, from start
 		var sent time.Duration
 		for i := range outs {
 			sent += time.Duration(rapid.Int64Range(0, int64(window/4)).Draw(rt, "gap"))
 			service := time.Duration(rapid.Int64Range(int64(time.Microsecond), int64(2*time.Millisecond)).Draw(rt, "service"))
 			at[i] = sent + time.Duration(rapid.Int64Range(0, int64(service)).Draw(rt, "at"))
-			outs[i] = Outcome{Subject: uint32(rapid.IntRange(0, subjects-1).Draw(rt, "subject")), Cost: 1,
+			outs[i] = load.Outcome{Subject: uint32(rapid.IntRange(0, subjects-1).Draw(rt, "subject")), Cost: 1,
 				Intended: sent, Sent: sent, Received: sent + service}
 			if rapid.IntRange(0, 19).Draw(rt, "timeout") == 0 {
-				outs[i].Class = ClassUnknown
+				outs[i].Class = load.ClassUnknown
 			}
 		}
 		// The server runs the requests one at a time in the order they reach it, so the times
@@ -72,7 +72,7 @@ func TestLogClockNeverFlagsACorrectLimiter(t *testing.T) {
 		sort.SliceStable(order, func(a, b int) bool { return at[order[a]] < at[order[b]] })
 		for _, i := range order {
 			o := &outs[i]
-			if o.Class == ClassUnknown {
+			if o.Class == load.ClassUnknown {
 				continue
 			}
 			serverMicros := start.Add(at[i] + trueOffset).UnixMicro()
@@ -83,7 +83,7 @@ func TestLogClockNeverFlagsACorrectLimiter(t *testing.T) {
 			l.Add(&outs[i])
 		}
 		log := l.Log([]string{"a", "b", "c"}, []string{"c0"})
-		rep, err := verify.Check(contract, log)
+		rep, err := Check(contract, log)
 		if err != nil {
 			rt.Fatalf("Check: %v", err)
 		}
