@@ -1,6 +1,7 @@
 package load
 
 import (
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -103,6 +104,63 @@ func (h *Histograms) Merge(other Aggregator) error {
 	return nil
 }
 
+// Encodings of Histograms and Timeline (see Encoder).
+const (
+	histogramsKind, histogramsVersion = "lbhg", 1
+	timelineKind, timelineVersion     = "lbtl", 1
+)
+
+// MarshalBinary encodes h: its range, Clamped, Dropped, then the four HDR histograms in their
+// V2 compressed encoding (zlib, without the base64 hdrhistogram-go wraps it in).
+func (h *Histograms) MarshalBinary() ([]byte, error) {
+	e := NewEncoder(histogramsKind, histogramsVersion)
+	e.Uvarint(uint64(h.maxMicros))
+	e.Uvarint(h.Clamped)
+	e.Uvarint(h.Dropped)
+	for _, hist := range []*hdrhistogram.Histogram{h.LatencyAllowed, h.LatencyDenied, h.ServiceAllowed, h.ServiceDenied} {
+		text, err := hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+		if err != nil {
+			return nil, fmt.Errorf("encode histograms: %w", err)
+		}
+		raw, err := base64.StdEncoding.DecodeString(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("encode histograms: %w", err)
+		}
+		e.Bytes(raw)
+	}
+	return e.Encoding(), nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary encoded into h, replacing what h held. Errors wrap
+// ErrEncoding.
+func (h *Histograms) UnmarshalBinary(b []byte) error {
+	d, err := NewDecoder(b, histogramsKind, histogramsVersion)
+	if err != nil {
+		return err
+	}
+	out := Histograms{maxMicros: int64(d.Uvarint()), Clamped: d.Uvarint(), Dropped: d.Uvarint()}
+	for _, dst := range []**hdrhistogram.Histogram{&out.LatencyAllowed, &out.LatencyDenied, &out.ServiceAllowed, &out.ServiceDenied} {
+		raw := d.Bytes()
+		if d.err != nil {
+			break
+		}
+		hist, err := hdrhistogram.Decode([]byte(base64.StdEncoding.EncodeToString(raw)))
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrEncoding, histogramsKind, err)
+		}
+		if hist.HighestTrackableValue() < out.maxMicros {
+			return fmt.Errorf("%w: %s: a histogram tracks up to %d µs, the range is %d µs", ErrEncoding, histogramsKind,
+				hist.HighestTrackableValue(), out.maxMicros)
+		}
+		*dst = hist
+	}
+	if err := d.Close(); err != nil {
+		return err
+	}
+	*h = out
+	return nil
+}
+
 // Latency returns a new histogram of the latency of every decision, allowed and denied.
 func (h *Histograms) Latency() *hdrhistogram.Histogram {
 	out := hdrhistogram.New(1, h.maxMicros, histogramDigits)
@@ -191,6 +249,46 @@ func (t *Timeline) Fresh() Aggregator {
 
 // Finish implements Aggregator: Dropped.
 func (t *Timeline) Finish() Counts { return Counts{Dropped: t.Dropped} }
+
+// MarshalBinary encodes t: Origin and Width in ns, Dropped, then each bin's six counts.
+func (t *Timeline) MarshalBinary() ([]byte, error) {
+	e := NewEncoder(timelineKind, timelineVersion)
+	e.Varint(int64(t.Origin))
+	e.Varint(int64(t.Width))
+	e.Uvarint(t.Dropped)
+	e.Uvarint(uint64(len(t.Bins)))
+	for _, b := range t.Bins {
+		for _, v := range []uint64{b.Offered, b.Admitted, b.Denied, b.Failed, b.Unknown, b.AdmittedPermits} {
+			e.Uvarint(v)
+		}
+	}
+	return e.Encoding(), nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary encoded into t, replacing what t held. Errors wrap
+// ErrEncoding.
+func (t *Timeline) UnmarshalBinary(b []byte) error {
+	d, err := NewDecoder(b, timelineKind, timelineVersion)
+	if err != nil {
+		return err
+	}
+	out := Timeline{Origin: time.Duration(d.Varint()), Width: time.Duration(d.Varint()), Dropped: d.Uvarint()}
+	if d.err == nil && out.Width <= 0 {
+		d.fail(fmt.Sprintf("bin width %s", out.Width))
+	}
+	out.Bins = make([]Bin, d.Count(6)) // six counts of at least a byte each
+	for i := range out.Bins {
+		bin := &out.Bins[i]
+		for _, dst := range []*uint64{&bin.Offered, &bin.Admitted, &bin.Denied, &bin.Failed, &bin.Unknown, &bin.AdmittedPermits} {
+			*dst = d.Uvarint()
+		}
+	}
+	if err := d.Close(); err != nil {
+		return err
+	}
+	*t = out
+	return nil
+}
 
 // Merge implements Aggregator: it adds the bins of other, a Timeline with the same Origin and
 // Width, to t.

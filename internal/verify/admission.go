@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -227,10 +228,14 @@ func (l *AdmissionLog) Finish() load.Counts {
 // Merge implements Aggregator: it moves the events of other, a log on the same clock, to l
 // (without copying them); other must not be used afterwards. When the logs' Origins differ,
 // other's events are moved to l's in place, and one that no longer fits is counted in Dropped.
+//
+// Two logs are on the same clock when both are on the harness's (SharedClock and ClientClock
+// equal) or both on an external server's: then their offsets may differ, as those of two
+// generators measuring one server do, since every event of either is already on the server's
+// clock. Shift is l's.
 func (l *AdmissionLog) Merge(other load.Aggregator) error {
 	o, ok := other.(*AdmissionLog)
-	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || (o.Server == nil) != (l.Server == nil) ||
-		o.Server != nil && *o.Server != *l.Server {
+	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || o.onServerClock() != l.onServerClock() {
 		return fmt.Errorf("%w: merge %T into an admission log on another clock", load.ErrMismatch, other)
 	}
 	if d := o.Origin - l.Origin; d != 0 {
@@ -246,5 +251,88 @@ func (l *AdmissionLog) Merge(other load.Aggregator) error {
 	l.Mismatched += o.Mismatched
 	l.Dropped += o.Dropped
 	*o = AdmissionLog{}
+	return nil
+}
+
+// The encoding of an AdmissionLog (see load.Encoder).
+const admissionLogKind, admissionLogVersion = "lbal", 1
+
+// eventSize is the size of an encoded Event: t, Subject, Client and Permits, little-endian.
+const eventSize = 16
+
+// MarshalBinary encodes l: Origin, its clock (SharedClock, ClientClock and the server's offset
+// and error in ns, when set), Narrowed, Mismatched, Dropped, then every event as its 16 bytes
+// (the packed times and kind, subject, client, permits, little-endian), in the order Events
+// returns them.
+func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
+	e := load.NewEncoder(admissionLogKind, admissionLogVersion)
+	e.Varint(l.Origin)
+	var flags uint64
+	if l.SharedClock {
+		flags |= 1
+	}
+	if l.ClientClock {
+		flags |= 2
+	}
+	if l.Server != nil {
+		flags |= 4
+	}
+	e.Uvarint(flags)
+	if l.Server != nil {
+		e.Varint(int64(l.Server.Offset))
+		e.Varint(int64(l.Server.Err))
+	}
+	e.Uvarint(l.Narrowed)
+	e.Uvarint(l.Mismatched)
+	e.Uvarint(l.Dropped)
+	e.Uvarint(uint64(l.n))
+	e.Grow(eventSize * l.n)
+	var buf [eventSize]byte
+	put := func(events []Event) {
+		for _, ev := range events {
+			binary.LittleEndian.PutUint64(buf[0:], ev.t)
+			binary.LittleEndian.PutUint32(buf[8:], ev.Subject)
+			binary.LittleEndian.PutUint16(buf[12:], ev.Client)
+			binary.LittleEndian.PutUint16(buf[14:], ev.Permits)
+			e.Raw(buf[:])
+		}
+	}
+	for _, c := range l.chunks {
+		put(c)
+	}
+	put(l.cur)
+	return e.Encoding(), nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary encoded into l, replacing what l held. Errors wrap
+// load.ErrEncoding.
+func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
+	d, err := load.NewDecoder(b, admissionLogKind, admissionLogVersion)
+	if err != nil {
+		return err
+	}
+	out := AdmissionLog{Origin: d.Varint()}
+	flags := d.Uvarint()
+	out.SharedClock, out.ClientClock = flags&1 != 0, flags&2 != 0
+	if flags&4 != 0 {
+		out.Server = &load.ClockOffset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
+	}
+	out.Narrowed, out.Mismatched, out.Dropped = d.Uvarint(), d.Uvarint(), d.Uvarint()
+	n := d.Count(eventSize)
+	raw := d.Raw(uint64(n) * eventSize)
+	if err := d.Close(); err != nil {
+		return err
+	}
+	if flags&^7 != 0 {
+		return fmt.Errorf("%w: %s: unknown clock flags %#x", load.ErrEncoding, admissionLogKind, flags)
+	}
+	events := make([]Event, n)
+	for i := range events {
+		r := raw[i*eventSize:]
+		events[i] = Event{t: binary.LittleEndian.Uint64(r), Subject: binary.LittleEndian.Uint32(r[8:]),
+			Client: binary.LittleEndian.Uint16(r[12:]), Permits: binary.LittleEndian.Uint16(r[14:])}
+	}
+	out.cur, out.n = events, n
+	*l = out
 	return nil
 }
