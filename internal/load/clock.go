@@ -41,4 +41,3 @@ func MeasureOffset(ctx context.Context, c redis.Cmdable, samples int) (ClockOffs
 	}
 	return best, nil
 }
-
