@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 func TestOutcome(t *testing.T) {
@@ -13,21 +15,21 @@ func TestOutcome(t *testing.T) {
 		v    Verification
 		want string
 	}{
-		{"pass", Verification{Verdict: Pass}, "pass"},
-		{"fail", Verification{Verdict: Fail, DefiniteViolations: 3}, "fail"},
-		{"inconclusive", Verification{Verdict: Inconclusive}, "inconclusive"},
-		{"caught", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
-		{"missed", Verification{Verdict: Pass, ExpectedViolation: true}, "expected violation missed"},
-		{"expected but inconclusive", Verification{Verdict: Inconclusive, ExpectedViolation: true}, "inconclusive"},
+		{"pass", Verification{Verdict: verify.Pass}, "pass"},
+		{"fail", Verification{Verdict: verify.Fail, DefiniteViolations: 3}, "fail"},
+		{"inconclusive", Verification{Verdict: verify.Inconclusive}, "inconclusive"},
+		{"caught", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
+		{"missed", Verification{Verdict: verify.Pass, ExpectedViolation: true}, "expected violation missed"},
+		{"expected but inconclusive", Verification{Verdict: verify.Inconclusive, ExpectedViolation: true}, "inconclusive"},
 		{"empty", Verification{}, "unknown"},
-		{"tolerated", Verification{Verdict: Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
-		{"tolerated but passed", Verification{Verdict: Pass, MayViolate: true}, "pass"},
-		{"broken threshold", Verification{Verdict: Fail, Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
+		{"tolerated", Verification{Verdict: verify.Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
+		{"tolerated but passed", Verification{Verdict: verify.Pass, MayViolate: true}, "pass"},
+		{"broken threshold", Verification{Verdict: verify.Fail, Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
+		{"caught but a threshold broke", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
 			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"tolerated but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, MayViolate: true,
+		{"tolerated but a threshold broke", Verification{Verdict: verify.Fail, DefiniteViolations: 3, MayViolate: true,
 			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught, thresholds held", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
+		{"caught, thresholds held", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
 			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdHeld}}}, "expected violation caught"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +45,8 @@ func TestOutcome(t *testing.T) {
 // verdict, and is kept out of the summary's verdict counts.
 func TestReferenceOutcome(t *testing.T) {
 	r := &Result{Reference: "reference", Entries: []Entry{
-		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: Pass}},
-		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: Inconclusive, Contract: "none"}},
+		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: verify.Pass}},
+		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: verify.Inconclusive, Contract: "none"}},
 	}}
 	if got := r.OutcomeOf(&r.Entries[1]); got != OutcomeReference {
 		t.Errorf("OutcomeOf(reference) = %q; want %q", got, OutcomeReference)
@@ -73,8 +75,8 @@ func TestWriteAllSparse(t *testing.T) {
 		Environment: Environment{Backend: "external", Topology: "single,cluster"},
 		CutShort:    true, CutShortNote: "Interrupted (Ctrl-C) after 3 s.",
 		Entries: []Entry{
-			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: Verification{Verdict: Inconclusive, Reasons: []string{"no admissions"}}},
-			{Algorithm: "gcra", Topology: "cluster", Verification: Verification{Verdict: Pass, ExpectedViolation: true},
+			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: Verification{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
+			{Algorithm: "gcra", Topology: "cluster", Verification: Verification{Verdict: verify.Pass, ExpectedViolation: true},
 				Timeline: Timeline{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}},
 		},
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // busiest describes the accuracy's worst window (Accuracy.MaxWindowRatio) under contract, or ""
@@ -61,14 +63,14 @@ func Findings(r *Result, e *Entry) []string {
 	case OutcomeTolerated:
 		out = append(out, sentence("Failed, tolerated: the scenario lists it under expect.may_violate, so this verdict decides nothing: "+
 			join(worst, violations)))
-	case string(Fail):
+	case string(verify.Fail):
 		if v.DefiniteViolations > 0 {
 			out = append(out, sentence("Over-admitted: "+join(worst, violations)))
 		}
 		for _, reason := range v.Reasons {
 			out = append(out, sentence("Failed: "+reason))
 		}
-	case string(Pass):
+	case string(verify.Pass):
 		s := "Never admitted more than " + orDefault(v.Contract, "its contract") + " allows"
 		if w := busiest(v.Contract, e.Accuracy.MaxWindowRatio); w != "" {
 			s += "; " + w
@@ -78,7 +80,7 @@ func Findings(r *Result, e *Entry) []string {
 			out = append(out, fmt.Sprintf("%s possible %s could not be ruled out within the timing uncertainty; that alone does not fail a run.",
 				count(v.PossibleViolations), plural(v.PossibleViolations, "violation", "violations")))
 		}
-	case string(Inconclusive):
+	case string(verify.Inconclusive):
 		reasons := strings.Join(v.Reasons, "; ")
 		out = append(out, sentence("No verdict: "+orDefault(reasons, "the run cannot support one")))
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 var (
@@ -24,7 +26,7 @@ type fixtureEntry struct {
 	mayViolate       bool
 	p50us            float64 // median latency, µs
 	tail             float64 // lognormal sigma
-	verdict          Verdict
+	verdict          verify.Verdict
 	reasons          []string
 	expected         bool
 	definite         int64
@@ -69,18 +71,18 @@ func syntheticResult(t testing.TB, run int) *Result {
 	}
 	slow := 1 + 0.15*float64(run) // the second run is a little slower
 	fixtures := []fixtureEntry{
-		{alg: "gcra", contract: "token-bucket(10, 100/1s)", p50us: 180, tail: 0.35, verdict: Pass, ratio: 0.96, eff: 0.998, bytes: 72, cpu: 6.1, usec: 4.2},
-		{alg: "sliding-log", contract: "sliding-window(100, 1s)", p50us: 260, tail: 0.45, verdict: Pass, possible: 2, ratio: 1, eff: 1, bytes: 2890, cpu: 14.5, usec: 11.9},
-		{alg: "sliding-counter", contract: "fixed-window(100, 1s)", p50us: 200, tail: 0.4, verdict: Pass, ratio: 0.99, eff: 0.93, bytes: 150, cpu: 7.2, usec: 5.0},
-		{alg: "fixed-window-published", contract: "fixed-window(100, 1m0s)", p50us: 210, tail: 0.5, verdict: Fail, expected: true,
+		{alg: "gcra", contract: "token-bucket(10, 100/1s)", p50us: 180, tail: 0.35, verdict: verify.Pass, ratio: 0.96, eff: 0.998, bytes: 72, cpu: 6.1, usec: 4.2},
+		{alg: "sliding-log", contract: "sliding-window(100, 1s)", p50us: 260, tail: 0.45, verdict: verify.Pass, possible: 2, ratio: 1, eff: 1, bytes: 2890, cpu: 14.5, usec: 11.9},
+		{alg: "sliding-counter", contract: "fixed-window(100, 1s)", p50us: 200, tail: 0.4, verdict: verify.Pass, ratio: 0.99, eff: 0.93, bytes: 150, cpu: 7.2, usec: 5.0},
+		{alg: "fixed-window-published", contract: "fixed-window(100, 1m0s)", p50us: 210, tail: 0.5, verdict: verify.Fail, expected: true,
 			reasons: []string{"definite violations of fixed-window(100, 1m0s)"}, definite: 37, possible: 41, excess: 100,
 			where: "on key {demo}:k3 in the window starting at 60.000 s", ratio: 2, eff: 1.31, bytes: 96, cpu: 9.0, usec: 6.6, overAdmit: 2},
-		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: Inconclusive,
+		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: verify.Inconclusive,
 			reasons: []string{"the load generator fell 3.2% behind its schedule (limit 1%)"}, ratio: 0.9, eff: 0.99, bytes: 110, cpu: 8.8, usec: 6.0, errors: 12, late: 128},
-		{alg: "sliding-log-published", contract: "sliding-window(100, 1s)", mayViolate: true, p50us: 320, tail: 0.5, verdict: Fail,
+		{alg: "sliding-log-published", contract: "sliding-window(100, 1s)", mayViolate: true, p50us: 320, tail: 0.5, verdict: verify.Fail,
 			reasons: []string{"definite violations of sliding-window(100, 1s)"}, definite: 3, possible: 9, excess: 2,
 			where: "on key {demo}:k0 between 11.990 s and 12.990 s", ratio: 1.02, eff: 1.01, bytes: 3120, cpu: 18.5, usec: 15.1, overAdmit: 1.02},
-		{alg: "reference", contract: "none", p50us: 150, tail: 0.3, verdict: Inconclusive,
+		{alg: "reference", contract: "none", p50us: 150, tail: 0.3, verdict: verify.Inconclusive,
 			reasons: []string{"no contract: nothing was verified"}, bytes: 56, cpu: 4.0, usec: 2.1},
 	}
 	// thresholds are the scenario's, as the runner checks them: metric value per entry.
@@ -172,7 +174,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 				c := ThresholdCheck{Threshold: th.text, Status: ThresholdHeld, Value: v, Shown: th.shown(v)}
 				if !th.holds(v) {
 					c.Status = ThresholdBroken
-					e.Verification.Verdict = Fail
+					e.Verification.Verdict = verify.Fail
 					e.Verification.Reasons = append(e.Verification.Reasons,
 						fmt.Sprintf("threshold %q broken: efficiency = %s", th.text, c.Shown))
 				}

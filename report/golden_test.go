@@ -12,6 +12,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // fullResultGolden is a result.json with every section and field populated: the bytes
@@ -45,7 +47,7 @@ func fullResult(t *testing.T) *Result {
 		LatencyUS: lat, ServiceLatencyUS: Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
 		Histograms: Histograms{Latency: hist(100), Service: hist(90)},
 		Verification: Verification{
-			Verdict: Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
+			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
 			Contract: "token-bucket(5, 1/1s)", DefiniteViolations: 2, PossibleViolations: 5, WorstExcess: 3,
 			Where:             "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
 			ExpectedViolation: true, MayViolate: true,
@@ -61,8 +63,8 @@ func fullResult(t *testing.T) *Result {
 		Timeline: Timeline{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50},
 			Errors: []int64{2, 2}, Limit: []float64{50, 52.5}},
 		Samples: []Sample{
-			{Repeat: 1, ThroughputRPS: 196, LatencyUS: lat, Efficiency: 0.97, USecPerCall: 4, CPUUSecPerDecision: 6.25, BytesPerKey: 95, Verdict: Pass},
-			{Repeat: 2, ThroughputRPS: 198, LatencyUS: lat, Efficiency: 0.99, USecPerCall: 4.25, CPUUSecPerDecision: 6.75, BytesPerKey: 97, Verdict: Fail},
+			{Repeat: 1, ThroughputRPS: 196, LatencyUS: lat, Efficiency: 0.97, USecPerCall: 4, CPUUSecPerDecision: 6.25, BytesPerKey: 95, Verdict: verify.Pass},
+			{Repeat: 2, ThroughputRPS: 198, LatencyUS: lat, Efficiency: 0.99, USecPerCall: 4.25, CPUUSecPerDecision: 6.75, BytesPerKey: 97, Verdict: verify.Fail},
 		},
 		Relative: &Relative{Reference: "reference", Throughput: 0.95, P50: 1.2, P99: 1.4, USecPerCall: 2.1, CPUUSecPerDecision: 1.9, BytesPerKey: 3},
 		Files: Files{Histogram: "my-limiter-cluster.hgrm", ServiceHistogram: "my-limiter-cluster-service.hgrm",
@@ -71,7 +73,7 @@ func fullResult(t *testing.T) *Result {
 	ref := Entry{
 		Algorithm: "reference", Topology: "cluster", Requests: 2000, Allowed: 2000, DurationS: 10, OfferedRPS: 200.5,
 		ThroughputRPS: 200, LatencyUS: lat, ServiceLatencyUS: lat, Histograms: Histograms{Latency: hist(80)},
-		Verification: Verification{Verdict: Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
+		Verification: Verification{Verdict: verify.Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
 		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
 		Timeline:     Timeline{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}},
 		Files:        Files{Histogram: "reference-cluster.hgrm"},

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // Names of the report files WriteAll writes.
@@ -255,7 +257,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 }
 
 // summaryOrder is the order outcomes are counted in the summary line: problems first.
-var summaryOrder = []string{string(Fail), OutcomeMissed, string(Inconclusive), OutcomeTolerated, OutcomeCaught, string(Pass), "unknown"}
+var summaryOrder = []string{string(verify.Fail), OutcomeMissed, string(verify.Inconclusive), OutcomeTolerated, OutcomeCaught, string(verify.Pass), "unknown"}
 
 // summary counts the verified entries by outcome, the reference script's apart: "5 entries: 1
 // fail, 4 pass; plus 1 reference entry (calibration, not verified)."
@@ -288,11 +290,11 @@ func summary(r *Result) string {
 
 func outcomeClass(outcome string) string {
 	switch outcome {
-	case string(Pass):
+	case string(verify.Pass):
 		return "pass"
 	case OutcomeCaught:
 		return "caught"
-	case string(Inconclusive):
+	case string(verify.Inconclusive):
 		return "inconclusive"
 	case OutcomeTolerated:
 		return "tolerated"

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // SchemaVersion is the value of Result.Schema this package writes and reads.
@@ -28,19 +30,6 @@ const ResultFile = "result.json"
 
 // ErrSchema reports a result.json that is not limitbench/result/v1 or is inconsistent with it.
 var ErrSchema = errors.New("report: not a limitbench/result/v1 result")
-
-// Verdict is the outcome of verifying one entry. See DESIGN.md "Words".
-type Verdict string
-
-const (
-	// Pass: no definite violation and no broken threshold.
-	Pass Verdict = "pass"
-	// Fail: at least one definite violation or a broken threshold.
-	Fail Verdict = "fail"
-	// Inconclusive: the run cannot support a verdict (no admissions, too many unknown outcomes, the
-	// load generator fell behind). Verification.Reasons says which.
-	Inconclusive Verdict = "inconclusive"
-)
 
 // Result is one run: a scenario on one environment, with one Entry per algorithm × topology. It is
 // what result.json holds. The zero value is not valid; set Schema to SchemaVersion (Write does it
@@ -322,7 +311,7 @@ type Histograms struct {
 
 // Verification is what the verifier concluded about one entry.
 type Verification struct {
-	Verdict Verdict `json:"verdict"`
+	Verdict verify.Verdict `json:"verdict"`
 	// Reasons says, in words, why the verdict is fail or inconclusive.
 	Reasons []string `json:"reasons,omitempty"`
 	// Contract is the contract checked, as algorithms.Contract.String renders it.
@@ -419,14 +408,14 @@ type Timeline struct {
 
 // Sample is one repeat's figures.
 type Sample struct {
-	Repeat             int     `json:"repeat"`
-	ThroughputRPS      float64 `json:"throughput_rps"`
-	LatencyUS          Latency `json:"latency_us"`
-	Efficiency         float64 `json:"efficiency"`
-	USecPerCall        float64 `json:"usec_per_call"`
-	CPUUSecPerDecision float64 `json:"cpu_usec_per_decision"`
-	BytesPerKey        float64 `json:"bytes_per_key"`
-	Verdict            Verdict `json:"verdict"`
+	Repeat             int            `json:"repeat"`
+	ThroughputRPS      float64        `json:"throughput_rps"`
+	LatencyUS          Latency        `json:"latency_us"`
+	Efficiency         float64        `json:"efficiency"`
+	USecPerCall        float64        `json:"usec_per_call"`
+	CPUUSecPerDecision float64        `json:"cpu_usec_per_decision"`
+	BytesPerKey        float64        `json:"bytes_per_key"`
+	Verdict            verify.Verdict `json:"verdict"`
 }
 
 // Relative holds ratios of this entry's figures to the reference's (entry / reference): 2 means
@@ -553,11 +542,11 @@ func (e *Entry) Outcome() string {
 		if v.DefiniteViolations > 0 {
 			return OutcomeCaught
 		}
-		if v.Verdict != Inconclusive {
+		if v.Verdict != verify.Inconclusive {
 			return OutcomeMissed
 		}
 	}
-	if v.MayViolate && v.Verdict == Fail && !broken {
+	if v.MayViolate && v.Verdict == verify.Fail && !broken {
 		return OutcomeTolerated
 	}
 	if v.Verdict == "" {

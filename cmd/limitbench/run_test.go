@@ -18,6 +18,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -152,7 +153,7 @@ func TestRunSmoke(t *testing.T) {
 				if e.Requests == 0 || e.Errors+e.Unknown > 0 {
 					t.Errorf("%s: %d requests, %d errors, %d unknown", d.Name, e.Requests, e.Errors, e.Unknown)
 				}
-				if d.Flaw == "" && e.Verification.Verdict == report.Fail {
+				if d.Flaw == "" && e.Verification.Verdict == verify.Fail {
 					t.Errorf("corrected algorithm %s failed: %v", d.Name, e.Verification.Reasons)
 				}
 			}
@@ -450,7 +451,7 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 		t.Fatal("no gcra entry")
 	}
 	v := gcra.Verification
-	if v.Verdict != report.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != report.ThresholdBroken ||
+	if v.Verdict != verify.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != report.ThresholdBroken ||
 		v.Thresholds[1].Status != report.ThresholdHeld {
 		t.Errorf("gcra verification: verdict %s, thresholds %+v; want fail with the p99 threshold broken and the errors one held",
 			v.Verdict, v.Thresholds)
@@ -610,7 +611,7 @@ algorithms:
 		t.Errorf("exit %d; want %d", code, exitFailed)
 	}
 	want := `first raw reply: "GRANTED"`
-	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != report.Inconclusive ||
+	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != verify.Inconclusive ||
 		!strings.Contains(strings.Join(res.Entries[0].Verification.Reasons, "\n"), want) {
 		t.Fatalf("result.json entries %+v; want mine inconclusive with %q", res.Entries, want)
 	}

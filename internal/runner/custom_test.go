@@ -15,6 +15,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -78,8 +79,8 @@ func TestCustomExample(t *testing.T) {
 		good := entry(t, out.Result, "my-token-bucket", topo)
 		v := good.Verification
 		switch {
-		case v.Verdict == report.Pass:
-		case v.Verdict == report.Inconclusive && onlyBehind(v.Reasons):
+		case v.Verdict == verify.Pass:
+		case v.Verdict == verify.Inconclusive && onlyBehind(v.Reasons):
 			t.Logf("my-token-bucket on %s: inconclusive only because the machine is loaded: %v", topo, v.Reasons)
 		default:
 			t.Errorf("my-token-bucket on %s: verdict %s (%v); want pass", topo, v.Verdict, v.Reasons)
@@ -90,7 +91,7 @@ func TestCustomExample(t *testing.T) {
 		}
 		bad := entry(t, out.Result, "my-off-by-one", topo)
 		v = bad.Verification
-		if v.Verdict != report.Fail || v.DefiniteViolations == 0 || !v.ExpectedViolation {
+		if v.Verdict != verify.Fail || v.DefiniteViolations == 0 || !v.ExpectedViolation {
 			t.Errorf("my-off-by-one on %s: verdict %s with %d definite violations, expected %v (%v); want fail, > 0, true",
 				topo, v.Verdict, v.DefiniteViolations, v.ExpectedViolation, v.Reasons)
 		}
@@ -153,7 +154,7 @@ func TestCustomNeverMatches(t *testing.T) {
 			}
 			e := entry(t, out.Result, "mine", "single")
 			v := e.Verification
-			if v.Verdict != report.Inconclusive || e.Allowed != 0 {
+			if v.Verdict != verify.Inconclusive || e.Allowed != 0 {
 				t.Errorf("verdict %s with %d admissions (%v); want inconclusive with none", v.Verdict, e.Allowed, v.Reasons)
 			}
 			if !strings.Contains(strings.Join(v.Reasons, "\n"), tt.want) {

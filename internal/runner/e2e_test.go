@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -107,12 +108,12 @@ func correctedAtTwiceTheLimit(t *testing.T, topo scenarios.Topology, env redisen
 			switch {
 			case !ok:
 				t.Errorf("%s on %s: not run", n, topo)
-			case v.DefiniteViolations > 0 || v.Verdict == report.Fail:
+			case v.DefiniteViolations > 0 || v.Verdict == verify.Fail:
 				t.Errorf("%s on %s: verdict %s with %d definite violations (%s; %v); a corrected algorithm must never be flagged",
 					n, topo, v.Verdict, v.DefiniteViolations, v.Where, v.Reasons)
-			case v.Verdict == report.Inconclusive && onlyBehind(v.Reasons):
+			case v.Verdict == verify.Inconclusive && onlyBehind(v.Reasons):
 				behind = append(behind, n)
-			case v.Verdict != report.Pass:
+			case v.Verdict != verify.Pass:
 				t.Errorf("%s on %s: verdict %s (%v); want pass", n, topo, v.Verdict, v.Reasons)
 			case e.Allowed == 0 || e.Denied == 0:
 				t.Errorf("%s on %s: %d allowed, %d denied at twice the limit; want both > 0", n, topo, e.Allowed, e.Denied)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -31,14 +32,14 @@ func measured(alg string) report.Entry {
 	return report.Entry{
 		Algorithm: alg, Topology: "single", Requests: 1000, Allowed: 380, Denied: 610, Errors: 10, DurationS: 2,
 		ThroughputRPS: 495, LatencyUS: report.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
-		Verification: report.Verification{Verdict: report.Pass, Contract: "sliding-window(100, 1s)"},
+		Verification: report.Verification{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
 		Accuracy:     report.Accuracy{IdealAllowed: 400, Efficiency: 0.95},
 	}
 }
 
 func TestEvaluate(t *testing.T) {
 	e := measured("gcra")
-	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: report.Verification{Verdict: report.Inconclusive, Contract: "sliding-window(100, 1s)"}}
+	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: report.Verification{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
 	noContract := measured("mine")
 	noContract.Verification.Contract = "none"
 	noContract.Accuracy = report.Accuracy{}
@@ -83,9 +84,9 @@ func TestJudgeThresholds(t *testing.T) {
 	s.Thresholds = thresholds(t, "p99 < 5ms", "gcra: efficiency > 0.9", "sliding-log: p99 < 3ms", "mine: efficiency > 0.5")
 
 	caught := measured("fixed-window-published")
-	caught.Verification.Verdict, caught.Verification.DefiniteViolations = report.Fail, 4
+	caught.Verification.Verdict, caught.Verification.DefiniteViolations = verify.Fail, 4
 	tolerated := measured("sliding-log-published")
-	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = report.Fail, 2
+	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
 	mine := measured("mine") // no contract: efficiency cannot be evaluated
 	mine.Verification.Contract, mine.Accuracy = "none", report.Accuracy{}
 	ref := measured("reference")
@@ -103,16 +104,16 @@ func TestJudgeThresholds(t *testing.T) {
 		t.Errorf("judge failures (-want +got):\n%s", diff)
 	}
 	want := map[string]struct {
-		verdict report.Verdict
+		verdict verify.Verdict
 		outcome string
 		checks  []report.ThresholdStatus
 	}{
-		"gcra":                   {report.Pass, "pass", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdHeld}},
-		"sliding-log":            {report.Fail, "fail", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdBroken}},
-		"fixed-window-published": {report.Fail, report.OutcomeCaught, []report.ThresholdStatus{report.ThresholdHeld}},
-		"sliding-log-published":  {report.Fail, report.OutcomeTolerated, []report.ThresholdStatus{report.ThresholdHeld}},
-		"mine":                   {report.Inconclusive, "inconclusive", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdUnevaluated}},
-		"reference":              {report.Pass, report.OutcomeReference, nil},
+		"gcra":                   {verify.Pass, "pass", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdHeld}},
+		"sliding-log":            {verify.Fail, "fail", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdBroken}},
+		"fixed-window-published": {verify.Fail, report.OutcomeCaught, []report.ThresholdStatus{report.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, report.OutcomeTolerated, []report.ThresholdStatus{report.ThresholdHeld}},
+		"mine":                   {verify.Inconclusive, "inconclusive", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdUnevaluated}},
+		"reference":              {verify.Pass, report.OutcomeReference, nil},
 	}
 	for i := range res.Entries {
 		e := &res.Entries[i]
@@ -146,9 +147,9 @@ func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 	s.Expect = scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
 	s.Thresholds = thresholds(t, "p99 < 1ms")
 	caught := measured("fixed-window-published")
-	caught.Verification.Verdict, caught.Verification.DefiniteViolations = report.Fail, 4
+	caught.Verification.Verdict, caught.Verification.DefiniteViolations = verify.Fail, 4
 	tolerated := measured("sliding-log-published")
-	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = report.Fail, 2
+	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
 	res := &report.Result{Entries: []report.Entry{caught, tolerated}}
 	if fails := judge(s, res); len(fails) != 2 {
 		t.Errorf("judge = %q; want one broken threshold per entry", fails)

@@ -366,19 +366,19 @@ func verification(res *run, contract algorithms.Contract, s *scenarios.Scenario)
 		v.Contract = string(algorithms.NoContract)
 	}
 	if res.log == nil {
-		v.Verdict = report.Inconclusive
+		v.Verdict = verify.Inconclusive
 		v.Reasons = []string{"no admission log was recorded"}
 		return v
 	}
 	rep, err := verify.Check(contract, res.log)
 	if err != nil {
-		v.Verdict = report.Inconclusive
+		v.Verdict = verify.Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
 		return v
 	}
 	j := verify.JudgeWith(rep, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
 		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped})
-	v.Verdict = report.Verdict(j.Outcome)
+	v.Verdict = j.Verdict
 	v.Reasons = j.Reasons
 	v.DefiniteViolations = rep.Definite()
 	v.PossibleViolations = rep.Possible()
@@ -473,7 +473,7 @@ func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario)
 		return e
 	}
 	var def, poss, worst int64
-	verdict := report.Pass
+	verdict := verify.Pass
 	var reasons []string
 	for _, m := range ms {
 		v := m.entry.Verification
@@ -484,10 +484,10 @@ func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario)
 			e.Verification.Where = fmt.Sprintf("repeat %d: %s", m.repeat, v.Where)
 		}
 		switch {
-		case v.Verdict == report.Fail:
-			verdict = report.Fail
-		case v.Verdict == report.Inconclusive && verdict == report.Pass:
-			verdict = report.Inconclusive
+		case v.Verdict == verify.Fail:
+			verdict = verify.Fail
+		case v.Verdict == verify.Inconclusive && verdict == verify.Pass:
+			verdict = verify.Inconclusive
 		}
 		for _, r := range v.Reasons {
 			reasons = append(reasons, fmt.Sprintf("repeat %d: %s", m.repeat, r))

@@ -21,6 +21,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -454,9 +455,9 @@ func judge(s *scenarios.Scenario, res *report.Result) []string {
 				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
 			}
 		case v.MayViolate:
-		case v.Verdict == report.Fail:
+		case v.Verdict == verify.Fail:
 			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
-		case v.Verdict == report.Inconclusive && v.Contract != string(algorithms.NoContract):
+		case v.Verdict == verify.Inconclusive && v.Contract != string(algorithms.NoContract):
 			fails = append(fails, fmt.Sprintf("%s: inconclusive: %s", name, strings.Join(v.Reasons, "; ")))
 		}
 	}
@@ -506,8 +507,8 @@ func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 			c.Status, c.Shown, c.Value = report.ThresholdUnevaluated, missing, 0
 			reason := fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
 			v.Reasons = append(v.Reasons, reason)
-			if v.Verdict == report.Pass {
-				v.Verdict = report.Inconclusive
+			if v.Verdict == verify.Pass {
+				v.Verdict = verify.Inconclusive
 			}
 			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 		case th.Holds(val):
@@ -516,7 +517,7 @@ func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 			c.Status, c.Shown = report.ThresholdBroken, formatMetric(th.Metric, val)
 			reason := fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
 			v.Reasons = append(v.Reasons, reason)
-			v.Verdict = report.Fail
+			v.Verdict = verify.Fail
 			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 		}
 		v.Thresholds = append(v.Thresholds, c)

@@ -275,7 +275,7 @@ func TestRunCountsEventsThatDoNotFit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if v := JudgeWith(rep, Warnings{Dropped: res.Counts.Dropped}); v.Outcome != Inconclusive {
+	if v := JudgeWith(rep, Warnings{Dropped: res.Counts.Dropped}); v.Verdict != Inconclusive {
 		t.Errorf("JudgeWith = %+v; want inconclusive", v)
 	}
 }
