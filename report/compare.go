@@ -77,10 +77,10 @@ func (c *Comparison) Sections() []DeltaSection {
 			e := &r.Entries[j]
 			b := findEntry(base, e.Algorithm, e.Topology)
 			if b == nil {
-				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, Verdict: r.OutcomeOf(e), OnlyIn: "this run"})
+				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, Verdict: r.LabelOf(e), OnlyIn: "this run"})
 				continue
 			}
-			row := DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, BaseVerdict: base.OutcomeOf(b), Verdict: r.OutcomeOf(e)}
+			row := DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, BaseVerdict: base.LabelOf(b), Verdict: r.LabelOf(e)}
 			row.Changed = row.BaseVerdict != row.Verdict
 			row.Throughput, row.ThroughputClass = delta(b.ThroughputRPS, e.ThroughputRPS, number, true)
 			row.P50, row.P50Class = delta(b.LatencyUS.P50, e.LatencyUS.P50, ms, false)
@@ -92,7 +92,7 @@ func (c *Comparison) Sections() []DeltaSection {
 		for j := range base.Entries {
 			b := &base.Entries[j]
 			if findEntry(r, b.Algorithm, b.Topology) == nil {
-				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: b.Algorithm, Topology: b.Topology, BaseVerdict: base.OutcomeOf(b), OnlyIn: "baseline"})
+				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: b.Algorithm, Topology: b.Topology, BaseVerdict: base.LabelOf(b), OnlyIn: "baseline"})
 			}
 		}
 		out = append(out, sec)

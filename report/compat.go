@@ -15,3 +15,14 @@ const (
 	Fail         = verify.Fail
 	Inconclusive = verify.Inconclusive
 )
+
+// The verdict-table labels, by the names the gate knows them.
+const (
+	OutcomeCaught    = LabelCaught
+	OutcomeMissed    = LabelMissed
+	OutcomeTolerated = LabelTolerated
+	OutcomeReference = LabelReference
+)
+
+// Outcome is Label.
+func (e *Entry) Outcome() string { return e.Label() }

@@ -34,7 +34,7 @@ func TestOutcome(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Entry{Verification: tc.v}
-			if got := e.Outcome(); got != tc.want {
+			if got := e.Label(); got != tc.want {
 				t.Errorf("Outcome(%+v) = %q; want %q", tc.v, got, tc.want)
 			}
 		})
@@ -48,10 +48,10 @@ func TestReferenceOutcome(t *testing.T) {
 		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: verify.Pass}},
 		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: verify.Inconclusive, Contract: "none"}},
 	}}
-	if got := r.OutcomeOf(&r.Entries[1]); got != OutcomeReference {
-		t.Errorf("OutcomeOf(reference) = %q; want %q", got, OutcomeReference)
+	if got := r.LabelOf(&r.Entries[1]); got != LabelReference {
+		t.Errorf("OutcomeOf(reference) = %q; want %q", got, LabelReference)
 	}
-	if got := r.OutcomeOf(&r.Entries[0]); got != "pass" {
+	if got := r.LabelOf(&r.Entries[0]); got != "pass" {
 		t.Errorf("OutcomeOf(gcra) = %q; want pass", got)
 	}
 	want := "1 entry: 1 pass; plus 1 reference entry (calibration, not verified)."
@@ -62,7 +62,7 @@ func TestReferenceOutcome(t *testing.T) {
 		t.Errorf("Findings(reference) = %q; want it described as the reference script, not as inconclusive", f)
 	}
 	r.Reference = ""
-	if got := r.OutcomeOf(&r.Entries[1]); got != "inconclusive" {
+	if got := r.LabelOf(&r.Entries[1]); got != "inconclusive" {
 		t.Errorf("OutcomeOf without a reference = %q; want the entry's own inconclusive", got)
 	}
 }

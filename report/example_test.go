@@ -24,6 +24,6 @@ func ExampleEntry_SetHistograms() {
 		return
 	}
 	e.Verification = report.Verification{Verdict: verify.Pass, Contract: "token-bucket(10, 100/1s)"}
-	fmt.Println(e.Name(), e.Outcome(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
+	fmt.Println(e.Name(), e.Label(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
 	// Output: gcra-single pass 250 1150
 }

@@ -55,12 +55,12 @@ func Findings(r *Result, e *Entry) []string {
 			violations += " " + v.Where
 		}
 	}
-	switch e.Outcome() {
-	case OutcomeCaught:
+	switch e.Label() {
+	case LabelCaught:
 		out = append(out, sentence("Caught as the scenario expected: "+join(worst, violations)))
-	case OutcomeMissed:
+	case LabelMissed:
 		out = append(out, "Expected to be flagged, but no definite violation was found: the harness missed a planted bug.")
-	case OutcomeTolerated:
+	case LabelTolerated:
 		out = append(out, sentence("Failed, tolerated: the scenario lists it under expect.may_violate, so this verdict decides nothing: "+
 			join(worst, violations)))
 	case string(verify.Fail):

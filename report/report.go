@@ -113,7 +113,7 @@ type view struct {
 type row struct{ Key, Value string }
 
 type verdictRow struct {
-	Algorithm, Topology, Outcome, Class, Contract  string
+	Algorithm, Topology, Label, Class, Contract    string
 	Definite, Possible, Worst, Efficiency, Through string
 	P50, P99                                       string
 }
@@ -217,9 +217,9 @@ func newView(r *Result, figs []Figure, inline bool) view {
 
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		out := r.OutcomeOf(e)
+		out := r.LabelOf(e)
 		vr := verdictRow{
-			Algorithm: e.Algorithm, Topology: e.Topology, Outcome: out, Class: outcomeClass(out),
+			Algorithm: e.Algorithm, Topology: e.Topology, Label: out, Class: labelClass(out),
 			Contract: orDefault(e.Verification.Contract, "none"),
 			Definite: count(e.Verification.DefiniteViolations), Possible: count(e.Verification.PossibleViolations),
 			Worst: "–", Efficiency: "–", Through: number(e.ThroughputRPS),
@@ -256,10 +256,10 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	return v
 }
 
-// summaryOrder is the order outcomes are counted in the summary line: problems first.
-var summaryOrder = []string{string(verify.Fail), OutcomeMissed, string(verify.Inconclusive), OutcomeTolerated, OutcomeCaught, string(verify.Pass), "unknown"}
+// summaryOrder is the order labels are counted in the summary line: problems first.
+var summaryOrder = []string{string(verify.Fail), LabelMissed, string(verify.Inconclusive), LabelTolerated, LabelCaught, string(verify.Pass), "unknown"}
 
-// summary counts the verified entries by outcome, the reference script's apart: "5 entries: 1
+// summary counts the verified entries by label, the reference script's apart: "5 entries: 1
 // fail, 4 pass; plus 1 reference entry (calibration, not verified)."
 func summary(r *Result) string {
 	n := map[string]int{}
@@ -270,7 +270,7 @@ func summary(r *Result) string {
 			continue
 		}
 		verified++
-		n[r.Entries[i].Outcome()]++
+		n[r.Entries[i].Label()]++
 	}
 	var parts []string
 	for _, o := range summaryOrder {
@@ -288,17 +288,18 @@ func summary(r *Result) string {
 	return s + "."
 }
 
-func outcomeClass(outcome string) string {
-	switch outcome {
+// labelClass is the CSS class of a verdict-table label.
+func labelClass(label string) string {
+	switch label {
 	case string(verify.Pass):
 		return "pass"
-	case OutcomeCaught:
+	case LabelCaught:
 		return "caught"
 	case string(verify.Inconclusive):
 		return "inconclusive"
-	case OutcomeTolerated:
+	case LabelTolerated:
 		return "tolerated"
-	case OutcomeReference:
+	case LabelReference:
 		return "reference"
 	}
 	return "fail"
@@ -355,12 +356,12 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	b.WriteString("| algorithm | topology | verdict | contract | definite | possible | worst window | efficiency | throughput (/s) | p50 (ms) | p99 (ms) |\n")
 	b.WriteString("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range v.Verdicts {
-		outcome := mdCell(r.Outcome)
+		label := mdCell(r.Label)
 		if r.Class == "fail" {
-			outcome = "**" + outcome + "**"
+			label = "**" + label + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			mdCell(r.Algorithm), mdCell(r.Topology), outcome, mdCell(r.Contract), r.Definite, r.Possible,
+			mdCell(r.Algorithm), mdCell(r.Topology), label, mdCell(r.Contract), r.Definite, r.Possible,
 			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", mdText(verdictLegend))
@@ -453,7 +454,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <div class="wrap"><table class="v">
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
 <tbody>{{range .Verdicts}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
+<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>` + verdictLegend + `</p>
 <h2>Findings</h2>

@@ -517,37 +517,37 @@ func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
 	return h, nil
 }
 
-// Verdict-table labels beyond the three verdicts; see Entry.Outcome and Result.OutcomeOf.
+// Verdict-table labels beyond the three verdicts; see Entry.Label and Result.LabelOf.
 const (
-	// OutcomeCaught: a planted bug was flagged with a definite violation, as the scenario asked.
-	OutcomeCaught = "expected violation caught"
-	// OutcomeMissed: a planted bug was not flagged; the harness failed to catch it.
-	OutcomeMissed = "expected violation missed"
-	// OutcomeTolerated: the verdict is fail, but the scenario lists the algorithm under
+	// LabelCaught: a planted bug was flagged with a definite violation, as the scenario asked.
+	LabelCaught = "expected violation caught"
+	// LabelMissed: a planted bug was not flagged; the harness failed to catch it.
+	LabelMissed = "expected violation missed"
+	// LabelTolerated: the verdict is fail, but the scenario lists the algorithm under
 	// expect.may_violate, so it decides nothing.
-	OutcomeTolerated = "fail (tolerated)"
-	// OutcomeReference: the reference script's entry; it calibrates relative figures and is not
+	LabelTolerated = "fail (tolerated)"
+	// LabelReference: the reference script's entry; it calibrates relative figures and is not
 	// verified.
-	OutcomeReference = "reference"
+	LabelReference = "reference"
 )
 
-// Outcome returns the verdict-table label of an entry: "pass", "fail", "inconclusive",
-// OutcomeCaught, OutcomeMissed or OutcomeTolerated. A broken threshold always shows as "fail",
-// even on an entry whose violation was expected or tolerated. Result.OutcomeOf also recognises the
+// Label returns the verdict-table label of an entry: "pass", "fail", "inconclusive",
+// LabelCaught, LabelMissed or LabelTolerated. A broken threshold always shows as "fail", even on
+// an entry whose violation was expected or tolerated. Result.LabelOf also recognises the
 // reference script.
-func (e *Entry) Outcome() string {
+func (e *Entry) Label() string {
 	v := e.Verification
 	broken := v.ThresholdBroken()
 	if v.ExpectedViolation && !broken {
 		if v.DefiniteViolations > 0 {
-			return OutcomeCaught
+			return LabelCaught
 		}
 		if v.Verdict != verify.Inconclusive {
-			return OutcomeMissed
+			return LabelMissed
 		}
 	}
 	if v.MayViolate && v.Verdict == verify.Fail && !broken {
-		return OutcomeTolerated
+		return LabelTolerated
 	}
 	if v.Verdict == "" {
 		return "unknown"
@@ -568,13 +568,13 @@ func (v *Verification) ThresholdBroken() bool {
 // IsReference reports whether e is the entry of r's reference script.
 func (r *Result) IsReference(e *Entry) bool { return r.Reference != "" && e.Algorithm == r.Reference }
 
-// OutcomeOf returns the verdict-table label of e, one of r's entries: OutcomeReference for the
-// reference script, else e.Outcome().
-func (r *Result) OutcomeOf(e *Entry) string {
+// LabelOf returns the verdict-table label of e, one of r's entries: LabelReference for the
+// reference script, else e.Label().
+func (r *Result) LabelOf(e *Entry) string {
 	if r.IsReference(e) {
-		return OutcomeReference
+		return LabelReference
 	}
-	return e.Outcome()
+	return e.Label()
 }
 
 // Validate reports every inconsistency of r with the schema at once, wrapped in ErrSchema.

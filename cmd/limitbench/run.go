@@ -211,12 +211,12 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 			}
 			// The label is the measurement's own verdict, with expected and tolerated violations
 			// already marked; thresholds are judged once every measurement is in.
-			outcome := e.Outcome()
+			label := e.Label()
 			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
-				outcome = report.OutcomeReference
+				label = report.LabelReference
 			}
 			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
-				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), outcome)
+				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), label)
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
@@ -277,9 +277,9 @@ func printSummary(w io.Writer, r *report.Result) {
 		if e.Accuracy.IdealAllowed > 0 {
 			ideal = fmt.Sprintf("%d/%d", e.Allowed, e.Accuracy.IdealAllowed)
 		}
-		outcome := r.OutcomeOf(e)
+		label := r.LabelOf(e)
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%s\n", e.Algorithm, e.Topology, e.ThroughputRPS,
-			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, outcome)
+			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, label)
 	}
 	tw.Flush()
 }

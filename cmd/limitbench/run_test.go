@@ -571,7 +571,7 @@ func TestRunDoneLines(t *testing.T) {
 	_, _, stderr, res := runCLI(t, t.TempDir(), false, "--duration", "3s",
 		"--algorithms", "token-bucket-published,gcra", suite+"clock-skew.yaml")
 	for _, e := range res.Entries {
-		label := res.OutcomeOf(&e)
+		label := res.LabelOf(&e)
 		line := regexp.MustCompile(`(?m)^done ` + regexp.QuoteMeta(e.Algorithm) + ` single: .*, (.*)$`).FindStringSubmatch(stderr)
 		if line == nil || line[1] != label {
 			t.Errorf("done line of %s = %q; want it to end with the final label %q", e.Algorithm, line, label)

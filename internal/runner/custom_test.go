@@ -32,7 +32,7 @@ func needRedis(t *testing.T) {
 
 // runShort runs s shortened to d (warmup 300 ms) on started redis-server processes, without the
 // reference script.
-func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Outcome, error) {
+func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Conclusion, error) {
 	t.Helper()
 	s.Duration, s.Warmup = d, 300*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

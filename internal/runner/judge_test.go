@@ -110,10 +110,10 @@ func TestJudgeThresholds(t *testing.T) {
 	}{
 		"gcra":                   {verify.Pass, "pass", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdHeld}},
 		"sliding-log":            {verify.Fail, "fail", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdBroken}},
-		"fixed-window-published": {verify.Fail, report.OutcomeCaught, []report.ThresholdStatus{report.ThresholdHeld}},
-		"sliding-log-published":  {verify.Fail, report.OutcomeTolerated, []report.ThresholdStatus{report.ThresholdHeld}},
+		"fixed-window-published": {verify.Fail, report.LabelCaught, []report.ThresholdStatus{report.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []report.ThresholdStatus{report.ThresholdHeld}},
 		"mine":                   {verify.Inconclusive, "inconclusive", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdUnevaluated}},
-		"reference":              {verify.Pass, report.OutcomeReference, nil},
+		"reference":              {verify.Pass, report.LabelReference, nil},
 	}
 	for i := range res.Entries {
 		e := &res.Entries[i]
@@ -122,9 +122,9 @@ func TestJudgeThresholds(t *testing.T) {
 		for _, c := range e.Verification.Thresholds {
 			got = append(got, c.Status)
 		}
-		if e.Verification.Verdict != w.verdict || res.OutcomeOf(e) != w.outcome || !cmp.Equal(got, w.checks) {
+		if e.Verification.Verdict != w.verdict || res.LabelOf(e) != w.outcome || !cmp.Equal(got, w.checks) {
 			t.Errorf("%s: verdict %s, outcome %q, thresholds %v; want %s, %q, %v", e.Algorithm, e.Verification.Verdict,
-				res.OutcomeOf(e), got, w.verdict, w.outcome, w.checks)
+				res.LabelOf(e), got, w.verdict, w.outcome, w.checks)
 		}
 	}
 	sl := res.Entries[1].Verification
@@ -155,7 +155,7 @@ func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 		t.Errorf("judge = %q; want one broken threshold per entry", fails)
 	}
 	for i := range res.Entries {
-		if got := res.Entries[i].Outcome(); got != "fail" {
+		if got := res.Entries[i].Label(); got != "fail" {
 			t.Errorf("%s: outcome %q with a broken threshold; want fail", res.Entries[i].Algorithm, got)
 		}
 	}

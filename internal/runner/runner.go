@@ -29,11 +29,11 @@ import (
 // Errors of Run; compare with errors.Is. Environment errors also wrap redisenv's sentinels
 // (ErrUnavailable, ErrBadConfig).
 var (
-	// ErrLost means Redis stopped answering during the run. The Outcome still holds what was
+	// ErrLost means Redis stopped answering during the run. The Conclusion still holds what was
 	// measured before.
 	ErrLost = errors.New("redis was lost during the run")
 	// ErrInterrupted means ctx was cancelled (Ctrl-C, SIGTERM) before the run finished; the
-	// Outcome holds what was measured, with Result.CutShort set.
+	// Conclusion holds what was measured, with Result.CutShort set.
 	ErrInterrupted = errors.New("run cut short")
 	// ErrBadScript means a custom script does not load in Redis (its Lua does not compile, or its
 	// keys do not fit the topology).
@@ -71,8 +71,8 @@ type Progress struct {
 	Duration time.Duration
 }
 
-// Outcome is what Run concluded.
-type Outcome struct {
+// Conclusion is what Run concluded.
+type Conclusion struct {
 	// Result holds every measurement made, even when Run returned an error.
 	Result *report.Result
 	// Failures lists, one sentence each, what makes the run fail: a failed verdict the scenario
@@ -82,13 +82,13 @@ type Outcome struct {
 }
 
 // Passed reports whether every verdict passed and every expectation and threshold held.
-func (o *Outcome) Passed() bool { return len(o.Failures) == 0 }
+func (o *Conclusion) Passed() bool { return len(o.Failures) == 0 }
 
 // Run runs o.Scenario and returns its outcome. The error is non-nil when the run could not
 // start or finish: an environment that could not be set up (wrapping redisenv.ErrUnavailable or
 // ErrBadConfig), Redis lost mid-run (ErrLost), a bad custom script (ErrBadScript), or
-// cancellation (ErrInterrupted). The Outcome is never nil and holds what was measured.
-func Run(ctx context.Context, o Options) (*Outcome, error) {
+// cancellation (ErrInterrupted). The Conclusion is never nil and holds what was measured.
+func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	s := o.Scenario
 	if o.Repeat <= 0 {
 		o.Repeat = 1
@@ -106,8 +106,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		Environment: describeHarness(),
 		StartedAt:   time.Now().UTC(),
 	}
-	out := &Outcome{Result: res}
-	finish := func(err error) (*Outcome, error) {
+	out := &Conclusion{Result: res}
+	finish := func(err error) (*Conclusion, error) {
 		res.FinishedAt = time.Now().UTC()
 		if err != nil && res.CutShortNote == "" && len(res.Entries) > 0 {
 			res.CutShort = true
