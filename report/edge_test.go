@@ -9,28 +9,28 @@ import (
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
-func TestOutcome(t *testing.T) {
+func TestLabel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		v    Verification
+		v    verify.Summary
 		want string
 	}{
-		{"pass", Verification{Verdict: verify.Pass}, "pass"},
-		{"fail", Verification{Verdict: verify.Fail, DefiniteViolations: 3}, "fail"},
-		{"inconclusive", Verification{Verdict: verify.Inconclusive}, "inconclusive"},
-		{"caught", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
-		{"missed", Verification{Verdict: verify.Pass, ExpectedViolation: true}, "expected violation missed"},
-		{"expected but inconclusive", Verification{Verdict: verify.Inconclusive, ExpectedViolation: true}, "inconclusive"},
-		{"empty", Verification{}, "unknown"},
-		{"tolerated", Verification{Verdict: verify.Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
-		{"tolerated but passed", Verification{Verdict: verify.Pass, MayViolate: true}, "pass"},
-		{"broken threshold", Verification{Verdict: verify.Fail, Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught but a threshold broke", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"tolerated but a threshold broke", Verification{Verdict: verify.Fail, DefiniteViolations: 3, MayViolate: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught, thresholds held", Verification{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdHeld}}}, "expected violation caught"},
+		{"pass", verify.Summary{Verdict: verify.Pass}, "pass"},
+		{"fail", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3}, "fail"},
+		{"inconclusive", verify.Summary{Verdict: verify.Inconclusive}, "inconclusive"},
+		{"caught", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
+		{"missed", verify.Summary{Verdict: verify.Pass, ExpectedViolation: true}, "expected violation missed"},
+		{"expected but inconclusive", verify.Summary{Verdict: verify.Inconclusive, ExpectedViolation: true}, "inconclusive"},
+		{"empty", verify.Summary{}, "unknown"},
+		{"tolerated", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
+		{"tolerated but passed", verify.Summary{Verdict: verify.Pass, MayViolate: true}, "pass"},
+		{"broken threshold", verify.Summary{Verdict: verify.Fail, Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"caught but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"tolerated but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, MayViolate: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"caught, thresholds held", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdHeld}}}, "expected violation caught"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Entry{Verification: tc.v}
@@ -45,8 +45,8 @@ func TestOutcome(t *testing.T) {
 // verdict, and is kept out of the summary's verdict counts.
 func TestReferenceOutcome(t *testing.T) {
 	r := &Result{Reference: "reference", Entries: []Entry{
-		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: verify.Pass}},
-		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: verify.Inconclusive, Contract: "none"}},
+		{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Pass}},
+		{Algorithm: "reference", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "none"}},
 	}}
 	if got := r.LabelOf(&r.Entries[1]); got != LabelReference {
 		t.Errorf("OutcomeOf(reference) = %q; want %q", got, LabelReference)
@@ -75,8 +75,8 @@ func TestWriteAllSparse(t *testing.T) {
 		Environment: Environment{Backend: "external", Topology: "single,cluster"},
 		CutShort:    true, CutShortNote: "Interrupted (Ctrl-C) after 3 s.",
 		Entries: []Entry{
-			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: Verification{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
-			{Algorithm: "gcra", Topology: "cluster", Verification: Verification{Verdict: verify.Pass, ExpectedViolation: true},
+			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
+			{Algorithm: "gcra", Topology: "cluster", Verification: verify.Summary{Verdict: verify.Pass, ExpectedViolation: true},
 				Timeline: Timeline{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}},
 		},
 	}

@@ -23,7 +23,7 @@ func ExampleEntry_SetHistograms() {
 		fmt.Println(err)
 		return
 	}
-	e.Verification = report.Verification{Verdict: verify.Pass, Contract: "token-bucket(10, 100/1s)"}
+	e.Verification = verify.Summary{Verdict: verify.Pass, Contract: "token-bucket(10, 100/1s)"}
 	fmt.Println(e.Name(), e.Label(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
 	// Output: gcra-single pass 250 1150
 }

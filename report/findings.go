@@ -154,10 +154,10 @@ func Findings(r *Result, e *Entry) []string {
 
 // heldThresholds lists the thresholds that held with their values: `"p99 < 5ms" (1.2ms)`. Broken
 // and unevaluated ones are among the verdict's reasons.
-func heldThresholds(checks []ThresholdCheck) string {
+func heldThresholds(checks []verify.ThresholdCheck) string {
 	var parts []string
 	for _, c := range checks {
-		if c.Status == ThresholdHeld {
+		if c.Status == verify.ThresholdHeld {
 			parts = append(parts, fmt.Sprintf("%q (%s)", c.Threshold, c.Shown))
 		}
 	}

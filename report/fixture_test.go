@@ -121,7 +121,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Algorithm: f.alg, Topology: "single",
 			Requests: int64(n), Errors: f.errors, Late: f.late, LateFraction: float64(f.late) / float64(n),
 			DurationS: bins * binS, OfferedRPS: 200,
-			Verification: Verification{
+			Verification: verify.Summary{
 				Verdict: f.verdict, Reasons: f.reasons, Contract: f.contract,
 				DefiniteViolations: f.definite, PossibleViolations: f.possible, WorstExcess: f.excess, Where: f.where,
 				ExpectedViolation: f.expected, MayViolate: f.mayViolate,
@@ -171,9 +171,9 @@ func syntheticResult(t testing.TB, run int) *Result {
 					continue
 				}
 				v := th.value(&e)
-				c := ThresholdCheck{Threshold: th.text, Status: ThresholdHeld, Value: v, Shown: th.shown(v)}
+				c := verify.ThresholdCheck{Threshold: th.text, Status: verify.ThresholdHeld, Value: v, Shown: th.shown(v)}
 				if !th.holds(v) {
-					c.Status = ThresholdBroken
+					c.Status = verify.ThresholdBroken
 					e.Verification.Verdict = verify.Fail
 					e.Verification.Reasons = append(e.Verification.Reasons,
 						fmt.Sprintf("threshold %q broken: efficiency = %s", th.text, c.Shown))

@@ -46,15 +46,15 @@ func fullResult(t *testing.T) *Result {
 		DurationS: 10, OfferedRPS: 200.5, ThroughputRPS: 197,
 		LatencyUS: lat, ServiceLatencyUS: Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
 		Histograms: Histograms{Latency: hist(100), Service: hist(90)},
-		Verification: Verification{
+		Verification: verify.Summary{
 			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
 			Contract: "token-bucket(5, 1/1s)", DefiniteViolations: 2, PossibleViolations: 5, WorstExcess: 3,
 			Where:             "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
 			ExpectedViolation: true, MayViolate: true,
-			Thresholds: []ThresholdCheck{
-				{Threshold: "p99 < 400us", Status: ThresholdBroken, Value: 512, Shown: "512µs"},
-				{Threshold: "errors < 5%", Status: ThresholdHeld, Value: 0.015, Shown: "0.015"},
-				{Threshold: "my-limiter: efficiency > 0.9", Status: ThresholdUnevaluated, Shown: "no contract"},
+			Thresholds: []verify.ThresholdCheck{
+				{Threshold: "p99 < 400us", Status: verify.ThresholdBroken, Value: 512, Shown: "512µs"},
+				{Threshold: "errors < 5%", Status: verify.ThresholdHeld, Value: 0.015, Shown: "0.015"},
+				{Threshold: "my-limiter: efficiency > 0.9", Status: verify.ThresholdUnevaluated, Shown: "no contract"},
 			},
 			ViolationTimesS: []float64{1.25, 7.5}, ViolationTimesOmitted: 4,
 		},
@@ -73,7 +73,7 @@ func fullResult(t *testing.T) *Result {
 	ref := Entry{
 		Algorithm: "reference", Topology: "cluster", Requests: 2000, Allowed: 2000, DurationS: 10, OfferedRPS: 200.5,
 		ThroughputRPS: 200, LatencyUS: lat, ServiceLatencyUS: lat, Histograms: Histograms{Latency: hist(80)},
-		Verification: Verification{Verdict: verify.Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
+		Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
 		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
 		Timeline:     Timeline{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}},
 		Files:        Files{Histogram: "reference-cluster.hgrm"},

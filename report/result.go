@@ -273,9 +273,9 @@ type Entry struct {
 	// Histograms holds the full distributions behind LatencyUS and ServiceLatencyUS.
 	Histograms Histograms `json:"histograms"`
 
-	Verification Verification `json:"verification"`
-	Accuracy     Accuracy     `json:"accuracy"`
-	Server       Server       `json:"server"`
+	Verification verify.Summary `json:"verification"`
+	Accuracy     Accuracy       `json:"accuracy"`
+	Server       Server         `json:"server"`
 	// Timeline is offered, admitted, denied and errors over time, for the accuracy plot.
 	Timeline Timeline `json:"timeline"`
 
@@ -307,61 +307,6 @@ type Histograms struct {
 	Latency string `json:"latency,omitempty"`
 	// Service is from actual send time.
 	Service string `json:"service,omitempty"`
-}
-
-// Verification is what the verifier concluded about one entry.
-type Verification struct {
-	Verdict verify.Verdict `json:"verdict"`
-	// Reasons says, in words, why the verdict is fail or inconclusive.
-	Reasons []string `json:"reasons,omitempty"`
-	// Contract is the contract checked, as algorithms.Contract.String renders it.
-	Contract string `json:"contract"`
-	// DefiniteViolations holds for every placement of decision times; PossibleViolations for some.
-	DefiniteViolations int64 `json:"definite_violations"`
-	PossibleViolations int64 `json:"possible_violations"`
-	// WorstExcess is the largest number of permits above the contract in one window (0 if none).
-	WorstExcess int64 `json:"worst_excess"`
-	// Where locates the worst excess in words: key and window.
-	Where string `json:"where,omitempty"`
-	// ExpectedViolation is true when the scenario expects this algorithm to be flagged.
-	ExpectedViolation bool `json:"expected_violation"`
-	// MayViolate is true when the scenario tolerates this algorithm's violations
-	// (expect.may_violate): its verdict is shown but decides nothing.
-	MayViolate bool `json:"may_violate,omitempty"`
-	// Thresholds holds the scenario's thresholds that apply to this entry, each checked against its
-	// figures. A broken threshold makes Verdict fail; one that cannot be evaluated (no data for its
-	// metric) makes a pass inconclusive. Reasons says which, in words.
-	Thresholds []ThresholdCheck `json:"thresholds,omitempty"`
-	// ViolationTimesS holds the time of each definite violation, seconds since the entry started
-	// (at most the runner's cap; ViolationTimesOmitted counts the rest).
-	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
-	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
-}
-
-// ThresholdStatus is the result of checking one threshold against one entry.
-type ThresholdStatus string
-
-// The threshold statuses.
-const (
-	// ThresholdHeld: the entry's figure keeps the bound.
-	ThresholdHeld ThresholdStatus = "held"
-	// ThresholdBroken: the entry's figure breaks the bound; the entry's verdict is fail.
-	ThresholdBroken ThresholdStatus = "broken"
-	// ThresholdUnevaluated: the entry has no data for the metric (no completed request, nothing an
-	// exact limiter admitted), so the bound can neither hold nor break; it does not pass.
-	ThresholdUnevaluated ThresholdStatus = "unevaluated"
-)
-
-// ThresholdCheck is one scenario threshold checked against one entry.
-type ThresholdCheck struct {
-	// Threshold is the threshold as the scenario wrote it, for example "gcra: efficiency > 0.9".
-	Threshold string          `json:"threshold"`
-	Status    ThresholdStatus `json:"status"`
-	// Value is the entry's figure in the metric's unit (µs for latencies, requests per second for
-	// throughput, a fraction for efficiency and errors); 0 when unevaluated.
-	Value float64 `json:"value"`
-	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
-	Shown string `json:"shown"`
 }
 
 // Accuracy compares admissions with an exact limiter replaying the same offered sequence.
@@ -553,16 +498,6 @@ func (e *Entry) Label() string {
 		return "unknown"
 	}
 	return string(v.Verdict)
-}
-
-// ThresholdBroken reports whether any of v's thresholds is broken.
-func (v *Verification) ThresholdBroken() bool {
-	for _, t := range v.Thresholds {
-		if t.Status == ThresholdBroken {
-			return true
-		}
-	}
-	return false
 }
 
 // IsReference reports whether e is the entry of r's reference script.

@@ -451,8 +451,8 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 		t.Fatal("no gcra entry")
 	}
 	v := gcra.Verification
-	if v.Verdict != verify.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != report.ThresholdBroken ||
-		v.Thresholds[1].Status != report.ThresholdHeld {
+	if v.Verdict != verify.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != verify.ThresholdBroken ||
+		v.Thresholds[1].Status != verify.ThresholdHeld {
 		t.Errorf("gcra verification: verdict %s, thresholds %+v; want fail with the p99 threshold broken and the errors one held",
 			v.Verdict, v.Thresholds)
 	}

@@ -32,14 +32,14 @@ func measured(alg string) report.Entry {
 	return report.Entry{
 		Algorithm: alg, Topology: "single", Requests: 1000, Allowed: 380, Denied: 610, Errors: 10, DurationS: 2,
 		ThroughputRPS: 495, LatencyUS: report.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
-		Verification: report.Verification{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
+		Verification: verify.Summary{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
 		Accuracy:     report.Accuracy{IdealAllowed: 400, Efficiency: 0.95},
 	}
 }
 
 func TestEvaluate(t *testing.T) {
 	e := measured("gcra")
-	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: report.Verification{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
+	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
 	noContract := measured("mine")
 	noContract.Verification.Contract = "none"
 	noContract.Accuracy = report.Accuracy{}
@@ -106,19 +106,19 @@ func TestJudgeThresholds(t *testing.T) {
 	want := map[string]struct {
 		verdict verify.Verdict
 		outcome string
-		checks  []report.ThresholdStatus
+		checks  []verify.ThresholdStatus
 	}{
-		"gcra":                   {verify.Pass, "pass", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdHeld}},
-		"sliding-log":            {verify.Fail, "fail", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdBroken}},
-		"fixed-window-published": {verify.Fail, report.LabelCaught, []report.ThresholdStatus{report.ThresholdHeld}},
-		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []report.ThresholdStatus{report.ThresholdHeld}},
-		"mine":                   {verify.Inconclusive, "inconclusive", []report.ThresholdStatus{report.ThresholdHeld, report.ThresholdUnevaluated}},
+		"gcra":                   {verify.Pass, "pass", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"sliding-log":            {verify.Fail, "fail", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdBroken}},
+		"fixed-window-published": {verify.Fail, report.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld}},
+		"mine":                   {verify.Inconclusive, "inconclusive", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdUnevaluated}},
 		"reference":              {verify.Pass, report.LabelReference, nil},
 	}
 	for i := range res.Entries {
 		e := &res.Entries[i]
 		w := want[e.Algorithm]
-		var got []report.ThresholdStatus
+		var got []verify.ThresholdStatus
 		for _, c := range e.Verification.Thresholds {
 			got = append(got, c.Status)
 		}

@@ -335,7 +335,8 @@ func entryOf(name, topo string, res *run, contract algorithms.Contract, a algori
 		// histogram, and the report says so.
 		_ = e.SetHistograms(res.hist.Latency(), res.hist.Service())
 	}
-	e.Verification = verification(res, contract, s)
+	e.Verification = verify.Summarize(contract, res.log, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
+		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped}, res.start)
 	if res.log != nil && contract.Kind != algorithms.NoContract {
 		if acc, err := accuracy(contract, res); err == nil {
 			e.Accuracy = report.Accuracy{
@@ -357,56 +358,6 @@ func entryOf(name, topo string, res *run, contract algorithms.Contract, a algori
 		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
 	}
 	return e
-}
-
-// verification checks the log against the contract and fills the entry's verification.
-func verification(res *run, contract algorithms.Contract, s *scenarios.Scenario) report.Verification {
-	v := report.Verification{Contract: contract.String()}
-	if contract.Kind == algorithms.NoContract {
-		v.Contract = string(algorithms.NoContract)
-	}
-	if res.log == nil {
-		v.Verdict = verify.Inconclusive
-		v.Reasons = []string{"no admission log was recorded"}
-		return v
-	}
-	rep, err := verify.Check(contract, res.log)
-	if err != nil {
-		v.Verdict = verify.Inconclusive
-		v.Reasons = []string{"cannot verify: " + err.Error()}
-		return v
-	}
-	j := verify.JudgeWith(rep, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
-		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped})
-	v.Verdict = j.Verdict
-	v.Reasons = j.Reasons
-	v.DefiniteViolations = rep.Definite()
-	v.PossibleViolations = rep.Possible()
-	start := res.start
-	var worst verify.Where
-	for _, l := range rep.Limits {
-		if l.Worst.Excess > worst.Excess {
-			worst = l.Worst
-		}
-		for _, viol := range l.Violations {
-			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
-		}
-		v.ViolationTimesOmitted += l.ViolationsDropped
-	}
-	sort.Float64s(v.ViolationTimesS)
-	if worst.Excess > 0 {
-		v.WorstExcess = worst.Excess
-		who := "subject " + worst.Subject
-		if worst.Client != "" {
-			who += " client " + worst.Client
-			if worst.Subject == "" {
-				who = "client " + worst.Client
-			}
-		}
-		v.Where = fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
-			worst.Permits, worst.Allowed, float64(worst.Lo-start)/1e6, float64(worst.Hi-start)/1e6)
-	}
-	return v
 }
 
 // timeline converts the load timeline and adds the contract's allowance per bin.

@@ -490,37 +490,32 @@ func markExpectations(e *report.Entry, s *scenarios.Scenario) {
 }
 
 // checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
-// appends the checks to e.Verification.Thresholds and returns one failure per threshold that is
-// broken or cannot be evaluated. A broken threshold sets the verdict to fail; one that cannot be
-// evaluated turns a pass into inconclusive (it never leaves a pass standing). Each adds a reason.
+// records the checks in e.Verification (which applies them to the verdict, see
+// verify.Summary.AddThreshold) and returns one failure per threshold that is broken or cannot be
+// evaluated.
 func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 	var fails []string
-	v := &e.Verification
 	for _, th := range ths {
 		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
 			continue
 		}
 		val, missing := evaluate(e, th.Metric)
-		c := report.ThresholdCheck{Threshold: th.Text, Value: val}
+		c := verify.ThresholdCheck{Threshold: th.Text, Value: val}
+		var reason string
 		switch {
 		case missing != "":
-			c.Status, c.Shown, c.Value = report.ThresholdUnevaluated, missing, 0
-			reason := fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
-			v.Reasons = append(v.Reasons, reason)
-			if v.Verdict == verify.Pass {
-				v.Verdict = verify.Inconclusive
-			}
-			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
+			c.Status, c.Shown, c.Value = verify.ThresholdUnevaluated, missing, 0
+			reason = fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
 		case th.Holds(val):
-			c.Status, c.Shown = report.ThresholdHeld, formatMetric(th.Metric, val)
+			c.Status, c.Shown = verify.ThresholdHeld, formatMetric(th.Metric, val)
 		default:
-			c.Status, c.Shown = report.ThresholdBroken, formatMetric(th.Metric, val)
-			reason := fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
-			v.Reasons = append(v.Reasons, reason)
-			v.Verdict = verify.Fail
+			c.Status, c.Shown = verify.ThresholdBroken, formatMetric(th.Metric, val)
+			reason = fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
+		}
+		e.Verification.AddThreshold(c, reason)
+		if reason != "" {
 			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 		}
-		v.Thresholds = append(v.Thresholds, c)
 	}
 	return fails
 }
