@@ -84,3 +84,17 @@ func (c Contract) String() string {
 	}
 	return s
 }
+
+// Allowance returns what c allows one scope over a span d in the steady state, in permits: L·d/W
+// for sliding-window and fixed-window, RefillPermits·d/RefillPer for token-bucket (its capacity
+// C aside, which a full bucket adds once), 0 for no contract. Further contracts (Also) are not
+// counted.
+func (c Contract) Allowance(d time.Duration) float64 {
+	switch c.Kind {
+	case SlidingWindow, FixedWindow:
+		return float64(c.Limit) * d.Seconds() / c.Window.Seconds()
+	case TokenBucket:
+		return float64(c.RefillPermits) * d.Seconds() / c.RefillPer.Seconds()
+	}
+	return 0
+}

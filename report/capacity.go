@@ -20,6 +20,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // CapacitySchemaVersion is the value of Capacity.Schema this package writes and reads.
@@ -135,8 +137,8 @@ type CapacityStep struct {
 	// AchievedRPS is decisions (allowed + denied) per second.
 	AchievedRPS float64 `json:"achieved_rps"`
 	// LatencyUS is from the intended send time (coordinated-omission corrected).
-	LatencyUS Latency `json:"latency_us"`
-	Requests  int64   `json:"requests"`
+	LatencyUS load.Latency `json:"latency_us"`
+	Requests  int64        `json:"requests"`
 	// Errors counts failed and unknown requests.
 	Errors int64 `json:"errors,omitempty"`
 	// Late and Missed count ticks sent over 100 ms late or never sent; Behind says they exceed

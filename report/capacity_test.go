@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 func TestShardsNeeded(t *testing.T) {
@@ -67,7 +69,7 @@ func TestTextHelpers(t *testing.T) {
 // capacityFixture is a small finished sweep.
 func capacityFixture() *Capacity {
 	lat := func(p99 float64) Latency {
-		return Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, P999: p99 * 2, Max: p99 * 3}
+		return load.Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, P999: p99 * 2, Max: p99 * 3}
 	}
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &Capacity{

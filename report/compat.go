@@ -1,6 +1,9 @@
 package report
 
-import "github.com/limitbench/limitbench/internal/verify"
+import (
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+)
 
 // Names the regression gate (gate.go, gateshift.go and their tests) still uses, kept while the
 // gate moves into a package of its own; each is the very type or value it names, not a copy.
@@ -26,3 +29,6 @@ const (
 
 // Outcome is Label.
 func (e *Entry) Outcome() string { return e.Label() }
+
+// Latency is load.Latency.
+type Latency = load.Latency

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -77,7 +78,7 @@ func TestWriteAllSparse(t *testing.T) {
 		Entries: []Entry{
 			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
 			{Algorithm: "gcra", Topology: "cluster", Verification: verify.Summary{Verdict: verify.Pass, ExpectedViolation: true},
-				Timeline: Timeline{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}},
+				Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}}},
 		},
 	}
 	dir := t.TempDir()

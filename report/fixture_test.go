@@ -12,6 +12,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -126,9 +127,9 @@ func syntheticResult(t testing.TB, run int) *Result {
 				DefiniteViolations: f.definite, PossibleViolations: f.possible, WorstExcess: f.excess, Where: f.where,
 				ExpectedViolation: f.expected, MayViolate: f.mayViolate,
 			},
-			Accuracy: Accuracy{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
+			Accuracy: verify.AccuracySummary{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
 			Server:   Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
-			Timeline: Timeline{BinS: binS},
+			Timeline: Timeline{Series: load.Series{BinS: binS}},
 		}
 		if err := e.SetHistograms(lat, svc); err != nil {
 			t.Fatal(err)
@@ -163,7 +164,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 		if f.eff > 0 {
 			e.Accuracy.IdealAllowed = int64(math.Round(float64(e.Allowed) / f.eff))
 		} else {
-			e.Accuracy = Accuracy{}
+			e.Accuracy = verify.AccuracySummary{}
 		}
 		if f.alg != r.Reference {
 			for _, th := range thresholds {

@@ -13,6 +13,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -39,12 +40,12 @@ func fullResult(t *testing.T) *Result {
 		return s
 	}
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	lat := Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
+	lat := load.Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
 	full := Entry{
 		Algorithm: "my-limiter", Topology: "cluster", Custom: true,
 		Requests: 2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
 		DurationS: 10, OfferedRPS: 200.5, ThroughputRPS: 197,
-		LatencyUS: lat, ServiceLatencyUS: Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
+		LatencyUS: lat, ServiceLatencyUS: load.Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
 		Histograms: Histograms{Latency: hist(100), Service: hist(90)},
 		Verification: verify.Summary{
 			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
@@ -58,10 +59,9 @@ func fullResult(t *testing.T) *Result {
 			},
 			ViolationTimesS: []float64{1.25, 7.5}, ViolationTimesOmitted: 4,
 		},
-		Accuracy: Accuracy{IdealAllowed: 1000, Efficiency: 0.98, FalseDenials: 20, MaxWindowRatio: 1.6},
+		Accuracy: verify.AccuracySummary{IdealAllowed: 1000, Efficiency: 0.98, FalseDenials: 20, MaxWindowRatio: 1.6},
 		Server:   Server{USecPerCall: 4.125, CPUUSecPerDecision: 6.5, BytesPerKey: 96, Keys: 150},
-		Timeline: Timeline{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50},
-			Errors: []int64{2, 2}, Limit: []float64{50, 52.5}},
+		Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50}, Errors: []int64{2, 2}}, Limit: []float64{50, 52.5}},
 		Samples: []Sample{
 			{Repeat: 1, ThroughputRPS: 196, LatencyUS: lat, Efficiency: 0.97, USecPerCall: 4, CPUUSecPerDecision: 6.25, BytesPerKey: 95, Verdict: verify.Pass},
 			{Repeat: 2, ThroughputRPS: 198, LatencyUS: lat, Efficiency: 0.99, USecPerCall: 4.25, CPUUSecPerDecision: 6.75, BytesPerKey: 97, Verdict: verify.Fail},
@@ -75,7 +75,7 @@ func fullResult(t *testing.T) *Result {
 		ThroughputRPS: 200, LatencyUS: lat, ServiceLatencyUS: lat, Histograms: Histograms{Latency: hist(80)},
 		Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
 		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
-		Timeline:     Timeline{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}},
+		Timeline:     Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}}},
 		Files:        Files{Histogram: "reference-cluster.hgrm"},
 	}
 	return &Result{

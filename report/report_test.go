@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 func copyFile(src, dst string) error {
@@ -50,8 +52,8 @@ func TestResultRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := Summarize(h); s != got.Entries[0].LatencyUS {
-		t.Errorf("Summarize(decoded histogram) = %+v; want %+v", s, got.Entries[0].LatencyUS)
+	if s := load.Summarize(h); s != got.Entries[0].LatencyUS {
+		t.Errorf("load.Summarize(decoded histogram) = %+v; want %+v", s, got.Entries[0].LatencyUS)
 	}
 }
 

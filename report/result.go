@@ -12,13 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -267,15 +267,15 @@ type Entry struct {
 	ThroughputRPS float64 `json:"throughput_rps"`
 
 	// LatencyUS is measured from each request's intended send time (coordinated-omission corrected).
-	LatencyUS Latency `json:"latency_us"`
+	LatencyUS load.Latency `json:"latency_us"`
 	// ServiceLatencyUS is measured from the actual send.
-	ServiceLatencyUS Latency `json:"service_latency_us"`
+	ServiceLatencyUS load.Latency `json:"service_latency_us"`
 	// Histograms holds the full distributions behind LatencyUS and ServiceLatencyUS.
 	Histograms Histograms `json:"histograms"`
 
-	Verification verify.Summary `json:"verification"`
-	Accuracy     Accuracy       `json:"accuracy"`
-	Server       Server         `json:"server"`
+	Verification verify.Summary         `json:"verification"`
+	Accuracy     verify.AccuracySummary `json:"accuracy"`
+	Server       Server                 `json:"server"`
 	// Timeline is offered, admitted, denied and errors over time, for the accuracy plot.
 	Timeline Timeline `json:"timeline"`
 
@@ -289,16 +289,6 @@ type Entry struct {
 	Files Files `json:"files"`
 }
 
-// Latency is a summary of one latency distribution, in microseconds.
-type Latency struct {
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
-	Mean float64 `json:"mean"`
-}
-
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not
 // recorded.
@@ -307,21 +297,6 @@ type Histograms struct {
 	Latency string `json:"latency,omitempty"`
 	// Service is from actual send time.
 	Service string `json:"service,omitempty"`
-}
-
-// Accuracy compares admissions with an exact limiter replaying the same offered sequence.
-type Accuracy struct {
-	// IdealAllowed is what the exact limiter admitted.
-	IdealAllowed int64 `json:"ideal_allowed"`
-	// Efficiency is Allowed / IdealAllowed (1 is exact; above 1 over-admits).
-	Efficiency float64 `json:"efficiency"`
-	// FalseDenials are denials the exact limiter would have admitted.
-	FalseDenials int64 `json:"false_denials"`
-	// MaxWindowRatio is, for window contracts, the most permits admitted in any sliding window
-	// (t−W, t] divided by the limit L (fixed-window allows up to 2 across a window boundary); for
-	// token-bucket, the most tokens drawn and not yet refilled over the capacity C. See
-	// verify.AccuracyReport.MaxWindowRatio.
-	MaxWindowRatio float64 `json:"max_window_ratio"`
 }
 
 // Server is what the decisions cost Redis. Zero means not measured.
@@ -336,18 +311,12 @@ type Server struct {
 	Keys int64 `json:"keys,omitempty"`
 }
 
-// Timeline is counts per fixed-width bin from the start of the entry's measurement.
-// All slices have the same length.
+// Timeline is the measurement over time, for the accuracy plot: load's counts per bin (offered,
+// admitted permits, denied, errors) and, beside them, the most the contract allows in each bin
+// over every subject offered requests in it (verify.Measurement.BinLimits), permits per bin; nil
+// or 0 when it has no meaning (no contract). All slices have the same length.
 type Timeline struct {
-	// BinS is the bin width in seconds.
-	BinS float64 `json:"bin_s"`
-	// Offered, Admitted, Denied and Errors are request counts per bin (Errors includes unknown).
-	Offered  []int64 `json:"offered"`
-	Admitted []int64 `json:"admitted"`
-	Denied   []int64 `json:"denied"`
-	Errors   []int64 `json:"errors"`
-	// Limit is the most the contract allows in each bin over all subjects that were offered
-	// requests in it, permits per bin; nil or 0 when it has no meaning (no contract).
+	load.Series
 	Limit []float64 `json:"limit,omitempty"`
 }
 
@@ -355,7 +324,7 @@ type Timeline struct {
 type Sample struct {
 	Repeat             int            `json:"repeat"`
 	ThroughputRPS      float64        `json:"throughput_rps"`
-	LatencyUS          Latency        `json:"latency_us"`
+	LatencyUS          load.Latency   `json:"latency_us"`
 	Efficiency         float64        `json:"efficiency"`
 	USecPerCall        float64        `json:"usec_per_call"`
 	CPUUSecPerDecision float64        `json:"cpu_usec_per_decision"`
@@ -403,7 +372,7 @@ func (e *Entry) SetHistograms(latency, service *hdrhistogram.Histogram) error {
 			return fmt.Errorf("encode latency histogram of %s: %w", e.Name(), err)
 		}
 		e.Histograms.Latency = s
-		e.LatencyUS = Summarize(latency)
+		e.LatencyUS = load.Summarize(latency)
 	}
 	if service != nil {
 		s, err := EncodeHistogram(service)
@@ -411,7 +380,7 @@ func (e *Entry) SetHistograms(latency, service *hdrhistogram.Histogram) error {
 			return fmt.Errorf("encode service histogram of %s: %w", e.Name(), err)
 		}
 		e.Histograms.Service = s
-		e.ServiceLatencyUS = Summarize(service)
+		e.ServiceLatencyUS = load.Summarize(service)
 	}
 	return nil
 }
@@ -424,21 +393,6 @@ func (e *Entry) LatencyHistogram() (*hdrhistogram.Histogram, error) {
 // ServiceHistogram decodes Histograms.Service; it returns nil, nil when none was recorded.
 func (e *Entry) ServiceHistogram() (*hdrhistogram.Histogram, error) {
 	return DecodeHistogram(e.Histograms.Service)
-}
-
-// Summarize returns the latency summary of h, whose values are microseconds.
-func Summarize(h *hdrhistogram.Histogram) Latency {
-	if h == nil || h.TotalCount() == 0 {
-		return Latency{}
-	}
-	return Latency{
-		P50:  float64(h.ValueAtQuantile(50)),
-		P90:  float64(h.ValueAtQuantile(90)),
-		P99:  float64(h.ValueAtQuantile(99)),
-		P999: float64(h.ValueAtQuantile(99.9)),
-		Max:  float64(h.Max()),
-		Mean: math.Round(h.Mean()*1000) / 1000,
-	}
 }
 
 // EncodeHistogram returns the base64 V2 compressed encoding of h.

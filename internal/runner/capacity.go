@@ -523,7 +523,7 @@ func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.
 	both := *e2
 	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
 	both.Histograms.Latency = ""
-	both.LatencyUS = report.Summarize(h1)
+	both.LatencyUS = load.Summarize(h1)
 	v, ok := metric(&both, slo.Metric)
 	st.Good = ok && slo.Holds(v)
 	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, formatMetric(slo.Metric, v))

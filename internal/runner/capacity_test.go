@@ -15,6 +15,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -32,7 +33,7 @@ func mustThreshold(t *testing.T, s string) *scenarios.Threshold {
 func TestJudgeStep(t *testing.T) {
 	slo, _ := scenarios.ParseThreshold("p99 < 2ms")
 	ok := report.Entry{Requests: 20000, Allowed: 20000, OfferedRPS: 10000, ThroughputRPS: 10000,
-		LatencyUS: report.Latency{P50: 300, P99: 1500}}
+		LatencyUS: load.Latency{P50: 300, P99: 1500}}
 	with := func(f func(e *report.Entry)) report.Entry {
 		e := ok
 		f(&e)
@@ -253,7 +254,7 @@ func latencyEntry(t *testing.T, rate float64, fast, slow int64) *report.Entry {
 		t.Fatal(err)
 	}
 	e := &report.Entry{Requests: fast + slow, Allowed: fast + slow, OfferedRPS: rate, ThroughputRPS: rate,
-		LatencyUS: report.Summarize(h)}
+		LatencyUS: load.Summarize(h)}
 	if err := e.SetHistograms(h, nil); err != nil {
 		t.Fatal(err)
 	}

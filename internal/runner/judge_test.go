@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -31,9 +32,9 @@ func thresholds(t *testing.T, ts ...string) []scenarios.Threshold {
 func measured(alg string) report.Entry {
 	return report.Entry{
 		Algorithm: alg, Topology: "single", Requests: 1000, Allowed: 380, Denied: 610, Errors: 10, DurationS: 2,
-		ThroughputRPS: 495, LatencyUS: report.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
+		ThroughputRPS: 495, LatencyUS: load.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
 		Verification: verify.Summary{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
-		Accuracy:     report.Accuracy{IdealAllowed: 400, Efficiency: 0.95},
+		Accuracy:     verify.AccuracySummary{IdealAllowed: 400, Efficiency: 0.95},
 	}
 }
 
@@ -42,7 +43,7 @@ func TestEvaluate(t *testing.T) {
 	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
 	noContract := measured("mine")
 	noContract.Verification.Contract = "none"
-	noContract.Accuracy = report.Accuracy{}
+	noContract.Accuracy = verify.AccuracySummary{}
 	tests := []struct {
 		name    string
 		e       report.Entry
@@ -88,7 +89,7 @@ func TestJudgeThresholds(t *testing.T) {
 	tolerated := measured("sliding-log-published")
 	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
 	mine := measured("mine") // no contract: efficiency cannot be evaluated
-	mine.Verification.Contract, mine.Accuracy = "none", report.Accuracy{}
+	mine.Verification.Contract, mine.Accuracy = "none", verify.AccuracySummary{}
 	ref := measured("reference")
 	ref.LatencyUS.P99 = 50_000 // the reference is not judged
 	res := &report.Result{Reference: "reference", Entries: []report.Entry{

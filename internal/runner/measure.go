@@ -29,16 +29,51 @@ const memorySample = 500
 // leaves.
 const clockDrift = 100e-6
 
-// run is what load.Run measured, with the aggregators it fed: histograms and timeline of the
-// measured part, and the admission logs of the measured part and of the warmup as the verifier
-// reads them (nil when not recorded; warm nil without a warmup).
-type run struct {
-	*load.Result
+// recording is the aggregators one measurement feeds: latency histograms and the timeline of the
+// measured part, and the admission logs of the measured part and of the warmup (nil without one).
+type recording struct {
 	hist      *load.Histograms
 	tl        *load.Timeline
-	log, warm *verify.Log
-	// start is where the measured part starts on the logs' clock, µs since the Unix epoch.
-	start int64
+	log, warm *verify.AdmissionLog
+}
+
+// newRecording returns the aggregators of a measurement of p whose admission logs are on the
+// clock sharedClock, server and clientClock say (see verify.AdmissionLog).
+func newRecording(p load.Plan, sharedClock bool, server *load.ClockOffset, clientClock bool) *recording {
+	r := &recording{
+		hist: load.NewHistograms(p.MaxLatency),
+		tl:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
+		log:  verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock),
+	}
+	if p.Warmup > 0 {
+		r.warm = verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock)
+	}
+	return r
+}
+
+// sinks returns the aggregators as load.Run takes them.
+func (r *recording) sinks() load.Sinks {
+	s := load.Sinks{Measured: []load.Aggregator{r.hist, r.tl, r.log}}
+	if r.warm != nil {
+		s.Warmup = []load.Aggregator{r.warm}
+	}
+	return s
+}
+
+// verification returns what the verifier needs of the measurement res recorded in r, for an
+// algorithm with contract and model.
+func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model) verify.Measurement {
+	m := verify.Measurement{
+		Contract: contract, Model: model,
+		Log: r.log.Log(res.Subjects, res.Clients),
+		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
+			Dropped: res.Counts.Dropped},
+		Start: r.log.Micros(res.Plan.Warmup),
+	}
+	if r.warm != nil {
+		m.Warmup = r.warm.Log(res.Subjects, res.Clients)
+	}
+	return m
 }
 
 // measurement is one run of one algorithm on one topology.
@@ -150,27 +185,17 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		case <-time.After(wait):
 		}
 	}
-	hist := load.NewHistograms(p.MaxLatency)
-	tl := load.NewTimeline(p.Warmup, p.Bin, p.Duration)
-	log := verify.NewAdmissionLog(time.Time{}, sharedClock, serverClock, clientClock)
-	sinks := load.Sinks{Measured: []load.Aggregator{hist, tl, log}}
-	var warm *verify.AdmissionLog
-	if p.Warmup > 0 {
-		warm = verify.NewAdmissionLog(time.Time{}, sharedClock, serverClock, clientClock)
-		sinks.Warmup = []load.Aggregator{warm}
-	}
-	lres, err := load.Run(ctx, client, lim, p, sinks)
+	rec := newRecording(p, sharedClock, serverClock, clientClock)
+	res, err := load.Run(ctx, client, lim, p, rec.sinks())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	res := &run{Result: lres, hist: hist, tl: tl, log: log.Log(lres.Subjects, lres.Clients), start: log.Micros(p.Warmup)}
-	if warm != nil {
-		res.warm = warm.Log(lres.Subjects, lres.Clients)
-	}
+	vm := rec.verification(res, contract, a.Model(s.Limit))
+	_, custom := a.(*customAlgorithm)
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		m := &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, nil), lim)}
+		m := &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)}
 		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := snapshot(statCtx, tgt)
@@ -181,11 +206,11 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
 	if err == nil && keys > 0 {
 		srv.Keys = keys
-		if n := subjectsTouched(res.log); n > 0 {
+		if n := vm.Log.SubjectsDecided(); n > 0 {
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	return &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, &srv), lim)}, nil
+	return &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)}, nil
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -221,7 +246,7 @@ func alive(ctx context.Context, tgt *redisenv.Target) error {
 }
 
 // serverCost turns two stats snapshots around a measurement into per-decision costs.
-func serverCost(before, after serverStats, res *run) report.Server {
+func serverCost(before, after serverStats, res *load.Result) report.Server {
 	var srv report.Server
 	n := float64(res.Counts.Requests + res.Counts.Warmup)
 	if n == 0 {
@@ -287,129 +312,23 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// subjectsTouched counts the distinct subjects of the log's admitted or denied requests.
-func subjectsTouched(log *verify.Log) int {
-	if log == nil {
-		return 0
-	}
-	seen := make([]bool, len(log.Subjects))
-	n := 0
-	for _, e := range log.Events {
-		if k := e.Kind(); (k == verify.Admitted || k == verify.Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
-			seen[e.Subject] = true
-			n++
-		}
-	}
-	return n
-}
-
-// entryOf builds the report entry of one measurement, verifying its admission log.
-func entryOf(name, topo string, res *run, contract algorithms.Contract, a algorithms.Algorithm,
-	s *scenarios.Scenario, srv *report.Server) report.Entry {
-	c := res.Counts
-	e := report.Entry{
-		Algorithm:     name,
-		Topology:      topo,
-		Requests:      int64(c.Requests),
-		Allowed:       int64(c.Allowed),
-		Denied:        int64(c.Denied),
-		Errors:        int64(c.Failed),
-		Unknown:       int64(c.Unknown),
-		Dropped:       int64(c.Missed + c.Dropped),
-		Late:          int64(c.Late),
-		DurationS:     res.Duration.Seconds(),
-		OfferedRPS:    round3(res.OfferedRate),
-		ThroughputRPS: round3(res.Throughput),
-	}
-	if _, custom := a.(*customAlgorithm); custom {
-		e.Custom = true
-	}
-	if c.Requests > 0 {
-		e.LateFraction = float64(c.Late) / float64(c.Requests)
-	}
+// entryOf builds the report entry of one measurement: load's counts, rates, latency and timeline,
+// the verifier's sections and the contract's limit per bin, and the server's cost srv (nil when
+// not measured); custom marks a scenario's own script.
+func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Measurement, custom bool,
+	srv *report.Server) report.Entry {
+	e := report.NewEntry(name, topo, res)
+	e.Custom = custom
 	if srv != nil {
 		e.Server = *srv
 	}
-	if res.hist != nil {
-		// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
-		// histogram, and the report says so.
-		_ = e.SetHistograms(res.hist.Latency(), res.hist.Service())
-	}
-	e.Verification = verify.Summarize(contract, res.log, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
-		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped}, res.start)
-	if res.log != nil && contract.Kind != algorithms.NoContract {
-		if acc, err := accuracy(contract, res); err == nil {
-			e.Accuracy = report.Accuracy{
-				IdealAllowed:   acc.IdealAllowed,
-				Efficiency:     round3(acc.Efficiency),
-				FalseDenials:   acc.FalseDenials,
-				MaxWindowRatio: round3(acc.MaxWindowRatio),
-			}
-		} else {
-			e.Verification.Reasons = append(e.Verification.Reasons, "accuracy not computed: "+err.Error())
-		}
-		if note := replay(a.Model(s.Limit), res); note != "" {
-			e.Verification.Reasons = append(e.Verification.Reasons, note)
-		}
-	}
-	e.Timeline = timeline(res, contract)
-	if res.Canceled && res.log == nil {
-		// With a log, the verdict's reasons already say so.
-		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
-	}
+	// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
+	// histogram, and the report says so.
+	_ = e.SetHistograms(rec.hist.Latency(), rec.hist.Service())
+	e.Verification, e.Accuracy = vm.Sections()
+	series := rec.tl.Series()
+	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
 	return e
-}
-
-// timeline converts the load timeline and adds the contract's allowance per bin.
-func timeline(res *run, contract algorithms.Contract) report.Timeline {
-	t := report.Timeline{BinS: res.Plan.Bin.Seconds()}
-	if res.tl == nil {
-		return t
-	}
-	for _, b := range res.tl.Bins {
-		t.Offered = append(t.Offered, int64(b.Offered))
-		t.Admitted = append(t.Admitted, int64(b.AdmittedPermits))
-		t.Denied = append(t.Denied, int64(b.Denied))
-		t.Errors = append(t.Errors, int64(b.Failed+b.Unknown))
-	}
-	if contract.Kind == algorithms.NoContract || res.log == nil || len(t.Offered) == 0 {
-		return t
-	}
-	// The allowance of one scope over one bin, in the steady state.
-	bin := res.Plan.Bin
-	var per float64
-	switch contract.Kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow:
-		per = float64(contract.Limit) * bin.Seconds() / contract.Window.Seconds()
-	case algorithms.TokenBucket:
-		per = float64(contract.RefillPermits) * bin.Seconds() / contract.RefillPer.Seconds()
-	}
-	// Count the scopes active in each bin.
-	start := res.start
-	binUS := bin.Microseconds()
-	active := make([]map[uint64]struct{}, len(t.Offered))
-	for _, ev := range res.log.Events {
-		// The midpoint, on the log's clock: Base plus relative times.
-		i := int((res.log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - start) / binUS)
-		if i < 0 || i >= len(active) {
-			continue
-		}
-		if active[i] == nil {
-			active[i] = map[uint64]struct{}{}
-		}
-		k := uint64(ev.Subject)
-		if contract.Scope == algorithms.PerClient {
-			k = k<<16 | uint64(ev.Client)
-		} else if contract.Scope == algorithms.PerConsumer {
-			k = uint64(ev.Client)
-		}
-		active[i][k] = struct{}{}
-	}
-	t.Limit = make([]float64, len(t.Offered))
-	for i, m := range active {
-		t.Limit[i] = round3(per * float64(len(m)))
-	}
-	return t
 }
 
 // summarize merges the repeats of one algorithm on one topology into one entry: the repeat with
@@ -498,64 +417,4 @@ func relate(res *report.Result, first int) {
 			BytesPerKey:        ratio(e.Server.BytesPerKey, ref.Server.BytesPerKey),
 		}
 	}
-}
-
-// accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
-// limiter's.
-func accuracy(contract algorithms.Contract, res *run) (verify.AccuracyReport, error) {
-	log, err := withWarmup(res)
-	if err != nil {
-		return verify.AccuracyReport{}, err
-	}
-	return verify.Accuracy(contract, log, time.Second)
-}
-
-// withWarmup returns the measured log preceded by the warmup's requests, with From set to the
-// start of the measured part: the ideal limiter sees every request the algorithm saw, so both start
-// the measured part in the same state, and only the measured part is counted. The warmup's events
-// are moved to the measured log's Base when theirs differs (load.Run gives both one Base); it
-// returns an error when one does not fit there.
-func withWarmup(res *run) (*verify.Log, error) {
-	if res.warm == nil || len(res.warm.Events) == 0 {
-		return res.log, nil
-	}
-	events := make([]verify.Event, 0, len(res.warm.Events)+len(res.log.Events))
-	events = append(events, res.warm.Events...)
-	if d := res.warm.Base - res.log.Base; d != 0 {
-		for i, e := range events {
-			s, err := e.Shift(d)
-			if err != nil {
-				return nil, fmt.Errorf("warmup event %d: %w", i, err)
-			}
-			events[i] = s
-		}
-	}
-	events = append(events, res.log.Events...)
-	return &verify.Log{Subjects: res.log.Subjects, Clients: res.log.Clients, Base: res.log.Base, Events: events,
-		From: res.start}, nil
-}
-
-// replay replays the decisions of the run (the warmup's first) through the algorithm's reference
-// model and returns a note when some differ; "" when they agree or replay is not possible: no
-// model, or a warmup request without an exact decision time, which the model cannot follow.
-func replay(m algorithms.Model, res *run) string {
-	if m == nil || res.log == nil {
-		return ""
-	}
-	if res.warm != nil {
-		for _, e := range res.warm.Events {
-			if k := e.Kind(); e.Lo() != e.Hi() || (k != verify.Admitted && k != verify.Denied) {
-				return ""
-			}
-		}
-	}
-	log, err := withWarmup(res)
-	if err != nil {
-		return ""
-	}
-	rr, err := verify.Replay(m, log)
-	if err != nil || rr.Differ == 0 {
-		return ""
-	}
-	return fmt.Sprintf("note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed)
 }

@@ -4,9 +4,144 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
 )
+
+// Measurement is what the verifier is given about one measurement of one algorithm.
+type Measurement struct {
+	// Contract is the algorithm's contract; Model its reference model (nil: nothing to replay).
+	Contract algorithms.Contract
+	Model    algorithms.Model
+	// Log holds the measured part's events (nil: nothing was recorded); Warmup the warmup's (nil
+	// or empty without a warmup), which only put the ideal limiter and the reference model in the
+	// state the warmup left Redis in.
+	Log, Warmup *Log
+	// Warnings are what the load generator reported besides the log.
+	Warnings Warnings
+	// Start is where the measured part starts on the logs' clock, µs since the Unix epoch.
+	Start int64
+}
+
+// Sections returns the measurement's verification and accuracy sections of a result entry: the
+// verification Summarize gives, then, when there is a log and a contract, the accuracy against
+// an exact limiter (its error a reason instead) and a note when decisions replayed through the
+// reference model differ. A canceled measurement without a log says so.
+func (m Measurement) Sections() (Summary, AccuracySummary) {
+	v := Summarize(m.Contract, m.Log, m.Warnings, m.Start)
+	var acc AccuracySummary
+	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
+		if r, err := m.accuracy(); err == nil {
+			acc = r.Summary()
+		} else {
+			v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
+		}
+		if note := m.replay(); note != "" {
+			v.Reasons = append(v.Reasons, note)
+		}
+	}
+	if m.Warnings.Canceled && m.Log == nil {
+		// With a log, the verdict's reasons already say so.
+		v.Reasons = append(v.Reasons, "the measurement was cut short")
+	}
+	return v, acc
+}
+
+// accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
+// limiter's.
+func (m Measurement) accuracy() (AccuracyReport, error) {
+	log, err := m.withWarmup()
+	if err != nil {
+		return AccuracyReport{}, err
+	}
+	return Accuracy(m.Contract, log, time.Second)
+}
+
+// withWarmup returns the measured log preceded by the warmup's events, with From set to Start:
+// the ideal limiter sees every request the algorithm saw, so both start the measured part in the
+// same state, and only the measured part is counted. The warmup's events are moved to the
+// measured log's Base when theirs differs (the runner gives both one Base); it returns an error
+// when one does not fit there.
+func (m Measurement) withWarmup() (*Log, error) {
+	if m.Warmup == nil || len(m.Warmup.Events) == 0 {
+		return m.Log, nil
+	}
+	events := make([]Event, 0, len(m.Warmup.Events)+len(m.Log.Events))
+	events = append(events, m.Warmup.Events...)
+	if d := m.Warmup.Base - m.Log.Base; d != 0 {
+		for i, e := range events {
+			s, err := e.Shift(d)
+			if err != nil {
+				return nil, fmt.Errorf("warmup event %d: %w", i, err)
+			}
+			events[i] = s
+		}
+	}
+	events = append(events, m.Log.Events...)
+	return &Log{Subjects: m.Log.Subjects, Clients: m.Log.Clients, Base: m.Log.Base, Events: events, From: m.Start}, nil
+}
+
+// replay replays the decisions of the run (the warmup's first) through the reference model and
+// returns a note when some differ; "" when they agree or replay is not possible: no model, or a
+// warmup request without an exact decision time, which the model cannot follow.
+func (m Measurement) replay() string {
+	if m.Model == nil || m.Log == nil {
+		return ""
+	}
+	if m.Warmup != nil {
+		for _, e := range m.Warmup.Events {
+			if k := e.Kind(); e.Lo() != e.Hi() || (k != Admitted && k != Denied) {
+				return ""
+			}
+		}
+	}
+	log, err := m.withWarmup()
+	if err != nil {
+		return ""
+	}
+	rr, err := Replay(m.Model, log)
+	if err != nil || rr.Differ == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed)
+}
+
+// BinLimits returns, for each of bins bins of width bin from Start, the most the contract allows
+// in it over every scope (subject, subject and client, or client, as the contract counts) that
+// was offered a request in it: the contract's steady-state allowance per scope
+// (Contract.Allowance) times the scopes, rounded to three decimals. An event counts in the bin of
+// its interval's midpoint. It returns nil without a log or a contract.
+func (m Measurement) BinLimits(bin time.Duration, bins int) []float64 {
+	if m.Contract.Kind == algorithms.NoContract || m.Log == nil || bins == 0 {
+		return nil
+	}
+	per := m.Contract.Allowance(bin)
+	binUS := bin.Microseconds()
+	active := make([]map[uint64]struct{}, bins)
+	for _, ev := range m.Log.Events {
+		// The midpoint, on the log's clock: Base plus relative times.
+		i := int((m.Log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - m.Start) / binUS)
+		if i < 0 || i >= bins {
+			continue
+		}
+		if active[i] == nil {
+			active[i] = map[uint64]struct{}{}
+		}
+		k := uint64(ev.Subject)
+		if m.Contract.Scope == algorithms.PerClient {
+			k = k<<16 | uint64(ev.Client)
+		} else if m.Contract.Scope == algorithms.PerConsumer {
+			k = uint64(ev.Client)
+		}
+		active[i][k] = struct{}{}
+	}
+	limits := make([]float64, bins)
+	for i, scopes := range active {
+		limits[i] = round3(per * float64(len(scopes)))
+	}
+	return limits
+}
 
 // Summary is the verifier's section of a result entry, result.json's "verification": the verdict
 // and why, the contract checked, the violations found, where the worst one was and when each

@@ -3,6 +3,7 @@ package load
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -104,11 +105,8 @@ func (h *Histograms) Merge(other Aggregator) error {
 	return nil
 }
 
-// Encodings of Histograms and Timeline (see Encoder).
-const (
-	histogramsKind, histogramsVersion = "lbhg", 1
-	timelineKind, timelineVersion     = "lbtl", 1
-)
+// The encoding of Histograms (see Encoder).
+const histogramsKind, histogramsVersion = "lbhg", 1
 
 // MarshalBinary encodes h: its range, Clamped, Dropped, then the four HDR histograms in their
 // V2 compressed encoding (zlib, without the base64 hdrhistogram-go wraps it in).
@@ -177,138 +175,30 @@ func (h *Histograms) Service() *hdrhistogram.Histogram {
 	return out
 }
 
-// Bin is one interval of a Timeline. Counts are requests, by the bin their intended time fell
-// in; AdmittedPermits sums the cost of the admitted ones.
-type Bin struct {
-	Offered         uint64 // requests sent
-	Admitted        uint64
-	Denied          uint64
-	Failed          uint64 // errors known not to have run
-	Unknown         uint64 // errors that may have run
-	AdmittedPermits uint64
+// Latency is the summary of a latency distribution, in microseconds, as a result entry holds it
+// (result.json's latency_us and service_latency_us). The zero value means nothing was recorded.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
 }
 
-// Timeline counts outcomes in bins of Width by intended time measured from Origin (offset from
-// the run's start: Run uses the end of the warmup). An outcome before Origin is counted in
-// Dropped. Not safe for concurrent use; Merge per-worker timelines at the end.
-type Timeline struct {
-	Origin time.Duration
-	Width  time.Duration
-	Bins   []Bin
-	// Dropped counts outcomes intended before Origin.
-	Dropped uint64
-}
-
-// NewTimeline returns an empty Timeline with bins of width (1 s when width <= 0) from origin,
-// with room for span.
-func NewTimeline(origin, width, span time.Duration) *Timeline {
-	if width <= 0 {
-		width = time.Second
+// Summarize returns the latency summary of h, whose values are microseconds: percentiles as
+// recorded (HDR precision), the mean rounded to three decimals; the zero Latency for an empty or
+// nil histogram.
+func Summarize(h *hdrhistogram.Histogram) Latency {
+	if h == nil || h.TotalCount() == 0 {
+		return Latency{}
 	}
-	n := 0
-	if span > 0 {
-		n = int((span + width - 1) / width)
+	return Latency{
+		P50:  float64(h.ValueAtQuantile(50)),
+		P90:  float64(h.ValueAtQuantile(90)),
+		P99:  float64(h.ValueAtQuantile(99)),
+		P999: float64(h.ValueAtQuantile(99.9)),
+		Max:  float64(h.Max()),
+		Mean: math.Round(h.Mean()*1000) / 1000,
 	}
-	return &Timeline{Origin: origin, Width: width, Bins: make([]Bin, 0, n)}
-}
-
-// Add counts o in the bin of its intended time.
-func (t *Timeline) Add(o *Outcome) {
-	d := o.Intended - t.Origin
-	if d < 0 {
-		t.Dropped++
-		return
-	}
-	i := int(d / t.Width)
-	for len(t.Bins) <= i {
-		t.Bins = append(t.Bins, Bin{})
-	}
-	b := &t.Bins[i]
-	b.Offered++
-	switch o.Class {
-	case ClassOK:
-		if o.Decision.Allowed {
-			b.Admitted++
-			b.AdmittedPermits += uint64(o.Cost)
-		} else {
-			b.Denied++
-		}
-	case ClassFailed:
-		b.Failed++
-	default:
-		b.Unknown++
-	}
-}
-
-var _ Aggregator = (*Timeline)(nil)
-
-// Fresh implements Aggregator: an empty Timeline with the same Origin and Width.
-func (t *Timeline) Fresh() Aggregator {
-	return NewTimeline(t.Origin, t.Width, time.Duration(cap(t.Bins))*t.Width)
-}
-
-// Finish implements Aggregator: Dropped.
-func (t *Timeline) Finish() Counts { return Counts{Dropped: t.Dropped} }
-
-// MarshalBinary encodes t: Origin and Width in ns, Dropped, then each bin's six counts.
-func (t *Timeline) MarshalBinary() ([]byte, error) {
-	e := NewEncoder(timelineKind, timelineVersion)
-	e.Varint(int64(t.Origin))
-	e.Varint(int64(t.Width))
-	e.Uvarint(t.Dropped)
-	e.Uvarint(uint64(len(t.Bins)))
-	for _, b := range t.Bins {
-		for _, v := range []uint64{b.Offered, b.Admitted, b.Denied, b.Failed, b.Unknown, b.AdmittedPermits} {
-			e.Uvarint(v)
-		}
-	}
-	return e.Encoding(), nil
-}
-
-// UnmarshalBinary decodes what MarshalBinary encoded into t, replacing what t held. Errors wrap
-// ErrEncoding.
-func (t *Timeline) UnmarshalBinary(b []byte) error {
-	d, err := NewDecoder(b, timelineKind, timelineVersion)
-	if err != nil {
-		return err
-	}
-	out := Timeline{Origin: time.Duration(d.Varint()), Width: time.Duration(d.Varint()), Dropped: d.Uvarint()}
-	if d.err == nil && out.Width <= 0 {
-		d.fail(fmt.Sprintf("bin width %s", out.Width))
-	}
-	out.Bins = make([]Bin, d.Count(6)) // six counts of at least a byte each
-	for i := range out.Bins {
-		bin := &out.Bins[i]
-		for _, dst := range []*uint64{&bin.Offered, &bin.Admitted, &bin.Denied, &bin.Failed, &bin.Unknown, &bin.AdmittedPermits} {
-			*dst = d.Uvarint()
-		}
-	}
-	if err := d.Close(); err != nil {
-		return err
-	}
-	*t = out
-	return nil
-}
-
-// Merge implements Aggregator: it adds the bins of other, a Timeline with the same Origin and
-// Width, to t.
-func (t *Timeline) Merge(other Aggregator) error {
-	o, ok := other.(*Timeline)
-	if !ok || o.Origin != t.Origin || o.Width != t.Width {
-		return fmt.Errorf("%w: merge %T into a timeline from %s by %s", ErrMismatch, other, t.Origin, t.Width)
-	}
-	for len(t.Bins) < len(o.Bins) {
-		t.Bins = append(t.Bins, Bin{})
-	}
-	for i, b := range o.Bins {
-		a := &t.Bins[i]
-		a.Offered += b.Offered
-		a.Admitted += b.Admitted
-		a.Denied += b.Denied
-		a.Failed += b.Failed
-		a.Unknown += b.Unknown
-		a.AdmittedPermits += b.AdmittedPermits
-	}
-	t.Dropped += o.Dropped
-	return nil
 }
