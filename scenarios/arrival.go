@@ -1,6 +1,10 @@
 package scenarios
 
-import "time"
+import (
+	"time"
+
+	"github.com/limitbench/limitbench/internal/load"
+)
 
 // ArrivalKind names the form of an open-loop schedule.
 type ArrivalKind string
@@ -130,22 +134,15 @@ func (a *Arrival) RateAt(t, span time.Duration) float64 {
 	return a.Rate
 }
 
-// Segment is one piece of a piecewise-linear schedule: over For, the rate goes linearly from From
-// to To requests per second (From == To for a constant piece).
-type Segment struct {
-	From, To float64
-	For      time.Duration
-}
-
-// Segments returns the schedule over [0, span) as consecutive pieces whose lengths add up to span
+// Segments returns the schedule over [0, span) as consecutive pieces (the pacer's segments) whose lengths add up to span
 // (span is Scenario.TotalDuration): one piece for a constant rate or a ramp, the steps repeated
 // as often as span needs (the last copy cut short), and a spike's base and peak pieces in turn.
 // RateAt(t, span) equals the rate of the piece that holds t. It returns nil when span <= 0.
-func (a *Arrival) Segments(span time.Duration) []Segment {
+func (a *Arrival) Segments(span time.Duration) []load.Segment {
 	if span <= 0 {
 		return nil
 	}
-	var out []Segment
+	var out []load.Segment
 	var at time.Duration
 	add := func(from, to float64, d time.Duration) {
 		if d > span-at {
@@ -154,7 +151,7 @@ func (a *Arrival) Segments(span time.Duration) []Segment {
 			d = span - at
 		}
 		if d > 0 {
-			out = append(out, Segment{From: from, To: to, For: d})
+			out = append(out, load.Segment{From: from, To: to, Duration: d})
 			at += d
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // Load reads and validates the scenario file at path. Every problem is reported at once in an
@@ -296,11 +297,11 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	set(&s.Clients, m["clients"], "clients", d.int)
 	if n := m["client_mode"]; n != nil {
 		if v, ok := d.str(n, "client_mode"); ok {
-			s.ClientMode = ClientMode(v)
+			s.ClientMode = load.Mode(v)
 		}
 	}
 	set(&s.PipelineDepth, m["pipeline_depth"], "pipeline_depth", d.int)
-	if m["pipeline_depth"] == nil && s.ClientMode == Pipeline {
+	if m["pipeline_depth"] == nil && s.ClientMode == load.ModePipeline {
 		s.PipelineDepth = DefaultPipelineDepth
 	}
 	if n := m["arrival"]; n != nil {

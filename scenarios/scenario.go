@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // Topology is the shape of the Redis a run talks to.
@@ -13,19 +14,6 @@ type Topology string
 const (
 	Single  Topology = "single"
 	Cluster Topology = "cluster"
-)
-
-// ClientMode is how a worker sends its requests.
-type ClientMode string
-
-// The client modes.
-const (
-	// Plain sends one request and waits for its reply.
-	Plain ClientMode = "plain"
-	// Pipeline sends PipelineDepth requests in one round trip.
-	Pipeline ClientMode = "pipeline"
-	// AutoPipeline uses go-redis AutoPipeline, which batches concurrent commands on its own.
-	AutoPipeline ClientMode = "autopipeline"
 )
 
 // Distribution is how requests choose among Keys.Count subjects.
@@ -78,7 +66,7 @@ type Scenario struct {
 	Seed int64
 	// Clients is the number of concurrent workers (each with its own client id); default 4.
 	Clients    int
-	ClientMode ClientMode // default plain
+	ClientMode load.Mode // default plain
 	// PipelineDepth is the number of requests per pipeline; only with ClientMode pipeline, where it
 	// defaults to 16.
 	PipelineDepth int
@@ -171,7 +159,7 @@ func Default() *Scenario {
 		Duration:   DefaultDuration,
 		Seed:       DefaultSeed,
 		Clients:    DefaultClients,
-		ClientMode: Plain,
+		ClientMode: load.ModePlain,
 		Keys:       Keys{Count: 1, Distribution: Uniform},
 		Limit:      algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
 		Cost:       1,

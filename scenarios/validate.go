@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // position is where a field is in the scenario file.
@@ -130,11 +131,11 @@ func (c *checker) check() {
 		c.add("clients", "must be >= 1, got %d", s.Clients)
 	}
 	switch s.ClientMode {
-	case Plain, AutoPipeline:
+	case load.ModePlain, load.ModeAutoPipeline:
 		if s.PipelineDepth != 0 {
 			c.add("pipeline_depth", "only applies with client_mode: pipeline (client_mode is %s)", s.ClientMode)
 		}
-	case Pipeline:
+	case load.ModePipeline:
 		if s.PipelineDepth < 1 {
 			c.add("pipeline_depth", "must be >= 1 with client_mode: pipeline, got %d", s.PipelineDepth)
 		}

@@ -89,7 +89,7 @@ func plan(s *scenarios.Scenario) load.Plan {
 		Duration:      s.Duration,
 		Warmup:        s.Warmup,
 		Clients:       s.Clients,
-		Mode:          load.Mode(s.ClientMode),
+		Mode:          s.ClientMode,
 		PipelineDepth: s.PipelineDepth,
 		Keys: load.Keys{
 			Count:        s.Keys.Count,
@@ -103,11 +103,7 @@ func plan(s *scenarios.Scenario) load.Plan {
 		Cost: s.Cost,
 	}
 	if s.Arrival != nil {
-		var segs []load.Segment
-		for _, g := range s.Arrival.Segments(s.TotalDuration()) {
-			segs = append(segs, load.Segment{From: g.From, To: g.To, Duration: g.For})
-		}
-		p.Arrival = load.NewProfile(segs...)
+		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
 	}
 	return p
 }

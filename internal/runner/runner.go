@@ -237,7 +237,7 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 		Keys:             describeKeys(s.Keys),
 		ExpectViolations: slices.Clone(s.Expect.Violations),
 	}
-	if s.ClientMode == scenarios.Pipeline {
+	if s.ClientMode == load.ModePipeline {
 		rs.Mode = fmt.Sprintf("pipeline(%d)", s.PipelineDepth)
 	}
 	if s.Arrival != nil {
@@ -283,7 +283,7 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 	if st.Limit.ConsumerLimit == 0 {
 		st.Limit.ConsumerLimit = l.Limit
 	}
-	if s.ClientMode == scenarios.Pipeline {
+	if s.ClientMode == load.ModePipeline {
 		st.PipelineDepth = s.PipelineDepth
 	}
 	switch s.Keys.Distribution {
