@@ -57,7 +57,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Settings: &Settings{
 				Limit: LimitSettings{Limit: 100, WindowS: 1, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
 				Clients: 8, ClientMode: "plain", Arrival: &ArrivalSettings{Kind: "rate", Rate: 200},
-				Keys:       KeySettings{Count: 50, Distribution: "zipf", ZipfS: 1.1},
+				Keys:       load.Keys{Count: 50, Distribution: load.Zipf, ZipfS: 1.1},
 				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
 				Expect:     ExpectSettings{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
 				Thresholds: []string{"errors < 1%", "gcra: efficiency > 0.9", "sliding-counter: efficiency > 0.95"},

@@ -92,7 +92,7 @@ func fullResult(t *testing.T) *Result {
 					Steps: []StepSettings{{ForS: 1, Rate: 100}, {ForS: 2, Rate: 300}},
 					Spike: &SpikeSettings{Base: 50, Peak: 500, AtS: 1.9, ForS: 0.2, EveryS: 2},
 					Align: &AlignSettings{EveryS: 1, OffsetS: 0.9}},
-				Keys:       KeySettings{Count: 10, Distribution: "zipf", ZipfS: 1.2, HotShare: 0.5},
+				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
 				ClockSkew:  &SkewSettings{OffsetsS: []float64{0, 1.5}, SpreadS: 2},
 				Algorithms: []string{"gcra", "my-limiter"},
 				Custom: []CustomSettings{{Name: "my-limiter", Script: "my_limiter.lua", Keys: []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"},

@@ -112,7 +112,7 @@ type Settings struct {
 	// Arrival is the open-loop schedule; nil for a closed loop.
 	Arrival *ArrivalSettings `json:"arrival,omitempty"`
 	// Keys is how requests chose their subject.
-	Keys KeySettings `json:"keys"`
+	Keys load.Keys `json:"keys"`
 	// ClockSkew is the clients' clock skew; nil for none.
 	ClockSkew *SkewSettings `json:"clock_skew,omitempty"`
 	// Algorithms lists what the scenario ran, "all" expanded, in order (without the reference
@@ -171,15 +171,6 @@ type SpikeSettings struct {
 type AlignSettings struct {
 	EveryS  float64 `json:"every_s"`
 	OffsetS float64 `json:"offset_s"`
-}
-
-// KeySettings is key choice: Count subjects, Distribution uniform, zipf (with ZipfS) or hot (with
-// HotShare).
-type KeySettings struct {
-	Count        int     `json:"count"`
-	Distribution string  `json:"distribution"`
-	ZipfS        float64 `json:"zipf_s,omitempty"`
-	HotShare     float64 `json:"hot_share,omitempty"`
 }
 
 // SkewSettings is per-client clock skew: OffsetsS cycled over clients, or clients spread evenly

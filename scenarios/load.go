@@ -407,20 +407,20 @@ func (d *decoder) arrival(n *yaml.Node) *Arrival {
 	return a
 }
 
-func (d *decoder) keys(n *yaml.Node, k *Keys) {
+func (d *decoder) keys(n *yaml.Node, k *load.Keys) {
 	m := d.mapping(n, "keys", []string{"count", "distribution", "zipf_s", "hot_share"})
 	set(&k.Count, m["count"], "keys.count", d.int)
 	if v := m["distribution"]; v != nil {
 		if s, ok := d.str(v, "keys.distribution"); ok {
-			k.Distribution = Distribution(s)
+			k.Distribution = load.Distribution(s)
 		}
 	}
 	set(&k.ZipfS, m["zipf_s"], "keys.zipf_s", d.float)
 	set(&k.HotShare, m["hot_share"], "keys.hot_share", d.float)
-	if m["zipf_s"] == nil && k.Distribution == Zipf {
+	if m["zipf_s"] == nil && k.Distribution == load.Zipf {
 		k.ZipfS = DefaultZipfS
 	}
-	if m["hot_share"] == nil && k.Distribution == Hot {
+	if m["hot_share"] == nil && k.Distribution == load.Hot {
 		k.HotShare = DefaultHotShare
 	}
 }

@@ -16,19 +16,6 @@ const (
 	Cluster Topology = "cluster"
 )
 
-// Distribution is how requests choose among Keys.Count subjects.
-type Distribution string
-
-// The key distributions.
-const (
-	// Uniform picks every subject with the same probability.
-	Uniform Distribution = "uniform"
-	// Zipf picks subject k (k = 0, 1, …) with probability proportional to 1/(1+k)^s, s = ZipfS > 0.
-	Zipf Distribution = "zipf"
-	// Hot sends HotShare of the requests to subject 0 and spreads the rest uniformly over the others.
-	Hot Distribution = "hot"
-)
-
 // AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
 const AllAlgorithms = "all"
 
@@ -73,7 +60,9 @@ type Scenario struct {
 	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
 	// when the previous one returns).
 	Arrival *Arrival
-	Keys    Keys
+	// Keys says which subjects requests are for: count (default 1), distribution (uniform,
+	// zipf with zipf_s > 0, default 0.99, or hot with hot_share in (0, 1], default 0.5).
+	Keys load.Keys
 	// Limit is what every built-in algorithm is configured with; default limit 100 per 1s window,
 	// burst = limit, consumer_limit = limit.
 	Limit algorithms.Limit
@@ -93,20 +82,6 @@ type Scenario struct {
 	pos map[string]position
 	// flags maps field paths to the command-line flag that last set them (see Apply).
 	flags map[string]string
-}
-
-// Keys says which subjects requests are for.
-type Keys struct {
-	// Count is the number of distinct subjects (≥ 1); default 1.
-	Count int
-	// Distribution of requests over subjects; default uniform.
-	Distribution Distribution
-	// ZipfS is the exponent s of the zipf distribution (> 0; larger is more skewed); only with zipf,
-	// default 0.99 (YCSB's).
-	ZipfS float64
-	// HotShare is the share of requests the hot subject gets (0 < share ≤ 1); only with hot,
-	// default 0.5.
-	HotShare float64
 }
 
 // ClockSkew gives each client an offset added to the time it passes to client-clock algorithms
@@ -160,7 +135,7 @@ func Default() *Scenario {
 		Seed:       DefaultSeed,
 		Clients:    DefaultClients,
 		ClientMode: load.ModePlain,
-		Keys:       Keys{Count: 1, Distribution: Uniform},
+		Keys:       load.Keys{Count: 1, Distribution: load.Uniform},
 		Limit:      algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
 		Cost:       1,
 		Algorithms: []AlgorithmEntry{{Name: AllAlgorithms}},

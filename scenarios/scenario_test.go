@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 		{"pipeline_depth with pipeline", "client_mode: pipeline", func(s *Scenario) (any, any) { return s.PipelineDepth, 16 }},
 		{"pipeline_depth given", "client_mode: pipeline\npipeline_depth: 4", func(s *Scenario) (any, any) { return s.PipelineDepth, 4 }},
 		{"closed loop", "version: 1", func(s *Scenario) (any, any) { return s.ClosedLoop(), true }},
-		{"keys", "version: 1", func(s *Scenario) (any, any) { return s.Keys, Keys{Count: 1, Distribution: Uniform} }},
+		{"keys", "version: 1", func(s *Scenario) (any, any) { return s.Keys, load.Keys{Count: 1, Distribution: load.Uniform} }},
 		{"zipf_s", "keys: {count: 9, distribution: zipf}", func(s *Scenario) (any, any) { return s.Keys.ZipfS, 0.99 }},
 		{"hot_share", "keys: {count: 9, distribution: hot}", func(s *Scenario) (any, any) { return s.Keys.HotShare, 0.5 }},
 		{"limit", "version: 1", func(s *Scenario) (any, any) {

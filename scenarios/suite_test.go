@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 // builtinsForTest returns the registered algorithms, or DESIGN.md's list while the registry is
@@ -97,7 +98,7 @@ func TestSuiteSpecifics(t *testing.T) {
 	})
 	t.Run("many-keys-zipf has 10,000 zipf subjects", func(t *testing.T) {
 		s := loadForTest(t, "many-keys-zipf.yaml")
-		if s.Keys.Count != 10000 || s.Keys.Distribution != Zipf {
+		if s.Keys.Count != 10000 || s.Keys.Distribution != load.Zipf {
 			t.Errorf("keys = %+v", s.Keys)
 		}
 	})

@@ -288,22 +288,22 @@ func (c *checker) keys() {
 		c.add("keys.count", "must be >= 1, got %d", k.Count)
 	}
 	switch k.Distribution {
-	case Uniform:
-	case Zipf:
+	case load.Uniform:
+	case load.Zipf:
 		if k.ZipfS <= 0 {
 			c.add("keys.zipf_s", "must be > 0 for a zipf distribution (0 would be uniform), got %g", k.ZipfS)
 		}
-	case Hot:
+	case load.Hot:
 		if k.HotShare <= 0 || k.HotShare > 1 {
 			c.add("keys.hot_share", "must be in (0, 1] for a hot distribution, got %g", k.HotShare)
 		}
 	default:
 		c.add("keys.distribution", "unknown distribution %q; use uniform, zipf or hot", k.Distribution)
 	}
-	if k.Distribution != Zipf && k.ZipfS != 0 {
+	if k.Distribution != load.Zipf && k.ZipfS != 0 {
 		c.add("keys.zipf_s", "only applies with distribution: zipf")
 	}
-	if k.Distribution != Hot && k.HotShare != 0 {
+	if k.Distribution != load.Hot && k.HotShare != 0 {
 		c.add("keys.hot_share", "only applies with distribution: hot")
 	}
 }

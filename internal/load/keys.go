@@ -23,18 +23,35 @@ const (
 	Hot Distribution = "hot"
 )
 
-// Keys says which subjects requests go to. The zero value is one subject.
+// Keys says which subjects requests go to: a scenario's keys, and the keys of result.json's
+// settings. The zero value is one subject.
 type Keys struct {
 	// Count is the number of subjects (default 1, at most 1<<31).
-	Count int
+	Count int `json:"count"`
 	// Distribution is uniform (default), zipf or hot.
-	Distribution Distribution
-	// Exponent is Zipf's s (>= 0).
-	Exponent float64
+	Distribution Distribution `json:"distribution"`
+	// ZipfS is, for zipf, the exponent s (>= 0; s = 0 is uniform).
+	ZipfS float64 `json:"zipf_s,omitempty"`
 	// HotShare is, for hot, the share of requests that go to subject 0, in [0, 1].
-	HotShare float64
+	HotShare float64 `json:"hot_share,omitempty"`
 	// Prefix is put in front of each subject's index to name it (default "s": "s0", "s1", ...).
-	Prefix string
+	Prefix string `json:"-"`
+}
+
+// String describes k in words: "1000 subjects, zipf s=0.99", "1 subject, uniform".
+func (k Keys) String() string {
+	k = k.withDefaults()
+	noun := "subjects"
+	if k.Count == 1 {
+		noun = "subject"
+	}
+	switch k.Distribution {
+	case Zipf:
+		return fmt.Sprintf("%d %s, zipf s=%g", k.Count, noun, k.ZipfS)
+	case Hot:
+		return fmt.Sprintf("%d %s, hot share %g", k.Count, noun, k.HotShare)
+	}
+	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
 }
 
 // maxAliasSubjects bounds the zipf table (12 bytes per subject).
@@ -62,8 +79,8 @@ func (k Keys) validate(errs []error) []error {
 	switch k.Distribution {
 	case Uniform:
 	case Zipf:
-		if math.IsNaN(k.Exponent) || math.IsInf(k.Exponent, 0) || k.Exponent < 0 {
-			errs = append(errs, fmt.Errorf("%w: keys.exponent must be finite and >= 0, got %v", ErrBadPlan, k.Exponent))
+		if math.IsNaN(k.ZipfS) || math.IsInf(k.ZipfS, 0) || k.ZipfS < 0 {
+			errs = append(errs, fmt.Errorf("%w: keys.zipf_s must be finite and >= 0, got %v", ErrBadPlan, k.ZipfS))
 		}
 		if k.Count > maxAliasSubjects {
 			errs = append(errs, fmt.Errorf("%w: keys.count for zipf must be <= %d, got %d", ErrBadPlan, maxAliasSubjects, k.Count))
@@ -111,7 +128,7 @@ func NewPicker(k Keys, seed uint64) *Picker {
 	case Zipf:
 		w := make([]float64, k.Count)
 		for i := range w {
-			w[i] = math.Pow(float64(i+1), -k.Exponent)
+			w[i] = math.Pow(float64(i+1), -k.ZipfS)
 		}
 		p.prob, p.alias = aliasTable(w)
 	}

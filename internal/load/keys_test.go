@@ -12,7 +12,7 @@ import (
 func TestPickerIsSeeded(t *testing.T) {
 	for _, k := range []Keys{
 		{Count: 1000},
-		{Count: 1000, Distribution: Zipf, Exponent: 0.9},
+		{Count: 1000, Distribution: Zipf, ZipfS: 0.9},
 		{Count: 1000, Distribution: Hot, HotShare: 0.5},
 	} {
 		t.Run(string(k.Distribution), func(t *testing.T) {
@@ -84,9 +84,9 @@ func TestPickerDistributions(t *testing.T) {
 	}{
 		{"uniform", Keys{Count: 10}, uniform(10)},
 		{"zipf s=0 is uniform", Keys{Count: 10, Distribution: Zipf}, uniform(10)},
-		{"zipf s=0.8 (s<=1 supported)", Keys{Count: 20, Distribution: Zipf, Exponent: 0.8}, zipfWant(20, 0.8)},
-		{"zipf s=1", Keys{Count: 20, Distribution: Zipf, Exponent: 1}, zipfWant(20, 1)},
-		{"zipf s=1.5", Keys{Count: 20, Distribution: Zipf, Exponent: 1.5}, zipfWant(20, 1.5)},
+		{"zipf s=0.8 (s<=1 supported)", Keys{Count: 20, Distribution: Zipf, ZipfS: 0.8}, zipfWant(20, 0.8)},
+		{"zipf s=1", Keys{Count: 20, Distribution: Zipf, ZipfS: 1}, zipfWant(20, 1)},
+		{"zipf s=1.5", Keys{Count: 20, Distribution: Zipf, ZipfS: 1.5}, zipfWant(20, 1.5)},
 		{"hot 90%", Keys{Count: 10, Distribution: Hot, HotShare: 0.9}, hot(10, 0.9)},
 		{"hot 0%", Keys{Count: 10, Distribution: Hot}, hot(10, 0)},
 		{"hot one subject", Keys{Count: 1, Distribution: Hot, HotShare: 0.3}, []float64{1}},
@@ -113,8 +113,8 @@ func TestKeysValidate(t *testing.T) {
 	}{
 		{"zero value", Keys{}, false},
 		{"negative count", Keys{Count: -1}, true},
-		{"zipf negative exponent", Keys{Count: 3, Distribution: Zipf, Exponent: -1}, true},
-		{"zipf NaN exponent", Keys{Count: 3, Distribution: Zipf, Exponent: math.NaN()}, true},
+		{"zipf negative zipf_s", Keys{Count: 3, Distribution: Zipf, ZipfS: -1}, true},
+		{"zipf NaN zipf_s", Keys{Count: 3, Distribution: Zipf, ZipfS: math.NaN()}, true},
 		{"hot share above 1", Keys{Count: 3, Distribution: Hot, HotShare: 1.5}, true},
 		{"unknown distribution", Keys{Count: 3, Distribution: "pareto"}, true},
 	}

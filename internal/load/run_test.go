@@ -165,7 +165,7 @@ func TestRunIsSeeded(t *testing.T) {
 	c := newClient(env, 4)
 	run := func(seed uint64) map[uint64][2]uint32 {
 		s := &sequence{got: map[uint64][2]uint32{}}
-		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, Exponent: 1.1}, Seed: seed, OnOutcome: s.add}
+		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, ZipfS: 1.1}, Seed: seed, OnOutcome: s.add}
 		if _, _, err := recorded(context.Background(), c, lim, p); err != nil {
 			t.Fatalf("Run: %v", err)
 		}

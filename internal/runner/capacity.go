@@ -54,7 +54,7 @@ func CapacityScenario() *scenarios.Scenario {
 	s.Description = "The saturation scenario's clients, keys and limit, driven open loop at a constant " +
 		"rate per step: 32 plain clients over 1,000 uniform subjects, limit 1,000 per second each."
 	s.Clients = 32
-	s.Keys = scenarios.Keys{Count: 1000, Distribution: scenarios.Uniform}
+	s.Keys = load.Keys{Count: 1000, Distribution: load.Uniform}
 	s.Limit = algorithms.Limit{Limit: 1000, Window: time.Second}
 	s.Seed = 1
 	return s

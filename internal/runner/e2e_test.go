@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
@@ -165,7 +166,7 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 			s := scenarioOf(t, topo, append(append([]string(nil), flawed...), clean...), func(s *scenarios.Scenario) {
 				s.Duration, s.Warmup = 4*time.Second, 500*time.Millisecond
 				s.Clients = 12
-				s.Keys = scenarios.Keys{Count: 4, Distribution: scenarios.Uniform}
+				s.Keys = load.Keys{Count: 4, Distribution: load.Uniform}
 				s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 				s.Arrival = &scenarios.Arrival{Rate: 400}
 				s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
@@ -203,7 +204,7 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 		s := scenarioOf(t, topo, []string{"fixed-window-published"}, func(s *scenarios.Scenario) {
 			s.Duration = 4 * time.Second
 			s.Clients = 12
-			s.Keys = scenarios.Keys{Count: 2, Distribution: scenarios.Uniform}
+			s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 			s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 			s.Arrival = &scenarios.Arrival{Rate: 200, Align: scenarios.Align{Every: time.Minute, Offset: 58 * time.Second}}
 			s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}

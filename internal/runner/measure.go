@@ -91,16 +91,11 @@ func plan(s *scenarios.Scenario) load.Plan {
 		Clients:       s.Clients,
 		Mode:          s.ClientMode,
 		PipelineDepth: s.PipelineDepth,
-		Keys: load.Keys{
-			Count:        s.Keys.Count,
-			Distribution: load.Distribution(s.Keys.Distribution),
-			Exponent:     s.Keys.ZipfS,
-			HotShare:     s.Keys.HotShare,
-		},
-		Seed: uint64(s.Seed),
-		Bin:  timelineBin(s.Duration),
-		Skew: load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
-		Cost: s.Cost,
+		Keys:          s.Keys,
+		Seed:          uint64(s.Seed),
+		Bin:           timelineBin(s.Duration),
+		Skew:          load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
+		Cost:          s.Cost,
 	}
 	if s.Arrival != nil {
 		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)

@@ -234,7 +234,7 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 		Clients:          s.Clients,
 		Loop:             "closed",
 		Mode:             string(s.ClientMode),
-		Keys:             describeKeys(s.Keys),
+		Keys:             s.Keys.String(),
 		ExpectViolations: slices.Clone(s.Expect.Violations),
 	}
 	if s.ClientMode == load.ModePipeline {
@@ -272,7 +272,7 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 		Limit: report.LimitSettings{Limit: l.Limit, WindowS: l.Window.Seconds(), Burst: l.Burst, ConsumerLimit: l.ConsumerLimit},
 		Cost:  s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
 		Clients: s.Clients, ClientMode: string(s.ClientMode),
-		Keys: report.KeySettings{Count: s.Keys.Count, Distribution: string(s.Keys.Distribution)},
+		Keys: s.Keys,
 		Expect: report.ExpectSettings{
 			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
 		},
@@ -285,12 +285,6 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 	}
 	if s.ClientMode == load.ModePipeline {
 		st.PipelineDepth = s.PipelineDepth
-	}
-	switch s.Keys.Distribution {
-	case scenarios.Zipf:
-		st.Keys.ZipfS = s.Keys.ZipfS
-	case scenarios.Hot:
-		st.Keys.HotShare = s.Keys.HotShare
 	}
 	if a := s.Arrival; a != nil {
 		as := &report.ArrivalSettings{Kind: string(a.Kind())}
@@ -334,20 +328,6 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 		st.Thresholds = append(st.Thresholds, th.Text)
 	}
 	return st
-}
-
-func describeKeys(k scenarios.Keys) string {
-	noun := "subjects"
-	if k.Count == 1 {
-		noun = "subject"
-	}
-	switch k.Distribution {
-	case scenarios.Zipf:
-		return fmt.Sprintf("%d %s, zipf s=%g", k.Count, noun, k.ZipfS)
-	case scenarios.Hot:
-		return fmt.Sprintf("%d %s, hot share %g", k.Count, noun, k.HotShare)
-	}
-	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
 }
 
 func describeArrival(a *scenarios.Arrival) string {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -39,7 +40,7 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 		Arrival: &report.ArrivalSettings{Kind: "steps",
 			Steps: []report.StepSettings{{ForS: 1, Rate: 100}, {ForS: 2, Rate: 300}},
 			Align: &report.AlignSettings{EveryS: 1, OffsetS: 0.9}},
-		Keys:       report.KeySettings{Count: 10, Distribution: "zipf", ZipfS: 1.2},
+		Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
 		ClockSkew:  &report.SkewSettings{OffsetsS: []float64{0, 1.5}},
 		Algorithms: []string{"gcra", "sliding-log-published"},
 		Expect:     report.ExpectSettings{MayViolate: []string{"sliding-log-published"}},
