@@ -93,7 +93,7 @@ func fullResult(t *testing.T) *Result {
 					Spike: &SpikeSettings{Base: 50, Peak: 500, AtS: 1.9, ForS: 0.2, EveryS: 2},
 					Align: &AlignSettings{EveryS: 1, OffsetS: 0.9}},
 				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
-				ClockSkew:  &SkewSettings{OffsetsS: []float64{0, 1.5}, SpreadS: 2},
+				ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}, Spread: 2 * time.Second},
 				Algorithms: []string{"gcra", "my-limiter"},
 				Custom: []CustomSettings{{Name: "my-limiter", Script: "my_limiter.lua", Keys: []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"},
 					Args: []string{"{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"}, Allowed: `{element: 1, equals: "1"}`,

@@ -113,8 +113,8 @@ type Settings struct {
 	Arrival *ArrivalSettings `json:"arrival,omitempty"`
 	// Keys is how requests chose their subject.
 	Keys load.Keys `json:"keys"`
-	// ClockSkew is the clients' clock skew; nil for none.
-	ClockSkew *SkewSettings `json:"clock_skew,omitempty"`
+	// ClockSkew is the clients' clock skew; left out for none.
+	ClockSkew load.Skew `json:"clock_skew,omitzero"`
 	// Algorithms lists what the scenario ran, "all" expanded, in order (without the reference
 	// script); Custom describes the custom scripts among them.
 	Algorithms []string         `json:"algorithms"`
@@ -171,13 +171,6 @@ type SpikeSettings struct {
 type AlignSettings struct {
 	EveryS  float64 `json:"every_s"`
 	OffsetS float64 `json:"offset_s"`
-}
-
-// SkewSettings is per-client clock skew: OffsetsS cycled over clients, or clients spread evenly
-// over ±SpreadS.
-type SkewSettings struct {
-	OffsetsS []float64 `json:"offsets_s,omitempty"`
-	SpreadS  float64   `json:"spread_s,omitempty"`
 }
 
 // CustomSettings describes a custom script entry: its file as the scenario gave it, its key and

@@ -425,7 +425,7 @@ func (d *decoder) keys(n *yaml.Node, k *load.Keys) {
 	}
 }
 
-func (d *decoder) clockSkew(n *yaml.Node, c *ClockSkew) {
+func (d *decoder) clockSkew(n *yaml.Node, c *load.Skew) {
 	if n.Kind == yaml.MappingNode {
 		m := d.mapping(n, "clock_skew", []string{"spread"})
 		set(&c.Spread, m["spread"], "clock_skew.spread", d.duration)

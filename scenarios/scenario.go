@@ -67,8 +67,9 @@ type Scenario struct {
 	// burst = limit, consumer_limit = limit.
 	Limit algorithms.Limit
 	// Cost is the number of permits every request asks for; default 1.
-	Cost      int64
-	ClockSkew ClockSkew
+	Cost int64
+	// ClockSkew offsets the clients' clocks: a list cycled over clients, or a spread.
+	ClockSkew load.Skew
 	// Algorithms to run, in order; default [all]. See ResolveAlgorithms.
 	Algorithms []AlgorithmEntry
 	Expect     Expect
@@ -82,27 +83,6 @@ type Scenario struct {
 	pos map[string]position
 	// flags maps field paths to the command-line flag that last set them (see Apply).
 	flags map[string]string
-}
-
-// ClockSkew gives each client an offset added to the time it passes to client-clock algorithms
-// (server-clock algorithms are unaffected). Set at most one of Offsets and Spread; the zero value
-// means no skew.
-type ClockSkew struct {
-	// Offsets are cycled over clients: client i gets Offsets[i % len(Offsets)].
-	Offsets []time.Duration
-	// Spread spaces the clients' offsets evenly over [−Spread, +Spread]: with n > 1 clients, client i
-	// gets −Spread + 2·Spread·i/(n−1).
-	Spread time.Duration
-}
-
-// IsZero reports whether no client is skewed.
-func (c ClockSkew) IsZero() bool {
-	for _, o := range c.Offsets {
-		if o != 0 {
-			return false
-		}
-	}
-	return c.Spread == 0
 }
 
 // AlgorithmEntry is one entry of the algorithms list: a built-in algorithm by name, "all", or a

@@ -1,10 +1,12 @@
 package load
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -214,7 +216,9 @@ func aliasTable(w []float64) (prob, alias []uint32) {
 }
 
 // Skew gives each client a clock offset, added to the time handed to client-clock algorithms
-// (Request.ClientTime). The zero value is no skew.
+// (Request.ClientTime); server-clock algorithms are unaffected. It is a scenario's clock_skew and
+// result.json's settings.clock_skew ({"offsets_s": [...], "spread_s": s}, seconds). Set at most
+// one of Offsets and Spread; the zero value (or offsets that are all 0) is no skew.
 type Skew struct {
 	// Offsets, when set, are cycled over clients: client c gets Offsets[c mod len(Offsets)].
 	Offsets []time.Duration
@@ -222,6 +226,64 @@ type Skew struct {
 	// of n gets −Spread + 2·Spread·c/(n−1) (a single client gets −Spread).
 	Spread time.Duration
 }
+
+// IsZero reports whether no client is skewed.
+func (s Skew) IsZero() bool {
+	for _, o := range s.Offsets {
+		if o != 0 {
+			return false
+		}
+	}
+	return s.Spread == 0
+}
+
+// String describes s in words: "spread ±2s", "offsets 0s, 2s, -2s cycled over clients", or ""
+// for no skew.
+func (s Skew) String() string {
+	switch {
+	case s.IsZero():
+		return ""
+	case s.Spread > 0:
+		return "spread ±" + s.Spread.String()
+	}
+	parts := make([]string, len(s.Offsets))
+	for i, d := range s.Offsets {
+		parts[i] = d.String()
+	}
+	return "offsets " + strings.Join(parts, ", ") + " cycled over clients"
+}
+
+// skewJSON is Skew's form in result.json: durations in seconds.
+type skewJSON struct {
+	OffsetsS []float64 `json:"offsets_s,omitempty"`
+	SpreadS  float64   `json:"spread_s,omitempty"`
+}
+
+// MarshalJSON writes s with its durations in seconds.
+func (s Skew) MarshalJSON() ([]byte, error) {
+	w := skewJSON{SpreadS: s.Spread.Seconds()}
+	for _, d := range s.Offsets {
+		w.OffsetsS = append(w.OffsetsS, d.Seconds())
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Skew) UnmarshalJSON(b []byte) error {
+	var w skewJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Skew{Spread: Seconds(w.SpreadS)}
+	for _, x := range w.OffsetsS {
+		s.Offsets = append(s.Offsets, Seconds(x))
+	}
+	return nil
+}
+
+// Seconds returns x seconds as a Duration, rounded to the nanosecond: the inverse of
+// Duration.Seconds for the durations result.json holds in seconds.
+func Seconds(x float64) time.Duration { return time.Duration(math.Round(x * float64(time.Second))) }
 
 // Offset returns the clock offset of client c out of clients.
 func (s Skew) Offset(c, clients int) time.Duration {

@@ -1,8 +1,10 @@
 package load
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,5 +157,29 @@ func TestSkewOffset(t *testing.T) {
 				t.Errorf("Offset (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSkewJSON: a skew is written in seconds and read back as it was; String says it in words.
+func TestSkewJSON(t *testing.T) {
+	for _, tt := range []struct {
+		s          Skew
+		json, text string
+	}{
+		{Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond, -2 * time.Second}}, `{"offsets_s":[0,1.5,-2]}`, "offsets 0s, 1.5s, -2s cycled over clients"},
+		{Skew{Spread: 250 * time.Millisecond}, `{"spread_s":0.25}`, "spread ±250ms"},
+		{Skew{}, `{}`, ""},
+	} {
+		b, err := json.Marshal(tt.s)
+		if err != nil || string(b) != tt.json {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tt.s, b, err, tt.json)
+		}
+		var back Skew
+		if err := json.Unmarshal(b, &back); err != nil || tt.s.String() != back.String() || !slices.Equal(tt.s.Offsets, back.Offsets) || tt.s.Spread != back.Spread {
+			t.Errorf("Unmarshal(%s) = %+v, %v; want %+v", b, back, err, tt.s)
+		}
+		if got := tt.s.String(); got != tt.text {
+			t.Errorf("String() = %q; want %q", got, tt.text)
+		}
 	}
 }

@@ -169,7 +169,7 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 				s.Keys = load.Keys{Count: 4, Distribution: load.Uniform}
 				s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 				s.Arrival = &scenarios.Arrival{Rate: 400}
-				s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
+				s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 			})
 			got := runE2E(t, s, processEnv)
 			for _, n := range flawed {
@@ -207,7 +207,7 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 			s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 			s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 			s.Arrival = &scenarios.Arrival{Rate: 200, Align: scenarios.Align{Every: time.Minute, Offset: 58 * time.Second}}
-			s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
+			s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 		})
 		wg.Go(func() {
 			got, err := runEntries(t, s, processEnv)

@@ -94,7 +94,7 @@ func plan(s *scenarios.Scenario) load.Plan {
 		Keys:          s.Keys,
 		Seed:          uint64(s.Seed),
 		Bin:           timelineBin(s.Duration),
-		Skew:          load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
+		Skew:          s.ClockSkew,
 		Cost:          s.Cost,
 	}
 	if s.Arrival != nil {

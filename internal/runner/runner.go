@@ -244,17 +244,7 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 		rs.Loop = "open"
 		rs.Arrival = describeArrival(s.Arrival)
 	}
-	if !s.ClockSkew.IsZero() {
-		if s.ClockSkew.Spread > 0 {
-			rs.Skew = "spread ±" + s.ClockSkew.Spread.String()
-		} else {
-			var parts []string
-			for _, d := range s.ClockSkew.Offsets {
-				parts = append(parts, d.String())
-			}
-			rs.Skew = "offsets " + strings.Join(parts, ", ") + " cycled over clients"
-		}
-	}
+	rs.Skew = s.ClockSkew.String()
 	for _, t := range s.Topologies {
 		rs.Topologies = append(rs.Topologies, string(t))
 	}
@@ -307,13 +297,7 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 		}
 		st.Arrival = as
 	}
-	if !s.ClockSkew.IsZero() {
-		sk := &report.SkewSettings{SpreadS: s.ClockSkew.Spread.Seconds()}
-		for _, d := range s.ClockSkew.Offsets {
-			sk.OffsetsS = append(sk.OffsetsS, d.Seconds())
-		}
-		st.ClockSkew = sk
-	}
+	st.ClockSkew = s.ClockSkew
 	for _, e := range s.ResolveAlgorithms() {
 		st.Algorithms = append(st.Algorithms, e.Name)
 		if c := e.Custom; c != nil {

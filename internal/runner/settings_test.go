@@ -2,6 +2,7 @@ package runner
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,7 +42,7 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 			Steps: []report.StepSettings{{ForS: 1, Rate: 100}, {ForS: 2, Rate: 300}},
 			Align: &report.AlignSettings{EveryS: 1, OffsetS: 0.9}},
 		Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
-		ClockSkew:  &report.SkewSettings{OffsetsS: []float64{0, 1.5}},
+		ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
 		Algorithms: []string{"gcra", "sliding-log-published"},
 		Expect:     report.ExpectSettings{MayViolate: []string{"sliding-log-published"}},
 		Thresholds: []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
