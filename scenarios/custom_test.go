@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 func TestCustomEntries(t *testing.T) {
@@ -82,7 +83,7 @@ func TestCustomValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := base()
-			s.Topologies = []Topology{Cluster}
+			s.Topologies = []redisenv.Topology{redisenv.TopologyCluster}
 			tt.change(s.Algorithms[0].Custom)
 			s.Algorithms[0].Name = s.Algorithms[0].Custom.Name
 			err := s.validate(designNames, nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // Load reads and validates the scenario file at path. Every problem is reported at once in an
@@ -288,7 +289,7 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	if n := m["topologies"]; n != nil {
 		s.Topologies = nil
 		for _, t := range d.strings(n, "topologies", "[single, cluster]") {
-			s.Topologies = append(s.Topologies, Topology(t))
+			s.Topologies = append(s.Topologies, redisenv.Topology(t))
 		}
 	}
 	set(&s.Duration, m["duration"], "duration", d.duration)

@@ -5,15 +5,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
-)
-
-// Topology is the shape of the Redis a run talks to.
-type Topology string
-
-// The topologies.
-const (
-	Single  Topology = "single"
-	Cluster Topology = "cluster"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
@@ -42,7 +34,7 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Topologies to run on, each with its own environment; default [single].
-	Topologies []Topology
+	Topologies []redisenv.Topology
 	// Duration of the measured, verified part of each run; default 10s, or the sum of
 	// Arrival.Steps when the file gives steps and no duration.
 	Duration time.Duration
@@ -110,7 +102,7 @@ type Expect struct {
 func Default() *Scenario {
 	return &Scenario{
 		Version:    1,
-		Topologies: []Topology{Single},
+		Topologies: []redisenv.Topology{redisenv.TopologySingle},
 		Duration:   DefaultDuration,
 		Seed:       DefaultSeed,
 		Clients:    DefaultClients,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // parseString parses a scenario held in a string, named testdata/<name>.yaml, with DESIGN.md's
@@ -43,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		check      func(*Scenario) (got, want any)
 	}{
 		{"version", "name: x", func(s *Scenario) (any, any) { return s.Version, 1 }},
-		{"topologies", "version: 1", func(s *Scenario) (any, any) { return s.Topologies, []Topology{Single} }},
+		{"topologies", "version: 1", func(s *Scenario) (any, any) { return s.Topologies, []redisenv.Topology{redisenv.TopologySingle} }},
 		{"duration", "version: 1", func(s *Scenario) (any, any) { return s.Duration, 10 * time.Second }},
 		{"duration from steps", "arrival: {steps: [{for: 2s, rate: 5}, {for: 3s, rate: 9}]}",
 			func(s *Scenario) (any, any) { return s.Duration, 5 * time.Second }},
@@ -214,12 +215,12 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 		t.Fatal(err)
 	}
 	err = s.apply(Overrides{Duration: &dur, Rate: &rate, Clients: &clients, Seed: &seed,
-		Topologies: []Topology{Cluster}, Algorithms: []string{"gcra", "sliding-log"}}, designNames)
+		Topologies: []redisenv.Topology{redisenv.TopologyCluster}, Algorithms: []string{"gcra", "sliding-log"}}, designNames)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	if s.Duration != dur || s.Arrival.Kind() != Constant || s.Arrival.Rate != 50 || s.Clients != 3 || s.Seed != 7 ||
-		len(s.Topologies) != 1 || s.Topologies[0] != Cluster {
+		len(s.Topologies) != 1 || s.Topologies[0] != redisenv.TopologyCluster {
 		t.Errorf("after apply: %+v", s)
 	}
 	if len(s.Expect.Violations) != 0 || len(s.Thresholds) != 1 || s.Thresholds[0].Text != "p50 < 1ms" {

@@ -2,11 +2,13 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // position is where a field is in the scenario file.
@@ -187,11 +189,11 @@ func (c *checker) topologies() {
 	if len(c.s.Topologies) == 0 {
 		c.add("topologies", "must name at least one of single, cluster")
 	}
-	seen := map[Topology]bool{}
+	seen := map[redisenv.Topology]bool{}
 	for i, t := range c.s.Topologies {
 		f := fmt.Sprintf("topologies[%d]", i)
 		switch {
-		case t != Single && t != Cluster:
+		case t != redisenv.TopologySingle && t != redisenv.TopologyCluster:
 			c.add(f, "unknown topology %q; use single or cluster", t)
 		case seen[t]:
 			c.add(f, "%s is listed twice", t)
@@ -350,7 +352,7 @@ func (c *checker) algorithms() []string {
 	}
 	known := append(append([]string(nil), c.builtins...), customs...)
 	seen := map[string]bool{}
-	cluster := contains(topologyNames(s.Topologies), string(Cluster))
+	cluster := slices.Contains(s.Topologies, redisenv.TopologyCluster)
 	for i, e := range s.Algorithms {
 		f := fmt.Sprintf("algorithms[%d]", i)
 		if e.Custom != nil {
@@ -548,12 +550,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func topologyNames(ts []Topology) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
-	}
-	return out
 }

@@ -96,7 +96,7 @@ flags:
 	procs := f.procs
 	if procs == 0 {
 		var note string
-		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(opts.Env, []scenarios.Topology{scenarios.Topology(opts.Env.Topology)}))
+		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(opts.Env, []redisenv.Topology{redisenv.Topology(opts.Env.Topology)}))
 		if note != "" && opts.Logf != nil {
 			opts.Logf("%s", note)
 		}
@@ -181,7 +181,7 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 		ov.Clients = &f.clients
 	}
 	if f.env.topology != "" {
-		ov.Topologies = []scenarios.Topology{scenarios.Topology(f.env.topology)}
+		ov.Topologies = []redisenv.Topology{redisenv.Topology(f.env.topology)}
 	}
 	if ov.Clients != nil || ov.Topologies != nil {
 		if err := s.Apply(ov); err != nil {

@@ -96,7 +96,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	procs := f.procs
 	if procs == 0 {
-		var topologies []scenarios.Topology
+		var topologies []redisenv.Topology
 		for _, s := range loaded {
 			topologies = append(topologies, s.Topologies...)
 		}
@@ -151,7 +151,7 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["topology"] {
 		for _, t := range strings.Split(f.topology, ",") {
-			o.Topologies = append(o.Topologies, scenarios.Topology(strings.TrimSpace(t)))
+			o.Topologies = append(o.Topologies, redisenv.Topology(strings.TrimSpace(t)))
 		}
 	}
 	if set["algorithms"] {

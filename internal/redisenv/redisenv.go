@@ -50,7 +50,8 @@ const (
 	BackendExternal  Backend = "external"
 )
 
-// Topology is the shape of the Redis deployment.
+// Topology is the shape of the Redis deployment: a Config's, and each of a scenario's
+// topologies (package scenarios decodes them into this type).
 type Topology string
 
 // Topologies.

@@ -16,11 +16,11 @@ import (
 )
 
 // scenarioOf returns a valid open-loop scenario for the named algorithms on one topology.
-func scenarioOf(t *testing.T, topo scenarios.Topology, names []string, edit func(s *scenarios.Scenario)) *scenarios.Scenario {
+func scenarioOf(t *testing.T, topo redisenv.Topology, names []string, edit func(s *scenarios.Scenario)) *scenarios.Scenario {
 	t.Helper()
 	s := scenarios.Default()
 	s.Name = "e2e"
-	s.Topologies = []scenarios.Topology{topo}
+	s.Topologies = []redisenv.Topology{topo}
 	s.Algorithms = nil
 	for _, n := range names {
 		s.Algorithms = append(s.Algorithms, scenarios.AlgorithmEntry{Name: n})
@@ -82,7 +82,7 @@ const behindRetries = 3
 func TestCorrectedAlgorithmsAtTwiceTheLimit(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		t.Run(string(topo), func(t *testing.T) { correctedAtTwiceTheLimit(t, topo, processEnv) })
 	}
 }
@@ -91,7 +91,7 @@ func TestCorrectedAlgorithmsAtTwiceTheLimit(t *testing.T) {
 // hot subject on env and requires a pass with denials and no definite violation. A run the loaded
 // machine could not keep on schedule tests nothing, so it is retried; if it never keeps up, the
 // test says it could not check that algorithm rather than passing.
-func correctedAtTwiceTheLimit(t *testing.T, topo scenarios.Topology, env redisenv.Config) {
+func correctedAtTwiceTheLimit(t *testing.T, topo redisenv.Topology, env redisenv.Config) {
 	pending := corrected()
 	var untested []string
 	for attempt := 1; len(pending) > 0; attempt++ {
@@ -150,7 +150,7 @@ func TestCorrectedAlgorithmsOnAnExternalServer(t *testing.T) {
 		}
 	})
 	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
-	correctedAtTwiceTheLimit(t, scenarios.Single, redisenv.Config{Backend: redisenv.BackendExternal, URL: u.String()})
+	correctedAtTwiceTheLimit(t, redisenv.TopologySingle, redisenv.Config{Backend: redisenv.BackendExternal, URL: u.String()})
 }
 
 // Issue 4: with clients skewed by ±2 s, the published client-clock designs are caught, while the
@@ -161,7 +161,7 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 	needRedis(t)
 	flawed := []string{"token-bucket-published", "redisson"}
 	clean := []string{"token-bucket", "gcra", "sliding-log"}
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		t.Run(string(topo), func(t *testing.T) {
 			s := scenarioOf(t, topo, append(append([]string(nil), flawed...), clean...), func(s *scenarios.Scenario) {
 				s.Duration, s.Warmup = 4*time.Second, 500*time.Millisecond
@@ -197,10 +197,10 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
 	var wg sync.WaitGroup
-	results := map[scenarios.Topology]map[string]report.Entry{}
+	results := map[redisenv.Topology]map[string]report.Entry{}
 	var errs []error
 	var mu sync.Mutex
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		s := scenarioOf(t, topo, []string{"fixed-window-published"}, func(s *scenarios.Scenario) {
 			s.Duration = 4 * time.Second
 			s.Clients = 12

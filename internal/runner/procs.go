@@ -4,18 +4,17 @@ import (
 	"fmt"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // LocalServers returns how many redis-server processes cfg starts on this machine for the
 // largest of topologies: 0 for an external target.
-func LocalServers(cfg redisenv.Config, topologies []scenarios.Topology) int {
+func LocalServers(cfg redisenv.Config, topologies []redisenv.Topology) int {
 	if cfg.Backend == redisenv.BackendExternal {
 		return 0
 	}
 	n := 1
 	for _, t := range topologies {
-		if t == scenarios.Cluster {
+		if t == redisenv.TopologyCluster {
 			masters := cfg.Masters
 			if masters == 0 {
 				masters = 3

@@ -4,16 +4,15 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 func TestLocalServers(t *testing.T) {
-	single := []scenarios.Topology{scenarios.Single}
-	both := []scenarios.Topology{scenarios.Single, scenarios.Cluster}
+	single := []redisenv.Topology{redisenv.TopologySingle}
+	both := []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster}
 	tests := []struct {
 		name string
 		cfg  redisenv.Config
-		tops []scenarios.Topology
+		tops []redisenv.Topology
 		want int
 	}{
 		{"external", redisenv.Config{Backend: redisenv.BackendExternal}, both, 0},
