@@ -12,8 +12,10 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 var (
@@ -55,11 +57,11 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
 			ExpectViolations: []string{"fixed-window-published"},
 			Settings: &Settings{
-				Limit: LimitSettings{Limit: 100, WindowS: 1, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
-				Clients: 8, ClientMode: "plain", Arrival: &ArrivalSettings{Kind: "rate", Rate: 200},
+				Limit: algorithms.Limit{Limit: 100, Window: time.Second, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
+				Clients: 8, ClientMode: load.ModePlain, Arrival: &scenarios.Arrival{Rate: 200},
 				Keys:       load.Keys{Count: 50, Distribution: load.Zipf, ZipfS: 1.1},
 				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
-				Expect:     ExpectSettings{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
+				Expect:     scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
 				Thresholds: []string{"errors < 1%", "gcra: efficiency > 0.9", "sliding-counter: efficiency > 0.95"},
 			},
 		},

@@ -13,8 +13,10 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // fullResultGolden is a result.json with every section and field populated: the bytes
@@ -86,19 +88,19 @@ func fullResult(t *testing.T) *Result {
 			Keys: "10 subjects, zipf s=1.2", Skew: "offsets 0s, 1.5s cycled over clients", Topologies: []string{"single", "cluster"},
 			Algorithms: []string{"gcra", "my-limiter"}, ExpectViolations: []string{"my-limiter"},
 			Settings: &Settings{
-				Limit: LimitSettings{Limit: 20, WindowS: 2, Burst: 30, ConsumerLimit: 10},
-				Cost:  2, WarmupS: 0.5, DurationS: 10, Clients: 8, ClientMode: "pipeline", PipelineDepth: 4,
-				Arrival: &ArrivalSettings{Kind: "ramp", Rate: 250, Ramp: &RampSettings{From: 10, To: 400},
-					Steps: []StepSettings{{ForS: 1, Rate: 100}, {ForS: 2, Rate: 300}},
-					Spike: &SpikeSettings{Base: 50, Peak: 500, AtS: 1.9, ForS: 0.2, EveryS: 2},
-					Align: &AlignSettings{EveryS: 1, OffsetS: 0.9}},
+				Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second, Burst: 30, ConsumerLimit: 10},
+				Cost:  2, WarmupS: 0.5, DurationS: 10, Clients: 8, ClientMode: load.ModePipeline, PipelineDepth: 4,
+				Arrival: &scenarios.Arrival{Rate: 250, Ramp: &scenarios.Ramp{From: 10, To: 400},
+					Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+					Spike: &scenarios.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
+					Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
 				ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}, Spread: 2 * time.Second},
 				Algorithms: []string{"gcra", "my-limiter"},
 				Custom: []CustomSettings{{Name: "my-limiter", Script: "my_limiter.lua", Keys: []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"},
 					Args: []string{"{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"}, Allowed: `{element: 1, equals: "1"}`,
 					Contract: "token-bucket(5, 1/1s)"}},
-				Expect:     ExpectSettings{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
+				Expect:     scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
 				Thresholds: []string{"p99 < 400us", "errors < 5%", "my-limiter: efficiency > 0.9"},
 			},
 		},

@@ -321,7 +321,7 @@ func limitText(st *Settings) string {
 	if l.Limit == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", count(l.Limit), number(l.WindowS), count(l.Burst), count(l.ConsumerLimit))
+	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", count(l.Limit), number(l.Window.Seconds()), count(l.Capacity()), count(l.Consumer()))
 	if st.Cost > 0 {
 		s += fmt.Sprintf(", %s %s per request", count(st.Cost), plural(st.Cost, "permit", "permits"))
 	}

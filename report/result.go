@@ -18,8 +18,10 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // SchemaVersion is the value of Result.Schema this package writes and reads.
@@ -93,11 +95,12 @@ type Scenario struct {
 }
 
 // Settings are the settings a scenario ran with, after defaults and command-line overrides: enough
-// to read what was run without the scenario file. Durations are seconds, rates are requests per
-// second across all clients. New fields may be added; existing ones keep their names and units.
+// to read what was run without the scenario file. Each concept is its owner's type, written in
+// its own JSON form: durations in seconds, rates in requests per second across all clients. New
+// fields may be added; existing ones keep their names and units.
 type Settings struct {
 	// Limit is what every built-in algorithm was configured with.
-	Limit LimitSettings `json:"limit"`
+	Limit algorithms.Limit `json:"limit"`
 	// Cost is the number of permits each request asked for.
 	Cost int64 `json:"cost"`
 	// WarmupS is the warmup before each measurement (measured, not verified), seconds.
@@ -107,10 +110,10 @@ type Settings struct {
 	// Clients is the number of concurrent clients.
 	Clients int `json:"clients"`
 	// ClientMode is plain, pipeline or autopipeline; PipelineDepth is set with pipeline.
-	ClientMode    string `json:"client_mode"`
-	PipelineDepth int    `json:"pipeline_depth,omitempty"`
+	ClientMode    load.Mode `json:"client_mode"`
+	PipelineDepth int       `json:"pipeline_depth,omitempty"`
 	// Arrival is the open-loop schedule; nil for a closed loop.
-	Arrival *ArrivalSettings `json:"arrival,omitempty"`
+	Arrival *scenarios.Arrival `json:"arrival,omitempty"`
 	// Keys is how requests chose their subject.
 	Keys load.Keys `json:"keys"`
 	// ClockSkew is the clients' clock skew; left out for none.
@@ -120,57 +123,9 @@ type Settings struct {
 	Algorithms []string         `json:"algorithms"`
 	Custom     []CustomSettings `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
-	Expect ExpectSettings `json:"expect"`
+	Expect scenarios.Expect `json:"expect"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
-}
-
-// LimitSettings is the scenario's limit with its defaults applied: Burst and ConsumerLimit are
-// Limit when the scenario leaves them out.
-type LimitSettings struct {
-	Limit         int64   `json:"limit"`
-	WindowS       float64 `json:"window_s"`
-	Burst         int64   `json:"burst"`
-	ConsumerLimit int64   `json:"consumer_limit"`
-}
-
-// ArrivalSettings is an open-loop schedule. Kind is rate, ramp, steps or spike and says which of
-// the other fields is set; Align is set when the schedule was aligned to the clock.
-type ArrivalSettings struct {
-	Kind  string         `json:"kind"`
-	Rate  float64        `json:"rate,omitempty"`
-	Ramp  *RampSettings  `json:"ramp,omitempty"`
-	Steps []StepSettings `json:"steps,omitempty"`
-	Spike *SpikeSettings `json:"spike,omitempty"`
-	Align *AlignSettings `json:"align,omitempty"`
-}
-
-// RampSettings goes linearly from From to To over warmup and duration.
-type RampSettings struct {
-	From float64 `json:"from"`
-	To   float64 `json:"to"`
-}
-
-// StepSettings is Rate for ForS seconds; the steps repeat.
-type StepSettings struct {
-	ForS float64 `json:"for_s"`
-	Rate float64 `json:"rate"`
-}
-
-// SpikeSettings is Base, raised to Peak for ForS seconds from AtS, again every EveryS seconds when
-// that is set.
-type SpikeSettings struct {
-	Base   float64 `json:"base"`
-	Peak   float64 `json:"peak"`
-	AtS    float64 `json:"at_s"`
-	ForS   float64 `json:"for_s"`
-	EveryS float64 `json:"every_s,omitempty"`
-}
-
-// AlignSettings puts the schedule's start at a Unix time u with u mod EveryS = OffsetS.
-type AlignSettings struct {
-	EveryS  float64 `json:"every_s"`
-	OffsetS float64 `json:"offset_s"`
 }
 
 // CustomSettings describes a custom script entry: its file as the scenario gave it, its key and
@@ -182,13 +137,6 @@ type CustomSettings struct {
 	Args     []string `json:"args,omitempty"`
 	Allowed  string   `json:"allowed"`
 	Contract string   `json:"contract"`
-}
-
-// ExpectSettings is the scenario's expect section: Violations must be flagged; MayViolate are
-// tolerated either way.
-type ExpectSettings struct {
-	Violations []string `json:"violations,omitempty"`
-	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.

@@ -86,15 +86,16 @@ type AlgorithmEntry struct {
 	Custom *Custom
 }
 
-// Expect lists what the verifier must find.
+// Expect lists what the verifier must find: a scenario's expect section, and result.json's
+// settings.expect.
 type Expect struct {
 	// Violations names algorithms that must be flagged with a definite violation (in every
 	// topology), or the scenario fails. Their own failing verdicts are what the scenario expects
 	// and do not fail it.
-	Violations []string
+	Violations []string `json:"violations,omitempty"`
 	// MayViolate names algorithms whose verdict does not decide the scenario either way: for
 	// flawed variants whose flaw shows only on some runs (a minute boundary, a lucky interleaving).
-	MayViolate []string
+	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Default returns a scenario with every default of the format filled in, and no arrival (closed

@@ -242,7 +242,7 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 	}
 	if s.Arrival != nil {
 		rs.Loop = "open"
-		rs.Arrival = describeArrival(s.Arrival)
+		rs.Arrival = s.Arrival.String()
 	}
 	rs.Skew = s.ClockSkew.String()
 	for _, t := range s.Topologies {
@@ -257,47 +257,16 @@ func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
 
 // settingsOf returns the effective settings of s, for result.json.
 func settingsOf(s *scenarios.Scenario) *report.Settings {
-	l := s.Limit
 	st := &report.Settings{
-		Limit: report.LimitSettings{Limit: l.Limit, WindowS: l.Window.Seconds(), Burst: l.Burst, ConsumerLimit: l.ConsumerLimit},
-		Cost:  s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
-		Clients: s.Clients, ClientMode: string(s.ClientMode),
-		Keys: s.Keys,
-		Expect: report.ExpectSettings{
+		Limit: s.Limit, Cost: s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
+		Clients: s.Clients, ClientMode: s.ClientMode, Arrival: s.Arrival, Keys: s.Keys, ClockSkew: s.ClockSkew,
+		Expect: scenarios.Expect{
 			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
 		},
-	}
-	if st.Limit.Burst == 0 {
-		st.Limit.Burst = l.Limit
-	}
-	if st.Limit.ConsumerLimit == 0 {
-		st.Limit.ConsumerLimit = l.Limit
 	}
 	if s.ClientMode == load.ModePipeline {
 		st.PipelineDepth = s.PipelineDepth
 	}
-	if a := s.Arrival; a != nil {
-		as := &report.ArrivalSettings{Kind: string(a.Kind())}
-		switch a.Kind() {
-		case scenarios.RampUp:
-			as.Ramp = &report.RampSettings{From: a.Ramp.From, To: a.Ramp.To}
-		case scenarios.Stepped:
-			for _, step := range a.Steps {
-				as.Steps = append(as.Steps, report.StepSettings{ForS: step.For.Seconds(), Rate: step.Rate})
-			}
-		case scenarios.Spiked:
-			sp := a.Spike
-			as.Spike = &report.SpikeSettings{Base: sp.Base, Peak: sp.Peak, AtS: sp.At.Seconds(), ForS: sp.For.Seconds(),
-				EveryS: sp.Every.Seconds()}
-		default:
-			as.Rate = a.Rate
-		}
-		if a.Align.Every > 0 {
-			as.Align = &report.AlignSettings{EveryS: a.Align.Every.Seconds(), OffsetS: a.Align.Offset.Seconds()}
-		}
-		st.Arrival = as
-	}
-	st.ClockSkew = s.ClockSkew
 	for _, e := range s.ResolveAlgorithms() {
 		st.Algorithms = append(st.Algorithms, e.Name)
 		if c := e.Custom; c != nil {
@@ -312,32 +281,6 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 		st.Thresholds = append(st.Thresholds, th.Text)
 	}
 	return st
-}
-
-func describeArrival(a *scenarios.Arrival) string {
-	var s string
-	switch a.Kind() {
-	case scenarios.RampUp:
-		s = fmt.Sprintf("ramp %g/s to %g/s", a.Ramp.From, a.Ramp.To)
-	case scenarios.Stepped:
-		var parts []string
-		for _, st := range a.Steps {
-			parts = append(parts, fmt.Sprintf("%g/s for %s", st.Rate, st.For))
-		}
-		s = "steps " + strings.Join(parts, ", ")
-	case scenarios.Spiked:
-		sp := a.Spike
-		s = fmt.Sprintf("spike %g/s, %g/s at %s for %s", sp.Base, sp.Peak, sp.At, sp.For)
-		if sp.Every > 0 {
-			s += " every " + sp.Every.String()
-		}
-	default:
-		s = fmt.Sprintf("constant %g/s", a.Rate)
-	}
-	if a.Align.Every > 0 {
-		s += fmt.Sprintf(", aligned to %s+%s", a.Align.Every, a.Align.Offset)
-	}
-	return s
 }
 
 // describeHarness fills the harness side of the environment.

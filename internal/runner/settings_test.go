@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -36,15 +37,15 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 		t.Fatal(err)
 	}
 	want := &report.Settings{
-		Limit: report.LimitSettings{Limit: 20, WindowS: 2, Burst: 20, ConsumerLimit: 20},
-		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: "pipeline", PipelineDepth: 8,
-		Arrival: &report.ArrivalSettings{Kind: "steps",
-			Steps: []report.StepSettings{{ForS: 1, Rate: 100}, {ForS: 2, Rate: 300}},
-			Align: &report.AlignSettings{EveryS: 1, OffsetS: 0.9}},
+		Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second},
+		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: load.ModePipeline, PipelineDepth: 8,
+		Arrival: &scenarios.Arrival{
+			Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+			Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 		Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
 		ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
 		Algorithms: []string{"gcra", "sliding-log-published"},
-		Expect:     report.ExpectSettings{MayViolate: []string{"sliding-log-published"}},
+		Expect:     scenarios.Expect{MayViolate: []string{"sliding-log-published"}},
 		Thresholds: []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
 	}
 	if diff := cmp.Diff(want, settingsOf(s)); diff != "" {
