@@ -1,7 +1,10 @@
 package algorithms
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -97,4 +100,76 @@ func (c Contract) Allowance(d time.Duration) float64 {
 		return float64(c.RefillPermits) * d.Seconds() / c.RefillPer.Seconds()
 	}
 	return 0
+}
+
+// ErrBadContractText means a contract's text does not parse (see ParseContract).
+var ErrBadContractText = errors.New("invalid contract text")
+
+// ParseContract parses what Contract.String renders: "sliding-window(100, 1s)",
+// "fixed-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
+// " per subject+client" or " per consumer", joined by " and " for further contracts (Also).
+// Granularity, which String does not render, is zero. Errors wrap ErrBadContractText.
+func ParseContract(s string) (Contract, error) {
+	parts := strings.Split(s, " and ")
+	c, err := parseOneContract(parts[0])
+	if err != nil {
+		return Contract{}, fmt.Errorf("%w: %q: %w", ErrBadContractText, s, err)
+	}
+	for _, p := range parts[1:] {
+		a, err := parseOneContract(p)
+		if err != nil {
+			return Contract{}, fmt.Errorf("%w: %q: %w", ErrBadContractText, s, err)
+		}
+		c.Also = append(c.Also, a)
+	}
+	return c, nil
+}
+
+func parseOneContract(s string) (Contract, error) {
+	var c Contract
+	if head, scope, ok := strings.Cut(s, " per "); ok {
+		switch scope {
+		case PerClient.String():
+			c.Scope = PerClient
+		case PerConsumer.String():
+			c.Scope = PerConsumer
+		default:
+			return c, fmt.Errorf("unknown scope %q", scope)
+		}
+		s = head
+	}
+	kind, params, hasParams := strings.Cut(s, "(")
+	c.Kind = ContractKind(kind)
+	if !hasParams {
+		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == TokenBucket {
+			return c, fmt.Errorf("%s without parameters", kind)
+		}
+		return c, nil
+	}
+	params, ok := strings.CutSuffix(params, ")")
+	first, second, found := strings.Cut(params, ", ")
+	if !ok || !found {
+		return c, fmt.Errorf("parameters %q", params)
+	}
+	n, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return c, err
+	}
+	switch c.Kind {
+	case SlidingWindow, FixedWindow:
+		c.Limit = n
+		c.Window, err = time.ParseDuration(second)
+	case TokenBucket:
+		c.Capacity = n
+		permits, per, found := strings.Cut(second, "/")
+		if !found {
+			return c, fmt.Errorf("refill %q", second)
+		}
+		if c.RefillPermits, err = strconv.ParseInt(permits, 10, 64); err == nil {
+			c.RefillPer, err = time.ParseDuration(per)
+		}
+	default:
+		return c, fmt.Errorf("%s takes no parameters", kind)
+	}
+	return c, err
 }

@@ -120,23 +120,12 @@ type Settings struct {
 	ClockSkew load.Skew `json:"clock_skew,omitzero"`
 	// Algorithms lists what the scenario ran, "all" expanded, in order (without the reference
 	// script); Custom describes the custom scripts among them.
-	Algorithms []string         `json:"algorithms"`
-	Custom     []CustomSettings `json:"custom,omitempty"`
+	Algorithms []string                `json:"algorithms"`
+	Custom     []algorithms.CustomSpec `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
 	Expect scenarios.Expect `json:"expect"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
-}
-
-// CustomSettings describes a custom script entry: its file as the scenario gave it, its key and
-// argument templates, its allowed rule and its contract, as written.
-type CustomSettings struct {
-	Name     string   `json:"name"`
-	Script   string   `json:"script"`
-	Keys     []string `json:"keys"`
-	Args     []string `json:"args,omitempty"`
-	Allowed  string   `json:"allowed"`
-	Contract string   `json:"contract"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.

@@ -100,7 +100,7 @@
 //	    time: {element: 3, unit: ms}       # optional: where the reply holds the time it used
 //	    contract: {kind: token-bucket, capacity: 5, rate: 1, per: 1s}
 //
-// Templates (see Templates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
+// Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
 // {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}}, {{burst}}, {{rate}} (per second),
 // {{now_ms}}, {{now_s}}, {{now_us}} (the client's clock, skew included), {{uuid}}, {{prefix}} (the
 // run's key prefix; keys that do not start with it get it prepended). Any other name is an error.

@@ -63,7 +63,7 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		s.flags["topologies"] = "--topology"
 	}
 	if o.Algorithms != nil {
-		customs := map[string]*Custom{}
+		customs := map[string]*algorithms.CustomSpec{}
 		for _, e := range s.Algorithms {
 			if e.Custom != nil {
 				customs[e.Name] = e.Custom

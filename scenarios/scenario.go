@@ -83,7 +83,7 @@ type AlgorithmEntry struct {
 	// Name of a built-in algorithm, AllAlgorithms, or the custom entry's name.
 	Name string
 	// Custom is the user's script; nil for built-in algorithms.
-	Custom *Custom
+	Custom *algorithms.CustomSpec
 }
 
 // Expect lists what the verifier must find: a scenario's expect section, and result.json's

@@ -186,7 +186,7 @@ func TestUnknownAlgorithmWithEmptyRegistry(t *testing.T) {
 }
 
 func TestResolveAlgorithms(t *testing.T) {
-	custom := &Custom{Name: "mine"}
+	custom := &algorithms.CustomSpec{Name: "mine"}
 	s := &Scenario{Algorithms: []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "all"}}}
 	got := s.resolve([]string{"fixed-window", "gcra"})
 	want := []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "fixed-window"}}

@@ -381,7 +381,7 @@ func (c *checker) algorithms() []string {
 	return s.names(c.builtins)
 }
 
-func (c *checker) custom(f string, cu *Custom, cluster bool) {
+func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 	if cu.Name == "" {
 		c.add(f+".name", "a custom script needs a name")
 	}
@@ -394,18 +394,18 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")
 	}
 	for i, k := range cu.Keys {
-		if p := checkTemplate(k); p != "" {
-			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%s", p)
+		if err := algorithms.CheckTemplate(k); err != nil {
+			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%v", err)
 		}
 	}
 	for i, a := range cu.Args {
-		if p := checkTemplate(a); p != "" {
-			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%s", p)
+		if err := algorithms.CheckTemplate(a); err != nil {
+			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%v", err)
 		}
 	}
 	if cluster {
-		if p := sameSlotProblem(cu.Keys); p != "" {
-			c.add(f+".keys", "%s", p)
+		if err := algorithms.KeysShareSlot(cu.Keys); err != nil {
+			c.add(f+".keys", "%v", err)
 		}
 	}
 	al := cu.Allowed
@@ -413,8 +413,8 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 		c.add(f+".allowed.element", "must be >= 1 (1-based), or omitted for a scalar reply; got %d", al.Element)
 	}
 	switch al.Op {
-	case Equals, NotEquals, GreaterThan, IsNil:
-	case Prefix:
+	case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RuleGreaterThan, algorithms.RuleIsNil:
+	case algorithms.RulePrefix:
 		if al.Value == "" {
 			c.add(f+".allowed.prefix", "must not be empty")
 		}
@@ -438,7 +438,7 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 	c.contract(f+".contract", cu.Contract)
 }
 
-func (c *checker) contract(f string, k CustomContract) {
+func (c *checker) contract(f string, k algorithms.Contract) {
 	type param struct {
 		name string
 		set  bool
@@ -460,8 +460,8 @@ func (c *checker) contract(f string, k CustomContract) {
 		{"limit", k.Limit != 0, posInt(k.Limit)},
 		{"window", k.Window != 0, posDur(k.Window)},
 		{"capacity", k.Capacity != 0, posInt(k.Capacity)},
-		{"rate", k.Rate != 0, posInt(k.Rate)},
-		{"per", k.Per != 0, posDur(k.Per)},
+		{"rate", k.RefillPermits != 0, posInt(k.RefillPermits)},
+		{"per", k.RefillPer != 0, posDur(k.RefillPer)},
 	}
 	var need []string
 	switch k.Kind {

@@ -624,7 +624,7 @@ algorithms:
 			t.Errorf("report.md lacks %q:\n%s", w, md)
 		}
 	}
-	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed != `{equals: "1"}` {
+	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed.String() != `{equals: "1"}` {
 		t.Errorf("result.json custom settings = %+v; want granted.lua with its allowed rule", c)
 	}
 }

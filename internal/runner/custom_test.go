@@ -230,11 +230,11 @@ func TestCheckCustomScripts(t *testing.T) {
 				env = redistest.Cluster(t)
 			}
 			custom := func(name, src string) algorithms.Algorithm {
-				a, err := customAlgorithmOf(nil, &scenarios.Custom{
-					Name: name, Script: name + ".lua", ScriptPath: "dir/" + name + ".lua", Source: src,
+				a, err := customAlgorithmOf(nil, &algorithms.CustomSpec{
+					Name: name, Script: name + ".lua", Path: "dir/" + name + ".lua", Source: src,
 					Keys:     []string{"k:{{tag}}"},
-					Allowed:  scenarios.AllowedRule{Op: scenarios.Equals, Value: "1"},
-					Contract: scenarios.CustomContract{Kind: algorithms.NoContract},
+					Allowed:  algorithms.ReplyRule{Op: algorithms.RuleEquals, Value: "1"},
+					Contract: algorithms.Contract{Kind: algorithms.NoContract},
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -270,11 +270,7 @@ func settingsOf(s *scenarios.Scenario) *report.Settings {
 	for _, e := range s.ResolveAlgorithms() {
 		st.Algorithms = append(st.Algorithms, e.Name)
 		if c := e.Custom; c != nil {
-			spec := customSpec(c)
-			st.Custom = append(st.Custom, report.CustomSettings{
-				Name: c.Name, Script: c.Script, Keys: slices.Clone(c.Keys), Args: slices.Clone(c.Args),
-				Allowed: spec.Allowed.String(), Contract: spec.Contract.String(),
-			})
+			st.Custom = append(st.Custom, *c)
 		}
 	}
 	for _, th := range s.Thresholds {
