@@ -158,3 +158,26 @@ func (s *Scenario) names(builtins []string) []string {
 
 // TotalDuration is Warmup + Duration: the length of one run's arrival schedule.
 func (s *Scenario) TotalDuration() time.Duration { return s.Warmup + s.Duration }
+
+// Plan returns the load of one run of s: its arrival (closed loop without one), duration, warmup,
+// clients, client mode, keys, seed, skew and cost, and the timeline's bin (load.BinFor the
+// duration). The caller adds what is not the scenario's: progress, hooks.
+func (s *Scenario) Plan() load.Plan {
+	p := load.Plan{
+		Arrival:       load.ClosedLoop{},
+		Duration:      s.Duration,
+		Warmup:        s.Warmup,
+		Clients:       s.Clients,
+		Mode:          s.ClientMode,
+		PipelineDepth: s.PipelineDepth,
+		Keys:          s.Keys,
+		Seed:          uint64(s.Seed),
+		Bin:           load.BinFor(s.Duration),
+		Skew:          s.ClockSkew,
+		Cost:          s.Cost,
+	}
+	if s.Arrival != nil {
+		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
+	}
+	return p
+}

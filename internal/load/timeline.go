@@ -8,6 +8,18 @@ import (
 // The encoding of a Timeline (see Encoder).
 const timelineKind, timelineVersion = "lbtl", 1
 
+// BinFor returns the timeline bin for a measured part of d: the widest of 1s, 500ms, 250ms and
+// 100ms that divides d, so that the last bin is a whole bin and its rate is not understated; 1s
+// when none does.
+func BinFor(d time.Duration) time.Duration {
+	for _, b := range []time.Duration{time.Second, 500 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond} {
+		if d%b == 0 && d >= b {
+			return b
+		}
+	}
+	return time.Second
+}
+
 // Bin is one interval of a Timeline. Counts are requests, by the bin their intended time fell
 // in; AdmittedPermits sums the cost of the admitted ones.
 type Bin struct {

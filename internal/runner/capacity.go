@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
@@ -159,7 +160,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	c := &report.Capacity{
 		Schema:      report.CapacitySchemaVersion,
 		Algorithm:   o.Algorithm,
-		Environment: describeHarness(),
+		Environment: report.HarnessEnvironment(),
 		StepS:       o.Step.Seconds(),
 		WarmupS:     o.Warmup.Seconds(),
 		FollowRatio: FollowRatio,
@@ -197,7 +198,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	}
 	cfg.Logf = o.Logf
 	c.Topology = string(cfg.Topology)
-	c.Scenario = describeScenario(s, s.File)
+	c.Scenario = report.DescribeScenario(s, s.File)
 	c.Scenario.Loop = "open"
 	c.Scenario.Arrival = "constant, one rate per step"
 	c.Scenario.DurationS = o.Step.Seconds()
@@ -218,7 +219,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 			o.Logf("stop environment: %v", err)
 		}
 	}()
-	describeTarget(&c.Environment, tgt)
+	c.Environment.AddTarget(tgt.Info)
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
 	c.Pinning = pin(ctx, tgt, o.Pin)
@@ -524,12 +525,12 @@ func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.
 	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
 	both.Histograms.Latency = ""
 	both.LatencyUS = load.Summarize(h1)
-	v, ok := metric(&both, slo.Metric)
+	v, ok := judge.Value(&both, slo.Metric)
 	st.Good = ok && slo.Holds(v)
-	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, formatMetric(slo.Metric, v))
+	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, judge.FormatMetric(slo.Metric, v))
 	st.Reason = ""
 	if !st.Good {
-		st.Reason = fmt.Sprintf("over both steps %s %s broke %q", slo.Metric, formatMetric(slo.Metric, v), slo.Text)
+		st.Reason = fmt.Sprintf("over both steps %s %s broke %q", slo.Metric, judge.FormatMetric(slo.Metric, v), slo.Text)
 		st.Note = ""
 	}
 	return st
@@ -596,11 +597,11 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (r
 	if m == nil {
 		return report.CapacityStep{}, nil, err
 	}
-	st := judgeStep(phase, rate, &m.entry, sw.o.SLO)
+	st := judgeStep(phase, rate, m, sw.o.SLO)
 	if phase == report.PhaseProbe {
 		st.Good, st.Reason = true, ""
 	}
-	return st, &m.entry, err
+	return st, m, err
 }
 
 // judgeStep turns a step's entry into a CapacityStep and decides whether it is good.
@@ -639,8 +640,8 @@ func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Thres
 		why = append(why, fmt.Sprintf("achieved %.0f%% of offered", 100*st.AchievedRPS/rate))
 	}
 	if slo != nil && e.Requests > 0 {
-		if v, ok := metric(e, slo.Metric); ok && !slo.Holds(v) {
-			why = append(why, fmt.Sprintf("%s %s broke %q", slo.Metric, formatMetric(slo.Metric, v), slo.Text))
+		if v, ok := judge.Value(e, slo.Metric); ok && !slo.Holds(v) {
+			why = append(why, fmt.Sprintf("%s %s broke %q", slo.Metric, judge.FormatMetric(slo.Metric, v), slo.Text))
 		}
 	}
 	if len(why) > 0 {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // memorySample is the most keys per master whose MEMORY USAGE is read; the total is scaled from
@@ -76,48 +73,10 @@ func (r *recording) verification(res *load.Result, contract algorithms.Contract,
 	return m
 }
 
-// measurement is one run of one algorithm on one topology.
-type measurement struct {
-	repeat int
-	entry  report.Entry
-}
-
-// plan turns the scenario's load into a load.Plan.
-func plan(s *scenarios.Scenario) load.Plan {
-	p := load.Plan{
-		Arrival:       load.ClosedLoop{},
-		Duration:      s.Duration,
-		Warmup:        s.Warmup,
-		Clients:       s.Clients,
-		Mode:          s.ClientMode,
-		PipelineDepth: s.PipelineDepth,
-		Keys:          s.Keys,
-		Seed:          uint64(s.Seed),
-		Bin:           timelineBin(s.Duration),
-		Skew:          s.ClockSkew,
-		Cost:          s.Cost,
-	}
-	if s.Arrival != nil {
-		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
-	}
-	return p
-}
-
-// timelineBin returns the widest of 1s, 500ms, 250ms and 100ms that divides d, so that the last
-// bin of a timeline is a whole bin and its rate is not understated; 1s when none does.
-func timelineBin(d time.Duration) time.Duration {
-	for _, b := range []time.Duration{time.Second, 500 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond} {
-		if d%b == 0 && d >= b {
-			return b
-		}
-	}
-	return time.Second
-}
-
-// measure runs algorithm a once on tgt under the scenario's load and returns the measurement. A
-// non-nil measurement comes back even with an error when something was measured.
+// measure runs algorithm a once on tgt under the scenario's load and returns its entry. A non-nil
+// entry comes back even with an error when something was measured.
 func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
-	runID string) (*measurement, error) {
+	runID string) (*report.Entry, error) {
 	s := o.Scenario
 	name := a.Describe().Name
 	prefix := fmt.Sprintf("limitbench:%s:%s:%d:", runID, keySafe(name), rep)
@@ -143,7 +102,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 
-	p := plan(s)
+	p := s.Plan()
 	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
 	var serverClock *load.ClockOffset
 	if !sharedClock {
@@ -186,8 +145,8 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		m := &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)}
-		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
+		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)
+		return &e, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := snapshot(statCtx, tgt)
 	if err != nil {
@@ -201,7 +160,8 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	return &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)}, nil
+	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)
+	return &e, nil
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -320,92 +280,4 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	series := rec.tl.Series()
 	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
 	return e
-}
-
-// summarize merges the repeats of one algorithm on one topology into one entry: the repeat with
-// the median throughput gives the histograms and timeline, verification takes the worst verdict
-// and adds up violations, and every repeat becomes a Sample.
-func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario) report.Entry {
-	byTP := slices.Clone(ms)
-	sort.SliceStable(byTP, func(i, j int) bool { return byTP[i].entry.ThroughputRPS < byTP[j].entry.ThroughputRPS })
-	e := byTP[len(byTP)/2].entry
-	markExpectations(&e, s)
-	if len(ms) == 1 {
-		return e
-	}
-	var def, poss, worst int64
-	verdict := verify.Pass
-	var reasons []string
-	for _, m := range ms {
-		v := m.entry.Verification
-		def += v.DefiniteViolations
-		poss += v.PossibleViolations
-		if v.WorstExcess > worst {
-			worst = v.WorstExcess
-			e.Verification.Where = fmt.Sprintf("repeat %d: %s", m.repeat, v.Where)
-		}
-		switch {
-		case v.Verdict == verify.Fail:
-			verdict = verify.Fail
-		case v.Verdict == verify.Inconclusive && verdict == verify.Pass:
-			verdict = verify.Inconclusive
-		}
-		for _, r := range v.Reasons {
-			reasons = append(reasons, fmt.Sprintf("repeat %d: %s", m.repeat, r))
-		}
-		e.Samples = append(e.Samples, report.Sample{
-			Repeat:             m.repeat,
-			ThroughputRPS:      m.entry.ThroughputRPS,
-			LatencyUS:          m.entry.LatencyUS,
-			Efficiency:         m.entry.Accuracy.Efficiency,
-			USecPerCall:        m.entry.Server.USecPerCall,
-			CPUUSecPerDecision: m.entry.Server.CPUUSecPerDecision,
-			BytesPerKey:        m.entry.Server.BytesPerKey,
-			Verdict:            v.Verdict,
-		})
-	}
-	e.Verification.Verdict = verdict
-	e.Verification.Reasons = reasons
-	e.Verification.DefiniteViolations = def
-	e.Verification.PossibleViolations = poss
-	e.Verification.WorstExcess = worst
-	return e
-}
-
-// relate fills Relative for the entries from first on, against the reference entry of the same
-// topology.
-func relate(res *report.Result, first int) {
-	if res.Reference == "" {
-		return
-	}
-	var ref *report.Entry
-	for i := first; i < len(res.Entries); i++ {
-		if res.Entries[i].Algorithm == res.Reference {
-			ref = &res.Entries[i]
-		}
-	}
-	if ref == nil {
-		return
-	}
-	ratio := func(a, b float64) float64 {
-		if a == 0 || b == 0 {
-			return 0
-		}
-		return round3(a / b)
-	}
-	for i := first; i < len(res.Entries); i++ {
-		e := &res.Entries[i]
-		if e == ref {
-			continue
-		}
-		e.Relative = &report.Relative{
-			Reference:          res.Reference,
-			Throughput:         ratio(e.ThroughputRPS, ref.ThroughputRPS),
-			P50:                ratio(e.LatencyUS.P50, ref.LatencyUS.P50),
-			P99:                ratio(e.LatencyUS.P99, ref.LatencyUS.P99),
-			USecPerCall:        ratio(e.Server.USecPerCall, ref.Server.USecPerCall),
-			CPUUSecPerDecision: ratio(e.Server.CPUUSecPerDecision, ref.Server.CPUUSecPerDecision),
-			BytesPerKey:        ratio(e.Server.BytesPerKey, ref.Server.BytesPerKey),
-		}
-	}
 }

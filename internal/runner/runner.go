@@ -11,17 +11,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -102,8 +98,8 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	}
 	res := &report.Result{
 		Schema:      report.SchemaVersion,
-		Scenario:    describeScenario(s, o.ScenarioFile),
-		Environment: describeHarness(),
+		Scenario:    report.DescribeScenario(s, o.ScenarioFile),
+		Environment: report.HarnessEnvironment(),
 		StartedAt:   time.Now().UTC(),
 	}
 	out := &Conclusion{Result: res}
@@ -113,7 +109,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			res.CutShort = true
 			res.CutShortNote = err.Error()
 		}
-		out.Failures = append(out.Failures, judge(s, res)...)
+		out.Failures = append(out.Failures, judge.Run(s, res)...)
 		return out, err
 	}
 
@@ -149,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			}
 			return finish(fmt.Errorf("start %s environment: %w", topo, err))
 		}
-		describeTarget(&res.Environment, tgt)
+		res.Environment.AddTarget(tgt.Info)
 		logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
 			tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
 		err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
@@ -182,26 +178,28 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 		return err
 	}
 	first := len(res.Entries)
-	runs := make([][]*measurement, len(algs))
+	runs := make([][]report.Entry, len(algs)) // per algorithm, its repeats in order
 	defer func() {
 		// Whatever happened, record what was measured, in algorithm order.
-		for i, ms := range runs {
-			if len(ms) > 0 {
-				res.Entries = append(res.Entries, summarize(ms, algs[i], o.Scenario))
+		for _, es := range runs {
+			if len(es) > 0 {
+				e := report.MergeRepeats(es)
+				judge.Expectations(&e, o.Scenario)
+				res.Entries = append(res.Entries, e)
 			}
 		}
-		relate(res, first)
+		res.Relate(first)
 	}()
 	for rep := 1; rep <= o.Repeat; rep++ {
 		for i, a := range algs {
-			m, err := measure(ctx, o, tgt, topo, a, rep, runID)
-			if m != nil {
+			e, err := measure(ctx, o, tgt, topo, a, rep, runID)
+			if e != nil {
 				// Mark expected and tolerated violations now, so that Done sees the final label.
-				markExpectations(&m.entry, o.Scenario)
-				runs[i] = append(runs[i], m)
+				judge.Expectations(e, o.Scenario)
+				runs[i] = append(runs[i], *e)
 				if o.Done != nil {
-					e := m.entry
-					o.Done(&e, rep)
+					done := *e
+					o.Done(&done, rep)
 				}
 			}
 			if err != nil {
@@ -222,261 +220,4 @@ func newRunID() string {
 		return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)
 	}
 	return hex.EncodeToString(b[:])
-}
-
-func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
-	rs := report.Scenario{
-		Name:             s.Name,
-		Description:      s.Description,
-		File:             file,
-		Seed:             s.Seed,
-		DurationS:        s.Duration.Seconds(),
-		Clients:          s.Clients,
-		Loop:             "closed",
-		Mode:             string(s.ClientMode),
-		Keys:             s.Keys.String(),
-		ExpectViolations: slices.Clone(s.Expect.Violations),
-	}
-	if s.ClientMode == load.ModePipeline {
-		rs.Mode = fmt.Sprintf("pipeline(%d)", s.PipelineDepth)
-	}
-	if s.Arrival != nil {
-		rs.Loop = "open"
-		rs.Arrival = s.Arrival.String()
-	}
-	rs.Skew = s.ClockSkew.String()
-	for _, t := range s.Topologies {
-		rs.Topologies = append(rs.Topologies, string(t))
-	}
-	for _, e := range s.ResolveAlgorithms() {
-		rs.Algorithms = append(rs.Algorithms, e.Name)
-	}
-	rs.Settings = settingsOf(s)
-	return rs
-}
-
-// settingsOf returns the effective settings of s, for result.json.
-func settingsOf(s *scenarios.Scenario) *report.Settings {
-	st := &report.Settings{
-		Limit: s.Limit, Cost: s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
-		Clients: s.Clients, ClientMode: s.ClientMode, Arrival: s.Arrival, Keys: s.Keys, ClockSkew: s.ClockSkew,
-		Expect: scenarios.Expect{
-			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
-		},
-	}
-	if s.ClientMode == load.ModePipeline {
-		st.PipelineDepth = s.PipelineDepth
-	}
-	for _, e := range s.ResolveAlgorithms() {
-		st.Algorithms = append(st.Algorithms, e.Name)
-		if c := e.Custom; c != nil {
-			st.Custom = append(st.Custom, *c)
-		}
-	}
-	for _, th := range s.Thresholds {
-		st.Thresholds = append(st.Thresholds, th.Text)
-	}
-	return st
-}
-
-// describeHarness fills the harness side of the environment.
-func describeHarness() report.Environment {
-	return report.Environment{
-		CPUs:           runtime.NumCPU(),
-		GOMAXPROCS:     runtime.GOMAXPROCS(0),
-		GoVersion:      runtime.Version(),
-		HarnessVersion: harnessVersion(),
-		OS:             runtime.GOOS,
-		Arch:           runtime.GOARCH,
-	}
-}
-
-// describeTarget fills the Redis side of the environment from a started target.
-func describeTarget(env *report.Environment, t *redisenv.Target) {
-	env.Backend = string(t.Info.Backend)
-	env.Image = t.Info.Image
-	env.RedisVersion = t.Info.Version
-	if len(t.Info.Nodes) > env.Nodes {
-		env.Nodes = len(t.Info.Nodes)
-	}
-}
-
-// harnessVersion is the module version, or the VCS revision the binary was built from.
-func harnessVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
-}
-
-// judge evaluates verdicts, expectations and thresholds over res and returns the failures. It
-// checks every threshold against every entry it applies to and records the checks in the entry's
-// Verification: a broken threshold turns the verdict to fail, and one that cannot be evaluated (no
-// data for its metric) turns a pass into inconclusive, each with its reason. Call it once per
-// result.
-func judge(s *scenarios.Scenario, res *report.Result) []string {
-	var fails []string
-	expected := map[string]bool{}
-	for _, n := range s.Expect.Violations {
-		expected[n] = true
-	}
-	seen := map[string]bool{}
-	for i := range res.Entries {
-		e := &res.Entries[i]
-		if res.IsReference(e) {
-			continue
-		}
-		markExpectations(e, s)
-		seen[e.Algorithm] = true
-		v := e.Verification
-		name := e.Name()
-		switch {
-		case v.ExpectedViolation:
-			if v.DefiniteViolations == 0 {
-				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
-			}
-		case v.MayViolate:
-		case v.Verdict == verify.Fail:
-			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
-		case v.Verdict == verify.Inconclusive && v.Contract != string(algorithms.NoContract):
-			fails = append(fails, fmt.Sprintf("%s: inconclusive: %s", name, strings.Join(v.Reasons, "; ")))
-		}
-	}
-	if !res.CutShort {
-		names := make([]string, 0, len(expected))
-		for n := range expected {
-			if !seen[n] {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fails = append(fails, fmt.Sprintf("%s: expected a violation, but the algorithm was not run", n))
-		}
-	}
-	for i := range res.Entries {
-		e := &res.Entries[i]
-		if res.IsReference(e) {
-			continue
-		}
-		fails = append(fails, checkThresholds(e, s.Thresholds)...)
-	}
-	return fails
-}
-
-// markExpectations sets e's ExpectedViolation and MayViolate from the scenario's expect section.
-func markExpectations(e *report.Entry, s *scenarios.Scenario) {
-	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
-	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
-}
-
-// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
-// records the checks in e.Verification (which applies them to the verdict, see
-// verify.Summary.AddThreshold) and returns one failure per threshold that is broken or cannot be
-// evaluated.
-func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
-	var fails []string
-	for _, th := range ths {
-		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
-			continue
-		}
-		val, missing := evaluate(e, th.Metric)
-		c := verify.ThresholdCheck{Threshold: th.Text, Value: val}
-		var reason string
-		switch {
-		case missing != "":
-			c.Status, c.Shown, c.Value = verify.ThresholdUnevaluated, missing, 0
-			reason = fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
-		case th.Holds(val):
-			c.Status, c.Shown = verify.ThresholdHeld, formatMetric(th.Metric, val)
-		default:
-			c.Status, c.Shown = verify.ThresholdBroken, formatMetric(th.Metric, val)
-			reason = fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
-		}
-		e.Verification.AddThreshold(c, reason)
-		if reason != "" {
-			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
-		}
-	}
-	return fails
-}
-
-// metric returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
-// false when e holds no data to evaluate m (see evaluate).
-func metric(e *report.Entry, m scenarios.Metric) (float64, bool) {
-	v, missing := evaluate(e, m)
-	return v, missing == ""
-}
-
-// evaluate returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), or,
-// when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
-// decision completed (latencies), no contract or nothing an exact limiter would have admitted
-// (efficiency).
-func evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
-	completed := e.Allowed + e.Denied
-	switch m {
-	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
-		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (report.Latency{}) {
-			return 0, "no decision completed, so there is no latency to compare"
-		}
-		switch m {
-		case scenarios.P50:
-			return e.LatencyUS.P50, ""
-		case scenarios.P90:
-			return e.LatencyUS.P90, ""
-		case scenarios.P99:
-			return e.LatencyUS.P99, ""
-		case scenarios.P999:
-			return e.LatencyUS.P999, ""
-		}
-		return e.LatencyUS.Max, ""
-	case scenarios.Throughput:
-		if e.Requests == 0 || e.DurationS <= 0 {
-			return 0, "no request was measured"
-		}
-		return e.ThroughputRPS, ""
-	case scenarios.Efficiency:
-		switch {
-		case e.Verification.Contract == "" || e.Verification.Contract == string(algorithms.NoContract):
-			return 0, "the algorithm has no contract, so there is no exact limiter to compare with"
-		case e.Accuracy.IdealAllowed == 0:
-			return 0, "an exact limiter would have admitted nothing (no request completed, or accuracy was not computed)"
-		}
-		return e.Accuracy.Efficiency, ""
-	case scenarios.ErrorRate:
-		if e.Requests == 0 {
-			return 0, "no request was measured"
-		}
-		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
-	}
-	return 0, fmt.Sprintf("unknown metric %q", m)
-}
-
-func formatMetric(m scenarios.Metric, v float64) string {
-	if m.IsLatency() {
-		return (time.Duration(v*1000) * time.Nanosecond).Round(time.Microsecond).String()
-	}
-	return fmt.Sprintf("%.4g", v)
 }

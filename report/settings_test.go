@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -36,7 +35,7 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &report.Settings{
+	want := &Settings{
 		Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second},
 		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: load.ModePipeline, PipelineDepth: 8,
 		Arrival: &scenarios.Arrival{
@@ -51,7 +50,7 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 	if diff := cmp.Diff(want, settingsOf(s)); diff != "" {
 		t.Errorf("settingsOf (-want +got):\n%s", diff)
 	}
-	if got := describeScenario(s, "x.yaml").Settings; got == nil {
-		t.Error("describeScenario leaves Settings out")
+	if got := DescribeScenario(s, "x.yaml").Settings; got == nil {
+		t.Error("DescribeScenario leaves Settings out")
 	}
 }

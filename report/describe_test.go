@@ -1,17 +1,14 @@
-package runner
+package report
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/limitbench/limitbench/scenarios"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
 
 // scenarioSections are scenarios in every arrival form, key distribution, skew form and client
 // mode, with a custom script, expectations and thresholds.
@@ -82,14 +79,14 @@ algorithms: [all]
 // the effective settings) of scenarios in every form is testdata/scenario-sections.json.
 func TestScenarioSectionGolden(t *testing.T) {
 	// The custom script is read relative to the scenario file.
-	dir := filepath.Join("..", "..", "examples", "custom")
+	dir := filepath.Join("..", "examples", "custom")
 	var got bytes.Buffer
 	for _, sc := range scenarioSections {
 		s, err := scenarios.Parse(filepath.Join(dir, sc.name+".yaml"), []byte(sc.yaml))
 		if err != nil {
 			t.Fatalf("%s: %v", sc.name, err)
 		}
-		b, err := json.MarshalIndent(describeScenario(s, s.File), "", "  ")
+		b, err := json.MarshalIndent(DescribeScenario(s, s.File), "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}

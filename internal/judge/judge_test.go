@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"slices"
@@ -67,12 +67,12 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, missing := evaluate(&tt.e, tt.m)
+			got, missing := Evaluate(&tt.e, tt.m)
 			if got != tt.want || (tt.missing == "") != (missing == "") || !strings.Contains(missing, tt.missing) {
-				t.Errorf("evaluate(%s) = (%g, %q); want (%g, containing %q)", tt.m, got, missing, tt.want, tt.missing)
+				t.Errorf("Evaluate(%s) = (%g, %q); want (%g, containing %q)", tt.m, got, missing, tt.want, tt.missing)
 			}
-			if v, ok := metric(&tt.e, tt.m); ok != (missing == "") || v != got {
-				t.Errorf("metric(%s) = (%g, %v); want (%g, %v)", tt.m, v, ok, got, missing == "")
+			if v, ok := Value(&tt.e, tt.m); ok != (missing == "") || v != got {
+				t.Errorf("Value(%s) = (%g, %v); want (%g, %v)", tt.m, v, ok, got, missing == "")
 			}
 		})
 	}
@@ -95,7 +95,7 @@ func TestJudgeThresholds(t *testing.T) {
 	res := &report.Result{Reference: "reference", Entries: []report.Entry{
 		measured("gcra"), measured("sliding-log"), caught, tolerated, mine, ref,
 	}}
-	fails := judge(s, res)
+	fails := Run(s, res)
 
 	wantFails := []string{
 		`sliding-log-single: threshold "sliding-log: p99 < 3ms" broken: p99 = 4ms`,
@@ -152,7 +152,7 @@ func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 	tolerated := measured("sliding-log-published")
 	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
 	res := &report.Result{Entries: []report.Entry{caught, tolerated}}
-	if fails := judge(s, res); len(fails) != 2 {
+	if fails := Run(s, res); len(fails) != 2 {
 		t.Errorf("judge = %q; want one broken threshold per entry", fails)
 	}
 	for i := range res.Entries {
