@@ -299,13 +299,13 @@ func (c *Capacity) summaryRows() [][2]string {
 		slo = "none"
 	}
 	rows = append(rows, [2]string{"objective", fmt.Sprintf("%s; achieved ≥ %.0f%% of offered; generator on schedule", slo, c.FollowRatio*100)})
-	rows = append(rows, [2]string{"sustainable rate", rateText(c.SustainableRPS) + "/s" + c.boundText()})
+	rows = append(rows, [2]string{"sustainable rate", Rate(c.SustainableRPS) + "/s" + c.boundText()})
 	if c.Masters > 1 {
-		rows = append(rows, [2]string{"per shard", fmt.Sprintf("%s/s (%d masters)", rateText(c.ShardRPS), c.Masters)})
+		rows = append(rows, [2]string{"per shard", fmt.Sprintf("%s/s (%d masters)", Rate(c.ShardRPS), c.Masters)})
 	}
 	if c.Probe != nil {
 		rows = append(rows, [2]string{"closed-loop saturation", fmt.Sprintf("%s/s (%d clients, p99 %s)",
-			rateText(c.Probe.AchievedRPS), c.Scenario.Clients, usText(c.Probe.LatencyUS.P99))})
+			Rate(c.Probe.AchievedRPS), c.Scenario.Clients, Micros(c.Probe.LatencyUS.P99))})
 	}
 	rows = append(rows,
 		[2]string{"Redis CPU per decision", fmt.Sprintf("%.2f µs (Redis's own time per call %.2f µs)", c.CPUUSecPerDecision, c.USecPerCall)},
@@ -330,7 +330,7 @@ func (c *Capacity) boundText() string {
 	if c.FirstBadRPS == 0 {
 		return " (no step failed)"
 	}
-	return fmt.Sprintf(" (%s/s failed: %s)", rateText(c.FirstBadRPS), c.Bound)
+	return fmt.Sprintf(" (%s/s failed: %s)", Rate(c.FirstBadRPS), c.Bound)
 }
 
 func (c *Capacity) memoryText() string {
@@ -343,9 +343,9 @@ func (c *Capacity) memoryText() string {
 		return s
 	}
 	s := fmt.Sprintf("%s (used_memory delta over %d subjects, %d request(s) each); MEMORY USAGE %s",
-		bytesText(m.BytesPerSubject), m.Subjects, m.RequestsPerSubject, bytesText(m.MemoryUsagePerSubject))
+		Bytes(m.BytesPerSubject), m.Subjects, m.RequestsPerSubject, Bytes(m.MemoryUsagePerSubject))
 	if m.LoadBytesPerSubject > 0 {
-		s += fmt.Sprintf("; under the sweep's load %s", bytesText(m.LoadBytesPerSubject))
+		s += fmt.Sprintf("; under the sweep's load %s", Bytes(m.LoadBytesPerSubject))
 	}
 	if m.Note != "" {
 		s += "; " + m.Note
@@ -363,8 +363,8 @@ func (c *Capacity) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PHASE\tOFFERED/s\tACHIEVED/s\tP50\tP99\tCPU µs/decision\tRESULT")
 	for _, s := range c.allSteps() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", s.Phase, offeredText(s), rateText(s.AchievedRPS),
-			usText(s.LatencyUS.P50), usText(s.LatencyUS.P99), s.CPUUSecPerDecision, stepResult(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", s.Phase, offeredText(s), Rate(s.AchievedRPS),
+			Micros(s.LatencyUS.P50), Micros(s.LatencyUS.P99), s.CPUUSecPerDecision, stepResult(s))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SUBJECTS\tMEMORY\t\tDECISIONS/s\tSHARDS")
@@ -372,15 +372,15 @@ func (c *Capacity) WriteText(w io.Writer) error {
 	for i := 0; i < max(len(p.Memory), len(p.Shards)); i++ {
 		var a, b, d, e string
 		if i < len(p.Memory) {
-			a, b = countText(float64(p.Memory[i].Subjects)), bytesText(p.Memory[i].Bytes)
+			a, b = Count(p.Memory[i].Subjects), Bytes(p.Memory[i].Bytes)
 		}
 		if i < len(p.Shards) {
-			d, e = countText(p.Shards[i].DecisionsPerSecond), fmt.Sprint(p.Shards[i].Shards)
+			d, e = Rate(p.Shards[i].DecisionsPerSecond), fmt.Sprint(p.Shards[i].Shards)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\t%s\t%s\n", a, b, d, e)
 	}
 	if len(p.Shards) > 0 {
-		fmt.Fprintf(tw, "shards = ceil(rate / (%s × %.1f)), %.0f%% headroom\n", rateText(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
+		fmt.Fprintf(tw, "shards = ceil(rate / (%s × %.1f)), %.0f%% headroom\n", Rate(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(tw, "note: %s\n", n)
@@ -394,25 +394,25 @@ func (c *Capacity) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "# Capacity of %s on one %s shard\n\n", c.Algorithm, c.Topology)
 	b.WriteString("| | |\n|---|---|\n")
 	for _, r := range c.summaryRows() {
-		fmt.Fprintf(&b, "| %s | %s |\n", r[0], mdEscape(r[1]))
+		fmt.Fprintf(&b, "| %s | %s |\n", r[0], MarkdownCell(r[1]))
 	}
 	b.WriteString("\n## Steps\n\n| phase | offered/s | achieved/s | p50 | p99 | CPU µs/decision | result |\n|---|--:|--:|--:|--:|--:|---|\n")
 	for _, s := range c.allSteps() {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %s |\n", s.Phase, offeredText(s), rateText(s.AchievedRPS),
-			usText(s.LatencyUS.P50), usText(s.LatencyUS.P99), s.CPUUSecPerDecision, mdEscape(stepResult(s)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2f | %s |\n", s.Phase, offeredText(s), Rate(s.AchievedRPS),
+			Micros(s.LatencyUS.P50), Micros(s.LatencyUS.P99), s.CPUUSecPerDecision, MarkdownCell(stepResult(s)))
 	}
 	p := c.Projection
 	if len(p.Memory) > 0 {
 		b.WriteString("\n## Memory\n\n| subjects | memory |\n|--:|--:|\n")
 		for _, m := range p.Memory {
-			fmt.Fprintf(&b, "| %s | %s |\n", countText(float64(m.Subjects)), bytesText(m.Bytes))
+			fmt.Fprintf(&b, "| %s | %s |\n", Count(m.Subjects), Bytes(m.Bytes))
 		}
 	}
 	if len(p.Shards) > 0 {
 		fmt.Fprintf(&b, "\n## Shards\n\nshards = ceil(rate / (%s × %.1f)): %.0f%% headroom on each shard's sustainable rate.\n\n| decisions/s | shards |\n|--:|--:|\n",
-			rateText(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
+			Rate(c.ShardRPS), 1-p.Headroom, p.Headroom*100)
 		for _, s := range p.Shards {
-			fmt.Fprintf(&b, "| %s | %d |\n", countText(s.DecisionsPerSecond), s.Shards)
+			fmt.Fprintf(&b, "| %s | %d |\n", Rate(s.DecisionsPerSecond), s.Shards)
 		}
 	}
 	if slices.Contains(c.Files, CapacityFigureName+".png") {
@@ -422,7 +422,7 @@ func (c *Capacity) WriteMarkdown(w io.Writer) error {
 		if i == 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "- note: %s\n", mdEscape(n))
+		fmt.Fprintf(&b, "- note: %s\n", MarkdownCell(n))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -441,7 +441,7 @@ func offeredText(s CapacityStep) string {
 	if s.Phase == PhaseProbe {
 		return "closed loop"
 	}
-	return rateText(s.OfferedRPS)
+	return Rate(s.OfferedRPS)
 }
 
 func stepResult(s CapacityStep) string {
@@ -456,55 +456,6 @@ func stepResult(s CapacityStep) string {
 		return "bad: " + s.Reason + "; measured again"
 	}
 	return "bad: " + s.Reason
-}
-
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// rateText renders a rate with thousands separators: 12,345.
-func rateText(v float64) string { return countText(math.Round(v)) }
-
-// countText renders a whole number with thousands separators.
-func countText(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// bytesText renders a size in B, KiB, MiB, GiB or TiB with three significant digits.
-func bytesText(v float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for math.Abs(v) >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	return fmt.Sprintf("%.3g %s", v, units[i])
-}
-
-// usText renders microseconds as a short duration.
-func usText(us float64) string {
-	d := time.Duration(us * float64(time.Microsecond))
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 var errNothingToPlot = errors.New("nothing to plot")
@@ -595,7 +546,7 @@ func CapacityFigure(c *Capacity) (Figure, error) {
 	line(top, "achieved = offered", plotter.XYs{{X: 0, Y: 0}, {X: xmax, Y: xmax}}, grey, vg.Points(1), dashed)
 	if c.Probe != nil && c.Probe.AchievedRPS > 0 {
 		sat := c.Probe.AchievedRPS
-		line(top, fmt.Sprintf("closed-loop saturation %s/s", rateText(sat)), plotter.XYs{{X: 0, Y: sat}, {X: xmax, Y: sat}}, color.Black, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)})
+		line(top, fmt.Sprintf("closed-loop saturation %s/s", Rate(sat)), plotter.XYs{{X: 0, Y: sat}, {X: xmax, Y: sat}}, color.Black, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)})
 		ymax = math.Max(ymax, sat)
 	}
 	points(top, "achieved", achieved)
@@ -612,7 +563,7 @@ func CapacityFigure(c *Capacity) (Figure, error) {
 	bottom.Y.Min, bottom.Y.Max = lo/1.5, hi*1.5
 	if c.SustainableRPS > 0 {
 		x := c.SustainableRPS
-		line(top, fmt.Sprintf("sustainable %s/s", rateText(x)), plotter.XYs{{X: x, Y: 0}, {X: x, Y: top.Y.Max}}, algColor, vg.Points(1), dashed)
+		line(top, fmt.Sprintf("sustainable %s/s", Rate(x)), plotter.XYs{{X: x, Y: 0}, {X: x, Y: top.Y.Max}}, algColor, vg.Points(1), dashed)
 		line(bottom, "", plotter.XYs{{X: x, Y: bottom.Y.Min}, {X: x, Y: bottom.Y.Max}}, algColor, vg.Points(1), dashed)
 	}
 

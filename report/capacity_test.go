@@ -55,10 +55,10 @@ func TestProject(t *testing.T) {
 
 func TestTextHelpers(t *testing.T) {
 	for _, tt := range []struct{ got, want string }{
-		{countText(0), "0"}, {countText(999), "999"}, {countText(1000), "1,000"},
-		{countText(1234567), "1,234,567"}, {countText(-12345), "-12,345"},
-		{bytesText(72), "72 B"}, {bytesText(2048), "2 KiB"}, {bytesText(72e8), "6.71 GiB"},
-		{usText(850), "850µs"}, {usText(1234), "1.23ms"}, {usText(2.5e6), "2.5s"},
+		{Count(0), "0"}, {Count(999), "999"}, {Count(1000), "1,000"},
+		{Count(1234567), "1,234,567"}, {Count(-12345), "-12,345"},
+		{Bytes(72), "72 B"}, {Bytes(2048), "2 KiB"}, {Bytes(72e8), "6.71 GiB"},
+		{Micros(850), "850µs"}, {Micros(1234), "1.23ms"}, {Micros(2.5e6), "2.5s"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q; want %q", tt.got, tt.want)

@@ -73,7 +73,7 @@ func TestDelta(t *testing.T) {
 		{"both zero", 0, 0, true, "–", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, class := delta(tc.base, tc.now, number, tc.higherBetter)
+			got, class := delta(tc.base, tc.now, Number, tc.higherBetter)
 			if got != tc.want || class != tc.class {
 				t.Errorf("delta(%v, %v) = (%q, %q); want (%q, %q)", tc.base, tc.now, got, class, tc.want, tc.class)
 			}

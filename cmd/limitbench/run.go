@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
@@ -216,7 +215,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 				label = report.LabelReference
 			}
 			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
-				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), label)
+				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
@@ -237,7 +236,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		writeErr = report.WriteAll(dir, res)
 		written = writeErr == nil
 	}
-	printSummary(stdout, res)
+	report.WriteSummary(stdout, res)
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}
@@ -262,38 +261,6 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		// Redis could not be started or reached, or was lost mid-run.
 		return out.Failures, envFailure(runErr)
 	}
-}
-
-// printSummary prints one line per entry.
-func printSummary(w io.Writer, r *report.Result) {
-	if len(r.Entries) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALGORITHM\tTOPOLOGY\tTHROUGHPUT/s\tP50\tP99\tADMITTED/IDEAL\tDEFINITE\tVERDICT")
-	for i := range r.Entries {
-		e := &r.Entries[i]
-		ideal := "-"
-		if e.Accuracy.IdealAllowed > 0 {
-			ideal = fmt.Sprintf("%d/%d", e.Allowed, e.Accuracy.IdealAllowed)
-		}
-		label := r.LabelOf(e)
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%s\n", e.Algorithm, e.Topology, e.ThroughputRPS,
-			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, label)
-	}
-	tw.Flush()
-}
-
-// micros renders a latency in µs as a short duration.
-func micros(us float64) string {
-	d := time.Duration(us * float64(time.Microsecond))
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

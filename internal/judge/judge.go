@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -171,7 +170,7 @@ func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
 // µs ("1.5ms"), anything else with four significant digits.
 func FormatMetric(m scenarios.Metric, v float64) string {
 	if m.IsLatency() {
-		return (time.Duration(v*1000) * time.Nanosecond).Round(time.Microsecond).String()
+		return report.MicrosExact(v)
 	}
 	return fmt.Sprintf("%.4g", v)
 }

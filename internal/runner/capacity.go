@@ -561,7 +561,7 @@ func (sw *sweep) record(st report.CapacityStep, e *report.Entry) {
 	case !st.Good:
 		verdict = "bad: " + st.Reason
 	}
-	sw.o.Logf("%s %s: achieved %.0f/s, p99 %s, %s", st.Phase, what, st.AchievedRPS, usString(st.LatencyUS.P99), verdict)
+	sw.o.Logf("%s %s: achieved %.0f/s, p99 %s, %s", st.Phase, what, st.AchievedRPS, report.MicrosExact(st.LatencyUS.P99), verdict)
 	if sw.o.OnStep != nil {
 		sw.o.OnStep(st)
 	}
@@ -657,10 +657,6 @@ func niceRate(r float64) float64 {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(r))-1)
 	return math.Floor(r/p) * p
-}
-
-func usString(us float64) string {
-	return (time.Duration(us*1000) * time.Nanosecond).Round(time.Microsecond).String()
 }
 
 // fillRequests returns the requests per subject and the number of subjects of the memory step

@@ -1,27 +1,24 @@
-package main
+package report
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/limitbench/limitbench/report"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
-
-// TestSummaryTableGolden: the summary table `limitbench run` prints for report's fixture result
-// is testdata/summary.txt.
+// TestSummaryTableGolden: the summary table `limitbench run` prints for the fixture results is
+// testdata/summary.txt.
 func TestSummaryTableGolden(t *testing.T) {
 	var got bytes.Buffer
 	for _, f := range []string{"result.json", "result-b.json"} {
-		r, err := report.ReadResult(filepath.Join("..", "..", "report", "testdata", f))
+		r, err := ReadResult(filepath.Join("testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		printSummary(&got, r)
+		if err := WriteSummary(&got, r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	golden := filepath.Join("testdata", "summary.txt")
 	if *update {
