@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -171,10 +170,10 @@ func median(xs []float64) float64 {
 func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
 	// GOMAXPROCS as `limitbench run` sets it against one local redis-server.
-	if procs, note := runner.GeneratorProcs(runtime.NumCPU(), 1); procs > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		b.Log(note)
-	}
+	st, undo := cpus.Apply(cpus.Policy{Env: redisenv.Config{Backend: redisenv.BackendProcess},
+		Topologies: []redisenv.Topology{redisenv.TopologySingle}})
+	defer undo()
+	b.Log(st.ProcsNote)
 	const (
 		clients = 32
 		rounds  = 5

@@ -216,10 +216,10 @@ func WriteComparison(dir string, c *Comparison) error {
 	if err := c.WriteHTML(&html); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
+	return WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
 var htmlComparison = template.Must(template.New("comparison").Parse(`<!DOCTYPE html>

@@ -18,8 +18,8 @@ func NewEntry(algorithm, topology string, res *load.Result) Entry {
 		Dropped:       int64(c.Missed + c.Dropped),
 		Late:          int64(c.Late),
 		DurationS:     res.Duration.Seconds(),
-		OfferedRPS:    round3(res.OfferedRate),
-		ThroughputRPS: round3(res.Throughput),
+		OfferedRPS:    Round3(res.OfferedRate),
+		ThroughputRPS: Round3(res.Throughput),
 	}
 	if c.Requests > 0 {
 		e.LateFraction = float64(c.Late) / float64(c.Requests)

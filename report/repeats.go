@@ -79,7 +79,7 @@ func (res *Result) Relate(first int) {
 		if a == 0 || b == 0 {
 			return 0
 		}
-		return round3(a / b)
+		return Round3(a / b)
 	}
 	for i := first; i < len(res.Entries); i++ {
 		e := &res.Entries[i]

@@ -55,7 +55,7 @@ func WriteAll(dir string, r *Result) error {
 			if err := WriteHGRM(&buf, hist, MicrosPerMilli); err != nil {
 				return err
 			}
-			if err := writeFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
+			if err := WriteFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
 				return err
 			}
 			*h.dst = h.name
@@ -68,7 +68,7 @@ func WriteAll(dir string, r *Result) error {
 			b   []byte
 		}{{".png", f.PNG}, {".svg", f.SVG}} {
 			name := f.Name + out.ext
-			if err := writeFile(filepath.Join(dir, name), out.b); err != nil {
+			if err := WriteFile(filepath.Join(dir, name), out.b); err != nil {
 				return err
 			}
 			r.Files.Plots = append(r.Files.Plots, name)
@@ -88,10 +88,10 @@ func WriteAll(dir string, r *Result) error {
 	if err := WriteHTML(&html, r, figs); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
 		return err
 	}
 	return r.Write(dir)

@@ -23,7 +23,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(dst, b)
+	return WriteFile(dst, b)
 }
 
 func readFixture(t *testing.T, name string) *Result {

@@ -435,7 +435,7 @@ func (r *Result) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	return writeFile(filepath.Join(dir, ResultFile), append(b, '\n'))
+	return WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'))
 }
 
 // ReadResult reads and validates a result.json. Errors name the path.
@@ -454,8 +454,8 @@ func ReadResult(path string) (*Result, error) {
 	return &r, nil
 }
 
-// writeFile writes b to path, creating its directory, and reports a failed Close.
-func writeFile(path string, b []byte) (err error) {
+// WriteFile writes b to path, creating its directory, and reports a failed Close.
+func WriteFile(path string, b []byte) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
@@ -93,19 +93,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
-	procs := f.procs
-	if procs == 0 {
-		var topologies []redisenv.Topology
-		for _, s := range loaded {
-			topologies = append(topologies, s.Topologies...)
-		}
-		var note string
-		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(env, topologies))
-		if note != "" && !f.quiet {
-			fmt.Fprintln(stderr, note)
-		}
+	var topologies []redisenv.Topology
+	for _, s := range loaded {
+		topologies = append(topologies, s.Topologies...)
 	}
-	defer setProcs(procs)()
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs})
+	defer undo()
+	if st.ProcsNote != "" && !f.quiet {
+		fmt.Fprintln(stderr, st.ProcsNote)
+	}
 
 	var failures []string
 	var firstErr error
@@ -236,7 +232,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		writeErr = report.WriteAll(dir, res)
 		written = writeErr == nil
 	}
-	report.WriteSummary(stdout, res)
+	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}
@@ -255,12 +251,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
 	case interrupted:
 		return out.Failures, failed(fmt.Errorf("%w; no results were written", runErr))
-	case errors.Is(runErr, runner.ErrBadScript), errors.Is(runErr, redisenv.ErrBadConfig):
-		return out.Failures, badInput(runErr)
-	default:
-		// Redis could not be started or reached, or was lost mid-run.
-		return out.Failures, envFailure(runErr)
 	}
+	return out.Failures, runErr // main's exitCodes: a bad script or configuration, or Redis
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

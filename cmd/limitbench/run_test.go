@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
@@ -128,12 +127,13 @@ func TestRunSmoke(t *testing.T) {
 		t.Run(topo, func(t *testing.T) {
 			code, stderr, res := runScenario(t, "--topology", topo, "--duration", "1s", suite+"smoke.yaml")
 			checkExit(t, code, stderr)
-			// The generator leaves a CPU to each local redis-server (see runner.GeneratorProcs).
+			// The generator leaves a CPU to each local redis-server, at least one for itself (see
+			// cpus.Apply).
 			servers := 1
 			if topo == "cluster" {
 				servers = 3
 			}
-			if want, _ := runner.GeneratorProcs(runtime.NumCPU(), servers); res.Environment.GOMAXPROCS != want {
+			if want := max(1, runtime.NumCPU()-servers); res.Environment.GOMAXPROCS != want {
 				t.Errorf("GOMAXPROCS %d during the run on %d CPUs with %d local servers; want %d", res.Environment.GOMAXPROCS, runtime.NumCPU(), servers, want)
 			}
 			got := map[string]report.Entry{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,10 +17,6 @@ import (
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
-
-// memorySample is the most keys per master whose MEMORY USAGE is read; the total is scaled from
-// them.
-const memorySample = 500
 
 // clockDrift bounds how fast an external server's clock and the harness's drift apart: 100 ppm,
 // more than an undisciplined crystal oscillator's typical 20 to 50 ppm, and far more than NTP
@@ -73,16 +70,18 @@ func (r *recording) verification(res *load.Result, contract algorithms.Contract,
 	return m
 }
 
-// measure runs algorithm a once on tgt under the scenario's load and returns its entry. A non-nil
-// entry comes back even with an error when something was measured.
-func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
+// Measure runs algorithm a once on tgt (whose topology is topo) under o.Scenario's load, on a
+// fresh key prefix of run runID numbered rep, and returns its entry: load's figures, the
+// verifier's sections and what the decisions cost the server. A non-nil entry comes back even
+// with an error when something was measured. o.Progress, when set, sees the measurement live.
+func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
 	runID string) (*report.Entry, error) {
 	s := o.Scenario
 	name := a.Describe().Name
-	prefix := fmt.Sprintf("limitbench:%s:%s:%d:", runID, keySafe(name), rep)
+	prefix := KeyPrefix(runID, name, strconv.Itoa(rep))
 	cleanCtx := context.WithoutCancel(ctx)
 	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
-		return nil, lostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
@@ -95,7 +94,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
 			return nil, ca.badScript(err)
 		}
-		return nil, lostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
 	}
 	contract, err := a.Contract(s.Limit)
 	if err != nil {
@@ -108,7 +107,7 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if !sharedClock {
 		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
 		if err != nil {
-			return nil, lostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
+			return nil, LostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
 		}
 		// The offset is measured once; allow for the clocks drifting apart until the run ends.
 		off.Err += time.Duration(float64(s.TotalDuration()+time.Minute) * clockDrift)
@@ -123,9 +122,9 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
 	defer client.Close()
 
-	before, err := snapshot(ctx, tgt)
+	before, err := ReadStats(ctx, tgt)
 	if err != nil {
-		return nil, lostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
 	}
 	if s.Arrival != nil && s.Arrival.Align.Every > 0 {
 		wait := time.Until(s.Arrival.Align.Start(time.Now()))
@@ -148,12 +147,12 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)
 		return &e, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
-	after, err := snapshot(statCtx, tgt)
+	after, err := ReadStats(statCtx, tgt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read server stats: %w", ErrLost, err)
 	}
 	srv := serverCost(before, after, res)
-	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
+	keys, bytes, err := KeyMemory(statCtx, tgt, prefix)
 	if err == nil && keys > 0 {
 		srv.Keys = keys
 		if n := vm.Log.SubjectsDecided(); n > 0 {
@@ -162,6 +161,13 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)
 	return &e, nil
+}
+
+// KeyPrefix returns the key prefix of one measurement of algorithm name in run runID:
+// "limitbench:<runID>:<name>:<what>:", the name kept usable inside a key prefix (no hash-tag
+// braces, no glob characters).
+func KeyPrefix(runID, name, what string) string {
+	return fmt.Sprintf("limitbench:%s:%s:%s:", runID, keySafe(name), what)
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -175,9 +181,9 @@ func keySafe(name string) string {
 	}, name)
 }
 
-// lostOr returns err marked as ErrLost when the target no longer answers, or as
+// LostOr returns err marked as ErrLost when the target no longer answers, or as
 // ErrInterrupted when ctx was cancelled.
-func lostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
+func LostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
@@ -194,73 +200,6 @@ func alive(ctx context.Context, tgt *redisenv.Target) error {
 	return tgt.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		return c.Ping(ctx).Err()
 	})
-}
-
-// serverCost turns two stats snapshots around a measurement into per-decision costs.
-func serverCost(before, after serverStats, res *load.Result) report.Server {
-	var srv report.Server
-	n := float64(res.Counts.Requests + res.Counts.Warmup)
-	if n == 0 {
-		return srv
-	}
-	if d := after.usec - before.usec; d > 0 {
-		srv.USecPerCall = round3(float64(d) / n)
-	}
-	if d := after.cpu - before.cpu; d > 0 {
-		srv.CPUUSecPerDecision = round3(d * 1e6 / n)
-	}
-	return srv
-}
-
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-// keyMemory counts the keys under prefix on every master and estimates their memory from
-// MEMORY USAGE of up to memorySample keys per master, scaled to all of them.
-func keyMemory(ctx context.Context, tgt *redisenv.Target, prefix string) (keys, bytes int64, err error) {
-	type part struct{ keys, sampled, bytes int64 }
-	var parts []part
-	var mu = make(chan struct{}, 1)
-	err = tgt.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		var p part
-		iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			p.keys++
-			if p.sampled < memorySample {
-				n, err := c.MemoryUsage(ctx, iter.Val(), 0).Result()
-				if err == nil {
-					p.sampled++
-					p.bytes += n
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		mu <- struct{}{}
-		parts = append(parts, p)
-		<-mu
-		return nil
-	})
-	for _, p := range parts {
-		keys += p.keys
-		if p.sampled > 0 {
-			bytes += p.bytes * p.keys / p.sampled
-		}
-	}
-	return keys, bytes, err
-}
-
-// globEscape escapes the glob metacharacters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // entryOf builds the report entry of one measurement: load's counts, rates, latency and timeline,

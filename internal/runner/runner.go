@@ -22,8 +22,9 @@ import (
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// Errors of Run; compare with errors.Is. Environment errors also wrap redisenv's sentinels
-// (ErrUnavailable, ErrBadConfig).
+// Errors of Run; compare with errors.Is. Every error Run returns matches one of them, of
+// redisenv's ErrUnavailable (an environment that could not be set up) and ErrBadConfig (a bad
+// environment configuration), or algorithms.ErrUnknownAlgorithm.
 var (
 	// ErrLost means Redis stopped answering during the run. The Conclusion still holds what was
 	// measured before.
@@ -34,7 +35,30 @@ var (
 	// ErrBadScript means a custom script does not load in Redis (its Lua does not compile, or its
 	// keys do not fit the topology).
 	ErrBadScript = errors.New("bad custom script")
+	// ErrRedis means Redis answered a step of the run other than as the run needs: a key prefix
+	// already in use, an error reply to loading a script or to reading its figures, a load it
+	// refused. Run marks with it every error that matches no other sentinel (see MarkRedis).
+	ErrRedis = errors.New("redis failed a step of the run")
 )
+
+// MarkRedis returns err as it is when it is nil or matches one of the errors Run documents, else
+// err marked as ErrRedis, with err's message. Run and the capacity sweep return their errors
+// through it, so that a caller can tell every error apart by its sentinel.
+func MarkRedis(err error) error {
+	for _, known := range []error{ErrLost, ErrInterrupted, ErrBadScript, ErrRedis, redisenv.ErrUnavailable,
+		redisenv.ErrBadConfig, algorithms.ErrUnknownAlgorithm} {
+		if err == nil || errors.Is(err, known) {
+			return err
+		}
+	}
+	return &redisError{err}
+}
+
+// redisError is an error marked as ErrRedis; its message is the error's own.
+type redisError struct{ err error }
+
+func (e *redisError) Error() string   { return e.err.Error() }
+func (e *redisError) Unwrap() []error { return []error{ErrRedis, e.err} }
 
 // Options configure Run. Scenario is required; the zero value of every other field is a
 // documented default.
@@ -110,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			res.CutShortNote = err.Error()
 		}
 		out.Failures = append(out.Failures, judge.Run(s, res)...)
-		return out, err
+		return out, MarkRedis(err)
 	}
 
 	entries := s.ResolveAlgorithms()
@@ -120,14 +144,14 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 		res.Reference = algorithms.ReferenceName
 	}
 	for _, e := range entries {
-		a, err := resolve(s, e)
+		a, err := Resolve(s, e)
 		if err != nil {
 			return finish(err)
 		}
 		algs = append(algs, a)
 	}
 
-	runID := newRunID()
+	runID := NewRunID()
 	var topologies []string
 	for _, topo := range s.Topologies {
 		topologies = append(topologies, string(topo))
@@ -161,9 +185,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	return finish(nil)
 }
 
-// resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
+// Resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
 // its file for messages.
-func resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
+func Resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
 	if e.Custom != nil {
 		return customAlgorithmOf(s, e.Custom)
 	}
@@ -192,7 +216,7 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 	}()
 	for rep := 1; rep <= o.Repeat; rep++ {
 		for i, a := range algs {
-			e, err := measure(ctx, o, tgt, topo, a, rep, runID)
+			e, err := Measure(ctx, o, tgt, topo, a, rep, runID)
 			if e != nil {
 				// Mark expected and tolerated violations now, so that Done sees the final label.
 				judge.Expectations(e, o.Scenario)
@@ -213,8 +237,8 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 	return nil
 }
 
-// newRunID returns a short random id for the run's key prefixes.
-func newRunID() string {
+// NewRunID returns a short random id for a run's key prefixes.
+func NewRunID() string {
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)

@@ -1,30 +1,52 @@
-package report
+package capacity
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/report"
 )
 
+var update = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
+
+// firstDiff shows where a and b first differ.
+func firstDiff(a, b []byte) string {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return "line " + strconv.Itoa(i+1) + ":\n- " + la[i] + "\n+ " + lb[i]
+		}
+	}
+	return "lengths differ"
+}
+
 // fullCapacity is capacityFixture with every field of capacity.json set.
-func fullCapacity(t *testing.T) *Capacity {
+func fullCapacity(t *testing.T) *Result {
 	c := capacityFixture()
-	c.Scenario = fullResult(t).Scenario
-	c.Environment = fullResult(t).Environment
+	// The scenario and environment sections of report's golden result.
+	full, err := report.ReadResult(filepath.Join("..", "report", "testdata", "full-result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Scenario, c.Environment = full.Scenario, full.Environment
 	c.Masters, c.ShardRPS = 3, 4000
 	c.Steps = append(c.Steps,
-		CapacityStep{Phase: PhaseBisect, OfferedRPS: 13000, ScheduledRPS: 12990, AchievedRPS: 12950, LatencyUS: c.Steps[0].LatencyUS,
+		Step{Phase: PhaseBisect, OfferedRPS: 13000, ScheduledRPS: 12990, AchievedRPS: 12950, LatencyUS: c.Steps[0].LatencyUS,
 			Requests: 26000, Errors: 3, Late: 40, Missed: 12, Behind: true, CPUUSecPerDecision: 20.5, USecPerCall: 3.1,
 			BytesPerSubject: 70, Reason: "p99 2.5ms broke \"p99 < 2ms\"", Superseded: true},
-		CapacityStep{Phase: PhaseConfirm, OfferedRPS: 13000, ScheduledRPS: 13000, AchievedRPS: 12990, LatencyUS: c.Steps[0].LatencyUS,
+		Step{Phase: PhaseConfirm, OfferedRPS: 13000, ScheduledRPS: 13000, AchievedRPS: 12990, LatencyUS: c.Steps[0].LatencyUS,
 			Requests: 26000, CPUUSecPerDecision: 20.25, USecPerCall: 3, BytesPerSubject: 69, Good: true,
 			Note: "over both steps p99 1.9ms"})
 	c.Memory.Window = "10m0s"
 	c.Memory.Note = "used_memory did not grow"
 	c.Notes = []string{"the 3 masters shared 2 CPU(s)", "stopped after 24 steps"}
-	c.Files = []string{CapacityFile, CapacityMarkdownFile, "capacity.png", "capacity.svg"}
-	c.Schema = CapacitySchemaVersion
+	c.Files = []string{File, MarkdownFile, "capacity.png", "capacity.svg"}
+	c.Schema = SchemaVersion
 	return c
 }
 
@@ -33,7 +55,7 @@ func fullCapacity(t *testing.T) *Capacity {
 func TestCapacityGolden(t *testing.T) {
 	c := fullCapacity(t)
 	dir := t.TempDir()
-	if err := WriteCapacity(dir, c); err != nil {
+	if err := Write(dir, c); err != nil {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
@@ -41,7 +63,7 @@ func TestCapacityGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	outputs := map[string][]byte{"capacity.txt": text.Bytes()}
-	for _, f := range []string{CapacityFile, CapacityMarkdownFile} {
+	for _, f := range []string{File, MarkdownFile} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -64,19 +86,19 @@ func TestCapacityGolden(t *testing.T) {
 		}
 	}
 
-	back, err := ReadCapacity(filepath.Join("testdata", CapacityFile))
+	back, err := Read(filepath.Join("testdata", File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := t.TempDir()
-	if err := WriteCapacity(again, back); err != nil {
+	if err := Write(again, back); err != nil {
 		t.Fatal(err)
 	}
-	round, err := os.ReadFile(filepath.Join(again, CapacityFile))
+	round, err := os.ReadFile(filepath.Join(again, File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := outputs[CapacityFile]; !bytes.Equal(round, want) {
+	if want := outputs[File]; !bytes.Equal(round, want) {
 		t.Errorf("capacity.json read and written again differs:\n%s", firstDiff(want, round))
 	}
 }

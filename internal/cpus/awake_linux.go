@@ -1,4 +1,4 @@
-package runner
+package cpus
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // cpuLatencyFile is the kernel's PM QoS interface for the CPUs' wake-up latency.
 const cpuLatencyFile = "/dev/cpu_dma_latency"
 
-// HoldCPUsAwake keeps every CPU out of idle states that take time to leave, until release is
+// holdAwake keeps every CPU out of idle states that take time to leave, until release is
 // called: it writes a wake-up latency limit of 0 µs to /dev/cpu_dma_latency and keeps the file
 // open, as latency benchmarks such as cyclictest do (the limit lasts as long as the file is open,
 // so it also ends if the process dies). Idle CPUs then poll instead of halting.
@@ -22,7 +22,7 @@ const cpuLatencyFile = "/dev/cpu_dma_latency"
 // idle CPUs spin for the sweep's duration.
 //
 // It needs write access to the file (root, usually); the error says why it could not.
-func HoldCPUsAwake() (release func(), err error) {
+func holdAwake() (release func(), err error) {
 	f, err := os.OpenFile(cpuLatencyFile, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package runner
+package cpus
 
 import (
 	"testing"
@@ -22,8 +22,8 @@ func TestLocalServers(t *testing.T) {
 		{"5 masters, 1 replica each", redisenv.Config{Backend: redisenv.BackendContainer, Masters: 5, Replicas: 1}, both, 10},
 	}
 	for _, tt := range tests {
-		if got := LocalServers(tt.cfg, tt.tops); got != tt.want {
-			t.Errorf("%s: LocalServers = %d; want %d", tt.name, got, tt.want)
+		if got := localServers(tt.cfg, tt.tops); got != tt.want {
+			t.Errorf("%s: localServers = %d; want %d", tt.name, got, tt.want)
 		}
 	}
 }
@@ -40,9 +40,9 @@ func TestGeneratorProcs(t *testing.T) {
 		{16, 3, 13, true},
 	}
 	for _, tt := range tests {
-		got, note := GeneratorProcs(tt.cpus, tt.servers)
+		got, note := generatorProcs(tt.cpus, tt.servers)
 		if got != tt.want || (note != "") != tt.note {
-			t.Errorf("GeneratorProcs(%d, %d) = (%d, %q); want %d, note %v", tt.cpus, tt.servers, got, note, tt.want, tt.note)
+			t.Errorf("generatorProcs(%d, %d) = (%d, %q); want %d, note %v", tt.cpus, tt.servers, got, note, tt.want, tt.note)
 		}
 	}
 }

@@ -1,27 +1,27 @@
-package runner
+package capacity
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// Defaults of CapacityOptions.
+// Defaults of Options.
 const (
-	DefaultCapacityStep   = 2 * time.Second
+	DefaultStep           = 2 * time.Second
 	DefaultMemorySubjects = 10_000
 	// DefaultMaxSteps bounds the open-loop steps of one sweep.
 	DefaultMaxSteps = 24
@@ -45,11 +45,11 @@ const (
 	minRate = 10.0
 )
 
-// CapacityScenario returns the default load of `limitbench capacity`: the saturation scenario's
+// Scenario returns the default load of `limitbench capacity`: the saturation scenario's
 // clients, keys and limit (32 plain clients, 1,000 uniform subjects, 1,000 permits per second
 // each, seed 1), without an arrival (each step sets its own constant rate). Its algorithms are
-// the default ("all"); the sweep runs the one CapacityOptions names.
-func CapacityScenario() *scenarios.Scenario {
+// the default ("all"); the sweep runs the one Options names.
+func Scenario() *scenarios.Scenario {
 	s := scenarios.Default()
 	s.Name = "capacity"
 	s.Description = "The saturation scenario's clients, keys and limit, driven open loop at a constant " +
@@ -61,30 +61,11 @@ func CapacityScenario() *scenarios.Scenario {
 	return s
 }
 
-// CapacityPinning says where Redis runs during a capacity sweep.
-type CapacityPinning struct {
-	// RedisCPUs are the CPUs the Redis servers are pinned to, on the process backend only
-	// (elsewhere the report says why nothing was pinned). Empty: no pinning.
-	RedisCPUs []int
-	// Harness, when set, is called once Redis is pinned, to move the load generator off its
-	// CPUs; it returns the CPUs the generator now runs on. Library code never moves the harness:
-	// the command that owns the process does, here.
-	Harness func() ([]int, error)
-	// NotPinned, when RedisCPUs is empty, says why (for the report); default: Redis and the
-	// load generator share the machine's CPUs.
-	NotPinned string
-	// Awake, when set, is called once before the first step to keep the CPUs out of deep idle
-	// states for the sweep (HoldCPUsAwake); the release it returns is called when the sweep
-	// ends. Nil leaves the idle states alone, and AwakeNote says why (for the report).
-	Awake     func() (release func(), err error)
-	AwakeNote string
-}
-
-// CapacityOptions configure Capacity. Scenario and Algorithm are required.
-type CapacityOptions struct {
+// Options configure Run. Scenario and Algorithm are required.
+type Options struct {
 	// Scenario is the load of every step (clients, client mode, keys, limit, cost, seed, skew);
-	// its arrival, duration and warmup are replaced by each step's. CapacityScenario is the
-	// default load.
+	// its arrival, duration and warmup are replaced by each step's. Scenario() is the default
+	// load.
 	Scenario *scenarios.Scenario
 	// Algorithm names the algorithm: a built-in one or a custom entry of Scenario.
 	Algorithm string
@@ -98,20 +79,24 @@ type CapacityOptions struct {
 	// (default Step/4, at most 1 s).
 	Step, Warmup time.Duration
 	// MemorySubjects is the number of subjects the memory step touches (default 10,000; fewer
-	// when each needs many requests to reach its limit, see Capacity). Negative skips it.
+	// when each needs many requests to reach its limit, see Run). Negative skips it.
 	MemorySubjects int
 	// MaxSteps bounds the open-loop steps (default 24).
 	MaxSteps int
-	Pin      CapacityPinning
+	// CPUs is where the command placed the load generator (cpus.Apply): the CPUs to pin the
+	// local Redis servers to (none: Redis is not pinned, and NotPinned says why), the CPUs the
+	// generator runs on, and whether the CPUs are held out of deep idle states. The sweep pins
+	// the servers it starts; it never changes this process's CPUs or GOMAXPROCS.
+	CPUs cpus.State
 	// OnStep, when set, is called after each step.
-	OnStep func(report.CapacityStep)
+	OnStep func(Step)
 	// Logf, when set, receives one line per notable step.
 	Logf func(format string, args ...any)
 }
 
-func (o *CapacityOptions) defaults() {
+func (o *Options) defaults() {
 	if o.Step <= 0 {
-		o.Step = DefaultCapacityStep
+		o.Step = DefaultStep
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = min(o.Step/4, time.Second)
@@ -127,8 +112,8 @@ func (o *CapacityOptions) defaults() {
 	}
 }
 
-// Capacity finds the highest open-loop rate at which one algorithm still meets o.SLO on one
-// Redis environment, and what each decision and each subject cost there.
+// Run finds the highest open-loop rate at which one algorithm still meets o.SLO on one Redis
+// environment, and what each decision and each subject cost there.
 //
 // The sweep, every step on a fresh key prefix of the same environment:
 //
@@ -152,13 +137,13 @@ func (o *CapacityOptions) defaults() {
 // so as to stay under 300,000 requests. Its window is stretched to at least 10 minutes so no
 // state expires before it is read (state size depends on L, not on the window).
 //
-// The error is non-nil when the sweep could not start or finish (errors as for Run); the
-// Capacity is never nil and holds what was measured.
-func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) {
+// The error is non-nil when the sweep could not start or finish (errors as for runner.Run); the
+// Result is never nil and holds what was measured.
+func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	s := o.Scenario
-	c := &report.Capacity{
-		Schema:      report.CapacitySchemaVersion,
+	c := &Result{
+		Schema:      SchemaVersion,
 		Algorithm:   o.Algorithm,
 		Environment: report.HarnessEnvironment(),
 		StepS:       o.Step.Seconds(),
@@ -166,11 +151,11 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 		FollowRatio: FollowRatio,
 		Resolution:  Resolution,
 		StartedAt:   time.Now().UTC(),
-		Steps:       []report.CapacityStep{},
+		Steps:       []Step{},
 	}
-	finish := func(err error) (*report.Capacity, error) {
+	finish := func(err error) (*Result, error) {
 		c.FinishedAt = time.Now().UTC()
-		return c, err
+		return c, runner.MarkRedis(err)
 	}
 	if s == nil {
 		return finish(errors.New("capacity: no scenario"))
@@ -185,7 +170,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 			c.SLOBoundUS = o.SLO.Value
 		}
 	}
-	alg, err := capacityAlgorithm(s, o.Algorithm)
+	alg, err := Algorithm(s, o.Algorithm)
 	if err != nil {
 		return finish(err)
 	}
@@ -208,7 +193,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	tgt, err := redisenv.Start(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return finish(fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err()))
+			return finish(fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err()))
 		}
 		return finish(fmt.Errorf("start %s environment: %w", cfg.Topology, err))
 	}
@@ -222,30 +207,14 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	c.Environment.AddTarget(tgt.Info)
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
-	c.Pinning = pin(ctx, tgt, o.Pin)
-	switch {
-	case o.Pin.Awake == nil:
-		c.Pinning.AwakeNote = "idle states left alone"
-		if o.Pin.AwakeNote != "" {
-			c.Pinning.AwakeNote += ": " + o.Pin.AwakeNote
-		}
-	default:
-		if release, err := o.Pin.Awake(); err != nil {
-			c.Pinning.AwakeNote = "idle states left alone: " + err.Error()
-		} else {
-			defer release()
-			c.Pinning.CPUsAwake = true
-			c.Pinning.AwakeNote = "held awake during the sweep (wake-up latency limit 0 µs)"
-		}
-	}
-	c.Environment.GOMAXPROCS = runtime.GOMAXPROCS(0) // pinning may have changed it
+	c.Pinning = pin(ctx, tgt, o.CPUs)
 	o.Logf("%s %s: %s, Redis %s; %s; CPU idle states %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
 		tgt.Info.Version, c.Pinning.Note, c.Pinning.AwakeNote)
 
-	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: newRunID(), c: c}
+	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: runner.NewRunID(), c: c}
 	err = sw.run(ctx)
 	if err == nil && o.MemorySubjects > 0 {
-		var m report.CapacityMemory
+		var m Memory
 		m, err = memoryStep(ctx, tgt, alg, s.Limit, o.MemorySubjects, sw.runID)
 		m.LoadBytesPerSubject = c.Memory.LoadBytesPerSubject
 		c.Memory = m
@@ -255,7 +224,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 		}
 	}
 	if c.Masters > 0 {
-		c.ShardRPS = round3(c.SustainableRPS / float64(c.Masters))
+		c.ShardRPS = report.Round3(c.SustainableRPS / float64(c.Masters))
 	}
 	if c.Masters > 1 {
 		cpus := len(c.Pinning.RedisCPUs)
@@ -271,46 +240,62 @@ func Capacity(ctx context.Context, o CapacityOptions) (*report.Capacity, error) 
 	if perSubject <= 0 {
 		perSubject = c.Memory.MemoryUsagePerSubject
 	}
-	c.Projection = report.Project(perSubject, c.ShardRPS)
+	c.Projection = Project(perSubject, c.ShardRPS)
 	if err != nil {
 		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
 	}
 	return finish(err)
 }
 
-// capacityAlgorithm resolves name among the scenario's custom entries and the built-in
-// algorithms.
-func capacityAlgorithm(s *scenarios.Scenario, name string) (algorithms.Algorithm, error) {
+// DefaultSLO is the objective of `limitbench capacity` when none is given.
+const DefaultSLO = "p99 < 2ms"
+
+// ParseSLO parses the objective of a sweep of algorithm: a threshold such as "p99 < 2ms" (any
+// metric of a threshold; one naming an algorithm must name this one), or "none" for the
+// throughput criterion alone (nil).
+func ParseSLO(text, algorithm string) (*scenarios.Threshold, error) {
+	if strings.TrimSpace(text) == "none" {
+		return nil, nil
+	}
+	th, err := scenarios.ParseThreshold(text)
+	switch {
+	case err != nil:
+		return nil, err
+	case th.Algorithm != "" && th.Algorithm != algorithm:
+		return nil, fmt.Errorf("%q names algorithm %s, but the sweep sizes %s", text, th.Algorithm, algorithm)
+	}
+	return &th, nil
+}
+
+// Algorithm resolves name among the scenario's custom entries and the built-in algorithms.
+func Algorithm(s *scenarios.Scenario, name string) (algorithms.Algorithm, error) {
 	for _, e := range s.Algorithms {
 		if e.Custom != nil && e.Name == name {
-			return resolve(s, e)
+			return runner.Resolve(s, e)
 		}
 	}
 	return algorithms.Lookup(name)
 }
 
-// pin pins the target's servers as p says and describes the outcome.
-func pin(ctx context.Context, tgt *redisenv.Target, p CapacityPinning) report.Pinning {
-	if len(p.RedisCPUs) == 0 {
-		why := p.NotPinned
-		if why == "" {
-			why = "Redis and the load generator share the machine's CPUs"
-		}
-		return report.Pinning{Note: "not pinned: " + why}
+// pin pins the target's servers to the CPUs st chose and describes where Redis and the load
+// generator run, with the CPUs' idle states.
+func pin(ctx context.Context, tgt *redisenv.Target, st cpus.State) Pinning {
+	out := Pinning{CPUsAwake: st.Awake, AwakeNote: st.AwakeNote}
+	if len(st.RedisCPUs) == 0 {
+		out.Note = "not pinned: " + st.NotPinned
+		return out
 	}
-	if err := tgt.PinServers(ctx, p.RedisCPUs); err != nil {
-		return report.Pinning{Note: "not pinned: " + err.Error()}
-	}
-	out := report.Pinning{Pinned: true, RedisCPUs: p.RedisCPUs}
-	out.Note = fmt.Sprintf("Redis pinned to %s", cpuList(p.RedisCPUs))
-	if p.Harness != nil {
-		cpus, err := p.Harness()
-		if err != nil {
-			out.Note += "; the load generator could not be moved: " + err.Error()
-		} else {
-			out.HarnessCPUs = cpus
-			out.Note += ", the load generator to " + cpuList(cpus)
+	if err := tgt.PinServers(ctx, st.RedisCPUs); err != nil {
+		out.Note = "not pinned: " + err.Error()
+		if st.HarnessCPUs != nil {
+			out.Note += "; the load generator runs on " + cpuList(st.HarnessCPUs)
 		}
+		return out
+	}
+	out.Pinned, out.RedisCPUs, out.HarnessCPUs = true, st.RedisCPUs, st.HarnessCPUs
+	out.Note = "Redis pinned to " + cpuList(st.RedisCPUs)
+	if st.HarnessCPUs != nil {
+		out.Note += ", the load generator to " + cpuList(st.HarnessCPUs)
 	}
 	return out
 }
@@ -326,54 +311,22 @@ func cpuList(cpus []int) string {
 	return "CPUs " + strings.Join(parts, ",")
 }
 
-// PinHarness sets p so that Redis gets the last CPU this process may use and, once Redis is
-// pinned, moves this process to the others. It returns a function that gives the process its
-// CPUs back. With one CPU, or without CPU affinity, it leaves p unpinned with the reason. It is
-// for commands and benchmarks, which own their process; the sweep itself never moves the harness
-// on its own.
-func PinHarness(p *CapacityPinning) (restore func()) {
-	cpus, err := redisenv.ProcessCPUs(os.Getpid())
-	switch {
-	case err != nil:
-		p.NotPinned = err.Error()
-		return func() {}
-	case len(cpus) < 2:
-		p.NotPinned = fmt.Sprintf("this process may use %d CPU(s) of %d", len(cpus), runtime.NumCPU())
-		return func() {}
-	}
-	moved := false
-	p.RedisCPUs = cpus[len(cpus)-1:]
-	p.Harness = func() ([]int, error) {
-		rest := cpus[:len(cpus)-1]
-		if err := redisenv.PinProcess(os.Getpid(), rest); err != nil {
-			return nil, err
-		}
-		moved = true
-		return rest, nil
-	}
-	return func() {
-		if moved {
-			_ = redisenv.PinProcess(os.Getpid(), cpus)
-		}
-	}
-}
-
 // sweep is one capacity sweep in progress.
 type sweep struct {
-	o     CapacityOptions
+	o     Options
 	tgt   *redisenv.Target
 	alg   algorithms.Algorithm
 	runID string
-	c     *report.Capacity
+	c     *Result
 	n     int // steps run, for key prefixes
 	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
-	measure func(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error)
+	measure func(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error)
 }
 
 // run runs the probe, the doubling and the bisection.
 func (sw *sweep) run(ctx context.Context) error {
 	c := sw.c
-	probe, _, err := sw.step(ctx, report.PhaseProbe, 0)
+	probe, _, err := sw.step(ctx, PhaseProbe, 0)
 	if err != nil {
 		return err
 	}
@@ -399,9 +352,9 @@ func (sw *sweep) run(ctx context.Context) error {
 func (sw *sweep) bracket(ctx context.Context, start float64) (good, bad float64, err error) {
 	r := start
 	for len(sw.c.Steps) < sw.o.MaxSteps {
-		phase := report.PhaseDouble
+		phase := PhaseDouble
 		if bad > 0 {
-			phase = report.PhaseHalve
+			phase = PhaseHalve
 		}
 		st, _, err := sw.step(ctx, phase, r)
 		if err != nil {
@@ -435,7 +388,7 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 		if mid <= good || mid >= bad {
 			break
 		}
-		st, _, err := sw.step(ctx, report.PhaseBisect, mid)
+		st, _, err := sw.step(ctx, PhaseBisect, mid)
 		if err != nil {
 			return err
 		}
@@ -461,16 +414,16 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 // a real overload, whose queue grows for as long as it lasts, breaks the objective over both
 // just as well. The first step is kept, marked Superseded, and the confirm step's verdict is
 // the rate's.
-func (sw *sweep) step(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
 	st, e, err := sw.measureOnce(ctx, phase, rate)
-	if e == nil || err != nil || phase == report.PhaseProbe || st.Good || !sw.latencyOnly(rate, e) ||
+	if e == nil || err != nil || phase == PhaseProbe || st.Good || !sw.latencyOnly(rate, e) ||
 		len(sw.c.Steps)+1 >= sw.o.MaxSteps || ctx.Err() != nil {
 		sw.record(st, e)
 		return st, e, err
 	}
 	st.Superseded = true
 	sw.record(st, e)
-	st2, e2, err := sw.measureOnce(ctx, report.PhaseConfirm, rate)
+	st2, e2, err := sw.measureOnce(ctx, PhaseConfirm, rate)
 	if e2 == nil {
 		// Nothing measured: the first step's verdict stands.
 		st.Superseded = false
@@ -484,14 +437,14 @@ func (sw *sweep) step(ctx context.Context, phase string, rate float64) (report.C
 }
 
 // measureOnce runs one measurement (sw.measure, else measureStep), checking the context after it.
-func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
 	measure := sw.measure
 	if measure == nil {
 		measure = sw.measureStep
 	}
 	st, e, err := measure(ctx, phase, rate)
 	if e != nil && err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+		err = fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())
 	}
 	return st, e, err
 }
@@ -499,13 +452,13 @@ func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (r
 // latencyOnly reports whether the step measured in e at rate broke a latency objective and
 // nothing else.
 func (sw *sweep) latencyOnly(rate float64, e *report.Entry) bool {
-	return sw.o.SLO != nil && sw.o.SLO.Metric.IsLatency() && judgeStep(report.PhaseBisect, rate, e, nil).Good
+	return sw.o.SLO != nil && sw.o.SLO.Metric.IsLatency() && judgeStep(PhaseBisect, rate, e, nil).Good
 }
 
 // judgeBoth judges the confirm step st (entry e2) of the rate first (entry e1) broke: st must
 // meet every criterion on its own except the objective, which must hold over both steps'
 // latencies merged. Without both histograms the rate is bad: half the data cannot overrule.
-func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.CapacityStep {
+func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
 	alone := judgeStep(st.Phase, st.OfferedRPS, e2, nil)
 	if !alone.Good {
 		return st
@@ -538,11 +491,11 @@ func (sw *sweep) judgeBoth(st report.CapacityStep, e1, e2 *report.Entry) report.
 
 // record appends st (entry e) to the steps, logs it, and, unless it is superseded, settles its
 // rate's verdict.
-func (sw *sweep) record(st report.CapacityStep, e *report.Entry) {
+func (sw *sweep) record(st Step, e *report.Entry) {
 	if e == nil {
 		return
 	}
-	if st.Phase != report.PhaseProbe {
+	if st.Phase != PhaseProbe {
 		sw.c.Steps = append(sw.c.Steps, st)
 		if !st.Superseded {
 			sw.settle(st, e)
@@ -569,7 +522,7 @@ func (sw *sweep) record(st report.CapacityStep, e *report.Entry) {
 
 // settle takes the sustainable rate and costs from st when it is the best good step so far, and
 // the bound from it when it is the lowest bad one.
-func (sw *sweep) settle(st report.CapacityStep, e *report.Entry) {
+func (sw *sweep) settle(st Step, e *report.Entry) {
 	rate := st.OfferedRPS
 	if st.Good && rate > sw.c.SustainableRPS {
 		sw.c.SustainableRPS = rate
@@ -584,7 +537,7 @@ func (sw *sweep) settle(st report.CapacityStep, e *report.Entry) {
 }
 
 // measureStep runs one step on the target, on a fresh key prefix, and judges it.
-func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
 	s := *sw.o.Scenario
 	s.Duration, s.Warmup = sw.o.Step, sw.o.Warmup
 	s.Arrival = nil
@@ -593,21 +546,21 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (r
 	}
 	s.Thresholds, s.Expect = nil, scenarios.Expect{}
 	sw.n++
-	m, err := measure(ctx, Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
+	m, err := runner.Measure(ctx, runner.Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
 	if m == nil {
-		return report.CapacityStep{}, nil, err
+		return Step{}, nil, err
 	}
 	st := judgeStep(phase, rate, m, sw.o.SLO)
-	if phase == report.PhaseProbe {
+	if phase == PhaseProbe {
 		st.Good, st.Reason = true, ""
 	}
 	return st, m, err
 }
 
-// judgeStep turns a step's entry into a CapacityStep and decides whether it is good.
-func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Threshold) report.CapacityStep {
+// judgeStep turns a step's entry into a Step and decides whether it is good.
+func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Threshold) Step {
 	scheduled := e.Requests + e.Dropped // Dropped holds the missed ticks
-	st := report.CapacityStep{
+	st := Step{
 		Phase:              phase,
 		OfferedRPS:         rate,
 		ScheduledRPS:       e.OfferedRPS,
@@ -623,7 +576,7 @@ func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Thres
 		BytesPerSubject:    e.Server.BytesPerKey,
 		Good:               true,
 	}
-	if phase == report.PhaseProbe {
+	if phase == PhaseProbe {
 		st.Behind = false
 	}
 	var why []string
@@ -657,132 +610,4 @@ func niceRate(r float64) float64 {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(r))-1)
 	return math.Floor(r/p) * p
-}
-
-// fillRequests returns the requests per subject and the number of subjects of the memory step
-// for an algorithm, a limit and the subjects asked for (see Capacity).
-func fillRequests(d algorithms.Description, l algorithms.Limit, subjects int) (perSubject, n int) {
-	perSubject = int(min(l.Limit, maxFill))
-	if d.Memory == "O(1)" {
-		perSubject = int(min(l.Limit, 2))
-	}
-	n = subjects
-	if n*perSubject > memoryBudget {
-		n = max(memoryBudget/perSubject, min(memoryMinSubjects, subjects))
-	}
-	return perSubject, n
-}
-
-// memoryStep touches fresh subjects until each is at its limit and measures what they cost:
-// the used_memory delta and MEMORY USAGE of a sample of their keys.
-func memoryStep(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit,
-	subjects int, runID string) (report.CapacityMemory, error) {
-	var m report.CapacityMemory
-	name := a.Describe().Name
-	prefix := fmt.Sprintf("limitbench:%s:%s:memory:", runID, keySafe(name))
-	cleanCtx := context.WithoutCancel(ctx)
-	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
-		defer cancel()
-		_ = tgt.CleanupPrefix(cctx, prefix)
-	}()
-	l.Window = max(l.Window, memoryWindow)
-	m.Window = l.Window.String()
-	lim, err := a.Prepare(ctx, tgt.Client, l, prefix)
-	if err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: prepare %s: %w", name, err))
-	}
-	per, n := fillRequests(a.Describe(), l, subjects)
-	m.Subjects, m.RequestsPerSubject = n, per
-
-	before, err := snapshot(ctx, tgt)
-	if err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
-	}
-	failed, err := fill(ctx, tgt, lim, n, per)
-	if err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
-	}
-	statCtx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
-	defer cancel()
-	after, err := snapshot(statCtx, tgt)
-	if err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: %w", err))
-	}
-	m.UsedMemoryDelta = after.memory - before.memory
-	m.BytesPerSubject = math.Round(float64(m.UsedMemoryDelta) / float64(n))
-	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
-	if err != nil {
-		return m, lostOr(ctx, tgt, fmt.Errorf("memory step: MEMORY USAGE: %w", err))
-	}
-	m.Keys = keys
-	m.SampledKeys = min(keys, int64(memorySample*len(tgt.Masters())))
-	m.MemoryUsagePerSubject = math.Round(float64(bytes) / float64(n))
-	var notes []string
-	if failed > 0 {
-		notes = append(notes, fmt.Sprintf("%d of %d requests failed", failed, n*per))
-	}
-	if m.UsedMemoryDelta <= 0 {
-		notes = append(notes, "used_memory did not grow (the allocator reused freed memory): projections use MEMORY USAGE")
-	}
-	m.Note = strings.Join(notes, "; ")
-	return m, nil
-}
-
-// fill sends per requests for each of n subjects, pipelined from a few connections, and returns
-// how many failed. The client is closed before it returns so that its buffers are not counted.
-func fill(ctx context.Context, tgt *redisenv.Target, lim algorithms.Limiter, n, per int) (failed int64, err error) {
-	const workers, batch = 4, 512
-	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: workers, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
-	defer client.Close()
-	next := make(chan int)
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for first := range next {
-				pipe := client.Pipeline()
-				var pend []algorithms.Pending
-				last := min(first+max(batch/per, 1), n)
-				for i := first; i < last; i++ {
-					subj := fmt.Sprintf("m%d", i)
-					for range per {
-						pend = append(pend, lim.Do(ctx, pipe, algorithms.Request{Subject: subj, Client: "c0", Cost: 1, ClientTime: time.Now()}))
-					}
-				}
-				_, xerr := pipe.Exec(ctx)
-				var bad int64
-				for _, p := range pend {
-					if _, err := p(); err != nil {
-						bad++
-					}
-				}
-				mu.Lock()
-				failed += bad
-				if xerr != nil && bad == int64(len(pend)) && firstErr == nil {
-					firstErr = xerr
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	step := max(batch/per, 1)
-loop:
-	for i := 0; i < n; i += step {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	close(next)
-	wg.Wait()
-	if ctx.Err() != nil {
-		return failed, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
-	}
-	return failed, firstErr
 }

@@ -1,4 +1,4 @@
-package report
+package capacity
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/report"
 )
 
 func TestShardsNeeded(t *testing.T) {
@@ -53,36 +54,23 @@ func TestProject(t *testing.T) {
 	}
 }
 
-func TestTextHelpers(t *testing.T) {
-	for _, tt := range []struct{ got, want string }{
-		{Count(0), "0"}, {Count(999), "999"}, {Count(1000), "1,000"},
-		{Count(1234567), "1,234,567"}, {Count(-12345), "-12,345"},
-		{Bytes(72), "72 B"}, {Bytes(2048), "2 KiB"}, {Bytes(72e8), "6.71 GiB"},
-		{Micros(850), "850µs"}, {Micros(1234), "1.23ms"}, {Micros(2.5e6), "2.5s"},
-	} {
-		if tt.got != tt.want {
-			t.Errorf("got %q; want %q", tt.got, tt.want)
-		}
-	}
-}
-
 // capacityFixture is a small finished sweep.
-func capacityFixture() *Capacity {
-	lat := func(p99 float64) Latency {
+func capacityFixture() *Result {
+	lat := func(p99 float64) load.Latency {
 		return load.Latency{P50: p99 / 4, P90: p99 / 2, P99: p99, P999: p99 * 2, Max: p99 * 3}
 	}
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := &Capacity{
+	c := &Result{
 		Algorithm: "gcra", Topology: "single",
-		Scenario:    Scenario{Name: "capacity", Clients: 32, Seed: 1, Keys: "1000 subjects, uniform"},
-		Environment: Environment{Backend: "process", RedisVersion: "7.0.15", CPUs: 2},
+		Scenario:    report.Scenario{Name: "capacity", Clients: 32, Seed: 1, Keys: "1000 subjects, uniform"},
+		Environment: report.Environment{Backend: "process", RedisVersion: "7.0.15", CPUs: 2},
 		SLO:         "p99 < 2ms", SLOMetric: "p99", SLOBoundUS: 2000,
 		StepS: 2, WarmupS: 0.5, FollowRatio: 0.95, Resolution: 0.05,
 		Pinning: Pinning{Pinned: true, RedisCPUs: []int{1}, HarnessCPUs: []int{0},
 			Note: "Redis pinned to CPU 1, load generator to CPU 0", CPUsAwake: true,
 			AwakeNote: "held awake during the sweep (wake-up latency limit 0 µs)"},
-		Probe: &CapacityStep{Phase: PhaseProbe, AchievedRPS: 16000, LatencyUS: lat(9000), Good: true},
-		Steps: []CapacityStep{
+		Probe: &Step{Phase: PhaseProbe, AchievedRPS: 16000, LatencyUS: lat(9000), Good: true},
+		Steps: []Step{
 			{Phase: PhaseDouble, OfferedRPS: 4000, AchievedRPS: 4000, LatencyUS: lat(400), Good: true},
 			{Phase: PhaseDouble, OfferedRPS: 8000, AchievedRPS: 7990, LatencyUS: lat(700), Good: true},
 			{Phase: PhaseDouble, OfferedRPS: 16000, AchievedRPS: 14000, LatencyUS: lat(40000), Reason: "achieved 87% of offered"},
@@ -91,7 +79,7 @@ func capacityFixture() *Capacity {
 		},
 		SustainableRPS: 12000, Masters: 1, ShardRPS: 12000, FirstBadRPS: 14000, Bound: "p99 3ms ≥ 2ms",
 		CPUUSecPerDecision: 21.5, USecPerCall: 3.2,
-		Memory: CapacityMemory{Subjects: 10000, RequestsPerSubject: 2, UsedMemoryDelta: 720000, BytesPerSubject: 72,
+		Memory: Memory{Subjects: 10000, RequestsPerSubject: 2, UsedMemoryDelta: 720000, BytesPerSubject: 72,
 			Keys: 10000, SampledKeys: 500, MemoryUsagePerSubject: 64, LoadBytesPerSubject: 66},
 		StartedAt: start, FinishedAt: start.Add(50 * time.Second),
 	}
@@ -102,10 +90,10 @@ func capacityFixture() *Capacity {
 func TestWriteCapacityRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	c := capacityFixture()
-	if err := WriteCapacity(dir, c); err != nil {
-		t.Fatalf("WriteCapacity: %v", err)
+	if err := Write(dir, c); err != nil {
+		t.Fatalf("Write: %v", err)
 	}
-	want := []string{CapacityFile, CapacityMarkdownFile, "capacity.png", "capacity.svg"}
+	want := []string{File, MarkdownFile, "capacity.png", "capacity.svg"}
 	if d := cmp.Diff(want, c.Files); d != "" {
 		t.Errorf("Files mismatch (-want +got):\n%s", d)
 	}
@@ -123,14 +111,14 @@ func TestWriteCapacityRoundTrip(t *testing.T) {
 	if !bytes.Contains(svg, []byte("<svg")) {
 		t.Errorf("capacity.svg is not an SVG")
 	}
-	got, err := ReadCapacity(filepath.Join(dir, CapacityFile))
+	got, err := Read(filepath.Join(dir, File))
 	if err != nil {
-		t.Fatalf("ReadCapacity: %v", err)
+		t.Fatalf("Read: %v", err)
 	}
 	if d := cmp.Diff(c, got); d != "" {
 		t.Errorf("round trip mismatch (-wrote +read):\n%s", d)
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, CapacityMarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
 	for _, w := range []string{"# Capacity of gcra", "| sustainable rate | 12,000/s", "| 10,000,000 | 1191 |",
 		"| 100,000,000 | 6.71 GiB |", "![Achieved rate and p99 against offered rate](capacity.png)", "Redis pinned to CPU 1"} {
 		if !strings.Contains(string(md), w) {
@@ -144,8 +132,8 @@ func TestReadCapacityWrongSchema(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"schema":"limitbench/result/v1"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadCapacity(p); err == nil || !strings.Contains(err.Error(), "schema") {
-		t.Errorf("ReadCapacity(result schema) = %v; want a schema error", err)
+	if _, err := Read(p); err == nil || !strings.Contains(err.Error(), "schema") {
+		t.Errorf("Read(result schema) = %v; want a schema error", err)
 	}
 }
 
@@ -177,8 +165,8 @@ func TestCapacityFigureNoSteps(t *testing.T) {
 	c := capacityFixture()
 	c.Steps = nil
 	dir := t.TempDir()
-	if err := WriteCapacity(dir, c); err != nil {
-		t.Fatalf("WriteCapacity without steps: %v", err)
+	if err := Write(dir, c); err != nil {
+		t.Fatalf("Write without steps: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "capacity.png")); !os.IsNotExist(err) {
 		t.Errorf("capacity.png written without steps: %v", err)

@@ -1,4 +1,4 @@
-package runner
+package capacity
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -48,17 +50,17 @@ func TestJudgeStep(t *testing.T) {
 		good   bool
 		reason string
 	}{
-		{"good", report.PhaseDouble, 10000, ok, &slo, true, ""},
-		{"no objective", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 9000 }), nil, true, ""},
-		{"objective broken", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 2000 }), &slo, false, `p99 2ms broke "p99 < 2ms"`},
-		{"95% achieved is enough", report.PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9500 }), &slo, true, ""},
-		{"not following", report.PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9400 }), &slo, false, "achieved 94% of offered"},
-		{"behind", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 150; e.Dropped = 60 }), &slo, false, "the generator fell behind (150 late, 60 never sent)"},
-		{"1% late is not behind", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 200 }), &slo, true, ""},
-		{"errors", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 15; e.Unknown = 6 }), &slo, false, "21 of 20000 requests failed"},
-		{"0.1% errors tolerated", report.PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 20 }), &slo, true, ""},
-		{"nothing", report.PhaseDouble, 10000, report.Entry{}, &slo, false, "no request completed"},
-		{"probe ignores the rate", report.PhaseProbe, 0, with(func(e *report.Entry) { e.ThroughputRPS = 16000 }), nil, true, ""},
+		{"good", PhaseDouble, 10000, ok, &slo, true, ""},
+		{"no objective", PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 9000 }), nil, true, ""},
+		{"objective broken", PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 2000 }), &slo, false, `p99 2ms broke "p99 < 2ms"`},
+		{"95% achieved is enough", PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9500 }), &slo, true, ""},
+		{"not following", PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9400 }), &slo, false, "achieved 94% of offered"},
+		{"behind", PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 150; e.Dropped = 60 }), &slo, false, "the generator fell behind (150 late, 60 never sent)"},
+		{"1% late is not behind", PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 200 }), &slo, true, ""},
+		{"errors", PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 15; e.Unknown = 6 }), &slo, false, "21 of 20000 requests failed"},
+		{"0.1% errors tolerated", PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 20 }), &slo, true, ""},
+		{"nothing", PhaseDouble, 10000, report.Entry{}, &slo, false, "no request completed"},
+		{"probe ignores the rate", PhaseProbe, 0, with(func(e *report.Entry) { e.ThroughputRPS = 16000 }), nil, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,14 +115,14 @@ func TestNiceRate(t *testing.T) {
 
 // fakeSweep runs the sweep against a model shard that sustains exactly limit/s and saturates at
 // sat/s, and returns the capacity it found.
-func fakeSweep(t *testing.T, sat, limit float64, maxSteps int) *report.Capacity {
+func fakeSweep(t *testing.T, sat, limit float64, maxSteps int) *Result {
 	t.Helper()
-	c := &report.Capacity{}
-	sw := &sweep{o: CapacityOptions{MaxSteps: maxSteps, Logf: t.Logf}, c: c}
-	sw.measure = func(_ context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+	c := &Result{}
+	sw := &sweep{o: Options{MaxSteps: maxSteps, Logf: t.Logf}, c: c}
+	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *report.Entry, error) {
 		e := &report.Entry{Server: report.Server{CPUUSecPerDecision: 20 + rate/1e4, BytesPerKey: 70}}
-		st := report.CapacityStep{Phase: phase, OfferedRPS: rate, Good: true, AchievedRPS: rate}
-		if phase == report.PhaseProbe {
+		st := Step{Phase: phase, OfferedRPS: rate, Good: true, AchievedRPS: rate}
+		if phase == PhaseProbe {
 			st.AchievedRPS = sat
 		} else if rate > limit {
 			st.Good, st.Reason, st.AchievedRPS = false, "over the model's limit", math.Min(rate, sat)
@@ -136,21 +138,21 @@ func fakeSweep(t *testing.T, sat, limit float64, maxSteps int) *report.Capacity 
 // checkSweep checks a finished sweep's internal consistency: doubling (or halving) steps, then
 // bisection steps strictly inside the interval they narrow, ending within Resolution, with the
 // sustainable rate the highest good step and every step above it bad.
-func checkSweep(t *testing.T, c *report.Capacity) {
+func checkSweep(t *testing.T, c *Result) {
 	t.Helper()
 	if len(c.Steps) == 0 {
 		t.Fatal("no steps")
 	}
 	// A superseded step and the confirm step after it are one verdict: the confirm step's, at
 	// the superseded step's rate and in its phase.
-	var steps []report.CapacityStep
+	var steps []Step
 	for i, s := range c.Steps {
 		switch {
 		case s.Superseded:
-			if i+1 >= len(c.Steps) || c.Steps[i+1].Phase != report.PhaseConfirm || c.Steps[i+1].OfferedRPS != s.OfferedRPS {
+			if i+1 >= len(c.Steps) || c.Steps[i+1].Phase != PhaseConfirm || c.Steps[i+1].OfferedRPS != s.OfferedRPS {
 				t.Errorf("step %d is superseded but not followed by a confirm step at %g", i, s.OfferedRPS)
 			}
-		case s.Phase == report.PhaseConfirm:
+		case s.Phase == PhaseConfirm:
 			if i == 0 || !c.Steps[i-1].Superseded {
 				t.Errorf("step %d: a confirm step after an unsuperseded %+v", i, c.Steps[max(i-1, 0)])
 				continue
@@ -164,15 +166,15 @@ func checkSweep(t *testing.T, c *report.Capacity) {
 	var good, bad float64
 	for i, s := range steps {
 		switch s.Phase {
-		case report.PhaseDouble:
-			if i > 0 && (steps[i-1].Phase != report.PhaseDouble || s.OfferedRPS != 2*steps[i-1].OfferedRPS) {
+		case PhaseDouble:
+			if i > 0 && (steps[i-1].Phase != PhaseDouble || s.OfferedRPS != 2*steps[i-1].OfferedRPS) {
 				t.Errorf("step %d: double to %g after %+v", i, s.OfferedRPS, steps[i-1])
 			}
-		case report.PhaseHalve:
+		case PhaseHalve:
 			if i == 0 || s.OfferedRPS != steps[i-1].OfferedRPS/2 || steps[i-1].Good {
 				t.Errorf("step %d: halve to %g after %+v", i, s.OfferedRPS, steps[i-1])
 			}
-		case report.PhaseBisect:
+		case PhaseBisect:
 			if good == 0 || bad == 0 || s.OfferedRPS <= good || s.OfferedRPS >= bad {
 				t.Errorf("step %d: bisect at %g outside (%g, %g)", i, s.OfferedRPS, good, bad)
 			}
@@ -267,15 +269,15 @@ func latencyEntry(t *testing.T, rate float64, fast, slow int64) *report.Entry {
 // step: bad over both), and falling behind (bad at once, never measured again).
 func TestSweepConfirmsLatencyOnlyFailures(t *testing.T) {
 	const stallAt, overloadFrom, behindFrom = 4000, 9000, 20000
-	c := &report.Capacity{}
+	c := &Result{}
 	slo := mustThreshold(t, "p99 < 2ms")
-	sw := &sweep{o: CapacityOptions{MaxSteps: DefaultMaxSteps, SLO: slo, Logf: t.Logf}, c: c}
+	sw := &sweep{o: Options{MaxSteps: DefaultMaxSteps, SLO: slo, Logf: t.Logf}, c: c}
 	measured := map[float64]int{}
-	sw.measure = func(_ context.Context, phase string, rate float64) (report.CapacityStep, *report.Entry, error) {
+	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *report.Entry, error) {
 		measured[rate]++
 		var e *report.Entry
 		switch {
-		case phase == report.PhaseProbe:
+		case phase == PhaseProbe:
 			e = latencyEntry(t, 16000, 1000, 0)
 			e.ThroughputRPS = 16000
 		case rate >= behindFrom:
@@ -299,7 +301,7 @@ func TestSweepConfirmsLatencyOnlyFailures(t *testing.T) {
 	}
 	var confirms, goodConfirms int
 	for _, s := range c.Steps {
-		if s.Phase != report.PhaseConfirm {
+		if s.Phase != PhaseConfirm {
 			continue
 		}
 		confirms++
@@ -325,22 +327,22 @@ func TestSweepConfirmsLatencyOnlyFailures(t *testing.T) {
 	}
 }
 
-func TestCapacityScenarioMatchesSaturation(t *testing.T) {
-	sat, err := scenarios.Load("../../scenarios/saturation.yaml")
+func TestScenarioMatchesSaturation(t *testing.T) {
+	sat, err := scenarios.Load("../scenarios/saturation.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := CapacityScenario()
+	c := Scenario()
 	if c.Clients != sat.Clients || c.Keys != sat.Keys || c.Limit != sat.Limit || c.ClientMode != sat.ClientMode ||
 		c.Seed != sat.Seed || c.Cost != sat.Cost {
-		t.Errorf("CapacityScenario() = clients %d, keys %+v, limit %+v, mode %s, seed %d; saturation.yaml has %d, %+v, %+v, %s, %d",
+		t.Errorf("Scenario() = clients %d, keys %+v, limit %+v, mode %s, seed %d; saturation.yaml has %d, %+v, %+v, %s, %d",
 			c.Clients, c.Keys, c.Limit, c.ClientMode, c.Seed, sat.Clients, sat.Keys, sat.Limit, sat.ClientMode, sat.Seed)
 	}
 	if c.Arrival != nil {
-		t.Errorf("CapacityScenario has an arrival; each step sets its own")
+		t.Errorf("Scenario has an arrival; each step sets its own")
 	}
 	if err := c.Validate(); err != nil {
-		t.Errorf("CapacityScenario().Validate() = %v", err)
+		t.Errorf("Scenario().Validate() = %v", err)
 	}
 }
 
@@ -351,27 +353,27 @@ func needRedisServer(t *testing.T) {
 	}
 }
 
-// TestCapacityProcess runs a short real sweep and checks its consistency and its figures.
-func TestCapacityProcess(t *testing.T) {
+// TestRunProcess runs a short real sweep and checks its consistency and its figures.
+func TestRunProcess(t *testing.T) {
 	needRedisServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var pin CapacityPinning
+	var pin cpus.State // Redis pinned, the test process left where it is
 	if runtime.NumCPU() > 1 && runtime.GOOS == "linux" {
-		cpus, err := redisenv.ProcessCPUs(os.Getpid())
-		if err == nil && len(cpus) > 1 {
-			pin.RedisCPUs = cpus[len(cpus)-1:]
+		all, err := redisenv.ProcessCPUs(os.Getpid())
+		if err == nil && len(all) > 1 {
+			pin.RedisCPUs = all[len(all)-1:]
 		}
 	}
 	var steps int
-	c, err := Capacity(ctx, CapacityOptions{
-		Scenario: CapacityScenario(), Algorithm: "gcra", SLO: mustThreshold(t, "p99 < 20ms"),
+	c, err := Run(ctx, Options{
+		Scenario: Scenario(), Algorithm: "gcra", SLO: mustThreshold(t, "p99 < 20ms"),
 		Env:  redisenv.Config{Backend: redisenv.BackendProcess},
-		Step: 400 * time.Millisecond, MemorySubjects: 2000, Pin: pin,
-		OnStep: func(report.CapacityStep) { steps++ }, Logf: t.Logf,
+		Step: 400 * time.Millisecond, MemorySubjects: 2000, CPUs: pin,
+		OnStep: func(Step) { steps++ }, Logf: t.Logf,
 	})
 	if err != nil {
-		t.Fatalf("Capacity: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	checkSweep(t, c)
 	if steps != len(c.Steps)+1 {
@@ -412,13 +414,13 @@ func TestMemorySlidingLogVsGCRA(t *testing.T) {
 	}
 	defer tgt.Stop(context.Background())
 	limit := algorithms.Limit{Limit: 100, Window: time.Second}
-	got := map[string]report.CapacityMemory{}
+	got := map[string]Memory{}
 	for _, name := range []string{"gcra", "sliding-log"} {
 		a, err := algorithms.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := memoryStep(ctx, tgt, a, limit, DefaultMemorySubjects, newRunID())
+		m, err := memoryStep(ctx, tgt, a, limit, DefaultMemorySubjects, runner.NewRunID())
 		if err != nil {
 			t.Fatalf("memoryStep(%s): %v", name, err)
 		}
@@ -445,14 +447,14 @@ func TestMemorySlidingLogVsGCRA(t *testing.T) {
 		s.MemoryUsagePerSubject, g.MemoryUsagePerSubject, s.MemoryUsagePerSubject/g.MemoryUsagePerSubject)
 }
 
-func TestCapacityBadInput(t *testing.T) {
-	_, err := Capacity(context.Background(), CapacityOptions{Scenario: CapacityScenario(), Algorithm: "gcar"})
+func TestRunBadInput(t *testing.T) {
+	_, err := Run(context.Background(), Options{Scenario: Scenario(), Algorithm: "gcar"})
 	if !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-		t.Errorf("Capacity(gcar) = %v; want ErrUnknownAlgorithm", err)
+		t.Errorf("Run(gcar) = %v; want ErrUnknownAlgorithm", err)
 	}
-	_, err = Capacity(context.Background(), CapacityOptions{Scenario: CapacityScenario(), Algorithm: "gcra",
+	_, err = Run(context.Background(), Options{Scenario: Scenario(), Algorithm: "gcra",
 		Env: redisenv.Config{Backend: "vm"}})
 	if !errors.Is(err, redisenv.ErrBadConfig) {
-		t.Errorf("Capacity(backend vm) = %v; want ErrBadConfig", err)
+		t.Errorf("Run(backend vm) = %v; want ErrBadConfig", err)
 	}
 }

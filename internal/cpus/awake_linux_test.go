@@ -1,4 +1,4 @@
-package runner
+package cpus
 
 import (
 	"encoding/binary"
@@ -17,26 +17,26 @@ func cpuLatency(t *testing.T) int32 {
 	return int32(binary.NativeEndian.Uint32(b))
 }
 
-// TestHoldCPUsAwake checks, with the kernel's own reading, that the limit is 0 while held and no
+// TestHoldAwake checks, with the kernel's own reading, that the limit is 0 while held and no
 // longer 0 once released (unless some other process holds 0 too, which the test cannot tell
 // apart and skips).
-func TestHoldCPUsAwake(t *testing.T) {
+func TestHoldAwake(t *testing.T) {
 	if f, err := os.OpenFile(cpuLatencyFile, os.O_WRONLY, 0); err != nil {
-		release, herr := HoldCPUsAwake()
+		release, herr := holdAwake()
 		if herr == nil {
 			release()
-			t.Fatalf("HoldCPUsAwake succeeded although %s cannot be opened for writing: %v", cpuLatencyFile, err)
+			t.Fatalf("holdAwake succeeded although %s cannot be opened for writing: %v", cpuLatencyFile, err)
 		}
-		t.Skipf("cannot write %s (%v): HoldCPUsAwake says %v", cpuLatencyFile, err, herr)
+		t.Skipf("cannot write %s (%v): holdAwake says %v", cpuLatencyFile, err, herr)
 	} else {
 		_ = f.Close()
 	}
 	if cpuLatency(t) == 0 {
 		t.Skip("another process already holds the CPUs awake")
 	}
-	release, err := HoldCPUsAwake()
+	release, err := holdAwake()
 	if err != nil {
-		t.Fatalf("HoldCPUsAwake: %v", err)
+		t.Fatalf("holdAwake: %v", err)
 	}
 	if got := cpuLatency(t); got != 0 {
 		t.Errorf("while held: limit %d µs; want 0", got)
