@@ -2,28 +2,13 @@ package capacity
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/report"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
-
-// firstDiff shows where a and b first differ.
-func firstDiff(a, b []byte) string {
-	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range min(len(la), len(lb)) {
-		if la[i] != lb[i] {
-			return "line " + strconv.Itoa(i+1) + ":\n- " + la[i] + "\n+ " + lb[i]
-		}
-	}
-	return "lengths differ"
-}
 
 // fullCapacity is capacityFixture with every field of capacity.json set.
 func fullCapacity(t *testing.T) *Result {
@@ -71,19 +56,7 @@ func TestCapacityGolden(t *testing.T) {
 		outputs[f] = b
 	}
 	for name, got := range outputs {
-		golden := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s:\n%s", name, golden, firstDiff(want, got))
-		}
+		golden.Check(t, filepath.Join("testdata", name), got)
 	}
 
 	back, err := Read(filepath.Join("testdata", File))
@@ -99,6 +72,6 @@ func TestCapacityGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := outputs[File]; !bytes.Equal(round, want) {
-		t.Errorf("capacity.json read and written again differs:\n%s", firstDiff(want, round))
+		t.Errorf("capacity.json read and written again differs:\n%s", golden.FirstDiff(want, round))
 	}
 }

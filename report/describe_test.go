@@ -3,10 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -93,20 +93,5 @@ func TestScenarioSectionGolden(t *testing.T) {
 		got.Write(b)
 		got.WriteString("\n")
 	}
-	golden := filepath.Join("testdata", "scenario-sections.json")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("scenario sections differ from %s (run with -update to see the change in git diff)", golden)
-	}
+	golden.Check(t, filepath.Join("testdata", "scenario-sections.json"), got.Bytes())
 }

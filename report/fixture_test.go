@@ -19,7 +19,6 @@ import (
 )
 
 var (
-	update       = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
 	regenFixture = flag.Bool("regen-fixture", false, "rewrite testdata/result.json and testdata/result-b.json from syntheticResult")
 )
 

@@ -6,14 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
@@ -129,18 +128,7 @@ func TestFullResultGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(fullResultGolden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(fullResultGolden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("Write of the full result differs from %s (run with -update to see the change in git diff)", fullResultGolden)
-	}
+	golden.Check(t, fullResultGolden, got)
 
 	r, err := ReadResult(fullResultGolden)
 	if err != nil {
@@ -155,8 +143,8 @@ func TestFullResultGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(round, want) {
-		t.Errorf("%s read and written again differs:\n%s", fullResultGolden, firstDiff(want, round))
+	if !bytes.Equal(round, got) {
+		t.Errorf("%s read and written again differs:\n%s", fullResultGolden, golden.FirstDiff(got, round))
 	}
 }
 
@@ -212,15 +200,4 @@ func checkPopulated(t *testing.T, vs []reflect.Value, path string) {
 			checkPopulated(t, set, path+"."+f.Name)
 		}
 	}
-}
-
-// firstDiff shows where a and b first differ, a few lines around it.
-func firstDiff(a, b []byte) string {
-	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range min(len(la), len(lb)) {
-		if la[i] != lb[i] {
-			return "line " + strconv.Itoa(i+1) + ":\n- " + la[i] + "\n+ " + lb[i]
-		}
-	}
-	return "lengths differ: " + strconv.Itoa(len(la)) + " and " + strconv.Itoa(len(lb)) + " lines"
 }

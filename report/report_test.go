@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -105,19 +106,7 @@ func TestMarkdownGolden(t *testing.T) {
 	if err := WriteMarkdown(&buf, r, figs); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "report.md")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("report.md differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "report.md"), buf.Bytes())
 }
 
 // strokePath matches an SVG path's data and stroke colour as vgsvg writes them.

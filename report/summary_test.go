@@ -2,9 +2,10 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/limitbench/limitbench/internal/golden"
 )
 
 // TestSummaryTableGolden: the summary table `limitbench run` prints for the fixture results is
@@ -20,20 +21,5 @@ func TestSummaryTableGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden := filepath.Join("testdata", "summary.txt")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("summary table differs from %s:\n%s\nwant:\n%s", golden, got.Bytes(), want)
-	}
+	golden.Check(t, filepath.Join("testdata", "summary.txt"), got.Bytes())
 }

@@ -244,14 +244,21 @@ func (a Arrival) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields.
 func (a *Arrival) UnmarshalJSON(b []byte) error {
-	var w arrivalJSON
+	return fromJSON(b, func(w arrivalJSON) {
+		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
+		if w.Align != nil {
+			a.Align = *w.Align
+		}
+	})
+}
+
+// fromJSON decodes b into a W, the JSON form of a type, and gives it to set.
+func fromJSON[W any](b []byte, set func(W)) error {
+	var w W
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
-	if w.Align != nil {
-		a.Align = *w.Align
-	}
+	set(w)
 	return nil
 }
 
@@ -266,12 +273,7 @@ func (s Step) MarshalJSON() ([]byte, error) { return json.Marshal(stepJSON{s.For
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (s *Step) UnmarshalJSON(b []byte) error {
-	var w stepJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*s = Step{For: load.Seconds(w.ForS), Rate: w.Rate}
-	return nil
+	return fromJSON(b, func(w stepJSON) { *s = Step{For: load.Seconds(w.ForS), Rate: w.Rate} })
 }
 
 // spikeJSON is a Spike in result.json, times in seconds.
@@ -290,12 +292,9 @@ func (s Spike) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (s *Spike) UnmarshalJSON(b []byte) error {
-	var w spikeJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*s = Spike{Base: w.Base, Peak: w.Peak, At: load.Seconds(w.AtS), For: load.Seconds(w.ForS), Every: load.Seconds(w.EveryS)}
-	return nil
+	return fromJSON(b, func(w spikeJSON) {
+		*s = Spike{Base: w.Base, Peak: w.Peak, At: load.Seconds(w.AtS), For: load.Seconds(w.ForS), Every: load.Seconds(w.EveryS)}
+	})
 }
 
 // alignJSON is an Align in result.json, in seconds.
@@ -311,10 +310,5 @@ func (a Align) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (a *Align) UnmarshalJSON(b []byte) error {
-	var w alignJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*a = Align{Every: load.Seconds(w.EveryS), Offset: load.Seconds(w.OffsetS)}
-	return nil
+	return fromJSON(b, func(w alignJSON) { *a = Align{Every: load.Seconds(w.EveryS), Offset: load.Seconds(w.OffsetS)} })
 }
