@@ -1,6 +1,9 @@
 // Package algorithms holds the rate limiters limitbench runs: the Algorithm interface, one Go file
 // per algorithm beside its Lua script in package scripts, the registry (All, Lookup), defensive
-// reply decoding, and a pure-Go reference model per family that the verifier replays.
+// reply decoding, a pure-Go reference model per family that the verifier replays, the contracts
+// they promise (Contract, with its text form and its allowance per span), the Limit they are
+// configured with, and custom scripts: the spec (CustomSpec), the one template engine of their keys
+// and arguments (template.go) and the rules that read their replies (reply_rule.go).
 //
 // An Algorithm is stateless and safe for concurrent use. Prepare binds it to one Limit and one key
 // prefix on one Redis and returns a Limiter, which is also safe for concurrent use.

@@ -1,5 +1,7 @@
-// Package scenarios owns the scenario format: the Go types, strict loading from YAML, validation,
-// command-line overrides, thresholds, and the standard suite of scenario files beside this package
+// Package scenarios owns the scenario format: strict loading from YAML straight into the types that
+// own each concept (load's Keys, Skew and Mode, redisenv's Topology, algorithms' Limit and
+// CustomSpec; its own Arrival, Expect and Threshold), validation, command-line overrides, the load
+// plan of a scenario (Plan), and the standard suite of scenario files beside this package
 // (scenarios/*.yaml). This comment is the reference for the format.
 //
 // # Loading

@@ -19,8 +19,13 @@
 // and denied apart) and Timeline (per-bin counts), and the verifier's admission log
 // (verify.AdmissionLog, the compact history it checks). Run takes the aggregators it feeds
 // (Sinks), gives each worker shard a fresh set and merges them at the end; load knows nothing of
-// what an aggregator keeps. MeasureOffset measures an external server's clock against the
-// harness's, for the admission log.
+// what an aggregator keeps. Every aggregator encodes itself (Encoder, Decoder: a versioned frame)
+// so that the aggregators of separate generators can be merged. Load's aggregators give a result
+// entry its latency summaries (Latency, Summarize) and timeline counts (Series). MeasureOffset
+// measures an external server's clock against the harness's, for the admission log.
+//
+// The concepts a scenario states about its load are load's types, decoded from YAML by package
+// scenarios and written into result.json as they are: Keys, Skew, Mode and the arrival's Segment.
 // Nothing is dropped silently: values clamped into a histogram, warmup outcomes kept out of the
 // figures, and ticks the generator could not send in time are all counted in Counts.
 //

@@ -1,8 +1,16 @@
-// Package runner runs a scenario: for each topology it starts one Redis environment, runs every
-// algorithm (interleaved with the reference script, repeated as asked) under the scenario's load,
-// measures what the decisions cost Redis, verifies each algorithm against its contract, and
-// assembles a report.Result. It evaluates the scenario's expectations and thresholds; writing the
-// files and choosing the exit code are the caller's (the CLI's) job.
+// Package runner orchestrates a run and owns nothing else: for each topology of a scenario it
+// starts one Redis environment (redisenv), resolves the algorithms, and for every algorithm
+// (interleaved with the reference script, repeated as asked) prepares it on a fresh key prefix,
+// feeds load.Run the aggregators of one measurement (load's histograms and timeline, verify's
+// admission logs), reads what the decisions cost Redis (INFO, MEMORY USAGE), and assembles the
+// entry from what each owner gives: report.NewEntry (load's figures), verify.Measurement.Sections
+// (verdict, accuracy) and its per-bin limits. Repeats are merged and expectations and thresholds
+// judged by their owners (report.MergeRepeats, judge). Writing the files, the exit code and the
+// process's CPU policy are the command's.
+//
+// Every error Run returns matches one of its sentinels (MarkRedis), so that a caller tells bad
+// input, an environment that failed and an interrupted run apart with errors.Is. The capacity
+// sweep runs its steps through Measure.
 package runner
 
 import (

@@ -2,7 +2,11 @@
 // made under load. It owns the admission log (AdmissionLog, the load.Aggregator that records a
 // run's outcomes, and the Event and Log it hands the checker), the over-admission checker
 // (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
-// times through an algorithm's reference model (Replay) and the verdict (JudgeWith).
+// times through an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith), and
+// its own sections of a result entry: the verification (Summary, with the thresholds checked
+// against it and what they do to the verdict) and the accuracy (AccuracySummary), which
+// Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
+// bin (Measurement.BinLimits).
 //
 // # Times are intervals
 //
