@@ -36,7 +36,7 @@ func TestLabel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Entry{Verification: tc.v}
 			if got := e.Label(); got != tc.want {
-				t.Errorf("Outcome(%+v) = %q; want %q", tc.v, got, tc.want)
+				t.Errorf("Label(%+v) = %q; want %q", tc.v, got, tc.want)
 			}
 		})
 	}

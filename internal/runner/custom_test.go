@@ -161,7 +161,7 @@ func TestCustomNeverMatches(t *testing.T) {
 				t.Errorf("reasons %q do not contain %q (is withCustomNotes wired into measure?)", v.Reasons, tt.want)
 			}
 			if out.Passed() {
-				t.Error("Outcome.Passed() = true; want a failure for the inconclusive verdict")
+				t.Error("Conclusion.Passed() = true; want a failure for the inconclusive verdict")
 			}
 		})
 	}
