@@ -219,15 +219,7 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
 	s := redis.NewScript(a.spec.Source)
-	var err error
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			return s.Load(ctx, m).Err()
-		})
-	} else {
-		err = s.Load(ctx, c).Err()
-	}
-	if err != nil {
+	if err := loadEverywhere(ctx, c, s); err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil

@@ -43,35 +43,23 @@ func TestHistogramsEncodingRoundTrip(t *testing.T) {
 			o := drawOutcome(t)
 			h.Add(&o)
 		}
-		b, err := h.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got Histograms
-		if err := got.UnmarshalBinary(b); err != nil {
-			t.Fatalf("UnmarshalBinary: %v", err)
+		roundTrip(t, h, &got)
+		if !h.Equal(&got) {
+			t.Fatalf("decoded histograms differ: range, Clamped, Dropped = %d, %d, %d; want %d, %d, %d",
+				got.maxMicros, got.Clamped, got.Dropped, h.maxMicros, h.Clamped, h.Dropped)
 		}
-		sameHistograms(t, h, &got)
 	})
 }
 
-// sameHistograms fails t unless a and b hold the same values and counts.
-func sameHistograms(t interface{ Fatalf(string, ...any) }, a, b *Histograms) {
-	if a.maxMicros != b.maxMicros || a.Clamped != b.Clamped || a.Dropped != b.Dropped {
-		t.Fatalf("range, Clamped, Dropped = %d, %d, %d; want %d, %d, %d", b.maxMicros, b.Clamped, b.Dropped,
-			a.maxMicros, a.Clamped, a.Dropped)
+// roundTrip decodes the encoding of from into into, failing t on an error.
+func roundTrip(t *rapid.T, from encoding.BinaryMarshaler, into encoding.BinaryUnmarshaler) {
+	b, err := from.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, pair := range [][2]interface{ TotalCount() int64 }{
-		{a.LatencyAllowed, b.LatencyAllowed}, {a.LatencyDenied, b.LatencyDenied},
-		{a.ServiceAllowed, b.ServiceAllowed}, {a.ServiceDenied, b.ServiceDenied},
-	} {
-		if pair[0].TotalCount() != pair[1].TotalCount() {
-			t.Fatalf("histogram %d holds %d values; want %d", i, pair[1].TotalCount(), pair[0].TotalCount())
-		}
-	}
-	if !a.LatencyAllowed.Equals(b.LatencyAllowed) || !a.LatencyDenied.Equals(b.LatencyDenied) ||
-		!a.ServiceAllowed.Equals(b.ServiceAllowed) || !a.ServiceDenied.Equals(b.ServiceDenied) {
-		t.Fatalf("histograms differ")
+	if err := into.UnmarshalBinary(b); err != nil {
+		t.Fatalf("UnmarshalBinary: %v", err)
 	}
 }
 
@@ -84,14 +72,8 @@ func TestTimelineEncodingRoundTrip(t *testing.T) {
 			o := drawOutcome(t)
 			tl.Add(&o)
 		}
-		b, err := tl.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got Timeline
-		if err := got.UnmarshalBinary(b); err != nil {
-			t.Fatalf("UnmarshalBinary: %v", err)
-		}
+		roundTrip(t, tl, &got)
 		if got.Bins == nil {
 			got.Bins = []Bin{}
 		}

@@ -159,6 +159,14 @@ func (h *Histograms) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// Equal reports whether h and o track the same range and hold the same values and counts: what a
+// run split over several Histograms and merged must give.
+func (h *Histograms) Equal(o *Histograms) bool {
+	return h.maxMicros == o.maxMicros && h.Clamped == o.Clamped && h.Dropped == o.Dropped &&
+		h.LatencyAllowed.Equals(o.LatencyAllowed) && h.LatencyDenied.Equals(o.LatencyDenied) &&
+		h.ServiceAllowed.Equals(o.ServiceAllowed) && h.ServiceDenied.Equals(o.ServiceDenied)
+}
+
 // Latency returns a new histogram of the latency of every decision, allowed and denied.
 func (h *Histograms) Latency() *hdrhistogram.Histogram {
 	out := hdrhistogram.New(1, h.maxMicros, histogramDigits)

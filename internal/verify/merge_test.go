@@ -60,17 +60,7 @@ func (a aggregators) merge(t interface{ Fatalf(string, ...any) }, o aggregators)
 // same fails t unless a and b hold the same histograms, timeline and admission log (its events
 // as a multiset: a merge keeps them, not their order).
 func same(t interface{ Fatalf(string, ...any) }, a, b aggregators) {
-	for i, pair := range [][2]interface{ TotalCount() int64 }{
-		{a.hist.LatencyAllowed, b.hist.LatencyAllowed}, {a.hist.LatencyDenied, b.hist.LatencyDenied},
-		{a.hist.ServiceAllowed, b.hist.ServiceAllowed}, {a.hist.ServiceDenied, b.hist.ServiceDenied},
-	} {
-		if pair[0].TotalCount() != pair[1].TotalCount() {
-			t.Fatalf("histogram %d holds %d values; want %d", i, pair[1].TotalCount(), pair[0].TotalCount())
-		}
-	}
-	if !a.hist.LatencyAllowed.Equals(b.hist.LatencyAllowed) || !a.hist.LatencyDenied.Equals(b.hist.LatencyDenied) ||
-		!a.hist.ServiceAllowed.Equals(b.hist.ServiceAllowed) || !a.hist.ServiceDenied.Equals(b.hist.ServiceDenied) ||
-		a.hist.Clamped != b.hist.Clamped || a.hist.Dropped != b.hist.Dropped {
+	if !a.hist.Equal(b.hist) {
 		t.Fatalf("histograms differ")
 	}
 	norm := func(tl *load.Timeline) load.Timeline {
