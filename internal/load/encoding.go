@@ -77,8 +77,33 @@ func NewDecoder(b []byte, kind string, version byte) (*Decoder, error) {
 
 func (d *Decoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s: %s", ErrEncoding, d.kind, what)
+		d.err = d.Errorf("%s", what)
 	}
+}
+
+// Errorf returns an error wrapping ErrEncoding that names the kind being decoded: for a value
+// that decoded but cannot be (an unknown flag, an impossible width).
+func (d *Decoder) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrEncoding, d.kind, fmt.Sprintf(format, args...))
+}
+
+// Decode decodes b, an encoding of kind at version, into *dst with read, which reads the fields
+// and returns the value (or an error from Errorf). *dst changes only when all of b decoded, no
+// byte left over: a failed decode leaves it as it was. Errors wrap ErrEncoding.
+func Decode[T any](dst *T, b []byte, kind string, version byte, read func(d *Decoder) (T, error)) error {
+	d, err := NewDecoder(b, kind, version)
+	if err != nil {
+		return err
+	}
+	v, err := read(d)
+	if err == nil {
+		err = d.Close()
+	}
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
 }
 
 // Uvarint reads an unsigned varint.

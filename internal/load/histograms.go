@@ -132,31 +132,24 @@ func (h *Histograms) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary encoded into h, replacing what h held. Errors wrap
 // ErrEncoding.
 func (h *Histograms) UnmarshalBinary(b []byte) error {
-	d, err := NewDecoder(b, histogramsKind, histogramsVersion)
-	if err != nil {
-		return err
-	}
-	out := Histograms{maxMicros: int64(d.Uvarint()), Clamped: d.Uvarint(), Dropped: d.Uvarint()}
-	for _, dst := range []**hdrhistogram.Histogram{&out.LatencyAllowed, &out.LatencyDenied, &out.ServiceAllowed, &out.ServiceDenied} {
-		raw := d.Bytes()
-		if d.err != nil {
-			break
+	return Decode(h, b, histogramsKind, histogramsVersion, func(d *Decoder) (Histograms, error) {
+		out := Histograms{maxMicros: int64(d.Uvarint()), Clamped: d.Uvarint(), Dropped: d.Uvarint()}
+		for _, dst := range []**hdrhistogram.Histogram{&out.LatencyAllowed, &out.LatencyDenied, &out.ServiceAllowed, &out.ServiceDenied} {
+			raw := d.Bytes()
+			if d.err != nil {
+				return out, nil // Decode reports the truncation
+			}
+			hist, err := hdrhistogram.Decode([]byte(base64.StdEncoding.EncodeToString(raw)))
+			if err != nil {
+				return out, d.Errorf("%v", err)
+			}
+			if hist.HighestTrackableValue() < out.maxMicros {
+				return out, d.Errorf("a histogram tracks up to %d µs, the range is %d µs", hist.HighestTrackableValue(), out.maxMicros)
+			}
+			*dst = hist
 		}
-		hist, err := hdrhistogram.Decode([]byte(base64.StdEncoding.EncodeToString(raw)))
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrEncoding, histogramsKind, err)
-		}
-		if hist.HighestTrackableValue() < out.maxMicros {
-			return fmt.Errorf("%w: %s: a histogram tracks up to %d µs, the range is %d µs", ErrEncoding, histogramsKind,
-				hist.HighestTrackableValue(), out.maxMicros)
-		}
-		*dst = hist
-	}
-	if err := d.Close(); err != nil {
-		return err
-	}
-	*h = out
-	return nil
+		return out, nil
+	})
 }
 
 // Equal reports whether h and o track the same range and hold the same values and counts: what a

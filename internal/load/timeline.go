@@ -111,26 +111,20 @@ func (t *Timeline) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary encoded into t, replacing what t held. Errors wrap
 // ErrEncoding.
 func (t *Timeline) UnmarshalBinary(b []byte) error {
-	d, err := NewDecoder(b, timelineKind, timelineVersion)
-	if err != nil {
-		return err
-	}
-	out := Timeline{Origin: time.Duration(d.Varint()), Width: time.Duration(d.Varint()), Dropped: d.Uvarint()}
-	if d.err == nil && out.Width <= 0 {
-		d.fail(fmt.Sprintf("bin width %s", out.Width))
-	}
-	out.Bins = make([]Bin, d.Count(6)) // six counts of at least a byte each
-	for i := range out.Bins {
-		bin := &out.Bins[i]
-		for _, dst := range []*uint64{&bin.Offered, &bin.Admitted, &bin.Denied, &bin.Failed, &bin.Unknown, &bin.AdmittedPermits} {
-			*dst = d.Uvarint()
+	return Decode(t, b, timelineKind, timelineVersion, func(d *Decoder) (Timeline, error) {
+		out := Timeline{Origin: time.Duration(d.Varint()), Width: time.Duration(d.Varint()), Dropped: d.Uvarint()}
+		if d.err == nil && out.Width <= 0 {
+			return out, d.Errorf("bin width %s", out.Width)
 		}
-	}
-	if err := d.Close(); err != nil {
-		return err
-	}
-	*t = out
-	return nil
+		out.Bins = make([]Bin, d.Count(6)) // six counts of at least a byte each
+		for i := range out.Bins {
+			bin := &out.Bins[i]
+			for _, dst := range []*uint64{&bin.Offered, &bin.Admitted, &bin.Denied, &bin.Failed, &bin.Unknown, &bin.AdmittedPermits} {
+				*dst = d.Uvarint()
+			}
+		}
+		return out, nil
+	})
 }
 
 // Merge implements Aggregator: it adds the bins of other, a Timeline with the same Origin and

@@ -307,32 +307,28 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary encoded into l, replacing what l held. Errors wrap
 // load.ErrEncoding.
 func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
-	d, err := load.NewDecoder(b, admissionLogKind, admissionLogVersion)
-	if err != nil {
-		return err
-	}
-	out := AdmissionLog{Origin: d.Varint()}
-	flags := d.Uvarint()
-	out.SharedClock, out.ClientClock = flags&1 != 0, flags&2 != 0
-	if flags&4 != 0 {
-		out.Server = &load.ClockOffset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
-	}
-	out.Narrowed, out.Mismatched, out.Dropped = d.Uvarint(), d.Uvarint(), d.Uvarint()
-	n := d.Count(eventSize)
-	raw := d.Raw(uint64(n) * eventSize)
-	if err := d.Close(); err != nil {
-		return err
-	}
-	if flags&^7 != 0 {
-		return fmt.Errorf("%w: %s: unknown clock flags %#x", load.ErrEncoding, admissionLogKind, flags)
-	}
-	events := make([]Event, n)
-	for i := range events {
-		r := raw[i*eventSize:]
-		events[i] = Event{t: binary.LittleEndian.Uint64(r), Subject: binary.LittleEndian.Uint32(r[8:]),
-			Client: binary.LittleEndian.Uint16(r[12:]), Permits: binary.LittleEndian.Uint16(r[14:])}
-	}
-	out.cur, out.n = events, n
-	*l = out
-	return nil
+	return load.Decode(l, b, admissionLogKind, admissionLogVersion, func(d *load.Decoder) (AdmissionLog, error) {
+		out := AdmissionLog{Origin: d.Varint()}
+		flags := d.Uvarint()
+		if flags&^7 != 0 {
+			return out, d.Errorf("unknown clock flags %#x", flags)
+		}
+		out.SharedClock, out.ClientClock = flags&1 != 0, flags&2 != 0
+		if flags&4 != 0 {
+			out.Server = &load.ClockOffset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
+		}
+		out.Narrowed, out.Mismatched, out.Dropped = d.Uvarint(), d.Uvarint(), d.Uvarint()
+		n := d.Count(eventSize)
+		raw := d.Raw(uint64(n) * eventSize)
+		if len(raw) < n*eventSize {
+			return out, nil // Decode reports the truncation
+		}
+		out.cur, out.n = make([]Event, n), n
+		for i := range out.cur {
+			r := raw[i*eventSize:]
+			out.cur[i] = Event{t: binary.LittleEndian.Uint64(r), Subject: binary.LittleEndian.Uint32(r[8:]),
+				Client: binary.LittleEndian.Uint16(r[12:]), Permits: binary.LittleEndian.Uint16(r[14:])}
+		}
+		return out, nil
+	})
 }
