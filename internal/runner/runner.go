@@ -112,10 +112,11 @@ type Conclusion struct {
 // Passed reports whether every verdict passed and every expectation and threshold held.
 func (o *Conclusion) Passed() bool { return len(o.Failures) == 0 }
 
-// Run runs o.Scenario and returns its outcome. The error is non-nil when the run could not
-// start or finish: an environment that could not be set up (wrapping redisenv.ErrUnavailable or
-// ErrBadConfig), Redis lost mid-run (ErrLost), a bad custom script (ErrBadScript), or
-// cancellation (ErrInterrupted). The Conclusion is never nil and holds what was measured.
+// Run runs o.Scenario and returns its conclusion, the expectations and thresholds judged. The
+// error is non-nil when the run could not start or finish: an environment that could not be set
+// up (wrapping redisenv.ErrUnavailable or ErrBadConfig), Redis lost mid-run (ErrLost), a bad
+// custom script (ErrBadScript), cancellation (ErrInterrupted), or Redis failing a step otherwise
+// (ErrRedis). The Conclusion is never nil and holds what was measured.
 func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	s := o.Scenario
 	if o.Repeat <= 0 {
