@@ -1,6 +1,9 @@
 // Package algorithms holds the rate limiters limitbench runs: the Algorithm interface, one Go file
 // per algorithm beside its Lua script in package scripts, the registry (All, Lookup), defensive
-// reply decoding, and a pure-Go reference model per family that the verifier replays.
+// reply decoding, a pure-Go reference model per family that the verifier replays, the contracts
+// they promise (Contract, with its text form and its allowance per span), the Limit they are
+// configured with, and custom scripts: the spec (CustomSpec), the one template engine of their keys
+// and arguments (template.go) and the rules that read their replies (reply_rule.go).
 //
 // An Algorithm is stateless and safe for concurrent use. Prepare binds it to one Limit and one key
 // prefix on one Redis and returns a Limiter, which is also safe for concurrent use.
@@ -8,8 +11,10 @@ package algorithms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +48,32 @@ type Limit struct {
 	// ConsumerLimit is the per-consumer limit of the two-level resource-consumer algorithms.
 	// Zero means Limit.
 	ConsumerLimit int64
+}
+
+// limitJSON is Limit's form in result.json's settings: the window in seconds, and burst and
+// consumer_limit as they apply (Limit when left at zero).
+type limitJSON struct {
+	Limit         int64   `json:"limit"`
+	WindowS       float64 `json:"window_s"`
+	Burst         int64   `json:"burst"`
+	ConsumerLimit int64   `json:"consumer_limit"`
+}
+
+// MarshalJSON writes l as result.json's settings.limit: {limit, window_s, burst,
+// consumer_limit}, with Burst and ConsumerLimit as they apply (Capacity, Consumer).
+func (l Limit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(limitJSON{Limit: l.Limit, WindowS: l.Window.Seconds(), Burst: l.Capacity(), ConsumerLimit: l.Consumer()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *Limit) UnmarshalJSON(b []byte) error {
+	var w limitJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*l = Limit{Limit: w.Limit, Window: time.Duration(math.Round(w.WindowS * float64(time.Second))), Burst: w.Burst,
+		ConsumerLimit: w.ConsumerLimit}
+	return nil
 }
 
 // Validate reports every problem with l at once, each wrapped with ErrBadLimit.

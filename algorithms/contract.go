@@ -1,7 +1,10 @@
 package algorithms
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,4 +86,90 @@ func (c Contract) String() string {
 		s += " and " + a.String()
 	}
 	return s
+}
+
+// Allowance returns what c allows one scope over a span d in the steady state, in permits: L·d/W
+// for sliding-window and fixed-window, RefillPermits·d/RefillPer for token-bucket (its capacity
+// C aside, which a full bucket adds once), 0 for no contract. Further contracts (Also) are not
+// counted.
+func (c Contract) Allowance(d time.Duration) float64 {
+	switch c.Kind {
+	case SlidingWindow, FixedWindow:
+		return float64(c.Limit) * d.Seconds() / c.Window.Seconds()
+	case TokenBucket:
+		return float64(c.RefillPermits) * d.Seconds() / c.RefillPer.Seconds()
+	}
+	return 0
+}
+
+// ErrBadContractText means a contract's text does not parse (see ParseContract).
+var ErrBadContractText = errors.New("invalid contract text")
+
+// ParseContract parses what Contract.String renders: "sliding-window(100, 1s)",
+// "fixed-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
+// " per subject+client" or " per consumer", joined by " and " for further contracts (Also).
+// Granularity, which String does not render, is zero. Errors wrap ErrBadContractText.
+func ParseContract(s string) (Contract, error) {
+	parts := strings.Split(s, " and ")
+	c, err := parseOneContract(parts[0])
+	if err != nil {
+		return Contract{}, fmt.Errorf("%w: %q: %w", ErrBadContractText, s, err)
+	}
+	for _, p := range parts[1:] {
+		a, err := parseOneContract(p)
+		if err != nil {
+			return Contract{}, fmt.Errorf("%w: %q: %w", ErrBadContractText, s, err)
+		}
+		c.Also = append(c.Also, a)
+	}
+	return c, nil
+}
+
+func parseOneContract(s string) (Contract, error) {
+	var c Contract
+	if head, scope, ok := strings.Cut(s, " per "); ok {
+		switch scope {
+		case PerClient.String():
+			c.Scope = PerClient
+		case PerConsumer.String():
+			c.Scope = PerConsumer
+		default:
+			return c, fmt.Errorf("unknown scope %q", scope)
+		}
+		s = head
+	}
+	kind, params, hasParams := strings.Cut(s, "(")
+	c.Kind = ContractKind(kind)
+	if !hasParams {
+		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == TokenBucket {
+			return c, fmt.Errorf("%s without parameters", kind)
+		}
+		return c, nil
+	}
+	params, ok := strings.CutSuffix(params, ")")
+	first, second, found := strings.Cut(params, ", ")
+	if !ok || !found {
+		return c, fmt.Errorf("parameters %q", params)
+	}
+	n, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return c, err
+	}
+	switch c.Kind {
+	case SlidingWindow, FixedWindow:
+		c.Limit = n
+		c.Window, err = time.ParseDuration(second)
+	case TokenBucket:
+		c.Capacity = n
+		permits, per, found := strings.Cut(second, "/")
+		if !found {
+			return c, fmt.Errorf("refill %q", second)
+		}
+		if c.RefillPermits, err = strconv.ParseInt(permits, 10, 64); err == nil {
+			c.RefillPer, err = time.ParseDuration(per)
+		}
+	default:
+		return c, fmt.Errorf("%s takes no parameters", kind)
+	}
+	return c, err
 }

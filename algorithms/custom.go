@@ -2,10 +2,10 @@ package algorithms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,71 +18,21 @@ import (
 // an unknown rule, or a time rule without an element or unit.
 var ErrBadCustom = errors.New("invalid custom script")
 
-// The rules of a ReplyRule; exactly one decides.
-const (
-	// RuleEquals: the element's text (integers in decimal) equals Value. A nil element does not.
-	RuleEquals = "equals"
-	// RuleNotEquals: the element is not nil and its text differs from Value.
-	RuleNotEquals = "not_equals"
-	// RuleGreaterThan: the element is an integer, or a string holding a number, greater than
-	// Number. A nil element is not.
-	RuleGreaterThan = "greater_than"
-	// RulePrefix: the element is a string that starts with Value. A nil element does not.
-	RulePrefix = "prefix"
-	// RuleIsNil: the element is nil (a Lua nil or false).
-	RuleIsNil = "is_nil"
-)
-
-// ReplyRule decides from a script's reply whether the request was admitted.
+// CustomSpec describes a user's own Lua script, run unchanged: a scenario's custom entry, decoded
+// straight into it by package scenarios, and an entry of result.json's settings.custom. It is
+// plain data; NewCustom checks it.
 //
-// The element is read from the reply (Element ≥ 1: that element of an array reply; 0: the whole
-// reply, which must then not be an array). A reply the rule cannot read is an error wrapping
-// ErrBadReply, never an admission: an array where a scalar is read or a scalar where an array is
-// read, a missing element, an error element, a nested array or map, a non-numeric string or other
-// non-number under greater_than, and a non-string (other than nil) under prefix. Nil and Lua false
-// are read as nil; Lua true (RESP3 true) is read as the integer 1, as RESP2 sends it.
-type ReplyRule struct {
-	// Element is a 1-based index into an array reply; 0 reads a scalar reply.
-	Element int
-	// Op is one of RuleEquals, RuleNotEquals, RuleGreaterThan, RulePrefix and RuleIsNil.
-	Op string
-	// Value is the text compared by equals, not_equals and prefix.
-	Value string
-	// Number is the bound of greater_than.
-	Number float64
-}
-
-// String renders r as in a scenario file, for example `{element: 1, equals: "1"}`.
-func (r ReplyRule) String() string {
-	var op string
-	switch r.Op {
-	case RuleGreaterThan:
-		op = "greater_than: " + strconv.FormatFloat(r.Number, 'g', -1, 64)
-	case RuleIsNil:
-		op = "is_nil: true"
-	default:
-		op = r.Op + ": " + strconv.Quote(r.Value)
-	}
-	if r.Element == 0 {
-		return "{" + op + "}"
-	}
-	return "{element: " + strconv.Itoa(r.Element) + ", " + op + "}"
-}
-
-// ReplyTime says which element of an array reply holds the Unix time the script decided at.
-type ReplyTime struct {
-	// Element is a 1-based index into the array reply (≥ 1).
-	Element int
-	// Unit is the time's unit: time.Microsecond, time.Millisecond or time.Second.
-	Unit time.Duration
-}
-
-// CustomSpec describes a user's own Lua script, run unchanged. It is plain data (package
-// scenarios fills it from a scenario's custom entry); NewCustom checks it.
+// Its JSON form is a description: {"name", "script" (as written), "keys", "args", "allowed" and
+// "contract" (as ReplyRule.String and Contract.String render them)}. It does not hold the source,
+// the time rule or the contract's granularity, so a spec read back from JSON describes the script
+// but cannot run it.
 type CustomSpec struct {
-	// Name identifies the algorithm in reports.
+	// Name identifies the algorithm in reports; it must differ from every built-in algorithm.
 	Name string
-	// Path is where the script was read from; shown in Describe and in errors.
+	// Script is the script's path as the scenario wrote it (relative to the scenario file).
+	Script string
+	// Path is where the script was read from (Script resolved against the scenario file's
+	// directory; Script when empty); shown in Describe and in errors.
 	Path string
 	// Source is the Lua text.
 	Source string
@@ -96,145 +46,47 @@ type CustomSpec struct {
 	Contract Contract
 }
 
-// tvar is a template variable; tLit marks a literal segment.
-type tvar uint8
-
-const (
-	tLit tvar = iota
-	tSubject
-	tTag
-	tClient
-	tCost
-	tLimit
-	tWindowMS
-	tWindowS
-	tBurst
-	tRate
-	tNowMS
-	tNowS
-	tNowUS
-	tUUID
-	tPrefix
-	tCount
-)
-
-// templateVars maps the names usable inside {{ }} to their variables, in documentation order.
-var templateVars = []struct {
-	name string
-	v    tvar
-}{
-	{"subject", tSubject}, {"tag", tTag}, {"client", tClient}, {"cost", tCost}, {"limit", tLimit},
-	{"window_ms", tWindowMS}, {"window_s", tWindowS}, {"burst", tBurst}, {"rate", tRate},
-	{"now_ms", tNowMS}, {"now_s", tNowS}, {"now_us", tNowUS}, {"uuid", tUUID}, {"prefix", tPrefix},
-}
-
-// CustomTemplates returns the names a custom script's keys and args may use inside {{ }}:
-//
-//	subject    the limited subject (Request.Subject)
-//	tag        the subject inside braces, a Redis Cluster hash tag: {subject}
-//	client     the client id (Request.Client)
-//	cost       the permits asked for (Request.Cost, 0 meaning 1)
-//	limit      Limit.Limit
-//	window_ms  Limit.Window in milliseconds
-//	window_s   Limit.Window in whole seconds, rounded up
-//	burst      Limit.Capacity()
-//	rate       Limit.Limit / Limit.Window per second, in decimal (2.5, 100)
-//	now_ms     Request.ClientTime (the client's clock, skew included) in ms since the Unix epoch
-//	now_s      the same in whole seconds (rounded down)
-//	now_us     the same in µs
-//	uuid       a random version-4 UUID, fresh per request (the same within one request)
-//	prefix     the limiter's key prefix (keys that do not start with it get it prepended)
-func CustomTemplates() []string {
-	out := make([]string, len(templateVars))
-	for i, t := range templateVars {
-		out[i] = t.name
+// path returns where the script was read from.
+func (s CustomSpec) path() string {
+	if s.Path == "" {
+		return s.Script
 	}
-	return out
+	return s.Path
 }
 
-// segment is one piece of a template: a literal (v == tLit) or a variable.
-type segment struct {
-	lit string
-	v   tvar
+// customJSON is a CustomSpec's form in result.json.
+type customJSON struct {
+	Name     string   `json:"name"`
+	Script   string   `json:"script"`
+	Keys     []string `json:"keys"`
+	Args     []string `json:"args,omitempty"`
+	Allowed  string   `json:"allowed"`
+	Contract string   `json:"contract"`
 }
 
-// template is a parsed key or argument template.
-type template []segment
+// MarshalJSON writes s as result.json describes a custom script (see CustomSpec).
+func (s CustomSpec) MarshalJSON() ([]byte, error) {
+	return json.Marshal(customJSON{Name: s.Name, Script: s.Script, Keys: s.Keys, Args: s.Args,
+		Allowed: s.Allowed.String(), Contract: s.Contract.String()})
+}
 
-// parseTemplate splits t into literals and variables. A placeholder is "{{", optional spaces, a
-// name without braces, optional spaces, "}}"; an unknown name or an unbalanced "{{" or "}}" is an
-// error.
-func parseTemplate(t string) (template, error) {
-	var out template
-	rest := t
-	for {
-		i := strings.Index(rest, "{{")
-		if i < 0 {
-			if strings.Contains(rest, "}}") {
-				return nil, fmt.Errorf("unbalanced {{ }} in %q", t)
-			}
-			if rest != "" {
-				out = append(out, segment{lit: rest})
-			}
-			return out, nil
-		}
-		j := strings.Index(rest[i+2:], "}}")
-		if j < 0 {
-			return nil, fmt.Errorf("unbalanced {{ }} in %q", t)
-		}
-		lit, name := rest[:i], rest[i+2:i+2+j]
-		if strings.Contains(lit, "}}") || strings.ContainsAny(name, "{}") {
-			return nil, fmt.Errorf("unbalanced {{ }} in %q", t)
-		}
-		name = strings.TrimSpace(name)
-		v := tLit
-		for _, tv := range templateVars {
-			if tv.name == name {
-				v = tv.v
-			}
-		}
-		if v == tLit {
-			return nil, fmt.Errorf("unknown template {{%s}} in %q; known: {{%s}}", name, t,
-				strings.Join(CustomTemplates(), "}} {{"))
-		}
-		if lit != "" {
-			out = append(out, segment{lit: lit})
-		}
-		out = append(out, segment{v: v})
-		rest = rest[i+2+j+2:]
+// UnmarshalJSON reads what MarshalJSON writes, parsing the rule and the contract back
+// (ParseReplyRule, ParseContract).
+func (s *CustomSpec) UnmarshalJSON(b []byte) error {
+	var w customJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
 	}
-}
-
-// uses reports whether t uses any of vs.
-func (t template) uses(vs ...tvar) bool {
-	for _, s := range t {
-		for _, v := range vs {
-			if s.v == v {
-				return true
-			}
-		}
+	rule, err := ParseReplyRule(w.Allowed)
+	if err != nil {
+		return err
 	}
-	return false
-}
-
-// bind replaces the variables that are constant for one limiter (bound[v]) by their values
-// consts[v] and merges adjacent literals.
-func (t template) bind(consts *[tCount]string, bound [tCount]bool) template {
-	var out template
-	for _, s := range t {
-		if s.v != tLit && bound[s.v] {
-			s = segment{lit: consts[s.v]}
-		}
-		if s.v == tLit && s.lit == "" {
-			continue
-		}
-		if n := len(out); n > 0 && s.v == tLit && out[n-1].v == tLit {
-			out[n-1].lit += s.lit
-			continue
-		}
-		out = append(out, s)
+	c, err := ParseContract(w.Contract)
+	if err != nil {
+		return err
 	}
-	return out
+	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c}
+	return nil
 }
 
 // Custom is a user's Lua script, run unchanged, as an Algorithm. NewCustom builds it from a
@@ -259,7 +111,7 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		bad("no name")
 	}
 	if strings.TrimSpace(spec.Source) == "" {
-		bad("script %s is empty", spec.Path)
+		bad("script %s is empty", spec.path())
 	}
 	if len(spec.Keys) == 0 {
 		bad("no key template")
@@ -305,10 +157,8 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		if r.Element == 0 {
 			bad("time needs an array reply, but allowed reads a scalar reply")
 		}
-		switch t.Unit {
-		case time.Microsecond, time.Millisecond, time.Second:
-		default:
-			bad("time.unit must be 1µs, 1ms or 1s, got %s", t.Unit)
+		if t.Unit.Duration() == 0 {
+			bad("time.unit must be us, ms or s, got %q", t.Unit)
 		}
 	}
 	switch spec.Contract.Kind {
@@ -330,7 +180,7 @@ func (a *Custom) Spec() CustomSpec { return a.spec }
 func (a *Custom) Describe() Description {
 	return Description{
 		Name:           a.spec.Name,
-		Origin:         "custom script " + a.spec.Path,
+		Origin:         "custom script " + a.spec.path(),
 		Clock:          a.clock,
 		KeysPerSubject: len(a.spec.Keys),
 		Memory:         "unknown",
@@ -369,16 +219,8 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
 	s := redis.NewScript(a.spec.Source)
-	var err error
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			return s.Load(ctx, m).Err()
-		})
-	} else {
-		err = s.Load(ctx, c).Err()
-	}
-	if err != nil {
-		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.Path, Line: scriptLine(err), Err: err}
+	if err := loadEverywhere(ctx, c, s); err != nil {
+		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
 }
@@ -469,12 +311,12 @@ func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
 	}
 	if tr := a.spec.Time; tr != nil {
 		lim.timeEl = tr.Element
-		lim.unit = tr.Unit.Microseconds()
+		lim.unit = tr.Unit.Duration().Microseconds()
 		// A time in ms or s only says the decision lay within one unit of it (truncated or
 		// rounded), but the load engine narrows a server time to a single instant. That is sound
 		// only when the verifier widens by at least the unit (the contract's granularity);
 		// otherwise the time is not reported and the decision keeps its [send, receive] interval.
-		lim.useTime = tr.Unit <= time.Microsecond || a.spec.Contract.Granularity >= tr.Unit
+		lim.useTime = tr.Unit.Duration() <= time.Microsecond || a.spec.Contract.Granularity >= tr.Unit.Duration()
 	}
 	return lim
 }
@@ -534,65 +376,6 @@ var (
 	_ UnreadableReporter = (*customLimiter)(nil)
 	_ ReplyReporter      = (*customLimiter)(nil)
 )
-
-// reqVars are the per-request values of the templates.
-type reqVars struct {
-	subject, client string
-	cost            int64
-	now             time.Time
-	uuid            [36]byte
-}
-
-// expand appends the expansion of t to b.
-func (t template) expand(b []byte, r *reqVars) []byte {
-	for _, s := range t {
-		switch s.v {
-		case tLit:
-			b = append(b, s.lit...)
-		case tSubject:
-			b = append(b, r.subject...)
-		case tTag:
-			b = append(b, '{')
-			b = append(b, r.subject...)
-			b = append(b, '}')
-		case tClient:
-			b = append(b, r.client...)
-		case tCost:
-			b = strconv.AppendInt(b, r.cost, 10)
-		case tNowMS:
-			b = strconv.AppendInt(b, r.now.UnixMilli(), 10)
-		case tNowS:
-			b = strconv.AppendInt(b, r.now.Unix(), 10)
-		case tNowUS:
-			b = strconv.AppendInt(b, r.now.UnixMicro(), 10)
-		case tUUID:
-			b = append(b, r.uuid[:]...)
-		}
-	}
-	return b
-}
-
-// newUUID fills u with a random version-4 UUID in its 36-character text form.
-func newUUID(u *[36]byte) {
-	const hex = "0123456789abcdef"
-	hi, lo := rand.Uint64(), rand.Uint64()
-	hi = hi&^(0xf<<12) | 0x4<<12 // version 4
-	lo = lo&^(0x3<<62) | 0x2<<62 // variant 10
-	var raw [16]byte
-	for i := range 8 {
-		raw[i] = byte(hi >> (56 - 8*i))
-		raw[8+i] = byte(lo >> (56 - 8*i))
-	}
-	j := 0
-	for i, c := range raw {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			u[j] = '-'
-			j++
-		}
-		u[j], u[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-}
 
 // vars returns the template values of req with the given cost.
 func (l *customLimiter) vars(req Request, cost int64) reqVars {
@@ -731,133 +514,6 @@ func replyTime(raw any, el int) (int64, error) {
 		return 0, badReply("time: element "+strconv.Itoa(el)+" must be > 0", raw)
 	}
 	return t, nil
-}
-
-// Decide reads raw (a go-redis reply: int64, string, float64, bool, nil, []any, ...) with r and
-// reports whether it is an admission. A reply r cannot read is an error wrapping ErrBadReply
-// that shows the raw reply; see ReplyRule.
-func (r ReplyRule) Decide(raw any) (bool, error) {
-	v := raw
-	if r.Element > 0 {
-		arr, ok := raw.([]any)
-		if !ok {
-			return false, badReply("allowed: want an array reply with element "+strconv.Itoa(r.Element), raw)
-		}
-		if r.Element > len(arr) {
-			return false, badReply("allowed: want element "+strconv.Itoa(r.Element)+", reply has "+strconv.Itoa(len(arr)), raw)
-		}
-		v = arr[r.Element-1]
-	} else if _, ok := raw.([]any); ok {
-		return false, badReply("allowed: want a scalar reply (the rule has no element)", raw)
-	}
-	// Normalise: Lua false (RESP3 false) is nil, true is 1.
-	if b, ok := v.(bool); ok {
-		if b {
-			v = int64(1)
-		} else {
-			v = nil
-		}
-	}
-	switch v.(type) {
-	case nil, int64, string, float64:
-	default:
-		return false, badReply("allowed: the element is not a nil, integer or string", raw)
-	}
-	switch r.Op {
-	case RuleIsNil:
-		return v == nil, nil
-	case RuleEquals, RuleNotEquals:
-		if v == nil {
-			return false, nil
-		}
-		eq := text(v) == r.Value
-		return eq == (r.Op == RuleEquals), nil
-	case RuleGreaterThan:
-		var x float64
-		switch e := v.(type) {
-		case nil:
-			return false, nil
-		case int64:
-			x = float64(e)
-		case float64:
-			x = e
-		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(e), 64)
-			if err != nil || math.IsNaN(f) {
-				return false, badReply("allowed: greater_than needs a number", raw)
-			}
-			x = f
-		}
-		return x > r.Number, nil
-	case RulePrefix:
-		switch e := v.(type) {
-		case nil:
-			return false, nil
-		case string:
-			return strings.HasPrefix(e, r.Value), nil
-		}
-		return false, badReply("allowed: prefix needs a string", raw)
-	}
-	return false, badReply("allowed: unknown rule "+strconv.Quote(r.Op), raw)
-}
-
-// text is the text of a scalar reply element: integers in decimal.
-func text(v any) string {
-	switch e := v.(type) {
-	case int64:
-		return strconv.FormatInt(e, 10)
-	case float64:
-		return strconv.FormatFloat(e, 'f', -1, 64)
-	case string:
-		return e
-	}
-	return ""
-}
-
-// maxReplyText is the longest FormatReply output; longer replies are cut with "…".
-const maxReplyText = 300
-
-// FormatReply renders a go-redis reply as text for people: integers in decimal, strings quoted,
-// nil as nil, arrays as [a, b], errors as (error) message; at most about 300 characters.
-func FormatReply(raw any) string {
-	var b strings.Builder
-	formatReply(&b, raw)
-	s := b.String()
-	if len(s) > maxReplyText {
-		s = s[:maxReplyText] + "…"
-	}
-	return s
-}
-
-func formatReply(b *strings.Builder, raw any) {
-	if b.Len() > maxReplyText {
-		return
-	}
-	switch v := raw.(type) {
-	case nil:
-		b.WriteString("nil")
-	case int64:
-		b.WriteString(strconv.FormatInt(v, 10))
-	case float64:
-		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
-	case bool:
-		b.WriteString(strconv.FormatBool(v))
-	case string:
-		b.WriteString(strconv.Quote(v))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatReply(b, e)
-		}
-		b.WriteByte(']')
-	case error:
-		b.WriteString("(error) " + v.Error())
-	default:
-		fmt.Fprintf(b, "%#v", v)
-	}
 }
 
 // Unreadable implements UnreadableReporter.

@@ -232,23 +232,23 @@ func TestCustomTime(t *testing.T) {
 	const now = int64(1_700_000_000_123_456)
 	tests := []struct {
 		name        string
-		unit        time.Duration
+		unit        TimeUnit
 		granularity time.Duration
 		raw         any
 		want        int64
 		bad         bool
 	}{
-		{"us", time.Microsecond, 0, []any{int64(1), now}, now, false},
-		{"us string", time.Microsecond, 0, []any{int64(1), "1700000000123456"}, now, false},
-		{"ms without granularity", time.Millisecond, 0, []any{int64(1), now / 1000}, 0, false},
-		{"ms with 1ms granularity", time.Millisecond, time.Millisecond, []any{int64(1), now / 1000}, now / 1000 * 1000, false},
-		{"s with 500ms granularity", time.Second, 500 * time.Millisecond, []any{int64(1), now / 1e6}, 0, false},
-		{"s with 1s granularity", time.Second, time.Second, []any{int64(1), now / 1e6}, now / 1e6 * 1e6, false},
-		{"missing", time.Microsecond, 0, []any{int64(1)}, 0, true},
-		{"zero", time.Microsecond, 0, []any{int64(1), int64(0)}, 0, true},
-		{"text", time.Microsecond, 0, []any{int64(1), "soon"}, 0, true},
-		{"nil", time.Microsecond, 0, []any{int64(1), nil}, 0, true},
-		{"overflow", time.Second, time.Second, []any{int64(1), int64(1) << 62}, 0, true},
+		{"us", Micros, 0, []any{int64(1), now}, now, false},
+		{"us string", Micros, 0, []any{int64(1), "1700000000123456"}, now, false},
+		{"ms without granularity", Millis, 0, []any{int64(1), now / 1000}, 0, false},
+		{"ms with 1ms granularity", Millis, time.Millisecond, []any{int64(1), now / 1000}, now / 1000 * 1000, false},
+		{"s with 500ms granularity", Seconds, 500 * time.Millisecond, []any{int64(1), now / 1e6}, 0, false},
+		{"s with 1s granularity", Seconds, time.Second, []any{int64(1), now / 1e6}, now / 1e6 * 1e6, false},
+		{"missing", Micros, 0, []any{int64(1)}, 0, true},
+		{"zero", Micros, 0, []any{int64(1), int64(0)}, 0, true},
+		{"text", Micros, 0, []any{int64(1), "soon"}, 0, true},
+		{"nil", Micros, 0, []any{int64(1), nil}, 0, true},
+		{"overflow", Seconds, time.Second, []any{int64(1), int64(1) << 62}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +401,7 @@ func exampleTokenBucket(t *testing.T) CustomSpec {
 		Keys:     []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"},
 		Args:     []string{"{{burst}}", "{{limit}}", "{{window_ms}}", "{{cost}}"},
 		Allowed:  ReplyRule{Element: 1, Op: RuleEquals, Value: "1"},
-		Time:     &ReplyTime{Element: 3, Unit: time.Microsecond},
+		Time:     &ReplyTime{Element: 3, Unit: Micros},
 		Contract: Contract{Kind: TokenBucket, Capacity: 5, RefillPermits: 5, RefillPer: time.Hour},
 	}
 }

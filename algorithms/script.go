@@ -21,17 +21,21 @@ func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*red
 		return nil, fmt.Errorf("read script %s: %w", file, err)
 	}
 	s := redis.NewScript(string(src))
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			return s.Load(ctx, m).Err()
-		})
-	} else {
-		err = s.Load(ctx, c).Err()
-	}
-	if err != nil {
+	if err := loadEverywhere(ctx, c, s); err != nil {
 		return nil, fmt.Errorf("load script %s: %w", file, err)
 	}
 	return s, nil
+}
+
+// loadEverywhere runs SCRIPT LOAD of s on every master of c: each master of a
+// *redis.ClusterClient (ForEachMaster), otherwise c itself.
+func loadEverywhere(ctx context.Context, c redis.UniversalClient, s *redis.Script) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return s.Load(ctx, m).Err()
+		})
+	}
+	return s.Load(ctx, c).Err()
 }
 
 // runScript sends s on c. On a client it is (*redis.Script).Run: EVALSHA, then EVAL when the server

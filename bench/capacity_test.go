@@ -3,10 +3,11 @@ package bench_test
 import (
 	"context"
 	"os/exec"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/capacity"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -31,11 +32,7 @@ func BenchmarkCapacity(b *testing.B) {
 	}
 	ctx := context.Background()
 	env := redisenv.Config{Backend: redisenv.BackendProcess}
-	// GOMAXPROCS as the commands set it (runner.GeneratorProcs), restored at the end.
-	procs := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(procs)
-	local, _ := runner.GeneratorProcs(runtime.NumCPU(), 1)
-	runtime.GOMAXPROCS(local)
+	single := []redisenv.Topology{redisenv.TopologySingle}
 	sat, err := scenarios.Load("../scenarios/saturation.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -43,7 +40,10 @@ func BenchmarkCapacity(b *testing.B) {
 	if err := sat.Apply(scenarios.Overrides{Algorithms: []string{"gcra"}}); err != nil {
 		b.Fatal(err)
 	}
+	// GOMAXPROCS as `limitbench run` sets it (cpus.Apply), restored after.
+	_, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: single})
 	out, err := runner.Run(ctx, runner.Options{Scenario: sat, Env: env, NoReference: true})
+	undo()
 	if err != nil || len(out.Result.Entries) != 1 {
 		b.Fatalf("saturation run: %v", err)
 	}
@@ -53,30 +53,21 @@ func BenchmarkCapacity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Pinned and with GOMAXPROCS as `limitbench capacity` sets them.
-	o := runner.CapacityOptions{Scenario: runner.CapacityScenario(), Algorithm: "gcra", SLO: &slo, Env: env, MemorySubjects: -1}
-	restore := runner.PinHarness(&o.Pin)
-	o.Pin.Awake = runner.HoldCPUsAwake
-	if move := o.Pin.Harness; move != nil {
-		o.Pin.Harness = func() ([]int, error) {
-			cpus, err := move()
-			if err == nil {
-				runtime.GOMAXPROCS(len(cpus))
-			}
-			return cpus, err
-		}
-	}
+	// Pinned, held awake and with GOMAXPROCS as `limitbench capacity` sets them.
+	o := capacity.Options{Scenario: capacity.Scenario(), Algorithm: "gcra", SLO: &slo, Env: env, MemorySubjects: -1}
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: single, Pin: true, Awake: true})
+	o.CPUs = st
 	start := time.Now()
-	pinned, err := runner.Capacity(ctx, o)
+	pinned, err := capacity.Run(ctx, o)
 	took := time.Since(start)
-	runtime.GOMAXPROCS(local)
-	restore()
+	undo()
 	if err != nil {
 		b.Fatalf("capacity p99 < 2ms: %v", err)
 	}
-	o = runner.CapacityOptions{Scenario: runner.CapacityScenario(), Algorithm: "gcra", Env: env, MemorySubjects: -1,
-		Pin: runner.CapacityPinning{NotPinned: "--no-pin"}}
-	none, err := runner.Capacity(ctx, o)
+	st, undo = cpus.Apply(cpus.Policy{Env: env, Topologies: single, NotPinned: "--no-pin"})
+	o = capacity.Options{Scenario: capacity.Scenario(), Algorithm: "gcra", Env: env, MemorySubjects: -1, CPUs: st}
+	none, err := capacity.Run(ctx, o)
+	undo()
 	if err != nil {
 		b.Fatalf("capacity --slo none: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,9 +17,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // loadgenScript is the Lua script both generators call: a per-subject counter with a server
@@ -122,19 +122,26 @@ func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) 
 	return rps, cpu
 }
 
-// limitbench runs load.Run with p (Keys and SharedClock set here) and returns its result.
-func (e *loadgenEnv) limitbench(b *testing.B, c redis.UniversalClient, p load.Plan) *load.Result {
+// limitbench runs load.Run with p (Keys set here) and returns its result and
+// latency histograms. It records what `limitbench run` records (histograms, timeline and
+// admission log), or nothing with noRecording.
+func (e *loadgenEnv) limitbench(b *testing.B, c redis.UniversalClient, p load.Plan, noRecording bool) (*load.Result, *load.Histograms) {
 	b.Helper()
 	p.Keys = load.Keys{Count: loadgenKeys}
-	p.SharedClock = true
-	res, err := load.Run(context.Background(), c, scriptLimiter{sha: e.sha}, p)
+	hist := load.NewHistograms(0)
+	var sinks load.Sinks
+	if !noRecording {
+		sinks.Measured = []load.Aggregator{hist, load.NewTimeline(p.Warmup, p.Bin, p.Duration),
+			verify.NewAdmissionLog(time.Time{}, true, nil, false)}
+	}
+	res, err := load.Run(context.Background(), c, scriptLimiter{sha: e.sha}, p, sinks)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if n := res.Counts.Errors(); n > 0 {
 		b.Fatalf("limitbench: %d errors (%+v)", n, res.Counts)
 	}
-	return res
+	return res, hist
 }
 
 func median(xs []float64) float64 {
@@ -163,10 +170,10 @@ func median(xs []float64) float64 {
 func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
 	// GOMAXPROCS as `limitbench run` sets it against one local redis-server.
-	if procs, note := runner.GeneratorProcs(runtime.NumCPU(), 1); procs > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		b.Log(note)
-	}
+	st, undo := cpus.Apply(cpus.Policy{Env: redisenv.Config{Backend: redisenv.BackendProcess},
+		Topologies: []redisenv.Topology{redisenv.TopologySingle}})
+	defer undo()
+	b.Log(st.ProcsNote)
 	const (
 		clients = 32
 		rounds  = 5
@@ -174,7 +181,7 @@ func BenchmarkLoadgen(b *testing.B) {
 	)
 	c := e.target.NewClient(redisenv.ClientOptions{PoolSize: clients})
 	// Warm the connections and the script cache.
-	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients})
+	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients}, false)
 
 	for _, depth := range []int{1, 16} {
 		var rb, lb, ratios, rbCPU, lbCPU []float64
@@ -195,7 +202,7 @@ func BenchmarkLoadgen(b *testing.B) {
 					p.Mode, p.PipelineDepth = load.ModePipeline, depth
 				}
 				before, _, _ := cpuUsed()
-				res := e.limitbench(b, c, p)
+				res, _ := e.limitbench(b, c, p, false)
 				after, _, _ := cpuUsed()
 				lb = append(lb, res.Throughput)
 				lbCPU = append(lbCPU, float64(after-before)/1e3/float64(res.Counts.Requests))
@@ -229,13 +236,15 @@ func BenchmarkLoadgen(b *testing.B) {
 		p := load.Plan{Arrival: load.ClosedLoop{}, Duration: measure, Clients: clients}
 		// Alternate which side goes first.
 		first, second := &on, &off
+		noRecording := false
 		if i%2 == 1 {
 			first, second = &off, &on
-			p.NoRecording = true
+			noRecording = true
 		}
-		*first = append(*first, e.limitbench(b, c, p).Throughput)
-		p.NoRecording = !p.NoRecording
-		*second = append(*second, e.limitbench(b, c, p).Throughput)
+		res, _ := e.limitbench(b, c, p, noRecording)
+		*first = append(*first, res.Throughput)
+		res, _ = e.limitbench(b, c, p, !noRecording)
+		*second = append(*second, res.Throughput)
 		ratios = append(ratios, on[len(on)-1]/off[len(off)-1])
 	}
 	rec := median(ratios)
@@ -246,9 +255,9 @@ func BenchmarkLoadgen(b *testing.B) {
 	sat := median(on)
 	for _, pct := range []int{20, 50, 80} {
 		target := sat * float64(pct) / 100
-		res := e.limitbench(b, c, load.Plan{Arrival: load.Constant(target), Duration: 3 * time.Second, Clients: clients})
+		res, hist := e.limitbench(b, c, load.Plan{Arrival: load.Constant(target), Duration: 3 * time.Second, Clients: clients}, false)
 		acc := float64(res.Counts.Requests) / float64(res.Scheduled)
-		lat := res.Histograms.Latency()
+		lat := hist.Latency()
 		b.Logf("open loop at %d%% of saturation (%.0f/s): achieved %.0f/s, sent/scheduled %.4f, late %d, missed %d, behind %v, latency p50 %d µs p99 %d µs",
 			pct, target, res.AchievedRate, acc, res.Counts.Late, res.Counts.Missed, res.Behind, lat.ValueAtQuantile(50), lat.ValueAtQuantile(99))
 		b.ReportMetric(acc, fmt.Sprintf("accuracy-%d%%", pct))
@@ -268,7 +277,7 @@ func BenchmarkLoadgen(b *testing.B) {
 					late = append(late, o.Sent-o.Intended)
 					mu.Unlock()
 				}}
-			e.limitbench(b, c, p)
+			e.limitbench(b, c, p, false)
 			slices.Sort(late)
 			q := func(f float64) time.Duration { return late[int(f*float64(len(late)-1))] }
 			name := "keeper"

@@ -77,22 +77,22 @@ func (c *Comparison) Sections() []DeltaSection {
 			e := &r.Entries[j]
 			b := findEntry(base, e.Algorithm, e.Topology)
 			if b == nil {
-				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, Verdict: r.OutcomeOf(e), OnlyIn: "this run"})
+				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, Verdict: r.LabelOf(e), OnlyIn: "this run"})
 				continue
 			}
-			row := DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, BaseVerdict: base.OutcomeOf(b), Verdict: r.OutcomeOf(e)}
+			row := DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, BaseVerdict: base.LabelOf(b), Verdict: r.LabelOf(e)}
 			row.Changed = row.BaseVerdict != row.Verdict
-			row.Throughput, row.ThroughputClass = delta(b.ThroughputRPS, e.ThroughputRPS, number, true)
-			row.P50, row.P50Class = delta(b.LatencyUS.P50, e.LatencyUS.P50, ms, false)
-			row.P99, row.P99Class = delta(b.LatencyUS.P99, e.LatencyUS.P99, ms, false)
+			row.Throughput, row.ThroughputClass = delta(b.ThroughputRPS, e.ThroughputRPS, Number, true)
+			row.P50, row.P50Class = delta(b.LatencyUS.P50, e.LatencyUS.P50, Millis, false)
+			row.P99, row.P99Class = delta(b.LatencyUS.P99, e.LatencyUS.P99, Millis, false)
 			row.Efficiency, row.EfficiencyClass = deltaPoints(b.Accuracy.Efficiency, e.Accuracy.Efficiency)
-			row.BytesPerKey, row.BytesClass = delta(b.Server.BytesPerKey, e.Server.BytesPerKey, number, false)
+			row.BytesPerKey, row.BytesClass = delta(b.Server.BytesPerKey, e.Server.BytesPerKey, Number, false)
 			sec.Rows = append(sec.Rows, row)
 		}
 		for j := range base.Entries {
 			b := &base.Entries[j]
 			if findEntry(r, b.Algorithm, b.Topology) == nil {
-				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: b.Algorithm, Topology: b.Topology, BaseVerdict: base.OutcomeOf(b), OnlyIn: "baseline"})
+				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: b.Algorithm, Topology: b.Topology, BaseVerdict: base.LabelOf(b), OnlyIn: "baseline"})
 			}
 		}
 		out = append(out, sec)
@@ -136,7 +136,7 @@ func deltaPoints(base, now float64) (string, string) {
 		return "–", ""
 	}
 	d := (now - base) * 100
-	s := fmt.Sprintf("%s → %s (%+.1f pt)", percent(base), percent(now), d)
+	s := fmt.Sprintf("%s → %s (%+.1f pt)", Percent(base), Percent(now), d)
 	switch {
 	case math.Abs(d) < 1:
 		return s, ""
@@ -157,25 +157,25 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 			role = "baseline"
 		}
 		r := c.Results[i]
-		fmt.Fprintf(&b, "- %s: %s (%s, %s, Redis %s, harness %s)\n", role, mdText(l), mdText(r.Environment.Backend),
-			mdText(r.Environment.Topology), mdText(r.Environment.RedisVersion), mdText(strings.TrimSpace(r.Environment.HarnessVersion)))
+		fmt.Fprintf(&b, "- %s: %s (%s, %s, Redis %s, harness %s)\n", role, MarkdownText(l), MarkdownText(r.Environment.Backend),
+			MarkdownText(r.Environment.Topology), MarkdownText(r.Environment.RedisVersion), MarkdownText(strings.TrimSpace(r.Environment.HarnessVersion)))
 	}
 	b.WriteString("\n")
 	for _, sec := range c.Sections() {
-		fmt.Fprintf(&b, "## %s against %s\n\n", mdText(sec.Run), mdText(sec.Baseline))
+		fmt.Fprintf(&b, "## %s against %s\n\n", MarkdownText(sec.Run), MarkdownText(sec.Baseline))
 		b.WriteString("| algorithm | topology | verdict | throughput (/s) | p50 (ms) | p99 (ms) | efficiency | bytes per subject |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|\n")
 		for _, r := range sec.Rows {
-			verdict := mdCell(r.Verdict)
+			verdict := MarkdownCell(r.Verdict)
 			switch {
 			case r.OnlyIn == "baseline":
-				verdict = "only in baseline (" + mdCell(r.BaseVerdict) + ")"
+				verdict = "only in baseline (" + MarkdownCell(r.BaseVerdict) + ")"
 			case r.OnlyIn != "":
 				verdict = "only in this run (" + verdict + ")"
 			case r.Changed:
-				verdict = "**" + mdCell(r.BaseVerdict) + " → " + verdict + "**"
+				verdict = "**" + MarkdownCell(r.BaseVerdict) + " → " + verdict + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(r.Algorithm), mdCell(r.Topology), verdict,
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", MarkdownCell(r.Algorithm), MarkdownCell(r.Topology), verdict,
 				orDefault(r.Throughput, "–"), orDefault(r.P50, "–"), orDefault(r.P99, "–"), orDefault(r.Efficiency, "–"), orDefault(r.BytesPerKey, "–"))
 		}
 		b.WriteString("\n")
@@ -216,10 +216,10 @@ func WriteComparison(dir string, c *Comparison) error {
 	if err := c.WriteHTML(&html); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
+	return WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
 var htmlComparison = template.Must(template.New("comparison").Parse(`<!DOCTYPE html>

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 func TestCompare(t *testing.T) {
 	a, b := readFixture(t, "result.json"), readFixture(t, "result-b.json")
-	b.Entries[0].Verification.Verdict = Fail // gcra regressed
+	b.Entries[0].Verification.Verdict = verify.Fail // gcra regressed
 	// token-bucket not run the second time
 	b.Entries = slices.DeleteFunc(b.Entries, func(e Entry) bool { return e.Algorithm == "token-bucket" })
 	c, err := Compare([]*Result{a, b})
@@ -71,7 +73,7 @@ func TestDelta(t *testing.T) {
 		{"both zero", 0, 0, true, "–", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, class := delta(tc.base, tc.now, number, tc.higherBetter)
+			got, class := delta(tc.base, tc.now, Number, tc.higherBetter)
 			if got != tc.want || class != tc.class {
 				t.Errorf("delta(%v, %v) = (%q, %q); want (%q, %q)", tc.base, tc.now, got, class, tc.want, tc.class)
 			}

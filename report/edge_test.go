@@ -5,35 +5,38 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
-func TestOutcome(t *testing.T) {
+func TestLabel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		v    Verification
+		v    verify.Summary
 		want string
 	}{
-		{"pass", Verification{Verdict: Pass}, "pass"},
-		{"fail", Verification{Verdict: Fail, DefiniteViolations: 3}, "fail"},
-		{"inconclusive", Verification{Verdict: Inconclusive}, "inconclusive"},
-		{"caught", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
-		{"missed", Verification{Verdict: Pass, ExpectedViolation: true}, "expected violation missed"},
-		{"expected but inconclusive", Verification{Verdict: Inconclusive, ExpectedViolation: true}, "inconclusive"},
-		{"empty", Verification{}, "unknown"},
-		{"tolerated", Verification{Verdict: Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
-		{"tolerated but passed", Verification{Verdict: Pass, MayViolate: true}, "pass"},
-		{"broken threshold", Verification{Verdict: Fail, Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"tolerated but a threshold broke", Verification{Verdict: Fail, DefiniteViolations: 3, MayViolate: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdBroken}}}, "fail"},
-		{"caught, thresholds held", Verification{Verdict: Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []ThresholdCheck{{Threshold: "p99 < 1ms", Status: ThresholdHeld}}}, "expected violation caught"},
+		{"pass", verify.Summary{Verdict: verify.Pass}, "pass"},
+		{"fail", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3}, "fail"},
+		{"inconclusive", verify.Summary{Verdict: verify.Inconclusive}, "inconclusive"},
+		{"caught", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
+		{"missed", verify.Summary{Verdict: verify.Pass, ExpectedViolation: true}, "expected violation missed"},
+		{"expected but inconclusive", verify.Summary{Verdict: verify.Inconclusive, ExpectedViolation: true}, "inconclusive"},
+		{"empty", verify.Summary{}, "unknown"},
+		{"tolerated", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
+		{"tolerated but passed", verify.Summary{Verdict: verify.Pass, MayViolate: true}, "pass"},
+		{"broken threshold", verify.Summary{Verdict: verify.Fail, Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"caught but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"tolerated but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, MayViolate: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
+		{"caught, thresholds held", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
+			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdHeld}}}, "expected violation caught"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Entry{Verification: tc.v}
-			if got := e.Outcome(); got != tc.want {
-				t.Errorf("Outcome(%+v) = %q; want %q", tc.v, got, tc.want)
+			if got := e.Label(); got != tc.want {
+				t.Errorf("Label(%+v) = %q; want %q", tc.v, got, tc.want)
 			}
 		})
 	}
@@ -43,13 +46,13 @@ func TestOutcome(t *testing.T) {
 // verdict, and is kept out of the summary's verdict counts.
 func TestReferenceOutcome(t *testing.T) {
 	r := &Result{Reference: "reference", Entries: []Entry{
-		{Algorithm: "gcra", Topology: "single", Verification: Verification{Verdict: Pass}},
-		{Algorithm: "reference", Topology: "single", Verification: Verification{Verdict: Inconclusive, Contract: "none"}},
+		{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Pass}},
+		{Algorithm: "reference", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "none"}},
 	}}
-	if got := r.OutcomeOf(&r.Entries[1]); got != OutcomeReference {
-		t.Errorf("OutcomeOf(reference) = %q; want %q", got, OutcomeReference)
+	if got := r.LabelOf(&r.Entries[1]); got != LabelReference {
+		t.Errorf("OutcomeOf(reference) = %q; want %q", got, LabelReference)
 	}
-	if got := r.OutcomeOf(&r.Entries[0]); got != "pass" {
+	if got := r.LabelOf(&r.Entries[0]); got != "pass" {
 		t.Errorf("OutcomeOf(gcra) = %q; want pass", got)
 	}
 	want := "1 entry: 1 pass; plus 1 reference entry (calibration, not verified)."
@@ -60,7 +63,7 @@ func TestReferenceOutcome(t *testing.T) {
 		t.Errorf("Findings(reference) = %q; want it described as the reference script, not as inconclusive", f)
 	}
 	r.Reference = ""
-	if got := r.OutcomeOf(&r.Entries[1]); got != "inconclusive" {
+	if got := r.LabelOf(&r.Entries[1]); got != "inconclusive" {
 		t.Errorf("OutcomeOf without a reference = %q; want the entry's own inconclusive", got)
 	}
 }
@@ -73,9 +76,9 @@ func TestWriteAllSparse(t *testing.T) {
 		Environment: Environment{Backend: "external", Topology: "single,cluster"},
 		CutShort:    true, CutShortNote: "Interrupted (Ctrl-C) after 3 s.",
 		Entries: []Entry{
-			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: Verification{Verdict: Inconclusive, Reasons: []string{"no admissions"}}},
-			{Algorithm: "gcra", Topology: "cluster", Verification: Verification{Verdict: Pass, ExpectedViolation: true},
-				Timeline: Timeline{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}},
+			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
+			{Algorithm: "gcra", Topology: "cluster", Verification: verify.Summary{Verdict: verify.Pass, ExpectedViolation: true},
+				Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}}},
 		},
 	}
 	dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -22,7 +23,7 @@ func ExampleEntry_SetHistograms() {
 		fmt.Println(err)
 		return
 	}
-	e.Verification = report.Verification{Verdict: report.Pass, Contract: "token-bucket(10, 100/1s)"}
-	fmt.Println(e.Name(), e.Outcome(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
+	e.Verification = verify.Summary{Verdict: verify.Pass, Contract: "token-bucket(10, 100/1s)"}
+	fmt.Println(e.Name(), e.Label(), e.LatencyUS.P50, e.ServiceLatencyUS.Max)
 	// Output: gcra-single pass 250 1150
 }

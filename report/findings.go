@@ -3,8 +3,9 @@ package report
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // busiest describes the accuracy's worst window (Accuracy.MaxWindowRatio) under contract, or ""
@@ -16,9 +17,9 @@ func busiest(contract string, r float64) string {
 		return ""
 	}
 	if strings.HasPrefix(contract, "token-bucket") {
-		return fmt.Sprintf("at its fullest, its bucket was %s drawn", percent(r))
+		return fmt.Sprintf("at its fullest, its bucket was %s drawn", Percent(r))
 	}
-	s := fmt.Sprintf("its busiest sliding window held %s of its limit", percent(r))
+	s := fmt.Sprintf("its busiest sliding window held %s of its limit", Percent(r))
 	switch {
 	case r <= 1.005:
 	case strings.HasPrefix(contract, "fixed-window"):
@@ -44,31 +45,31 @@ func Findings(r *Result, e *Entry) []string {
 	v := e.Verification
 	worst := ""
 	if e.Accuracy.MaxWindowRatio > 0 {
-		worst = fmt.Sprintf("admitted %s its limit in the worst window", ratio(e.Accuracy.MaxWindowRatio))
+		worst = fmt.Sprintf("admitted %s its limit in the worst window", Ratio(e.Accuracy.MaxWindowRatio))
 	}
-	violations := fmt.Sprintf("%s definite %s", count(v.DefiniteViolations), plural(v.DefiniteViolations, "violation", "violations"))
+	violations := fmt.Sprintf("%s definite %s", Count(v.DefiniteViolations), Plural(v.DefiniteViolations, "violation", "violations"))
 	if v.WorstExcess > 0 {
-		violations += fmt.Sprintf(", worst excess %s %s", count(v.WorstExcess), plural(v.WorstExcess, "permit", "permits"))
+		violations += fmt.Sprintf(", worst excess %s %s", Count(v.WorstExcess), Plural(v.WorstExcess, "permit", "permits"))
 		if v.Where != "" {
 			violations += " " + v.Where
 		}
 	}
-	switch e.Outcome() {
-	case OutcomeCaught:
+	switch e.Label() {
+	case LabelCaught:
 		out = append(out, sentence("Caught as the scenario expected: "+join(worst, violations)))
-	case OutcomeMissed:
+	case LabelMissed:
 		out = append(out, "Expected to be flagged, but no definite violation was found: the harness missed a planted bug.")
-	case OutcomeTolerated:
+	case LabelTolerated:
 		out = append(out, sentence("Failed, tolerated: the scenario lists it under expect.may_violate, so this verdict decides nothing: "+
 			join(worst, violations)))
-	case string(Fail):
+	case string(verify.Fail):
 		if v.DefiniteViolations > 0 {
 			out = append(out, sentence("Over-admitted: "+join(worst, violations)))
 		}
 		for _, reason := range v.Reasons {
 			out = append(out, sentence("Failed: "+reason))
 		}
-	case string(Pass):
+	case string(verify.Pass):
 		s := "Never admitted more than " + orDefault(v.Contract, "its contract") + " allows"
 		if w := busiest(v.Contract, e.Accuracy.MaxWindowRatio); w != "" {
 			s += "; " + w
@@ -76,9 +77,9 @@ func Findings(r *Result, e *Entry) []string {
 		out = append(out, s+".")
 		if v.PossibleViolations > 0 {
 			out = append(out, fmt.Sprintf("%s possible %s could not be ruled out within the timing uncertainty; that alone does not fail a run.",
-				count(v.PossibleViolations), plural(v.PossibleViolations, "violation", "violations")))
+				Count(v.PossibleViolations), Plural(v.PossibleViolations, "violation", "violations")))
 		}
-	case string(Inconclusive):
+	case string(verify.Inconclusive):
 		reasons := strings.Join(v.Reasons, "; ")
 		out = append(out, sentence("No verdict: "+orDefault(reasons, "the run cannot support one")))
 	}
@@ -91,11 +92,11 @@ func Findings(r *Result, e *Entry) []string {
 		switch {
 		case a.Efficiency < 0.98:
 			out = append(out, fmt.Sprintf("Admitted only %s of what an exact limiter would have (%s false %s).",
-				percent(a.Efficiency), count(a.FalseDenials), plural(a.FalseDenials, "denial", "denials")))
+				Percent(a.Efficiency), Count(a.FalseDenials), Plural(a.FalseDenials, "denial", "denials")))
 		case a.Efficiency > 1.02:
-			out = append(out, fmt.Sprintf("Admitted %s what an exact limiter would have.", ratio(a.Efficiency)))
+			out = append(out, fmt.Sprintf("Admitted %s what an exact limiter would have.", Ratio(a.Efficiency)))
 		default:
-			out = append(out, fmt.Sprintf("Admitted %s of what an exact limiter would have.", percent(a.Efficiency)))
+			out = append(out, fmt.Sprintf("Admitted %s of what an exact limiter would have.", Percent(a.Efficiency)))
 		}
 	}
 
@@ -108,54 +109,54 @@ func Findings(r *Result, e *Entry) []string {
 	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.BytesPerKey }); ok && e.Server.BytesPerKey > 0 {
 		if q := e.Server.BytesPerKey / best.Server.BytesPerKey; best != e && q >= 2 {
 			out = append(out, fmt.Sprintf("Uses %s the memory per subject of %s (%s vs %s bytes).",
-				ratio(q), best.Algorithm, number(e.Server.BytesPerKey), number(best.Server.BytesPerKey)))
+				Ratio(q), best.Algorithm, Number(e.Server.BytesPerKey), Number(best.Server.BytesPerKey)))
 		} else if best == e && len(peers) > 1 {
-			out = append(out, fmt.Sprintf("Least memory per subject on %s: %s bytes.", e.Topology, number(e.Server.BytesPerKey)))
+			out = append(out, fmt.Sprintf("Least memory per subject on %s: %s bytes.", e.Topology, Number(e.Server.BytesPerKey)))
 		}
 	}
 
 	if rel := e.Relative; rel != nil && rel.P99 > 0 && rel.Reference != e.Algorithm {
-		out = append(out, fmt.Sprintf("p99 %s the reference script (%s).", ratio(rel.P99), rel.Reference))
+		out = append(out, fmt.Sprintf("p99 %s the reference script (%s).", Ratio(rel.P99), rel.Reference))
 	} else if best, ok := lowest(peers, func(x *Entry) float64 { return x.LatencyUS.P99 }); ok && e.LatencyUS.P99 > 0 {
 		if q := e.LatencyUS.P99 / best.LatencyUS.P99; best != e && q >= 1.5 {
-			out = append(out, fmt.Sprintf("p99 latency %s ms, %s that of %s.", ms(e.LatencyUS.P99), ratio(q), best.Algorithm))
+			out = append(out, fmt.Sprintf("p99 latency %s ms, %s that of %s.", Millis(e.LatencyUS.P99), Ratio(q), best.Algorithm))
 		} else if best == e && len(peers) > 1 {
-			out = append(out, fmt.Sprintf("Lowest p99 latency on %s: %s ms.", e.Topology, ms(e.LatencyUS.P99)))
+			out = append(out, fmt.Sprintf("Lowest p99 latency on %s: %s ms.", e.Topology, Millis(e.LatencyUS.P99)))
 		}
 	}
 
 	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.CPUUSecPerDecision }); ok && e.Server.CPUUSecPerDecision > 0 {
 		if q := e.Server.CPUUSecPerDecision / best.Server.CPUUSecPerDecision; best != e && q >= 2 {
 			out = append(out, fmt.Sprintf("Costs Redis %s the CPU per decision of %s (%s vs %s µs).",
-				ratio(q), best.Algorithm, number(e.Server.CPUUSecPerDecision), number(best.Server.CPUUSecPerDecision)))
+				Ratio(q), best.Algorithm, Number(e.Server.CPUUSecPerDecision), Number(best.Server.CPUUSecPerDecision)))
 		}
 	}
 
 	if bad := e.Errors + e.Unknown; bad > 0 && e.Requests > 0 {
 		var parts []string
 		if e.Errors > 0 {
-			parts = append(parts, count(e.Errors)+" "+plural(e.Errors, "error", "errors"))
+			parts = append(parts, Count(e.Errors)+" "+Plural(e.Errors, "error", "errors"))
 		}
 		if e.Unknown > 0 {
-			parts = append(parts, count(e.Unknown)+" unknown "+plural(e.Unknown, "outcome", "outcomes"))
+			parts = append(parts, Count(e.Unknown)+" unknown "+Plural(e.Unknown, "outcome", "outcomes"))
 		}
-		out = append(out, fmt.Sprintf("%s (%s of requests).", strings.Join(parts, " and "), percent(float64(bad)/float64(e.Requests))))
+		out = append(out, fmt.Sprintf("%s (%s of requests).", strings.Join(parts, " and "), Percent(float64(bad)/float64(e.Requests))))
 	}
 	if e.Dropped > 0 {
-		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", count(e.Dropped), plural(e.Dropped, "request was", "requests were")))
+		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", Count(e.Dropped), Plural(e.Dropped, "request was", "requests were")))
 	}
 	if e.Late > 0 {
-		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", count(e.Late), plural(e.Late, "request was", "requests were"), percent(e.LateFraction)))
+		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", Count(e.Late), Plural(e.Late, "request was", "requests were"), Percent(e.LateFraction)))
 	}
 	return out
 }
 
 // heldThresholds lists the thresholds that held with their values: `"p99 < 5ms" (1.2ms)`. Broken
 // and unevaluated ones are among the verdict's reasons.
-func heldThresholds(checks []ThresholdCheck) string {
+func heldThresholds(checks []verify.ThresholdCheck) string {
 	var parts []string
 	for _, c := range checks {
-		if c.Status == ThresholdHeld {
+		if c.Status == verify.ThresholdHeld {
 			parts = append(parts, fmt.Sprintf("%q (%s)", c.Threshold, c.Shown))
 		}
 	}
@@ -167,10 +168,10 @@ func referenceFindings(e *Entry) []string {
 	out := []string{"The reference script: a bare INCR + PEXPIRE that admits everything, measured under the same load " +
 		"to calibrate the other entries' relative figures. It is not a limiter and has no verdict."}
 	if e.ThroughputRPS > 0 || e.LatencyUS.P99 > 0 {
-		out = append(out, fmt.Sprintf("It completed %s decisions/s with p99 %s ms.", number(e.ThroughputRPS), ms(e.LatencyUS.P99)))
+		out = append(out, fmt.Sprintf("It completed %s decisions/s with p99 %s ms.", Number(e.ThroughputRPS), Millis(e.LatencyUS.P99)))
 	}
 	if e.Server.CPUUSecPerDecision > 0 {
-		out = append(out, fmt.Sprintf("It cost Redis %s µs of CPU per call.", number(e.Server.CPUUSecPerDecision)))
+		out = append(out, fmt.Sprintf("It cost Redis %s µs of CPU per call.", Number(e.Server.CPUUSecPerDecision)))
 	}
 	return out
 }
@@ -215,71 +216,4 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// ratio formats a multiple: "2.0x", "40x".
-func ratio(x float64) string {
-	if x >= 10 {
-		return strconv.FormatFloat(x, 'f', 0, 64) + "x"
-	}
-	return strconv.FormatFloat(x, 'f', 1, 64) + "x"
-}
-
-// percent formats a fraction as a percentage with at most one decimal: 0.973 → "97.3%".
-func percent(x float64) string {
-	s := strconv.FormatFloat(x*100, 'f', 1, 64)
-	return strings.TrimSuffix(s, ".0") + "%"
-}
-
-// ms formats microseconds as milliseconds with three significant decimals at most.
-func ms(us float64) string {
-	v := us / MicrosPerMilli
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case v >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 3, 64)
-}
-
-// count formats an integer with thousands separators: 1234567 → "1,234,567".
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// number formats a measurement: integers with separators from 100 up, else up to 3 significant
-// digits.
-func number(x float64) string {
-	switch {
-	case math.IsNaN(x) || math.IsInf(x, 0):
-		return "n/a"
-	case math.Abs(x) >= 100:
-		return count(int64(math.Round(x)))
-	case math.Abs(x) >= 10:
-		return strings.TrimSuffix(strconv.FormatFloat(x, 'f', 1, 64), ".0")
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(strconv.FormatFloat(x, 'f', 2, 64), "0"), ".0")
 }

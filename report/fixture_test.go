@@ -11,10 +11,14 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 var (
-	update       = flag.Bool("update", false, "rewrite golden files in testdata from the current output")
 	regenFixture = flag.Bool("regen-fixture", false, "rewrite testdata/result.json and testdata/result-b.json from syntheticResult")
 )
 
@@ -24,7 +28,7 @@ type fixtureEntry struct {
 	mayViolate       bool
 	p50us            float64 // median latency, µs
 	tail             float64 // lognormal sigma
-	verdict          Verdict
+	verdict          verify.Verdict
 	reasons          []string
 	expected         bool
 	definite         int64
@@ -52,11 +56,11 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
 			ExpectViolations: []string{"fixed-window-published"},
 			Settings: &Settings{
-				Limit: LimitSettings{Limit: 100, WindowS: 1, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
-				Clients: 8, ClientMode: "plain", Arrival: &ArrivalSettings{Kind: "rate", Rate: 200},
-				Keys:       KeySettings{Count: 50, Distribution: "zipf", ZipfS: 1.1},
+				Limit: algorithms.Limit{Limit: 100, Window: time.Second, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
+				Clients: 8, ClientMode: load.ModePlain, Arrival: &scenarios.Arrival{Rate: 200},
+				Keys:       load.Keys{Count: 50, Distribution: load.Zipf, ZipfS: 1.1},
 				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
-				Expect:     ExpectSettings{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
+				Expect:     scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
 				Thresholds: []string{"errors < 1%", "gcra: efficiency > 0.9", "sliding-counter: efficiency > 0.95"},
 			},
 		},
@@ -69,18 +73,18 @@ func syntheticResult(t testing.TB, run int) *Result {
 	}
 	slow := 1 + 0.15*float64(run) // the second run is a little slower
 	fixtures := []fixtureEntry{
-		{alg: "gcra", contract: "token-bucket(10, 100/1s)", p50us: 180, tail: 0.35, verdict: Pass, ratio: 0.96, eff: 0.998, bytes: 72, cpu: 6.1, usec: 4.2},
-		{alg: "sliding-log", contract: "sliding-window(100, 1s)", p50us: 260, tail: 0.45, verdict: Pass, possible: 2, ratio: 1, eff: 1, bytes: 2890, cpu: 14.5, usec: 11.9},
-		{alg: "sliding-counter", contract: "fixed-window(100, 1s)", p50us: 200, tail: 0.4, verdict: Pass, ratio: 0.99, eff: 0.93, bytes: 150, cpu: 7.2, usec: 5.0},
-		{alg: "fixed-window-published", contract: "fixed-window(100, 1m0s)", p50us: 210, tail: 0.5, verdict: Fail, expected: true,
+		{alg: "gcra", contract: "token-bucket(10, 100/1s)", p50us: 180, tail: 0.35, verdict: verify.Pass, ratio: 0.96, eff: 0.998, bytes: 72, cpu: 6.1, usec: 4.2},
+		{alg: "sliding-log", contract: "sliding-window(100, 1s)", p50us: 260, tail: 0.45, verdict: verify.Pass, possible: 2, ratio: 1, eff: 1, bytes: 2890, cpu: 14.5, usec: 11.9},
+		{alg: "sliding-counter", contract: "fixed-window(100, 1s)", p50us: 200, tail: 0.4, verdict: verify.Pass, ratio: 0.99, eff: 0.93, bytes: 150, cpu: 7.2, usec: 5.0},
+		{alg: "fixed-window-published", contract: "fixed-window(100, 1m0s)", p50us: 210, tail: 0.5, verdict: verify.Fail, expected: true,
 			reasons: []string{"definite violations of fixed-window(100, 1m0s)"}, definite: 37, possible: 41, excess: 100,
 			where: "on key {demo}:k3 in the window starting at 60.000 s", ratio: 2, eff: 1.31, bytes: 96, cpu: 9.0, usec: 6.6, overAdmit: 2},
-		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: Inconclusive,
+		{alg: "token-bucket", contract: "token-bucket(10, 100/1s)", p50us: 240, tail: 0.9, verdict: verify.Inconclusive,
 			reasons: []string{"the load generator fell 3.2% behind its schedule (limit 1%)"}, ratio: 0.9, eff: 0.99, bytes: 110, cpu: 8.8, usec: 6.0, errors: 12, late: 128},
-		{alg: "sliding-log-published", contract: "sliding-window(100, 1s)", mayViolate: true, p50us: 320, tail: 0.5, verdict: Fail,
+		{alg: "sliding-log-published", contract: "sliding-window(100, 1s)", mayViolate: true, p50us: 320, tail: 0.5, verdict: verify.Fail,
 			reasons: []string{"definite violations of sliding-window(100, 1s)"}, definite: 3, possible: 9, excess: 2,
 			where: "on key {demo}:k0 between 11.990 s and 12.990 s", ratio: 1.02, eff: 1.01, bytes: 3120, cpu: 18.5, usec: 15.1, overAdmit: 1.02},
-		{alg: "reference", contract: "none", p50us: 150, tail: 0.3, verdict: Inconclusive,
+		{alg: "reference", contract: "none", p50us: 150, tail: 0.3, verdict: verify.Inconclusive,
 			reasons: []string{"no contract: nothing was verified"}, bytes: 56, cpu: 4.0, usec: 2.1},
 	}
 	// thresholds are the scenario's, as the runner checks them: metric value per entry.
@@ -119,14 +123,14 @@ func syntheticResult(t testing.TB, run int) *Result {
 			Algorithm: f.alg, Topology: "single",
 			Requests: int64(n), Errors: f.errors, Late: f.late, LateFraction: float64(f.late) / float64(n),
 			DurationS: bins * binS, OfferedRPS: 200,
-			Verification: Verification{
+			Verification: verify.Summary{
 				Verdict: f.verdict, Reasons: f.reasons, Contract: f.contract,
 				DefiniteViolations: f.definite, PossibleViolations: f.possible, WorstExcess: f.excess, Where: f.where,
 				ExpectedViolation: f.expected, MayViolate: f.mayViolate,
 			},
-			Accuracy: Accuracy{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
+			Accuracy: verify.AccuracySummary{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
 			Server:   Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
-			Timeline: Timeline{BinS: binS},
+			Timeline: Timeline{Series: load.Series{BinS: binS}},
 		}
 		if err := e.SetHistograms(lat, svc); err != nil {
 			t.Fatal(err)
@@ -161,7 +165,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 		if f.eff > 0 {
 			e.Accuracy.IdealAllowed = int64(math.Round(float64(e.Allowed) / f.eff))
 		} else {
-			e.Accuracy = Accuracy{}
+			e.Accuracy = verify.AccuracySummary{}
 		}
 		if f.alg != r.Reference {
 			for _, th := range thresholds {
@@ -169,10 +173,10 @@ func syntheticResult(t testing.TB, run int) *Result {
 					continue
 				}
 				v := th.value(&e)
-				c := ThresholdCheck{Threshold: th.text, Status: ThresholdHeld, Value: v, Shown: th.shown(v)}
+				c := verify.ThresholdCheck{Threshold: th.text, Status: verify.ThresholdHeld, Value: v, Shown: th.shown(v)}
 				if !th.holds(v) {
-					c.Status = ThresholdBroken
-					e.Verification.Verdict = Fail
+					c.Status = verify.ThresholdBroken
+					e.Verification.Verdict = verify.Fail
 					e.Verification.Reasons = append(e.Verification.Reasons,
 						fmt.Sprintf("threshold %q broken: efficiency = %s", th.text, c.Shown))
 				}

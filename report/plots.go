@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Figure kinds.
+// Figure kinds of a run's report.
 const (
 	KindLatency  = "latency"
 	KindAccuracy = "accuracy"
@@ -45,6 +45,15 @@ type figureSpec struct {
 	Figure
 	w, h vg.Length
 	draw func(dc draw.Canvas)
+}
+
+// RenderFigure returns f drawn by draw on a canvas of w × h as PNG and SVG (f's PNG and SVG
+// replaced), in the reports' style and resolution: the way every limitbench figure is rendered.
+// gonum panics on some degenerate input; that becomes an error.
+func RenderFigure(f Figure, w, h vg.Length, draw func(dc draw.Canvas)) (Figure, error) {
+	spec := figureSpec{Figure: f, w: w, h: h, draw: draw}
+	err := spec.render()
+	return spec.Figure, err
 }
 
 // render draws f as PNG and SVG. gonum panics on some degenerate input; that becomes an error.
@@ -136,7 +145,8 @@ func entriesOn(r *Result, topo string) []*Entry {
 	return out
 }
 
-func newPlot(title, x, y string) *plot.Plot {
+// NewPlot returns a plot in the reports' style with title and axis labels x and y.
+func NewPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -179,7 +189,7 @@ var nines = []plot.Tick{
 // from intended send time in ms, one line per algorithm with a latency histogram. nil when none has.
 func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) {
 	title := fmt.Sprintf("Latency by percentile, %s on %s (%s)", r.Scenario.Name, topo, r.Environment.Backend)
-	p := newPlot(title, "percentile (log scale of 1/(1−q))", "latency from intended send (ms)")
+	p := NewPlot(title, "percentile (log scale of 1/(1−q))", "latency from intended send (ms)")
 	p.X.Scale = plot.LogScale{}
 	l := newLegend()
 	var algs []string
@@ -239,7 +249,7 @@ func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) 
 func accuracySpec(r *Result, e *Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
-	p := newPlot(title, "time since start (s)", "requests per second")
+	p := NewPlot(title, "time since start (s)", "requests per second")
 	l := newLegend()
 	rate := func(counts []int64) plotter.XYs {
 		xys := make(plotter.XYs, len(counts))
@@ -333,7 +343,7 @@ func compareSpec(r *Result, topo string, entries []*Entry) figureSpec {
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, pn := range panels {
-		p := newPlot(pn.title, "", "")
+		p := NewPlot(pn.title, "", "")
 		p.Title.TextStyle.Font.Size = vg.Points(11)
 		for i, e := range entries {
 			v := pn.value(e)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // Names of the report files WriteAll writes.
@@ -53,7 +55,7 @@ func WriteAll(dir string, r *Result) error {
 			if err := WriteHGRM(&buf, hist, MicrosPerMilli); err != nil {
 				return err
 			}
-			if err := writeFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
+			if err := WriteFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
 				return err
 			}
 			*h.dst = h.name
@@ -66,7 +68,7 @@ func WriteAll(dir string, r *Result) error {
 			b   []byte
 		}{{".png", f.PNG}, {".svg", f.SVG}} {
 			name := f.Name + out.ext
-			if err := writeFile(filepath.Join(dir, name), out.b); err != nil {
+			if err := WriteFile(filepath.Join(dir, name), out.b); err != nil {
 				return err
 			}
 			r.Files.Plots = append(r.Files.Plots, name)
@@ -86,10 +88,10 @@ func WriteAll(dir string, r *Result) error {
 	if err := WriteHTML(&html, r, figs); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
+	if err := WriteFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
 		return err
 	}
 	return r.Write(dir)
@@ -111,7 +113,7 @@ type view struct {
 type row struct{ Key, Value string }
 
 type verdictRow struct {
-	Algorithm, Topology, Outcome, Class, Contract  string
+	Algorithm, Topology, Label, Class, Contract    string
 	Definite, Possible, Worst, Efficiency, Through string
 	P50, P99                                       string
 }
@@ -146,7 +148,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	add(&v.Scenario, "scenario", name)
 	add(&v.Scenario, "seed", strconv.FormatInt(s.Seed, 10))
 	if s.DurationS > 0 {
-		add(&v.Scenario, "duration", number(s.DurationS)+" s per algorithm × topology")
+		add(&v.Scenario, "duration", Number(s.DurationS)+" s per algorithm × topology")
 	}
 	load := []string{}
 	if s.Loop != "" {
@@ -166,7 +168,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	if st := s.Settings; st != nil {
 		add(&v.Scenario, "limit", limitText(st))
 		if st.WarmupS > 0 {
-			add(&v.Scenario, "warmup", number(st.WarmupS)+" s before each measurement (measured, not verified)")
+			add(&v.Scenario, "warmup", Number(st.WarmupS)+" s before each measurement (measured, not verified)")
 		}
 	}
 	add(&v.Scenario, "clock skew", s.Skew)
@@ -191,7 +193,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	add(&v.Environment, "topology", env.Topology)
 	redis := env.RedisVersion
 	if env.Nodes > 0 {
-		redis += fmt.Sprintf(", %d %s", env.Nodes, plural(int64(env.Nodes), "node", "nodes"))
+		redis += fmt.Sprintf(", %d %s", env.Nodes, Plural(int64(env.Nodes), "node", "nodes"))
 	}
 	add(&v.Environment, "Redis", strings.TrimPrefix(redis, ", "))
 	machine := []string{}
@@ -215,19 +217,19 @@ func newView(r *Result, figs []Figure, inline bool) view {
 
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		out := r.OutcomeOf(e)
+		out := r.LabelOf(e)
 		vr := verdictRow{
-			Algorithm: e.Algorithm, Topology: e.Topology, Outcome: out, Class: outcomeClass(out),
+			Algorithm: e.Algorithm, Topology: e.Topology, Label: out, Class: labelClass(out),
 			Contract: orDefault(e.Verification.Contract, "none"),
-			Definite: count(e.Verification.DefiniteViolations), Possible: count(e.Verification.PossibleViolations),
-			Worst: "–", Efficiency: "–", Through: number(e.ThroughputRPS),
-			P50: ms(e.LatencyUS.P50), P99: ms(e.LatencyUS.P99),
+			Definite: Count(e.Verification.DefiniteViolations), Possible: Count(e.Verification.PossibleViolations),
+			Worst: "–", Efficiency: "–", Through: Number(e.ThroughputRPS),
+			P50: Millis(e.LatencyUS.P50), P99: Millis(e.LatencyUS.P99),
 		}
 		if e.Accuracy.MaxWindowRatio > 0 {
-			vr.Worst = percent(e.Accuracy.MaxWindowRatio)
+			vr.Worst = Percent(e.Accuracy.MaxWindowRatio)
 		}
 		if e.Accuracy.Efficiency > 0 {
-			vr.Efficiency = percent(e.Accuracy.Efficiency)
+			vr.Efficiency = Percent(e.Accuracy.Efficiency)
 		}
 		v.Verdicts = append(v.Verdicts, vr)
 		v.Findings = append(v.Findings, findingGroup{
@@ -254,10 +256,10 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	return v
 }
 
-// summaryOrder is the order outcomes are counted in the summary line: problems first.
-var summaryOrder = []string{string(Fail), OutcomeMissed, string(Inconclusive), OutcomeTolerated, OutcomeCaught, string(Pass), "unknown"}
+// summaryOrder is the order labels are counted in the summary line: problems first.
+var summaryOrder = []string{string(verify.Fail), LabelMissed, string(verify.Inconclusive), LabelTolerated, LabelCaught, string(verify.Pass), "unknown"}
 
-// summary counts the verified entries by outcome, the reference script's apart: "5 entries: 1
+// summary counts the verified entries by label, the reference script's apart: "5 entries: 1
 // fail, 4 pass; plus 1 reference entry (calibration, not verified)."
 func summary(r *Result) string {
 	n := map[string]int{}
@@ -268,7 +270,7 @@ func summary(r *Result) string {
 			continue
 		}
 		verified++
-		n[r.Entries[i].Outcome()]++
+		n[r.Entries[i].Label()]++
 	}
 	var parts []string
 	for _, o := range summaryOrder {
@@ -276,27 +278,28 @@ func summary(r *Result) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[o], o))
 		}
 	}
-	s := fmt.Sprintf("%d %s", verified, plural(int64(verified), "entry", "entries"))
+	s := fmt.Sprintf("%d %s", verified, Plural(int64(verified), "entry", "entries"))
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
 	if refs > 0 {
-		s += fmt.Sprintf("; plus %d reference %s (calibration, not verified)", refs, plural(int64(refs), "entry", "entries"))
+		s += fmt.Sprintf("; plus %d reference %s (calibration, not verified)", refs, Plural(int64(refs), "entry", "entries"))
 	}
 	return s + "."
 }
 
-func outcomeClass(outcome string) string {
-	switch outcome {
-	case string(Pass):
+// labelClass is the CSS class of a verdict-table label.
+func labelClass(label string) string {
+	switch label {
+	case string(verify.Pass):
 		return "pass"
-	case OutcomeCaught:
+	case LabelCaught:
 		return "caught"
-	case string(Inconclusive):
+	case string(verify.Inconclusive):
 		return "inconclusive"
-	case OutcomeTolerated:
+	case LabelTolerated:
 		return "tolerated"
-	case OutcomeReference:
+	case LabelReference:
 		return "reference"
 	}
 	return "fail"
@@ -318,9 +321,9 @@ func limitText(st *Settings) string {
 	if l.Limit == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", count(l.Limit), number(l.WindowS), count(l.Burst), count(l.ConsumerLimit))
+	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", Count(l.Limit), Number(l.Window.Seconds()), Count(l.Capacity()), Count(l.Consumer()))
 	if st.Cost > 0 {
-		s += fmt.Sprintf(", %s %s per request", count(st.Cost), plural(st.Cost, "permit", "permits"))
+		s += fmt.Sprintf(", %s %s per request", Count(st.Cost), Plural(st.Cost, "permit", "permits"))
 	}
 	return s
 }
@@ -331,13 +334,13 @@ func limitText(st *Settings) string {
 func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	v := newView(r, figs, false)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", mdText(v.Title))
+	fmt.Fprintf(&b, "# %s\n\n", MarkdownText(v.Title))
 	if v.Description != "" {
-		fmt.Fprintf(&b, "%s\n\n", mdText(v.Description))
+		fmt.Fprintf(&b, "%s\n\n", MarkdownText(v.Description))
 	}
-	fmt.Fprintf(&b, "**Summary:** %s\n\n", mdText(v.Summary))
+	fmt.Fprintf(&b, "**Summary:** %s\n\n", MarkdownText(v.Summary))
 	if v.CutShort != "" {
-		fmt.Fprintf(&b, "> **Cut short:** %s\n\n", mdText(v.CutShort))
+		fmt.Fprintf(&b, "> **Cut short:** %s\n\n", MarkdownText(v.CutShort))
 	}
 	for _, sec := range []struct {
 		title string
@@ -345,7 +348,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	}{{"Scenario", v.Scenario}, {"Environment", v.Environment}} {
 		fmt.Fprintf(&b, "## %s\n\n| | |\n|---|---|\n", sec.title)
 		for _, r := range sec.rows {
-			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(r.Key), mdCell(r.Value))
+			fmt.Fprintf(&b, "| %s | %s |\n", MarkdownCell(r.Key), MarkdownCell(r.Value))
 		}
 		b.WriteString("\n")
 	}
@@ -353,20 +356,20 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	b.WriteString("| algorithm | topology | verdict | contract | definite | possible | worst window | efficiency | throughput (/s) | p50 (ms) | p99 (ms) |\n")
 	b.WriteString("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range v.Verdicts {
-		outcome := mdCell(r.Outcome)
+		label := MarkdownCell(r.Label)
 		if r.Class == "fail" {
-			outcome = "**" + outcome + "**"
+			label = "**" + label + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			mdCell(r.Algorithm), mdCell(r.Topology), outcome, mdCell(r.Contract), r.Definite, r.Possible,
+			MarkdownCell(r.Algorithm), MarkdownCell(r.Topology), label, MarkdownCell(r.Contract), r.Definite, r.Possible,
 			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
 	}
-	fmt.Fprintf(&b, "\n%s\n\n", mdText(verdictLegend))
+	fmt.Fprintf(&b, "\n%s\n\n", MarkdownText(verdictLegend))
 	b.WriteString("## Findings\n\n")
 	for _, g := range v.Findings {
-		fmt.Fprintf(&b, "### %s\n\n", mdText(g.Heading))
+		fmt.Fprintf(&b, "### %s\n\n", MarkdownText(g.Heading))
 		for _, it := range g.Items {
-			fmt.Fprintf(&b, "- %s\n", mdText(it))
+			fmt.Fprintf(&b, "- %s\n", MarkdownText(it))
 		}
 		b.WriteString("\n")
 	}
@@ -374,9 +377,9 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 		b.WriteString("## Plots\n\n")
 	}
 	for _, g := range v.Topologies {
-		fmt.Fprintf(&b, "### %s\n\n", mdText(g.Topology))
+		fmt.Fprintf(&b, "### %s\n\n", MarkdownText(g.Topology))
 		for _, f := range g.Figures {
-			fmt.Fprintf(&b, "![%s](%s.png)\n\n[SVG version](%s.svg)\n\n", mdText(f.Title), f.Name, f.Name)
+			fmt.Fprintf(&b, "![%s](%s.png)\n\n[SVG version](%s.svg)\n\n", MarkdownText(f.Title), f.Name, f.Name)
 		}
 	}
 	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
@@ -384,16 +387,6 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 		return fmt.Errorf("write report.md: %w", err)
 	}
 	return nil
-}
-
-// mdText escapes the characters Markdown would otherwise interpret in running text.
-func mdText(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", "[", `\[`, "]", `\]`).Replace(s)
-}
-
-// mdCell escapes s for a Markdown table cell.
-func mdCell(s string) string {
-	return strings.ReplaceAll(mdText(strings.ReplaceAll(s, "\n", " ")), "|", `\|`)
 }
 
 // WriteHTML writes report.html for r: the same content as report.md in one self-contained file,
@@ -451,7 +444,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <div class="wrap"><table class="v">
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
 <tbody>{{range .Verdicts}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Outcome}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
+<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>` + verdictLegend + `</p>
 <h2>Findings</h2>

@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/internal/golden"
+	"github.com/limitbench/limitbench/internal/load"
 )
 
 func copyFile(src, dst string) error {
@@ -21,7 +24,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(dst, b)
+	return WriteFile(dst, b)
 }
 
 func readFixture(t *testing.T, name string) *Result {
@@ -50,8 +53,8 @@ func TestResultRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := Summarize(h); s != got.Entries[0].LatencyUS {
-		t.Errorf("Summarize(decoded histogram) = %+v; want %+v", s, got.Entries[0].LatencyUS)
+	if s := load.Summarize(h); s != got.Entries[0].LatencyUS {
+		t.Errorf("load.Summarize(decoded histogram) = %+v; want %+v", s, got.Entries[0].LatencyUS)
 	}
 }
 
@@ -103,19 +106,7 @@ func TestMarkdownGolden(t *testing.T) {
 	if err := WriteMarkdown(&buf, r, figs); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "report.md")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("report.md differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "report.md"), buf.Bytes())
 }
 
 // strokePath matches an SVG path's data and stroke colour as vgsvg writes them.

@@ -1,23 +1,19 @@
-// Package report owns what a run leaves behind: the result.json schema (limitbench/result/v1) and
-// its reading and writing, the HdrHistogram percentile-distribution files (.hgrm), the gonum plots
-// (latency "nines", accuracy over time, side-by-side comparison), the Markdown and self-contained
-// HTML reports, and the run-against-run comparison of saved results.
-//
-// The runner fills a Result and calls WriteAll; `limitbench report` reads result.json files back with
-// ReadResult and rebuilds everything from them alone, so a Result carries every figure the plots and
-// reports need (encoded histograms, timeline bins, violation times), not only the summary numbers.
 package report
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // SchemaVersion is the value of Result.Schema this package writes and reads.
@@ -28,19 +24,6 @@ const ResultFile = "result.json"
 
 // ErrSchema reports a result.json that is not limitbench/result/v1 or is inconsistent with it.
 var ErrSchema = errors.New("report: not a limitbench/result/v1 result")
-
-// Verdict is the outcome of verifying one entry. See DESIGN.md "Words".
-type Verdict string
-
-const (
-	// Pass: no definite violation and no broken threshold.
-	Pass Verdict = "pass"
-	// Fail: at least one definite violation or a broken threshold.
-	Fail Verdict = "fail"
-	// Inconclusive: the run cannot support a verdict (no admissions, too many unknown outcomes, the
-	// load generator fell behind). Verification.Reasons says which.
-	Inconclusive Verdict = "inconclusive"
-)
 
 // Result is one run: a scenario on one environment, with one Entry per algorithm × topology. It is
 // what result.json holds. The zero value is not valid; set Schema to SchemaVersion (Write does it
@@ -104,11 +87,12 @@ type Scenario struct {
 }
 
 // Settings are the settings a scenario ran with, after defaults and command-line overrides: enough
-// to read what was run without the scenario file. Durations are seconds, rates are requests per
-// second across all clients. New fields may be added; existing ones keep their names and units.
+// to read what was run without the scenario file. Each concept is its owner's type, written in
+// its own JSON form: durations in seconds, rates in requests per second across all clients. New
+// fields may be added; existing ones keep their names and units.
 type Settings struct {
 	// Limit is what every built-in algorithm was configured with.
-	Limit LimitSettings `json:"limit"`
+	Limit algorithms.Limit `json:"limit"`
 	// Cost is the number of permits each request asked for.
 	Cost int64 `json:"cost"`
 	// WarmupS is the warmup before each measurement (measured, not verified), seconds.
@@ -118,104 +102,22 @@ type Settings struct {
 	// Clients is the number of concurrent clients.
 	Clients int `json:"clients"`
 	// ClientMode is plain, pipeline or autopipeline; PipelineDepth is set with pipeline.
-	ClientMode    string `json:"client_mode"`
-	PipelineDepth int    `json:"pipeline_depth,omitempty"`
+	ClientMode    load.Mode `json:"client_mode"`
+	PipelineDepth int       `json:"pipeline_depth,omitempty"`
 	// Arrival is the open-loop schedule; nil for a closed loop.
-	Arrival *ArrivalSettings `json:"arrival,omitempty"`
+	Arrival *scenarios.Arrival `json:"arrival,omitempty"`
 	// Keys is how requests chose their subject.
-	Keys KeySettings `json:"keys"`
-	// ClockSkew is the clients' clock skew; nil for none.
-	ClockSkew *SkewSettings `json:"clock_skew,omitempty"`
+	Keys load.Keys `json:"keys"`
+	// ClockSkew is the clients' clock skew; left out for none.
+	ClockSkew load.Skew `json:"clock_skew,omitzero"`
 	// Algorithms lists what the scenario ran, "all" expanded, in order (without the reference
 	// script); Custom describes the custom scripts among them.
-	Algorithms []string         `json:"algorithms"`
-	Custom     []CustomSettings `json:"custom,omitempty"`
+	Algorithms []string                `json:"algorithms"`
+	Custom     []algorithms.CustomSpec `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
-	Expect ExpectSettings `json:"expect"`
+	Expect scenarios.Expect `json:"expect"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
-}
-
-// LimitSettings is the scenario's limit with its defaults applied: Burst and ConsumerLimit are
-// Limit when the scenario leaves them out.
-type LimitSettings struct {
-	Limit         int64   `json:"limit"`
-	WindowS       float64 `json:"window_s"`
-	Burst         int64   `json:"burst"`
-	ConsumerLimit int64   `json:"consumer_limit"`
-}
-
-// ArrivalSettings is an open-loop schedule. Kind is rate, ramp, steps or spike and says which of
-// the other fields is set; Align is set when the schedule was aligned to the clock.
-type ArrivalSettings struct {
-	Kind  string         `json:"kind"`
-	Rate  float64        `json:"rate,omitempty"`
-	Ramp  *RampSettings  `json:"ramp,omitempty"`
-	Steps []StepSettings `json:"steps,omitempty"`
-	Spike *SpikeSettings `json:"spike,omitempty"`
-	Align *AlignSettings `json:"align,omitempty"`
-}
-
-// RampSettings goes linearly from From to To over warmup and duration.
-type RampSettings struct {
-	From float64 `json:"from"`
-	To   float64 `json:"to"`
-}
-
-// StepSettings is Rate for ForS seconds; the steps repeat.
-type StepSettings struct {
-	ForS float64 `json:"for_s"`
-	Rate float64 `json:"rate"`
-}
-
-// SpikeSettings is Base, raised to Peak for ForS seconds from AtS, again every EveryS seconds when
-// that is set.
-type SpikeSettings struct {
-	Base   float64 `json:"base"`
-	Peak   float64 `json:"peak"`
-	AtS    float64 `json:"at_s"`
-	ForS   float64 `json:"for_s"`
-	EveryS float64 `json:"every_s,omitempty"`
-}
-
-// AlignSettings puts the schedule's start at a Unix time u with u mod EveryS = OffsetS.
-type AlignSettings struct {
-	EveryS  float64 `json:"every_s"`
-	OffsetS float64 `json:"offset_s"`
-}
-
-// KeySettings is key choice: Count subjects, Distribution uniform, zipf (with ZipfS) or hot (with
-// HotShare).
-type KeySettings struct {
-	Count        int     `json:"count"`
-	Distribution string  `json:"distribution"`
-	ZipfS        float64 `json:"zipf_s,omitempty"`
-	HotShare     float64 `json:"hot_share,omitempty"`
-}
-
-// SkewSettings is per-client clock skew: OffsetsS cycled over clients, or clients spread evenly
-// over ±SpreadS.
-type SkewSettings struct {
-	OffsetsS []float64 `json:"offsets_s,omitempty"`
-	SpreadS  float64   `json:"spread_s,omitempty"`
-}
-
-// CustomSettings describes a custom script entry: its file as the scenario gave it, its key and
-// argument templates, its allowed rule and its contract, as written.
-type CustomSettings struct {
-	Name     string   `json:"name"`
-	Script   string   `json:"script"`
-	Keys     []string `json:"keys"`
-	Args     []string `json:"args,omitempty"`
-	Allowed  string   `json:"allowed"`
-	Contract string   `json:"contract"`
-}
-
-// ExpectSettings is the scenario's expect section: Violations must be flagged; MayViolate are
-// tolerated either way.
-type ExpectSettings struct {
-	Violations []string `json:"violations,omitempty"`
-	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.
@@ -278,15 +180,15 @@ type Entry struct {
 	ThroughputRPS float64 `json:"throughput_rps"`
 
 	// LatencyUS is measured from each request's intended send time (coordinated-omission corrected).
-	LatencyUS Latency `json:"latency_us"`
+	LatencyUS load.Latency `json:"latency_us"`
 	// ServiceLatencyUS is measured from the actual send.
-	ServiceLatencyUS Latency `json:"service_latency_us"`
+	ServiceLatencyUS load.Latency `json:"service_latency_us"`
 	// Histograms holds the full distributions behind LatencyUS and ServiceLatencyUS.
 	Histograms Histograms `json:"histograms"`
 
-	Verification Verification `json:"verification"`
-	Accuracy     Accuracy     `json:"accuracy"`
-	Server       Server       `json:"server"`
+	Verification verify.Summary         `json:"verification"`
+	Accuracy     verify.AccuracySummary `json:"accuracy"`
+	Server       Server                 `json:"server"`
 	// Timeline is offered, admitted, denied and errors over time, for the accuracy plot.
 	Timeline Timeline `json:"timeline"`
 
@@ -300,16 +202,6 @@ type Entry struct {
 	Files Files `json:"files"`
 }
 
-// Latency is a summary of one latency distribution, in microseconds.
-type Latency struct {
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
-	Mean float64 `json:"mean"`
-}
-
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not
 // recorded.
@@ -318,76 +210,6 @@ type Histograms struct {
 	Latency string `json:"latency,omitempty"`
 	// Service is from actual send time.
 	Service string `json:"service,omitempty"`
-}
-
-// Verification is what the verifier concluded about one entry.
-type Verification struct {
-	Verdict Verdict `json:"verdict"`
-	// Reasons says, in words, why the verdict is fail or inconclusive.
-	Reasons []string `json:"reasons,omitempty"`
-	// Contract is the contract checked, as algorithms.Contract.String renders it.
-	Contract string `json:"contract"`
-	// DefiniteViolations holds for every placement of decision times; PossibleViolations for some.
-	DefiniteViolations int64 `json:"definite_violations"`
-	PossibleViolations int64 `json:"possible_violations"`
-	// WorstExcess is the largest number of permits above the contract in one window (0 if none).
-	WorstExcess int64 `json:"worst_excess"`
-	// Where locates the worst excess in words: key and window.
-	Where string `json:"where,omitempty"`
-	// ExpectedViolation is true when the scenario expects this algorithm to be flagged.
-	ExpectedViolation bool `json:"expected_violation"`
-	// MayViolate is true when the scenario tolerates this algorithm's violations
-	// (expect.may_violate): its verdict is shown but decides nothing.
-	MayViolate bool `json:"may_violate,omitempty"`
-	// Thresholds holds the scenario's thresholds that apply to this entry, each checked against its
-	// figures. A broken threshold makes Verdict fail; one that cannot be evaluated (no data for its
-	// metric) makes a pass inconclusive. Reasons says which, in words.
-	Thresholds []ThresholdCheck `json:"thresholds,omitempty"`
-	// ViolationTimesS holds the time of each definite violation, seconds since the entry started
-	// (at most the runner's cap; ViolationTimesOmitted counts the rest).
-	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
-	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
-}
-
-// ThresholdStatus is the result of checking one threshold against one entry.
-type ThresholdStatus string
-
-// The threshold statuses.
-const (
-	// ThresholdHeld: the entry's figure keeps the bound.
-	ThresholdHeld ThresholdStatus = "held"
-	// ThresholdBroken: the entry's figure breaks the bound; the entry's verdict is fail.
-	ThresholdBroken ThresholdStatus = "broken"
-	// ThresholdUnevaluated: the entry has no data for the metric (no completed request, nothing an
-	// exact limiter admitted), so the bound can neither hold nor break; it does not pass.
-	ThresholdUnevaluated ThresholdStatus = "unevaluated"
-)
-
-// ThresholdCheck is one scenario threshold checked against one entry.
-type ThresholdCheck struct {
-	// Threshold is the threshold as the scenario wrote it, for example "gcra: efficiency > 0.9".
-	Threshold string          `json:"threshold"`
-	Status    ThresholdStatus `json:"status"`
-	// Value is the entry's figure in the metric's unit (µs for latencies, requests per second for
-	// throughput, a fraction for efficiency and errors); 0 when unevaluated.
-	Value float64 `json:"value"`
-	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
-	Shown string `json:"shown"`
-}
-
-// Accuracy compares admissions with an exact limiter replaying the same offered sequence.
-type Accuracy struct {
-	// IdealAllowed is what the exact limiter admitted.
-	IdealAllowed int64 `json:"ideal_allowed"`
-	// Efficiency is Allowed / IdealAllowed (1 is exact; above 1 over-admits).
-	Efficiency float64 `json:"efficiency"`
-	// FalseDenials are denials the exact limiter would have admitted.
-	FalseDenials int64 `json:"false_denials"`
-	// MaxWindowRatio is, for window contracts, the most permits admitted in any sliding window
-	// (t−W, t] divided by the limit L (fixed-window allows up to 2 across a window boundary); for
-	// token-bucket, the most tokens drawn and not yet refilled over the capacity C. See
-	// verify.AccuracyReport.MaxWindowRatio.
-	MaxWindowRatio float64 `json:"max_window_ratio"`
 }
 
 // Server is what the decisions cost Redis. Zero means not measured.
@@ -402,31 +224,25 @@ type Server struct {
 	Keys int64 `json:"keys,omitempty"`
 }
 
-// Timeline is counts per fixed-width bin from the start of the entry's measurement.
-// All slices have the same length.
+// Timeline is the measurement over time, for the accuracy plot: load's counts per bin (offered,
+// admitted permits, denied, errors) and, beside them, the most the contract allows in each bin
+// over every subject offered requests in it (verify.Measurement.BinLimits), permits per bin; nil
+// or 0 when it has no meaning (no contract). All slices have the same length.
 type Timeline struct {
-	// BinS is the bin width in seconds.
-	BinS float64 `json:"bin_s"`
-	// Offered, Admitted, Denied and Errors are request counts per bin (Errors includes unknown).
-	Offered  []int64 `json:"offered"`
-	Admitted []int64 `json:"admitted"`
-	Denied   []int64 `json:"denied"`
-	Errors   []int64 `json:"errors"`
-	// Limit is the most the contract allows in each bin over all subjects that were offered
-	// requests in it, permits per bin; nil or 0 when it has no meaning (no contract).
+	load.Series
 	Limit []float64 `json:"limit,omitempty"`
 }
 
 // Sample is one repeat's figures.
 type Sample struct {
-	Repeat             int     `json:"repeat"`
-	ThroughputRPS      float64 `json:"throughput_rps"`
-	LatencyUS          Latency `json:"latency_us"`
-	Efficiency         float64 `json:"efficiency"`
-	USecPerCall        float64 `json:"usec_per_call"`
-	CPUUSecPerDecision float64 `json:"cpu_usec_per_decision"`
-	BytesPerKey        float64 `json:"bytes_per_key"`
-	Verdict            Verdict `json:"verdict"`
+	Repeat             int            `json:"repeat"`
+	ThroughputRPS      float64        `json:"throughput_rps"`
+	LatencyUS          load.Latency   `json:"latency_us"`
+	Efficiency         float64        `json:"efficiency"`
+	USecPerCall        float64        `json:"usec_per_call"`
+	CPUUSecPerDecision float64        `json:"cpu_usec_per_decision"`
+	BytesPerKey        float64        `json:"bytes_per_key"`
+	Verdict            verify.Verdict `json:"verdict"`
 }
 
 // Relative holds ratios of this entry's figures to the reference's (entry / reference): 2 means
@@ -469,7 +285,7 @@ func (e *Entry) SetHistograms(latency, service *hdrhistogram.Histogram) error {
 			return fmt.Errorf("encode latency histogram of %s: %w", e.Name(), err)
 		}
 		e.Histograms.Latency = s
-		e.LatencyUS = Summarize(latency)
+		e.LatencyUS = load.Summarize(latency)
 	}
 	if service != nil {
 		s, err := EncodeHistogram(service)
@@ -477,7 +293,7 @@ func (e *Entry) SetHistograms(latency, service *hdrhistogram.Histogram) error {
 			return fmt.Errorf("encode service histogram of %s: %w", e.Name(), err)
 		}
 		e.Histograms.Service = s
-		e.ServiceLatencyUS = Summarize(service)
+		e.ServiceLatencyUS = load.Summarize(service)
 	}
 	return nil
 }
@@ -490,21 +306,6 @@ func (e *Entry) LatencyHistogram() (*hdrhistogram.Histogram, error) {
 // ServiceHistogram decodes Histograms.Service; it returns nil, nil when none was recorded.
 func (e *Entry) ServiceHistogram() (*hdrhistogram.Histogram, error) {
 	return DecodeHistogram(e.Histograms.Service)
-}
-
-// Summarize returns the latency summary of h, whose values are microseconds.
-func Summarize(h *hdrhistogram.Histogram) Latency {
-	if h == nil || h.TotalCount() == 0 {
-		return Latency{}
-	}
-	return Latency{
-		P50:  float64(h.ValueAtQuantile(50)),
-		P90:  float64(h.ValueAtQuantile(90)),
-		P99:  float64(h.ValueAtQuantile(99)),
-		P999: float64(h.ValueAtQuantile(99.9)),
-		Max:  float64(h.Max()),
-		Mean: math.Round(h.Mean()*1000) / 1000,
-	}
 }
 
 // EncodeHistogram returns the base64 V2 compressed encoding of h.
@@ -528,37 +329,37 @@ func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
 	return h, nil
 }
 
-// Verdict-table labels beyond the three verdicts; see Entry.Outcome and Result.OutcomeOf.
+// Verdict-table labels beyond the three verdicts; see Entry.Label and Result.LabelOf.
 const (
-	// OutcomeCaught: a planted bug was flagged with a definite violation, as the scenario asked.
-	OutcomeCaught = "expected violation caught"
-	// OutcomeMissed: a planted bug was not flagged; the harness failed to catch it.
-	OutcomeMissed = "expected violation missed"
-	// OutcomeTolerated: the verdict is fail, but the scenario lists the algorithm under
+	// LabelCaught: a planted bug was flagged with a definite violation, as the scenario asked.
+	LabelCaught = "expected violation caught"
+	// LabelMissed: a planted bug was not flagged; the harness failed to catch it.
+	LabelMissed = "expected violation missed"
+	// LabelTolerated: the verdict is fail, but the scenario lists the algorithm under
 	// expect.may_violate, so it decides nothing.
-	OutcomeTolerated = "fail (tolerated)"
-	// OutcomeReference: the reference script's entry; it calibrates relative figures and is not
+	LabelTolerated = "fail (tolerated)"
+	// LabelReference: the reference script's entry; it calibrates relative figures and is not
 	// verified.
-	OutcomeReference = "reference"
+	LabelReference = "reference"
 )
 
-// Outcome returns the verdict-table label of an entry: "pass", "fail", "inconclusive",
-// OutcomeCaught, OutcomeMissed or OutcomeTolerated. A broken threshold always shows as "fail",
-// even on an entry whose violation was expected or tolerated. Result.OutcomeOf also recognises the
+// Label returns the verdict-table label of an entry: "pass", "fail", "inconclusive",
+// LabelCaught, LabelMissed or LabelTolerated. A broken threshold always shows as "fail", even on
+// an entry whose violation was expected or tolerated. Result.LabelOf also recognises the
 // reference script.
-func (e *Entry) Outcome() string {
+func (e *Entry) Label() string {
 	v := e.Verification
 	broken := v.ThresholdBroken()
 	if v.ExpectedViolation && !broken {
 		if v.DefiniteViolations > 0 {
-			return OutcomeCaught
+			return LabelCaught
 		}
-		if v.Verdict != Inconclusive {
-			return OutcomeMissed
+		if v.Verdict != verify.Inconclusive {
+			return LabelMissed
 		}
 	}
-	if v.MayViolate && v.Verdict == Fail && !broken {
-		return OutcomeTolerated
+	if v.MayViolate && v.Verdict == verify.Fail && !broken {
+		return LabelTolerated
 	}
 	if v.Verdict == "" {
 		return "unknown"
@@ -566,26 +367,16 @@ func (e *Entry) Outcome() string {
 	return string(v.Verdict)
 }
 
-// ThresholdBroken reports whether any of v's thresholds is broken.
-func (v *Verification) ThresholdBroken() bool {
-	for _, t := range v.Thresholds {
-		if t.Status == ThresholdBroken {
-			return true
-		}
-	}
-	return false
-}
-
 // IsReference reports whether e is the entry of r's reference script.
 func (r *Result) IsReference(e *Entry) bool { return r.Reference != "" && e.Algorithm == r.Reference }
 
-// OutcomeOf returns the verdict-table label of e, one of r's entries: OutcomeReference for the
-// reference script, else e.Outcome().
-func (r *Result) OutcomeOf(e *Entry) string {
+// LabelOf returns the verdict-table label of e, one of r's entries: LabelReference for the
+// reference script, else e.Label().
+func (r *Result) LabelOf(e *Entry) string {
 	if r.IsReference(e) {
-		return OutcomeReference
+		return LabelReference
 	}
-	return e.Outcome()
+	return e.Label()
 }
 
 // Validate reports every inconsistency of r with the schema at once, wrapped in ErrSchema.
@@ -636,7 +427,7 @@ func (r *Result) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	return writeFile(filepath.Join(dir, ResultFile), append(b, '\n'))
+	return WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'))
 }
 
 // ReadResult reads and validates a result.json. Errors name the path.
@@ -655,8 +446,8 @@ func ReadResult(path string) (*Result, error) {
 	return &r, nil
 }
 
-// writeFile writes b to path, creating its directory, and reports a failed Close.
-func writeFile(path string, b []byte) (err error) {
+// WriteFile writes b to path, creating its directory, and reports a failed Close.
+func WriteFile(path string, b []byte) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}

@@ -1,6 +1,13 @@
 package scenarios
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/load"
+)
 
 // ArrivalKind names the form of an open-loop schedule.
 type ArrivalKind string
@@ -33,7 +40,8 @@ type Arrival struct {
 // Ramp goes from From requests per second at the start of the run to To at its end (both ≥ 0, not
 // both 0).
 type Ramp struct {
-	From, To float64
+	From float64 `json:"from"`
+	To   float64 `json:"to"`
 }
 
 // Step is one stretch of a stepped schedule: Rate (≥ 0) for For (> 0).
@@ -130,22 +138,15 @@ func (a *Arrival) RateAt(t, span time.Duration) float64 {
 	return a.Rate
 }
 
-// Segment is one piece of a piecewise-linear schedule: over For, the rate goes linearly from From
-// to To requests per second (From == To for a constant piece).
-type Segment struct {
-	From, To float64
-	For      time.Duration
-}
-
-// Segments returns the schedule over [0, span) as consecutive pieces whose lengths add up to span
+// Segments returns the schedule over [0, span) as consecutive pieces (the pacer's segments) whose lengths add up to span
 // (span is Scenario.TotalDuration): one piece for a constant rate or a ramp, the steps repeated
 // as often as span needs (the last copy cut short), and a spike's base and peak pieces in turn.
 // RateAt(t, span) equals the rate of the piece that holds t. It returns nil when span <= 0.
-func (a *Arrival) Segments(span time.Duration) []Segment {
+func (a *Arrival) Segments(span time.Duration) []load.Segment {
 	if span <= 0 {
 		return nil
 	}
-	var out []Segment
+	var out []load.Segment
 	var at time.Duration
 	add := func(from, to float64, d time.Duration) {
 		if d > span-at {
@@ -154,7 +155,7 @@ func (a *Arrival) Segments(span time.Duration) []Segment {
 			d = span - at
 		}
 		if d > 0 {
-			out = append(out, Segment{From: from, To: to, For: d})
+			out = append(out, load.Segment{From: from, To: to, Duration: d})
 			at += d
 		}
 	}
@@ -189,4 +190,125 @@ func (a *Arrival) Segments(span time.Duration) []Segment {
 		}
 	}
 	return out
+}
+
+// String describes a in words: "constant 2000/s", "ramp 0/s to 900/s", "steps 100/s for 1s, 300/s
+// for 2s", "spike 50/s, 2000/s at 1.9s for 200ms every 2s", with ", aligned to 1s+900ms" when it is
+// aligned.
+func (a *Arrival) String() string {
+	var s string
+	switch a.Kind() {
+	case RampUp:
+		s = fmt.Sprintf("ramp %g/s to %g/s", a.Ramp.From, a.Ramp.To)
+	case Stepped:
+		var parts []string
+		for _, st := range a.Steps {
+			parts = append(parts, fmt.Sprintf("%g/s for %s", st.Rate, st.For))
+		}
+		s = "steps " + strings.Join(parts, ", ")
+	case Spiked:
+		sp := a.Spike
+		s = fmt.Sprintf("spike %g/s, %g/s at %s for %s", sp.Base, sp.Peak, sp.At, sp.For)
+		if sp.Every > 0 {
+			s += " every " + sp.Every.String()
+		}
+	default:
+		s = fmt.Sprintf("constant %g/s", a.Rate)
+	}
+	if a.Align.Every > 0 {
+		s += fmt.Sprintf(", aligned to %s+%s", a.Align.Every, a.Align.Offset)
+	}
+	return s
+}
+
+// arrivalJSON is an Arrival's form in result.json's settings: its kind, the fields of its form,
+// durations in seconds.
+type arrivalJSON struct {
+	Kind  ArrivalKind `json:"kind"`
+	Rate  float64     `json:"rate,omitempty"`
+	Ramp  *Ramp       `json:"ramp,omitempty"`
+	Steps []Step      `json:"steps,omitempty"`
+	Spike *Spike      `json:"spike,omitempty"`
+	Align *Align      `json:"align,omitempty"`
+}
+
+// MarshalJSON writes a as result.json's settings.arrival: {"kind": ..., then the fields of its
+// form}, and align when it is aligned.
+func (a Arrival) MarshalJSON() ([]byte, error) {
+	w := arrivalJSON{Kind: a.Kind(), Rate: a.Rate, Ramp: a.Ramp, Steps: a.Steps, Spike: a.Spike}
+	if a.Align.Every > 0 {
+		w.Align = &a.Align
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields.
+func (a *Arrival) UnmarshalJSON(b []byte) error {
+	return fromJSON(b, func(w arrivalJSON) {
+		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
+		if w.Align != nil {
+			a.Align = *w.Align
+		}
+	})
+}
+
+// fromJSON decodes b into a W, the JSON form of a type, and gives it to set.
+func fromJSON[W any](b []byte, set func(W)) error {
+	var w W
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	set(w)
+	return nil
+}
+
+// stepJSON is a Step in result.json: {"for_s", "rate"}.
+type stepJSON struct {
+	ForS float64 `json:"for_s"`
+	Rate float64 `json:"rate"`
+}
+
+// MarshalJSON writes s with its length in seconds.
+func (s Step) MarshalJSON() ([]byte, error) { return json.Marshal(stepJSON{s.For.Seconds(), s.Rate}) }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Step) UnmarshalJSON(b []byte) error {
+	return fromJSON(b, func(w stepJSON) { *s = Step{For: load.Seconds(w.ForS), Rate: w.Rate} })
+}
+
+// spikeJSON is a Spike in result.json, times in seconds.
+type spikeJSON struct {
+	Base   float64 `json:"base"`
+	Peak   float64 `json:"peak"`
+	AtS    float64 `json:"at_s"`
+	ForS   float64 `json:"for_s"`
+	EveryS float64 `json:"every_s,omitempty"`
+}
+
+// MarshalJSON writes s with its times in seconds.
+func (s Spike) MarshalJSON() ([]byte, error) {
+	return json.Marshal(spikeJSON{s.Base, s.Peak, s.At.Seconds(), s.For.Seconds(), s.Every.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Spike) UnmarshalJSON(b []byte) error {
+	return fromJSON(b, func(w spikeJSON) {
+		*s = Spike{Base: w.Base, Peak: w.Peak, At: load.Seconds(w.AtS), For: load.Seconds(w.ForS), Every: load.Seconds(w.EveryS)}
+	})
+}
+
+// alignJSON is an Align in result.json, in seconds.
+type alignJSON struct {
+	EveryS  float64 `json:"every_s"`
+	OffsetS float64 `json:"offset_s"`
+}
+
+// MarshalJSON writes a in seconds.
+func (a Align) MarshalJSON() ([]byte, error) {
+	return json.Marshal(alignJSON{a.Every.Seconds(), a.Offset.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Align) UnmarshalJSON(b []byte) error {
+	return fromJSON(b, func(w alignJSON) { *a = Align{Every: load.Seconds(w.EveryS), Offset: load.Seconds(w.OffsetS)} })
 }

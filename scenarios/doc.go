@@ -1,5 +1,7 @@
-// Package scenarios owns the scenario format: the Go types, strict loading from YAML, validation,
-// command-line overrides, thresholds, and the standard suite of scenario files beside this package
+// Package scenarios owns the scenario format: strict loading from YAML straight into the types that
+// own each concept (load's Keys, Skew and Mode, redisenv's Topology, algorithms' Limit and
+// CustomSpec; its own Arrival, Expect and Threshold), validation, command-line overrides, the load
+// plan of a scenario (Plan), and the standard suite of scenario files beside this package
 // (scenarios/*.yaml). This comment is the reference for the format.
 //
 // # Loading
@@ -100,7 +102,7 @@
 //	    time: {element: 3, unit: ms}       # optional: where the reply holds the time it used
 //	    contract: {kind: token-bucket, capacity: 5, rate: 1, per: 1s}
 //
-// Templates (see Templates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
+// Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
 // {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}}, {{burst}}, {{rate}} (per second),
 // {{now_ms}}, {{now_s}}, {{now_us}} (the client's clock, skew included), {{uuid}}, {{prefix}} (the
 // run's key prefix; keys that do not start with it get it prepended). Any other name is an error.

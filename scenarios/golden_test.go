@@ -2,16 +2,13 @@ package scenarios
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/limitbench/limitbench/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // designNames are the built-in algorithms DESIGN.md lists. Tests that check messages use this list
 // rather than the registry, so that their output does not depend on which algorithms are compiled in.
@@ -50,21 +47,7 @@ func TestErrorsGolden(t *testing.T) {
 					t.Errorf("problem %q names file %q; want %q", p, p.File, file)
 				}
 			}
-			got := err.Error() + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("error for %s differs from %s (-want +got):\n%s", file, golden, diff)
-			}
+			golden.Check(t, strings.TrimSuffix(file, ".yaml")+".golden", []byte(err.Error()+"\n"))
 		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // Load reads and validates the scenario file at path. Every problem is reported at once in an
@@ -287,7 +289,7 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	if n := m["topologies"]; n != nil {
 		s.Topologies = nil
 		for _, t := range d.strings(n, "topologies", "[single, cluster]") {
-			s.Topologies = append(s.Topologies, Topology(t))
+			s.Topologies = append(s.Topologies, redisenv.Topology(t))
 		}
 	}
 	set(&s.Duration, m["duration"], "duration", d.duration)
@@ -296,11 +298,11 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	set(&s.Clients, m["clients"], "clients", d.int)
 	if n := m["client_mode"]; n != nil {
 		if v, ok := d.str(n, "client_mode"); ok {
-			s.ClientMode = ClientMode(v)
+			s.ClientMode = load.Mode(v)
 		}
 	}
 	set(&s.PipelineDepth, m["pipeline_depth"], "pipeline_depth", d.int)
-	if m["pipeline_depth"] == nil && s.ClientMode == Pipeline {
+	if m["pipeline_depth"] == nil && s.ClientMode == load.ModePipeline {
 		s.PipelineDepth = DefaultPipelineDepth
 	}
 	if n := m["arrival"]; n != nil {
@@ -406,25 +408,25 @@ func (d *decoder) arrival(n *yaml.Node) *Arrival {
 	return a
 }
 
-func (d *decoder) keys(n *yaml.Node, k *Keys) {
+func (d *decoder) keys(n *yaml.Node, k *load.Keys) {
 	m := d.mapping(n, "keys", []string{"count", "distribution", "zipf_s", "hot_share"})
 	set(&k.Count, m["count"], "keys.count", d.int)
 	if v := m["distribution"]; v != nil {
 		if s, ok := d.str(v, "keys.distribution"); ok {
-			k.Distribution = Distribution(s)
+			k.Distribution = load.Distribution(s)
 		}
 	}
 	set(&k.ZipfS, m["zipf_s"], "keys.zipf_s", d.float)
 	set(&k.HotShare, m["hot_share"], "keys.hot_share", d.float)
-	if m["zipf_s"] == nil && k.Distribution == Zipf {
+	if m["zipf_s"] == nil && k.Distribution == load.Zipf {
 		k.ZipfS = DefaultZipfS
 	}
-	if m["hot_share"] == nil && k.Distribution == Hot {
+	if m["hot_share"] == nil && k.Distribution == load.Hot {
 		k.HotShare = DefaultHotShare
 	}
 }
 
-func (d *decoder) clockSkew(n *yaml.Node, c *ClockSkew) {
+func (d *decoder) clockSkew(n *yaml.Node, c *load.Skew) {
 	if n.Kind == yaml.MappingNode {
 		m := d.mapping(n, "clock_skew", []string{"spread"})
 		set(&c.Spread, m["spread"], "clock_skew.spread", d.duration)
@@ -457,25 +459,25 @@ func (d *decoder) algorithms(n *yaml.Node) []AlgorithmEntry {
 	return out
 }
 
-func (d *decoder) custom(n *yaml.Node, f string) *Custom {
-	c := &Custom{}
+func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
+	c := &algorithms.CustomSpec{}
 	m := d.mapping(n, f, customFields)
 	set(&c.Name, m["name"], f+".name", d.str)
 	if sn := m["script"]; sn != nil {
 		if p, ok := d.str(sn, f+".script"); ok {
 			c.Script = p
-			c.ScriptPath = p
+			c.Path = p
 			if !filepath.IsAbs(p) {
-				c.ScriptPath = filepath.Join(filepath.Dir(d.file), p)
+				c.Path = filepath.Join(filepath.Dir(d.file), p)
 			}
-			src, err := os.ReadFile(c.ScriptPath)
+			src, err := os.ReadFile(c.Path)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				d.fail(sn, f+".script", "script file %s not found (the path is relative to the scenario file)", c.ScriptPath)
+				d.fail(sn, f+".script", "script file %s not found (the path is relative to the scenario file)", c.Path)
 			case err != nil:
 				d.fail(sn, f+".script", "cannot read script: %v", err)
 			case len(bytes.TrimSpace(src)) == 0:
-				d.fail(sn, f+".script", "script file %s is empty", c.ScriptPath)
+				d.fail(sn, f+".script", "script file %s is empty", c.Path)
 			default:
 				c.Source = string(src)
 			}
@@ -492,11 +494,11 @@ func (d *decoder) custom(n *yaml.Node, f string) *Custom {
 	}
 	if v := m["time"]; v != nil {
 		tm := d.mapping(v, f+".time", []string{"element", "unit"})
-		c.Time = &TimeRule{}
+		c.Time = &algorithms.ReplyTime{}
 		set(&c.Time.Element, tm["element"], f+".time.element", d.int)
 		if u := tm["unit"]; u != nil {
 			if s, ok := d.str(u, f+".time.unit"); ok {
-				c.Time.Unit = TimeUnit(s)
+				c.Time.Unit = algorithms.TimeUnit(s)
 			}
 		}
 	}
@@ -512,21 +514,21 @@ func (d *decoder) custom(n *yaml.Node, f string) *Custom {
 		set(&k.Limit, cm["limit"], cf+".limit", d.int64)
 		set(&k.Window, cm["window"], cf+".window", d.duration)
 		set(&k.Capacity, cm["capacity"], cf+".capacity", d.int64)
-		set(&k.Rate, cm["rate"], cf+".rate", d.int64)
-		set(&k.Per, cm["per"], cf+".per", d.duration)
+		set(&k.RefillPermits, cm["rate"], cf+".rate", d.int64)
+		set(&k.RefillPer, cm["per"], cf+".per", d.duration)
 		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
 	}
 	return c
 }
 
-func (d *decoder) allowed(n *yaml.Node, f string, a *AllowedRule) {
+func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
 	m := d.mapping(n, f, []string{"element", "equals", "not_equals", "greater_than", "prefix", "is_nil"})
 	if m == nil {
 		return
 	}
 	set(&a.Element, m["element"], f+".element", d.int)
 	var rules []string
-	for _, op := range ruleOps {
+	for _, op := range algorithms.RuleOps {
 		v := m[string(op)]
 		if v == nil {
 			continue
@@ -534,15 +536,15 @@ func (d *decoder) allowed(n *yaml.Node, f string, a *AllowedRule) {
 		rules = append(rules, string(op))
 		rf := f + "." + string(op)
 		switch op {
-		case Equals, NotEquals, Prefix:
+		case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RulePrefix:
 			if s, ok := d.str(v, rf); ok {
 				a.Op, a.Value = op, s
 			}
-		case GreaterThan:
+		case algorithms.RuleGreaterThan:
 			if x, ok := d.float(v, rf); ok {
 				a.Op, a.Number = op, x
 			}
-		case IsNil:
+		case algorithms.RuleIsNil:
 			if b, ok := d.bool(v, rf); ok {
 				if !b {
 					d.fail(v, rf, "is_nil: false is not a rule; use is_nil: true, or another rule")

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // Overrides are command-line changes to a loaded scenario. A nil field leaves the scenario as it is.
@@ -18,7 +19,7 @@ type Overrides struct {
 	// Seed replaces seed (--seed).
 	Seed *int64
 	// Topologies replaces topologies (--topology).
-	Topologies []Topology
+	Topologies []redisenv.Topology
 	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
 	// "all", or the name of one of the scenario's custom entries (which is kept with its script).
 	// Expectations and algorithm-scoped thresholds that name an algorithm no longer run are dropped.
@@ -58,11 +59,11 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		s.flags["seed"] = "--seed"
 	}
 	if o.Topologies != nil {
-		s.Topologies = append([]Topology(nil), o.Topologies...)
+		s.Topologies = append([]redisenv.Topology(nil), o.Topologies...)
 		s.flags["topologies"] = "--topology"
 	}
 	if o.Algorithms != nil {
-		customs := map[string]*Custom{}
+		customs := map[string]*algorithms.CustomSpec{}
 		for _, e := range s.Algorithms {
 			if e.Custom != nil {
 				customs[e.Name] = e.Custom

@@ -4,41 +4,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-)
-
-// Topology is the shape of the Redis a run talks to.
-type Topology string
-
-// The topologies.
-const (
-	Single  Topology = "single"
-	Cluster Topology = "cluster"
-)
-
-// ClientMode is how a worker sends its requests.
-type ClientMode string
-
-// The client modes.
-const (
-	// Plain sends one request and waits for its reply.
-	Plain ClientMode = "plain"
-	// Pipeline sends PipelineDepth requests in one round trip.
-	Pipeline ClientMode = "pipeline"
-	// AutoPipeline uses go-redis AutoPipeline, which batches concurrent commands on its own.
-	AutoPipeline ClientMode = "autopipeline"
-)
-
-// Distribution is how requests choose among Keys.Count subjects.
-type Distribution string
-
-// The key distributions.
-const (
-	// Uniform picks every subject with the same probability.
-	Uniform Distribution = "uniform"
-	// Zipf picks subject k (k = 0, 1, …) with probability proportional to 1/(1+k)^s, s = ZipfS > 0.
-	Zipf Distribution = "zipf"
-	// Hot sends HotShare of the requests to subject 0 and spreads the rest uniformly over the others.
-	Hot Distribution = "hot"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
@@ -67,7 +34,7 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Topologies to run on, each with its own environment; default [single].
-	Topologies []Topology
+	Topologies []redisenv.Topology
 	// Duration of the measured, verified part of each run; default 10s, or the sum of
 	// Arrival.Steps when the file gives steps and no duration.
 	Duration time.Duration
@@ -78,20 +45,23 @@ type Scenario struct {
 	Seed int64
 	// Clients is the number of concurrent workers (each with its own client id); default 4.
 	Clients    int
-	ClientMode ClientMode // default plain
+	ClientMode load.Mode // default plain
 	// PipelineDepth is the number of requests per pipeline; only with ClientMode pipeline, where it
 	// defaults to 16.
 	PipelineDepth int
 	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
 	// when the previous one returns).
 	Arrival *Arrival
-	Keys    Keys
+	// Keys says which subjects requests are for: count (default 1), distribution (uniform,
+	// zipf with zipf_s > 0, default 0.99, or hot with hot_share in (0, 1], default 0.5).
+	Keys load.Keys
 	// Limit is what every built-in algorithm is configured with; default limit 100 per 1s window,
 	// burst = limit, consumer_limit = limit.
 	Limit algorithms.Limit
 	// Cost is the number of permits every request asks for; default 1.
-	Cost      int64
-	ClockSkew ClockSkew
+	Cost int64
+	// ClockSkew offsets the clients' clocks: a list cycled over clients, or a spread.
+	ClockSkew load.Skew
 	// Algorithms to run, in order; default [all]. See ResolveAlgorithms.
 	Algorithms []AlgorithmEntry
 	Expect     Expect
@@ -107,59 +77,25 @@ type Scenario struct {
 	flags map[string]string
 }
 
-// Keys says which subjects requests are for.
-type Keys struct {
-	// Count is the number of distinct subjects (≥ 1); default 1.
-	Count int
-	// Distribution of requests over subjects; default uniform.
-	Distribution Distribution
-	// ZipfS is the exponent s of the zipf distribution (> 0; larger is more skewed); only with zipf,
-	// default 0.99 (YCSB's).
-	ZipfS float64
-	// HotShare is the share of requests the hot subject gets (0 < share ≤ 1); only with hot,
-	// default 0.5.
-	HotShare float64
-}
-
-// ClockSkew gives each client an offset added to the time it passes to client-clock algorithms
-// (server-clock algorithms are unaffected). Set at most one of Offsets and Spread; the zero value
-// means no skew.
-type ClockSkew struct {
-	// Offsets are cycled over clients: client i gets Offsets[i % len(Offsets)].
-	Offsets []time.Duration
-	// Spread spaces the clients' offsets evenly over [−Spread, +Spread]: with n > 1 clients, client i
-	// gets −Spread + 2·Spread·i/(n−1).
-	Spread time.Duration
-}
-
-// IsZero reports whether no client is skewed.
-func (c ClockSkew) IsZero() bool {
-	for _, o := range c.Offsets {
-		if o != 0 {
-			return false
-		}
-	}
-	return c.Spread == 0
-}
-
 // AlgorithmEntry is one entry of the algorithms list: a built-in algorithm by name, "all", or a
 // custom script.
 type AlgorithmEntry struct {
 	// Name of a built-in algorithm, AllAlgorithms, or the custom entry's name.
 	Name string
 	// Custom is the user's script; nil for built-in algorithms.
-	Custom *Custom
+	Custom *algorithms.CustomSpec
 }
 
-// Expect lists what the verifier must find.
+// Expect lists what the verifier must find: a scenario's expect section, and result.json's
+// settings.expect.
 type Expect struct {
 	// Violations names algorithms that must be flagged with a definite violation (in every
 	// topology), or the scenario fails. Their own failing verdicts are what the scenario expects
 	// and do not fail it.
-	Violations []string
+	Violations []string `json:"violations,omitempty"`
 	// MayViolate names algorithms whose verdict does not decide the scenario either way: for
 	// flawed variants whose flaw shows only on some runs (a minute boundary, a lucky interleaving).
-	MayViolate []string
+	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Default returns a scenario with every default of the format filled in, and no arrival (closed
@@ -167,12 +103,12 @@ type Expect struct {
 func Default() *Scenario {
 	return &Scenario{
 		Version:    1,
-		Topologies: []Topology{Single},
+		Topologies: []redisenv.Topology{redisenv.TopologySingle},
 		Duration:   DefaultDuration,
 		Seed:       DefaultSeed,
 		Clients:    DefaultClients,
-		ClientMode: Plain,
-		Keys:       Keys{Count: 1, Distribution: Uniform},
+		ClientMode: load.ModePlain,
+		Keys:       load.Keys{Count: 1, Distribution: load.Uniform},
 		Limit:      algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
 		Cost:       1,
 		Algorithms: []AlgorithmEntry{{Name: AllAlgorithms}},
@@ -222,3 +158,26 @@ func (s *Scenario) names(builtins []string) []string {
 
 // TotalDuration is Warmup + Duration: the length of one run's arrival schedule.
 func (s *Scenario) TotalDuration() time.Duration { return s.Warmup + s.Duration }
+
+// Plan returns the load of one run of s: its arrival (closed loop without one), duration, warmup,
+// clients, client mode, keys, seed, skew and cost, and the timeline's bin (load.BinFor the
+// duration). The caller adds what is not the scenario's: progress, hooks.
+func (s *Scenario) Plan() load.Plan {
+	p := load.Plan{
+		Arrival:       load.ClosedLoop{},
+		Duration:      s.Duration,
+		Warmup:        s.Warmup,
+		Clients:       s.Clients,
+		Mode:          s.ClientMode,
+		PipelineDepth: s.PipelineDepth,
+		Keys:          s.Keys,
+		Seed:          uint64(s.Seed),
+		Bin:           load.BinFor(s.Duration),
+		Skew:          s.ClockSkew,
+		Cost:          s.Cost,
+	}
+	if s.Arrival != nil {
+		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
+	}
+	return p
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // parseString parses a scenario held in a string, named testdata/<name>.yaml, with DESIGN.md's
@@ -42,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		check      func(*Scenario) (got, want any)
 	}{
 		{"version", "name: x", func(s *Scenario) (any, any) { return s.Version, 1 }},
-		{"topologies", "version: 1", func(s *Scenario) (any, any) { return s.Topologies, []Topology{Single} }},
+		{"topologies", "version: 1", func(s *Scenario) (any, any) { return s.Topologies, []redisenv.Topology{redisenv.TopologySingle} }},
 		{"duration", "version: 1", func(s *Scenario) (any, any) { return s.Duration, 10 * time.Second }},
 		{"duration from steps", "arrival: {steps: [{for: 2s, rate: 5}, {for: 3s, rate: 9}]}",
 			func(s *Scenario) (any, any) { return s.Duration, 5 * time.Second }},
@@ -51,12 +53,12 @@ func TestDefaults(t *testing.T) {
 		{"warmup", "version: 1", func(s *Scenario) (any, any) { return s.Warmup, time.Duration(0) }},
 		{"seed", "version: 1", func(s *Scenario) (any, any) { return s.Seed, int64(1) }},
 		{"clients", "version: 1", func(s *Scenario) (any, any) { return s.Clients, 4 }},
-		{"client_mode", "version: 1", func(s *Scenario) (any, any) { return s.ClientMode, Plain }},
+		{"client_mode", "version: 1", func(s *Scenario) (any, any) { return s.ClientMode, load.ModePlain }},
 		{"pipeline_depth without pipeline", "version: 1", func(s *Scenario) (any, any) { return s.PipelineDepth, 0 }},
 		{"pipeline_depth with pipeline", "client_mode: pipeline", func(s *Scenario) (any, any) { return s.PipelineDepth, 16 }},
 		{"pipeline_depth given", "client_mode: pipeline\npipeline_depth: 4", func(s *Scenario) (any, any) { return s.PipelineDepth, 4 }},
 		{"closed loop", "version: 1", func(s *Scenario) (any, any) { return s.ClosedLoop(), true }},
-		{"keys", "version: 1", func(s *Scenario) (any, any) { return s.Keys, Keys{Count: 1, Distribution: Uniform} }},
+		{"keys", "version: 1", func(s *Scenario) (any, any) { return s.Keys, load.Keys{Count: 1, Distribution: load.Uniform} }},
 		{"zipf_s", "keys: {count: 9, distribution: zipf}", func(s *Scenario) (any, any) { return s.Keys.ZipfS, 0.99 }},
 		{"hot_share", "keys: {count: 9, distribution: hot}", func(s *Scenario) (any, any) { return s.Keys.HotShare, 0.5 }},
 		{"limit", "version: 1", func(s *Scenario) (any, any) {
@@ -164,7 +166,7 @@ func TestValidateGoBuilt(t *testing.T) {
 	}
 	s.Limit.Window = 0
 	s.Clients = -1
-	s.ClientMode = Plain
+	s.ClientMode = load.ModePlain
 	s.PipelineDepth = 3
 	err := s.validate(designNames, nil)
 	want := "clients: must be >= 1, got -1\npipeline_depth: only applies with client_mode: pipeline (client_mode is plain)\nlimit.window: must be > 0, got 0s"
@@ -184,7 +186,7 @@ func TestUnknownAlgorithmWithEmptyRegistry(t *testing.T) {
 }
 
 func TestResolveAlgorithms(t *testing.T) {
-	custom := &Custom{Name: "mine"}
+	custom := &algorithms.CustomSpec{Name: "mine"}
 	s := &Scenario{Algorithms: []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "all"}}}
 	got := s.resolve([]string{"fixed-window", "gcra"})
 	want := []AlgorithmEntry{{Name: "gcra"}, {Name: "mine", Custom: custom}, {Name: "fixed-window"}}
@@ -213,12 +215,12 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 		t.Fatal(err)
 	}
 	err = s.apply(Overrides{Duration: &dur, Rate: &rate, Clients: &clients, Seed: &seed,
-		Topologies: []Topology{Cluster}, Algorithms: []string{"gcra", "sliding-log"}}, designNames)
+		Topologies: []redisenv.Topology{redisenv.TopologyCluster}, Algorithms: []string{"gcra", "sliding-log"}}, designNames)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	if s.Duration != dur || s.Arrival.Kind() != Constant || s.Arrival.Rate != 50 || s.Clients != 3 || s.Seed != 7 ||
-		len(s.Topologies) != 1 || s.Topologies[0] != Cluster {
+		len(s.Topologies) != 1 || s.Topologies[0] != redisenv.TopologyCluster {
 		t.Errorf("after apply: %+v", s)
 	}
 	if len(s.Expect.Violations) != 0 || len(s.Thresholds) != 1 || s.Thresholds[0].Text != "p50 < 1ms" {
@@ -246,22 +248,22 @@ func TestArrivalRateAndSegments(t *testing.T) {
 		a    Arrival
 		span time.Duration
 		at   map[time.Duration]float64
-		segs []Segment
+		segs []load.Segment
 	}{
 		{"constant", Arrival{Rate: 5}, time.Second, map[time.Duration]float64{0: 5, 999 * ms: 5},
-			[]Segment{{5, 5, time.Second}}},
+			[]load.Segment{{From: 5, To: 5, Duration: time.Second}}},
 		{"ramp", Arrival{Ramp: &Ramp{From: 0, To: 100}}, 10 * time.Second,
 			map[time.Duration]float64{0: 0, 5 * time.Second: 50, 10 * time.Second: 100},
-			[]Segment{{0, 100, 10 * time.Second}}},
+			[]load.Segment{{From: 0, To: 100, Duration: 10 * time.Second}}},
 		{"steps repeat and are cut at span", Arrival{Steps: []Step{{For: 2 * time.Second, Rate: 1}, {For: time.Second, Rate: 9}}},
 			5 * time.Second, map[time.Duration]float64{0: 1, 2 * time.Second: 9, 3 * time.Second: 1, 4500 * ms: 1},
-			[]Segment{{1, 1, 2 * time.Second}, {9, 9, time.Second}, {1, 1, 2 * time.Second}}},
+			[]load.Segment{{From: 1, To: 1, Duration: 2 * time.Second}, {From: 9, To: 9, Duration: time.Second}, {From: 1, To: 1, Duration: 2 * time.Second}}},
 		{"spike once", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: time.Second, For: 500 * ms}}, 3 * time.Second,
 			map[time.Duration]float64{0: 1, time.Second: 50, 1499 * ms: 50, 1500 * ms: 1, 2900 * ms: 1},
-			[]Segment{{1, 1, time.Second}, {50, 50, 500 * ms}, {1, 1, 1500 * ms}}},
+			[]load.Segment{{From: 1, To: 1, Duration: time.Second}, {From: 50, To: 50, Duration: 500 * ms}, {From: 1, To: 1, Duration: 1500 * ms}}},
 		{"spike every 2s", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: 1900 * ms, For: 200 * ms, Every: 2 * time.Second}}, 5 * time.Second,
 			map[time.Duration]float64{0: 1, 1900 * ms: 50, 2050 * ms: 50, 2100 * ms: 1, 3950 * ms: 50, 4200 * ms: 1},
-			[]Segment{{1, 1, 1900 * ms}, {50, 50, 200 * ms}, {1, 1, 1800 * ms}, {50, 50, 200 * ms}, {1, 1, 900 * ms}}},
+			[]load.Segment{{From: 1, To: 1, Duration: 1900 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 1800 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 900 * ms}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,8 +282,8 @@ func TestArrivalRateAndSegments(t *testing.T) {
 				if s.From == s.To && tt.a.RateAt(at, tt.span) != s.From {
 					t.Errorf("segment at %s has rate %v; RateAt says %v", at, s.From, tt.a.RateAt(at, tt.span))
 				}
-				sum += s.For
-				at += s.For
+				sum += s.Duration
+				at += s.Duration
 			}
 			if sum != tt.span {
 				t.Errorf("segments add up to %s; want %s", sum, tt.span)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // builtinsForTest returns the registered algorithms, or DESIGN.md's list while the registry is
@@ -77,7 +79,7 @@ func TestSuiteSpecifics(t *testing.T) {
 		if got := s.names(builtins); len(got) != len(builtins) {
 			t.Errorf("smoke runs %v; want every built-in %v", got, builtins)
 		}
-		if len(s.Topologies) != 1 || s.Topologies[0] != Single {
+		if len(s.Topologies) != 1 || s.Topologies[0] != redisenv.TopologySingle {
 			t.Errorf("smoke topologies = %v; want [single]", s.Topologies)
 		}
 		if s.Duration < time.Second || s.Duration > 3*time.Second {
@@ -97,13 +99,13 @@ func TestSuiteSpecifics(t *testing.T) {
 	})
 	t.Run("many-keys-zipf has 10,000 zipf subjects", func(t *testing.T) {
 		s := loadForTest(t, "many-keys-zipf.yaml")
-		if s.Keys.Count != 10000 || s.Keys.Distribution != Zipf {
+		if s.Keys.Count != 10000 || s.Keys.Distribution != load.Zipf {
 			t.Errorf("keys = %+v", s.Keys)
 		}
 	})
 	t.Run("cluster-spread is 1,000 subjects on a cluster", func(t *testing.T) {
 		s := loadForTest(t, "cluster-spread.yaml")
-		if s.Keys.Count != 1000 || len(s.Topologies) != 1 || s.Topologies[0] != Cluster {
+		if s.Keys.Count != 1000 || len(s.Topologies) != 1 || s.Topologies[0] != redisenv.TopologyCluster {
 			t.Errorf("keys %d, topologies %v", s.Keys.Count, s.Topologies)
 		}
 	})

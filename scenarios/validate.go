@@ -2,10 +2,13 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
 // position is where a field is in the scenario file.
@@ -130,11 +133,11 @@ func (c *checker) check() {
 		c.add("clients", "must be >= 1, got %d", s.Clients)
 	}
 	switch s.ClientMode {
-	case Plain, AutoPipeline:
+	case load.ModePlain, load.ModeAutoPipeline:
 		if s.PipelineDepth != 0 {
 			c.add("pipeline_depth", "only applies with client_mode: pipeline (client_mode is %s)", s.ClientMode)
 		}
-	case Pipeline:
+	case load.ModePipeline:
 		if s.PipelineDepth < 1 {
 			c.add("pipeline_depth", "must be >= 1 with client_mode: pipeline, got %d", s.PipelineDepth)
 		}
@@ -186,11 +189,11 @@ func (c *checker) topologies() {
 	if len(c.s.Topologies) == 0 {
 		c.add("topologies", "must name at least one of single, cluster")
 	}
-	seen := map[Topology]bool{}
+	seen := map[redisenv.Topology]bool{}
 	for i, t := range c.s.Topologies {
 		f := fmt.Sprintf("topologies[%d]", i)
 		switch {
-		case t != Single && t != Cluster:
+		case t != redisenv.TopologySingle && t != redisenv.TopologyCluster:
 			c.add(f, "unknown topology %q; use single or cluster", t)
 		case seen[t]:
 			c.add(f, "%s is listed twice", t)
@@ -287,22 +290,22 @@ func (c *checker) keys() {
 		c.add("keys.count", "must be >= 1, got %d", k.Count)
 	}
 	switch k.Distribution {
-	case Uniform:
-	case Zipf:
+	case load.Uniform:
+	case load.Zipf:
 		if k.ZipfS <= 0 {
 			c.add("keys.zipf_s", "must be > 0 for a zipf distribution (0 would be uniform), got %g", k.ZipfS)
 		}
-	case Hot:
+	case load.Hot:
 		if k.HotShare <= 0 || k.HotShare > 1 {
 			c.add("keys.hot_share", "must be in (0, 1] for a hot distribution, got %g", k.HotShare)
 		}
 	default:
 		c.add("keys.distribution", "unknown distribution %q; use uniform, zipf or hot", k.Distribution)
 	}
-	if k.Distribution != Zipf && k.ZipfS != 0 {
+	if k.Distribution != load.Zipf && k.ZipfS != 0 {
 		c.add("keys.zipf_s", "only applies with distribution: zipf")
 	}
-	if k.Distribution != Hot && k.HotShare != 0 {
+	if k.Distribution != load.Hot && k.HotShare != 0 {
 		c.add("keys.hot_share", "only applies with distribution: hot")
 	}
 }
@@ -349,7 +352,7 @@ func (c *checker) algorithms() []string {
 	}
 	known := append(append([]string(nil), c.builtins...), customs...)
 	seen := map[string]bool{}
-	cluster := contains(topologyNames(s.Topologies), string(Cluster))
+	cluster := slices.Contains(s.Topologies, redisenv.TopologyCluster)
 	for i, e := range s.Algorithms {
 		f := fmt.Sprintf("algorithms[%d]", i)
 		if e.Custom != nil {
@@ -378,7 +381,7 @@ func (c *checker) algorithms() []string {
 	return s.names(c.builtins)
 }
 
-func (c *checker) custom(f string, cu *Custom, cluster bool) {
+func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 	if cu.Name == "" {
 		c.add(f+".name", "a custom script needs a name")
 	}
@@ -391,18 +394,18 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")
 	}
 	for i, k := range cu.Keys {
-		if p := checkTemplate(k); p != "" {
-			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%s", p)
+		if err := algorithms.CheckTemplate(k); err != nil {
+			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%v", err)
 		}
 	}
 	for i, a := range cu.Args {
-		if p := checkTemplate(a); p != "" {
-			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%s", p)
+		if err := algorithms.CheckTemplate(a); err != nil {
+			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%v", err)
 		}
 	}
 	if cluster {
-		if p := sameSlotProblem(cu.Keys); p != "" {
-			c.add(f+".keys", "%s", p)
+		if err := algorithms.KeysShareSlot(cu.Keys); err != nil {
+			c.add(f+".keys", "%v", err)
 		}
 	}
 	al := cu.Allowed
@@ -410,8 +413,8 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 		c.add(f+".allowed.element", "must be >= 1 (1-based), or omitted for a scalar reply; got %d", al.Element)
 	}
 	switch al.Op {
-	case Equals, NotEquals, GreaterThan, IsNil:
-	case Prefix:
+	case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RuleGreaterThan, algorithms.RuleIsNil:
+	case algorithms.RulePrefix:
 		if al.Value == "" {
 			c.add(f+".allowed.prefix", "must not be empty")
 		}
@@ -435,7 +438,7 @@ func (c *checker) custom(f string, cu *Custom, cluster bool) {
 	c.contract(f+".contract", cu.Contract)
 }
 
-func (c *checker) contract(f string, k CustomContract) {
+func (c *checker) contract(f string, k algorithms.Contract) {
 	type param struct {
 		name string
 		set  bool
@@ -457,8 +460,8 @@ func (c *checker) contract(f string, k CustomContract) {
 		{"limit", k.Limit != 0, posInt(k.Limit)},
 		{"window", k.Window != 0, posDur(k.Window)},
 		{"capacity", k.Capacity != 0, posInt(k.Capacity)},
-		{"rate", k.Rate != 0, posInt(k.Rate)},
-		{"per", k.Per != 0, posDur(k.Per)},
+		{"rate", k.RefillPermits != 0, posInt(k.RefillPermits)},
+		{"per", k.RefillPer != 0, posDur(k.RefillPer)},
 	}
 	var need []string
 	switch k.Kind {
@@ -547,12 +550,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func topologyNames(ts []Topology) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
-	}
-	return out
 }

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/capacity"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
-	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -33,19 +32,16 @@ type capacityFlags struct {
 	awake               bool
 }
 
-// defaultSLO is the objective of `limitbench capacity` when --slo is not given.
-const defaultSLO = "p99 < 2ms"
-
 func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("capacity", "--algorithm NAME [flags] [SCENARIO.yaml]", stderr)
 	var f capacityFlags
 	fs.StringVar(&f.algorithm, "algorithm", "", "the algorithm to size (required): a built-in name or a custom entry of SCENARIO")
-	fs.StringVar(&f.slo, "slo", defaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
+	fs.StringVar(&f.slo, "slo", capacity.DefaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
 	f.env.register(fs)
 	fs.StringVar(&f.env.topology, "topology", "", "single or cluster (default: the scenario's first topology, else single)")
-	fs.DurationVar(&f.step, "step", runner.DefaultCapacityStep, "measured length of each step of the sweep")
+	fs.DurationVar(&f.step, "step", capacity.DefaultStep, "measured length of each step of the sweep")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
-	fs.IntVar(&f.subjects, "subjects", runner.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
+	fs.IntVar(&f.subjects, "subjects", capacity.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/capacity-<algorithm>-<UTC time>/)")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each local redis-server; Go's default against an external server)")
@@ -91,47 +87,25 @@ flags:
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))
 	}
-	// The generator's GOMAXPROCS (see procs.go): --procs, else, once Redis is pinned, the CPUs
-	// left to the generator, else one CPU left to each local redis-server.
-	procs := f.procs
-	if procs == 0 {
-		var note string
-		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(opts.Env, []scenarios.Topology{scenarios.Topology(opts.Env.Topology)}))
-		if note != "" && opts.Logf != nil {
-			opts.Logf("%s", note)
-		}
+	st, undo := cpus.Apply(cpus.Policy{Env: opts.Env, Topologies: []redisenv.Topology{opts.Env.Topology}, Procs: f.procs,
+		Pin: !f.noPin, NotPinned: "--no-pin", Awake: f.awake, AwakeNote: "--awake=false"})
+	defer undo()
+	if st.ProcsNote != "" && opts.Logf != nil {
+		opts.Logf("%s", st.ProcsNote)
 	}
-	restoreProcs := setProcs(procs)
-	defer func() { restoreProcs() }()
-	if !f.noPin {
-		restore := runner.PinHarness(&opts.Pin)
-		defer restore()
-		if move := opts.Pin.Harness; move != nil && f.procs == 0 {
-			opts.Pin.Harness = func() ([]int, error) {
-				cpus, err := move()
-				if err == nil {
-					restoreProcs()
-					restoreProcs = setProcs(len(cpus))
-					if opts.Logf != nil {
-						opts.Logf("load generator on GOMAXPROCS %d: the CPUs it is pinned to (--procs to change)", len(cpus))
-					}
-				}
-				return cpus, err
-			}
-		}
-	}
+	opts.CPUs = st
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join("results", "capacity-"+keyName(f.algorithm)+"-"+time.Now().UTC().Format("20060102T150405Z"))
 	}
 
-	c, runErr := runner.Capacity(ctx, opts)
+	c, runErr := capacity.Run(ctx, opts)
 	var writeErr error
 	if c.Probe != nil || len(c.Steps) > 0 {
 		if errors.Is(runErr, runner.ErrInterrupted) {
 			c.Notes = append(c.Notes, "interrupted: the figures cover what was measured before the signal")
 		}
-		writeErr = report.WriteCapacity(dir, c)
+		writeErr = capacity.Write(dir, c)
 		if err := c.WriteText(stdout); err != nil {
 			return fmt.Errorf("print the table: %w", err)
 		}
@@ -142,15 +116,10 @@ flags:
 		}
 	}
 	switch {
-	case runErr == nil && writeErr != nil:
-		return fmt.Errorf("write results: %w", writeErr)
-	case errors.Is(runErr, runner.ErrInterrupted):
-		return failed(runErr)
-	case errors.Is(runErr, algorithms.ErrUnknownAlgorithm), errors.Is(runErr, runner.ErrBadScript),
-		errors.Is(runErr, redisenv.ErrBadConfig):
-		return badInput(runErr)
 	case runErr != nil:
-		return envFailure(runErr)
+		return runErr
+	case writeErr != nil:
+		return fmt.Errorf("write results: %w", writeErr)
 	case c.SustainableRPS == 0:
 		return failed(fmt.Errorf("no rate met the objective: %s", c.Bound))
 	}
@@ -159,14 +128,14 @@ flags:
 
 // capacityOptions checks the flags and the scenario and builds the sweep's options; every
 // error is bad input.
-func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*scenarios.Scenario, runner.CapacityOptions, error) {
-	var o runner.CapacityOptions
+func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*scenarios.Scenario, capacity.Options, error) {
+	var o capacity.Options
 	var problems []error
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
 	if fs.NArg() > 1 {
 		bad("one scenario at most, got %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))
 	}
-	s := runner.CapacityScenario()
+	s := capacity.Scenario()
 	if fs.NArg() == 1 {
 		loaded, err := scenarios.Load(fs.Arg(0))
 		if err != nil {
@@ -181,7 +150,7 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 		ov.Clients = &f.clients
 	}
 	if f.env.topology != "" {
-		ov.Topologies = []scenarios.Topology{scenarios.Topology(f.env.topology)}
+		ov.Topologies = []redisenv.Topology{redisenv.Topology(f.env.topology)}
 	}
 	if ov.Clients != nil || ov.Topologies != nil {
 		if err := s.Apply(ov); err != nil {
@@ -190,21 +159,13 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	}
 	if f.algorithm == "" {
 		bad("--algorithm is required (limitbench list shows the names)")
-	} else if !isCustom(s, f.algorithm) {
-		if _, err := algorithms.Lookup(f.algorithm); err != nil {
-			problems = append(problems, fmt.Errorf("--algorithm: %w", err))
-		}
+	} else if _, err := capacity.Algorithm(s, f.algorithm); err != nil {
+		problems = append(problems, fmt.Errorf("--algorithm: %w", err))
 	}
-	if strings.TrimSpace(f.slo) != "none" {
-		th, err := scenarios.ParseThreshold(f.slo)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Errorf("--slo: %w", err))
-		case th.Algorithm != "" && th.Algorithm != f.algorithm:
-			bad("--slo %q names algorithm %s, but the sweep sizes %s", f.slo, th.Algorithm, f.algorithm)
-		default:
-			o.SLO = &th
-		}
+	if slo, err := capacity.ParseSLO(f.slo, f.algorithm); err != nil {
+		problems = append(problems, fmt.Errorf("--slo: %w", err))
+	} else {
+		o.SLO = slo
 	}
 	if f.procs < 0 {
 		bad("--procs must be >= 0, got %d", f.procs)
@@ -239,25 +200,7 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	if f.subjects == 0 {
 		o.MemorySubjects = -1
 	}
-	if f.noPin {
-		o.Pin.NotPinned = "--no-pin"
-	}
-	if f.awake {
-		o.Pin.Awake = runner.HoldCPUsAwake
-	} else {
-		o.Pin.AwakeNote = "--awake=false"
-	}
 	return s, o, nil
-}
-
-// isCustom reports whether name is a custom entry of s.
-func isCustom(s *scenarios.Scenario, name string) bool {
-	for _, e := range s.Algorithms {
-		if e.Custom != nil && e.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // keyName keeps an algorithm name usable in a directory name.

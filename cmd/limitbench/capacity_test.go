@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/report"
 )
 
 func TestCapacityBadInput(t *testing.T) {
@@ -97,7 +97,7 @@ func TestCapacityUnreachable(t *testing.T) {
 
 // capacityRun runs `limitbench capacity` in this process and returns its exit code, stdout and
 // capacity.json. It checks that the process gets its CPUs back afterwards.
-func capacityRun(t *testing.T, args ...string) (int, string, *report.Capacity) {
+func capacityRun(t *testing.T, args ...string) (int, string, *capacity.Result) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
@@ -112,11 +112,11 @@ func capacityRun(t *testing.T, args ...string) (int, string, *report.Capacity) {
 	if after, _ := redisenv.ProcessCPUs(os.Getpid()); !slices.Equal(before, after) {
 		t.Errorf("the process runs on CPUs %v after capacity; want its CPUs back (%v)", after, before)
 	}
-	c, err := report.ReadCapacity(filepath.Join(out, report.CapacityFile))
+	c, err := capacity.Read(filepath.Join(out, capacity.File))
 	if err != nil {
 		t.Fatalf("capacity.json: %v", err)
 	}
-	for _, f := range []string{report.CapacityMarkdownFile, "capacity.png", "capacity.svg"} {
+	for _, f := range []string{capacity.MarkdownFile, "capacity.png", "capacity.svg"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -174,7 +174,7 @@ func TestCapacitySlidingLogVsGCRA(t *testing.T) {
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*report.Capacity{}
+	got := map[string]*capacity.Result{}
 	for _, alg := range []string{"gcra", "sliding-log"} {
 		code, stdout, c := capacityRun(t, "--algorithm", alg, "--slo", "none", "--step", "300ms", "--quiet", path)
 		if code != exitOK {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -103,7 +101,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	printEnv(stdout, target)
 	fmt.Fprintln(stdout, "holding the environment; press Ctrl-C (or send SIGTERM) to stop it")
-	holdErr := holdEnv(ctx, target)
+	holdErr := target.Hold(ctx, 2*time.Second, 3) // a master silent for three checks is lost
 	// Stop before writing anything else: a closed stdout (the reader went away) would end the
 	// process with SIGPIPE on the next write and leave containers behind.
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -193,32 +191,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// holdEnv waits for ctx to end, checking every 2 s that every master still answers; it returns
-// an error when one has not answered for three checks in a row.
-func holdEnv(ctx context.Context, t *redisenv.Target) error {
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	failures := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := t.ForEachMaster(pctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err == nil {
-			failures = 0
-			continue
-		}
-		if failures++; failures >= 3 {
-			return fmt.Errorf("environment lost: %w", err)
-		}
-	}
 }

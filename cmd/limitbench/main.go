@@ -1,9 +1,10 @@
 // Command limitbench load-tests and verifies Redis rate limiters written as Lua scripts.
 //
-// Each subcommand lives in its own file and registers itself with register; it returns an error
-// and never exits. main is the only place that exits, with the code DESIGN.md fixes:
-// 0 all passed, 1 a verdict failed or a threshold broke, 2 bad input, 3 the environment could not be
-// set up or was lost.
+// Each subcommand lives in its own file, registers itself with register and is wiring only:
+// flags into the options of the package that does the work, and results out. It returns an error
+// and never exits. main is the only place that exits, with the code DESIGN.md fixes, from one
+// table of sentinel errors (exitCodes): 0 all passed, 1 a verdict failed or a threshold broke,
+// 2 bad input, 3 the environment could not be set up or was lost.
 package main
 
 import (
@@ -16,6 +17,11 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // Exit codes.
@@ -26,37 +32,62 @@ const (
 	exitEnv      = 3
 )
 
-// exitError carries the exit code an error should end the process with.
-type exitError struct {
-	code int
+// The commands' own marks, for what no package's sentinel says: a bad flag or argument, a run
+// that failed its verdicts, an environment the env command could not hold.
+var (
+	errBadInput    = errors.New("bad input")
+	errFailed      = errors.New("failed")
+	errEnvironment = errors.New("environment failed")
+)
+
+// exitCodes maps sentinel errors to exit codes; the first that an error matches (errors.Is)
+// decides, and an error that matches none exits 1.
+var exitCodes = []struct {
 	err  error
+	code int
+}{
+	{flag.ErrHelp, exitOK},
+	{errBadInput, exitBadInput},
+	{errFailed, exitFailed},
+	{errEnvironment, exitEnv},
+	// Ctrl-C or SIGTERM: what was measured is written, and the run did not pass.
+	{runner.ErrInterrupted, exitFailed},
+	{scenarios.ErrInvalid, exitBadInput},
+	{runner.ErrBadScript, exitBadInput},
+	{redisenv.ErrBadConfig, exitBadInput},
+	{algorithms.ErrUnknownAlgorithm, exitBadInput},
+	{redisenv.ErrUnavailable, exitEnv},
+	{runner.ErrLost, exitEnv},
+	{runner.ErrRedis, exitEnv},
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// badInput marks err as bad input (exit 2).
-func badInput(err error) error { return &exitError{exitBadInput, err} }
-
-// envFailure marks err as an environment that could not be set up or was lost (exit 3).
-func envFailure(err error) error { return &exitError{exitEnv, err} }
-
-// failed marks err as a failed verdict, expectation or threshold (exit 1).
-func failed(err error) error { return &exitError{exitFailed, err} }
-
-// exitCode returns the exit code for err: the one it was marked with, 2 for flag errors, else 1.
+// exitCode returns the exit code for err (see exitCodes); 0 for nil.
 func exitCode(err error) int {
-	var e *exitError
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.As(err, &e):
-		return e.code
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
+	}
+	for _, e := range exitCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
 	}
 	return exitFailed
 }
+
+// marked is err marked with one of the commands' sentinels; its message is err's.
+type marked struct{ err, mark error }
+
+func (m *marked) Error() string   { return m.err.Error() }
+func (m *marked) Unwrap() []error { return []error{m.mark, m.err} }
+
+// badInput marks err as bad input (exit 2).
+func badInput(err error) error { return &marked{err, errBadInput} }
+
+// envFailure marks err as an environment that could not be set up or was lost (exit 3).
+func envFailure(err error) error { return &marked{err, errEnvironment} }
+
+// failed marks err as a failed verdict, expectation or threshold (exit 1).
+func failed(err error) error { return &marked{err, errFailed} }
 
 // command is one subcommand. run parses its own flags from args, writes its output to stdout and
 // diagnostics to stderr, and stops when ctx is cancelled (Ctrl-C or SIGTERM).

@@ -8,15 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
@@ -94,19 +93,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
-	procs := f.procs
-	if procs == 0 {
-		var topologies []scenarios.Topology
-		for _, s := range loaded {
-			topologies = append(topologies, s.Topologies...)
-		}
-		var note string
-		procs, note = runner.GeneratorProcs(runtime.NumCPU(), runner.LocalServers(env, topologies))
-		if note != "" && !f.quiet {
-			fmt.Fprintln(stderr, note)
-		}
+	var topologies []redisenv.Topology
+	for _, s := range loaded {
+		topologies = append(topologies, s.Topologies...)
 	}
-	defer setProcs(procs)()
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs})
+	defer undo()
+	if st.ProcsNote != "" && !f.quiet {
+		fmt.Fprintln(stderr, st.ProcsNote)
+	}
 
 	var failures []string
 	var firstErr error
@@ -151,7 +146,7 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["topology"] {
 		for _, t := range strings.Split(f.topology, ",") {
-			o.Topologies = append(o.Topologies, scenarios.Topology(strings.TrimSpace(t)))
+			o.Topologies = append(o.Topologies, redisenv.Topology(strings.TrimSpace(t)))
 		}
 	}
 	if set["algorithms"] {
@@ -211,12 +206,12 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 			}
 			// The label is the measurement's own verdict, with expected and tolerated violations
 			// already marked; thresholds are judged once every measurement is in.
-			outcome := e.Outcome()
+			label := e.Label()
 			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
-				outcome = report.OutcomeReference
+				label = report.LabelReference
 			}
 			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
-				e.Requests, e.ThroughputRPS, micros(e.LatencyUS.P99), outcome)
+				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
@@ -237,7 +232,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		writeErr = report.WriteAll(dir, res)
 		written = writeErr == nil
 	}
-	printSummary(stdout, res)
+	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}
@@ -256,44 +251,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
 	case interrupted:
 		return out.Failures, failed(fmt.Errorf("%w; no results were written", runErr))
-	case errors.Is(runErr, runner.ErrBadScript), errors.Is(runErr, redisenv.ErrBadConfig):
-		return out.Failures, badInput(runErr)
-	default:
-		// Redis could not be started or reached, or was lost mid-run.
-		return out.Failures, envFailure(runErr)
 	}
-}
-
-// printSummary prints one line per entry.
-func printSummary(w io.Writer, r *report.Result) {
-	if len(r.Entries) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALGORITHM\tTOPOLOGY\tTHROUGHPUT/s\tP50\tP99\tADMITTED/IDEAL\tDEFINITE\tVERDICT")
-	for i := range r.Entries {
-		e := &r.Entries[i]
-		ideal := "-"
-		if e.Accuracy.IdealAllowed > 0 {
-			ideal = fmt.Sprintf("%d/%d", e.Allowed, e.Accuracy.IdealAllowed)
-		}
-		outcome := r.OutcomeOf(e)
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%s\n", e.Algorithm, e.Topology, e.ThroughputRPS,
-			micros(e.LatencyUS.P50), micros(e.LatencyUS.P99), ideal, e.Verification.DefiniteViolations, outcome)
-	}
-	tw.Flush()
-}
-
-// micros renders a latency in µs as a short duration.
-func micros(us float64) string {
-	d := time.Duration(us * float64(time.Microsecond))
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
+	return out.Failures, runErr // main's exitCodes: a bad script or configuration, or Redis
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -127,12 +127,13 @@ func TestRunSmoke(t *testing.T) {
 		t.Run(topo, func(t *testing.T) {
 			code, stderr, res := runScenario(t, "--topology", topo, "--duration", "1s", suite+"smoke.yaml")
 			checkExit(t, code, stderr)
-			// The generator leaves a CPU to each local redis-server (see runner.GeneratorProcs).
+			// The generator leaves a CPU to each local redis-server, at least one for itself (see
+			// cpus.Apply).
 			servers := 1
 			if topo == "cluster" {
 				servers = 3
 			}
-			if want, _ := runner.GeneratorProcs(runtime.NumCPU(), servers); res.Environment.GOMAXPROCS != want {
+			if want := max(1, runtime.NumCPU()-servers); res.Environment.GOMAXPROCS != want {
 				t.Errorf("GOMAXPROCS %d during the run on %d CPUs with %d local servers; want %d", res.Environment.GOMAXPROCS, runtime.NumCPU(), servers, want)
 			}
 			got := map[string]report.Entry{}
@@ -152,7 +153,7 @@ func TestRunSmoke(t *testing.T) {
 				if e.Requests == 0 || e.Errors+e.Unknown > 0 {
 					t.Errorf("%s: %d requests, %d errors, %d unknown", d.Name, e.Requests, e.Errors, e.Unknown)
 				}
-				if d.Flaw == "" && e.Verification.Verdict == report.Fail {
+				if d.Flaw == "" && e.Verification.Verdict == verify.Fail {
 					t.Errorf("corrected algorithm %s failed: %v", d.Name, e.Verification.Reasons)
 				}
 			}
@@ -450,8 +451,8 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 		t.Fatal("no gcra entry")
 	}
 	v := gcra.Verification
-	if v.Verdict != report.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != report.ThresholdBroken ||
-		v.Thresholds[1].Status != report.ThresholdHeld {
+	if v.Verdict != verify.Fail || len(v.Thresholds) != 2 || v.Thresholds[0].Status != verify.ThresholdBroken ||
+		v.Thresholds[1].Status != verify.ThresholdHeld {
 		t.Errorf("gcra verification: verdict %s, thresholds %+v; want fail with the p99 threshold broken and the errors one held",
 			v.Verdict, v.Thresholds)
 	}
@@ -570,7 +571,7 @@ func TestRunDoneLines(t *testing.T) {
 	_, _, stderr, res := runCLI(t, t.TempDir(), false, "--duration", "3s",
 		"--algorithms", "token-bucket-published,gcra", suite+"clock-skew.yaml")
 	for _, e := range res.Entries {
-		label := res.OutcomeOf(&e)
+		label := res.LabelOf(&e)
 		line := regexp.MustCompile(`(?m)^done ` + regexp.QuoteMeta(e.Algorithm) + ` single: .*, (.*)$`).FindStringSubmatch(stderr)
 		if line == nil || line[1] != label {
 			t.Errorf("done line of %s = %q; want it to end with the final label %q", e.Algorithm, line, label)
@@ -610,7 +611,7 @@ algorithms:
 		t.Errorf("exit %d; want %d", code, exitFailed)
 	}
 	want := `first raw reply: "GRANTED"`
-	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != report.Inconclusive ||
+	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != verify.Inconclusive ||
 		!strings.Contains(strings.Join(res.Entries[0].Verification.Reasons, "\n"), want) {
 		t.Fatalf("result.json entries %+v; want mine inconclusive with %q", res.Entries, want)
 	}
@@ -623,7 +624,7 @@ algorithms:
 			t.Errorf("report.md lacks %q:\n%s", w, md)
 		}
 	}
-	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed != `{equals: "1"}` {
+	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed.String() != `{equals: "1"}` {
 		t.Errorf("result.json custom settings = %+v; want granted.lua with its allowed rule", c)
 	}
 }

@@ -14,12 +14,20 @@
 // timerfd, so the generator's own lateness stays well under the latencies it measures (see
 // keeper.go; Plan.NoKeeper turns it off, and bench/ reports the lateness with and without).
 //
-// Each request produces one Outcome, a plain struct. Aggregators consume outcomes: Histograms
-// (HDR, latency and service time, allowed and denied apart), Timeline (per-bin counts) and
-// AdmissionLog (the compact history the verifier checks, on the clock the algorithm decides on:
-// the harness's, or an external server's). Nothing is dropped silently: values
-// clamped into a histogram, warmup outcomes kept out of the figures, and ticks the generator
-// could not send in time are all counted in Counts.
+// Each request produces one Outcome, a plain struct. Aggregators consume outcomes (Aggregator:
+// Add, Merge, Fresh, Finish): this package's Histograms (HDR, latency and service time, allowed
+// and denied apart) and Timeline (per-bin counts), and the verifier's admission log
+// (verify.AdmissionLog, the compact history it checks). Run takes the aggregators it feeds
+// (Sinks), gives each worker shard a fresh set and merges them at the end; load knows nothing of
+// what an aggregator keeps. Every aggregator encodes itself (Encoder, Decoder: a versioned frame)
+// so that the aggregators of separate generators can be merged. Load's aggregators give a result
+// entry its latency summaries (Latency, Summarize) and timeline counts (Series). MeasureOffset
+// measures an external server's clock against the harness's, for the admission log.
+//
+// The concepts a scenario states about its load are load's types, decoded from YAML by package
+// scenarios and written into result.json as they are: Keys, Skew, Mode and the arrival's Segment.
+// Nothing is dropped silently: values clamped into a histogram, warmup outcomes kept out of the
+// figures, and ticks the generator could not send in time are all counted in Counts.
 //
 // Falling behind: a tick is late when it is sent more than Plan.LateAfter (default 100 ms)
 // after its intended time, and missed when it was due in the measured part but never sent (the

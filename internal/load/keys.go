@@ -1,10 +1,12 @@
 package load
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,18 +25,35 @@ const (
 	Hot Distribution = "hot"
 )
 
-// Keys says which subjects requests go to. The zero value is one subject.
+// Keys says which subjects requests go to: a scenario's keys, and the keys of result.json's
+// settings. The zero value is one subject.
 type Keys struct {
 	// Count is the number of subjects (default 1, at most 1<<31).
-	Count int
+	Count int `json:"count"`
 	// Distribution is uniform (default), zipf or hot.
-	Distribution Distribution
-	// Exponent is Zipf's s (>= 0).
-	Exponent float64
+	Distribution Distribution `json:"distribution"`
+	// ZipfS is, for zipf, the exponent s (>= 0; s = 0 is uniform).
+	ZipfS float64 `json:"zipf_s,omitempty"`
 	// HotShare is, for hot, the share of requests that go to subject 0, in [0, 1].
-	HotShare float64
+	HotShare float64 `json:"hot_share,omitempty"`
 	// Prefix is put in front of each subject's index to name it (default "s": "s0", "s1", ...).
-	Prefix string
+	Prefix string `json:"-"`
+}
+
+// String describes k in words: "1000 subjects, zipf s=0.99", "1 subject, uniform".
+func (k Keys) String() string {
+	k = k.withDefaults()
+	noun := "subjects"
+	if k.Count == 1 {
+		noun = "subject"
+	}
+	switch k.Distribution {
+	case Zipf:
+		return fmt.Sprintf("%d %s, zipf s=%g", k.Count, noun, k.ZipfS)
+	case Hot:
+		return fmt.Sprintf("%d %s, hot share %g", k.Count, noun, k.HotShare)
+	}
+	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
 }
 
 // maxAliasSubjects bounds the zipf table (12 bytes per subject).
@@ -62,8 +81,8 @@ func (k Keys) validate(errs []error) []error {
 	switch k.Distribution {
 	case Uniform:
 	case Zipf:
-		if math.IsNaN(k.Exponent) || math.IsInf(k.Exponent, 0) || k.Exponent < 0 {
-			errs = append(errs, fmt.Errorf("%w: keys.exponent must be finite and >= 0, got %v", ErrBadPlan, k.Exponent))
+		if math.IsNaN(k.ZipfS) || math.IsInf(k.ZipfS, 0) || k.ZipfS < 0 {
+			errs = append(errs, fmt.Errorf("%w: keys.zipf_s must be finite and >= 0, got %v", ErrBadPlan, k.ZipfS))
 		}
 		if k.Count > maxAliasSubjects {
 			errs = append(errs, fmt.Errorf("%w: keys.count for zipf must be <= %d, got %d", ErrBadPlan, maxAliasSubjects, k.Count))
@@ -111,7 +130,7 @@ func NewPicker(k Keys, seed uint64) *Picker {
 	case Zipf:
 		w := make([]float64, k.Count)
 		for i := range w {
-			w[i] = math.Pow(float64(i+1), -k.Exponent)
+			w[i] = math.Pow(float64(i+1), -k.ZipfS)
 		}
 		p.prob, p.alias = aliasTable(w)
 	}
@@ -197,7 +216,9 @@ func aliasTable(w []float64) (prob, alias []uint32) {
 }
 
 // Skew gives each client a clock offset, added to the time handed to client-clock algorithms
-// (Request.ClientTime). The zero value is no skew.
+// (Request.ClientTime); server-clock algorithms are unaffected. It is a scenario's clock_skew and
+// result.json's settings.clock_skew ({"offsets_s": [...], "spread_s": s}, seconds). Set at most
+// one of Offsets and Spread; the zero value (or offsets that are all 0) is no skew.
 type Skew struct {
 	// Offsets, when set, are cycled over clients: client c gets Offsets[c mod len(Offsets)].
 	Offsets []time.Duration
@@ -205,6 +226,64 @@ type Skew struct {
 	// of n gets −Spread + 2·Spread·c/(n−1) (a single client gets −Spread).
 	Spread time.Duration
 }
+
+// IsZero reports whether no client is skewed.
+func (s Skew) IsZero() bool {
+	for _, o := range s.Offsets {
+		if o != 0 {
+			return false
+		}
+	}
+	return s.Spread == 0
+}
+
+// String describes s in words: "spread ±2s", "offsets 0s, 2s, -2s cycled over clients", or ""
+// for no skew.
+func (s Skew) String() string {
+	switch {
+	case s.IsZero():
+		return ""
+	case s.Spread > 0:
+		return "spread ±" + s.Spread.String()
+	}
+	parts := make([]string, len(s.Offsets))
+	for i, d := range s.Offsets {
+		parts[i] = d.String()
+	}
+	return "offsets " + strings.Join(parts, ", ") + " cycled over clients"
+}
+
+// skewJSON is Skew's form in result.json: durations in seconds.
+type skewJSON struct {
+	OffsetsS []float64 `json:"offsets_s,omitempty"`
+	SpreadS  float64   `json:"spread_s,omitempty"`
+}
+
+// MarshalJSON writes s with its durations in seconds.
+func (s Skew) MarshalJSON() ([]byte, error) {
+	w := skewJSON{SpreadS: s.Spread.Seconds()}
+	for _, d := range s.Offsets {
+		w.OffsetsS = append(w.OffsetsS, d.Seconds())
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Skew) UnmarshalJSON(b []byte) error {
+	var w skewJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Skew{Spread: Seconds(w.SpreadS)}
+	for _, x := range w.OffsetsS {
+		s.Offsets = append(s.Offsets, Seconds(x))
+	}
+	return nil
+}
+
+// Seconds returns x seconds as a Duration, rounded to the nanosecond: the inverse of
+// Duration.Seconds for the durations result.json holds in seconds.
+func Seconds(x float64) time.Duration { return time.Duration(math.Round(x * float64(time.Second))) }
 
 // Offset returns the clock offset of client c out of clients.
 func (s Skew) Offset(c, clients int) time.Duration {

@@ -1,8 +1,10 @@
 package load
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +14,7 @@ import (
 func TestPickerIsSeeded(t *testing.T) {
 	for _, k := range []Keys{
 		{Count: 1000},
-		{Count: 1000, Distribution: Zipf, Exponent: 0.9},
+		{Count: 1000, Distribution: Zipf, ZipfS: 0.9},
 		{Count: 1000, Distribution: Hot, HotShare: 0.5},
 	} {
 		t.Run(string(k.Distribution), func(t *testing.T) {
@@ -84,9 +86,9 @@ func TestPickerDistributions(t *testing.T) {
 	}{
 		{"uniform", Keys{Count: 10}, uniform(10)},
 		{"zipf s=0 is uniform", Keys{Count: 10, Distribution: Zipf}, uniform(10)},
-		{"zipf s=0.8 (s<=1 supported)", Keys{Count: 20, Distribution: Zipf, Exponent: 0.8}, zipfWant(20, 0.8)},
-		{"zipf s=1", Keys{Count: 20, Distribution: Zipf, Exponent: 1}, zipfWant(20, 1)},
-		{"zipf s=1.5", Keys{Count: 20, Distribution: Zipf, Exponent: 1.5}, zipfWant(20, 1.5)},
+		{"zipf s=0.8 (s<=1 supported)", Keys{Count: 20, Distribution: Zipf, ZipfS: 0.8}, zipfWant(20, 0.8)},
+		{"zipf s=1", Keys{Count: 20, Distribution: Zipf, ZipfS: 1}, zipfWant(20, 1)},
+		{"zipf s=1.5", Keys{Count: 20, Distribution: Zipf, ZipfS: 1.5}, zipfWant(20, 1.5)},
 		{"hot 90%", Keys{Count: 10, Distribution: Hot, HotShare: 0.9}, hot(10, 0.9)},
 		{"hot 0%", Keys{Count: 10, Distribution: Hot}, hot(10, 0)},
 		{"hot one subject", Keys{Count: 1, Distribution: Hot, HotShare: 0.3}, []float64{1}},
@@ -113,8 +115,8 @@ func TestKeysValidate(t *testing.T) {
 	}{
 		{"zero value", Keys{}, false},
 		{"negative count", Keys{Count: -1}, true},
-		{"zipf negative exponent", Keys{Count: 3, Distribution: Zipf, Exponent: -1}, true},
-		{"zipf NaN exponent", Keys{Count: 3, Distribution: Zipf, Exponent: math.NaN()}, true},
+		{"zipf negative zipf_s", Keys{Count: 3, Distribution: Zipf, ZipfS: -1}, true},
+		{"zipf NaN zipf_s", Keys{Count: 3, Distribution: Zipf, ZipfS: math.NaN()}, true},
 		{"hot share above 1", Keys{Count: 3, Distribution: Hot, HotShare: 1.5}, true},
 		{"unknown distribution", Keys{Count: 3, Distribution: "pareto"}, true},
 	}
@@ -155,5 +157,29 @@ func TestSkewOffset(t *testing.T) {
 				t.Errorf("Offset (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSkewJSON: a skew is written in seconds and read back as it was; String says it in words.
+func TestSkewJSON(t *testing.T) {
+	for _, tt := range []struct {
+		s          Skew
+		json, text string
+	}{
+		{Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond, -2 * time.Second}}, `{"offsets_s":[0,1.5,-2]}`, "offsets 0s, 1.5s, -2s cycled over clients"},
+		{Skew{Spread: 250 * time.Millisecond}, `{"spread_s":0.25}`, "spread ±250ms"},
+		{Skew{}, `{}`, ""},
+	} {
+		b, err := json.Marshal(tt.s)
+		if err != nil || string(b) != tt.json {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tt.s, b, err, tt.json)
+		}
+		var back Skew
+		if err := json.Unmarshal(b, &back); err != nil || tt.s.String() != back.String() || !slices.Equal(tt.s.Offsets, back.Offsets) || tt.s.Spread != back.Spread {
+			t.Errorf("Unmarshal(%s) = %+v, %v; want %+v", b, back, err, tt.s)
+		}
+		if got := tt.s.String(); got != tt.text {
+			t.Errorf("String() = %q; want %q", got, tt.text)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -13,190 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
 )
-
-// ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
-var ErrBadPlan = errors.New("invalid load plan")
-
-// Mode is how workers send requests.
-type Mode string
-
-// Client modes.
-const (
-	// ModePlain sends one request per round trip.
-	ModePlain Mode = "plain"
-	// ModePipeline sends up to PipelineDepth requests per round trip: open loop, a worker
-	// sends its tick when it is due together with every further tick already due (so at low
-	// rates batches are small and at saturation they are full); closed loop, every batch is
-	// full. Each request keeps its own intended time.
-	ModePipeline Mode = "pipeline"
-	// ModeAutoPipeline sends through go-redis's blocking AutoPipeline, which batches the
-	// concurrent requests of all workers into pipelines.
-	ModeAutoPipeline Mode = "autopipeline"
-)
-
-// Defaults of Plan's zero fields.
-const (
-	DefaultPipelineDepth = 16
-	DefaultLateAfter     = 100 * time.Millisecond
-	DefaultBin           = time.Second
-	DefaultProgressEvery = time.Second
-	// BehindLimit is the share of scheduled ticks that may be missed or late before a run is
-	// marked behind schedule.
-	BehindLimit = 0.01
-)
-
-// Plan is one load: when requests are due, how they are sent, to which subjects, from which
-// clients. Zero fields take the documented defaults; Validate reports every problem at once.
-type Plan struct {
-	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
-	// the total across all clients, or ClosedLoop{}. Required.
-	Arrival Pacer
-	// Duration is the measured part of the run (> 0).
-	Duration time.Duration
-	// Warmup runs before the measured part, on the same schedule (the pacer's time 0 is the
-	// start of the warmup). Its requests are sent and their outcomes measured, but they are
-	// kept out of every figure of the Result (histograms, timeline, admission log, counts
-	// other than Counts.Warmup): they only put the limiter into a steady state. The verifier
-	// therefore checks the measured part alone; dropping admissions can hide a violation
-	// that straddles the boundary but never invent one.
-	Warmup time.Duration
-	// Clients is the number of logical clients and of worker goroutines (1 to 65535). Open
-	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
-	// worker w is client w. The client's connection pool should hold at least Clients
-	// connections (PoolSize): then, in plain and pipeline mode on a single server, each worker
-	// holds a connection of its own (see ownConns); with fewer, requests queue for a
-	// connection inside go-redis.
-	Clients int
-	// Mode is plain (default), pipeline or autopipeline.
-	Mode Mode
-	// PipelineDepth is, in pipeline mode, the most requests per round trip (default 16).
-	PipelineDepth int
-	// Keys chooses the subject of each request.
-	Keys Keys
-	// Seed makes the sequence of (subject, client) the same on every run of the same plan.
-	Seed uint64
-	// Skew offsets each client's clock (Request.ClientTime).
-	Skew Skew
-	// Cost is the permits asked for by each request (default 1, at most 65535).
-	Cost int64
-	// SharedClock says the server reads the harness's clock (a process or container on this
-	// host): server decision times are then exact in the admission log.
-	SharedClock bool
-	// ServerClock, for an external server, is its clock offset from MeasureOffset: the
-	// admission log of a server-clock algorithm is then kept on the server's clock (see
-	// AdmissionLog). Its Err should allow for the clocks' drift over the run. Ignored with
-	// SharedClock.
-	ServerClock *ClockOffset
-	// ClientClock says the algorithm decides on the time its request carries (the client's
-	// clock, skew included: Request.ClientTime), not on the server's TIME.
-	ClientClock bool
-	// LateAfter is how far behind its intended time a tick may be sent before it counts as
-	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
-	// visible in the latency histograms but does not change the offered load; a stall long
-	// enough to bunch a window's worth of requests does).
-	LateAfter time.Duration
-	// MaxLatency is the largest latency the histograms track; larger values are recorded as
-	// MaxLatency and counted in Counts.Clamped (default DefaultMaxLatency).
-	MaxLatency time.Duration
-	// Bin is the width of a timeline bin (default 1 s).
-	Bin time.Duration
-	// NoKeeper turns the timekeeper off (see keeper.go): workers' timers then fire with the Go
-	// runtime's resolution, up to a millisecond late. For measuring what it does.
-	NoKeeper bool
-	// NoRecording turns the aggregators (histograms, timeline, admission log) off; Counts are
-	// still kept. For measuring their cost.
-	NoRecording bool
-	// Progress, when set, is called every ProgressEvery (default 1 s) from one goroutine, and
-	// once more at the end.
-	Progress      func(Progress)
-	ProgressEvery time.Duration
-	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
-	// goroutines concurrently. The pointer is valid only during the call.
-	OnOutcome func(*Outcome)
-}
-
-func (p Plan) withDefaults() Plan {
-	if p.Mode == "" {
-		p.Mode = ModePlain
-	}
-	if p.PipelineDepth == 0 {
-		p.PipelineDepth = DefaultPipelineDepth
-	}
-	if p.Mode != ModePipeline {
-		p.PipelineDepth = 1
-	}
-	if p.Cost == 0 {
-		p.Cost = 1
-	}
-	if p.LateAfter == 0 {
-		p.LateAfter = DefaultLateAfter
-	}
-	if p.MaxLatency == 0 {
-		p.MaxLatency = DefaultMaxLatency
-	}
-	if p.Bin == 0 {
-		p.Bin = DefaultBin
-	}
-	if p.ProgressEvery == 0 {
-		p.ProgressEvery = DefaultProgressEvery
-	}
-	p.Keys = p.Keys.withDefaults()
-	return p
-}
-
-// Validate reports every problem with p at once, each wrapped with ErrBadPlan.
-func (p Plan) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadPlan}, args...)...))
-	}
-	if p.Arrival == nil {
-		bad("arrival is required (a pacer, or ClosedLoop{})")
-	} else if v, ok := p.Arrival.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
-		}
-	}
-	if p.Duration <= 0 {
-		bad("duration must be > 0, got %s", p.Duration)
-	}
-	if p.Warmup < 0 {
-		bad("warmup must be >= 0, got %s", p.Warmup)
-	}
-	if p.Clients < 1 || p.Clients > 65535 {
-		bad("clients must be in [1, 65535], got %d", p.Clients)
-	}
-	switch p.Mode {
-	case "", ModePlain, ModePipeline, ModeAutoPipeline:
-	default:
-		bad("mode %q (want plain, pipeline or autopipeline)", p.Mode)
-	}
-	if p.PipelineDepth < 0 || p.PipelineDepth > 100_000 {
-		bad("pipeline depth must be in [1, 100000], got %d", p.PipelineDepth)
-	}
-	errs = p.Keys.validate(errs)
-	if p.Cost < 0 || p.Cost > 65535 {
-		bad("cost must be in [1, 65535], got %d", p.Cost)
-	}
-	if p.LateAfter < 0 {
-		bad("late_after must be >= 0, got %s", p.LateAfter)
-	}
-	if p.MaxLatency < 0 {
-		bad("max latency must be >= 0, got %s", p.MaxLatency)
-	}
-	if p.Bin < 0 {
-		bad("bin must be >= 0, got %s", p.Bin)
-	}
-	if p.ProgressEvery < 0 {
-		bad("progress interval must be >= 0, got %s", p.ProgressEvery)
-	}
-	if p.ServerClock != nil && p.ServerClock.Err < 0 {
-		bad("server clock error must be >= 0, got %s", p.ServerClock.Err)
-	}
-	return errors.Join(errs...)
-}
 
 // endGrace is how long after the end a tick due before it may still be sent.
 const endGrace = 10 * time.Millisecond
@@ -234,10 +50,10 @@ type Counts struct {
 	Clamped uint64
 	// Dropped counts anything an aggregator discarded (zero unless something is wrong).
 	Dropped uint64
-	// Narrowed counts log events narrowed to the server's decision time.
+	// Narrowed counts admission-log events narrowed to the server's decision time.
 	Narrowed uint64
 	// ClockMismatch counts server decision times inconsistent with the harness clock (see
-	// AdmissionLog).
+	// verify.AdmissionLog).
 	ClockMismatch uint64
 }
 
@@ -284,27 +100,9 @@ type Result struct {
 	// OfferedRate is Scheduled / Duration; AchievedRate is Counts.Requests / Duration;
 	// Throughput is decisions (allowed + denied) / Duration; all per second.
 	OfferedRate, AchievedRate, Throughput float64
-	// Histograms, Timeline and Log are the merged aggregators; nil with Plan.NoRecording.
-	// Log holds one event per measured request, in no particular order, with the subject
-	// and client names its indices refer to (see AdmissionLog for the intervals and the
-	// clock they are on; LogMicros places a run offset on that clock).
-	Histograms *Histograms
-	Timeline   *Timeline
-	Log        *verify.Log
-	// WarmupLog holds the warmup's requests like Log (nil without a warmup or with
-	// Plan.NoRecording). It is not verified; it lets accuracy and replay start the ideal
-	// limiter and the reference model from the state the warmup left Redis in.
-	WarmupLog *verify.Log
-	// Subjects and Clients name the indices in outcomes and log events.
+	// Subjects and Clients name the indices in outcomes (and in the events of an admission
+	// log).
 	Subjects, Clients []string
-	// LogShift is AdmissionLog.Shift of the logs: µs added to harness times on their clock.
-	LogShift int64
-}
-
-// LogMicros returns the time of run offset d (from Start) on the clock of the admission logs,
-// in µs since the Unix epoch: where the measured part starts is LogMicros(Plan.Warmup).
-func (r *Result) LogMicros(d time.Duration) int64 {
-	return r.Start.UnixMicro() + int64(d/time.Microsecond) + r.LogShift
 }
 
 // Behind reports whether missed + late ticks exceed BehindLimit of scheduled.
@@ -323,8 +121,12 @@ func behind(scheduled, missed, late uint64) bool {
 // run on a context without cancellation, bounded by c's timeouts), and the Result covers what
 // was measured, with Canceled set.
 //
+// Run feeds the outcomes to the aggregators of sinks: each worker shard gets a fresh set (see
+// Aggregator), and when the run is over the shards' sets are merged into sinks' own, which then
+// hold the whole run, and finished; what they Finish with is added to Result.Counts.
+//
 // c's retries should be off (MaxRetries -1): a retried request is invisible to the harness.
-func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) (*Result, error) {
+func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan, sinks Sinks) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -367,30 +169,17 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	// Allocate everything before the clock starts, so the first ticks are not late.
 	nShards := min(p.Clients, 4*runtime.GOMAXPROCS(0))
-	for range nShards {
-		sh := &shard{}
-		if !p.NoRecording {
-			sh.hist = NewHistograms(p.MaxLatency)
-			sh.tl = NewTimeline(p.Warmup, p.Bin, p.Duration)
-			sh.log = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
-			if p.Warmup > 0 {
-				sh.warm = NewAdmissionLog(time.Time{}, p.SharedClock, p.ServerClock, p.ClientClock)
-			}
-		}
-		r.shards = append(r.shards, sh)
+	r.shards = []*shard{{sinks: sinks}}
+	for range nShards - 1 {
+		r.shards = append(r.shards, &shard{sinks: sinks.fresh()})
 	}
 	workers := make([]*worker, p.Clients)
 	for i := range workers {
 		workers[i] = newWorker(r, i)
 	}
 	r.start = time.Now()
-	if !p.NoRecording {
-		for _, sh := range r.shards {
-			sh.log.Origin = r.start.UnixMicro()
-			if sh.warm != nil {
-				sh.warm.Origin = sh.log.Origin
-			}
-		}
+	for _, sh := range r.shards {
+		sh.sinks.start(r.start)
 	}
 
 	finished := make(chan struct{})
@@ -442,31 +231,14 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		res.AchievedRate = float64(res.Counts.Requests) / s
 		res.Throughput = float64(res.Counts.Allowed+res.Counts.Denied) / s
 	}
-	if !p.NoRecording {
-		first := r.shards[0]
-		for _, sh := range r.shards[1:] {
-			first.hist.Merge(sh.hist)
-			first.tl.Merge(sh.tl)
-			first.log.Merge(sh.log)
-			if first.warm != nil {
-				first.warm.Merge(sh.warm)
-			}
+	for _, sh := range r.shards[1:] {
+		if err := sinks.merge(sh.sinks); err != nil {
+			return nil, fmt.Errorf("load: merge the shards' aggregators: %w", err)
 		}
-		res.Histograms, res.Timeline = first.hist, first.tl
-		res.Log = first.log.Log(r.subjects, r.clients)
-		if first.warm != nil {
-			res.WarmupLog = first.warm.Log(r.subjects, r.clients)
-		}
-		res.LogShift = first.log.Shift()
-		res.Counts.Narrowed = first.log.Narrowed
-		res.Counts.Clamped = first.hist.Clamped
-		// Log events that did not fit (a run of over six days) are dropped outcomes too.
-		res.Counts.Dropped = first.hist.Dropped + first.tl.Dropped + first.log.Dropped
-		if first.warm != nil {
-			res.Counts.Dropped += first.warm.Dropped
-		}
-		res.Counts.ClockMismatch = first.log.Mismatched
 	}
+	// What the aggregators dropped (log events that did not fit a run of over six days, say)
+	// are dropped outcomes too.
+	res.Counts.add(sinks.finish())
 	if p.Progress != nil {
 		p.Progress(r.snapshot(time.Since(r.start), 0, 0))
 	}
@@ -502,13 +274,11 @@ type runner struct {
 
 // shard is one set of aggregators shared by a few workers: per-worker HDR histograms would cost
 // about 0.5 MB per worker, so workers w, w+S, w+2S, ... share shard w mod S, S = min(Clients,
-// 4·GOMAXPROCS), under a mutex that is held for a few hundred nanoseconds per batch.
+// 4·GOMAXPROCS), under a mutex that is held for a few hundred nanoseconds per batch. Shard 0
+// holds the aggregators Run was given.
 type shard struct {
-	mu   sync.Mutex
-	hist *Histograms
-	tl   *Timeline
-	log  *AdmissionLog
-	warm *AdmissionLog // the warmup's requests; nil without a warmup
+	mu    sync.Mutex
+	sinks Sinks
 }
 
 func (r *runner) stopped() bool {
@@ -548,341 +318,5 @@ func (r *runner) progress(finished <-chan struct{}) {
 			prevReq, prevAt = s.Requests, s.Elapsed
 			r.p.Progress(s)
 		}
-	}
-}
-
-// worker sends requests for one client (closed loop) or for whichever client the next tick
-// names (open loop). Its counts are its own; its aggregators are its shard's.
-type worker struct {
-	r      *runner
-	id     int
-	sh     *shard
-	depth  int
-	counts Counts
-	timer  *time.Timer
-	outs   []Outcome
-	pends  []algorithms.Pending
-
-	// cmd takes the worker's plain requests: the runner's cmd, or conn. pipe, in pipeline mode,
-	// is a pipeline on c or on conn; nil otherwise.
-	cmd  redis.Cmdable
-	pipe redis.Pipeliner
-	// conn is the worker's own connection when the runner's own is set, taken at run offset
-	// connAt; nil otherwise.
-	conn   *redis.Conn
-	connAt time.Duration
-}
-
-func newWorker(r *runner, id int) *worker {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &worker{
-		r:     r,
-		id:    id,
-		sh:    r.shards[id%len(r.shards)],
-		depth: r.p.PipelineDepth,
-		timer: t,
-		outs:  make([]Outcome, r.p.PipelineDepth),
-		pends: make([]algorithms.Pending, r.p.PipelineDepth),
-	}
-}
-
-func (w *worker) run() {
-	w.cmd = w.r.cmd
-	switch {
-	case w.r.own != nil:
-		w.takeConn(time.Since(w.r.start))
-		// Closing a go-redis Conn only gives its connection back to the pool (or, when it
-		// failed, removes it from the pool); it has no error worth reporting.
-		defer func() { _ = w.conn.Close() }()
-	case w.r.p.Mode == ModePipeline:
-		w.pipe = w.r.c.Pipeline()
-	}
-	if w.r.closed {
-		w.closedLoop()
-	} else {
-		w.openLoop()
-	}
-}
-
-// ownConns returns c as a *redis.Client when each worker of p should hold one connection of c's
-// pool for the run, and nil when workers should take a connection from the pool for every
-// request (or batch) as go-redis does by default.
-//
-// A connection of its own spares each request go-redis's pool work: a health check on every
-// Get (a recvfrom system call with MSG_PEEK, and a deadline reset), the pool's turn semaphore
-// and its bookkeeping. In BenchmarkLoadgen's closed loop of 32 clients at pipeline depth 1,
-// where the generator's CPU time per request is what separates its throughput from
-// redis-benchmark's, that took the generator from 4.1 to 3.2 system calls per request
-// (counted with perf) and about a tenth off its CPU time per request. Outcomes are unchanged:
-// each request is still sent, timed, decoded and recorded as before.
-//
-// It applies to plain and pipeline mode against a single server (a *redis.Client; a cluster
-// client has one pool per node, and autopipeline batches the requests of all workers), when
-// the pool holds a connection for every worker (PoolSize and MaxActiveConns at least
-// p.Clients): with fewer, held connections would starve the other workers, where the pool
-// lets them queue.
-func ownConns(c redis.UniversalClient, p Plan) *redis.Client {
-	if p.Mode != "" && p.Mode != ModePlain && p.Mode != ModePipeline {
-		return nil
-	}
-	rc, ok := c.(*redis.Client)
-	if !ok || rc == nil {
-		return nil
-	}
-	o := rc.Options()
-	if o.PoolSize < p.Clients || (o.MaxActiveConns > 0 && o.MaxActiveConns < p.Clients) {
-		return nil
-	}
-	return rc
-}
-
-// connRenew is how long a worker uses its own connection before it gives it back to the pool
-// and takes one again. go-redis peeks at the socket for push notifications before every
-// command on a connection that has not been back in its pool for 5 s (a system call, like the
-// pool's health check); renewing every second keeps that peek away, and costs one health
-// check per worker per second. Renewing also lets the pool's health check find a connection
-// the server closed while it sat idle (an open loop at a low rate), before a request is lost
-// on it.
-const connRenew = time.Second
-
-// takeConn gives the worker a connection of its own from the runner's own client (the pool
-// lends it at the first request), and a pipeline on it in pipeline mode. at is the run offset
-// now.
-func (w *worker) takeConn(at time.Duration) {
-	w.conn = w.r.own.Conn()
-	w.connAt = at
-	w.cmd = w.conn
-	if w.r.p.Mode == ModePipeline {
-		w.pipe = w.conn.Pipeline()
-	}
-}
-
-// renewConn gives the worker's own connection back to the pool and takes one again. at is the
-// run offset now.
-func (w *worker) renewConn(at time.Duration) {
-	_ = w.conn.Close() // see run
-	w.takeConn(at)
-}
-
-// waitUntil sleeps until offset at; false when the run was canceled meanwhile.
-func (w *worker) waitUntil(at time.Duration) bool {
-	d := at - time.Since(w.r.start)
-	if d <= 0 {
-		return !w.r.stopped()
-	}
-	w.timer.Reset(d)
-	select {
-	case <-w.timer.C:
-		return true
-	case <-w.r.done:
-		w.timer.Stop()
-		return false
-	}
-}
-
-// prepare fills the scheduling fields of o for tick n.
-func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
-	r := w.r
-	*o = Outcome{
-		Tick:     n,
-		Subject:  r.pick.Pick(n),
-		Client:   uint16(n % uint64(len(r.clients))),
-		Cost:     uint16(r.p.Cost),
-		Intended: intended,
-	}
-}
-
-// request builds the Request of o, sent at now.
-func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
-	r := w.r
-	return algorithms.Request{
-		Subject:    r.subjects[o.Subject],
-		Client:     r.clients[o.Client],
-		Cost:       r.p.Cost,
-		ClientTime: now.Add(r.skew[o.Client]),
-	}
-}
-
-// send sends the prepared outcomes outs on the worker's cmd (one request) or pipe (a batch), and
-// records them. now, read just before, is their send time.
-//
-// A worker with its own connection renews it (renewConn) before sending when it has held it
-// for connRenew, and after a request that failed: go-redis marks a held connection bad after
-// a network error or a timeout and then fails every later command on it, where the pool would
-// have replaced it.
-func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
-	r := w.r
-	sent := now.Sub(r.start)
-	if w.conn != nil && sent-w.connAt >= connRenew {
-		w.renewConn(sent)
-	}
-	pipe := w.pipe
-	if pipe == nil {
-		o := &outs[0]
-		o.Sent = sent
-		if closed {
-			o.Intended = sent
-		}
-		d, err := r.lim.Do(r.reqCtx, w.cmd, w.request(o, now))()
-		o.Received = time.Since(r.start)
-		o.Decision, o.Err, o.Class = d, err, Classify(err)
-	} else {
-		for i := range outs {
-			o := &outs[i]
-			o.Sent = sent
-			if closed {
-				o.Intended = sent
-			}
-			w.pends[i] = r.lim.Do(r.reqCtx, pipe, w.request(o, now))
-		}
-		_, _ = pipe.Exec(r.reqCtx) // every command carries its own error
-		recv := time.Since(r.start)
-		for i := range outs {
-			o := &outs[i]
-			d, err := w.pends[i]()
-			w.pends[i] = nil
-			o.Received = recv
-			o.Decision, o.Err, o.Class = d, err, Classify(err)
-		}
-	}
-	w.record(outs)
-	if w.conn != nil {
-		for i := range outs {
-			if outs[i].Err != nil {
-				w.renewConn(outs[i].Received)
-				break
-			}
-		}
-	}
-}
-
-// record counts outs and hands the measured ones to the aggregators.
-func (w *worker) record(outs []Outcome) {
-	r := w.r
-	var admitted, errs uint64
-	measured := 0
-	for i := range outs {
-		o := &outs[i]
-		if r.p.OnOutcome != nil {
-			r.p.OnOutcome(o)
-		}
-		switch o.Class {
-		case ClassOK:
-			if o.Decision.Allowed {
-				admitted++
-			}
-		default:
-			errs++
-		}
-		if o.Intended < r.warm {
-			w.counts.Warmup++
-			continue
-		}
-		measured++
-		c := &w.counts
-		c.Requests++
-		switch o.Class {
-		case ClassOK:
-			if o.Decision.Allowed {
-				c.Allowed++
-				c.AllowedPermits += uint64(o.Cost)
-			} else {
-				c.Denied++
-			}
-		case ClassFailed:
-			c.Failed++
-		default:
-			c.Unknown++
-		}
-		if o.Sent-o.Intended > r.p.LateAfter {
-			c.Late++
-		}
-	}
-	r.requests.Add(uint64(len(outs)))
-	if admitted > 0 {
-		r.admitted.Add(admitted)
-	}
-	if errs > 0 {
-		r.errs.Add(errs)
-	}
-	if r.p.NoRecording {
-		return
-	}
-	sh := w.sh
-	sh.mu.Lock()
-	for i := range outs {
-		o := &outs[i]
-		if o.Intended < r.warm {
-			sh.warm.Add(o)
-			continue
-		}
-		sh.hist.Add(o)
-		sh.tl.Add(o)
-		sh.log.Add(o)
-	}
-	sh.mu.Unlock()
-}
-
-// openLoop claims ticks from the global schedule until the schedule ends, the run's end
-// passes, or the run is canceled. A tick is claimed only by a free worker, so in-flight
-// requests never exceed Clients × depth.
-func (w *worker) openLoop() {
-	r := w.r
-	for {
-		n := r.next.Add(1) - 1
-		at, ok := r.p.Arrival.At(n)
-		if !ok || at >= r.end || !w.waitUntil(at) {
-			return
-		}
-		now := time.Now()
-		elapsed := now.Sub(r.start)
-		if elapsed >= r.end+min(r.p.LateAfter, endGrace) {
-			// So far behind that the run is over: this tick is missed, not sent. (A tick due
-			// before the end is still sent up to endGrace after it.)
-			return
-		}
-		w.prepare(&w.outs[0], n, at)
-		k := 1
-		if w.pipe != nil {
-			// Take every further tick that is already due, up to the depth.
-			for k < w.depth {
-				m := r.next.Load()
-				at2, ok := r.p.Arrival.At(m)
-				if !ok || at2 > elapsed || at2 >= r.end {
-					break
-				}
-				if r.next.CompareAndSwap(m, m+1) {
-					w.prepare(&w.outs[k], m, at2)
-					k++
-				}
-			}
-		}
-		w.send(w.outs[:k], false, now)
-	}
-}
-
-// closedLoop sends as client w.id: the next request (or batch) as soon as the previous one
-// returned. Request k of the worker is tick k·Clients + id, so subjects are seeded like the
-// open loop's.
-func (w *worker) closedLoop() {
-	r := w.r
-	clients := uint64(len(r.clients))
-	n := 1
-	if w.pipe != nil {
-		n = w.depth
-	}
-	var k uint64
-	for !r.stopped() {
-		now := time.Now()
-		if now.Sub(r.start) >= r.end {
-			return
-		}
-		for j := range n {
-			tick := (k+uint64(j))*clients + uint64(w.id)
-			w.prepare(&w.outs[j], tick, 0)
-		}
-		k += uint64(n)
-		w.send(w.outs[:n], true, now)
 	}
 }

@@ -96,17 +96,16 @@ func TestRunOpenLoop(t *testing.T) {
 			lim := newLimiter(t, env, 50)
 			c := newClient(env, 4)
 			p := Plan{
-				Arrival:     Constant(400),
-				Warmup:      250 * ms,
-				Duration:    500 * ms,
-				Clients:     4,
-				Mode:        mode,
-				Keys:        Keys{Count: 3},
-				Seed:        1,
-				SharedClock: env.Target.Info.SharedClock,
-				Bin:         100 * ms,
+				Arrival:  Constant(400),
+				Warmup:   250 * ms,
+				Duration: 500 * ms,
+				Clients:  4,
+				Mode:     mode,
+				Keys:     Keys{Count: 3},
+				Seed:     1,
+				Bin:      100 * ms,
 			}
-			res, err := Run(context.Background(), c, lim, p)
+			res, rec, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -123,25 +122,22 @@ func TestRunOpenLoop(t *testing.T) {
 			if cn.Errors() != 0 {
 				t.Errorf("errors: %+v", cn)
 			}
-			if got := uint64(len(res.Log.Events)); got != cn.Requests {
-				t.Errorf("log has %d events; want one per measured request (%d)", got, cn.Requests)
+			if got := uint64(len(rec.outs.outs)); got != cn.Requests {
+				t.Errorf("the aggregators got %d outcomes; want one per measured request (%d)", got, cn.Requests)
 			}
-			if got := res.Histograms.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
+			if got := rec.hist.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
 				t.Errorf("latency histogram holds %d; want %d", got, cn.Allowed+cn.Denied)
 			}
 			var offered uint64
-			for _, b := range res.Timeline.Bins {
+			for _, b := range rec.tl.Bins {
 				offered += b.Offered
 			}
-			if offered != cn.Requests || len(res.Timeline.Bins) != 5 {
-				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(res.Timeline.Bins), offered, cn.Requests)
+			if offered != cn.Requests || len(rec.tl.Bins) != 5 {
+				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(rec.tl.Bins), offered, cn.Requests)
 			}
 			if res.Behind {
 				// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
 				t.Logf("run fell behind: late %d, missed %d of %d", cn.Late, cn.Missed, res.Scheduled)
-			}
-			if env.Target.Info.SharedClock && res.Counts.Narrowed != cn.Allowed+cn.Denied {
-				t.Errorf("Narrowed = %d; want every decision (%d)", res.Counts.Narrowed, cn.Allowed+cn.Denied)
 			}
 			// The warmup's admissions consumed the limit: 3 subjects × 50 permits in total.
 			if cn.Allowed > 150 {
@@ -169,8 +165,8 @@ func TestRunIsSeeded(t *testing.T) {
 	c := newClient(env, 4)
 	run := func(seed uint64) map[uint64][2]uint32 {
 		s := &sequence{got: map[uint64][2]uint32{}}
-		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, Exponent: 1.1}, Seed: seed, OnOutcome: s.add}
-		if _, err := Run(context.Background(), c, lim, p); err != nil {
+		p := Plan{Arrival: Constant(500), Duration: 200 * ms, Clients: 4, Keys: Keys{Count: 100, Distribution: Zipf, ZipfS: 1.1}, Seed: seed, OnOutcome: s.add}
+		if _, _, err := recorded(context.Background(), c, lim, p); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		return s.got
@@ -207,7 +203,7 @@ func TestRunClosedLoopBoundsInFlight(t *testing.T) {
 			const clients = 8
 			c := newClient(env, clients)
 			p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
-			res, err := Run(context.Background(), c, lim, p)
+			res, rec, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -224,7 +220,7 @@ func TestRunClosedLoopBoundsInFlight(t *testing.T) {
 			if res.Scheduled != res.Counts.Requests {
 				t.Errorf("closed loop Scheduled %d != Requests %d", res.Scheduled, res.Counts.Requests)
 			}
-			if lat, svc := res.Histograms.Latency(), res.Histograms.Service(); lat.Max() != svc.Max() {
+			if lat, svc := rec.hist.Latency(), rec.hist.Service(); lat.Max() != svc.Max() {
 				t.Errorf("closed loop latency max %d != service max %d; want equal (intended = sent)", lat.Max(), svc.Max())
 			}
 		})
@@ -246,7 +242,7 @@ func TestRunCancel(t *testing.T) {
 		},
 	}
 	begin := time.Now()
-	res, err := Run(ctx, c, lim, p)
+	res, rec, err := recorded(ctx, c, lim, p)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -256,8 +252,8 @@ func TestRunCancel(t *testing.T) {
 	if !res.Canceled || res.Duration >= time.Minute || res.Duration <= 0 {
 		t.Errorf("Canceled %v, Duration %s; want canceled early", res.Canceled, res.Duration)
 	}
-	if res.Counts.Requests == 0 || uint64(len(res.Log.Events)) != res.Counts.Requests {
-		t.Errorf("Requests %d, log %d: want the measured part kept", res.Counts.Requests, len(res.Log.Events))
+	if res.Counts.Requests == 0 || uint64(len(rec.outs.outs)) != res.Counts.Requests {
+		t.Errorf("Requests %d, log %d: want the measured part kept", res.Counts.Requests, len(rec.outs.outs))
 	}
 	// Scheduled covers only the time before the cancel, so stopping is not falling behind.
 	if res.Counts.Missed > 2 {
@@ -274,7 +270,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
 	c := newClient(env, 2)
-	res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(200), Duration: 100 * ms, Clients: 2, Mode: ModePipeline})
+	res, _, err := recorded(context.Background(), c, lim, Plan{Arrival: Constant(200), Duration: 100 * ms, Clients: 2, Mode: ModePipeline})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -284,7 +280,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 	// A closed client: failed too.
 	closed := newClient(env, 1)
 	closed.Close()
-	res, err = Run(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
+	res, _, err = recorded(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -298,7 +294,7 @@ func TestRunCluster(t *testing.T) {
 	lim := newLimiter(t, env, 20)
 	c := newClient(env, 4)
 	for _, mode := range []Mode{ModePlain, ModePipeline, ModeAutoPipeline} {
-		res, err := Run(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}, SharedClock: true})
+		res, _, err := recorded(context.Background(), c, lim, Plan{Arrival: Constant(300), Duration: 300 * ms, Clients: 4, Mode: mode, Keys: Keys{Count: 16}})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -365,7 +361,7 @@ func TestRunHoldsConnections(t *testing.T) {
 				c := newClient(env, poolSize)
 				defer c.Close()
 				p := Plan{Arrival: ClosedLoop{}, Duration: 200 * ms, Clients: clients, Mode: mode, PipelineDepth: 4, Keys: Keys{Count: 10}}
-				res, err := Run(context.Background(), c, lim, p)
+				res, _, err := recorded(context.Background(), c, lim, p)
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
@@ -416,7 +412,7 @@ func TestRunRecoversFromKilledConnection(t *testing.T) {
 			c := newClient(env, 1)
 			defer c.Close()
 			p := Plan{Arrival: ClosedLoop{}, Duration: 300 * ms, Clients: 1, Mode: mode, PipelineDepth: depth, Keys: Keys{Count: 10}}
-			res, err := Run(context.Background(), c, lim, p)
+			res, _, err := recorded(context.Background(), c, lim, p)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -463,4 +459,49 @@ func TestMeasureOffset(t *testing.T) {
 	if d := off.Offset; d < -off.Err-time.Microsecond || d > off.Err+time.Microsecond {
 		t.Errorf("Offset = %s ± %s; want 0 within the error on a shared clock", off.Offset, off.Err)
 	}
+}
+
+// collector is an Aggregator that keeps a copy of every outcome, for tests.
+type collector struct{ outs []Outcome }
+
+func (c *collector) Add(o *Outcome)    { c.outs = append(c.outs, *o) }
+func (c *collector) Fresh() Aggregator { return &collector{} }
+func (c *collector) Finish() Counts    { return Counts{} }
+func (c *collector) Merge(o Aggregator) error {
+	oc, ok := o.(*collector)
+	if !ok {
+		return ErrMismatch
+	}
+	c.outs = append(c.outs, oc.outs...)
+	return nil
+}
+
+// recording is a set of aggregators like the runner gives Run: histograms, a timeline and a
+// collector of the measured part's outcomes, and a collector of the warmup's.
+type recording struct {
+	hist       *Histograms
+	tl         *Timeline
+	outs, warm *collector
+}
+
+// record returns the aggregators of a run of p.
+func record(p Plan) *recording {
+	p = p.withDefaults()
+	return &recording{
+		hist: NewHistograms(p.MaxLatency),
+		tl:   NewTimeline(p.Warmup, p.Bin, p.Duration),
+		outs: &collector{},
+		warm: &collector{},
+	}
+}
+
+func (r *recording) sinks() Sinks {
+	return Sinks{Measured: []Aggregator{r.hist, r.tl, r.outs}, Warmup: []Aggregator{r.warm}}
+}
+
+// recorded runs Run with the aggregators of record(p) and returns them with the result.
+func recorded(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) (*Result, *recording, error) {
+	rec := record(p)
+	res, err := Run(ctx, c, lim, p, rec.sinks())
+	return res, rec, err
 }

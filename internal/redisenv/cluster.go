@@ -26,6 +26,49 @@ func slotRanges(n int) [][2]int {
 	return out
 }
 
+// started is what a backend started: the nodes' addresses (masters first, then their replicas in
+// order), their password, what to call them in errors ("nodes", "containers"), node i's log tail
+// for an error, gone (nil: none) saying whether a node exited, and how to stop them all.
+type started struct {
+	addrs    []string
+	password string
+	what     string
+	logs     func(i int) string
+	gone     func() error
+	stopAll  func(context.Context) error
+	// servers are the started nodes, in addrs' order, for node control (Target.adopt).
+	servers []server
+}
+
+// assemble turns the nodes a backend started into a Target described by info: on a cluster it
+// joins them (joinCluster), on a single node it takes the one master; then it reads the server's
+// version. On an error it stops every node and says why, with the nodes' logs.
+func assemble(ctx context.Context, cfg Config, info Info, n started) (*Target, error) {
+	if cfg.Topology == TopologyCluster {
+		nodes, err := joinCluster(ctx, n.addrs, n.password, cfg.masters(), cfg.Replicas, n.gone)
+		if err != nil {
+			var logs strings.Builder
+			for i := range n.addrs {
+				logs.WriteString(n.logs(i))
+			}
+			_ = n.stopAll(context.Background())
+			return nil, fmt.Errorf("%w: cluster of %d %s: %w%s", ErrUnavailable, len(n.addrs), n.what, err, logs.String())
+		}
+		info.Nodes = nodes
+	} else {
+		info.Nodes = []Node{{Addr: n.addrs[0], Role: RoleMaster}}
+	}
+	t := newTarget(info, "", n.password, nil, n.stopAll)
+	t.adopt(n.servers)
+	v, err := serverVersion(ctx, t.masters[0])
+	if err != nil {
+		_ = t.Stop(context.Background())
+		return nil, fmt.Errorf("%w: INFO server: %w%s", ErrUnavailable, err, n.logs(0))
+	}
+	t.Info.Version = v
+	return t, nil
+}
+
 // joinCluster turns the empty cluster-enabled servers at addrs into one cluster: the first
 // masters nodes become masters, the rest replicas (replica j follows master j mod masters). It
 // sets distinct config epochs, runs a full-mesh CLUSTER MEET, assigns slots with ADDSLOTSRANGE,

@@ -510,28 +510,7 @@ func startContainer(ctx context.Context, cfg Config, why string) (*Target, error
 	for i, nd := range nodes {
 		addrs[i] = nd.addr()
 	}
-	if cluster {
-		got, err := joinCluster(ctx, addrs, password, cfg.masters(), cfg.Replicas, nil)
-		if err != nil {
-			var logs strings.Builder
-			for _, nd := range nodes {
-				logs.WriteString(nd.logs())
-			}
-			_ = stopAll(context.Background())
-			return nil, fmt.Errorf("%w: cluster of %d containers: %w%s", ErrUnavailable, n, err, logs.String())
-		}
-		info.Nodes = got
-	} else {
-		info.Nodes = []Node{{Addr: addrs[0], Role: RoleMaster}}
-	}
-	t := newTarget(info, "", password, nil, stopAll)
-	keep = true // stopAll closes the client from now on
-	t.adopt(asServers(nodes))
-	v, err := serverVersion(ctx, t.masters[0])
-	if err != nil {
-		_ = t.Stop(context.Background())
-		return nil, fmt.Errorf("%w: INFO server: %w%s", ErrUnavailable, err, nodes[0].logs())
-	}
-	t.Info.Version = v
-	return t, nil
+	keep = true // assemble stops every node (stopAll closes the client) on any failure from here
+	logs := func(i int) string { return nodes[i].logs() }
+	return assemble(ctx, cfg, info, started{addrs: addrs, password: password, what: "containers", logs: logs, stopAll: stopAll, servers: asServers(nodes)})
 }

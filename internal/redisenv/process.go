@@ -411,27 +411,6 @@ func startProcess(ctx context.Context, cfg Config, why string) (*Target, error) 
 		}
 		return nil
 	}
-	if cluster {
-		nodes, err := joinCluster(ctx, addrs, password, cfg.masters(), cfg.Replicas, gone)
-		if err != nil {
-			var logs strings.Builder
-			for _, s := range servers {
-				logs.WriteString(s.logTail())
-			}
-			_ = stopAll(context.Background())
-			return nil, fmt.Errorf("%w: cluster of %d nodes: %w%s", ErrUnavailable, n, err, logs.String())
-		}
-		info.Nodes = nodes
-	} else {
-		info.Nodes = []Node{{Addr: addrs[0], Role: RoleMaster}}
-	}
-	t := newTarget(info, "", password, nil, stopAll)
-	t.adopt(asServers(servers))
-	v, err := serverVersion(ctx, t.masters[0])
-	if err != nil {
-		_ = t.Stop(context.Background())
-		return nil, fmt.Errorf("%w: INFO server: %w%s", ErrUnavailable, err, servers[0].logTail())
-	}
-	t.Info.Version = v
-	return t, nil
+	logs := func(i int) string { return servers[i].logTail() }
+	return assemble(ctx, cfg, info, started{addrs: addrs, password: password, what: "nodes", logs: logs, gone: gone, stopAll: stopAll, servers: asServers(servers)})
 }

@@ -26,10 +26,14 @@ type customAlgorithm struct {
 // customAlgorithmOf builds the algorithm of a scenario's custom entry; s, when not nil, is the
 // scenario that holds c, for messages. A spec that algorithms.NewCustom rejects (which
 // scenarios.Load already prevents) is an error wrapping ErrBadScript.
-func customAlgorithmOf(s *scenarios.Scenario, c *scenarios.Custom) (algorithms.Algorithm, error) {
-	a, err := algorithms.NewCustom(customSpec(c))
+func customAlgorithmOf(s *scenarios.Scenario, c *algorithms.CustomSpec) (algorithms.Algorithm, error) {
+	a, err := algorithms.NewCustom(*c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, c.ScriptPath, err)
+		path := c.Path
+		if path == "" {
+			path = c.Script
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScript, path, err)
 	}
 	ca := &customAlgorithm{Custom: a, scenario: s}
 	if s != nil {
@@ -62,31 +66,6 @@ func (a *customAlgorithm) badScript(err error) error {
 		return fmt.Errorf("%w: %w", ErrBadScript, err)
 	}
 	return &scriptError{msg: a.scenario.ProblemAt(a.field, serr.Location()+": "+serr.Err.Error()).String(), err: err}
-}
-
-// customSpec converts a scenario's custom entry into the algorithms package's plain spec.
-func customSpec(c *scenarios.Custom) algorithms.CustomSpec {
-	spec := algorithms.CustomSpec{
-		Name:   c.Name,
-		Path:   c.ScriptPath,
-		Source: c.Source,
-		Keys:   append([]string(nil), c.Keys...),
-		Args:   append([]string(nil), c.Args...),
-		Allowed: algorithms.ReplyRule{
-			Element: c.Allowed.Element,
-			Op:      string(c.Allowed.Op),
-			Value:   c.Allowed.Value,
-			Number:  c.Allowed.Number,
-		},
-		Contract: c.Contract.Contract(),
-	}
-	if spec.Path == "" {
-		spec.Path = c.Script
-	}
-	if t := c.Time; t != nil {
-		spec.Time = &algorithms.ReplyTime{Element: t.Element, Unit: t.Unit.Duration()}
-	}
-	return spec
 }
 
 // customNotes returns what a custom script's limiter has to add to its entry's

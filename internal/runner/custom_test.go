@@ -15,6 +15,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -31,7 +32,7 @@ func needRedis(t *testing.T) {
 
 // runShort runs s shortened to d (warmup 300 ms) on started redis-server processes, without the
 // reference script.
-func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Outcome, error) {
+func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Conclusion, error) {
 	t.Helper()
 	s.Duration, s.Warmup = d, 300*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -78,8 +79,8 @@ func TestCustomExample(t *testing.T) {
 		good := entry(t, out.Result, "my-token-bucket", topo)
 		v := good.Verification
 		switch {
-		case v.Verdict == report.Pass:
-		case v.Verdict == report.Inconclusive && onlyBehind(v.Reasons):
+		case v.Verdict == verify.Pass:
+		case v.Verdict == verify.Inconclusive && onlyBehind(v.Reasons):
 			t.Logf("my-token-bucket on %s: inconclusive only because the machine is loaded: %v", topo, v.Reasons)
 		default:
 			t.Errorf("my-token-bucket on %s: verdict %s (%v); want pass", topo, v.Verdict, v.Reasons)
@@ -90,7 +91,7 @@ func TestCustomExample(t *testing.T) {
 		}
 		bad := entry(t, out.Result, "my-off-by-one", topo)
 		v = bad.Verification
-		if v.Verdict != report.Fail || v.DefiniteViolations == 0 || !v.ExpectedViolation {
+		if v.Verdict != verify.Fail || v.DefiniteViolations == 0 || !v.ExpectedViolation {
 			t.Errorf("my-off-by-one on %s: verdict %s with %d definite violations, expected %v (%v); want fail, > 0, true",
 				topo, v.Verdict, v.DefiniteViolations, v.ExpectedViolation, v.Reasons)
 		}
@@ -153,14 +154,14 @@ func TestCustomNeverMatches(t *testing.T) {
 			}
 			e := entry(t, out.Result, "mine", "single")
 			v := e.Verification
-			if v.Verdict != report.Inconclusive || e.Allowed != 0 {
+			if v.Verdict != verify.Inconclusive || e.Allowed != 0 {
 				t.Errorf("verdict %s with %d admissions (%v); want inconclusive with none", v.Verdict, e.Allowed, v.Reasons)
 			}
 			if !strings.Contains(strings.Join(v.Reasons, "\n"), tt.want) {
 				t.Errorf("reasons %q do not contain %q (is withCustomNotes wired into measure?)", v.Reasons, tt.want)
 			}
 			if out.Passed() {
-				t.Error("Outcome.Passed() = true; want a failure for the inconclusive verdict")
+				t.Error("Conclusion.Passed() = true; want a failure for the inconclusive verdict")
 			}
 		})
 	}
@@ -229,11 +230,11 @@ func TestCheckCustomScripts(t *testing.T) {
 				env = redistest.Cluster(t)
 			}
 			custom := func(name, src string) algorithms.Algorithm {
-				a, err := customAlgorithmOf(nil, &scenarios.Custom{
-					Name: name, Script: name + ".lua", ScriptPath: "dir/" + name + ".lua", Source: src,
+				a, err := customAlgorithmOf(nil, &algorithms.CustomSpec{
+					Name: name, Script: name + ".lua", Path: "dir/" + name + ".lua", Source: src,
 					Keys:     []string{"k:{{tag}}"},
-					Allowed:  scenarios.AllowedRule{Op: scenarios.Equals, Value: "1"},
-					Contract: scenarios.CustomContract{Kind: algorithms.NoContract},
+					Allowed:  algorithms.ReplyRule{Op: algorithms.RuleEquals, Value: "1"},
+					Contract: algorithms.Contract{Kind: algorithms.NoContract},
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
 // scenarioOf returns a valid open-loop scenario for the named algorithms on one topology.
-func scenarioOf(t *testing.T, topo scenarios.Topology, names []string, edit func(s *scenarios.Scenario)) *scenarios.Scenario {
+func scenarioOf(t *testing.T, topo redisenv.Topology, names []string, edit func(s *scenarios.Scenario)) *scenarios.Scenario {
 	t.Helper()
 	s := scenarios.Default()
 	s.Name = "e2e"
-	s.Topologies = []scenarios.Topology{topo}
+	s.Topologies = []redisenv.Topology{topo}
 	s.Algorithms = nil
 	for _, n := range names {
 		s.Algorithms = append(s.Algorithms, scenarios.AlgorithmEntry{Name: n})
@@ -80,7 +82,7 @@ const behindRetries = 3
 func TestCorrectedAlgorithmsAtTwiceTheLimit(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		t.Run(string(topo), func(t *testing.T) { correctedAtTwiceTheLimit(t, topo, processEnv) })
 	}
 }
@@ -89,7 +91,7 @@ func TestCorrectedAlgorithmsAtTwiceTheLimit(t *testing.T) {
 // hot subject on env and requires a pass with denials and no definite violation. A run the loaded
 // machine could not keep on schedule tests nothing, so it is retried; if it never keeps up, the
 // test says it could not check that algorithm rather than passing.
-func correctedAtTwiceTheLimit(t *testing.T, topo scenarios.Topology, env redisenv.Config) {
+func correctedAtTwiceTheLimit(t *testing.T, topo redisenv.Topology, env redisenv.Config) {
 	pending := corrected()
 	var untested []string
 	for attempt := 1; len(pending) > 0; attempt++ {
@@ -107,12 +109,12 @@ func correctedAtTwiceTheLimit(t *testing.T, topo scenarios.Topology, env redisen
 			switch {
 			case !ok:
 				t.Errorf("%s on %s: not run", n, topo)
-			case v.DefiniteViolations > 0 || v.Verdict == report.Fail:
+			case v.DefiniteViolations > 0 || v.Verdict == verify.Fail:
 				t.Errorf("%s on %s: verdict %s with %d definite violations (%s; %v); a corrected algorithm must never be flagged",
 					n, topo, v.Verdict, v.DefiniteViolations, v.Where, v.Reasons)
-			case v.Verdict == report.Inconclusive && onlyBehind(v.Reasons):
+			case v.Verdict == verify.Inconclusive && onlyBehind(v.Reasons):
 				behind = append(behind, n)
-			case v.Verdict != report.Pass:
+			case v.Verdict != verify.Pass:
 				t.Errorf("%s on %s: verdict %s (%v); want pass", n, topo, v.Verdict, v.Reasons)
 			case e.Allowed == 0 || e.Denied == 0:
 				t.Errorf("%s on %s: %d allowed, %d denied at twice the limit; want both > 0", n, topo, e.Allowed, e.Denied)
@@ -148,7 +150,7 @@ func TestCorrectedAlgorithmsOnAnExternalServer(t *testing.T) {
 		}
 	})
 	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
-	correctedAtTwiceTheLimit(t, scenarios.Single, redisenv.Config{Backend: redisenv.BackendExternal, URL: u.String()})
+	correctedAtTwiceTheLimit(t, redisenv.TopologySingle, redisenv.Config{Backend: redisenv.BackendExternal, URL: u.String()})
 }
 
 // Issue 4: with clients skewed by ±2 s, the published client-clock designs are caught, while the
@@ -159,15 +161,15 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 	needRedis(t)
 	flawed := []string{"token-bucket-published", "redisson"}
 	clean := []string{"token-bucket", "gcra", "sliding-log"}
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		t.Run(string(topo), func(t *testing.T) {
 			s := scenarioOf(t, topo, append(append([]string(nil), flawed...), clean...), func(s *scenarios.Scenario) {
 				s.Duration, s.Warmup = 4*time.Second, 500*time.Millisecond
 				s.Clients = 12
-				s.Keys = scenarios.Keys{Count: 4, Distribution: scenarios.Uniform}
+				s.Keys = load.Keys{Count: 4, Distribution: load.Uniform}
 				s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 				s.Arrival = &scenarios.Arrival{Rate: 400}
-				s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
+				s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 			})
 			got := runE2E(t, s, processEnv)
 			for _, n := range flawed {
@@ -195,17 +197,17 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
 	var wg sync.WaitGroup
-	results := map[scenarios.Topology]map[string]report.Entry{}
+	results := map[redisenv.Topology]map[string]report.Entry{}
 	var errs []error
 	var mu sync.Mutex
-	for _, topo := range []scenarios.Topology{scenarios.Single, scenarios.Cluster} {
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
 		s := scenarioOf(t, topo, []string{"fixed-window-published"}, func(s *scenarios.Scenario) {
 			s.Duration = 4 * time.Second
 			s.Clients = 12
-			s.Keys = scenarios.Keys{Count: 2, Distribution: scenarios.Uniform}
+			s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 			s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 			s.Arrival = &scenarios.Arrival{Rate: 200, Align: scenarios.Align{Every: time.Minute, Offset: 58 * time.Second}}
-			s.ClockSkew = scenarios.ClockSkew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
+			s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 		})
 		wg.Go(func() {
 			got, err := runEntries(t, s, processEnv)

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,75 +16,72 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
-	"github.com/limitbench/limitbench/scenarios"
 )
-
-// memorySample is the most keys per master whose MEMORY USAGE is read; the total is scaled from
-// them.
-const memorySample = 500
 
 // clockDrift bounds how fast an external server's clock and the harness's drift apart: 100 ppm,
 // more than an undisciplined crystal oscillator's typical 20 to 50 ppm, and far more than NTP
 // leaves.
 const clockDrift = 100e-6
 
-// measurement is one run of one algorithm on one topology.
-type measurement struct {
-	repeat int
-	entry  report.Entry
+// recording is the aggregators one measurement feeds: latency histograms and the timeline of the
+// measured part, and the admission logs of the measured part and of the warmup (nil without one).
+type recording struct {
+	hist      *load.Histograms
+	tl        *load.Timeline
+	log, warm *verify.AdmissionLog
 }
 
-// plan turns the scenario's load into a load.Plan.
-func plan(s *scenarios.Scenario) load.Plan {
-	p := load.Plan{
-		Arrival:       load.ClosedLoop{},
-		Duration:      s.Duration,
-		Warmup:        s.Warmup,
-		Clients:       s.Clients,
-		Mode:          load.Mode(s.ClientMode),
-		PipelineDepth: s.PipelineDepth,
-		Keys: load.Keys{
-			Count:        s.Keys.Count,
-			Distribution: load.Distribution(s.Keys.Distribution),
-			Exponent:     s.Keys.ZipfS,
-			HotShare:     s.Keys.HotShare,
-		},
-		Seed: uint64(s.Seed),
-		Bin:  timelineBin(s.Duration),
-		Skew: load.Skew{Offsets: s.ClockSkew.Offsets, Spread: s.ClockSkew.Spread},
-		Cost: s.Cost,
+// newRecording returns the aggregators of a measurement of p whose admission logs are on the
+// clock sharedClock, server and clientClock say (see verify.AdmissionLog).
+func newRecording(p load.Plan, sharedClock bool, server *load.ClockOffset, clientClock bool) *recording {
+	r := &recording{
+		hist: load.NewHistograms(p.MaxLatency),
+		tl:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
+		log:  verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock),
 	}
-	if s.Arrival != nil {
-		var segs []load.Segment
-		for _, g := range s.Arrival.Segments(s.TotalDuration()) {
-			segs = append(segs, load.Segment{From: g.From, To: g.To, Duration: g.For})
-		}
-		p.Arrival = load.NewProfile(segs...)
+	if p.Warmup > 0 {
+		r.warm = verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock)
 	}
-	return p
+	return r
 }
 
-// timelineBin returns the widest of 1s, 500ms, 250ms and 100ms that divides d, so that the last
-// bin of a timeline is a whole bin and its rate is not understated; 1s when none does.
-func timelineBin(d time.Duration) time.Duration {
-	for _, b := range []time.Duration{time.Second, 500 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond} {
-		if d%b == 0 && d >= b {
-			return b
-		}
+// sinks returns the aggregators as load.Run takes them.
+func (r *recording) sinks() load.Sinks {
+	s := load.Sinks{Measured: []load.Aggregator{r.hist, r.tl, r.log}}
+	if r.warm != nil {
+		s.Warmup = []load.Aggregator{r.warm}
 	}
-	return time.Second
+	return s
 }
 
-// measure runs algorithm a once on tgt under the scenario's load and returns the measurement. A
-// non-nil measurement comes back even with an error when something was measured.
-func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
-	runID string) (*measurement, error) {
+// verification returns what the verifier needs of the measurement res recorded in r, for an
+// algorithm with contract and model.
+func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model) verify.Measurement {
+	m := verify.Measurement{
+		Contract: contract, Model: model,
+		Log: r.log.Log(res.Subjects, res.Clients),
+		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
+			Dropped: res.Counts.Dropped},
+		Start: r.log.Micros(res.Plan.Warmup),
+	}
+	if r.warm != nil {
+		m.Warmup = r.warm.Log(res.Subjects, res.Clients)
+	}
+	return m
+}
+
+// Measure runs algorithm a once on tgt (whose topology is topo) under o.Scenario's load, on a
+// fresh key prefix of run runID numbered rep, and returns its entry: load's figures, the
+// verifier's sections and what the decisions cost the server. A non-nil entry comes back even
+// with an error when something was measured. o.Progress, when set, sees the measurement live.
+func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
+	runID string) (*report.Entry, error) {
 	s := o.Scenario
 	name := a.Describe().Name
-	prefix := fmt.Sprintf("limitbench:%s:%s:%d:", runID, keySafe(name), rep)
+	prefix := KeyPrefix(runID, name, strconv.Itoa(rep))
 	cleanCtx := context.WithoutCancel(ctx)
 	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
-		return nil, lostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
@@ -98,24 +94,24 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
 			return nil, ca.badScript(err)
 		}
-		return nil, lostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
 	}
 	contract, err := a.Contract(s.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 
-	p := plan(s)
-	p.SharedClock = tgt.Info.SharedClock
-	p.ClientClock = a.Describe().Clock == algorithms.ClockClient
-	if !p.SharedClock {
+	p := s.Plan()
+	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
+	var serverClock *load.ClockOffset
+	if !sharedClock {
 		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
 		if err != nil {
-			return nil, lostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
+			return nil, LostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
 		}
 		// The offset is measured once; allow for the clocks drifting apart until the run ends.
 		off.Err += time.Duration(float64(s.TotalDuration()+time.Minute) * clockDrift)
-		p.ServerClock = &off
+		serverClock = &off
 	}
 	if o.Progress != nil {
 		total := s.TotalDuration()
@@ -126,9 +122,9 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
 	defer client.Close()
 
-	before, err := snapshot(ctx, tgt)
+	before, err := ReadStats(ctx, tgt)
 	if err != nil {
-		return nil, lostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
+		return nil, LostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
 	}
 	if s.Arrival != nil && s.Arrival.Align.Every > 0 {
 		wait := time.Until(s.Arrival.Align.Start(time.Now()))
@@ -138,29 +134,40 @@ func measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		case <-time.After(wait):
 		}
 	}
-	res, err := load.Run(ctx, client, lim, p)
+	rec := newRecording(p, sharedClock, serverClock, clientClock)
+	res, err := load.Run(ctx, client, lim, p, rec.sinks())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
+	vm := rec.verification(res, contract, a.Model(s.Limit))
+	_, custom := a.(*customAlgorithm)
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		m := &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, nil), lim)}
-		return m, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
+		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)
+		return &e, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
-	after, err := snapshot(statCtx, tgt)
+	after, err := ReadStats(statCtx, tgt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read server stats: %w", ErrLost, err)
 	}
 	srv := serverCost(before, after, res)
-	keys, bytes, err := keyMemory(statCtx, tgt, prefix)
+	keys, bytes, err := KeyMemory(statCtx, tgt, prefix)
 	if err == nil && keys > 0 {
 		srv.Keys = keys
-		if n := subjectsTouched(res.Log); n > 0 {
+		if n := vm.Log.SubjectsDecided(); n > 0 {
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	return &measurement{repeat: rep, entry: withCustomNotes(entryOf(name, topo, res, contract, a, s, &srv), lim)}, nil
+	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)
+	return &e, nil
+}
+
+// KeyPrefix returns the key prefix of one measurement of algorithm name in run runID:
+// "limitbench:<runID>:<name>:<what>:", the name kept usable inside a key prefix (no hash-tag
+// braces, no glob characters).
+func KeyPrefix(runID, name, what string) string {
+	return fmt.Sprintf("limitbench:%s:%s:%s:", runID, keySafe(name), what)
 }
 
 // keySafe keeps a name usable inside a key prefix: no hash-tag braces, no glob characters.
@@ -174,9 +181,9 @@ func keySafe(name string) string {
 	}, name)
 }
 
-// lostOr returns err marked as ErrLost when the target no longer answers, or as
+// LostOr returns err marked as ErrLost when the target no longer answers, or as
 // ErrInterrupted when ctx was cancelled.
-func lostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
+func LostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
@@ -195,391 +202,21 @@ func alive(ctx context.Context, tgt *redisenv.Target) error {
 	})
 }
 
-// serverCost turns two stats snapshots around a measurement into per-decision costs.
-func serverCost(before, after serverStats, res *load.Result) report.Server {
-	var srv report.Server
-	n := float64(res.Counts.Requests + res.Counts.Warmup)
-	if n == 0 {
-		return srv
-	}
-	if d := after.usec - before.usec; d > 0 {
-		srv.USecPerCall = round3(float64(d) / n)
-	}
-	if d := after.cpu - before.cpu; d > 0 {
-		srv.CPUUSecPerDecision = round3(d * 1e6 / n)
-	}
-	return srv
-}
-
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-// keyMemory counts the keys under prefix on every master and estimates their memory from
-// MEMORY USAGE of up to memorySample keys per master, scaled to all of them.
-func keyMemory(ctx context.Context, tgt *redisenv.Target, prefix string) (keys, bytes int64, err error) {
-	type part struct{ keys, sampled, bytes int64 }
-	var parts []part
-	var mu = make(chan struct{}, 1)
-	err = tgt.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		var p part
-		iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			p.keys++
-			if p.sampled < memorySample {
-				n, err := c.MemoryUsage(ctx, iter.Val(), 0).Result()
-				if err == nil {
-					p.sampled++
-					p.bytes += n
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		mu <- struct{}{}
-		parts = append(parts, p)
-		<-mu
-		return nil
-	})
-	for _, p := range parts {
-		keys += p.keys
-		if p.sampled > 0 {
-			bytes += p.bytes * p.keys / p.sampled
-		}
-	}
-	return keys, bytes, err
-}
-
-// globEscape escapes the glob metacharacters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// subjectsTouched counts the distinct subjects of the log's admitted or denied requests.
-func subjectsTouched(log *verify.Log) int {
-	if log == nil {
-		return 0
-	}
-	seen := make([]bool, len(log.Subjects))
-	n := 0
-	for _, e := range log.Events {
-		if k := e.Kind(); (k == verify.Admitted || k == verify.Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
-			seen[e.Subject] = true
-			n++
-		}
-	}
-	return n
-}
-
-// entryOf builds the report entry of one measurement, verifying its admission log.
-func entryOf(name, topo string, res *load.Result, contract algorithms.Contract, a algorithms.Algorithm,
-	s *scenarios.Scenario, srv *report.Server) report.Entry {
-	c := res.Counts
-	e := report.Entry{
-		Algorithm:     name,
-		Topology:      topo,
-		Requests:      int64(c.Requests),
-		Allowed:       int64(c.Allowed),
-		Denied:        int64(c.Denied),
-		Errors:        int64(c.Failed),
-		Unknown:       int64(c.Unknown),
-		Dropped:       int64(c.Missed + c.Dropped),
-		Late:          int64(c.Late),
-		DurationS:     res.Duration.Seconds(),
-		OfferedRPS:    round3(res.OfferedRate),
-		ThroughputRPS: round3(res.Throughput),
-	}
-	if _, custom := a.(*customAlgorithm); custom {
-		e.Custom = true
-	}
-	if c.Requests > 0 {
-		e.LateFraction = float64(c.Late) / float64(c.Requests)
-	}
+// entryOf builds the report entry of one measurement: load's counts, rates, latency and timeline,
+// the verifier's sections and the contract's limit per bin, and the server's cost srv (nil when
+// not measured); custom marks a scenario's own script.
+func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Measurement, custom bool,
+	srv *report.Server) report.Entry {
+	e := report.NewEntry(name, topo, res)
+	e.Custom = custom
 	if srv != nil {
 		e.Server = *srv
 	}
-	if res.Histograms != nil {
-		// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
-		// histogram, and the report says so.
-		_ = e.SetHistograms(res.Histograms.Latency(), res.Histograms.Service())
-	}
-	e.Verification = verification(res, contract, s)
-	if res.Log != nil && contract.Kind != algorithms.NoContract {
-		if acc, err := accuracy(contract, res); err == nil {
-			e.Accuracy = report.Accuracy{
-				IdealAllowed:   acc.IdealAllowed,
-				Efficiency:     round3(acc.Efficiency),
-				FalseDenials:   acc.FalseDenials,
-				MaxWindowRatio: round3(acc.MaxWindowRatio),
-			}
-		} else {
-			e.Verification.Reasons = append(e.Verification.Reasons, "accuracy not computed: "+err.Error())
-		}
-		if note := replay(a.Model(s.Limit), res); note != "" {
-			e.Verification.Reasons = append(e.Verification.Reasons, note)
-		}
-	}
-	e.Timeline = timeline(res, contract)
-	if res.Canceled && res.Log == nil {
-		// With a log, the verdict's reasons already say so.
-		e.Verification.Reasons = append(e.Verification.Reasons, "the measurement was cut short")
-	}
+	// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
+	// histogram, and the report says so.
+	_ = e.SetHistograms(rec.hist.Latency(), rec.hist.Service())
+	e.Verification, e.Accuracy = vm.Sections()
+	series := rec.tl.Series()
+	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
 	return e
-}
-
-// verification checks the log against the contract and fills the entry's verification.
-func verification(res *load.Result, contract algorithms.Contract, s *scenarios.Scenario) report.Verification {
-	v := report.Verification{Contract: contract.String()}
-	if contract.Kind == algorithms.NoContract {
-		v.Contract = string(algorithms.NoContract)
-	}
-	if res.Log == nil {
-		v.Verdict = report.Inconclusive
-		v.Reasons = []string{"no admission log was recorded"}
-		return v
-	}
-	rep, err := verify.Check(contract, res.Log)
-	if err != nil {
-		v.Verdict = report.Inconclusive
-		v.Reasons = []string{"cannot verify: " + err.Error()}
-		return v
-	}
-	j := verify.JudgeWith(rep, verify.Warnings{Behind: res.Behind, Canceled: res.Canceled,
-		ClockMismatch: res.Counts.ClockMismatch, Dropped: res.Counts.Dropped})
-	v.Verdict = report.Verdict(j.Outcome)
-	v.Reasons = j.Reasons
-	v.DefiniteViolations = rep.Definite()
-	v.PossibleViolations = rep.Possible()
-	start := res.LogMicros(res.Plan.Warmup)
-	var worst verify.Where
-	for _, l := range rep.Limits {
-		if l.Worst.Excess > worst.Excess {
-			worst = l.Worst
-		}
-		for _, viol := range l.Violations {
-			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
-		}
-		v.ViolationTimesOmitted += l.ViolationsDropped
-	}
-	sort.Float64s(v.ViolationTimesS)
-	if worst.Excess > 0 {
-		v.WorstExcess = worst.Excess
-		who := "subject " + worst.Subject
-		if worst.Client != "" {
-			who += " client " + worst.Client
-			if worst.Subject == "" {
-				who = "client " + worst.Client
-			}
-		}
-		v.Where = fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
-			worst.Permits, worst.Allowed, float64(worst.Lo-start)/1e6, float64(worst.Hi-start)/1e6)
-	}
-	return v
-}
-
-// timeline converts the load timeline and adds the contract's allowance per bin.
-func timeline(res *load.Result, contract algorithms.Contract) report.Timeline {
-	t := report.Timeline{BinS: res.Plan.Bin.Seconds()}
-	if res.Timeline == nil {
-		return t
-	}
-	for _, b := range res.Timeline.Bins {
-		t.Offered = append(t.Offered, int64(b.Offered))
-		t.Admitted = append(t.Admitted, int64(b.AdmittedPermits))
-		t.Denied = append(t.Denied, int64(b.Denied))
-		t.Errors = append(t.Errors, int64(b.Failed+b.Unknown))
-	}
-	if contract.Kind == algorithms.NoContract || res.Log == nil || len(t.Offered) == 0 {
-		return t
-	}
-	// The allowance of one scope over one bin, in the steady state.
-	bin := res.Plan.Bin
-	var per float64
-	switch contract.Kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow:
-		per = float64(contract.Limit) * bin.Seconds() / contract.Window.Seconds()
-	case algorithms.TokenBucket:
-		per = float64(contract.RefillPermits) * bin.Seconds() / contract.RefillPer.Seconds()
-	}
-	// Count the scopes active in each bin.
-	start := res.LogMicros(res.Plan.Warmup)
-	binUS := bin.Microseconds()
-	active := make([]map[uint64]struct{}, len(t.Offered))
-	for _, ev := range res.Log.Events {
-		// The midpoint, on the log's clock: Base plus relative times.
-		i := int((res.Log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - start) / binUS)
-		if i < 0 || i >= len(active) {
-			continue
-		}
-		if active[i] == nil {
-			active[i] = map[uint64]struct{}{}
-		}
-		k := uint64(ev.Subject)
-		if contract.Scope == algorithms.PerClient {
-			k = k<<16 | uint64(ev.Client)
-		} else if contract.Scope == algorithms.PerConsumer {
-			k = uint64(ev.Client)
-		}
-		active[i][k] = struct{}{}
-	}
-	t.Limit = make([]float64, len(t.Offered))
-	for i, m := range active {
-		t.Limit[i] = round3(per * float64(len(m)))
-	}
-	return t
-}
-
-// summarize merges the repeats of one algorithm on one topology into one entry: the repeat with
-// the median throughput gives the histograms and timeline, verification takes the worst verdict
-// and adds up violations, and every repeat becomes a Sample.
-func summarize(ms []*measurement, a algorithms.Algorithm, s *scenarios.Scenario) report.Entry {
-	byTP := slices.Clone(ms)
-	sort.SliceStable(byTP, func(i, j int) bool { return byTP[i].entry.ThroughputRPS < byTP[j].entry.ThroughputRPS })
-	e := byTP[len(byTP)/2].entry
-	markExpectations(&e, s)
-	if len(ms) == 1 {
-		return e
-	}
-	var def, poss, worst int64
-	verdict := report.Pass
-	var reasons []string
-	for _, m := range ms {
-		v := m.entry.Verification
-		def += v.DefiniteViolations
-		poss += v.PossibleViolations
-		if v.WorstExcess > worst {
-			worst = v.WorstExcess
-			e.Verification.Where = fmt.Sprintf("repeat %d: %s", m.repeat, v.Where)
-		}
-		switch {
-		case v.Verdict == report.Fail:
-			verdict = report.Fail
-		case v.Verdict == report.Inconclusive && verdict == report.Pass:
-			verdict = report.Inconclusive
-		}
-		for _, r := range v.Reasons {
-			reasons = append(reasons, fmt.Sprintf("repeat %d: %s", m.repeat, r))
-		}
-		e.Samples = append(e.Samples, report.Sample{
-			Repeat:             m.repeat,
-			ThroughputRPS:      m.entry.ThroughputRPS,
-			LatencyUS:          m.entry.LatencyUS,
-			Efficiency:         m.entry.Accuracy.Efficiency,
-			USecPerCall:        m.entry.Server.USecPerCall,
-			CPUUSecPerDecision: m.entry.Server.CPUUSecPerDecision,
-			BytesPerKey:        m.entry.Server.BytesPerKey,
-			Verdict:            v.Verdict,
-		})
-	}
-	e.Verification.Verdict = verdict
-	e.Verification.Reasons = reasons
-	e.Verification.DefiniteViolations = def
-	e.Verification.PossibleViolations = poss
-	e.Verification.WorstExcess = worst
-	return e
-}
-
-// relate fills Relative for the entries from first on, against the reference entry of the same
-// topology.
-func relate(res *report.Result, first int) {
-	if res.Reference == "" {
-		return
-	}
-	var ref *report.Entry
-	for i := first; i < len(res.Entries); i++ {
-		if res.Entries[i].Algorithm == res.Reference {
-			ref = &res.Entries[i]
-		}
-	}
-	if ref == nil {
-		return
-	}
-	ratio := func(a, b float64) float64 {
-		if a == 0 || b == 0 {
-			return 0
-		}
-		return round3(a / b)
-	}
-	for i := first; i < len(res.Entries); i++ {
-		e := &res.Entries[i]
-		if e == ref {
-			continue
-		}
-		e.Relative = &report.Relative{
-			Reference:          res.Reference,
-			Throughput:         ratio(e.ThroughputRPS, ref.ThroughputRPS),
-			P50:                ratio(e.LatencyUS.P50, ref.LatencyUS.P50),
-			P99:                ratio(e.LatencyUS.P99, ref.LatencyUS.P99),
-			USecPerCall:        ratio(e.Server.USecPerCall, ref.Server.USecPerCall),
-			CPUUSecPerDecision: ratio(e.Server.CPUUSecPerDecision, ref.Server.CPUUSecPerDecision),
-			BytesPerKey:        ratio(e.Server.BytesPerKey, ref.Server.BytesPerKey),
-		}
-	}
-}
-
-// accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
-// limiter's.
-func accuracy(contract algorithms.Contract, res *load.Result) (verify.AccuracyReport, error) {
-	log, err := withWarmup(res)
-	if err != nil {
-		return verify.AccuracyReport{}, err
-	}
-	return verify.Accuracy(contract, log, time.Second)
-}
-
-// withWarmup returns the measured log preceded by the warmup's requests, with From set to the
-// start of the measured part: the ideal limiter sees every request the algorithm saw, so both start
-// the measured part in the same state, and only the measured part is counted. The warmup's events
-// are moved to the measured log's Base when theirs differs (load.Run gives both one Base); it
-// returns an error when one does not fit there.
-func withWarmup(res *load.Result) (*verify.Log, error) {
-	if res.WarmupLog == nil || len(res.WarmupLog.Events) == 0 {
-		return res.Log, nil
-	}
-	events := make([]verify.Event, 0, len(res.WarmupLog.Events)+len(res.Log.Events))
-	events = append(events, res.WarmupLog.Events...)
-	if d := res.WarmupLog.Base - res.Log.Base; d != 0 {
-		for i, e := range events {
-			s, err := e.Shift(d)
-			if err != nil {
-				return nil, fmt.Errorf("warmup event %d: %w", i, err)
-			}
-			events[i] = s
-		}
-	}
-	events = append(events, res.Log.Events...)
-	return &verify.Log{Subjects: res.Log.Subjects, Clients: res.Log.Clients, Base: res.Log.Base, Events: events,
-		From: res.LogMicros(res.Plan.Warmup)}, nil
-}
-
-// replay replays the decisions of the run (the warmup's first) through the algorithm's reference
-// model and returns a note when some differ; "" when they agree or replay is not possible: no
-// model, or a warmup request without an exact decision time, which the model cannot follow.
-func replay(m algorithms.Model, res *load.Result) string {
-	if m == nil || res.Log == nil {
-		return ""
-	}
-	if res.WarmupLog != nil {
-		for _, e := range res.WarmupLog.Events {
-			if k := e.Kind(); e.Lo() != e.Hi() || (k != verify.Admitted && k != verify.Denied) {
-				return ""
-			}
-		}
-	}
-	log, err := withWarmup(res)
-	if err != nil {
-		return ""
-	}
-	rr, err := verify.Replay(m, log)
-	if err != nil || rr.Differ == 0 {
-		return ""
-	}
-	return fmt.Sprintf("note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed)
 }

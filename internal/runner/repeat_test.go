@@ -19,7 +19,7 @@ import (
 // reference first in each round), and every entry keeps one sample per repeat.
 func TestRepeatInterleaves(t *testing.T) {
 	needRedis(t)
-	s := scenarioOf(t, scenarios.Single, []string{"gcra", "sliding-log"}, func(s *scenarios.Scenario) {
+	s := scenarioOf(t, redisenv.TopologySingle, []string{"gcra", "sliding-log"}, func(s *scenarios.Scenario) {
 		s.Duration, s.Warmup = 400*time.Millisecond, 0
 		s.Clients = 2
 		s.Arrival = &scenarios.Arrival{Rate: 100}

@@ -1,8 +1,16 @@
-// Package runner runs a scenario: for each topology it starts one Redis environment, runs every
-// algorithm (interleaved with the reference script, repeated as asked) under the scenario's load,
-// measures what the decisions cost Redis, verifies each algorithm against its contract, and
-// assembles a report.Result. It evaluates the scenario's expectations and thresholds; writing the
-// files and choosing the exit code are the caller's (the CLI's) job.
+// Package runner orchestrates a run and owns nothing else: for each topology of a scenario it
+// starts one Redis environment (redisenv), resolves the algorithms, and for every algorithm
+// (interleaved with the reference script, repeated as asked) prepares it on a fresh key prefix,
+// feeds load.Run the aggregators of one measurement (load's histograms and timeline, verify's
+// admission logs), reads what the decisions cost Redis (INFO, MEMORY USAGE), and assembles the
+// entry from what each owner gives: report.NewEntry (load's figures), verify.Measurement.Sections
+// (verdict, accuracy) and its per-bin limits. Repeats are merged and expectations and thresholds
+// judged by their owners (report.MergeRepeats, judge). Writing the files, the exit code and the
+// process's CPU policy are the command's.
+//
+// Every error Run returns matches one of its sentinels (MarkRedis), so that a caller tells bad
+// input, an environment that failed and an interrupted run apart with errors.Is. The capacity
+// sweep runs its steps through Measure.
 package runner
 
 import (
@@ -11,33 +19,54 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// Errors of Run; compare with errors.Is. Environment errors also wrap redisenv's sentinels
-// (ErrUnavailable, ErrBadConfig).
+// Errors of Run; compare with errors.Is. Every error Run returns matches one of them, of
+// redisenv's ErrUnavailable (an environment that could not be set up) and ErrBadConfig (a bad
+// environment configuration), or algorithms.ErrUnknownAlgorithm.
 var (
-	// ErrLost means Redis stopped answering during the run. The Outcome still holds what was
+	// ErrLost means Redis stopped answering during the run. The Conclusion still holds what was
 	// measured before.
 	ErrLost = errors.New("redis was lost during the run")
 	// ErrInterrupted means ctx was cancelled (Ctrl-C, SIGTERM) before the run finished; the
-	// Outcome holds what was measured, with Result.CutShort set.
+	// Conclusion holds what was measured, with Result.CutShort set.
 	ErrInterrupted = errors.New("run cut short")
 	// ErrBadScript means a custom script does not load in Redis (its Lua does not compile, or its
 	// keys do not fit the topology).
 	ErrBadScript = errors.New("bad custom script")
+	// ErrRedis means Redis answered a step of the run other than as the run needs: a key prefix
+	// already in use, an error reply to loading a script or to reading its figures, a load it
+	// refused. Run marks with it every error that matches no other sentinel (see MarkRedis).
+	ErrRedis = errors.New("redis failed a step of the run")
 )
+
+// MarkRedis returns err as it is when it is nil or matches one of the errors Run documents, else
+// err marked as ErrRedis, with err's message. Run and the capacity sweep return their errors
+// through it, so that a caller can tell every error apart by its sentinel.
+func MarkRedis(err error) error {
+	for _, known := range []error{ErrLost, ErrInterrupted, ErrBadScript, ErrRedis, redisenv.ErrUnavailable,
+		redisenv.ErrBadConfig, algorithms.ErrUnknownAlgorithm} {
+		if err == nil || errors.Is(err, known) {
+			return err
+		}
+	}
+	return &redisError{err}
+}
+
+// redisError is an error marked as ErrRedis; its message is the error's own.
+type redisError struct{ err error }
+
+func (e *redisError) Error() string   { return e.err.Error() }
+func (e *redisError) Unwrap() []error { return []error{ErrRedis, e.err} }
 
 // Options configure Run. Scenario is required; the zero value of every other field is a
 // documented default.
@@ -70,8 +99,8 @@ type Progress struct {
 	Duration time.Duration
 }
 
-// Outcome is what Run concluded.
-type Outcome struct {
+// Conclusion is what Run concluded.
+type Conclusion struct {
 	// Result holds every measurement made, even when Run returned an error.
 	Result *report.Result
 	// Failures lists, one sentence each, what makes the run fail: a failed verdict the scenario
@@ -81,13 +110,14 @@ type Outcome struct {
 }
 
 // Passed reports whether every verdict passed and every expectation and threshold held.
-func (o *Outcome) Passed() bool { return len(o.Failures) == 0 }
+func (o *Conclusion) Passed() bool { return len(o.Failures) == 0 }
 
-// Run runs o.Scenario and returns its outcome. The error is non-nil when the run could not
-// start or finish: an environment that could not be set up (wrapping redisenv.ErrUnavailable or
-// ErrBadConfig), Redis lost mid-run (ErrLost), a bad custom script (ErrBadScript), or
-// cancellation (ErrInterrupted). The Outcome is never nil and holds what was measured.
-func Run(ctx context.Context, o Options) (*Outcome, error) {
+// Run runs o.Scenario and returns its conclusion, the expectations and thresholds judged. The
+// error is non-nil when the run could not start or finish: an environment that could not be set
+// up (wrapping redisenv.ErrUnavailable or ErrBadConfig), Redis lost mid-run (ErrLost), a bad
+// custom script (ErrBadScript), cancellation (ErrInterrupted), or Redis failing a step otherwise
+// (ErrRedis). The Conclusion is never nil and holds what was measured.
+func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	s := o.Scenario
 	if o.Repeat <= 0 {
 		o.Repeat = 1
@@ -101,19 +131,19 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	res := &report.Result{
 		Schema:      report.SchemaVersion,
-		Scenario:    describeScenario(s, o.ScenarioFile),
-		Environment: describeHarness(),
+		Scenario:    report.DescribeScenario(s, o.ScenarioFile),
+		Environment: report.HarnessEnvironment(),
 		StartedAt:   time.Now().UTC(),
 	}
-	out := &Outcome{Result: res}
-	finish := func(err error) (*Outcome, error) {
+	out := &Conclusion{Result: res}
+	finish := func(err error) (*Conclusion, error) {
 		res.FinishedAt = time.Now().UTC()
 		if err != nil && res.CutShortNote == "" && len(res.Entries) > 0 {
 			res.CutShort = true
 			res.CutShortNote = err.Error()
 		}
-		out.Failures = append(out.Failures, judge(s, res)...)
-		return out, err
+		out.Failures = append(out.Failures, judge.Run(s, res)...)
+		return out, MarkRedis(err)
 	}
 
 	entries := s.ResolveAlgorithms()
@@ -123,14 +153,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		res.Reference = algorithms.ReferenceName
 	}
 	for _, e := range entries {
-		a, err := resolve(s, e)
+		a, err := Resolve(s, e)
 		if err != nil {
 			return finish(err)
 		}
 		algs = append(algs, a)
 	}
 
-	runID := newRunID()
+	runID := NewRunID()
 	var topologies []string
 	for _, topo := range s.Topologies {
 		topologies = append(topologies, string(topo))
@@ -148,7 +178,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			}
 			return finish(fmt.Errorf("start %s environment: %w", topo, err))
 		}
-		describeTarget(&res.Environment, tgt)
+		res.Environment.AddTarget(tgt.Info)
 		logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
 			tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
 		err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
@@ -164,9 +194,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	return finish(nil)
 }
 
-// resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
+// Resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
 // its file for messages.
-func resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
+func Resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
 	if e.Custom != nil {
 		return customAlgorithmOf(s, e.Custom)
 	}
@@ -181,26 +211,28 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 		return err
 	}
 	first := len(res.Entries)
-	runs := make([][]*measurement, len(algs))
+	runs := make([][]report.Entry, len(algs)) // per algorithm, its repeats in order
 	defer func() {
 		// Whatever happened, record what was measured, in algorithm order.
-		for i, ms := range runs {
-			if len(ms) > 0 {
-				res.Entries = append(res.Entries, summarize(ms, algs[i], o.Scenario))
+		for _, es := range runs {
+			if len(es) > 0 {
+				e := report.MergeRepeats(es)
+				judge.Expectations(&e, o.Scenario)
+				res.Entries = append(res.Entries, e)
 			}
 		}
-		relate(res, first)
+		res.Relate(first)
 	}()
 	for rep := 1; rep <= o.Repeat; rep++ {
 		for i, a := range algs {
-			m, err := measure(ctx, o, tgt, topo, a, rep, runID)
-			if m != nil {
+			e, err := Measure(ctx, o, tgt, topo, a, rep, runID)
+			if e != nil {
 				// Mark expected and tolerated violations now, so that Done sees the final label.
-				markExpectations(&m.entry, o.Scenario)
-				runs[i] = append(runs[i], m)
+				judge.Expectations(e, o.Scenario)
+				runs[i] = append(runs[i], *e)
 				if o.Done != nil {
-					e := m.entry
-					o.Done(&e, rep)
+					done := *e
+					o.Done(&done, rep)
 				}
 			}
 			if err != nil {
@@ -214,370 +246,11 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 	return nil
 }
 
-// newRunID returns a short random id for the run's key prefixes.
-func newRunID() string {
+// NewRunID returns a short random id for a run's key prefixes.
+func NewRunID() string {
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)
 	}
 	return hex.EncodeToString(b[:])
-}
-
-func describeScenario(s *scenarios.Scenario, file string) report.Scenario {
-	rs := report.Scenario{
-		Name:             s.Name,
-		Description:      s.Description,
-		File:             file,
-		Seed:             s.Seed,
-		DurationS:        s.Duration.Seconds(),
-		Clients:          s.Clients,
-		Loop:             "closed",
-		Mode:             string(s.ClientMode),
-		Keys:             describeKeys(s.Keys),
-		ExpectViolations: slices.Clone(s.Expect.Violations),
-	}
-	if s.ClientMode == scenarios.Pipeline {
-		rs.Mode = fmt.Sprintf("pipeline(%d)", s.PipelineDepth)
-	}
-	if s.Arrival != nil {
-		rs.Loop = "open"
-		rs.Arrival = describeArrival(s.Arrival)
-	}
-	if !s.ClockSkew.IsZero() {
-		if s.ClockSkew.Spread > 0 {
-			rs.Skew = "spread ±" + s.ClockSkew.Spread.String()
-		} else {
-			var parts []string
-			for _, d := range s.ClockSkew.Offsets {
-				parts = append(parts, d.String())
-			}
-			rs.Skew = "offsets " + strings.Join(parts, ", ") + " cycled over clients"
-		}
-	}
-	for _, t := range s.Topologies {
-		rs.Topologies = append(rs.Topologies, string(t))
-	}
-	for _, e := range s.ResolveAlgorithms() {
-		rs.Algorithms = append(rs.Algorithms, e.Name)
-	}
-	rs.Settings = settingsOf(s)
-	return rs
-}
-
-// settingsOf returns the effective settings of s, for result.json.
-func settingsOf(s *scenarios.Scenario) *report.Settings {
-	l := s.Limit
-	st := &report.Settings{
-		Limit: report.LimitSettings{Limit: l.Limit, WindowS: l.Window.Seconds(), Burst: l.Burst, ConsumerLimit: l.ConsumerLimit},
-		Cost:  s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
-		Clients: s.Clients, ClientMode: string(s.ClientMode),
-		Keys: report.KeySettings{Count: s.Keys.Count, Distribution: string(s.Keys.Distribution)},
-		Expect: report.ExpectSettings{
-			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
-		},
-	}
-	if st.Limit.Burst == 0 {
-		st.Limit.Burst = l.Limit
-	}
-	if st.Limit.ConsumerLimit == 0 {
-		st.Limit.ConsumerLimit = l.Limit
-	}
-	if s.ClientMode == scenarios.Pipeline {
-		st.PipelineDepth = s.PipelineDepth
-	}
-	switch s.Keys.Distribution {
-	case scenarios.Zipf:
-		st.Keys.ZipfS = s.Keys.ZipfS
-	case scenarios.Hot:
-		st.Keys.HotShare = s.Keys.HotShare
-	}
-	if a := s.Arrival; a != nil {
-		as := &report.ArrivalSettings{Kind: string(a.Kind())}
-		switch a.Kind() {
-		case scenarios.RampUp:
-			as.Ramp = &report.RampSettings{From: a.Ramp.From, To: a.Ramp.To}
-		case scenarios.Stepped:
-			for _, step := range a.Steps {
-				as.Steps = append(as.Steps, report.StepSettings{ForS: step.For.Seconds(), Rate: step.Rate})
-			}
-		case scenarios.Spiked:
-			sp := a.Spike
-			as.Spike = &report.SpikeSettings{Base: sp.Base, Peak: sp.Peak, AtS: sp.At.Seconds(), ForS: sp.For.Seconds(),
-				EveryS: sp.Every.Seconds()}
-		default:
-			as.Rate = a.Rate
-		}
-		if a.Align.Every > 0 {
-			as.Align = &report.AlignSettings{EveryS: a.Align.Every.Seconds(), OffsetS: a.Align.Offset.Seconds()}
-		}
-		st.Arrival = as
-	}
-	if !s.ClockSkew.IsZero() {
-		sk := &report.SkewSettings{SpreadS: s.ClockSkew.Spread.Seconds()}
-		for _, d := range s.ClockSkew.Offsets {
-			sk.OffsetsS = append(sk.OffsetsS, d.Seconds())
-		}
-		st.ClockSkew = sk
-	}
-	for _, e := range s.ResolveAlgorithms() {
-		st.Algorithms = append(st.Algorithms, e.Name)
-		if c := e.Custom; c != nil {
-			spec := customSpec(c)
-			st.Custom = append(st.Custom, report.CustomSettings{
-				Name: c.Name, Script: c.Script, Keys: slices.Clone(c.Keys), Args: slices.Clone(c.Args),
-				Allowed: spec.Allowed.String(), Contract: spec.Contract.String(),
-			})
-		}
-	}
-	for _, th := range s.Thresholds {
-		st.Thresholds = append(st.Thresholds, th.Text)
-	}
-	return st
-}
-
-func describeKeys(k scenarios.Keys) string {
-	noun := "subjects"
-	if k.Count == 1 {
-		noun = "subject"
-	}
-	switch k.Distribution {
-	case scenarios.Zipf:
-		return fmt.Sprintf("%d %s, zipf s=%g", k.Count, noun, k.ZipfS)
-	case scenarios.Hot:
-		return fmt.Sprintf("%d %s, hot share %g", k.Count, noun, k.HotShare)
-	}
-	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
-}
-
-func describeArrival(a *scenarios.Arrival) string {
-	var s string
-	switch a.Kind() {
-	case scenarios.RampUp:
-		s = fmt.Sprintf("ramp %g/s to %g/s", a.Ramp.From, a.Ramp.To)
-	case scenarios.Stepped:
-		var parts []string
-		for _, st := range a.Steps {
-			parts = append(parts, fmt.Sprintf("%g/s for %s", st.Rate, st.For))
-		}
-		s = "steps " + strings.Join(parts, ", ")
-	case scenarios.Spiked:
-		sp := a.Spike
-		s = fmt.Sprintf("spike %g/s, %g/s at %s for %s", sp.Base, sp.Peak, sp.At, sp.For)
-		if sp.Every > 0 {
-			s += " every " + sp.Every.String()
-		}
-	default:
-		s = fmt.Sprintf("constant %g/s", a.Rate)
-	}
-	if a.Align.Every > 0 {
-		s += fmt.Sprintf(", aligned to %s+%s", a.Align.Every, a.Align.Offset)
-	}
-	return s
-}
-
-// describeHarness fills the harness side of the environment.
-func describeHarness() report.Environment {
-	return report.Environment{
-		CPUs:           runtime.NumCPU(),
-		GOMAXPROCS:     runtime.GOMAXPROCS(0),
-		GoVersion:      runtime.Version(),
-		HarnessVersion: harnessVersion(),
-		OS:             runtime.GOOS,
-		Arch:           runtime.GOARCH,
-	}
-}
-
-// describeTarget fills the Redis side of the environment from a started target.
-func describeTarget(env *report.Environment, t *redisenv.Target) {
-	env.Backend = string(t.Info.Backend)
-	env.Image = t.Info.Image
-	env.RedisVersion = t.Info.Version
-	if len(t.Info.Nodes) > env.Nodes {
-		env.Nodes = len(t.Info.Nodes)
-	}
-}
-
-// harnessVersion is the module version, or the VCS revision the binary was built from.
-func harnessVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
-}
-
-// judge evaluates verdicts, expectations and thresholds over res and returns the failures. It
-// checks every threshold against every entry it applies to and records the checks in the entry's
-// Verification: a broken threshold turns the verdict to fail, and one that cannot be evaluated (no
-// data for its metric) turns a pass into inconclusive, each with its reason. Call it once per
-// result.
-func judge(s *scenarios.Scenario, res *report.Result) []string {
-	var fails []string
-	expected := map[string]bool{}
-	for _, n := range s.Expect.Violations {
-		expected[n] = true
-	}
-	seen := map[string]bool{}
-	for i := range res.Entries {
-		e := &res.Entries[i]
-		if res.IsReference(e) {
-			continue
-		}
-		markExpectations(e, s)
-		seen[e.Algorithm] = true
-		v := e.Verification
-		name := e.Name()
-		switch {
-		case v.ExpectedViolation:
-			if v.DefiniteViolations == 0 {
-				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
-			}
-		case v.MayViolate:
-		case v.Verdict == report.Fail:
-			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
-		case v.Verdict == report.Inconclusive && v.Contract != string(algorithms.NoContract):
-			fails = append(fails, fmt.Sprintf("%s: inconclusive: %s", name, strings.Join(v.Reasons, "; ")))
-		}
-	}
-	if !res.CutShort {
-		names := make([]string, 0, len(expected))
-		for n := range expected {
-			if !seen[n] {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fails = append(fails, fmt.Sprintf("%s: expected a violation, but the algorithm was not run", n))
-		}
-	}
-	for i := range res.Entries {
-		e := &res.Entries[i]
-		if res.IsReference(e) {
-			continue
-		}
-		fails = append(fails, checkThresholds(e, s.Thresholds)...)
-	}
-	return fails
-}
-
-// markExpectations sets e's ExpectedViolation and MayViolate from the scenario's expect section.
-func markExpectations(e *report.Entry, s *scenarios.Scenario) {
-	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
-	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
-}
-
-// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
-// appends the checks to e.Verification.Thresholds and returns one failure per threshold that is
-// broken or cannot be evaluated. A broken threshold sets the verdict to fail; one that cannot be
-// evaluated turns a pass into inconclusive (it never leaves a pass standing). Each adds a reason.
-func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
-	var fails []string
-	v := &e.Verification
-	for _, th := range ths {
-		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
-			continue
-		}
-		val, missing := evaluate(e, th.Metric)
-		c := report.ThresholdCheck{Threshold: th.Text, Value: val}
-		switch {
-		case missing != "":
-			c.Status, c.Shown, c.Value = report.ThresholdUnevaluated, missing, 0
-			reason := fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
-			v.Reasons = append(v.Reasons, reason)
-			if v.Verdict == report.Pass {
-				v.Verdict = report.Inconclusive
-			}
-			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
-		case th.Holds(val):
-			c.Status, c.Shown = report.ThresholdHeld, formatMetric(th.Metric, val)
-		default:
-			c.Status, c.Shown = report.ThresholdBroken, formatMetric(th.Metric, val)
-			reason := fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
-			v.Reasons = append(v.Reasons, reason)
-			v.Verdict = report.Fail
-			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
-		}
-		v.Thresholds = append(v.Thresholds, c)
-	}
-	return fails
-}
-
-// metric returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
-// false when e holds no data to evaluate m (see evaluate).
-func metric(e *report.Entry, m scenarios.Metric) (float64, bool) {
-	v, missing := evaluate(e, m)
-	return v, missing == ""
-}
-
-// evaluate returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), or,
-// when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
-// decision completed (latencies), no contract or nothing an exact limiter would have admitted
-// (efficiency).
-func evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
-	completed := e.Allowed + e.Denied
-	switch m {
-	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
-		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (report.Latency{}) {
-			return 0, "no decision completed, so there is no latency to compare"
-		}
-		switch m {
-		case scenarios.P50:
-			return e.LatencyUS.P50, ""
-		case scenarios.P90:
-			return e.LatencyUS.P90, ""
-		case scenarios.P99:
-			return e.LatencyUS.P99, ""
-		case scenarios.P999:
-			return e.LatencyUS.P999, ""
-		}
-		return e.LatencyUS.Max, ""
-	case scenarios.Throughput:
-		if e.Requests == 0 || e.DurationS <= 0 {
-			return 0, "no request was measured"
-		}
-		return e.ThroughputRPS, ""
-	case scenarios.Efficiency:
-		switch {
-		case e.Verification.Contract == "" || e.Verification.Contract == string(algorithms.NoContract):
-			return 0, "the algorithm has no contract, so there is no exact limiter to compare with"
-		case e.Accuracy.IdealAllowed == 0:
-			return 0, "an exact limiter would have admitted nothing (no request completed, or accuracy was not computed)"
-		}
-		return e.Accuracy.Efficiency, ""
-	case scenarios.ErrorRate:
-		if e.Requests == 0 {
-			return 0, "no request was measured"
-		}
-		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
-	}
-	return 0, fmt.Sprintf("unknown metric %q", m)
-}
-
-func formatMetric(m scenarios.Metric, v float64) string {
-	if m.IsLatency() {
-		return (time.Duration(v*1000) * time.Nanosecond).Round(time.Microsecond).String()
-	}
-	return fmt.Sprintf("%.4g", v)
 }

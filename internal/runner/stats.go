@@ -5,19 +5,24 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/report"
 )
 
-// serverStats is what the masters of a target report about themselves, summed over masters.
-type serverStats struct {
-	// calls and usec are summed over INFO commandstats, leaving out the commands the harness
+// Stats is what the masters of a target report about themselves, summed over masters.
+type Stats struct {
+	// Calls and USec are summed over INFO commandstats, leaving out the commands the harness
 	// itself sends to measure (see adminCommands).
-	calls, usec int64
-	// cpu is used_cpu_user + used_cpu_sys, seconds.
-	cpu float64
-	// memory is used_memory, bytes.
-	memory int64
+	Calls, USec int64
+	// CPU is used_cpu_user + used_cpu_sys, seconds.
+	CPU float64
+	// Memory is used_memory, bytes.
+	Memory int64
 }
 
 // adminCommands are the commands the harness sends around a measurement; they are left out of
@@ -28,9 +33,9 @@ var adminCommands = map[string]bool{
 	"unlink": true, "time": true, "select": true, "readonly": true,
 }
 
-// snapshot reads INFO commandstats, cpu and memory from every master of t.
-func snapshot(ctx context.Context, t *redisenv.Target) (serverStats, error) {
-	var s serverStats
+// ReadStats reads INFO commandstats, cpu and memory from every master of t.
+func ReadStats(ctx context.Context, t *redisenv.Target) (Stats, error) {
+	var s Stats
 	infos, err := t.InfoAll(ctx, "all")
 	if err != nil {
 		return s, err
@@ -49,14 +54,14 @@ func snapshot(ctx context.Context, t *redisenv.Target) (serverStats, error) {
 				if adminCommands[strings.SplitN(name, "|", 2)[0]] {
 					continue
 				}
-				s.calls += statField(v, "calls")
-				s.usec += statField(v, "usec")
+				s.Calls += statField(v, "calls")
+				s.USec += statField(v, "usec")
 			case k == "used_cpu_user" || k == "used_cpu_sys":
 				f, _ := strconv.ParseFloat(v, 64)
-				s.cpu += f
+				s.CPU += f
 			case k == "used_memory":
 				n, _ := strconv.ParseInt(v, 10, 64)
-				s.memory += n
+				s.Memory += n
 			}
 		}
 	}
@@ -74,4 +79,59 @@ func statField(v, name string) int64 {
 		}
 	}
 	return 0
+}
+
+// serverCost turns two stats snapshots around a measurement into per-decision costs.
+func serverCost(before, after Stats, res *load.Result) report.Server {
+	var srv report.Server
+	n := float64(res.Counts.Requests + res.Counts.Warmup)
+	if n == 0 {
+		return srv
+	}
+	if d := after.USec - before.USec; d > 0 {
+		srv.USecPerCall = report.Round3(float64(d) / n)
+	}
+	if d := after.CPU - before.CPU; d > 0 {
+		srv.CPUUSecPerDecision = report.Round3(d * 1e6 / n)
+	}
+	return srv
+}
+
+// MemorySample is the most keys per master whose MEMORY USAGE KeyMemory reads; the total is
+// scaled from them.
+const MemorySample = 500
+
+// KeyMemory counts the keys under prefix on every master and estimates their memory from MEMORY
+// USAGE of up to MemorySample keys per master, scaled to all of them.
+func KeyMemory(ctx context.Context, tgt *redisenv.Target, prefix string) (keys, bytes int64, err error) {
+	type part struct{ keys, sampled, bytes int64 }
+	var mu sync.Mutex
+	parts := map[*redis.Client]*part{}
+	err = tgt.ScanPrefix(ctx, prefix, func(ctx context.Context, c *redis.Client, batch []string) error {
+		mu.Lock()
+		p := parts[c]
+		if p == nil {
+			p = &part{}
+			parts[c] = p
+		}
+		mu.Unlock()
+		// One master's batches come one after the other: p is this goroutine's alone.
+		for _, k := range batch {
+			p.keys++
+			if p.sampled < MemorySample {
+				if n, err := c.MemoryUsage(ctx, k, 0).Result(); err == nil {
+					p.sampled++
+					p.bytes += n
+				}
+			}
+		}
+		return nil
+	})
+	for _, p := range parts {
+		keys += p.keys
+		if p.sampled > 0 {
+			bytes += p.bytes * p.keys / p.sampled
+		}
+	}
+	return keys, bytes, err
 }

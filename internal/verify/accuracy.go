@@ -52,6 +52,28 @@ type AccuracyReport struct {
 	Series []AccuracyBin
 }
 
+// AccuracySummary is the accuracy section of a result entry (result.json's "accuracy"): an
+// AccuracyReport's figures, ratios rounded to three decimals. The zero value means not computed.
+type AccuracySummary struct {
+	// IdealAllowed is what the exact limiter admitted.
+	IdealAllowed int64 `json:"ideal_allowed"`
+	// Efficiency is admitted / IdealAllowed (1 is exact; above 1 over-admits).
+	Efficiency float64 `json:"efficiency"`
+	// FalseDenials are denials the exact limiter would have admitted.
+	FalseDenials int64 `json:"false_denials"`
+	// MaxWindowRatio is, for window contracts, the most permits admitted in any sliding window
+	// (t−W, t] divided by the limit L (fixed-window allows up to 2 across a window boundary); for
+	// token-bucket, the most tokens drawn and not yet refilled over the capacity C. See
+	// AccuracyReport.MaxWindowRatio.
+	MaxWindowRatio float64 `json:"max_window_ratio"`
+}
+
+// Summary returns r's figures as a result entry holds them.
+func (r AccuracyReport) Summary() AccuracySummary {
+	return AccuracySummary{IdealAllowed: r.IdealAllowed, Efficiency: round3(r.Efficiency), FalseDenials: r.FalseDenials,
+		MaxWindowRatio: round3(r.MaxWindowRatio)}
+}
+
 // Accuracy replays the requests of log with a known decision through an exact limiter for c (all
 // of c's limits at once: a request is admitted only if it fits every one) and compares. Requests
 // before log.From prime both the exact limiter and the algorithm's own meters but are not counted. Each

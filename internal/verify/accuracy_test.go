@@ -325,7 +325,7 @@ func ExampleCheck() {
 	}
 	l := rep.Limits[0]
 	fmt.Println("definite:", l.Definite, "possible:", l.Possible)
-	fmt.Println("verdict:", Judge(rep, false).Outcome)
+	fmt.Println("verdict:", Judge(rep, false).Verdict)
 	// Output:
 	// definite: 0 possible: 1
 	// verdict: pass

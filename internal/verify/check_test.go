@@ -326,7 +326,7 @@ func TestCheckUnknownHiIsOpen(t *testing.T) {
 				t.Errorf("Check(%s) = definite %d, UnknownExcess %d, UnknownCouldHide %v; want 0, %d, true",
 					tt.c, l.Definite, l.UnknownExcess, l.UnknownCouldHide, tt.want)
 			}
-			if v := Judge(rep, false); v.Outcome != Inconclusive {
+			if v := Judge(rep, false); v.Verdict != Inconclusive {
 				t.Errorf("Judge = %+v; want inconclusive", v)
 			}
 		})
@@ -341,7 +341,7 @@ func TestCheckNoContract(t *testing.T) {
 	if rep.Definite() != 0 || rep.Admitted != 2 {
 		t.Errorf("Definite() = %d, Admitted = %d; want 0, 2", rep.Definite(), rep.Admitted)
 	}
-	if v := Judge(rep, false); v.Outcome != Inconclusive {
+	if v := Judge(rep, false); v.Verdict != Inconclusive {
 		t.Errorf("Judge = %+v; want inconclusive", v)
 	}
 }
@@ -359,7 +359,7 @@ func TestJudgeWith(t *testing.T) {
 		c      algorithms.Contract
 		log    *Log
 		w      Warnings
-		want   Outcome
+		want   Verdict
 		reason string
 	}{
 		{"clean pass", sliding(2, W), clean, Warnings{}, Pass, ""},
@@ -381,7 +381,7 @@ func TestJudgeWith(t *testing.T) {
 				t.Fatalf("Check: %v", err)
 			}
 			v := JudgeWith(rep, tt.w)
-			if v.Outcome != tt.want || !strings.Contains(strings.Join(v.Reasons, "\n"), tt.reason) {
+			if v.Verdict != tt.want || !strings.Contains(strings.Join(v.Reasons, "\n"), tt.reason) {
 				t.Errorf("JudgeWith(%+v) = %+v; want %s with %q", tt.w, v, tt.want, tt.reason)
 			}
 			if tt.want == Pass && tt.reason == "" && len(v.Reasons) != 0 {
@@ -398,7 +398,7 @@ func TestJudge(t *testing.T) {
 		c      algorithms.Contract
 		log    *Log
 		behind bool
-		want   Outcome
+		want   Verdict
 		reason string
 	}{
 		{"pass", sliding(2, W), newLog(adm(0), adm(1)), false, Pass, ""},
@@ -417,7 +417,7 @@ func TestJudge(t *testing.T) {
 				t.Fatalf("Check: %v", err)
 			}
 			v := Judge(rep, tt.behind)
-			if v.Outcome != tt.want || !strings.Contains(strings.Join(v.Reasons, "\n"), tt.reason) {
+			if v.Verdict != tt.want || !strings.Contains(strings.Join(v.Reasons, "\n"), tt.reason) {
 				t.Errorf("Judge = %+v; want %s with %q", v, tt.want, tt.reason)
 			}
 			if tt.want == Pass && len(v.Reasons) != 0 {

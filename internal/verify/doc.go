@@ -1,13 +1,18 @@
 // Package verify decides whether a rate limiter kept its contract, from a log of the decisions it
-// made under load. It owns the admission-log types (Event, Log), the over-admission checker
+// made under load. It owns the admission log (AdmissionLog, the load.Aggregator that records a
+// run's outcomes, and the Event and Log it hands the checker), the over-admission checker
 // (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
-// times through an algorithm's reference model (Replay) and the verdict (JudgeWith).
+// times through an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith), and
+// its own sections of a result entry: the verification (Summary, with the thresholds checked
+// against it and what they do to the verdict) and the accuracy (AccuracySummary), which
+// Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
+// bin (Measurement.BinLimits).
 //
 // # Times are intervals
 //
 // Every Event says only that its decision happened at some instant in [Lo, Hi], in microseconds
 // relative to Log.Base (itself µs since the Unix epoch): [send, receive] on the harness clock, or
-// narrower where the load generator knew the server's decision time (see load.AdmissionLog). An
+// narrower where the load generator knew the server's decision time (see AdmissionLog). An
 // unknown outcome is the exception: only its Lo bounds it (see below).
 //
 // An Event takes 16 bytes. Lo is exact within ±2^39 µs (6.36 days) of Base; the width Hi − Lo is

@@ -333,3 +333,16 @@ func gcd(a, b int64) int64 {
 	}
 	return a
 }
+
+// SubjectsDecided counts the distinct subjects of l's admitted or denied requests.
+func (l *Log) SubjectsDecided() int {
+	seen := make([]bool, len(l.Subjects))
+	n := 0
+	for _, e := range l.Events {
+		if k := e.Kind(); (k == Admitted || k == Denied) && int(e.Subject) < len(seen) && !seen[e.Subject] {
+			seen[e.Subject] = true
+			n++
+		}
+	}
+	return n
+}

@@ -212,7 +212,7 @@ func TestCorrectLimiterNeverFlagged(t *testing.T) {
 				t.Fatalf("%s: %d definite violations in a correct history; worst %+v", l.Contract, l.Definite, l.Worst)
 			}
 		}
-		if v := Judge(rep, false); v.Outcome == Fail {
+		if v := Judge(rep, false); v.Verdict == Fail {
 			t.Fatalf("Judge = %v", v)
 		}
 	})
@@ -255,7 +255,7 @@ func TestMismatchedClockNeverFails(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Check: %v", err)
 		}
-		if v := JudgeWith(rep, Warnings{ClockMismatch: uint64(m)}); v.Outcome != Inconclusive {
+		if v := JudgeWith(rep, Warnings{ClockMismatch: uint64(m)}); v.Verdict != Inconclusive {
 			t.Fatalf("%s, %d mismatched: JudgeWith = %+v; want inconclusive", c, m, v)
 		}
 	})
@@ -368,7 +368,7 @@ func TestPlantedViolationFound(t *testing.T) {
 			Canceled: rapid.Bool().Draw(t, "canceled"),
 			Dropped:  rapid.Uint64Range(0, 3).Draw(t, "dropped"),
 		}
-		if v := JudgeWith(rep, w); v.Outcome != Fail {
+		if v := JudgeWith(rep, w); v.Verdict != Fail {
 			t.Fatalf("JudgeWith(%+v) = %+v; want fail", w, v)
 		}
 	})
@@ -450,7 +450,7 @@ func TestPlantedSustainedViolationFound(t *testing.T) {
 		if rep.Limits[0].Definite == 0 {
 			t.Fatalf("%s: planted violation (%d admissions every %d µs, jitter %d) not found", c, n, d, jitter)
 		}
-		if v := JudgeWith(rep, Warnings{}); v.Outcome != Fail {
+		if v := JudgeWith(rep, Warnings{}); v.Verdict != Fail {
 			t.Fatalf("JudgeWith = %+v; want fail", v)
 		}
 	})

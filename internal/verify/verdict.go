@@ -7,22 +7,25 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 )
 
-// Outcome is a verdict: pass, fail or inconclusive.
-type Outcome string
+// Verdict is what the verification of a run concludes: pass, fail or inconclusive (DESIGN.md,
+// "Words"). It is the verdict of result.json's verification section and of each repeat.
+type Verdict string
 
-// Outcomes of JudgeWith.
+// The verdicts.
 const (
-	// Pass: no definite violation, and the run can support the verdict.
-	Pass Outcome = "pass"
-	// Fail: at least one definite violation that the run's warnings cannot explain.
-	Fail Outcome = "fail"
+	// Pass: no definite violation, and the run can support the verdict (nor did a threshold
+	// break, once thresholds are judged: see Summary.AddThreshold).
+	Pass Verdict = "pass"
+	// Fail: at least one definite violation that the run's warnings cannot explain, or a broken
+	// threshold.
+	Fail Verdict = "fail"
 	// Inconclusive: the run cannot support a verdict (see JudgeWith).
-	Inconclusive Outcome = "inconclusive"
+	Inconclusive Verdict = "inconclusive"
 )
 
-// Verdict is an outcome with the reasons for it, one sentence each.
-type Verdict struct {
-	Outcome Outcome
+// Judgement is a verdict with the reasons for it, one sentence each.
+type Judgement struct {
+	Verdict Verdict
 	Reasons []string
 }
 
@@ -43,7 +46,7 @@ type Warnings struct {
 
 // Judge is JudgeWith(r, Warnings{Behind: fellBehind}): the verdict when the load generator
 // reported nothing but whether it fell behind.
-func Judge(r Report, fellBehind bool) Verdict {
+func Judge(r Report, fellBehind bool) Judgement {
 	return JudgeWith(r, Warnings{Behind: fellBehind})
 }
 
@@ -63,9 +66,9 @@ func Judge(r Report, fellBehind bool) Verdict {
 //     or any outcome was dropped: each of these leaves a pass unsupported.
 //   - pass otherwise.
 //
-// A canceled run changes no outcome: the log holds what was measured, and the verdict is about
-// that; a reason says so whatever the outcome (the only reason a pass can carry).
-func JudgeWith(r Report, w Warnings) Verdict {
+// A canceled run changes no verdict: the log holds what was measured, and the verdict is about
+// that; a reason says so whatever the verdict (the only reason a pass can carry).
+func JudgeWith(r Report, w Warnings) Judgement {
 	var fail, unsure []string
 	verified := false
 	for _, l := range r.Limits {
@@ -94,7 +97,7 @@ func JudgeWith(r Report, w Warnings) Verdict {
 		note = append(note, "the run was canceled: the verdict covers only what was measured before")
 	}
 	if len(fail) > 0 {
-		return Verdict{Outcome: Fail, Reasons: append(fail, note...)}
+		return Judgement{Verdict: Fail, Reasons: append(fail, note...)}
 	}
 	if !verified {
 		unsure = append(unsure, "no contract: nothing was verified")
@@ -112,9 +115,9 @@ func JudgeWith(r Report, w Warnings) Verdict {
 		unsure = append(unsure, fmt.Sprintf("%d outcomes were dropped by the recorders, and admissions among them would be missing from the check", w.Dropped))
 	}
 	if len(unsure) > 0 {
-		return Verdict{Outcome: Inconclusive, Reasons: append(unsure, note...)}
+		return Judgement{Verdict: Inconclusive, Reasons: append(unsure, note...)}
 	}
-	return Verdict{Outcome: Pass, Reasons: note}
+	return Judgement{Verdict: Pass, Reasons: note}
 }
 
 func scopeName(subject, client string) string {

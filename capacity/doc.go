@@ -1,0 +1,9 @@
+// Package capacity is `limitbench capacity`: the sweep that finds the highest open-loop rate one
+// Redis shard sustains for one algorithm under a latency objective, the memory step that measures
+// what a limited subject costs, capacity.json's schema (Result, limitbench/capacity/v1) and its
+// rendering as a terminal table, Markdown and a figure, with the projections to other scales.
+//
+// Each step of the sweep is one measurement through runner.Measure on a fresh key prefix of one
+// environment the sweep starts. The command places the process's CPUs first (cpus.Apply) and
+// passes what it did in Options.CPUs; the sweep pins only the redis-server children it started.
+package capacity

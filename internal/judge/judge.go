@@ -1,0 +1,176 @@
+// Package judge holds a run to its scenario's expectations and thresholds, the one place where
+// they are judged: which algorithms must be flagged (expect.violations) or may be
+// (expect.may_violate), and each threshold ("p99 < 5ms", "gcra: efficiency > 0.95") checked against
+// the figures of every entry it applies to. It owns the value of each threshold metric in an entry
+// (Evaluate, also the capacity sweep's objective) and the failures that make a run exit 1. What a
+// threshold does to a verdict is the verifier's (verify.Summary.AddThreshold); the verdicts
+// themselves come from the verifier.
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// Run judges res against s and returns its failures, one sentence each: a failed verdict the
+// scenario did not expect or tolerate, an expected violation that was not found (or an expected
+// algorithm that was not run, unless the run was cut short), an inconclusive verdict of an
+// algorithm with a contract, and every threshold that broke or cannot be evaluated. It marks each
+// entry's expectations (Expectations) and checks every threshold against every entry it applies
+// to, recording the checks in the entry's verification (verify.Summary.AddThreshold: a broken
+// threshold turns the verdict to fail, one that cannot be evaluated turns a pass into
+// inconclusive). The reference script's entry is not judged. Call it once per result.
+func Run(s *scenarios.Scenario, res *report.Result) []string {
+	var fails []string
+	expected := map[string]bool{}
+	for _, n := range s.Expect.Violations {
+		expected[n] = true
+	}
+	seen := map[string]bool{}
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if res.IsReference(e) {
+			continue
+		}
+		Expectations(e, s)
+		seen[e.Algorithm] = true
+		v := e.Verification
+		name := e.Name()
+		switch {
+		case v.ExpectedViolation:
+			if v.DefiniteViolations == 0 {
+				fails = append(fails, fmt.Sprintf("%s: expected a definite violation, found none (%s)", name, v.Verdict))
+			}
+		case v.MayViolate:
+		case v.Verdict == verify.Fail:
+			fails = append(fails, fmt.Sprintf("%s: failed: %s", name, strings.Join(v.Reasons, "; ")))
+		case v.Verdict == verify.Inconclusive && v.Contract != string(algorithms.NoContract):
+			fails = append(fails, fmt.Sprintf("%s: inconclusive: %s", name, strings.Join(v.Reasons, "; ")))
+		}
+	}
+	if !res.CutShort {
+		names := make([]string, 0, len(expected))
+		for n := range expected {
+			if !seen[n] {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fails = append(fails, fmt.Sprintf("%s: expected a violation, but the algorithm was not run", n))
+		}
+	}
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if res.IsReference(e) {
+			continue
+		}
+		fails = append(fails, checkThresholds(e, s.Thresholds)...)
+	}
+	return fails
+}
+
+// Expectations sets e's ExpectedViolation and MayViolate from the scenario's expect section, so
+// that e's label says whether a violation was expected or tolerated.
+func Expectations(e *report.Entry, s *scenarios.Scenario) {
+	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
+	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
+}
+
+// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
+// records the checks in e.Verification (which applies them to the verdict, see
+// verify.Summary.AddThreshold) and returns one failure per threshold that is broken or cannot be
+// evaluated.
+func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
+	var fails []string
+	for _, th := range ths {
+		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
+			continue
+		}
+		val, missing := Evaluate(e, th.Metric)
+		c := verify.ThresholdCheck{Threshold: th.Text, Value: val}
+		var reason string
+		switch {
+		case missing != "":
+			c.Status, c.Shown, c.Value = verify.ThresholdUnevaluated, missing, 0
+			reason = fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
+		case th.Holds(val):
+			c.Status, c.Shown = verify.ThresholdHeld, FormatMetric(th.Metric, val)
+		default:
+			c.Status, c.Shown = verify.ThresholdBroken, FormatMetric(th.Metric, val)
+			reason = fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
+		}
+		e.Verification.AddThreshold(c, reason)
+		if reason != "" {
+			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
+		}
+	}
+	return fails
+}
+
+// Value returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
+// false when e holds no data to evaluate m (see Evaluate).
+func Value(e *report.Entry, m scenarios.Metric) (float64, bool) {
+	v, missing := Evaluate(e, m)
+	return v, missing == ""
+}
+
+// Evaluate returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), or,
+// when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
+// decision completed (latencies), no contract or nothing an exact limiter would have admitted
+// (efficiency).
+func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
+	completed := e.Allowed + e.Denied
+	switch m {
+	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
+		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (report.Latency{}) {
+			return 0, "no decision completed, so there is no latency to compare"
+		}
+		switch m {
+		case scenarios.P50:
+			return e.LatencyUS.P50, ""
+		case scenarios.P90:
+			return e.LatencyUS.P90, ""
+		case scenarios.P99:
+			return e.LatencyUS.P99, ""
+		case scenarios.P999:
+			return e.LatencyUS.P999, ""
+		}
+		return e.LatencyUS.Max, ""
+	case scenarios.Throughput:
+		if e.Requests == 0 || e.DurationS <= 0 {
+			return 0, "no request was measured"
+		}
+		return e.ThroughputRPS, ""
+	case scenarios.Efficiency:
+		switch {
+		case e.Verification.Contract == "" || e.Verification.Contract == string(algorithms.NoContract):
+			return 0, "the algorithm has no contract, so there is no exact limiter to compare with"
+		case e.Accuracy.IdealAllowed == 0:
+			return 0, "an exact limiter would have admitted nothing (no request completed, or accuracy was not computed)"
+		}
+		return e.Accuracy.Efficiency, ""
+	case scenarios.ErrorRate:
+		if e.Requests == 0 {
+			return 0, "no request was measured"
+		}
+		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
+	}
+	return 0, fmt.Sprintf("unknown metric %q", m)
+}
+
+// FormatMetric renders v, a value of m, with its unit: a latency as a duration rounded to the
+// µs ("1.5ms"), anything else with four significant digits.
+func FormatMetric(m scenarios.Metric, v float64) string {
+	if m.IsLatency() {
+		return report.MicrosExact(v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}

@@ -1,0 +1,163 @@
+package judge
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// thresholds parses ts, failing the test on a bad one.
+func thresholds(t *testing.T, ts ...string) []scenarios.Threshold {
+	t.Helper()
+	var out []scenarios.Threshold
+	for _, s := range ts {
+		th, err := scenarios.ParseThreshold(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, th)
+	}
+	return out
+}
+
+// measured returns an entry of alg on single with a pass verdict and figures for every metric:
+// 1000 requests (10 errors), p99 4ms, 500/s, efficiency 0.95 of 400 ideal admissions.
+func measured(alg string) report.Entry {
+	return report.Entry{
+		Algorithm: alg, Topology: "single", Requests: 1000, Allowed: 380, Denied: 610, Errors: 10, DurationS: 2,
+		ThroughputRPS: 495, LatencyUS: load.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
+		Verification: verify.Summary{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
+		Accuracy:     verify.AccuracySummary{IdealAllowed: 400, Efficiency: 0.95},
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	e := measured("gcra")
+	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
+	noContract := measured("mine")
+	noContract.Verification.Contract = "none"
+	noContract.Accuracy = verify.AccuracySummary{}
+	tests := []struct {
+		name    string
+		e       report.Entry
+		m       scenarios.Metric
+		want    float64
+		missing string // substring of the reason; "" when the metric can be evaluated
+	}{
+		{"p50", e, scenarios.P50, 800, ""},
+		{"p90", e, scenarios.P90, 2000, ""},
+		{"p99", e, scenarios.P99, 4000, ""},
+		{"p999", e, scenarios.P999, 6000, ""},
+		{"max", e, scenarios.Max, 9000, ""},
+		{"throughput", e, scenarios.Throughput, 495, ""},
+		{"efficiency", e, scenarios.Efficiency, 0.95, ""},
+		{"errors", e, scenarios.ErrorRate, 0.01, ""},
+		{"p99 with no request", empty, scenarios.P99, 0, "no decision completed"},
+		{"throughput with no request", empty, scenarios.Throughput, 0, "no request was measured"},
+		{"errors with no request", empty, scenarios.ErrorRate, 0, "no request was measured"},
+		{"efficiency with no ideal admission", empty, scenarios.Efficiency, 0, "an exact limiter would have admitted nothing"},
+		{"efficiency without a contract", noContract, scenarios.Efficiency, 0, "no contract"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, missing := Evaluate(&tt.e, tt.m)
+			if got != tt.want || (tt.missing == "") != (missing == "") || !strings.Contains(missing, tt.missing) {
+				t.Errorf("Evaluate(%s) = (%g, %q); want (%g, containing %q)", tt.m, got, missing, tt.want, tt.missing)
+			}
+			if v, ok := Value(&tt.e, tt.m); ok != (missing == "") || v != got {
+				t.Errorf("Value(%s) = (%g, %v); want (%g, %v)", tt.m, v, ok, got, missing == "")
+			}
+		})
+	}
+}
+
+func TestJudgeThresholds(t *testing.T) {
+	s := scenarios.Default()
+	s.Name = "judge"
+	s.Expect = scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
+	s.Thresholds = thresholds(t, "p99 < 5ms", "gcra: efficiency > 0.9", "sliding-log: p99 < 3ms", "mine: efficiency > 0.5")
+
+	caught := measured("fixed-window-published")
+	caught.Verification.Verdict, caught.Verification.DefiniteViolations = verify.Fail, 4
+	tolerated := measured("sliding-log-published")
+	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
+	mine := measured("mine") // no contract: efficiency cannot be evaluated
+	mine.Verification.Contract, mine.Accuracy = "none", verify.AccuracySummary{}
+	ref := measured("reference")
+	ref.LatencyUS.P99 = 50_000 // the reference is not judged
+	res := &report.Result{Reference: "reference", Entries: []report.Entry{
+		measured("gcra"), measured("sliding-log"), caught, tolerated, mine, ref,
+	}}
+	fails := Run(s, res)
+
+	wantFails := []string{
+		`sliding-log-single: threshold "sliding-log: p99 < 3ms" broken: p99 = 4ms`,
+		`mine-single: threshold "mine: efficiency > 0.5" cannot be evaluated: the algorithm has no contract, so there is no exact limiter to compare with`,
+	}
+	if diff := cmp.Diff(wantFails, fails); diff != "" {
+		t.Errorf("judge failures (-want +got):\n%s", diff)
+	}
+	want := map[string]struct {
+		verdict verify.Verdict
+		outcome string
+		checks  []verify.ThresholdStatus
+	}{
+		"gcra":                   {verify.Pass, "pass", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"sliding-log":            {verify.Fail, "fail", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdBroken}},
+		"fixed-window-published": {verify.Fail, report.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld}},
+		"mine":                   {verify.Inconclusive, "inconclusive", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdUnevaluated}},
+		"reference":              {verify.Pass, report.LabelReference, nil},
+	}
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		w := want[e.Algorithm]
+		var got []verify.ThresholdStatus
+		for _, c := range e.Verification.Thresholds {
+			got = append(got, c.Status)
+		}
+		if e.Verification.Verdict != w.verdict || res.LabelOf(e) != w.outcome || !cmp.Equal(got, w.checks) {
+			t.Errorf("%s: verdict %s, outcome %q, thresholds %v; want %s, %q, %v", e.Algorithm, e.Verification.Verdict,
+				res.LabelOf(e), got, w.verdict, w.outcome, w.checks)
+		}
+	}
+	sl := res.Entries[1].Verification
+	if !slices.Contains(sl.Reasons, `threshold "sliding-log: p99 < 3ms" broken: p99 = 4ms`) {
+		t.Errorf("sliding-log reasons %q lack the broken threshold", sl.Reasons)
+	}
+	if c := sl.Thresholds[1]; c.Threshold != "sliding-log: p99 < 3ms" || c.Value != 4000 || c.Shown != "4ms" {
+		t.Errorf("sliding-log threshold check = %+v; want the threshold as written, value 4000 (µs), shown 4ms", c)
+	}
+	if !res.Entries[3].Verification.MayViolate || !res.Entries[2].Verification.ExpectedViolation {
+		t.Error("judge did not mark the expected and the tolerated violations")
+	}
+}
+
+// TestJudgeThresholdOnExpectedViolation: a broken threshold fails the run and shows as "fail" even
+// on an entry whose violation was expected or tolerated.
+func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
+	s := scenarios.Default()
+	s.Name = "judge"
+	s.Expect = scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
+	s.Thresholds = thresholds(t, "p99 < 1ms")
+	caught := measured("fixed-window-published")
+	caught.Verification.Verdict, caught.Verification.DefiniteViolations = verify.Fail, 4
+	tolerated := measured("sliding-log-published")
+	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
+	res := &report.Result{Entries: []report.Entry{caught, tolerated}}
+	if fails := Run(s, res); len(fails) != 2 {
+		t.Errorf("judge = %q; want one broken threshold per entry", fails)
+	}
+	for i := range res.Entries {
+		if got := res.Entries[i].Label(); got != "fail" {
+			t.Errorf("%s: outcome %q with a broken threshold; want fail", res.Entries[i].Algorithm, got)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
+var ErrBadPlan = errors.New("invalid load plan")
+
+// Mode is how workers send requests.
+type Mode string
+
+// Client modes.
+const (
+	// ModePlain sends one request per round trip.
+	ModePlain Mode = "plain"
+	// ModePipeline sends up to PipelineDepth requests per round trip: open loop, a worker
+	// sends its tick when it is due together with every further tick already due (so at low
+	// rates batches are small and at saturation they are full); closed loop, every batch is
+	// full. Each request keeps its own intended time.
+	ModePipeline Mode = "pipeline"
+	// ModeAutoPipeline sends through go-redis's blocking AutoPipeline, which batches the
+	// concurrent requests of all workers into pipelines.
+	ModeAutoPipeline Mode = "autopipeline"
+)
+
+// Defaults of Plan's zero fields.
+const (
+	DefaultPipelineDepth = 16
+	DefaultLateAfter     = 100 * time.Millisecond
+	DefaultBin           = time.Second
+	DefaultProgressEvery = time.Second
+	// BehindLimit is the share of scheduled ticks that may be missed or late before a run is
+	// marked behind schedule.
+	BehindLimit = 0.01
+)
+
+// Plan is one load: when requests are due, how they are sent, to which subjects, from which
+// clients. Zero fields take the documented defaults; Validate reports every problem at once.
+type Plan struct {
+	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
+	// the total across all clients, or ClosedLoop{}. Required.
+	Arrival Pacer
+	// Duration is the measured part of the run (> 0).
+	Duration time.Duration
+	// Warmup runs before the measured part, on the same schedule (the pacer's time 0 is the
+	// start of the warmup). Its requests are sent and their outcomes measured, but they are
+	// kept out of every figure of the Result (histograms, timeline, admission log, counts
+	// other than Counts.Warmup): they only put the limiter into a steady state. The verifier
+	// therefore checks the measured part alone; dropping admissions can hide a violation
+	// that straddles the boundary but never invent one.
+	Warmup time.Duration
+	// Clients is the number of logical clients and of worker goroutines (1 to 65535). Open
+	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
+	// worker w is client w. The client's connection pool should hold at least Clients
+	// connections (PoolSize): then, in plain and pipeline mode on a single server, each worker
+	// holds a connection of its own (see ownConns); with fewer, requests queue for a
+	// connection inside go-redis.
+	Clients int
+	// Mode is plain (default), pipeline or autopipeline.
+	Mode Mode
+	// PipelineDepth is, in pipeline mode, the most requests per round trip (default 16).
+	PipelineDepth int
+	// Keys chooses the subject of each request.
+	Keys Keys
+	// Seed makes the sequence of (subject, client) the same on every run of the same plan.
+	Seed uint64
+	// Skew offsets each client's clock (Request.ClientTime).
+	Skew Skew
+	// Cost is the permits asked for by each request (default 1, at most 65535).
+	Cost int64
+	// LateAfter is how far behind its intended time a tick may be sent before it counts as
+	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
+	// visible in the latency histograms but does not change the offered load; a stall long
+	// enough to bunch a window's worth of requests does).
+	LateAfter time.Duration
+	// MaxLatency is the largest latency the histograms track; larger values are recorded as
+	// MaxLatency and counted in Counts.Clamped (default DefaultMaxLatency).
+	MaxLatency time.Duration
+	// Bin is the width of a timeline bin (default 1 s).
+	Bin time.Duration
+	// NoKeeper turns the timekeeper off (see keeper.go): workers' timers then fire with the Go
+	// runtime's resolution, up to a millisecond late. For measuring what it does.
+	NoKeeper bool
+	// Progress, when set, is called every ProgressEvery (default 1 s) from one goroutine, and
+	// once more at the end.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
+	// goroutines concurrently. The pointer is valid only during the call.
+	OnOutcome func(*Outcome)
+}
+
+func (p Plan) withDefaults() Plan {
+	if p.Mode == "" {
+		p.Mode = ModePlain
+	}
+	if p.PipelineDepth == 0 {
+		p.PipelineDepth = DefaultPipelineDepth
+	}
+	if p.Mode != ModePipeline {
+		p.PipelineDepth = 1
+	}
+	if p.Cost == 0 {
+		p.Cost = 1
+	}
+	if p.LateAfter == 0 {
+		p.LateAfter = DefaultLateAfter
+	}
+	if p.MaxLatency == 0 {
+		p.MaxLatency = DefaultMaxLatency
+	}
+	if p.Bin == 0 {
+		p.Bin = DefaultBin
+	}
+	if p.ProgressEvery == 0 {
+		p.ProgressEvery = DefaultProgressEvery
+	}
+	p.Keys = p.Keys.withDefaults()
+	return p
+}
+
+// Validate reports every problem with p at once, each wrapped with ErrBadPlan.
+func (p Plan) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadPlan}, args...)...))
+	}
+	if p.Arrival == nil {
+		bad("arrival is required (a pacer, or ClosedLoop{})")
+	} else if v, ok := p.Arrival.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
+		}
+	}
+	if p.Duration <= 0 {
+		bad("duration must be > 0, got %s", p.Duration)
+	}
+	if p.Warmup < 0 {
+		bad("warmup must be >= 0, got %s", p.Warmup)
+	}
+	if p.Clients < 1 || p.Clients > 65535 {
+		bad("clients must be in [1, 65535], got %d", p.Clients)
+	}
+	switch p.Mode {
+	case "", ModePlain, ModePipeline, ModeAutoPipeline:
+	default:
+		bad("mode %q (want plain, pipeline or autopipeline)", p.Mode)
+	}
+	if p.PipelineDepth < 0 || p.PipelineDepth > 100_000 {
+		bad("pipeline depth must be in [1, 100000], got %d", p.PipelineDepth)
+	}
+	errs = p.Keys.validate(errs)
+	if p.Cost < 0 || p.Cost > 65535 {
+		bad("cost must be in [1, 65535], got %d", p.Cost)
+	}
+	if p.LateAfter < 0 {
+		bad("late_after must be >= 0, got %s", p.LateAfter)
+	}
+	if p.MaxLatency < 0 {
+		bad("max latency must be >= 0, got %s", p.MaxLatency)
+	}
+	if p.Bin < 0 {
+		bad("bin must be >= 0, got %s", p.Bin)
+	}
+	if p.ProgressEvery < 0 {
+		bad("progress interval must be >= 0, got %s", p.ProgressEvery)
+	}
+	return errors.Join(errs...)
+}

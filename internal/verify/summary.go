@@ -1,0 +1,289 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// Measurement is what the verifier is given about one measurement of one algorithm.
+type Measurement struct {
+	// Contract is the algorithm's contract; Model its reference model (nil: nothing to replay).
+	Contract algorithms.Contract
+	Model    algorithms.Model
+	// Log holds the measured part's events (nil: nothing was recorded); Warmup the warmup's (nil
+	// or empty without a warmup), which only put the ideal limiter and the reference model in the
+	// state the warmup left Redis in.
+	Log, Warmup *Log
+	// Warnings are what the load generator reported besides the log.
+	Warnings Warnings
+	// Start is where the measured part starts on the logs' clock, µs since the Unix epoch.
+	Start int64
+}
+
+// Sections returns the measurement's verification and accuracy sections of a result entry: the
+// verification Summarize gives, then, when there is a log and a contract, the accuracy against
+// an exact limiter (its error a reason instead) and a note when decisions replayed through the
+// reference model differ. A canceled measurement without a log says so.
+func (m Measurement) Sections() (Summary, AccuracySummary) {
+	v := Summarize(m.Contract, m.Log, m.Warnings, m.Start)
+	var acc AccuracySummary
+	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
+		if r, err := m.accuracy(); err == nil {
+			acc = r.Summary()
+		} else {
+			v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
+		}
+		if note := m.replay(); note != "" {
+			v.Reasons = append(v.Reasons, note)
+		}
+	}
+	if m.Warnings.Canceled && m.Log == nil {
+		// With a log, the verdict's reasons already say so.
+		v.Reasons = append(v.Reasons, "the measurement was cut short")
+	}
+	return v, acc
+}
+
+// accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
+// limiter's.
+func (m Measurement) accuracy() (AccuracyReport, error) {
+	log, err := m.withWarmup()
+	if err != nil {
+		return AccuracyReport{}, err
+	}
+	return Accuracy(m.Contract, log, time.Second)
+}
+
+// withWarmup returns the measured log preceded by the warmup's events, with From set to Start:
+// the ideal limiter sees every request the algorithm saw, so both start the measured part in the
+// same state, and only the measured part is counted. The warmup's events are moved to the
+// measured log's Base when theirs differs (the runner gives both one Base); it returns an error
+// when one does not fit there.
+func (m Measurement) withWarmup() (*Log, error) {
+	if m.Warmup == nil || len(m.Warmup.Events) == 0 {
+		return m.Log, nil
+	}
+	events := make([]Event, 0, len(m.Warmup.Events)+len(m.Log.Events))
+	events = append(events, m.Warmup.Events...)
+	if d := m.Warmup.Base - m.Log.Base; d != 0 {
+		for i, e := range events {
+			s, err := e.Shift(d)
+			if err != nil {
+				return nil, fmt.Errorf("warmup event %d: %w", i, err)
+			}
+			events[i] = s
+		}
+	}
+	events = append(events, m.Log.Events...)
+	return &Log{Subjects: m.Log.Subjects, Clients: m.Log.Clients, Base: m.Log.Base, Events: events, From: m.Start}, nil
+}
+
+// replay replays the decisions of the run (the warmup's first) through the reference model and
+// returns a note when some differ; "" when they agree or replay is not possible: no model, or a
+// warmup request without an exact decision time, which the model cannot follow.
+func (m Measurement) replay() string {
+	if m.Model == nil || m.Log == nil {
+		return ""
+	}
+	if m.Warmup != nil {
+		for _, e := range m.Warmup.Events {
+			if k := e.Kind(); e.Lo() != e.Hi() || (k != Admitted && k != Denied) {
+				return ""
+			}
+		}
+	}
+	log, err := m.withWarmup()
+	if err != nil {
+		return ""
+	}
+	rr, err := Replay(m.Model, log)
+	if err != nil || rr.Differ == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d decisions replayed through the reference model differ", rr.Differ, rr.Replayed)
+}
+
+// BinLimits returns, for each of bins bins of width bin from Start, the most the contract allows
+// in it over every scope (subject, subject and client, or client, as the contract counts) that
+// was offered a request in it: the contract's steady-state allowance per scope
+// (Contract.Allowance) times the scopes, rounded to three decimals. An event counts in the bin of
+// its interval's midpoint. It returns nil without a log or a contract.
+func (m Measurement) BinLimits(bin time.Duration, bins int) []float64 {
+	if m.Contract.Kind == algorithms.NoContract || m.Log == nil || bins == 0 {
+		return nil
+	}
+	per := m.Contract.Allowance(bin)
+	binUS := bin.Microseconds()
+	active := make([]map[uint64]struct{}, bins)
+	for _, ev := range m.Log.Events {
+		// The midpoint, on the log's clock: Base plus relative times.
+		i := int((m.Log.Base + ev.Lo() + (ev.Hi()-ev.Lo())/2 - m.Start) / binUS)
+		if i < 0 || i >= bins {
+			continue
+		}
+		if active[i] == nil {
+			active[i] = map[uint64]struct{}{}
+		}
+		k := uint64(ev.Subject)
+		if m.Contract.Scope == algorithms.PerClient {
+			k = k<<16 | uint64(ev.Client)
+		} else if m.Contract.Scope == algorithms.PerConsumer {
+			k = uint64(ev.Client)
+		}
+		active[i][k] = struct{}{}
+	}
+	limits := make([]float64, bins)
+	for i, scopes := range active {
+		limits[i] = round3(per * float64(len(scopes)))
+	}
+	return limits
+}
+
+// Summary is the verifier's section of a result entry, result.json's "verification": the verdict
+// and why, the contract checked, the violations found, where the worst one was and when each
+// definite one happened. Summarize fills it from a checked log. The scenario's expectations and
+// thresholds are judged elsewhere (they need the entry's other figures) and recorded here:
+// ExpectedViolation and MayViolate as they are, and each threshold through AddThreshold, which
+// applies what it does to the verdict.
+type Summary struct {
+	Verdict Verdict `json:"verdict"`
+	// Reasons says, in words, why the verdict is fail or inconclusive.
+	Reasons []string `json:"reasons,omitempty"`
+	// Contract is the contract checked, as algorithms.Contract.String renders it ("none" for no
+	// contract).
+	Contract string `json:"contract"`
+	// DefiniteViolations holds for every placement of decision times; PossibleViolations for some.
+	DefiniteViolations int64 `json:"definite_violations"`
+	PossibleViolations int64 `json:"possible_violations"`
+	// WorstExcess is the largest number of permits above the contract in one window (0 if none).
+	WorstExcess int64 `json:"worst_excess"`
+	// Where locates the worst excess in words: key and window.
+	Where string `json:"where,omitempty"`
+	// ExpectedViolation is true when the scenario expects this algorithm to be flagged.
+	ExpectedViolation bool `json:"expected_violation"`
+	// MayViolate is true when the scenario tolerates this algorithm's violations
+	// (expect.may_violate): its verdict is shown but decides nothing.
+	MayViolate bool `json:"may_violate,omitempty"`
+	// Thresholds holds the scenario's thresholds that apply to this entry, each checked against its
+	// figures (AddThreshold). A broken threshold makes Verdict fail; one that cannot be evaluated
+	// (no data for its metric) makes a pass inconclusive. Reasons says which, in words.
+	Thresholds []ThresholdCheck `json:"thresholds,omitempty"`
+	// ViolationTimesS holds the time of each definite violation, seconds since the measured part
+	// started (at most the checker's cap per limit, LimitReport.Violations;
+	// ViolationTimesOmitted counts the rest).
+	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
+	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
+}
+
+// ThresholdStatus is the result of checking one threshold against one entry.
+type ThresholdStatus string
+
+// The threshold statuses.
+const (
+	// ThresholdHeld: the entry's figure keeps the bound.
+	ThresholdHeld ThresholdStatus = "held"
+	// ThresholdBroken: the entry's figure breaks the bound; the entry's verdict is fail.
+	ThresholdBroken ThresholdStatus = "broken"
+	// ThresholdUnevaluated: the entry has no data for the metric (no completed request, nothing an
+	// exact limiter admitted), so the bound can neither hold nor break; it does not pass.
+	ThresholdUnevaluated ThresholdStatus = "unevaluated"
+)
+
+// ThresholdCheck is one scenario threshold checked against one entry.
+type ThresholdCheck struct {
+	// Threshold is the threshold as the scenario wrote it, for example "gcra: efficiency > 0.9".
+	Threshold string          `json:"threshold"`
+	Status    ThresholdStatus `json:"status"`
+	// Value is the entry's figure in the metric's unit (µs for latencies, requests per second for
+	// throughput, a fraction for efficiency and errors); 0 when unevaluated.
+	Value float64 `json:"value"`
+	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
+	Shown string `json:"shown"`
+}
+
+// ThresholdBroken reports whether any of s's thresholds is broken.
+func (s *Summary) ThresholdBroken() bool {
+	for _, t := range s.Thresholds {
+		if t.Status == ThresholdBroken {
+			return true
+		}
+	}
+	return false
+}
+
+// AddThreshold records c and what it does to the verdict: a broken threshold makes the verdict
+// fail, and one that cannot be evaluated turns a pass into inconclusive (it never leaves a pass
+// standing); either adds reason, which says so in words, to Reasons. A held threshold changes
+// nothing else.
+func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
+	switch c.Status {
+	case ThresholdUnevaluated:
+		s.Reasons = append(s.Reasons, reason)
+		if s.Verdict == Pass {
+			s.Verdict = Inconclusive
+		}
+	case ThresholdBroken:
+		s.Reasons = append(s.Reasons, reason)
+		s.Verdict = Fail
+	}
+	s.Thresholds = append(s.Thresholds, c)
+}
+
+// Summarize checks log against contract and returns the entry's verification section: the
+// verdict and reasons of JudgeWith(report, w), the definite and possible violations, the worst
+// excess and where it was (its window from start), and the time of each definite violation in
+// seconds from start, where start is the beginning of the measured part on the log's clock (µs
+// since the Unix epoch). A nil log (nothing recorded) or a log Check refuses gives an
+// inconclusive verdict that says why.
+func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) Summary {
+	v := Summary{Contract: contract.String()}
+	if contract.Kind == algorithms.NoContract {
+		v.Contract = string(algorithms.NoContract)
+	}
+	if log == nil {
+		v.Verdict = Inconclusive
+		v.Reasons = []string{"no admission log was recorded"}
+		return v
+	}
+	rep, err := Check(contract, log)
+	if err != nil {
+		v.Verdict = Inconclusive
+		v.Reasons = []string{"cannot verify: " + err.Error()}
+		return v
+	}
+	j := JudgeWith(rep, w)
+	v.Verdict, v.Reasons = j.Verdict, j.Reasons
+	v.DefiniteViolations = rep.Definite()
+	v.PossibleViolations = rep.Possible()
+	var worst Where
+	for _, l := range rep.Limits {
+		if l.Worst.Excess > worst.Excess {
+			worst = l.Worst
+		}
+		for _, viol := range l.Violations {
+			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
+		}
+		v.ViolationTimesOmitted += l.ViolationsDropped
+	}
+	sort.Float64s(v.ViolationTimesS)
+	if worst.Excess > 0 {
+		v.WorstExcess = worst.Excess
+		who := "subject " + worst.Subject
+		if worst.Client != "" {
+			who += " client " + worst.Client
+			if worst.Subject == "" {
+				who = "client " + worst.Client
+			}
+		}
+		v.Where = fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
+			worst.Permits, worst.Allowed, float64(worst.Lo-start)/1e6, float64(worst.Hi-start)/1e6)
+	}
+	return v
+}
+
+// round3 rounds x to three decimals, as result.json holds its figures.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

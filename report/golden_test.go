@@ -1,0 +1,203 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/golden"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// fullResultGolden is a result.json with every section and field populated: the bytes
+// limitbench/result/v1 is written as.
+var fullResultGolden = filepath.Join("testdata", "full-result.json")
+
+// fullResult builds the result held in testdata/full-result.json: two entries, every field of
+// every section set (the arrival and the skew carry every form at once, which no scenario does,
+// so that each of their fields is written).
+func fullResult(t *testing.T) *Result {
+	t.Helper()
+	hist := func(base int64) string {
+		h := hdrhistogram.New(1, 60_000_000, 3)
+		for i := range int64(200) {
+			if err := h.RecordValue(base + i*i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := EncodeHistogram(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	lat := load.Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
+	full := Entry{
+		Algorithm: "my-limiter", Topology: "cluster", Custom: true,
+		Requests: 2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
+		DurationS: 10, OfferedRPS: 200.5, ThroughputRPS: 197,
+		LatencyUS: lat, ServiceLatencyUS: load.Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
+		Histograms: Histograms{Latency: hist(100), Service: hist(90)},
+		Verification: verify.Summary{
+			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
+			Contract: "token-bucket(5, 1/1s)", DefiniteViolations: 2, PossibleViolations: 5, WorstExcess: 3,
+			Where:             "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
+			ExpectedViolation: true, MayViolate: true,
+			Thresholds: []verify.ThresholdCheck{
+				{Threshold: "p99 < 400us", Status: verify.ThresholdBroken, Value: 512, Shown: "512µs"},
+				{Threshold: "errors < 5%", Status: verify.ThresholdHeld, Value: 0.015, Shown: "0.015"},
+				{Threshold: "my-limiter: efficiency > 0.9", Status: verify.ThresholdUnevaluated, Shown: "no contract"},
+			},
+			ViolationTimesS: []float64{1.25, 7.5}, ViolationTimesOmitted: 4,
+		},
+		Accuracy: verify.AccuracySummary{IdealAllowed: 1000, Efficiency: 0.98, FalseDenials: 20, MaxWindowRatio: 1.6},
+		Server:   Server{USecPerCall: 4.125, CPUUSecPerDecision: 6.5, BytesPerKey: 96, Keys: 150},
+		Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50}, Errors: []int64{2, 2}}, Limit: []float64{50, 52.5}},
+		Samples: []Sample{
+			{Repeat: 1, ThroughputRPS: 196, LatencyUS: lat, Efficiency: 0.97, USecPerCall: 4, CPUUSecPerDecision: 6.25, BytesPerKey: 95, Verdict: verify.Pass},
+			{Repeat: 2, ThroughputRPS: 198, LatencyUS: lat, Efficiency: 0.99, USecPerCall: 4.25, CPUUSecPerDecision: 6.75, BytesPerKey: 97, Verdict: verify.Fail},
+		},
+		Relative: &Relative{Reference: "reference", Throughput: 0.95, P50: 1.2, P99: 1.4, USecPerCall: 2.1, CPUUSecPerDecision: 1.9, BytesPerKey: 3},
+		Files: Files{Histogram: "my-limiter-cluster.hgrm", ServiceHistogram: "my-limiter-cluster-service.hgrm",
+			Accuracy: []string{"accuracy-my-limiter-cluster.png", "accuracy-my-limiter-cluster.svg"}},
+	}
+	ref := Entry{
+		Algorithm: "reference", Topology: "cluster", Requests: 2000, Allowed: 2000, DurationS: 10, OfferedRPS: 200.5,
+		ThroughputRPS: 200, LatencyUS: lat, ServiceLatencyUS: lat, Histograms: Histograms{Latency: hist(80)},
+		Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no contract: nothing was verified"}, Contract: "none"},
+		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
+		Timeline:     Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}}},
+		Files:        Files{Histogram: "reference-cluster.hgrm"},
+	}
+	return &Result{
+		Schema: SchemaVersion,
+		Scenario: Scenario{
+			Name: "full", Description: "Every section of result.json.", File: "scenarios/full.yaml", Seed: 7, DurationS: 10,
+			Clients: 8, Loop: "open", Mode: "pipeline(4)", Arrival: "steps 100/s for 1s, 300/s for 2s, aligned to 1s+900ms",
+			Keys: "10 subjects, zipf s=1.2", Skew: "offsets 0s, 1.5s cycled over clients", Topologies: []string{"single", "cluster"},
+			Algorithms: []string{"gcra", "my-limiter"}, ExpectViolations: []string{"my-limiter"},
+			Settings: &Settings{
+				Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second, Burst: 30, ConsumerLimit: 10},
+				Cost:  2, WarmupS: 0.5, DurationS: 10, Clients: 8, ClientMode: load.ModePipeline, PipelineDepth: 4,
+				Arrival: &scenarios.Arrival{Rate: 250, Ramp: &scenarios.Ramp{From: 10, To: 400},
+					Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+					Spike: &scenarios.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
+					Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
+				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
+				ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}, Spread: 2 * time.Second},
+				Algorithms: []string{"gcra", "my-limiter"},
+				Custom: []algorithms.CustomSpec{{Name: "my-limiter", Script: "my_limiter.lua", Keys: []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"},
+					Args:     []string{"{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"},
+					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
+					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
+				Expect:     scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
+				Thresholds: []string{"p99 < 400us", "errors < 5%", "my-limiter: efficiency > 0.9"},
+			},
+		},
+		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",
+			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
+		StartedAt: start, FinishedAt: start.Add(95 * time.Second),
+		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
+		Reference: "reference",
+		Entries:   []Entry{full, ref},
+		Files: RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile,
+			Plots:      []string{"latency-cluster.png", "latency-cluster.svg"},
+			Histograms: []string{"my-limiter-cluster.hgrm", "my-limiter-cluster-service.hgrm", "reference-cluster.hgrm"}},
+	}
+}
+
+// TestFullResultGolden: a result with every section populated is written as
+// testdata/full-result.json byte for byte, and that file read back and written again gives the
+// same bytes, so the schema's field names, order and units are those of limitbench/result/v1.
+func TestFullResultGolden(t *testing.T) {
+	dir := t.TempDir()
+	if err := fullResult(t).Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, fullResultGolden, got)
+
+	r, err := ReadResult(fullResultGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPopulated(t, []reflect.Value{reflect.ValueOf(*r)}, "result")
+	again := t.TempDir()
+	if err := r.Write(again); err != nil {
+		t.Fatal(err)
+	}
+	round, err := os.ReadFile(filepath.Join(again, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(round, got) {
+		t.Errorf("%s read and written again differs:\n%s", fullResultGolden, golden.FirstDiff(got, round))
+	}
+}
+
+// checkPopulated fails t for every field under vs that is zero in every instance (every element of
+// every slice on the way), so that the golden file really holds every field of the schema. A
+// value with its own JSON encoding is checked as a whole.
+func checkPopulated(t *testing.T, vs []reflect.Value, path string) {
+	t.Helper()
+	if len(vs) == 0 {
+		return
+	}
+	typ := vs[0].Type()
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	switch {
+	case typ.Kind() == reflect.Pointer:
+		var elems []reflect.Value
+		for _, v := range vs {
+			if !v.IsNil() {
+				elems = append(elems, v.Elem())
+			}
+		}
+		if len(elems) == 0 {
+			t.Errorf("%s is nil everywhere", path)
+		}
+		checkPopulated(t, elems, path)
+	case typ.Kind() == reflect.Slice:
+		var elems []reflect.Value
+		for _, v := range vs {
+			for i := range v.Len() {
+				elems = append(elems, v.Index(i))
+			}
+		}
+		if len(elems) == 0 {
+			t.Errorf("%s is empty everywhere", path)
+		}
+		checkPopulated(t, elems, path+"[*]")
+	case typ.Kind() == reflect.Struct && typ != reflect.TypeFor[time.Time]() && !typ.Implements(marshaler):
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() || f.Tag.Get("json") == "-" {
+				continue
+			}
+			var set []reflect.Value
+			for _, v := range vs {
+				if fv := v.Field(i); !fv.IsZero() {
+					set = append(set, fv)
+				}
+			}
+			if len(set) == 0 {
+				t.Errorf("%s.%s is zero everywhere", path, f.Name)
+				continue
+			}
+			checkPopulated(t, set, path+"."+f.Name)
+		}
+	}
+}
