@@ -1,6 +1,6 @@
 package bench_test
 
-// The regression gate's self-test against real Redis (issue 7, Checks): report.Gate fed with
+// The regression gate's self-test against real Redis (issue 7, Checks): gate.Compare fed with
 // results that internal/runner measured on started redis-server processes, from the scenarios and
 // scripts in testdata/gate:
 //
@@ -9,7 +9,7 @@ package bench_test
 //     (TestGateFlagsSlowerScript);
 //   - a verdict that went from pass to fail is flagged even at identical speed
 //     (TestGateFlagsPassToFail);
-//   - fewer than 6 samples a side is an error wrapping report.ErrTooFewSamples, and exit 2 with a
+//   - fewer than 6 samples a side is an error wrapping gate.ErrTooFewSamples, and exit 2 with a
 //     clear message from `limitbench gate` (TestGateTooFewSamples).
 //
 // Every measurement is short (300 ms after a 100 ms warmup, closed loop, 4 clients) so that the
@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
@@ -37,7 +38,7 @@ const (
 	// gateAlgorithm is the algorithm name shared by testdata/gate/{fast,slow,overadmit}.yaml.
 	gateAlgorithm = "gcra-lua"
 	// gateRepeats is how many repeats a side gets: the fewest the gate accepts.
-	gateRepeats = report.GateMinSamples
+	gateRepeats = gate.MinSamples
 	// gateComparisons is how many same-code comparisons TestGateSameCodeNoFalseAlarm makes.
 	gateComparisons = 10
 	// gateAttempts is how many times TestGateFlagsSlowerScript measures the slow script when the
@@ -124,25 +125,25 @@ func gateOnly(t *testing.T, r *report.Result, algorithm string) *report.Result {
 	return &c
 }
 
-// gateCompare runs report.Gate with the default thresholds, failing t on an error.
-func gateCompare(t *testing.T, baseline, current *report.Result) *report.GateReport {
+// gateCompare runs gate.Compare with the default thresholds, failing t on an error.
+func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
 	t.Helper()
-	g, err := report.Gate(baseline, current, report.DefaultGateThresholds())
+	g, err := gate.Compare(baseline, current, gate.DefaultThresholds())
 	if err != nil {
-		t.Fatalf("Gate: %v", err)
+		t.Fatalf("gate.Compare: %v", err)
 	}
-	if !g.SameMachine || g.Figures != report.FiguresRaw {
-		t.Errorf("Gate compared %s figures (same machine %v: %q vs %q); want raw figures from one machine",
+	if !g.SameMachine || g.Figures != gate.FiguresRaw {
+		t.Errorf("gate.Compare compared %s figures (same machine %v: %q vs %q); want raw figures from one machine",
 			g.Figures, g.SameMachine, g.BaselineMachine, g.CurrentMachine)
 	}
 	return g
 }
 
 // gateRowsLine renders g's rows on one line: metric verdict, p-value, delta, spreads.
-func gateRowsLine(g *report.GateReport) string {
+func gateRowsLine(g *gate.Report) string {
 	var parts []string
 	for _, r := range g.Rows {
-		if r.Metric == report.MetricVerdict {
+		if r.Metric == gate.MetricVerdict {
 			parts = append(parts, fmt.Sprintf("verdict %s→%s %s", r.OldOutcome, r.NewOutcome, r.Verdict))
 			continue
 		}
@@ -153,7 +154,7 @@ func gateRowsLine(g *report.GateReport) string {
 }
 
 // gateMarkdown returns g as the Markdown the CLI prints.
-func gateMarkdown(t *testing.T, g *report.GateReport) string {
+func gateMarkdown(t *testing.T, g *gate.Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := g.Markdown(&b); err != nil {
@@ -181,7 +182,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	const a, b = gateAlgorithm + "-a", gateAlgorithm + "-b"
 	start := time.Now()
 	var alarms, unstableRows, unstableComparisons, improvements int
-	pvalues := map[report.GateMetric][]string{}
+	pvalues := map[gate.Metric][]string{}
 	for i := range gateComparisons {
 		s := gateScenario(t, "fast.yaml", a, b)
 		s.Algorithms = s.Algorithms[1:]
@@ -198,7 +199,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 			unstableComparisons++
 		}
 		for _, row := range g.Rows {
-			if row.Metric != report.MetricVerdict {
+			if row.Metric != gate.MetricVerdict {
 				pvalues[row.Metric] = append(pvalues[row.Metric], fmt.Sprintf("%.3f", row.P))
 			}
 		}
@@ -206,7 +207,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	t.Logf("%d comparisons in %s: %d false alarms, %d improvements (also false, not alarms), "+
 		"%d unstable rows in %d comparisons", gateComparisons, time.Since(start).Round(time.Millisecond),
 		alarms, improvements, unstableRows, unstableComparisons)
-	for _, m := range report.GateMetrics {
+	for _, m := range gate.Metrics {
 		t.Logf("p-values of %s: %s", m, strings.Join(pvalues[m], " "))
 	}
 }
@@ -260,14 +261,14 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		stable := false
 		for _, row := range g.Rows {
 			switch row.Metric {
-			case report.MetricThroughput, report.MetricP99, report.MetricCPU:
+			case gate.MetricThroughput, gate.MetricP99, gate.MetricCPU:
 			default:
 				continue
 			}
-			if row.Verdict == report.GateRegression && row.P < report.GateAlpha {
+			if row.Verdict == gate.Regression && row.P < gate.Alpha {
 				flagged = append(flagged, fmt.Sprintf("%s %+.1f%% (p = %.4f)", row.Metric, row.Delta, row.P))
 			}
-			if row.Verdict != report.GateUnstable {
+			if row.Verdict != gate.Unstable {
 				stable = true
 			}
 		}
@@ -290,7 +291,7 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 			gateAttempts, len(stableMisses), strings.Join(stableMisses, "\n"))
 	}
 	t.Skipf("every attempt was unstable (spread over %.0f%% on every figure): this machine is too noisy for the gate to judge",
-		report.GateMaxSpread*100)
+		gate.MaxSpread*100)
 }
 
 // gateMedian returns the median of xs (0 for none).
@@ -353,10 +354,10 @@ func TestGateFlagsPassToFail(t *testing.T) {
 }
 
 // wantVerdictRegression fails t unless g's verdict row for gcra-lua is a pass → fail regression.
-func wantVerdictRegression(t *testing.T, g *report.GateReport) {
+func wantVerdictRegression(t *testing.T, g *gate.Report) {
 	t.Helper()
 	for _, r := range g.Regressions() {
-		if r.Metric == report.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(report.Pass) &&
+		if r.Metric == gate.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(report.Pass) &&
 			r.NewOutcome == string(report.Fail) {
 			if !g.Regressed() {
 				t.Errorf("a verdict regression row, but Regressed() = false")
@@ -367,29 +368,29 @@ func wantVerdictRegression(t *testing.T, g *report.GateReport) {
 	t.Errorf("no pass → fail verdict regression for %s:\n%s", gateAlgorithm, gateMarkdown(t, g))
 }
 
-// TestGateTooFewSamples runs 5 repeats, one fewer than the gate needs: report.Gate returns an
-// error wrapping report.ErrTooFewSamples for each side, and `limitbench gate` exits 2 with a
+// TestGateTooFewSamples runs 5 repeats, one fewer than the gate needs: gate.Compare returns an
+// error wrapping gate.ErrTooFewSamples for each side, and `limitbench gate` exits 2 with a
 // message naming the file, the algorithm and the topology.
 func TestGateTooFewSamples(t *testing.T) {
 	gateNeedRedis(t)
 	r := gateRun(t, gateScenario(t, "fast.yaml"), gateRepeats-1)
-	_, err := report.Gate(r, r, report.DefaultGateThresholds())
-	if !errors.Is(err, report.ErrTooFewSamples) {
-		t.Fatalf("Gate with %d samples a side: error %v; want one wrapping ErrTooFewSamples", gateRepeats-1, err)
+	_, err := gate.Compare(r, r, gate.DefaultThresholds())
+	if !errors.Is(err, gate.ErrTooFewSamples) {
+		t.Fatalf("gate.Compare with %d samples a side: error %v; want one wrapping ErrTooFewSamples", gateRepeats-1, err)
 	}
-	sides := map[report.GateSide]bool{}
+	sides := map[gate.Side]bool{}
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var ie *report.GateInputError
-		if errors.As(e, &ie) && errors.Is(ie, report.ErrTooFewSamples) && ie.Algorithm == gateAlgorithm && ie.Topology == "single" {
+		var ie *gate.InputError
+		if errors.As(e, &ie) && errors.Is(ie, gate.ErrTooFewSamples) && ie.Algorithm == gateAlgorithm && ie.Topology == "single" {
 			sides[ie.Side] = true
 		}
 	}
-	if !sides[report.GateBaseline] || !sides[report.GateCurrent] {
-		t.Errorf("Gate error %q: want a *GateInputError about %s on single for both sides", err, gateAlgorithm)
+	if !sides[gate.Baseline] || !sides[gate.Current] {
+		t.Errorf("gate.Compare error %q: want a *gate.InputError about %s on single for both sides", err, gateAlgorithm)
 	}
 
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -19,13 +20,13 @@ func init() {
 const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--json] CURRENT.json"
 
 // runGate implements `limitbench gate`: it reads two result.json files (or results directories
-// holding one), runs report.Gate, writes the Markdown table (or JSON with --json) to stdout, and
+// holding one), runs gate.Compare, writes the Markdown table (or JSON with --json) to stdout, and
 // returns failed when a row is a regression, badInput when an input is missing, invalid, of
 // another scenario or has too few samples. Flags may come before or after CURRENT.json.
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gate", gateSynopsis, stderr)
 	baselinePath := fs.String("baseline", "", "baseline result.json, or the results directory holding it (required)")
-	thresholds := fs.String("metric-threshold", report.DefaultGateThresholds().String(),
+	thresholds := fs.String("metric-threshold", gate.DefaultThresholds().String(),
 		"smallest change that counts, per metric: percent of the baseline median for throughput, p99, cpu and memory; absolute points for efficiency; metrics not named keep their defaults")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a Markdown table")
 	pos, err := parseInterspersed(fs, args)
@@ -40,7 +41,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return badInput(fmt.Errorf("want one CURRENT.json, got %d arguments", len(pos)))
 	}
-	th, err := report.ParseGateThresholds(*thresholds)
+	th, err := gate.ParseThresholds(*thresholds)
 	if err != nil {
 		return badInput(fmt.Errorf("--metric-threshold: %w", err))
 	}
@@ -56,7 +57,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g, err := report.Gate(baseline, current, th)
+	g, err := gate.Compare(baseline, current, th)
 	if err != nil {
 		return badInput(nameGateFiles(err, bPath, cPath))
 	}
@@ -82,7 +83,7 @@ func resultPath(p string) string {
 	return p
 }
 
-// nameGateFiles rewrites report.Gate's errors so that those about one side name its file.
+// nameGateFiles rewrites gate.Compare's errors so that those about one side name its file.
 func nameGateFiles(err error, baselinePath, currentPath string) error {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -92,13 +93,13 @@ func nameGateFiles(err error, baselinePath, currentPath string) error {
 	}
 	out := make([]error, len(errs))
 	for i, e := range errs {
-		var ie *report.GateInputError
+		var ie *gate.InputError
 		if !errors.As(e, &ie) {
 			out[i] = fmt.Errorf("%s vs %s: %w", baselinePath, currentPath, e)
 			continue
 		}
 		path := baselinePath
-		if ie.Side == report.GateCurrent {
+		if ie.Side == gate.Current {
 			path = currentPath
 		}
 		out[i] = fmt.Errorf("%s (%s): %w", path, ie.Side, trimSide(ie))
@@ -107,7 +108,7 @@ func nameGateFiles(err error, baselinePath, currentPath string) error {
 }
 
 // trimSide returns ie without its side prefix, keeping it in the chain for errors.Is.
-func trimSide(ie *report.GateInputError) error {
+func trimSide(ie *gate.InputError) error {
 	if ie.Algorithm == "" {
 		return ie.Err
 	}

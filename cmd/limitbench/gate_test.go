@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/gate"
 )
 
-// gateFixture returns the path of report/testdata/gate/<name>/result.json.
+// gateFixture returns the path of gate/testdata/<name>/result.json.
 func gateFixture(name string) string {
-	return filepath.Join("..", "..", "report", "testdata", "gate", name, "result.json")
+	return filepath.Join("..", "..", "gate", "testdata", name, "result.json")
 }
 
 func TestGateCommand(t *testing.T) {
@@ -87,15 +87,15 @@ func TestGateCommandJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit code %d; want 1\n%s", code, stderr.String())
 	}
-	var g report.GateReport
+	var g gate.Report
 	if err := json.Unmarshal(stdout.Bytes(), &g); err != nil {
 		t.Fatalf("stdout is not a GateReport: %v\n%s", err, stdout.String())
 	}
-	if g.Counts.Regressions != 3 || g.Figures != report.FiguresRaw || !g.SameMachine || !strings.HasPrefix(g.Summary, "limitbench gate: REGRESSION") {
+	if g.Counts.Regressions != 3 || g.Figures != gate.FiguresRaw || !g.SameMachine || !strings.HasPrefix(g.Summary, "limitbench gate: REGRESSION") {
 		t.Errorf("JSON report = counts %+v, figures %q, same machine %v, summary %q; want 3 regressions on raw figures, same machine",
 			g.Counts, g.Figures, g.SameMachine, g.Summary)
 	}
-	if len(g.Rows) != 12 || g.Rows[0].Metric != report.MetricThroughput || g.Rows[0].Verdict != report.GateRegression || !(g.Rows[0].P < 0.05) {
+	if len(g.Rows) != 12 || g.Rows[0].Metric != gate.MetricThroughput || g.Rows[0].Verdict != gate.Regression || !(g.Rows[0].P < 0.05) {
 		t.Errorf("rows = %+v; want 12, the first a throughput regression with p < 0.05", g.Rows)
 	}
 }

@@ -1,7 +1,8 @@
-package report
-
-// The CI regression gate: Gate compares a current run with a baseline run of the same scenario,
-// per algorithm × topology, and decides for each figure whether it regressed. See docs/ci-gate.md.
+// Package gate is the CI regression gate: Compare compares a current run with a baseline run of
+// the same scenario, per algorithm × topology, and decides for each figure whether it regressed.
+// It owns the statistics, the decision rule and the gate's Markdown and JSON. It reads results
+// through package report's schema and is never imported by it. See docs/ci-gate.md.
+package gate
 
 import (
 	"encoding/json"
@@ -14,29 +15,31 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/limitbench/limitbench/report"
 )
 
-// Gate constants. They are fixed by the gate's specification (issue 7); the per-metric thresholds
+// The gate's constants. They are fixed by the gate's specification (issue 7); the per-metric thresholds
 // are what a user tunes.
 const (
-	// GateAlpha is the significance level of the Mann-Whitney U test: a change with p ≥ GateAlpha
+	// Alpha is the significance level of the Mann-Whitney U test: a change with p ≥ Alpha
 	// is "insignificant".
-	GateAlpha = 0.05
-	// GateMinSamples is the fewest samples (repeats) a side the gate accepts. With 6 against 6,
+	Alpha = 0.05
+	// MinSamples is the fewest samples (repeats) a side the gate accepts. With 6 against 6,
 	// complete separation gives a two-sided p of 0.0022 and a shift is still significant with some
 	// overlap (p = 0.015 at U = 3); with 4 against 4 the smallest possible p is 0.029, and with 3
 	// against 3 it is 0.1, above α.
-	GateMinSamples = 6
-	// GateMaxSpread is the largest spread a sample set may have and still get a verdict; above it
+	MinSamples = 6
+	// MaxSpread is the largest spread a sample set may have and still get a verdict; above it
 	// the row is "unstable". Spread is the interquartile range over the median, (Q3 − Q1) / median,
 	// with quartiles interpolated linearly between order statistics (Hyndman & Fan type 7, what
 	// numpy and R use by default). The IQR ignores one stray repeat, as the U test does.
-	GateMaxSpread = 0.10
+	MaxSpread = 0.10
 )
 
-// Gate errors. Gate wraps them in a *GateInputError when they are about one side.
+// The gate's errors. Compare wraps them in a *InputError when they are about one side.
 var (
-	// ErrTooFewSamples: an entry has fewer than GateMinSamples samples on one side.
+	// ErrTooFewSamples: an entry has fewer than MinSamples samples on one side.
 	ErrTooFewSamples = errors.New("too few samples")
 	// ErrScenarioMismatch: the two results ran different scenarios.
 	ErrScenarioMismatch = errors.New("baseline and current ran different scenarios")
@@ -49,90 +52,90 @@ var (
 	ErrBadThreshold = errors.New("bad metric threshold")
 )
 
-// GateSide names one of the two results given to Gate.
-type GateSide string
+// Side names one of the two results given to Compare.
+type Side string
 
 const (
-	GateBaseline GateSide = "baseline"
-	GateCurrent  GateSide = "current"
+	Baseline Side = "baseline"
+	Current  Side = "current"
 )
 
-// GateInputError is an input problem found in one side's result, about one entry when Algorithm
-// is set. Err wraps one of the gate errors above. Gate returns several joined with errors.Join
+// InputError is an input problem found in one side's result, about one entry when Algorithm
+// is set. Err wraps one of the gate errors above. Compare returns several joined with errors.Join
 // when it finds several, so a caller that knows the files' names can walk them and name the file.
-type GateInputError struct {
-	Side      GateSide
+type InputError struct {
+	Side      Side
 	Algorithm string
 	Topology  string
 	Err       error
 }
 
-func (e *GateInputError) Error() string {
+func (e *InputError) Error() string {
 	if e.Algorithm != "" {
 		return fmt.Sprintf("%s: %s on %s: %v", e.Side, e.Algorithm, e.Topology, e.Err)
 	}
 	return fmt.Sprintf("%s: %v", e.Side, e.Err)
 }
 
-func (e *GateInputError) Unwrap() error { return e.Err }
+func (e *InputError) Unwrap() error { return e.Err }
 
-// GateMetric names a figure the gate compares.
-type GateMetric string
+// Metric names a figure the gate compares.
+type Metric string
 
 const (
 	// MetricThroughput is decisions per second (Sample.ThroughputRPS); higher is better.
-	MetricThroughput GateMetric = "throughput"
+	MetricThroughput Metric = "throughput"
 	// MetricP99 is the 99th-percentile latency from intended send time, µs (Sample.LatencyUS.P99);
 	// lower is better.
-	MetricP99 GateMetric = "p99"
+	MetricP99 Metric = "p99"
 	// MetricCPU is Redis CPU microseconds per decision (Sample.CPUUSecPerDecision); lower is better.
-	MetricCPU GateMetric = "cpu"
+	MetricCPU Metric = "cpu"
 	// MetricMemory is bytes per limited subject (Sample.BytesPerKey); lower is better.
-	MetricMemory GateMetric = "memory"
+	MetricMemory Metric = "memory"
 	// MetricEfficiency is admitted / ideal admitted (Sample.Efficiency), compared in points
 	// (1 point = 0.01); a drop is a regression. Over-admission is the verifier's business.
-	MetricEfficiency GateMetric = "efficiency"
-	// MetricVerdict is the entry's verification gateOutcome (Entry.Outcome); pass → fail is a
+	MetricEfficiency Metric = "efficiency"
+	// MetricVerdict is the entry's verification outcome (Entry.Outcome); pass → fail is a
 	// regression whatever the figures say.
-	MetricVerdict GateMetric = "verdict"
+	MetricVerdict Metric = "verdict"
 )
 
-// GateMetrics lists the metrics with thresholds, in the order rows are reported.
-var GateMetrics = []GateMetric{MetricThroughput, MetricP99, MetricCPU, MetricMemory, MetricEfficiency}
+// Metrics lists the metrics with thresholds, in the order rows are reported.
+var Metrics = []Metric{MetricThroughput, MetricP99, MetricCPU, MetricMemory, MetricEfficiency}
 
-// GateVerdict is the gate's conclusion about one row.
-type GateVerdict string
+// Verdict is the gate's conclusion about one row.
+type Verdict string
 
 const (
-	// GateOK: the change is significant but within its threshold, or the gateOutcome did not change.
-	GateOK GateVerdict = "ok"
-	// GateRegression: significant and worse than the threshold, or a verdict went pass → fail.
-	GateRegression GateVerdict = "regression"
-	// GateImprovement: significant and better than the threshold, or a verdict went fail → pass.
-	GateImprovement GateVerdict = "improvement"
-	// GateUnstable: a side's spread is over GateMaxSpread (or an gateOutcome is inconclusive), so no
+	// OK: the change is significant but within its threshold, or the outcome did not change.
+	OK Verdict = "ok"
+	// Regression: significant and worse than the threshold, or a verdict went pass → fail.
+	Regression Verdict = "regression"
+	// Improvement: significant and better than the threshold, or a verdict went fail → pass.
+	Improvement Verdict = "improvement"
+	// Unstable: a side's spread is over MaxSpread (or an outcome is inconclusive), so no
 	// verdict is given.
-	GateUnstable GateVerdict = "unstable"
-	// GateInsignificant: p ≥ GateAlpha; no detectable change.
-	GateInsignificant GateVerdict = "insignificant"
+	Unstable Verdict = "unstable"
+	// Insignificant: p ≥ Alpha; no detectable change.
+	Insignificant Verdict = "insignificant"
 )
 
-// GateFigures says which figures a row compares.
-type GateFigures string
+// Figures says which figures a row compares.
+type Figures string
 
 const (
 	// FiguresRaw compares the measured figures themselves (same machine description).
-	FiguresRaw GateFigures = "raw"
+	FiguresRaw Figures = "raw"
 	// FiguresRelative compares per-repeat ratios to the reference script measured in the same
 	// repeat on the same topology (machines differ).
-	FiguresRelative GateFigures = "relative"
+	FiguresRelative Figures = "relative"
 )
 
-// GateThresholds are the smallest changes that count as a regression or an improvement: percent
+// Thresholds are the smallest changes that count as a regression or an improvement: percent
 // of the baseline median for throughput, p99, CPU and memory; absolute points (0.01 of
-// efficiency) for efficiency. A change must also be significant (p < GateAlpha). The zero value
-// means "any significant change"; DefaultGateThresholds gives the documented defaults.
-type GateThresholds struct {
+// efficiency) for efficiency. A change must also be significant (p < Alpha). The zero value
+// means "any significant change"; DefaultThresholds gives the documented defaults.
+type Thresholds struct {
 	ThroughputPct float64 `json:"throughput_pct"`
 	P99Pct        float64 `json:"p99_pct"`
 	CPUPct        float64 `json:"cpu_pct"`
@@ -140,13 +143,13 @@ type GateThresholds struct {
 	EfficiencyPt  float64 `json:"efficiency_pt"`
 }
 
-// DefaultGateThresholds returns throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt.
-func DefaultGateThresholds() GateThresholds {
-	return GateThresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}
+// DefaultThresholds returns throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt.
+func DefaultThresholds() Thresholds {
+	return Thresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}
 }
 
 // For returns the threshold of m (percent, or points for efficiency); 0 for MetricVerdict.
-func (t GateThresholds) For(m GateMetric) float64 {
+func (t Thresholds) For(m Metric) float64 {
 	switch m {
 	case MetricThroughput:
 		return t.ThroughputPct
@@ -162,7 +165,7 @@ func (t GateThresholds) For(m GateMetric) float64 {
 	return 0
 }
 
-func (t *GateThresholds) set(m GateMetric, v float64) {
+func (t *Thresholds) set(m Metric, v float64) {
 	switch m {
 	case MetricThroughput:
 		t.ThroughputPct = v
@@ -177,38 +180,38 @@ func (t *GateThresholds) set(m GateMetric, v float64) {
 	}
 }
 
-// String renders t in the syntax ParseGateThresholds reads, every metric named.
-func (t GateThresholds) String() string {
-	parts := make([]string, 0, len(GateMetrics))
-	for _, m := range GateMetrics {
-		parts = append(parts, string(m)+"="+strconv.FormatFloat(t.For(m), 'f', -1, 64)+gateThresholdUnit(m))
+// String renders t in the syntax ParseThresholds reads, every metric named.
+func (t Thresholds) String() string {
+	parts := make([]string, 0, len(Metrics))
+	for _, m := range Metrics {
+		parts = append(parts, string(m)+"="+strconv.FormatFloat(t.For(m), 'f', -1, 64)+thresholdUnit(m))
 	}
 	return strings.Join(parts, ",")
 }
 
-func gateThresholdUnit(m GateMetric) string {
+func thresholdUnit(m Metric) string {
 	if m == MetricEfficiency {
 		return "pt"
 	}
 	return "%"
 }
 
-// ParseGateThresholds reads a comma-separated list of metric=value, for example
+// ParseThresholds reads a comma-separated list of metric=value, for example
 // "throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt". Metrics not named keep their
-// defaults (DefaultGateThresholds); "" gives the defaults. Percent metrics need a "%" suffix and
-// efficiency a "pt" suffix; gateValues must be finite and not negative; a metric may appear once.
+// defaults (DefaultThresholds); "" gives the defaults. Percent metrics need a "%" suffix and
+// efficiency a "pt" suffix; values must be finite and not negative; a metric may appear once.
 // Every problem is reported at once, each wrapping ErrBadThreshold.
-func ParseGateThresholds(s string) (GateThresholds, error) {
-	th := DefaultGateThresholds()
+func ParseThresholds(s string) (Thresholds, error) {
+	th := DefaultThresholds()
 	if strings.TrimSpace(s) == "" {
 		return th, nil
 	}
-	known := make([]string, len(GateMetrics))
-	for i, m := range GateMetrics {
+	known := make([]string, len(Metrics))
+	for i, m := range Metrics {
 		known[i] = string(m)
 	}
 	var errs []error
-	seen := map[GateMetric]bool{}
+	seen := map[Metric]bool{}
 	for i, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		name, value, ok := strings.Cut(item, "=")
@@ -221,8 +224,8 @@ func ParseGateThresholds(s string) (GateThresholds, error) {
 			errs = append(errs, fmt.Errorf("%w: %q: want metric=value, for example throughput=10%%", ErrBadThreshold, item))
 			continue
 		}
-		m := GateMetric(name)
-		if !isGateMetric(m) {
+		m := Metric(name)
+		if !isMetric(m) {
 			errs = append(errs, fmt.Errorf("%w: %q: unknown metric %q (known: %s)", ErrBadThreshold, item, name, strings.Join(known, ", ")))
 			continue
 		}
@@ -231,12 +234,12 @@ func ParseGateThresholds(s string) (GateThresholds, error) {
 			continue
 		}
 		seen[m] = true
-		unit := gateThresholdUnit(m)
+		unit := thresholdUnit(m)
 		num, hasUnit := strings.CutSuffix(value, unit)
 		if !hasUnit {
 			errs = append(errs, fmt.Errorf("%w: %q: %s takes %s, for example %s=%s", ErrBadThreshold, item, name,
 				map[bool]string{true: "points of efficiency", false: "a percentage of the baseline median"}[unit == "pt"],
-				name, strconv.FormatFloat(DefaultGateThresholds().For(m), 'f', -1, 64)+unit))
+				name, strconv.FormatFloat(DefaultThresholds().For(m), 'f', -1, 64)+unit))
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
@@ -256,8 +259,8 @@ func ParseGateThresholds(s string) (GateThresholds, error) {
 	return th, nil
 }
 
-func isGateMetric(m GateMetric) bool {
-	for _, k := range GateMetrics {
+func isMetric(m Metric) bool {
+	for _, k := range Metrics {
 		if k == m {
 			return true
 		}
@@ -265,7 +268,7 @@ func isGateMetric(m GateMetric) bool {
 	return false
 }
 
-// GateRow is one comparison: one metric of one algorithm × topology.
+// Row is one comparison: one metric of one algorithm × topology.
 //
 // For a metric row, OldMedian and NewMedian are the sample medians, in the metric's unit for raw
 // figures (rps, µs, µs per decision, bytes, efficiency as a fraction) and as a ratio to the
@@ -275,37 +278,37 @@ func isGateMetric(m GateMetric) bool {
 // OldSpread and NewSpread are (Q3 − Q1) / median.
 //
 // For the MetricVerdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
-type GateRow struct {
-	Scenario   string      `json:"scenario"`
-	Algorithm  string      `json:"algorithm"`
-	Topology   string      `json:"topology"`
-	Metric     GateMetric  `json:"metric"`
-	Figures    GateFigures `json:"figures,omitempty"`
-	Unit       string      `json:"unit,omitempty"`
-	OldMedian  float64     `json:"old_median"`
-	NewMedian  float64     `json:"new_median"`
-	OldOutcome string      `json:"old_outcome,omitempty"`
-	NewOutcome string      `json:"new_outcome,omitempty"`
-	Delta      float64     `json:"delta"`
-	DeltaUnit  string      `json:"delta_unit,omitempty"`
+type Row struct {
+	Scenario   string  `json:"scenario"`
+	Algorithm  string  `json:"algorithm"`
+	Topology   string  `json:"topology"`
+	Metric     Metric  `json:"metric"`
+	Figures    Figures `json:"figures,omitempty"`
+	Unit       string  `json:"unit,omitempty"`
+	OldMedian  float64 `json:"old_median"`
+	NewMedian  float64 `json:"new_median"`
+	OldOutcome string  `json:"old_outcome,omitempty"`
+	NewOutcome string  `json:"new_outcome,omitempty"`
+	Delta      float64 `json:"delta"`
+	DeltaUnit  string  `json:"delta_unit,omitempty"`
 	// DeltaLow and DeltaHigh bound the change with confidence 1 − α, in Delta's unit: the
-	// Hodges-Lehmann interval of the shift that goes with the U test (see gateShiftCI); finite,
-	// since Gate compares at least GateMinSamples a side.
-	DeltaLow  float64     `json:"delta_ci_low"`
-	DeltaHigh float64     `json:"delta_ci_high"`
-	P         float64     `json:"p_value"`
-	OldN      int         `json:"old_n,omitempty"`
-	NewN      int         `json:"new_n,omitempty"`
-	OldSpread float64     `json:"old_spread"`
-	NewSpread float64     `json:"new_spread"`
-	Threshold float64     `json:"threshold"`
-	Verdict   GateVerdict `json:"verdict"`
+	// Hodges-Lehmann interval of the shift that goes with the U test (see shiftCI); finite,
+	// since Compare compares at least MinSamples a side.
+	DeltaLow  float64 `json:"delta_ci_low"`
+	DeltaHigh float64 `json:"delta_ci_high"`
+	P         float64 `json:"p_value"`
+	OldN      int     `json:"old_n,omitempty"`
+	NewN      int     `json:"new_n,omitempty"`
+	OldSpread float64 `json:"old_spread"`
+	NewSpread float64 `json:"new_spread"`
+	Threshold float64 `json:"threshold"`
+	Verdict   Verdict `json:"verdict"`
 	// Note says, in words, why the verdict is what it is when that is not obvious.
 	Note string `json:"note,omitempty"`
 }
 
-// GateCounts counts rows by verdict.
-type GateCounts struct {
+// Counts counts rows by verdict.
+type Counts struct {
 	Regressions   int `json:"regressions"`
 	Improvements  int `json:"improvements"`
 	Unstable      int `json:"unstable"`
@@ -313,36 +316,36 @@ type GateCounts struct {
 	OK            int `json:"ok"`
 }
 
-// GateReport is the gate's answer. Summary is one line; Rows are in the baseline's entry order,
-// each entry's metrics in GateMetrics order followed by its verdict row. Notes list everything
+// Report is the gate's answer. Summary is one line; Rows are in the baseline's entry order,
+// each entry's metrics in Metrics order followed by its verdict row. Notes list everything
 // that was not compared (metrics not measured, entries in one result only, the reference) and why.
-type GateReport struct {
+type Report struct {
 	Summary  string `json:"summary"`
 	Scenario string `json:"scenario"`
 	// Figures is FiguresRaw when SameMachine, else FiguresRelative (efficiency and verdicts are
 	// always compared as they are).
-	Figures         GateFigures    `json:"figures"`
-	SameMachine     bool           `json:"same_machine"`
-	BaselineMachine string         `json:"baseline_machine"`
-	CurrentMachine  string         `json:"current_machine"`
-	Reference       string         `json:"reference,omitempty"`
-	Thresholds      GateThresholds `json:"thresholds"`
-	Alpha           float64        `json:"alpha"`
-	MinSamples      int            `json:"min_samples"`
-	MaxSpread       float64        `json:"max_spread"`
-	Counts          GateCounts     `json:"counts"`
-	Rows            []GateRow      `json:"rows"`
-	Notes           []string       `json:"notes,omitempty"`
+	Figures         Figures    `json:"figures"`
+	SameMachine     bool       `json:"same_machine"`
+	BaselineMachine string     `json:"baseline_machine"`
+	CurrentMachine  string     `json:"current_machine"`
+	Reference       string     `json:"reference,omitempty"`
+	Thresholds      Thresholds `json:"thresholds"`
+	Alpha           float64    `json:"alpha"`
+	MinSamples      int        `json:"min_samples"`
+	MaxSpread       float64    `json:"max_spread"`
+	Counts          Counts     `json:"counts"`
+	Rows            []Row      `json:"rows"`
+	Notes           []string   `json:"notes,omitempty"`
 }
 
 // Regressed reports whether any row is a regression.
-func (g *GateReport) Regressed() bool { return g.Counts.Regressions > 0 }
+func (g *Report) Regressed() bool { return g.Counts.Regressions > 0 }
 
 // Regressions returns the regression rows.
-func (g *GateReport) Regressions() []GateRow {
-	var out []GateRow
+func (g *Report) Regressions() []Row {
+	var out []Row
 	for _, r := range g.Rows {
-		if r.Verdict == GateRegression {
+		if r.Verdict == Regression {
 			out = append(out, r)
 		}
 	}
@@ -353,7 +356,7 @@ func (g *GateReport) Regressions() []GateRow {
 // Environment: backend, image, OS/arch, CPUs, GOMAXPROCS and Redis version. Two results with equal
 // descriptions are compared on raw figures. Harness and Go versions are left out on purpose: they
 // change with the code under test.
-func MachineDescription(env Environment) string {
+func MachineDescription(env report.Environment) string {
 	var b strings.Builder
 	b.WriteString(env.Backend)
 	if env.Image != "" {
@@ -363,9 +366,9 @@ func MachineDescription(env Environment) string {
 	return b.String()
 }
 
-// gateMetricDef says how to read and judge one metric.
-type gateMetricDef struct {
-	metric       GateMetric
+// metricDef says how to read and judge one metric.
+type metricDef struct {
+	metric       Metric
 	unit         string
 	higherBetter bool
 	// zeroIsUnmeasured: a zero means the figure was not measured (Server figures, latency without
@@ -373,25 +376,25 @@ type gateMetricDef struct {
 	zeroIsUnmeasured bool
 	// relative: compared as a ratio to the reference when the machines differ.
 	relative bool
-	value    func(Sample) float64
+	value    func(report.Sample) float64
 }
 
-var gateMetricDefs = []gateMetricDef{
-	{MetricThroughput, "rps", true, false, true, func(s Sample) float64 { return s.ThroughputRPS }},
-	{MetricP99, "µs", false, true, true, func(s Sample) float64 { return s.LatencyUS.P99 }},
-	{MetricCPU, "µs/decision", false, true, true, func(s Sample) float64 { return s.CPUUSecPerDecision }},
-	{MetricMemory, "bytes/subject", false, true, true, func(s Sample) float64 { return s.BytesPerKey }},
-	{MetricEfficiency, "admitted/ideal", true, false, false, func(s Sample) float64 { return s.Efficiency }},
+var metricDefs = []metricDef{
+	{MetricThroughput, "rps", true, false, true, func(s report.Sample) float64 { return s.ThroughputRPS }},
+	{MetricP99, "µs", false, true, true, func(s report.Sample) float64 { return s.LatencyUS.P99 }},
+	{MetricCPU, "µs/decision", false, true, true, func(s report.Sample) float64 { return s.CPUUSecPerDecision }},
+	{MetricMemory, "bytes/subject", false, true, true, func(s report.Sample) float64 { return s.BytesPerKey }},
+	{MetricEfficiency, "admitted/ideal", true, false, false, func(s report.Sample) float64 { return s.Efficiency }},
 }
 
-// Gate compares current with baseline, per algorithm × topology, on throughput, p99, Redis CPU per
+// Compare compares current with baseline, per algorithm × topology, on throughput, p99, Redis CPU per
 // decision, bytes per subject and efficiency, from the entries' per-repeat Samples, and on the
 // verification outcome.
 //
-// A metric row is a regression when the change is significant (Mann-Whitney U, p < GateAlpha)
-// and worse than its threshold over its whole 1 − GateAlpha confidence interval (gateShiftCI),
+// A metric row is a regression when the change is significant (Mann-Whitney U, p < Alpha)
+// and worse than its threshold over its whole 1 − Alpha confidence interval (shiftCI),
 // an improvement likewise in the other direction; it is "unstable" instead when either side's
-// spread exceeds GateMaxSpread. Raw figures are compared when both results have the same
+// spread exceeds MaxSpread. Raw figures are compared when both results have the same
 // MachineDescription;
 // otherwise throughput, p99, CPU and memory are compared as per-repeat ratios to the reference
 // entry (Result.Reference on the same topology, paired by Sample.Repeat). The reference entry
@@ -399,32 +402,32 @@ var gateMetricDefs = []gateMetricDef{
 // caught" to "missed") is a regression whatever the figures.
 //
 // Input problems are errors, never rows: different scenario names (ErrScenarioMismatch), fewer
-// than GateMinSamples samples in a compared entry (ErrTooFewSamples), different machines without
+// than MinSamples samples in a compared entry (ErrTooFewSamples), different machines without
 // reference samples (ErrNoReference), nothing in common (ErrNothingToCompare). Problems about one
-// side are *GateInputError values; all that are found are returned joined.
-func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
+// side are *InputError values; all that are found are returned joined.
+func Compare(baseline, current *report.Result, th Thresholds) (*Report, error) {
 	if baseline == nil || current == nil {
 		return nil, errors.New("gate: nil result")
 	}
 	if baseline.Scenario.Name != current.Scenario.Name {
 		return nil, fmt.Errorf("%w: baseline ran %q, current ran %q", ErrScenarioMismatch, baseline.Scenario.Name, current.Scenario.Name)
 	}
-	g := &GateReport{
+	g := &Report{
 		Scenario:        baseline.Scenario.Name,
 		BaselineMachine: MachineDescription(baseline.Environment),
 		CurrentMachine:  MachineDescription(current.Environment),
 		Thresholds:      th,
-		Alpha:           GateAlpha,
-		MinSamples:      GateMinSamples,
-		MaxSpread:       GateMaxSpread,
-		Rows:            []GateRow{},
+		Alpha:           Alpha,
+		MinSamples:      MinSamples,
+		MaxSpread:       MaxSpread,
+		Rows:            []Row{},
 	}
 	g.SameMachine = g.BaselineMachine == g.CurrentMachine
 	g.Figures = FiguresRaw
 	if !g.SameMachine {
 		g.Figures = FiguresRelative
 	}
-	oldRef, newRef := gateReferenceName(baseline), gateReferenceName(current)
+	oldRef, newRef := referenceName(baseline), referenceName(current)
 	g.Reference = oldRef
 	if g.Figures == FiguresRelative && oldRef != "" && newRef != "" && oldRef != newRef {
 		return nil, fmt.Errorf("%w: baseline is relative to %q, current to %q", ErrNoReference, oldRef, newRef)
@@ -433,38 +436,38 @@ func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
 		g.Reference = newRef
 	}
 
-	var pairs []gatePair
+	var pairs []pair
 	var errs []error
 	for i := range baseline.Entries {
 		e := &baseline.Entries[i]
-		if gateIsReference(e, oldRef) {
+		if isReference(e, oldRef) {
 			g.Notes = append(g.Notes, fmt.Sprintf("%s is the reference script: used for relative figures, not gated", e.Name()))
 			continue
 		}
-		c := gateFindEntry(current, e.Algorithm, e.Topology)
+		c := current.Entry(e.Algorithm, e.Topology)
 		if c == nil {
 			g.Notes = append(g.Notes, fmt.Sprintf("%s is in the baseline only: not compared", e.Name()))
 			continue
 		}
-		pairs = append(pairs, gatePair{e, c})
-		errs = append(errs, gateCheckSamples(GateBaseline, e), gateCheckSamples(GateCurrent, c))
+		pairs = append(pairs, pair{e, c})
+		errs = append(errs, checkSamples(Baseline, e), checkSamples(Current, c))
 	}
 	for i := range current.Entries {
 		c := &current.Entries[i]
-		if !gateIsReference(c, newRef) && !gateIsReference(c, oldRef) && gateFindEntry(baseline, c.Algorithm, c.Topology) == nil {
+		if !isReference(c, newRef) && !isReference(c, oldRef) && baseline.Entry(c.Algorithm, c.Topology) == nil {
 			g.Notes = append(g.Notes, fmt.Sprintf("%s is in the current run only: not compared", c.Name()))
 		}
 	}
 	if len(pairs) == 0 {
-		return nil, fmt.Errorf("%w: baseline has %s, current has %s", ErrNothingToCompare, gateEntryNames(baseline), gateEntryNames(current))
+		return nil, fmt.Errorf("%w: baseline has %s, current has %s", ErrNothingToCompare, entryNames(baseline), entryNames(current))
 	}
-	var oldRefs, newRefs map[string]map[int]Sample
+	var oldRefs, newRefs map[string]map[int]report.Sample
 	if g.Figures == FiguresRelative {
 		var err error
-		if oldRefs, err = gateReferenceSamples(GateBaseline, baseline, oldRef, gateSideEntries(pairs, true)); err != nil {
+		if oldRefs, err = referenceSamples(Baseline, baseline, oldRef, sideEntries(pairs, true)); err != nil {
 			errs = append(errs, err)
 		}
-		if newRefs, err = gateReferenceSamples(GateCurrent, current, newRef, gateSideEntries(pairs, false)); err != nil {
+		if newRefs, err = referenceSamples(Current, current, newRef, sideEntries(pairs, false)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -473,8 +476,8 @@ func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
 	}
 
 	for _, p := range pairs {
-		for _, def := range gateMetricDefs {
-			row, note := gateCompareMetric(def, p.old, p.new, g.Figures, oldRefs, newRefs, th.For(def.metric))
+		for _, def := range metricDefs {
+			row, note := compareMetric(def, p.old, p.new, g.Figures, oldRefs, newRefs, th.For(def.metric))
 			if note != "" {
 				g.Notes = append(g.Notes, fmt.Sprintf("%s %s: %s", p.old.Name(), def.metric, note))
 				continue
@@ -482,19 +485,19 @@ func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
 			row.Scenario = g.Scenario
 			g.Rows = append(g.Rows, row)
 		}
-		row := gateCompareOutcome(p.old, p.new)
+		row := compareOutcome(p.old, p.new)
 		row.Scenario = g.Scenario
 		g.Rows = append(g.Rows, row)
 	}
 	for _, r := range g.Rows {
 		switch r.Verdict {
-		case GateRegression:
+		case Regression:
 			g.Counts.Regressions++
-		case GateImprovement:
+		case Improvement:
 			g.Counts.Improvements++
-		case GateUnstable:
+		case Unstable:
 			g.Counts.Unstable++
-		case GateInsignificant:
+		case Insignificant:
 			g.Counts.Insignificant++
 		default:
 			g.Counts.OK++
@@ -504,12 +507,12 @@ func Gate(baseline, current *Result, th GateThresholds) (*GateReport, error) {
 	return g, nil
 }
 
-// gatePair is one algorithm × topology found in both results.
-type gatePair struct{ old, new *Entry }
+// pair is one algorithm × topology found in both results.
+type pair struct{ old, new *report.Entry }
 
-// gateSideEntries returns the baseline (old) or current entries of ps.
-func gateSideEntries(ps []gatePair, old bool) []*Entry {
-	out := make([]*Entry, len(ps))
+// sideEntries returns the baseline (old) or current entries of ps.
+func sideEntries(ps []pair, old bool) []*report.Entry {
+	out := make([]*report.Entry, len(ps))
 	for i, p := range ps {
 		out[i] = p.new
 		if old {
@@ -519,9 +522,9 @@ func gateSideEntries(ps []gatePair, old bool) []*Entry {
 	return out
 }
 
-// gateReferenceName returns the name of r's reference algorithm: Result.Reference, else the one the
+// referenceName returns the name of r's reference algorithm: Result.Reference, else the one the
 // entries' Relative figures name.
-func gateReferenceName(r *Result) string {
+func referenceName(r *report.Result) string {
 	if r.Reference != "" {
 		return r.Reference
 	}
@@ -533,18 +536,9 @@ func gateReferenceName(r *Result) string {
 	return ""
 }
 
-func gateIsReference(e *Entry, ref string) bool { return ref != "" && e.Algorithm == ref }
+func isReference(e *report.Entry, ref string) bool { return ref != "" && e.Algorithm == ref }
 
-func gateFindEntry(r *Result, algorithm, topology string) *Entry {
-	for i := range r.Entries {
-		if r.Entries[i].Algorithm == algorithm && r.Entries[i].Topology == topology {
-			return &r.Entries[i]
-		}
-	}
-	return nil
-}
-
-func gateEntryNames(r *Result) string {
+func entryNames(r *report.Result) string {
 	if len(r.Entries) == 0 {
 		return "no entries"
 	}
@@ -555,33 +549,33 @@ func gateEntryNames(r *Result) string {
 	return strings.Join(names, ", ")
 }
 
-func gateCheckSamples(side GateSide, e *Entry) error {
-	if n := len(e.Samples); n < GateMinSamples {
-		return &GateInputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: %d, the gate needs at least %d a side (limitbench run --repeat %d)",
-			ErrTooFewSamples, n, GateMinSamples, GateMinSamples)}
+func checkSamples(side Side, e *report.Entry) error {
+	if n := len(e.Samples); n < MinSamples {
+		return &InputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: %d, the gate needs at least %d a side (limitbench run --repeat %d)",
+			ErrTooFewSamples, n, MinSamples, MinSamples)}
 	}
 	return nil
 }
 
-// gateReferenceSamples returns, per topology, the reference entry's samples by repeat, and checks that
+// referenceSamples returns, per topology, the reference entry's samples by repeat, and checks that
 // every entry in es has a reference sample for each of its repeats.
-func gateReferenceSamples(side GateSide, r *Result, ref string, es []*Entry) (map[string]map[int]Sample, error) {
+func referenceSamples(side Side, r *report.Result, ref string, es []*report.Entry) (map[string]map[int]report.Sample, error) {
 	if ref == "" {
-		return nil, &GateInputError{Side: side, Err: fmt.Errorf("%w: the machines differ and the result names no reference script", ErrNoReference)}
+		return nil, &InputError{Side: side, Err: fmt.Errorf("%w: the machines differ and the result names no reference script", ErrNoReference)}
 	}
-	out := map[string]map[int]Sample{}
+	out := map[string]map[int]report.Sample{}
 	var errs []error
 	for _, e := range es {
 		if _, done := out[e.Topology]; done {
 			continue
 		}
-		re := gateFindEntry(r, ref, e.Topology)
+		re := r.Entry(ref, e.Topology)
 		if re == nil || len(re.Samples) == 0 {
-			errs = append(errs, &GateInputError{side, ref, e.Topology, fmt.Errorf("%w: the machines differ and the reference has no samples", ErrNoReference)})
+			errs = append(errs, &InputError{side, ref, e.Topology, fmt.Errorf("%w: the machines differ and the reference has no samples", ErrNoReference)})
 			out[e.Topology] = nil
 			continue
 		}
-		m := map[int]Sample{}
+		m := map[int]report.Sample{}
 		for _, s := range re.Samples {
 			m[s.Repeat] = s
 		}
@@ -594,7 +588,7 @@ func gateReferenceSamples(side GateSide, r *Result, ref string, es []*Entry) (ma
 		}
 		for _, s := range e.Samples {
 			if _, ok := m[s.Repeat]; !ok {
-				errs = append(errs, &GateInputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: reference %s has no sample for repeat %d", ErrNoReference, ref, s.Repeat)})
+				errs = append(errs, &InputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: reference %s has no sample for repeat %d", ErrNoReference, ref, s.Repeat)})
 				break
 			}
 		}
@@ -602,9 +596,9 @@ func gateReferenceSamples(side GateSide, r *Result, ref string, es []*Entry) (ma
 	return out, errors.Join(errs...)
 }
 
-// gateValues returns def's figures of e's samples, raw or as ratios to the reference sample of the same
+// values returns def's figures of e's samples, raw or as ratios to the reference sample of the same
 // repeat. note is non-empty when the figures cannot be compared.
-func gateValues(def gateMetricDef, e *Entry, figures GateFigures, refs map[string]map[int]Sample) (vs []float64, note string) {
+func values(def metricDef, e *report.Entry, figures Figures, refs map[string]map[int]report.Sample) (vs []float64, note string) {
 	vs = make([]float64, 0, len(e.Samples))
 	zeros := 0
 	for _, s := range e.Samples {
@@ -630,33 +624,33 @@ func gateValues(def gateMetricDef, e *Entry, figures GateFigures, refs map[strin
 	return vs, ""
 }
 
-// gateCompareMetric builds the row of one metric, or returns a note saying why it cannot be compared.
-func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, oldRefs, newRefs map[string]map[int]Sample, threshold float64) (GateRow, string) {
+// compareMetric builds the row of one metric, or returns a note saying why it cannot be compared.
+func compareMetric(def metricDef, old, cur *report.Entry, figures Figures, oldRefs, newRefs map[string]map[int]report.Sample, threshold float64) (Row, string) {
 	if !def.relative {
 		figures = FiguresRaw
 	}
-	ov, onote := gateValues(def, old, figures, oldRefs)
+	ov, onote := values(def, old, figures, oldRefs)
 	if onote != "" {
-		return GateRow{}, "baseline " + onote + "; not compared"
+		return Row{}, "baseline " + onote + "; not compared"
 	}
-	nv, nnote := gateValues(def, cur, figures, newRefs)
+	nv, nnote := values(def, cur, figures, newRefs)
 	if nnote != "" {
-		return GateRow{}, "current " + nnote + "; not compared"
+		return Row{}, "current " + nnote + "; not compared"
 	}
-	row := GateRow{
+	row := Row{
 		Algorithm: old.Algorithm, Topology: old.Topology, Metric: def.metric, Figures: figures,
 		Unit: def.unit, Threshold: threshold, DeltaUnit: "%", OldN: len(ov), NewN: len(nv),
 	}
 	if figures == FiguresRelative {
 		row.Unit = "× reference"
 	}
-	os, ns := gateSummarize(ov), gateSummarize(nv)
+	os, ns := summarize(ov), summarize(nv)
 	row.OldMedian, row.NewMedian = os.median, ns.median
 	row.OldSpread, row.NewSpread = os.spread, ns.spread
 
 	cmp := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(append([]float64(nil), ov...), &benchmath.Thresholds{CompareAlpha: GateAlpha}),
-		benchmath.NewSample(append([]float64(nil), nv...), &benchmath.Thresholds{CompareAlpha: GateAlpha}))
+		benchmath.NewSample(append([]float64(nil), ov...), &benchmath.Thresholds{CompareAlpha: Alpha}),
+		benchmath.NewSample(append([]float64(nil), nv...), &benchmath.Thresholds{CompareAlpha: Alpha}))
 	row.P = cmp.P
 
 	// worse and better are how far the change certainly goes in the bad and the good direction,
@@ -666,7 +660,7 @@ func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, 
 	if def.metric == MetricEfficiency {
 		row.DeltaUnit = "pt"
 		row.Delta = (ns.median - os.median) * 100
-		row.DeltaLow, row.DeltaHigh = gateShiftCI(ov, nv, 100, GateAlpha)
+		row.DeltaLow, row.DeltaHigh = shiftCI(ov, nv, 100, Alpha)
 		worse = min(-row.Delta, -row.DeltaHigh)
 		// Better for efficiency is closer to 1; the interval bounds the move in the direction
 		// the medians moved.
@@ -678,10 +672,10 @@ func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, 
 		}
 	} else {
 		if os.median == 0 {
-			return GateRow{}, "baseline median is 0, so no percentage; not compared"
+			return Row{}, "baseline median is 0, so no percentage; not compared"
 		}
 		row.Delta = (ns.median - os.median) / os.median * 100
-		row.DeltaLow, row.DeltaHigh = gateShiftCI(ov, nv, 100/math.Abs(os.median), GateAlpha)
+		row.DeltaLow, row.DeltaHigh = shiftCI(ov, nv, 100/math.Abs(os.median), Alpha)
 		worse, better = min(row.Delta, row.DeltaLow), min(-row.Delta, -row.DeltaHigh)
 		if def.higherBetter {
 			worse, better = better, worse
@@ -689,47 +683,47 @@ func gateCompareMetric(def gateMetricDef, old, cur *Entry, figures GateFigures, 
 	}
 
 	switch {
-	case os.spread > GateMaxSpread || ns.spread > GateMaxSpread:
-		row.Verdict = GateUnstable
-		row.Note = fmt.Sprintf("spread (IQR/median) %.1f%% baseline, %.1f%% current; limit %.0f%%", os.spread*100, ns.spread*100, GateMaxSpread*100)
-	case !(cmp.P < GateAlpha):
-		row.Verdict = GateInsignificant
+	case os.spread > MaxSpread || ns.spread > MaxSpread:
+		row.Verdict = Unstable
+		row.Note = fmt.Sprintf("spread (IQR/median) %.1f%% baseline, %.1f%% current; limit %.0f%%", os.spread*100, ns.spread*100, MaxSpread*100)
+	case !(cmp.P < Alpha):
+		row.Verdict = Insignificant
 	case worse > threshold:
-		row.Verdict = GateRegression
+		row.Verdict = Regression
 	case better > threshold:
-		row.Verdict = GateImprovement
+		row.Verdict = Improvement
 	case math.Abs(row.Delta) > threshold:
-		row.Verdict = GateOK
+		row.Verdict = OK
 		row.Note = fmt.Sprintf("significant, but the %.0f%% confidence interval %s reaches inside the threshold",
-			(1-GateAlpha)*100, gateFormatCI(row))
+			(1-Alpha)*100, formatCI(row))
 	default:
-		row.Verdict = GateOK
+		row.Verdict = OK
 		row.Note = "significant but within the threshold"
 	}
 	return row, ""
 }
 
-type gateSetSummary struct{ median, spread float64 }
+type setSummary struct{ median, spread float64 }
 
-// gateSummarize returns the median and the spread (Q3 − Q1) / median of vs (type-7 quantiles). A set
-// with median 0 has spread 0 when all gateValues are 0, else +Inf.
-func gateSummarize(vs []float64) gateSetSummary {
+// summarize returns the median and the spread (Q3 − Q1) / median of vs (type-7 quantiles). A set
+// with median 0 has spread 0 when all values are 0, else +Inf.
+func summarize(vs []float64) setSummary {
 	s := append([]float64(nil), vs...)
 	sort.Float64s(s)
-	med := gateQuantile(s, 0.5)
-	iqr := gateQuantile(s, 0.75) - gateQuantile(s, 0.25)
+	med := quantile(s, 0.5)
+	iqr := quantile(s, 0.75) - quantile(s, 0.25)
 	switch {
 	case iqr == 0:
-		return gateSetSummary{med, 0}
+		return setSummary{med, 0}
 	case med == 0:
-		return gateSetSummary{med, math.Inf(1)}
+		return setSummary{med, math.Inf(1)}
 	}
-	return gateSetSummary{med, math.Abs(iqr / med)}
+	return setSummary{med, math.Abs(iqr / med)}
 }
 
-// gateQuantile returns the q-gateQuantile of sorted s by linear interpolation between order statistics
+// quantile returns the q-quantile of sorted s by linear interpolation between order statistics
 // (type 7): h = (n − 1)·q, Q = s[⌊h⌋] + (h − ⌊h⌋)·(s[⌊h⌋+1] − s[⌊h⌋]).
-func gateQuantile(s []float64, q float64) float64 {
+func quantile(s []float64, q float64) float64 {
 	if len(s) == 0 {
 		return 0
 	}
@@ -741,69 +735,69 @@ func gateQuantile(s []float64, q float64) float64 {
 	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
 }
 
-// gateOutcome returns e's verification gateOutcome (Entry.Outcome), turned to "fail" when the entry says
+// outcome returns e's verification outcome (Entry.Outcome), turned to "fail" when the entry says
 // pass but a repeat failed.
-func gateOutcome(e *Entry) (string, string) {
+func outcome(e *report.Entry) (string, string) {
 	o := e.Outcome()
-	if o == string(Pass) {
+	if o == string(report.Pass) {
 		for _, s := range e.Samples {
-			if s.Verdict == Fail {
-				return string(Fail), fmt.Sprintf("repeat %d failed", s.Repeat)
+			if s.Verdict == report.Fail {
+				return string(report.Fail), fmt.Sprintf("repeat %d failed", s.Repeat)
 			}
 		}
 	}
 	return o, ""
 }
 
-// gateOutcomeClass sorts outcomes into good (pass, a planted bug caught), bad (fail, a planted bug
+// outcomeClass sorts outcomes into good (pass, a planted bug caught), bad (fail, a planted bug
 // missed) and neither (inconclusive, a tolerated failure, unknown).
-func gateOutcomeClass(o string) int {
+func outcomeClass(o string) int {
 	switch o {
-	case string(Pass), "expected violation caught":
+	case string(report.Pass), "expected violation caught":
 		return 1
-	case string(Fail), "expected violation missed":
+	case string(report.Fail), "expected violation missed":
 		return -1
 	}
 	return 0
 }
 
-func gateCompareOutcome(old, cur *Entry) GateRow {
-	o, onote := gateOutcome(old)
-	n, nnote := gateOutcome(cur)
-	row := GateRow{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n}
-	oc, nc := gateOutcomeClass(o), gateOutcomeClass(n)
+func compareOutcome(old, cur *report.Entry) Row {
+	o, onote := outcome(old)
+	n, nnote := outcome(cur)
+	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n}
+	oc, nc := outcomeClass(o), outcomeClass(n)
 	switch {
 	case o == n:
-		row.Verdict = GateOK
+		row.Verdict = OK
 	case oc == 1 && nc == -1:
-		row.Verdict = GateRegression
+		row.Verdict = Regression
 		row.Note = o + " → " + n
 	case oc == -1 && nc == 1:
-		row.Verdict = GateImprovement
+		row.Verdict = Improvement
 		row.Note = o + " → " + n
-	case o == OutcomeTolerated || n == OutcomeTolerated:
-		row.Verdict = GateUnstable
+	case o == report.OutcomeTolerated || n == report.OutcomeTolerated:
+		row.Verdict = Unstable
 		row.Note = "a tolerated violation (expect.may_violate) supports no verdict"
 	case oc == 0 || nc == 0:
-		row.Verdict = GateUnstable
+		row.Verdict = Unstable
 		row.Note = "an inconclusive run supports no verdict"
 	default:
-		row.Verdict = GateOK
+		row.Verdict = OK
 	}
-	if notes := strings.Trim(strings.Join([]string{gatePrefixed("baseline ", onote), gatePrefixed("current ", nnote)}, "; "), "; "); notes != "" {
+	if notes := strings.Trim(strings.Join([]string{prefixed("baseline ", onote), prefixed("current ", nnote)}, "; "), "; "); notes != "" {
 		row.Note = strings.Trim(row.Note+"; "+notes, "; ")
 	}
 	return row
 }
 
-func gatePrefixed(p, s string) string {
+func prefixed(p, s string) string {
 	if s == "" {
 		return ""
 	}
 	return p + s
 }
 
-func (g *GateReport) summary() string {
+func (g *Report) summary() string {
 	var b strings.Builder
 	if g.Regressed() {
 		fmt.Fprintf(&b, "limitbench gate: REGRESSION in scenario %s:", g.Scenario)
@@ -820,7 +814,7 @@ func (g *GateReport) summary() string {
 			if r.Metric == MetricVerdict {
 				fmt.Fprintf(&b, "%s %s/%s verdict %s → %s", sep, r.Algorithm, r.Topology, r.OldOutcome, r.NewOutcome)
 			} else {
-				fmt.Fprintf(&b, "%s %s/%s %s %s", sep, r.Algorithm, r.Topology, r.Metric, gateFormatDelta(r))
+				fmt.Fprintf(&b, "%s %s/%s %s %s", sep, r.Algorithm, r.Topology, r.Metric, formatDelta(r))
 			}
 		}
 		b.WriteString(".")
@@ -829,7 +823,7 @@ func (g *GateReport) summary() string {
 	}
 	c := g.Counts
 	fmt.Fprintf(&b, " %d rows: %d regression%s, %d improvement%s, %d unstable, %d insignificant, %d ok; %s figures",
-		len(g.Rows), c.Regressions, gatePlural(c.Regressions), c.Improvements, gatePlural(c.Improvements), c.Unstable, c.Insignificant, c.OK, g.Figures)
+		len(g.Rows), c.Regressions, plural(c.Regressions), c.Improvements, plural(c.Improvements), c.Unstable, c.Insignificant, c.OK, g.Figures)
 	if g.SameMachine {
 		b.WriteString(" (same machine).")
 	} else {
@@ -838,7 +832,7 @@ func (g *GateReport) summary() string {
 	return b.String()
 }
 
-func gatePlural(n int) string {
+func plural(n int) string {
 	if n == 1 {
 		return ""
 	}
@@ -847,14 +841,14 @@ func gatePlural(n int) string {
 
 // Markdown writes the report for a pull-request comment: the one-line summary, a line saying which
 // figures were compared and how, the table, and the notes.
-func (g *GateReport) Markdown(w io.Writer) error {
+func (g *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString("**" + gateEscape(g.Summary) + "**\n\n")
+	b.WriteString("**" + escape(g.Summary) + "**\n\n")
 	if g.SameMachine {
-		fmt.Fprintf(&b, "Figures: **raw**; both runs on the same machine (%s).", gateEscape(g.BaselineMachine))
+		fmt.Fprintf(&b, "Figures: **raw**; both runs on the same machine (%s).", escape(g.BaselineMachine))
 	} else {
 		fmt.Fprintf(&b, "Figures: **relative** to the reference script `%s` (ratios per repeat, shown as ×); machines differ: baseline %s, current %s. Efficiency and verdicts are compared as they are.",
-			g.Reference, gateEscape(g.BaselineMachine), gateEscape(g.CurrentMachine))
+			g.Reference, escape(g.BaselineMachine), escape(g.CurrentMachine))
 	}
 	fmt.Fprintf(&b, " Mann-Whitney U test, α = %g; thresholds %s; a regression (or improvement) is significant and its whole %.0f%% confidence interval lies beyond the threshold; a side whose spread (IQR/median) is over %.0f%% is unstable.\n\n",
 		g.Alpha, g.Thresholds, (1-g.Alpha)*100, g.MaxSpread*100)
@@ -862,15 +856,15 @@ func (g *GateReport) Markdown(w io.Writer) error {
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range g.Rows {
 		verdict := string(r.Verdict)
-		if r.Verdict == GateRegression {
+		if r.Verdict == Regression {
 			verdict = "**regression**"
 		}
-		if r.Note != "" && r.Verdict != GateInsignificant {
-			verdict += " (" + gateEscape(r.Note) + ")"
+		if r.Note != "" && r.Verdict != Insignificant {
+			verdict += " (" + escape(r.Note) + ")"
 		}
 		if r.Metric == MetricVerdict {
 			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | — | %s |\n",
-				gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), gateEscape(r.OldOutcome), gateEscape(r.NewOutcome), verdict)
+				escape(r.Scenario), escape(r.Algorithm), escape(r.Topology), escape(r.OldOutcome), escape(r.NewOutcome), verdict)
 			continue
 		}
 		metric := string(r.Metric)
@@ -880,13 +874,13 @@ func (g *GateReport) Markdown(w io.Writer) error {
 			metric += " (×ref)"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			gateEscape(r.Scenario), gateEscape(r.Algorithm), gateEscape(r.Topology), metric,
-			gateFormatValue(r, r.OldMedian), gateFormatValue(r, r.NewMedian), gateFormatDelta(r), gateFormatCI(r), gateFormatP(r.P), verdict)
+			escape(r.Scenario), escape(r.Algorithm), escape(r.Topology), metric,
+			formatValue(r, r.OldMedian), formatValue(r, r.NewMedian), formatDelta(r), formatCI(r), formatP(r.P), verdict)
 	}
 	if len(g.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range g.Notes {
-			b.WriteString("- " + gateEscape(n) + "\n")
+			b.WriteString("- " + escape(n) + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -894,13 +888,13 @@ func (g *GateReport) Markdown(w io.Writer) error {
 }
 
 // JSON writes g as indented JSON.
-func (g *GateReport) JSON(w io.Writer) error {
+func (g *Report) JSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(g)
 }
 
-func gateFormatValue(r GateRow, v float64) string {
+func formatValue(r Row, v float64) string {
 	switch {
 	case r.Figures == FiguresRelative:
 		return strconv.FormatFloat(v, 'f', 3, 64) + "×"
@@ -917,17 +911,17 @@ func gateFormatValue(r GateRow, v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func gateFormatDelta(r GateRow) string {
-	return gateSigned(r.Delta) + r.DeltaUnit
+func formatDelta(r Row) string {
+	return signed(r.Delta) + r.DeltaUnit
 }
 
-// gateFormatCI writes r's confidence interval of the delta as "[lo, hi]" with r's unit.
-func gateFormatCI(r GateRow) string {
-	return "[" + gateSigned(r.DeltaLow) + ", " + gateSigned(r.DeltaHigh) + "]" + r.DeltaUnit
+// formatCI writes r's confidence interval of the delta as "[lo, hi]" with r's unit.
+func formatCI(r Row) string {
+	return "[" + signed(r.DeltaLow) + ", " + signed(r.DeltaHigh) + "]" + r.DeltaUnit
 }
 
-// gateSigned writes v with one decimal and a sign ("+1.5", "-2.0", "0.0", "-∞").
-func gateSigned(v float64) string {
+// signed writes v with one decimal and a sign ("+1.5", "-2.0", "0.0", "-∞").
+func signed(v float64) string {
 	switch {
 	case math.IsInf(v, 1):
 		return "+∞"
@@ -944,14 +938,14 @@ func gateSigned(v float64) string {
 	return d
 }
 
-func gateFormatP(p float64) string {
+func formatP(p float64) string {
 	if p < 0.001 {
 		return "<0.001"
 	}
 	return strconv.FormatFloat(p, 'f', 3, 64)
 }
 
-// gateEscape keeps s from breaking a Markdown table cell.
-func gateEscape(s string) string {
+// escape keeps s from breaking a Markdown table cell.
+func escape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

@@ -1,4 +1,4 @@
-package report
+package gate
 
 import (
 	"bytes"
@@ -11,15 +11,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/report"
 )
 
-var updateGate = flag.Bool("update-gate", false, "rewrite testdata/gate from the synthetic results in gate_test.go")
+var update = flag.Bool("update", false, "rewrite testdata from the synthetic results in gate_test.go")
 
 // gateJitter is a fixed, low-noise pattern (under ±1%) applied to the samples of a synthetic
-// entry; its IQR/median is about 1%, far below GateMaxSpread.
+// entry; its IQR/median is about 1%, far below MaxSpread.
 var gateJitter = []float64{-0.010, 0.004, -0.003, 0.008, 0.000, -0.006, 0.002, 0.009, -0.001, 0.005}
 
-// gateNoise is a noisy pattern (about ±20%): its IQR/median is over GateMaxSpread.
+// gateNoise is a noisy pattern (about ±20%): its IQR/median is over MaxSpread.
 var gateNoise = []float64{-0.20, 0.15, -0.05, 0.22, -0.12, 0.08, 0.18, -0.18}
 
 // sampleSpec describes a synthetic entry's samples: slowdown multiplies the time figures
@@ -31,10 +33,10 @@ type sampleSpec struct {
 	efficiency float64
 	bytes      float64
 	cpu        float64
-	verdicts   map[int]Verdict // repeat → verdict; default pass
+	verdicts   map[int]report.Verdict // repeat → verdict; default pass
 }
 
-func (s sampleSpec) samples() []Sample {
+func (s sampleSpec) samples() []report.Sample {
 	if s.slowdown == 0 {
 		s.slowdown = 1
 	}
@@ -50,23 +52,23 @@ func (s sampleSpec) samples() []Sample {
 	if s.cpu == 0 {
 		s.cpu = 25
 	}
-	out := make([]Sample, s.n)
+	out := make([]report.Sample, s.n)
 	for i := range out {
 		j := 1 + s.noise[i%len(s.noise)]
 		// A different phase per metric, so the metrics are not perfectly correlated.
 		k := 1 + s.noise[(i+3)%len(s.noise)]
 		v := s.verdicts[i+1]
 		if v == "" {
-			v = Pass
+			v = report.Pass
 		}
 		cpu := s.cpu * s.slowdown * k
 		if s.cpu < 0 {
 			cpu = 0 // not measured
 		}
-		out[i] = Sample{
+		out[i] = report.Sample{
 			Repeat:             i + 1,
 			ThroughputRPS:      math.Round(10000 / s.slowdown * j),
-			LatencyUS:          Latency{P50: math.Round(300 * s.slowdown * k), P99: math.Round(800 * s.slowdown * k)},
+			LatencyUS:          report.Latency{P50: math.Round(300 * s.slowdown * k), P99: math.Round(800 * s.slowdown * k)},
 			Efficiency:         s.efficiency,
 			USecPerCall:        12 * s.slowdown,
 			CPUUSecPerDecision: math.Round(cpu*1000) / 1000,
@@ -77,19 +79,19 @@ func (s sampleSpec) samples() []Sample {
 	return out
 }
 
-func gateEntry(algorithm, topology string, verdict Verdict, spec sampleSpec) Entry {
-	e := Entry{Algorithm: algorithm, Topology: topology, Samples: spec.samples()}
+func gateEntry(algorithm, topology string, verdict report.Verdict, spec sampleSpec) report.Entry {
+	e := report.Entry{Algorithm: algorithm, Topology: topology, Samples: spec.samples()}
 	e.Verification.Verdict = verdict
 	e.ThroughputRPS = e.Samples[0].ThroughputRPS
 	return e
 }
 
 // gateResult returns a result of scenario "saturation" on a machine with cpus CPUs.
-func gateResult(cpus int, entries ...Entry) *Result {
-	return &Result{
-		Schema:   SchemaVersion,
-		Scenario: Scenario{Name: "saturation", Seed: 1, DurationS: 2},
-		Environment: Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
+func gateResult(cpus int, entries ...report.Entry) *report.Result {
+	return &report.Result{
+		Schema:   report.SchemaVersion,
+		Scenario: report.Scenario{Name: "saturation", Seed: 1, DurationS: 2},
+		Environment: report.Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
 			CPUs: cpus, GOMAXPROCS: cpus, GoVersion: "go1.26", HarnessVersion: "test", OS: "linux", Arch: "amd64"},
 		Entries: entries,
 	}
@@ -97,19 +99,19 @@ func gateResult(cpus int, entries ...Entry) *Result {
 
 // withReference adds a reference entry "reference" on single, with the same slowdown as the
 // machine (so ratios to it are machine-independent).
-func withReference(r *Result, machineSlowdown float64) *Result {
+func withReference(r *report.Result, machineSlowdown float64) *report.Result {
 	r.Reference = "reference"
-	r.Entries = append(r.Entries, gateEntry("reference", "single", Pass, sampleSpec{n: len(r.Entries[0].Samples), slowdown: machineSlowdown, efficiency: 1, bytes: 60, cpu: 10}))
+	r.Entries = append(r.Entries, gateEntry("reference", "single", report.Pass, sampleSpec{n: len(r.Entries[0].Samples), slowdown: machineSlowdown, efficiency: 1, bytes: 60, cpu: 10}))
 	return r
 }
 
-func baselineResult() *Result {
+func baselineResult() *report.Result {
 	return gateResult(2,
-		gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
-		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+		gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}),
+		gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120}))
 }
 
-func rowOf(t *testing.T, g *GateReport, algorithm string, m GateMetric) GateRow {
+func rowOf(t *testing.T, g *Report, algorithm string, m Metric) Row {
 	t.Helper()
 	for _, r := range g.Rows {
 		if r.Algorithm == algorithm && r.Metric == m {
@@ -117,32 +119,32 @@ func rowOf(t *testing.T, g *GateReport, algorithm string, m GateMetric) GateRow 
 		}
 	}
 	t.Fatalf("no row for %s %s in %+v", algorithm, m, g.Rows)
-	return GateRow{}
+	return Row{}
 }
 
 func TestGate(t *testing.T) {
 	tests := []struct {
 		name    string
-		current *Result
+		current *report.Result
 		// baseline defaults to baselineResult().
-		baseline      *Result
-		th            GateThresholds
+		baseline      *report.Result
+		th            Thresholds
 		wantRegressed bool
 		// want maps "algorithm metric" to the wanted verdict; rows not named are not checked.
-		want    map[string]GateVerdict
-		figures GateFigures
-		check   func(t *testing.T, g *GateReport)
+		want    map[string]Verdict
+		figures Figures
+		check   func(t *testing.T, g *Report)
 	}{
 		{
 			name:    "identical samples",
 			current: baselineResult(),
-			want: map[string]GateVerdict{
-				"gcra throughput": GateInsignificant, "gcra p99": GateInsignificant, "gcra cpu": GateInsignificant,
-				"gcra memory": GateInsignificant, "gcra efficiency": GateInsignificant, "gcra verdict": GateOK,
-				"token-bucket throughput": GateInsignificant,
+			want: map[string]Verdict{
+				"gcra throughput": Insignificant, "gcra p99": Insignificant, "gcra cpu": Insignificant,
+				"gcra memory": Insignificant, "gcra efficiency": Insignificant, "gcra verdict": OK,
+				"token-bucket throughput": Insignificant,
 			},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				if r := rowOf(t, g, "gcra", MetricThroughput); r.P != 1 || r.Delta != 0 {
 					t.Errorf("identical throughput: p = %v, delta = %v; want 1, 0", r.P, r.Delta)
 				}
@@ -151,15 +153,15 @@ func TestGate(t *testing.T) {
 		{
 			name: "25% slower with low noise",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.25}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
 			wantRegressed: true,
-			want: map[string]GateVerdict{
-				"gcra throughput": GateRegression, "gcra p99": GateRegression, "gcra cpu": GateRegression,
-				"gcra memory": GateInsignificant, "token-bucket throughput": GateInsignificant,
+			want: map[string]Verdict{
+				"gcra throughput": Regression, "gcra p99": Regression, "gcra cpu": Regression,
+				"gcra memory": Insignificant, "token-bucket throughput": Insignificant,
 			},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				r := rowOf(t, g, "gcra", MetricThroughput)
 				if !(r.P < 0.05) {
 					t.Errorf("p = %v; want < 0.05", r.P)
@@ -175,11 +177,11 @@ func TestGate(t *testing.T) {
 		{
 			name: "3% slower is significant but under a 10% threshold",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			want:    map[string]GateVerdict{"gcra throughput": GateOK, "gcra cpu": GateOK},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]Verdict{"gcra throughput": OK, "gcra cpu": OK},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.P < 0.05) {
 					t.Errorf("3%% slower: p = %v; want < 0.05 (the case must be significant to test the threshold)", r.P)
 				}
@@ -188,11 +190,11 @@ func TestGate(t *testing.T) {
 		{
 			name: "5% slower under a 2% threshold is a regression",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.05}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			th:            GateThresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.05}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			th:            Thresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"gcra throughput": GateRegression, "gcra p99": GateOK},
+			want:          map[string]Verdict{"gcra throughput": Regression, "gcra p99": OK},
 			figures:       FiguresRaw,
 		},
 		{
@@ -200,12 +202,12 @@ func TestGate(t *testing.T) {
 			// [-3.9%, -1.9%], reaches inside it: not certainly larger than the threshold.
 			name: "3% slower whose interval reaches inside a 2% threshold is ok",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.03}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			th:      GateThresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
-			want:    map[string]GateVerdict{"gcra throughput": GateOK},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.03}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			th:      Thresholds{ThroughputPct: 2, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1},
+			want:    map[string]Verdict{"gcra throughput": OK},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				r := rowOf(t, g, "gcra", MetricThroughput)
 				if !(r.P < 0.05) || !(r.Delta < -2) || !(r.DeltaLow < -2 && r.DeltaHigh > -2) {
 					t.Errorf("p = %v, delta %.2f%% in [%.2f, %.2f]; want significant, beyond -2%%, with an interval across -2%%",
@@ -219,66 +221,66 @@ func TestGate(t *testing.T) {
 		{
 			name: "25% faster is an improvement",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 0.8}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			want:    map[string]GateVerdict{"gcra throughput": GateImprovement, "gcra p99": GateImprovement},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 0.8}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]Verdict{"gcra throughput": Improvement, "gcra p99": Improvement},
 			figures: FiguresRaw,
 		},
 		{
 			name: "noisy set is unstable, not a verdict",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25, noise: gateNoise}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			want:    map[string]GateVerdict{"gcra throughput": GateUnstable, "gcra p99": GateUnstable},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.25, noise: gateNoise}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]Verdict{"gcra throughput": Unstable, "gcra p99": Unstable},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
-				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.NewSpread > GateMaxSpread) || r.OldSpread > GateMaxSpread {
-					t.Errorf("spreads = %v (old), %v (new); want new over %v only", r.OldSpread, r.NewSpread, GateMaxSpread)
+			check: func(t *testing.T, g *Report) {
+				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.NewSpread > MaxSpread) || r.OldSpread > MaxSpread {
+					t.Errorf("spreads = %v (old), %v (new); want new over %v only", r.OldSpread, r.NewSpread, MaxSpread)
 				}
 			},
 		},
 		{
 			name: "pass to fail with identical speed",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Fail, sampleSpec{n: 6}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+				gateEntry("gcra", "single", report.Fail, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"gcra verdict": GateRegression, "gcra throughput": GateInsignificant},
+			want:          map[string]Verdict{"gcra verdict": Regression, "gcra throughput": Insignificant},
 			figures:       FiguresRaw,
 		},
 		{
 			name: "a failed repeat under a passing entry is a regression",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, verdicts: map[int]Verdict{4: Fail}}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, verdicts: map[int]report.Verdict{4: report.Fail}}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"gcra verdict": GateRegression},
+			want:          map[string]Verdict{"gcra verdict": Regression},
 			figures:       FiguresRaw,
 		},
 		{
 			name: "fail to pass is an improvement",
 			baseline: gateResult(2,
-				gateEntry("gcra", "single", Fail, sampleSpec{n: 6}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+				gateEntry("gcra", "single", report.Fail, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
 			current: baselineResult(),
-			want:    map[string]GateVerdict{"gcra verdict": GateImprovement},
+			want:    map[string]Verdict{"gcra verdict": Improvement},
 			figures: FiguresRaw,
 		},
 		{
 			name:    "pass to inconclusive is unstable",
-			current: gateResult(2, gateEntry("gcra", "single", Inconclusive, sampleSpec{n: 6}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			want:    map[string]GateVerdict{"gcra verdict": GateUnstable},
+			current: gateResult(2, gateEntry("gcra", "single", report.Inconclusive, sampleSpec{n: 6}), gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]Verdict{"gcra verdict": Unstable},
 			figures: FiguresRaw,
 		},
 		{
 			name: "efficiency drop of 3 points",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.96})),
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.96})),
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"token-bucket efficiency": GateRegression},
+			want:          map[string]Verdict{"token-bucket efficiency": Regression},
 			figures:       FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				if r := rowOf(t, g, "token-bucket", MetricEfficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
 					t.Errorf("efficiency delta = %v%s; want -3pt", r.Delta, r.DeltaUnit)
 				}
@@ -287,28 +289,28 @@ func TestGate(t *testing.T) {
 		{
 			name: "efficiency drop of half a point is within 1pt",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.985})),
-			want:    map[string]GateVerdict{"token-bucket efficiency": GateOK},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120, efficiency: 0.985})),
+			want:    map[string]Verdict{"token-bucket efficiency": OK},
 			figures: FiguresRaw,
 		},
 		{
 			name: "memory up 20% with every repeat equal",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, bytes: 96}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, bytes: 96}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"gcra memory": GateRegression, "token-bucket memory": GateInsignificant},
+			want:          map[string]Verdict{"gcra memory": Regression, "token-bucket memory": Insignificant},
 			figures:       FiguresRaw,
 		},
 		{
 			name: "unmeasured CPU is noted, not compared",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, cpu: -1}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120})),
-			want:    map[string]GateVerdict{"gcra throughput": GateInsignificant},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, cpu: -1}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120})),
+			want:    map[string]Verdict{"gcra throughput": Insignificant},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				for _, r := range g.Rows {
 					if r.Algorithm == "gcra" && r.Metric == MetricCPU {
 						t.Errorf("unmeasured CPU got a row: %+v", r)
@@ -322,11 +324,11 @@ func TestGate(t *testing.T) {
 		{
 			name: "entries in one result only are noted",
 			current: gateResult(2,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6}),
-				gateEntry("sliding-log", "single", Pass, sampleSpec{n: 6})),
-			want:    map[string]GateVerdict{"gcra throughput": GateInsignificant},
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}),
+				gateEntry("sliding-log", "single", report.Pass, sampleSpec{n: 6})),
+			want:    map[string]Verdict{"gcra throughput": Insignificant},
 			figures: FiguresRaw,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				notes := strings.Join(g.Notes, "\n")
 				if !strings.Contains(notes, "token-bucket-single is in the baseline only") || !strings.Contains(notes, "sliding-log-single is in the current run only") {
 					t.Errorf("notes = %q", notes)
@@ -338,14 +340,14 @@ func TestGate(t *testing.T) {
 			baseline: withReference(baselineResult(), 1),
 			// A machine half as fast: raw figures would all regress by 50%.
 			current: withReference(gateResult(4,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 2}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
-			want: map[string]GateVerdict{
-				"gcra throughput": GateInsignificant, "gcra p99": GateInsignificant, "gcra cpu": GateInsignificant,
-				"token-bucket throughput": GateInsignificant,
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 2}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
+			want: map[string]Verdict{
+				"gcra throughput": Insignificant, "gcra p99": Insignificant, "gcra cpu": Insignificant,
+				"token-bucket throughput": Insignificant,
 			},
 			figures: FiguresRelative,
-			check: func(t *testing.T, g *GateReport) {
+			check: func(t *testing.T, g *Report) {
 				if g.SameMachine || g.Reference != "reference" {
 					t.Errorf("SameMachine = %v, Reference = %q; want false, reference", g.SameMachine, g.Reference)
 				}
@@ -374,10 +376,10 @@ func TestGate(t *testing.T) {
 			name:     "different machine, 25% slower code: regression on relative figures",
 			baseline: withReference(baselineResult(), 1),
 			current: withReference(gateResult(4,
-				gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 2 * 1.25}),
-				gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
+				gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 2 * 1.25}),
+				gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2),
 			wantRegressed: true,
-			want:          map[string]GateVerdict{"gcra throughput": GateRegression, "token-bucket throughput": GateInsignificant},
+			want:          map[string]Verdict{"gcra throughput": Regression, "token-bucket throughput": Insignificant},
 			figures:       FiguresRelative,
 		},
 	}
@@ -388,12 +390,12 @@ func TestGate(t *testing.T) {
 				base = baselineResult()
 			}
 			th := tt.th
-			if th == (GateThresholds{}) {
-				th = DefaultGateThresholds()
+			if th == (Thresholds{}) {
+				th = DefaultThresholds()
 			}
-			g, err := Gate(base, tt.current, th)
+			g, err := Compare(base, tt.current, th)
 			if err != nil {
-				t.Fatalf("Gate: %v", err)
+				t.Fatalf("Compare: %v", err)
 			}
 			if g.Regressed() != tt.wantRegressed {
 				t.Errorf("Regressed() = %v; want %v\n%s", g.Regressed(), tt.wantRegressed, g.Summary)
@@ -403,7 +405,7 @@ func TestGate(t *testing.T) {
 			}
 			for key, want := range tt.want {
 				alg, m, _ := strings.Cut(key, " ")
-				if r := rowOf(t, g, alg, GateMetric(m)); r.Verdict != want {
+				if r := rowOf(t, g, alg, Metric(m)); r.Verdict != want {
 					t.Errorf("%s: verdict %q; want %q (row %+v)", key, r.Verdict, want, r)
 				}
 			}
@@ -428,77 +430,77 @@ func TestGate(t *testing.T) {
 func TestGateInputErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		baseline  *Result
-		current   *Result
+		baseline  *report.Result
+		current   *report.Result
 		wantErr   error
-		wantSide  GateSide
+		wantSide  Side
 		wantAlgo  string
 		wantInMsg string
 	}{
 		{
 			name:      "5 samples",
 			baseline:  baselineResult(),
-			current:   gateResult(2, gateEntry("gcra", "single", Pass, sampleSpec{n: 5}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6})),
+			current:   gateResult(2, gateEntry("gcra", "single", report.Pass, sampleSpec{n: 5}), gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6})),
 			wantErr:   ErrTooFewSamples,
-			wantSide:  GateCurrent,
+			wantSide:  Current,
 			wantAlgo:  "gcra",
 			wantInMsg: "current: gcra on single: too few samples: 5, the gate needs at least 6 a side",
 		},
 		{
 			name:      "no samples in the baseline",
-			baseline:  gateResult(2, Entry{Algorithm: "gcra", Topology: "single"}),
+			baseline:  gateResult(2, report.Entry{Algorithm: "gcra", Topology: "single"}),
 			current:   baselineResult(),
 			wantErr:   ErrTooFewSamples,
-			wantSide:  GateBaseline,
+			wantSide:  Baseline,
 			wantAlgo:  "gcra",
 			wantInMsg: "baseline: gcra on single: too few samples: 0",
 		},
 		{
 			name:      "different scenarios",
 			baseline:  baselineResult(),
-			current:   func() *Result { r := baselineResult(); r.Scenario.Name = "zipf"; return r }(),
+			current:   func() *report.Result { r := baselineResult(); r.Scenario.Name = "zipf"; return r }(),
 			wantErr:   ErrScenarioMismatch,
 			wantInMsg: `baseline ran "saturation", current ran "zipf"`,
 		},
 		{
 			name:      "different machine without a reference",
 			baseline:  baselineResult(),
-			current:   gateResult(8, gateEntry("gcra", "single", Pass, sampleSpec{n: 6}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6})),
+			current:   gateResult(8, gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}), gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6})),
 			wantErr:   ErrNoReference,
-			wantSide:  GateBaseline,
+			wantSide:  Baseline,
 			wantInMsg: "the machines differ and the result names no reference script",
 		},
 		{
 			name:     "different machine, reference misses a repeat",
 			baseline: withReference(baselineResult(), 1),
-			current: func() *Result {
-				r := withReference(gateResult(8, gateEntry("gcra", "single", Pass, sampleSpec{n: 6})), 1)
+			current: func() *report.Result {
+				r := withReference(gateResult(8, gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6})), 1)
 				r.Entries[0].Samples = append(r.Entries[0].Samples, sampleSpec{n: 7}.samples()[6])
 				return r
 			}(),
 			wantErr:   ErrNoReference,
-			wantSide:  GateCurrent,
+			wantSide:  Current,
 			wantAlgo:  "gcra",
 			wantInMsg: "reference reference has no sample for repeat 7",
 		},
 		{
 			name:      "nothing in common",
 			baseline:  baselineResult(),
-			current:   gateResult(2, gateEntry("sliding-log", "single", Pass, sampleSpec{n: 6})),
+			current:   gateResult(2, gateEntry("sliding-log", "single", report.Pass, sampleSpec{n: 6})),
 			wantErr:   ErrNothingToCompare,
 			wantInMsg: "baseline has gcra-single, token-bucket-single, current has sliding-log-single",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := Gate(tt.baseline, tt.current, DefaultGateThresholds())
+			g, err := Compare(tt.baseline, tt.current, DefaultThresholds())
 			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Gate = %v, %v; want error %v", g, err, tt.wantErr)
+				t.Fatalf("Compare = %v, %v; want error %v", g, err, tt.wantErr)
 			}
 			if !strings.Contains(err.Error(), tt.wantInMsg) {
 				t.Errorf("error %q does not contain %q", err, tt.wantInMsg)
 			}
-			var ie *GateInputError
+			var ie *InputError
 			if tt.wantSide == "" {
 				if errors.As(err, &ie) {
 					t.Errorf("error %v is about one side; want about both", err)
@@ -506,18 +508,18 @@ func TestGateInputErrors(t *testing.T) {
 				return
 			}
 			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not a *GateInputError", err)
+				t.Fatalf("error %v is not a *InputError", err)
 			}
 			if ie.Side != tt.wantSide || ie.Algorithm != tt.wantAlgo {
-				t.Errorf("GateInputError side %q algorithm %q; want %q %q", ie.Side, ie.Algorithm, tt.wantSide, tt.wantAlgo)
+				t.Errorf("InputError side %q algorithm %q; want %q %q", ie.Side, ie.Algorithm, tt.wantSide, tt.wantAlgo)
 			}
 		})
 	}
 }
 
 func TestGateReportsEveryTooSmallEntry(t *testing.T) {
-	cur := gateResult(2, gateEntry("gcra", "single", Pass, sampleSpec{n: 3}), gateEntry("token-bucket", "single", Pass, sampleSpec{n: 4}))
-	_, err := Gate(baselineResult(), cur, DefaultGateThresholds())
+	cur := gateResult(2, gateEntry("gcra", "single", report.Pass, sampleSpec{n: 3}), gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 4}))
+	_, err := Compare(baselineResult(), cur, DefaultThresholds())
 	for _, want := range []string{"gcra on single: too few samples: 3", "token-bucket on single: too few samples: 4"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)
@@ -528,14 +530,14 @@ func TestGateReportsEveryTooSmallEntry(t *testing.T) {
 func TestParseGateThresholds(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    GateThresholds
+		want    Thresholds
 		wantErr []string // substrings of the error, every one reported at once
 	}{
-		{in: "", want: DefaultGateThresholds()},
-		{in: "throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt", want: DefaultGateThresholds()},
-		{in: "throughput=5%", want: GateThresholds{ThroughputPct: 5, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}},
-		{in: " p99 = 20.5% , efficiency=0.5pt ", want: GateThresholds{ThroughputPct: 10, P99Pct: 20.5, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 0.5}},
-		{in: "memory=0%", want: GateThresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 0, EfficiencyPt: 1}},
+		{in: "", want: DefaultThresholds()},
+		{in: "throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt", want: DefaultThresholds()},
+		{in: "throughput=5%", want: Thresholds{ThroughputPct: 5, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}},
+		{in: " p99 = 20.5% , efficiency=0.5pt ", want: Thresholds{ThroughputPct: 10, P99Pct: 20.5, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 0.5}},
+		{in: "memory=0%", want: Thresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 0, EfficiencyPt: 1}},
 		{in: "latency=10%", wantErr: []string{`unknown metric "latency" (known: throughput, p99, cpu, memory, efficiency)`}},
 		{in: "throughput", wantErr: []string{`"throughput": want metric=value`}},
 		{in: "throughput=10", wantErr: []string{"throughput takes a percentage of the baseline median, for example throughput=10%"}},
@@ -549,27 +551,27 @@ func TestParseGateThresholds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseGateThresholds(tt.in)
+			got, err := ParseThresholds(tt.in)
 			if tt.wantErr == nil {
 				if err != nil {
-					t.Fatalf("ParseGateThresholds(%q) error: %v", tt.in, err)
+					t.Fatalf("ParseThresholds(%q) error: %v", tt.in, err)
 				}
 				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("ParseGateThresholds(%q) mismatch (-want +got):\n%s", tt.in, diff)
+					t.Errorf("ParseThresholds(%q) mismatch (-want +got):\n%s", tt.in, diff)
 				}
 				// String renders what Parse reads.
-				back, err := ParseGateThresholds(got.String())
+				back, err := ParseThresholds(got.String())
 				if err != nil || back != got {
-					t.Errorf("ParseGateThresholds(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), back, err, got)
+					t.Errorf("ParseThresholds(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), back, err, got)
 				}
 				return
 			}
 			if !errors.Is(err, ErrBadThreshold) {
-				t.Fatalf("ParseGateThresholds(%q) error = %v; want ErrBadThreshold", tt.in, err)
+				t.Fatalf("ParseThresholds(%q) error = %v; want ErrBadThreshold", tt.in, err)
 			}
 			for _, w := range tt.wantErr {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("ParseGateThresholds(%q) error %q does not contain %q", tt.in, err, w)
+					t.Errorf("ParseThresholds(%q) error %q does not contain %q", tt.in, err, w)
 				}
 			}
 		})
@@ -591,30 +593,30 @@ func TestGateSummarize(t *testing.T) {
 		{[]float64{100, 101, 99, 100, 102, 150}, 100.5, (101.75 - 100) / 100.5},
 	}
 	for _, tt := range tests {
-		got := gateSummarize(tt.in)
+		got := summarize(tt.in)
 		if math.Abs(got.median-tt.median) > 1e-12 || !(got.spread == tt.spreadWant || math.Abs(got.spread-tt.spreadWant) < 1e-12) {
-			t.Errorf("gateSummarize(%v) = %+v; want median %v spread %v", tt.in, got, tt.median, tt.spreadWant)
+			t.Errorf("summarize(%v) = %+v; want median %v spread %v", tt.in, got, tt.median, tt.spreadWant)
 		}
 	}
 }
 
-// gateFixtures are the result.json files under testdata/gate, built from the synthetic results
-// above; `go test ./report -run TestGateFixtures -update-gate` rewrites them.
-func gateFixtures() map[string]*Result {
+// gateFixtures are the result.json files under testdata, built from the synthetic results
+// above; `go test ./report -run TestGateFixtures -update` rewrites them.
+func gateFixtures() map[string]*report.Result {
 	slower := gateResult(2,
-		gateEntry("gcra", "single", Pass, sampleSpec{n: 6, slowdown: 1.25}),
-		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+		gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6, slowdown: 1.25}),
+		gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120}))
 	failed := gateResult(2,
-		gateEntry("gcra", "single", Fail, sampleSpec{n: 6, verdicts: map[int]Verdict{2: Fail}}),
-		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+		gateEntry("gcra", "single", report.Fail, sampleSpec{n: 6, verdicts: map[int]report.Verdict{2: report.Fail}}),
+		gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120}))
 	failed.Entries[0].Verification.Reasons = []string{"1 definite violation"}
 	failed.Entries[0].Verification.DefiniteViolations = 1
 	five := gateResult(2,
-		gateEntry("gcra", "single", Pass, sampleSpec{n: 5}),
-		gateEntry("token-bucket", "single", Pass, sampleSpec{n: 6, bytes: 120}))
+		gateEntry("gcra", "single", report.Pass, sampleSpec{n: 5}),
+		gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120}))
 	other := baselineResult()
 	other.Scenario.Name = "zipf"
-	return map[string]*Result{
+	return map[string]*report.Result{
 		"baseline":       baselineResult(),
 		"current-same":   baselineResult(),
 		"current-slower": slower,
@@ -624,36 +626,36 @@ func gateFixtures() map[string]*Result {
 	}
 }
 
-// TestGateFixtures checks that testdata/gate holds what gateFixtures builds, and that the gate's
-// Markdown for baseline against current-slower matches testdata/gate/slower.md.
+// TestGateFixtures checks that testdata holds what gateFixtures builds, and that the gate's
+// Markdown for baseline against current-slower matches testdata/slower.md.
 func TestGateFixtures(t *testing.T) {
-	dir := filepath.Join("testdata", "gate")
+	dir := "testdata"
 	for name, want := range gateFixtures() {
-		path := filepath.Join(dir, name, ResultFile)
-		if *updateGate {
+		path := filepath.Join(dir, name, report.ResultFile)
+		if *update {
 			if err := want.Write(filepath.Dir(path)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := ReadResult(path)
+		got, err := report.ReadResult(path)
 		if err != nil {
-			t.Fatalf("%v (run with -update-gate to regenerate)", err)
+			t.Fatalf("%v (run with -update to regenerate)", err)
 		}
-		want.Files.Result = ResultFile
+		want.Files.Result = report.ResultFile
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s differs from gateFixtures (-want +got); run with -update-gate:\n%s", path, diff)
+			t.Errorf("%s differs from gateFixtures (-want +got); run with -update:\n%s", path, diff)
 		}
 	}
 
-	base, err := ReadResult(filepath.Join(dir, "baseline", ResultFile))
+	base, err := report.ReadResult(filepath.Join(dir, "baseline", report.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := ReadResult(filepath.Join(dir, "current-slower", ResultFile))
+	cur, err := report.ReadResult(filepath.Join(dir, "current-slower", report.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Gate(base, cur, DefaultGateThresholds())
+	g, err := Compare(base, cur, DefaultThresholds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +664,7 @@ func TestGateFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden := filepath.Join(dir, "slower.md")
-	if *updateGate {
+	if *update {
 		if err := os.WriteFile(golden, md.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -672,11 +674,11 @@ func TestGateFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), md.String()); diff != "" {
-		t.Errorf("Markdown mismatch (-%s +got); run with -update-gate:\n%s", golden, diff)
+		t.Errorf("Markdown mismatch (-%s +got); run with -update:\n%s", golden, diff)
 	}
 }
 
-// TestGateMinSamplesRationale checks the p-values GateMinSamples's doc comment quotes.
+// TestGateMinSamplesRationale checks the p-values MinSamples's doc comment quotes.
 func TestGateMinSamplesRationale(t *testing.T) {
 	seq := func(from, n int) []float64 {
 		out := make([]float64, n)
@@ -700,15 +702,15 @@ func TestGateMinSamplesRationale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old := make([]Sample, len(tt.old))
-			cur := make([]Sample, len(tt.cur))
+			old := make([]report.Sample, len(tt.old))
+			cur := make([]report.Sample, len(tt.cur))
 			for i, v := range tt.old {
-				old[i] = Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+				old[i] = report.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
 			}
 			for i, v := range tt.cur {
-				cur[i] = Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+				cur[i] = report.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
 			}
-			row, note := gateCompareMetric(gateMetricDefs[0], &Entry{Samples: old}, &Entry{Samples: cur}, FiguresRaw, nil, nil, 0)
+			row, note := compareMetric(metricDefs[0], &report.Entry{Samples: old}, &report.Entry{Samples: cur}, FiguresRaw, nil, nil, 0)
 			if note != "" {
 				t.Fatal(note)
 			}
@@ -727,8 +729,8 @@ func TestGateUCritical(t *testing.T) {
 		{6, 8, 8}, {8, 6, 8}, {5, 10, 8}, {20, 20, 127},
 	}
 	for _, tt := range tests {
-		if got := gateUCritical(tt.m, tt.n, 0.025); got != tt.want {
-			t.Errorf("gateUCritical(%d, %d, 0.025) = %d; want %d", tt.m, tt.n, got, tt.want)
+		if got := uCritical(tt.m, tt.n, 0.025); got != tt.want {
+			t.Errorf("uCritical(%d, %d, 0.025) = %d; want %d", tt.m, tt.n, got, tt.want)
 		}
 	}
 	// For 6 against 6 the counts of U = 0..6 are the partitions 1 1 2 3 5 7 11 of C(12, 6) = 924.
@@ -736,8 +738,8 @@ func TestGateUCritical(t *testing.T) {
 		p    float64
 		want int
 	}{{1.0 / 924, 0}, {2.0 / 924, 1}, {19.0 / 924, 5}, {29.0 / 924, 5}, {30.0 / 924, 6}, {0.5 / 924, -1}} {
-		if got := gateUCritical(6, 6, tt.p); got != tt.want {
-			t.Errorf("gateUCritical(6, 6, %.5f) = %d; want %d", tt.p, got, tt.want)
+		if got := uCritical(6, 6, tt.p); got != tt.want {
+			t.Errorf("uCritical(6, 6, %.5f) = %d; want %d", tt.p, got, tt.want)
 		}
 	}
 }
@@ -747,13 +749,13 @@ func TestGateUCritical(t *testing.T) {
 func TestGateShiftCI(t *testing.T) {
 	old := []float64{0, 1, 2, 3, 4, 5}
 	cur := []float64{10, 11, 12, 13, 14, 15}
-	if lo, hi := gateShiftCI(old, cur, 1, 0.05); lo != 7 || hi != 13 {
+	if lo, hi := shiftCI(old, cur, 1, 0.05); lo != 7 || hi != 13 {
 		t.Errorf("interval = [%v, %v]; want [7, 13]", lo, hi)
 	}
-	if lo, hi := gateShiftCI(old, cur, 2, 0.05); lo != 14 || hi != 26 {
+	if lo, hi := shiftCI(old, cur, 2, 0.05); lo != 14 || hi != 26 {
 		t.Errorf("scaled interval = [%v, %v]; want [14, 26]", lo, hi)
 	}
-	if lo, hi := gateShiftCI(old[:3], cur[:3], 1, 0.05); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
+	if lo, hi := shiftCI(old[:3], cur[:3], 1, 0.05); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
 		t.Errorf("3 against 3: interval = [%v, %v]; want unbounded", lo, hi)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package gate
 
 import (
 	"math"
@@ -22,12 +22,12 @@ import (
 // for efficiency), the units of the row's delta, so for 6 against 6 (c = 5) it runs from the
 // 6th smallest to the 6th largest of the 36 differences.
 
-// gateShiftCI returns the 1 − alpha confidence interval [lo, hi] of the shift from old to cur,
+// shiftCI returns the 1 − alpha confidence interval [lo, hi] of the shift from old to cur,
 // each difference cur[j] − old[i] multiplied by scale. With too few samples for any interval at
 // that level it returns (−Inf, +Inf).
-func gateShiftCI(old, cur []float64, scale, alpha float64) (lo, hi float64) {
+func shiftCI(old, cur []float64, scale, alpha float64) (lo, hi float64) {
 	m, n := len(old), len(cur)
-	c := gateUCritical(m, n, alpha/2)
+	c := uCritical(m, n, alpha/2)
 	if c < 0 {
 		return math.Inf(-1), math.Inf(1)
 	}
@@ -41,14 +41,14 @@ func gateShiftCI(old, cur []float64, scale, alpha float64) (lo, hi float64) {
 	return d[c], d[m*n-1-c]
 }
 
-// gateUCritical returns the largest c such that P(U ≤ c) ≤ p for the Mann-Whitney U statistic of
+// uCritical returns the largest c such that P(U ≤ c) ≤ p for the Mann-Whitney U statistic of
 // samples of sizes m and n under the null hypothesis (no ties), or −1 when even P(U = 0) > p.
 //
 // The number of arrangements with U = u is the coefficient of q^u in the Gaussian binomial
 // coefficient [m+n choose m]_q = ∏_{i=1..m} (1 − q^(n+i)) / (1 − q^i), built here one factor at
 // a time in float64 (every intermediate polynomial has non-negative integer coefficients of at
 // most C(m+n, m)).
-func gateUCritical(m, n int, p float64) int {
+func uCritical(m, n int, p float64) int {
 	if m <= 0 || n <= 0 {
 		return -1
 	}
