@@ -128,18 +128,22 @@ func gateOnly(t *testing.T, r *report.Result, algorithm string) *report.Result {
 // gateCompare runs gate.Compare with the default thresholds, failing t on an error.
 func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
 	t.Helper()
-	g, err := gate.Compare(baseline, current, gate.DefaultThresholds())
+	g, err := gate.Compare(baseline, current, gate.DefaultPolicy())
 	if err != nil {
 		t.Fatalf("gate.Compare: %v", err)
 	}
-	if !g.SameMachine || g.Figures != gate.FiguresRaw {
-		t.Errorf("gate.Compare compared %s figures (same machine %v: %q vs %q); want raw figures from one machine",
-			g.Figures, g.SameMachine, g.BaselineMachine, g.CurrentMachine)
+	if !g.SameMachine {
+		t.Errorf("gate.Compare found different machines (%q vs %q); want one machine", g.BaselineMachine, g.CurrentMachine)
+	}
+	for _, r := range g.Rows {
+		if r.Metric != gate.MetricVerdict && r.Figures != gate.FiguresRaw {
+			t.Errorf("%s %s compared %s figures; want raw ones (the runs have no reference script)", r.Algorithm, r.Metric, r.Figures)
+		}
 	}
 	return g
 }
 
-// gateRowsLine renders g's rows on one line: metric verdict, p-value, delta, spreads.
+// gateRowsLine renders g's rows on one line: metric verdict, p-value, delta, spreads, MDE.
 func gateRowsLine(g *gate.Report) string {
 	var parts []string
 	for _, r := range g.Rows {
@@ -147,8 +151,8 @@ func gateRowsLine(g *gate.Report) string {
 			parts = append(parts, fmt.Sprintf("verdict %s→%s %s", r.OldOutcome, r.NewOutcome, r.Verdict))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (p=%.3f, %+.1f%s, spread %.0f%%/%.0f%%)",
-			r.Metric, r.Verdict, r.P, r.Delta, r.DeltaUnit, r.OldSpread*100, r.NewSpread*100))
+		parts = append(parts, fmt.Sprintf("%s %s (p=%.3f, %+.1f%s, spread %.0f%%/%.0f%%, MDE %.1f%s)",
+			r.Metric, r.Verdict, r.P, r.Delta, r.DeltaUnit, r.OldSpread*100, r.NewSpread*100, r.MDE, r.DeltaUnit))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -181,7 +185,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	gateNeedRedis(t)
 	const a, b = gateAlgorithm + "-a", gateAlgorithm + "-b"
 	start := time.Now()
-	var alarms, unstableRows, unstableComparisons, improvements int
+	var alarms, inconclusiveRows, inconclusiveComparisons, improvements int
 	pvalues := map[gate.Metric][]string{}
 	for i := range gateComparisons {
 		s := gateScenario(t, "fast.yaml", a, b)
@@ -194,9 +198,9 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 			t.Errorf("comparison %d of the same script: false alarm: %s\n%s", i+1, g.Summary, gateMarkdown(t, g))
 		}
 		improvements += g.Counts.Improvements
-		unstableRows += g.Counts.Unstable
-		if g.Counts.Unstable > 0 {
-			unstableComparisons++
+		inconclusiveRows += g.Counts.Inconclusive
+		if g.Counts.Inconclusive > 0 {
+			inconclusiveComparisons++
 		}
 		for _, row := range g.Rows {
 			if row.Metric != gate.MetricVerdict {
@@ -205,8 +209,8 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 		}
 	}
 	t.Logf("%d comparisons in %s: %d false alarms, %d improvements (also false, not alarms), "+
-		"%d unstable rows in %d comparisons", gateComparisons, time.Since(start).Round(time.Millisecond),
-		alarms, improvements, unstableRows, unstableComparisons)
+		"%d inconclusive rows in %d comparisons", gateComparisons, time.Since(start).Round(time.Millisecond),
+		alarms, improvements, inconclusiveRows, inconclusiveComparisons)
 	for _, m := range gate.Metrics {
 		t.Logf("p-values of %s: %s", m, strings.Join(pvalues[m], " "))
 	}
@@ -217,10 +221,10 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 // and scenario name; the gate must flag a regression with p < 0.05 on throughput, p99 or cpu.
 //
 // Before that it measures the slowdown itself, both scripts interleaved in one run, as ratios of
-// slow to fast paired by repeat (medians logged). When the gate finds every figure too spread to
-// judge (unstable, which is the gate doing its job on a noisy machine), the test measures again,
-// up to gateAttempts times, and skips if the machine never settles; a stable comparison that does
-// not flag the slow script fails.
+// slow to fast paired by repeat (medians logged). When every figure's samples are too noisy to
+// detect a change of threshold size (minimum detectable effect above the threshold: the gate
+// doing its job on a noisy machine), the test measures again, up to gateAttempts times, and skips
+// if the machine never settles; a precise comparison that does not flag the slow script fails.
 func TestGateFlagsSlowerScript(t *testing.T) {
 	gateNeedRedis(t)
 	start := time.Now()
@@ -258,7 +262,7 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		g := gateCompare(t, base, cur)
 		t.Logf("attempt %d: %s", attempt, gateRowsLine(g))
 		var flagged []string
-		stable := false
+		precise := false
 		for _, row := range g.Rows {
 			switch row.Metric {
 			case gate.MetricThroughput, gate.MetricP99, gate.MetricCPU:
@@ -268,8 +272,8 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 			if row.Verdict == gate.Regression && row.P < gate.Alpha {
 				flagged = append(flagged, fmt.Sprintf("%s %+.1f%% (p = %.4f)", row.Metric, row.Delta, row.P))
 			}
-			if row.Verdict != gate.Unstable {
-				stable = true
+			if row.MDE <= row.Threshold {
+				precise = true
 			}
 		}
 		if len(flagged) > 0 {
@@ -282,16 +286,15 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 			}
 			return
 		}
-		if stable {
+		if precise {
 			stableMisses = append(stableMisses, fmt.Sprintf("attempt %d: %s", attempt, g.Summary))
 		}
 	}
 	if len(stableMisses) > 0 {
-		t.Fatalf("the gate did not flag gcra_slow.lua (slowdown measured above) in %d attempts, %d of them with stable figures:\n%s",
+		t.Fatalf("the gate did not flag gcra_slow.lua (slowdown measured above) in %d attempts, %d of them with figures precise enough to see a change of threshold size:\n%s",
 			gateAttempts, len(stableMisses), strings.Join(stableMisses, "\n"))
 	}
-	t.Skipf("every attempt was unstable (spread over %.0f%% on every figure): this machine is too noisy for the gate to judge",
-		gate.MaxSpread*100)
+	t.Skipf("in every attempt the minimum detectable effect of every figure was above its threshold: this machine is too noisy for the gate to judge")
 }
 
 // gateMedian returns the median of xs (0 for none).
@@ -337,7 +340,7 @@ func TestGateFlagsPassToFail(t *testing.T) {
 	g = gateCompare(t, base, &flipped)
 	t.Logf("identical figures: %s", gateRowsLine(g))
 	wantVerdictRegression(t, g)
-	if regs := g.Regressions(); len(regs) != 1 {
+	if regs := g.RowsWith(gate.Regression); len(regs) != 1 {
 		t.Errorf("identical figures: %d regression rows, want only the verdict row:\n%s", len(regs), gateMarkdown(t, g))
 	}
 
@@ -356,7 +359,7 @@ func TestGateFlagsPassToFail(t *testing.T) {
 // wantVerdictRegression fails t unless g's verdict row for gcra-lua is a pass → fail regression.
 func wantVerdictRegression(t *testing.T, g *gate.Report) {
 	t.Helper()
-	for _, r := range g.Regressions() {
+	for _, r := range g.RowsWith(gate.Regression) {
 		if r.Metric == gate.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(report.Pass) &&
 			r.NewOutcome == string(report.Fail) {
 			if !g.Regressed() {
@@ -374,7 +377,7 @@ func wantVerdictRegression(t *testing.T, g *gate.Report) {
 func TestGateTooFewSamples(t *testing.T) {
 	gateNeedRedis(t)
 	r := gateRun(t, gateScenario(t, "fast.yaml"), gateRepeats-1)
-	_, err := gate.Compare(r, r, gate.DefaultThresholds())
+	_, err := gate.Compare(r, r, gate.DefaultPolicy())
 	if !errors.Is(err, gate.ErrTooFewSamples) {
 		t.Fatalf("gate.Compare with %d samples a side: error %v; want one wrapping ErrTooFewSamples", gateRepeats-1, err)
 	}
