@@ -29,12 +29,20 @@ type candidate struct {
 	// percentages, 100 for efficiency points.
 	scale float64
 	mde   float64
+	// drift is, for raw figures when the reference was measured in both runs, the reference's own
+	// change between the runs, in percent of its baseline median: the machine's drift, which raw
+	// figures cannot tell from a change of code. 0 for ratios, which cancel it.
+	drift float64
 }
 
+// score is what the choice of figures minimizes: the MDE plus the drift the figures carry.
+func (c candidate) score() float64 { return c.mde + math.Abs(c.drift) }
+
 // compareMetric builds the row of one metric, or returns a note saying why it cannot be compared.
-// Of the kinds of figures it may compare, it compares the one with the smallest MDE; the MDE
-// depends on each side's spread only, never on the difference between the sides, so the choice
-// does not favour a verdict.
+// Of the kinds of figures it may compare, it compares the one whose MDE plus drift is smallest
+// (raw on a tie): the MDE depends on each side's spread only, and the drift of raw figures is the
+// reference's own change between the runs, never the entry's, so the choice does not favour a
+// verdict about the entry.
 func compareMetric(in metricInput) (Row, string) {
 	var cands []candidate
 	var firstNote string
@@ -54,9 +62,16 @@ func compareMetric(in metricInput) (Row, string) {
 		}
 		return Row{}, firstNote + "; not compared"
 	}
+	if len(cands) > 1 && in.oldRefs != nil && in.newRefs != nil {
+		for i := range cands {
+			if cands[i].figures == FiguresRaw {
+				cands[i].drift = referenceDrift(in)
+			}
+		}
+	}
 	best := cands[0]
 	for _, c := range cands[1:] {
-		if c.mde < best.mde {
+		if c.score() < best.score() {
 			best = c
 		}
 	}
@@ -69,7 +84,7 @@ func compareMetric(in metricInput) (Row, string) {
 		RepeatsNeeded: repeatsNeeded(best.os.sigma*best.scale, best.ns.sigma*best.scale, th, Alpha, Power),
 	}
 	for _, c := range cands {
-		row.Candidates = append(row.Candidates, Candidate{Figures: c.figures, MDE: c.mde})
+		row.Candidates = append(row.Candidates, Candidate{Figures: c.figures, MDE: c.mde, Drift: c.drift})
 	}
 	if best.figures == FiguresRelative {
 		row.Unit = "× reference"
@@ -137,6 +152,24 @@ func signedReach(row Row, def metricDef) float64 {
 		return row.DeltaLow
 	}
 	return row.DeltaHigh
+}
+
+// referenceDrift returns the change of the reference's own figure of in's metric between the
+// runs, in percent of its baseline median (0 when it cannot be computed): the reference runs the
+// same code in both, so its change is the machine's.
+func referenceDrift(in metricInput) float64 {
+	side := func(refs refSamples, e *report.Entry) []float64 {
+		var vs []float64
+		for _, s := range e.Samples {
+			vs = append(vs, in.def.value(refs[e.Topology][s.Repeat]))
+		}
+		return vs
+	}
+	old, cur := summarize(side(in.oldRefs, in.old)), summarize(side(in.newRefs, in.cur))
+	if old.median == 0 {
+		return 0
+	}
+	return (cur.median - old.median) / math.Abs(old.median) * 100
 }
 
 // newCandidate reads and summarizes the figures of kind k for in, or returns a note saying why

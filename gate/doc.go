@@ -20,12 +20,16 @@
 // divided by the reference's figure of the same round on the same topology, x_r / ref_r: a
 // machine that is busier in one round, or in the whole current run, slows both, and the ratio
 // cancels it. When both results have the same MachineDescription, each row computes the minimum
-// detectable effect (below) of the raw figures and of the ratios, and compares the one with the
-// smaller (raw on a tie); Row.Figures says which and Row.Candidates lists both MDEs. The choice
-// depends only on each side's spread, never on the difference between the sides, so it does not
-// favour any verdict. When the machines differ, throughput, p99, CPU and memory are compared as
-// ratios only (ErrNoReference without reference samples). Efficiency and verdicts are always
-// compared as they are, and the reference entry itself is never gated.
+// detectable effect (below) of the raw figures and of the ratios, and the drift of the raw
+// figures: the reference's own change between the two runs (median to median, in percent), which
+// runs the same code in both, so that its change is the machine's, and which raw figures cannot
+// tell from a change of code. The row compares the figures with the smaller MDE + |drift| (raw on
+// a tie; the ratios have no drift); Row.Figures says which, Row.Candidates lists both, and a note
+// gives the reference's drift. The choice depends on each side's spread and on the reference,
+// never on the entry's own difference between the sides, so it does not favour any verdict.
+// When the machines differ, throughput, p99, CPU and memory are compared as ratios only
+// (ErrNoReference without reference samples). Efficiency and verdicts are always compared as
+// they are, and the reference entry itself is never gated.
 //
 // # Statistics of one row
 //
@@ -101,7 +105,9 @@
 // 3,000 rows with 3% or 9% noise, 0.5% with 30% noise. A gate of k rows raises a false alarm with
 // probability at most k·α′/2. These rates assume repeats that vary independently around one
 // level; a machine that changes between the two runs moves every raw repeat of one side, which
-// is what the paired ratios to the reference cancel.
+// is what the paired ratios to the reference cancel, and why raw figures are charged the
+// reference's drift when the figures are chosen. bench.BenchmarkGatePower (make bench-gate)
+// measures the power and the false alarms on a real Redis.
 //
 // # Exit codes
 //

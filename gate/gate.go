@@ -135,8 +135,8 @@ type Row struct {
 	Algorithm string `json:"algorithm"`
 	Topology  string `json:"topology"`
 	Metric    Metric `json:"metric"`
-	// Figures is the kind of figures compared: the one of Candidates with the smallest MDE (raw
-	// on a tie), always FiguresRelative when the machines differ.
+	// Figures is the kind of figures compared: the one of Candidates with the smallest
+	// MDE + |Drift| (raw on a tie), always FiguresRelative when the machines differ.
 	Figures    Figures `json:"figures,omitempty"`
 	Unit       string  `json:"unit,omitempty"`
 	OldMedian  float64 `json:"old_median"`
@@ -164,8 +164,7 @@ type Row struct {
 	// reach Threshold if the spreads stayed as measured; 0 when no number does (a threshold of 0
 	// with any spread, or more than a million repeats).
 	RepeatsNeeded int `json:"repeats_needed"`
-	// Candidates are the kinds of figures that could be compared, each with its MDE; the one
-	// with the smallest is compared.
+	// Candidates are the kinds of figures that could be compared, each with its MDE and drift.
 	Candidates []Candidate `json:"candidates,omitempty"`
 	Threshold  float64     `json:"threshold"`
 	Verdict    Verdict     `json:"verdict"`
@@ -173,10 +172,14 @@ type Row struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Candidate is one kind of figures a row could compare, with the MDE its samples give.
+// Candidate is one kind of figures a row could compare, with the MDE its samples give and, for
+// raw figures when the reference was measured in both runs, Drift: the reference's own change
+// between the runs in percent (the machine's drift, which raw figures carry and ratios cancel).
+// The row compares the candidate with the smallest MDE + |Drift|.
 type Candidate struct {
 	Figures Figures `json:"figures"`
 	MDE     float64 `json:"mde"`
+	Drift   float64 `json:"drift,omitempty"`
 }
 
 // Counts counts rows by verdict.
@@ -197,8 +200,9 @@ type Report struct {
 	Scenario string `json:"scenario"`
 	Failed   bool   `json:"failed"`
 	// SameMachine is true when both results have the same MachineDescription; then each row
-	// compares raw figures or ratios to the reference, whichever detects smaller changes, and
-	// otherwise only ratios (efficiency and verdicts are always compared as they are).
+	// compares raw figures or ratios to the reference, whichever detects smaller changes once the
+	// machine's drift is counted, and otherwise only ratios (efficiency and verdicts are always
+	// compared as they are).
 	SameMachine     bool   `json:"same_machine"`
 	BaselineMachine string `json:"baseline_machine"`
 	CurrentMachine  string `json:"current_machine"`
@@ -350,6 +354,7 @@ func Compare(baseline, current *report.Result, p Policy) (*Report, error) {
 		row.Scenario = g.Scenario
 		g.Rows = append(g.Rows, row)
 	}
+	g.Notes = append(g.Notes, driftNotes(g.Rows, g.Reference)...)
 	for _, r := range g.Rows {
 		switch r.Verdict {
 		case Regression:
@@ -369,6 +374,33 @@ func Compare(baseline, current *report.Result, p Policy) (*Report, error) {
 	}
 	g.Summary = g.summary()
 	return g, nil
+}
+
+// driftNotes says, per topology, how much the reference's own figures moved between the runs,
+// from the first row of each metric that measured it.
+func driftNotes(rows []Row, ref string) []string {
+	var topologies []string
+	drift := map[string][]string{}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, c := range r.Candidates {
+			key := r.Topology + " " + string(r.Metric)
+			if c.Figures != FiguresRaw || len(r.Candidates) < 2 || seen[key] {
+				continue
+			}
+			seen[key] = true
+			if _, ok := drift[r.Topology]; !ok {
+				topologies = append(topologies, r.Topology)
+			}
+			drift[r.Topology] = append(drift[r.Topology], fmt.Sprintf("%s %s%%", r.Metric, signed(c.Drift)))
+		}
+	}
+	var notes []string
+	for _, t := range topologies {
+		notes = append(notes, fmt.Sprintf("%s-%s moved between the runs by %s (the machine's drift, carried by raw figures and cancelled by ratios)",
+			ref, t, strings.Join(drift[t], ", ")))
+	}
+	return notes
 }
 
 // pair is one algorithm × topology found in both results.

@@ -103,7 +103,7 @@ func (g *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "Figures: **relative** to the reference script `%s` (per-repeat ratios to it, measured in the same round, shown as ×); machines differ: baseline %s, current %s. Efficiency and verdicts are compared as they are.",
 			g.Reference, escape(g.BaselineMachine), escape(g.CurrentMachine))
 	case g.Reference != "":
-		fmt.Fprintf(&b, "Figures: both runs on the same machine (%s); each row compares the raw figures or the per-repeat ratios to the reference script `%s` measured in the same round (metric marked ×ref), whichever detects smaller changes.",
+		fmt.Fprintf(&b, "Figures: both runs on the same machine (%s); each row compares the raw figures or the per-repeat ratios to the reference script `%s` measured in the same round (metric marked ×ref), whichever detects smaller changes once the raw figures' drift (the reference's own change between the runs) is counted.",
 			escape(g.BaselineMachine), g.Reference)
 	default:
 		fmt.Fprintf(&b, "Figures: **raw**; both runs on the same machine (%s); no reference script, so no per-repeat ratios.", escape(g.BaselineMachine))

@@ -2,8 +2,13 @@ package gate
 
 import (
 	"bytes"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/report"
 )
@@ -38,7 +43,12 @@ func TestPairingWithReference(t *testing.T) {
 		baseline    *report.Result
 		current     *report.Result
 		wantFigures Figures
-		want        Verdict // of gcra's cpu row
+		want        Verdict // of gcra's row of metric
+		// metric is the row checked; cpu when empty.
+		metric Metric
+		// driftDecides: the raw figures have the smaller MDE, and only their drift makes the
+		// row compare ratios.
+		driftDecides bool
 	}{
 		{
 			// Raw figures move with the machine: spread ±20% and a 30% shift between the runs.
@@ -55,6 +65,19 @@ func TestPairingWithReference(t *testing.T) {
 			current:     driftRun(currentDrift, 1.25, nil),
 			wantFigures: FiguresRelative,
 			want:        Regression,
+		},
+		{
+			// Each run is quiet, so raw figures alone would look more precise than ratios (which
+			// add the reference's own jitter), but the whole current run is 15% slower: the
+			// reference's own change between the runs shows the drift, which raw figures would
+			// carry into a false regression and ratios cancel.
+			name:         "quiet runs, the current one on a machine 15% slower",
+			baseline:     driftRun(nil, 1, nil),
+			current:      driftRun([]float64{1.15}, 1, nil),
+			wantFigures:  FiguresRelative,
+			want:         Insignificant,
+			metric:       MetricThroughput,
+			driftDecides: true,
 		},
 		{
 			// A reference with noise of its own would only add it to the ratios: raw figures.
@@ -74,9 +97,13 @@ func TestPairingWithReference(t *testing.T) {
 			if !g.SameMachine {
 				t.Fatalf("SameMachine = false; the case is about one machine")
 			}
-			r := rowOf(t, g, "gcra", MetricCPU)
+			m := tt.metric
+			if m == "" {
+				m = MetricCPU
+			}
+			r := rowOf(t, g, "gcra", m)
 			if r.Figures != tt.wantFigures || r.Verdict != tt.want {
-				t.Errorf("cpu row compares %s figures, verdict %s; want %s, %s (row %+v)", r.Figures, r.Verdict, tt.wantFigures, tt.want, r)
+				t.Errorf("%s row compares %s figures, verdict %s; want %s, %s (row %+v)", m, r.Figures, r.Verdict, tt.wantFigures, tt.want, r)
 			}
 			if len(r.Candidates) != 2 {
 				t.Fatalf("candidates = %+v; want raw and relative", r.Candidates)
@@ -89,8 +116,11 @@ func TestPairingWithReference(t *testing.T) {
 					other = c
 				}
 			}
-			if chosen.MDE != r.MDE || !(chosen.MDE < other.MDE) {
-				t.Errorf("chosen %+v, other %+v, row MDE %v; want the chosen one with the smaller MDE", chosen, other, r.MDE)
+			if score := func(c Candidate) float64 { return c.MDE + math.Abs(c.Drift) }; chosen.MDE != r.MDE || !(score(chosen) < score(other)) {
+				t.Errorf("chosen %+v, other %+v, row MDE %v; want the chosen one with the smaller MDE + |drift|", chosen, other, r.MDE)
+			}
+			if tt.driftDecides && !(other.MDE < chosen.MDE && math.Abs(other.Drift) > 10) {
+				t.Errorf("chosen %+v, other %+v; want the raw figures to have the smaller MDE and a drift over 10%%", chosen, other)
 			}
 			for _, row := range g.Rows {
 				if row.Algorithm == "reference" {
@@ -104,9 +134,9 @@ func TestPairingWithReference(t *testing.T) {
 			if err := g.Markdown(&md); err != nil {
 				t.Fatal(err)
 			}
-			wantCell := "| cpu (µs/decision) |"
+			wantCell := "| " + string(m) + " (" + r.Unit + ") |"
 			if tt.wantFigures == FiguresRelative {
-				wantCell = "| cpu (×ref) |"
+				wantCell = "| " + string(m) + " (×ref) |"
 				if !strings.Contains(g.Summary, "on ratios to the reference") {
 					t.Errorf("summary %q does not say rows compare ratios to the reference", g.Summary)
 				}
@@ -132,5 +162,39 @@ func TestPairingWithoutReference(t *testing.T) {
 	}
 	if notes := strings.Join(g.Notes, "\n"); !strings.Contains(notes, "current: no reference samples for relative figures: the result names no reference script: raw figures only") {
 		t.Errorf("notes %q do not say why the figures are raw", notes)
+	}
+}
+
+// TestPairedGolden renders a report that shows every feature of the Markdown: rows on ratios to
+// the reference and on raw figures, the reference's drift, a regression, an inconclusive row and
+// the detectable change; testdata/paired.md holds it (-update rewrites it). The baseline and the
+// current run share the machine, which drifts from round to round and is 30% busier during the
+// current run; gcra is 25% costlier, token-bucket unchanged but noisy.
+func TestPairedGolden(t *testing.T) {
+	run := func(drift []float64, slowdown float64, noise []float64) *report.Result {
+		r := driftRun(drift, slowdown, nil)
+		r.Entries = append(r.Entries, gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120, noise: noise, drift: drift}))
+		return r
+	}
+	g, err := Compare(run(baselineDrift, 1, gateNoise), run(currentDrift, 1.25, gateNoise[2:]), DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := g.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "paired.md")
+	if *update {
+		if err := os.WriteFile(golden, md.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), md.String()); diff != "" {
+		t.Errorf("Markdown mismatch (-%s +got); run with -update:\n%s", golden, diff)
 	}
 }

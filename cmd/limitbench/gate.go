@@ -37,8 +37,9 @@ U test) against the metric's threshold.
   ok             a significant change not certainly beyond the threshold
 Each row shows its detectable change and, when that is above the threshold, the repeats a side
 that would reach it. On one machine a row compares raw figures or per-repeat ratios to the
-reference script measured in the same round, whichever detects smaller changes; between machines
-only the ratios.
+reference script measured in the same round, whichever detects smaller changes once the raw
+figures' drift (the reference's own change between the runs) is counted; between machines only
+the ratios.
 
 Exit codes: 0 no regression (inconclusive, improvement, insignificant and ok rows pass);
 1 a regression, or an inconclusive row with --fail-inconclusive; 2 bad input (a missing or invalid
