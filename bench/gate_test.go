@@ -49,7 +49,7 @@ const (
 )
 
 // gateNeedRedis skips t with -short or without redis-server.
-func gateNeedRedis(t *testing.T) {
+func gateNeedRedis(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("measures Redis under load for seconds; skipped with -short")
@@ -426,6 +426,13 @@ func gateWrite(t *testing.T, dir, name string, r *report.Result) string {
 // stderr.
 func gateCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runLimitbench(t, buildLimitbench(t), 3*time.Minute, args...)
+}
+
+// buildLimitbench builds cmd/limitbench from this module into a temporary directory of t and
+// returns the binary's path; it skips t without a go command.
+func buildLimitbench(t testing.TB) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build limitbench: %v", err)
@@ -436,10 +443,19 @@ func gateCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/limitbench/limitbench/cmd/limitbench").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/limitbench: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// runLimitbench runs the limitbench binary bin with args, killed after timeout, and returns its
+// exit code, stdout and stderr.
+func runLimitbench(t testing.TB, bin string, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	var o, e bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
