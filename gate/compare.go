@@ -135,10 +135,13 @@ func compareMetric(in metricInput) (Row, string) {
 		if reach > th {
 			row.Note = fmt.Sprintf("the %s reaches beyond the threshold; these samples detect changes of %s", ci, formatAmount(row, row.MDE))
 		}
-	case reach > th || math.Abs(row.Delta) > th:
+	case reach > th:
 		row.Verdict = OK
-		row.Note = fmt.Sprintf("significant, but the %s reaches inside the threshold; these samples detect changes of %s, so the change is near the threshold",
+		row.Note = fmt.Sprintf("significant; the %s straddles the threshold and these samples detect changes of %s: a change near the threshold, not certainly beyond it",
 			ci, formatAmount(row, row.MDE))
+	case math.Abs(row.Delta) > th:
+		row.Verdict = OK
+		row.Note = fmt.Sprintf("significant, but the %s reaches inside the threshold", ci)
 	default:
 		row.Verdict = OK
 		row.Note = "significant but within the threshold"

@@ -1,8 +1,10 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/limitbench/limitbench/report"
@@ -153,7 +155,8 @@ type Row struct {
 	P         float64 `json:"p_value"`
 	OldN      int     `json:"old_n,omitempty"`
 	NewN      int     `json:"new_n,omitempty"`
-	// OldSpread and NewSpread are (Q3 − Q1) / |median| of each side's figures.
+	// OldSpread and NewSpread are (Q3 − Q1) / |median| of each side's figures; +Inf (null in
+	// JSON) for a side whose median is 0 and whose IQR is not.
 	OldSpread float64 `json:"old_spread"`
 	NewSpread float64 `json:"new_spread"`
 	// MDE is the minimum detectable effect of these samples: the true change that the interval
@@ -170,6 +173,26 @@ type Row struct {
 	Verdict    Verdict     `json:"verdict"`
 	// Note says, in words, why the verdict is what it is when that is not obvious.
 	Note string `json:"note,omitempty"`
+}
+
+// MarshalJSON writes r with the spreads, the interval ends and the MDE as null when they are not
+// finite (a side whose median is 0 has no spread), which JSON cannot hold.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
+	finite := func(v float64) *float64 {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		plain
+		DeltaLow  *float64 `json:"delta_ci_low"`
+		DeltaHigh *float64 `json:"delta_ci_high"`
+		OldSpread *float64 `json:"old_spread"`
+		NewSpread *float64 `json:"new_spread"`
+		MDE       *float64 `json:"mde"`
+	}{plain(r), finite(r.DeltaLow), finite(r.DeltaHigh), finite(r.OldSpread), finite(r.NewSpread), finite(r.MDE)})
 }
 
 // Candidate is one kind of figures a row could compare, with the MDE its samples give and, for

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"math"
@@ -221,7 +222,7 @@ func TestGate(t *testing.T) {
 					t.Errorf("p = %v, delta %.2f%% in [%.2f, %.2f]; want significant, beyond -2%%, with an interval across -2%%",
 						r.P, r.Delta, r.DeltaLow, r.DeltaHigh)
 				}
-				if !strings.Contains(r.Note, "reaches inside the threshold") {
+				if !strings.Contains(r.Note, "straddles the threshold") {
 					t.Errorf("note %q does not say why a change over the threshold is ok", r.Note)
 				}
 			},
@@ -834,5 +835,35 @@ func TestGateShiftCI(t *testing.T) {
 	}
 	if lo, hi := shiftCI(old[:3], cur[:3], 1, 0.05); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
 		t.Errorf("3 against 3: interval = [%v, %v]; want unbounded", lo, hi)
+	}
+}
+
+// TestRowJSONNotFinite: a side whose median is 0 has an infinite spread, which JSON cannot hold;
+// the report is still written, with null there (regression: "json: unsupported value: +Inf").
+func TestRowJSONNotFinite(t *testing.T) {
+	cur := gateResult(2, gateEntry("gcra", "single", report.Pass, sampleSpec{n: 6}), gateEntry("token-bucket", "single", report.Pass, sampleSpec{n: 6, bytes: 120}))
+	for i := range cur.Entries[0].Samples {
+		if i < 4 {
+			cur.Entries[0].Samples[i].ThroughputRPS = 0
+		}
+	}
+	g, err := Compare(baselineResult(), cur, DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowOf(t, g, "gcra", MetricThroughput)
+	if !math.IsInf(r.NewSpread, 1) {
+		t.Fatalf("throughput row = %+v; want an infinite current spread", r)
+	}
+	var js bytes.Buffer
+	if err := g.JSON(&js); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"new_spread": null`) || len(back.Rows) != len(g.Rows) || back.Rows[0].Verdict != r.Verdict {
+		t.Errorf("JSON round trip lost the row: %s", js.String())
 	}
 }
