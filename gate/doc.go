@@ -74,9 +74,10 @@
 //
 // # Decision rule
 //
-// Let [lo, hi] be the interval in the worse direction (hi the furthest worsening it admits, lo
-// the least; for throughput and efficiency these are −DeltaLow and −DeltaHigh) and T the
-// threshold. The verdict is the first that applies:
+// Let [lo, hi] be the interval in the worse direction, hi the largest worsening it admits and lo
+// the smallest (lo = DeltaLow and hi = DeltaHigh for p99, CPU and memory; lo = −DeltaHigh and
+// hi = −DeltaLow for throughput and efficiency, where a drop is worse), and T the threshold. The
+// verdict is the first that applies:
 //
 //  1. Regression: min(lo, worsening of the medians) > T. The whole interval lies beyond the
 //     threshold, whatever the spread: a 4× slowdown measured with 30% spreads is a regression.
@@ -106,7 +107,7 @@
 // probability at most k·α′/2. These rates assume repeats that vary independently around one
 // level; a machine that changes between the two runs moves every raw repeat of one side, which
 // is what the paired ratios to the reference cancel, and why raw figures are charged the
-// reference's drift when the figures are chosen. bench.BenchmarkGatePower (make bench-gate)
+// reference's drift when the figures are chosen. BenchmarkGatePower in bench/ (make bench-gate)
 // measures the power and the false alarms on a real Redis.
 //
 // # Exit codes
@@ -120,8 +121,8 @@
 //
 // Inconclusive rows pass by default because on a noisy machine most comparisons of unchanged code
 // cannot rule out a threshold-size change (59% of rows at 9% noise in TestRuleFalseAlarmRate):
-// failing them would fail builds for noise, while every change large enough to clear the noise
-// is a Regression. The summary never says "no regression" when a row is inconclusive; a team
+// failing them would fail builds for noise, while a change of threshold + MDE or more is a
+// Regression at least 4 times in 5, whatever the noise. The summary never says "no regression" when a row is inconclusive; a team
 // that wants every threshold-size regression proven absent sets FailInconclusive and raises the
 // repeats to Row.RepeatsNeeded.
 package gate
