@@ -71,10 +71,8 @@ func TestGateIssue13Example(t *testing.T) {
 	run("current")
 	code, stdout, stderr := runLimitbench(t, bin, time.Minute, "gate", "--baseline", filepath.Join(dir, "baseline"), filepath.Join(dir, "current"))
 	cpu := busy.stop()
+	// The competitor's share is logged, not asserted: on a machine busier still it gets less.
 	t.Logf("limitbench gate: exit %d in %s, beside a competitor using %.2f CPU\n%s%s", code, time.Since(start).Round(time.Second), cpu, stdout, stderr)
-	if cpu < 0.4 {
-		t.Errorf("the competitor used %.2f CPU; want about 0.5 (the test is about a busy machine)", cpu)
-	}
 	if code != 1 {
 		t.Errorf("limitbench gate exit %d; want 1 (a regression)", code)
 	}

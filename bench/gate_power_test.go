@@ -123,9 +123,9 @@ func (t *powerTally) add(r powerRow) {
 // custom fixed-window script against itself (A/A, two entries per trial) and against copies
 // slowed down by extra Lua work calibrated to add about 10, 25, 50, 100 and 300% to Redis CPU per
 // decision, under two conditions: a quiet machine, and beside a process that keeps one CPU about
-// half busy (startCompetitor). Each trial is one baseline run (every entry on the plain script)
-// and one current run (each entry on its variant), then the gate; the entries of a trial share
-// its two runs, as the algorithms of one scenario do in CI.
+// half busy (startCompetitor), alternating trial by trial. Each trial is one baseline run (every
+// entry on the plain script) and one current run (each entry on its variant), then the gate; the
+// entries of a trial share its two runs, as the algorithms of one scenario do in CI.
 //
 // It prints, per condition and entry: detections out of trials (a regression row on any metric,
 // and per metric), false alarms out of trials for the A/A entries, inconclusive rows, the median
@@ -202,30 +202,37 @@ func benchmarkGatePower(b *testing.B) {
 		duty int
 	}{{"quiet", 0}, {"busy", 50}}
 	tallies := map[string]map[string]*powerTally{}
-	competitorCPU := map[string]float64{}
-	for ci, cond := range conditions {
+	competitorCPU := map[string][]float64{}
+	for _, cond := range conditions {
 		tallies[cond.name] = map[string]*powerTally{}
 		for _, e := range powerEntries {
 			tallies[cond.name][e.name] = &powerTally{}
 		}
-		// Each condition gets an equal share of what is left.
-		deadline := time.Now().Add((*gatePowerBudget - time.Since(start)) / time.Duration(len(conditions)-ci))
-		var busy *competitor
-		if cond.duty > 0 {
-			busy = startCompetitor(b, cond.duty)
+	}
+	// The conditions alternate trial by trial, so that whatever else the machine does over the
+	// quarter of an hour weighs on both alike; the competitor runs during its condition's trials.
+	trialsStart := time.Now()
+	deadline := start.Add(*gatePowerBudget)
+	var perPair time.Duration
+	done := 0
+	for trial := 1; trial <= *gatePowerTrials; trial++ {
+		if perPair > 0 && time.Now().Add(perPair).After(deadline) {
+			b.Logf("stopped after %d trials per condition: another would end after the time budget (-gate-power-budget %s)", trial-1, *gatePowerBudget)
+			break
 		}
-		condStart := time.Now()
-		var perTrial time.Duration
-		for trial := 1; trial <= *gatePowerTrials; trial++ {
-			if perTrial > 0 && time.Now().Add(perTrial).After(deadline) {
-				b.Logf("%s: stopped after %d trials: another would end after the time budget (-gate-power-budget %s)", cond.name, trial-1, *gatePowerBudget)
-				break
+		t0 := time.Now()
+		for _, cond := range conditions {
+			var busy *competitor
+			if cond.duty > 0 {
+				busy = startCompetitor(b, cond.duty)
 			}
-			t0 := time.Now()
 			tdir := filepath.Join(dir, cond.name, fmt.Sprint(trial))
 			baseline := powerRun(b, bin, baseYAML, filepath.Join(tdir, "baseline"), "--repeat", "6")
 			current := powerRun(b, bin, curYAML, filepath.Join(tdir, "current"), "--repeat", "6")
 			g := powerGate(b, bin, filepath.Join(tdir, "baseline"), filepath.Join(tdir, "current"))
+			if busy != nil {
+				competitorCPU[cond.name] = append(competitorCPU[cond.name], busy.stop())
+			}
 			var line []string
 			for _, e := range powerEntries {
 				r := powerRow{rows: map[gate.Metric]gate.Row{}}
@@ -239,20 +246,18 @@ func benchmarkGatePower(b *testing.B) {
 				tallies[cond.name][e.name].add(r)
 				line = append(line, fmt.Sprintf("%s %s", e.name, verdictLetters(r)))
 			}
-			perTrial = time.Since(t0)
-			b.Logf("%s trial %d (%s): %s", cond.name, trial, perTrial.Round(100*time.Millisecond), strings.Join(line, "  "))
+			b.Logf("%s trial %d: %s", cond.name, trial, strings.Join(line, "  "))
 		}
-		if busy != nil {
-			competitorCPU[cond.name] = busy.stop()
-		}
-		b.Logf("%s: %s for %d trials", cond.name, time.Since(condStart).Round(time.Second), tallies[cond.name][powerEntries[0].name].trials)
+		perPair = time.Since(t0)
+		done = trial
 	}
+	b.Logf("%d trials per condition in %s", done, time.Since(trialsStart).Round(time.Second))
 
 	// The results, per condition.
 	for _, cond := range conditions {
 		head := cond.name + ": a quiet machine (no competitor)"
 		if cond.duty > 0 {
-			head = fmt.Sprintf("%s: beside a competitor keeping one CPU %d%% busy (it used %.2f CPU)", cond.name, cond.duty, competitorCPU[cond.name])
+			head = fmt.Sprintf("%s: beside a competitor keeping one CPU %d%% busy (it used %.2f CPU, median over trials)", cond.name, cond.duty, gateMedian(competitorCPU[cond.name]))
 		}
 		b.Logf("%s", head)
 		b.Logf("  %-7s %6s %9s %9s  %-12s %-9s %-9s %-9s %-9s  %-14s %9s %9s %9s %7s",
