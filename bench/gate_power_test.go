@@ -20,7 +20,8 @@ import (
 var (
 	gatePower       = flag.Bool("gate-power", false, "run BenchmarkGatePower (about 13 minutes; make bench-gate sets it)")
 	gatePowerTrials = flag.Int("gate-power-trials", 10, "BenchmarkGatePower: trials (baseline run, current run, gate) per condition")
-	gatePowerBudget = flag.Duration("gate-power-budget", 14*time.Minute, "BenchmarkGatePower: time for the whole benchmark; a condition starts no trial that would not end within its share")
+	gatePowerBudget = flag.Duration("gate-power-budget", 14*time.Minute, "BenchmarkGatePower: time for the whole benchmark; no trial starts that would not end within it")
+	gatePowerOut    = flag.String("gate-power-out", "", "BenchmarkGatePower: keep every run's results and gate report under this directory (default: a temporary one, removed)")
 )
 
 // powerEntry is one algorithm of BenchmarkGatePower's scenario: the same fixed-window script in
@@ -147,6 +148,13 @@ func benchmarkGatePower(b *testing.B) {
 	start := time.Now()
 	bin := buildLimitbench(b)
 	dir := b.TempDir()
+	if *gatePowerOut != "" {
+		dir = *gatePowerOut
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("results kept under %s: <condition>/<trial>/{baseline,current}/result.json and gate.json", dir)
+	}
 	script, err := os.ReadFile(filepath.Join("testdata", "gate", "issue13", "fixed_window.lua"))
 	if err != nil {
 		b.Fatal(err)
@@ -229,7 +237,7 @@ func benchmarkGatePower(b *testing.B) {
 			tdir := filepath.Join(dir, cond.name, fmt.Sprint(trial))
 			baseline := powerRun(b, bin, baseYAML, filepath.Join(tdir, "baseline"), "--repeat", "6")
 			current := powerRun(b, bin, curYAML, filepath.Join(tdir, "current"), "--repeat", "6")
-			g := powerGate(b, bin, filepath.Join(tdir, "baseline"), filepath.Join(tdir, "current"))
+			g := powerGate(b, bin, filepath.Join(tdir, "baseline"), filepath.Join(tdir, "current"), filepath.Join(tdir, "gate.json"))
 			if busy != nil {
 				competitorCPU[cond.name] = append(competitorCPU[cond.name], busy.stop())
 			}
@@ -245,6 +253,17 @@ func benchmarkGatePower(b *testing.B) {
 				r.callEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s report.Sample) float64 { return s.USecPerCall })
 				tallies[cond.name][e.name].add(r)
 				line = append(line, fmt.Sprintf("%s %s", e.name, verdictLetters(r)))
+				// Every false alarm and every miss of a large change, with its figures.
+				for _, m := range append(slices.Clone(gate.Metrics), gate.MetricVerdict) {
+					row, ok := r.rows[m]
+					switch {
+					case !ok:
+					case e.pct == 0 && row.Verdict == gate.Regression:
+						b.Logf("  false alarm: %s trial %d %s %s", cond.name, trial, e.name, rowText(row))
+					case e.pct >= 100 && m == gate.MetricCPU && row.Verdict != gate.Regression:
+						b.Logf("  missed: %s trial %d %s %s", cond.name, trial, e.name, rowText(row))
+					}
+				}
 			}
 			b.Logf("%s trial %d: %s", cond.name, trial, strings.Join(line, "  "))
 		}
@@ -342,12 +361,31 @@ func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.
 	return r
 }
 
-// powerGate runs `limitbench gate --json` and returns its report; exit 0 or 1 is expected.
-func powerGate(b *testing.B, bin, baseline, current string) *gate.Report {
+// rowText renders a gate row for a log line: metric, delta, interval, figures, MDE, drift, verdict.
+func rowText(r gate.Row) string {
+	if r.Metric == gate.MetricVerdict {
+		return fmt.Sprintf("verdict %s → %s: %s", r.OldOutcome, r.NewOutcome, r.Verdict)
+	}
+	drift := 0.0
+	for _, c := range r.Candidates {
+		if c.Figures == gate.FiguresRaw {
+			drift = c.Drift
+		}
+	}
+	return fmt.Sprintf("%s %+.1f%s [%+.1f, %+.1f] on %s figures, spreads %.0f%%/%.0f%%, MDE %.1f, reference drift %+.1f%%: %s",
+		r.Metric, r.Delta, r.DeltaUnit, r.DeltaLow, r.DeltaHigh, r.Figures, r.OldSpread*100, r.NewSpread*100, r.MDE, drift, r.Verdict)
+}
+
+// powerGate runs `limitbench gate --json`, keeps its report at keep, and returns it; exit 0 or 1
+// is expected.
+func powerGate(b *testing.B, bin, baseline, current, keep string) *gate.Report {
 	b.Helper()
 	code, stdout, stderr := runLimitbench(b, bin, time.Minute, "gate", "--json", "--baseline", baseline, current)
 	if code != 0 && code != 1 {
 		b.Fatalf("limitbench gate: exit %d\n%s", code, stderr)
+	}
+	if err := os.WriteFile(keep, []byte(stdout), 0o644); err != nil {
+		b.Fatal(err)
 	}
 	var g gate.Report
 	if err := json.Unmarshal([]byte(stdout), &g); err != nil {
