@@ -756,8 +756,15 @@ func TestGateFixtures(t *testing.T) {
 	}
 }
 
-// TestGateMinSamplesRationale checks the p-values MinSamples's doc comment quotes.
+// TestGateMinSamplesRationale checks what MinSamples's doc comment says of the 99% interval
+// (6 against 6: c = 2; 5 against 5: c = 0; 4 against 4: none) and the p-values of complete
+// separation and of a little overlap.
 func TestGateMinSamplesRationale(t *testing.T) {
+	for _, tt := range []struct{ n, c int }{{6, 2}, {5, 0}, {4, -1}} {
+		if got := criticalU(tt.n, tt.n, Alpha/2); got != tt.c {
+			t.Errorf("criticalU(%d, %d, %v) = %d; want %d", tt.n, tt.n, Alpha/2, got, tt.c)
+		}
+	}
 	seq := func(from, n int) []float64 {
 		out := make([]float64, n)
 		for i := range out {

@@ -25,7 +25,7 @@ const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10
 const gateHelp = `Compares per-repeat figures (limitbench run --repeat 6 or more, both sides) per algorithm and
 topology: throughput, p99, Redis CPU per decision, bytes per subject, efficiency, and the verdict.
 
-Rule, per figure: the 95% confidence interval of the change (Hodges-Lehmann, from the Mann-Whitney
+Rule, per figure: the 99% confidence interval of the change (Hodges-Lehmann, from the Mann-Whitney
 U test) against the metric's threshold.
   regression     the whole interval lies beyond the threshold on the worse side, whatever the
                  spread; also a verdict that went pass -> fail
