@@ -6,7 +6,7 @@ BIN := bin/limitbench
 export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: all build test check bench bench-loadgen demo redis-image redis-server clean
+.PHONY: all build test check bench bench-loadgen bench-gate demo redis-image redis-server clean
 
 all: build
 
@@ -41,6 +41,13 @@ bench: redis-server
 # depth (depth 1 and 16), printed as ratio-d1 and ratio-d16.
 bench-loadgen: redis-server
 	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 15m -v ./bench/
+
+# The CI gate's power and false-alarm rate (issue 13): real limitbench run and gate comparisons of a
+# script against itself and against copies made 10 to 300% costlier, on a quiet machine and beside
+# a process keeping one CPU half busy; prints detections, false alarms, median MDE and the checks.
+# About 13 minutes.
+bench-gate: redis-server
+	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout 20m -v ./bench/ -args -gate-power
 
 # The offline container image built FROM scratch from the host's redis-server (tag printed).
 redis-image: build

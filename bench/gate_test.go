@@ -1,15 +1,15 @@
 package bench_test
 
-// The regression gate's self-test against real Redis (issue 7, Checks): report.Gate fed with
+// The regression gate's self-test against real Redis (issue 7, Checks): gate.Compare fed with
 // results that internal/runner measured on started redis-server processes, from the scenarios and
 // scripts in testdata/gate:
 //
 //   - the same code compared with itself ten times raises no alarm (TestGateSameCodeNoFalseAlarm);
-//   - a copy of the limiter with about 25% more server work per decision is flagged with p < 0.05
-//     (TestGateFlagsSlowerScript);
+//   - a copy of the limiter with about 25% more server work per decision is flagged as a
+//     regression, its whole 99% interval beyond the threshold (TestGateFlagsSlowerScript);
 //   - a verdict that went from pass to fail is flagged even at identical speed
 //     (TestGateFlagsPassToFail);
-//   - fewer than 6 samples a side is an error wrapping report.ErrTooFewSamples, and exit 2 with a
+//   - fewer than 6 samples a side is an error wrapping gate.ErrTooFewSamples, and exit 2 with a
 //     clear message from `limitbench gate` (TestGateTooFewSamples).
 //
 // Every measurement is short (300 ms after a 100 ms warmup, closed loop, 4 clients) so that the
@@ -27,8 +27,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -37,7 +39,7 @@ const (
 	// gateAlgorithm is the algorithm name shared by testdata/gate/{fast,slow,overadmit}.yaml.
 	gateAlgorithm = "gcra-lua"
 	// gateRepeats is how many repeats a side gets: the fewest the gate accepts.
-	gateRepeats = report.GateMinSamples
+	gateRepeats = gate.MinSamples
 	// gateComparisons is how many same-code comparisons TestGateSameCodeNoFalseAlarm makes.
 	gateComparisons = 10
 	// gateAttempts is how many times TestGateFlagsSlowerScript measures the slow script when the
@@ -48,7 +50,7 @@ const (
 )
 
 // gateNeedRedis skips t with -short or without redis-server.
-func gateNeedRedis(t *testing.T) {
+func gateNeedRedis(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("measures Redis under load for seconds; skipped with -short")
@@ -124,36 +126,40 @@ func gateOnly(t *testing.T, r *report.Result, algorithm string) *report.Result {
 	return &c
 }
 
-// gateCompare runs report.Gate with the default thresholds, failing t on an error.
-func gateCompare(t *testing.T, baseline, current *report.Result) *report.GateReport {
+// gateCompare runs gate.Compare with the default thresholds, failing t on an error.
+func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
 	t.Helper()
-	g, err := report.Gate(baseline, current, report.DefaultGateThresholds())
+	g, err := gate.Compare(baseline, current, gate.DefaultPolicy())
 	if err != nil {
-		t.Fatalf("Gate: %v", err)
+		t.Fatalf("gate.Compare: %v", err)
 	}
-	if !g.SameMachine || g.Figures != report.FiguresRaw {
-		t.Errorf("Gate compared %s figures (same machine %v: %q vs %q); want raw figures from one machine",
-			g.Figures, g.SameMachine, g.BaselineMachine, g.CurrentMachine)
+	if !g.SameMachine {
+		t.Errorf("gate.Compare found different machines (%q vs %q); want one machine", g.BaselineMachine, g.CurrentMachine)
+	}
+	for _, r := range g.Rows {
+		if r.Metric != gate.MetricVerdict && r.Figures != gate.FiguresRaw {
+			t.Errorf("%s %s compared %s figures; want raw ones (the runs have no reference script)", r.Algorithm, r.Metric, r.Figures)
+		}
 	}
 	return g
 }
 
-// gateRowsLine renders g's rows on one line: metric verdict, p-value, delta, spreads.
-func gateRowsLine(g *report.GateReport) string {
+// gateRowsLine renders g's rows on one line: metric verdict, p-value, delta, spreads, MDE.
+func gateRowsLine(g *gate.Report) string {
 	var parts []string
 	for _, r := range g.Rows {
-		if r.Metric == report.MetricVerdict {
+		if r.Metric == gate.MetricVerdict {
 			parts = append(parts, fmt.Sprintf("verdict %s→%s %s", r.OldOutcome, r.NewOutcome, r.Verdict))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (p=%.3f, %+.1f%s, spread %.0f%%/%.0f%%)",
-			r.Metric, r.Verdict, r.P, r.Delta, r.DeltaUnit, r.OldSpread*100, r.NewSpread*100))
+		parts = append(parts, fmt.Sprintf("%s %s (p=%.3f, %+.1f%s, spread %.0f%%/%.0f%%, MDE %.1f%s)",
+			r.Metric, r.Verdict, r.P, r.Delta, r.DeltaUnit, r.OldSpread*100, r.NewSpread*100, r.MDE, r.DeltaUnit))
 	}
 	return strings.Join(parts, "; ")
 }
 
 // gateMarkdown returns g as the Markdown the CLI prints.
-func gateMarkdown(t *testing.T, g *report.GateReport) string {
+func gateMarkdown(t *testing.T, g *gate.Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := g.Markdown(&b); err != nil {
@@ -180,8 +186,8 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	gateNeedRedis(t)
 	const a, b = gateAlgorithm + "-a", gateAlgorithm + "-b"
 	start := time.Now()
-	var alarms, unstableRows, unstableComparisons, improvements int
-	pvalues := map[report.GateMetric][]string{}
+	var alarms, inconclusiveRows, inconclusiveComparisons, improvements int
+	pvalues := map[gate.Metric][]string{}
 	for i := range gateComparisons {
 		s := gateScenario(t, "fast.yaml", a, b)
 		s.Algorithms = s.Algorithms[1:]
@@ -193,33 +199,33 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 			t.Errorf("comparison %d of the same script: false alarm: %s\n%s", i+1, g.Summary, gateMarkdown(t, g))
 		}
 		improvements += g.Counts.Improvements
-		unstableRows += g.Counts.Unstable
-		if g.Counts.Unstable > 0 {
-			unstableComparisons++
+		inconclusiveRows += g.Counts.Inconclusive
+		if g.Counts.Inconclusive > 0 {
+			inconclusiveComparisons++
 		}
 		for _, row := range g.Rows {
-			if row.Metric != report.MetricVerdict {
+			if row.Metric != gate.MetricVerdict {
 				pvalues[row.Metric] = append(pvalues[row.Metric], fmt.Sprintf("%.3f", row.P))
 			}
 		}
 	}
 	t.Logf("%d comparisons in %s: %d false alarms, %d improvements (also false, not alarms), "+
-		"%d unstable rows in %d comparisons", gateComparisons, time.Since(start).Round(time.Millisecond),
-		alarms, improvements, unstableRows, unstableComparisons)
-	for _, m := range report.GateMetrics {
+		"%d inconclusive rows in %d comparisons", gateComparisons, time.Since(start).Round(time.Millisecond),
+		alarms, improvements, inconclusiveRows, inconclusiveComparisons)
+	for _, m := range gate.Metrics {
 		t.Logf("p-values of %s: %s", m, strings.Join(pvalues[m], " "))
 	}
 }
 
 // TestGateFlagsSlowerScript runs the baseline with testdata/gate/gcra.lua and the current run
 // with gcra_slow.lua, the same limiter plus about 25% more server work, under the same algorithm
-// and scenario name; the gate must flag a regression with p < 0.05 on throughput, p99 or cpu.
+// and scenario name; the gate must flag a regression on throughput, p99 or cpu.
 //
 // Before that it measures the slowdown itself, both scripts interleaved in one run, as ratios of
-// slow to fast paired by repeat (medians logged). When the gate finds every figure too spread to
-// judge (unstable, which is the gate doing its job on a noisy machine), the test measures again,
-// up to gateAttempts times, and skips if the machine never settles; a stable comparison that does
-// not flag the slow script fails.
+// slow to fast paired by repeat (medians logged). When every figure's samples are too noisy to
+// detect a change of threshold size (minimum detectable effect above the threshold: the gate
+// doing its job on a noisy machine), the test measures again, up to gateAttempts times, and skips
+// if the machine never settles; a precise comparison that does not flag the slow script fails.
 func TestGateFlagsSlowerScript(t *testing.T) {
 	gateNeedRedis(t)
 	start := time.Now()
@@ -257,18 +263,18 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		g := gateCompare(t, base, cur)
 		t.Logf("attempt %d: %s", attempt, gateRowsLine(g))
 		var flagged []string
-		stable := false
+		precise := false
 		for _, row := range g.Rows {
 			switch row.Metric {
-			case report.MetricThroughput, report.MetricP99, report.MetricCPU:
+			case gate.MetricThroughput, gate.MetricP99, gate.MetricCPU:
 			default:
 				continue
 			}
-			if row.Verdict == report.GateRegression && row.P < report.GateAlpha {
+			if row.Verdict == gate.Regression {
 				flagged = append(flagged, fmt.Sprintf("%s %+.1f%% (p = %.4f)", row.Metric, row.Delta, row.P))
 			}
-			if row.Verdict != report.GateUnstable {
-				stable = true
+			if row.MDE <= row.Threshold {
+				precise = true
 			}
 		}
 		if len(flagged) > 0 {
@@ -281,16 +287,15 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 			}
 			return
 		}
-		if stable {
+		if precise {
 			stableMisses = append(stableMisses, fmt.Sprintf("attempt %d: %s", attempt, g.Summary))
 		}
 	}
 	if len(stableMisses) > 0 {
-		t.Fatalf("the gate did not flag gcra_slow.lua (slowdown measured above) in %d attempts, %d of them with stable figures:\n%s",
+		t.Fatalf("the gate did not flag gcra_slow.lua (slowdown measured above) in %d attempts, %d of them with figures precise enough to see a change of threshold size:\n%s",
 			gateAttempts, len(stableMisses), strings.Join(stableMisses, "\n"))
 	}
-	t.Skipf("every attempt was unstable (spread over %.0f%% on every figure): this machine is too noisy for the gate to judge",
-		report.GateMaxSpread*100)
+	t.Skipf("in every attempt the minimum detectable effect of every figure was above its threshold: this machine is too noisy for the gate to judge")
 }
 
 // gateMedian returns the median of xs (0 for none).
@@ -316,10 +321,10 @@ func TestGateFlagsPassToFail(t *testing.T) {
 	gateNeedRedis(t)
 	base := gateRun(t, gateScenario(t, "fast.yaml"), gateRepeats)
 	cur := gateRun(t, gateScenario(t, "overadmit.yaml"), gateRepeats)
-	if v := gateEntry(t, base, gateAlgorithm).Verification; v.Verdict != report.Pass {
+	if v := gateEntry(t, base, gateAlgorithm).Verification; v.Verdict != verify.Pass {
 		t.Fatalf("baseline gcra.lua: verdict %s (%s); want pass", v.Verdict, strings.Join(v.Reasons, "; "))
 	}
-	if v := gateEntry(t, cur, gateAlgorithm).Verification; v.Verdict != report.Fail {
+	if v := gateEntry(t, cur, gateAlgorithm).Verification; v.Verdict != verify.Fail {
 		t.Fatalf("gcra_overadmit.lua: verdict %s (%s); want fail (the planted flaw was not caught)", v.Verdict, strings.Join(v.Reasons, "; "))
 	}
 
@@ -332,11 +337,11 @@ func TestGateFlagsPassToFail(t *testing.T) {
 	flipped.Entries = slices.Clone(base.Entries)
 	e := &flipped.Entries[0]
 	e.Samples = slices.Clone(e.Samples)
-	e.Samples[2].Verdict = report.Fail
+	e.Samples[2].Verdict = verify.Fail
 	g = gateCompare(t, base, &flipped)
 	t.Logf("identical figures: %s", gateRowsLine(g))
 	wantVerdictRegression(t, g)
-	if regs := g.Regressions(); len(regs) != 1 {
+	if regs := g.RowsWith(gate.Regression); len(regs) != 1 {
 		t.Errorf("identical figures: %d regression rows, want only the verdict row:\n%s", len(regs), gateMarkdown(t, g))
 	}
 
@@ -353,11 +358,11 @@ func TestGateFlagsPassToFail(t *testing.T) {
 }
 
 // wantVerdictRegression fails t unless g's verdict row for gcra-lua is a pass → fail regression.
-func wantVerdictRegression(t *testing.T, g *report.GateReport) {
+func wantVerdictRegression(t *testing.T, g *gate.Report) {
 	t.Helper()
-	for _, r := range g.Regressions() {
-		if r.Metric == report.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(report.Pass) &&
-			r.NewOutcome == string(report.Fail) {
+	for _, r := range g.RowsWith(gate.Regression) {
+		if r.Metric == gate.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(verify.Pass) &&
+			r.NewOutcome == string(verify.Fail) {
 			if !g.Regressed() {
 				t.Errorf("a verdict regression row, but Regressed() = false")
 			}
@@ -367,29 +372,29 @@ func wantVerdictRegression(t *testing.T, g *report.GateReport) {
 	t.Errorf("no pass → fail verdict regression for %s:\n%s", gateAlgorithm, gateMarkdown(t, g))
 }
 
-// TestGateTooFewSamples runs 5 repeats, one fewer than the gate needs: report.Gate returns an
-// error wrapping report.ErrTooFewSamples for each side, and `limitbench gate` exits 2 with a
+// TestGateTooFewSamples runs 5 repeats, one fewer than the gate needs: gate.Compare returns an
+// error wrapping gate.ErrTooFewSamples for each side, and `limitbench gate` exits 2 with a
 // message naming the file, the algorithm and the topology.
 func TestGateTooFewSamples(t *testing.T) {
 	gateNeedRedis(t)
 	r := gateRun(t, gateScenario(t, "fast.yaml"), gateRepeats-1)
-	_, err := report.Gate(r, r, report.DefaultGateThresholds())
-	if !errors.Is(err, report.ErrTooFewSamples) {
-		t.Fatalf("Gate with %d samples a side: error %v; want one wrapping ErrTooFewSamples", gateRepeats-1, err)
+	_, err := gate.Compare(r, r, gate.DefaultPolicy())
+	if !errors.Is(err, gate.ErrTooFewSamples) {
+		t.Fatalf("gate.Compare with %d samples a side: error %v; want one wrapping ErrTooFewSamples", gateRepeats-1, err)
 	}
-	sides := map[report.GateSide]bool{}
+	sides := map[gate.Side]bool{}
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var ie *report.GateInputError
-		if errors.As(e, &ie) && errors.Is(ie, report.ErrTooFewSamples) && ie.Algorithm == gateAlgorithm && ie.Topology == "single" {
+		var ie *gate.InputError
+		if errors.As(e, &ie) && errors.Is(ie, gate.ErrTooFewSamples) && ie.Algorithm == gateAlgorithm && ie.Topology == "single" {
 			sides[ie.Side] = true
 		}
 	}
-	if !sides[report.GateBaseline] || !sides[report.GateCurrent] {
-		t.Errorf("Gate error %q: want a *GateInputError about %s on single for both sides", err, gateAlgorithm)
+	if !sides[gate.Baseline] || !sides[gate.Current] {
+		t.Errorf("gate.Compare error %q: want a *gate.InputError about %s on single for both sides", err, gateAlgorithm)
 	}
 
 	dir := t.TempDir()
@@ -422,6 +427,13 @@ func gateWrite(t *testing.T, dir, name string, r *report.Result) string {
 // stderr.
 func gateCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runLimitbench(t, buildLimitbench(t), 3*time.Minute, args...)
+}
+
+// buildLimitbench builds cmd/limitbench from this module into a temporary directory of t and
+// returns the binary's path; it skips t without a go command.
+func buildLimitbench(t testing.TB) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build limitbench: %v", err)
@@ -432,10 +444,19 @@ func gateCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/limitbench/limitbench/cmd/limitbench").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/limitbench: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// runLimitbench runs the limitbench binary bin with args, killed after timeout, and returns its
+// exit code, stdout and stderr.
+func runLimitbench(t testing.TB, bin string, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	var o, e bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

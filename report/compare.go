@@ -75,7 +75,7 @@ func (c *Comparison) Sections() []DeltaSection {
 		sec := DeltaSection{Baseline: c.Labels[0], Run: c.Labels[i]}
 		for j := range r.Entries {
 			e := &r.Entries[j]
-			b := findEntry(base, e.Algorithm, e.Topology)
+			b := base.Entry(e.Algorithm, e.Topology)
 			if b == nil {
 				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: e.Algorithm, Topology: e.Topology, Verdict: r.LabelOf(e), OnlyIn: "this run"})
 				continue
@@ -91,22 +91,13 @@ func (c *Comparison) Sections() []DeltaSection {
 		}
 		for j := range base.Entries {
 			b := &base.Entries[j]
-			if findEntry(r, b.Algorithm, b.Topology) == nil {
+			if r.Entry(b.Algorithm, b.Topology) == nil {
 				sec.Rows = append(sec.Rows, DeltaRow{Algorithm: b.Algorithm, Topology: b.Topology, BaseVerdict: base.LabelOf(b), OnlyIn: "baseline"})
 			}
 		}
 		out = append(out, sec)
 	}
 	return out
-}
-
-func findEntry(r *Result, alg, topo string) *Entry {
-	for i := range r.Entries {
-		if r.Entries[i].Algorithm == alg && r.Entries[i].Topology == topo {
-			return &r.Entries[i]
-		}
-	}
-	return nil
 }
 
 // delta formats "base → new (+x%)" and classifies the change as "up" (better) or "down" (worse)

@@ -273,6 +273,16 @@ type RunFiles struct {
 	Histograms []string `json:"histograms,omitempty"`
 }
 
+// Entry returns r's entry for algorithm on topology, or nil when r has none.
+func (r *Result) Entry(algorithm, topology string) *Entry {
+	for i := range r.Entries {
+		if r.Entries[i].Algorithm == algorithm && r.Entries[i].Topology == topology {
+			return &r.Entries[i]
+		}
+	}
+	return nil
+}
+
 // Name returns "<algorithm>-<topology>", the stem of the entry's file names.
 func (e *Entry) Name() string { return e.Algorithm + "-" + e.Topology }
 

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/report"
 )
 
@@ -16,17 +18,51 @@ func init() {
 	register("gate", "compare a run with a baseline run and fail on a significant regression (CI gate)", runGate)
 }
 
-const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--json] CURRENT.json"
+const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--fail-inconclusive] [--json] CURRENT.json"
+
+// gateHelp is the rule and the exit codes, printed by `limitbench gate -h` between the synopsis
+// and the flags; gate's package documentation is the full specification.
+const gateHelp = `Compares per-repeat figures (limitbench run --repeat 6 or more, both sides) per algorithm and
+topology: throughput, p99, Redis CPU per decision, bytes per subject, efficiency, and the verdict.
+
+Rule, per figure: the 99% confidence interval of the change (Hodges-Lehmann, from the Mann-Whitney
+U test) against the metric's threshold.
+  regression     the whole interval lies beyond the threshold on the worse side, whatever the
+                 spread; also a verdict that went pass -> fail
+  inconclusive   the interval reaches beyond the threshold and the samples cannot detect a change
+                 of threshold size (detectable change at 80% power above the threshold): the run
+                 cannot rule out a regression; also an inconclusive or tolerated verdict
+  improvement    the whole interval lies beyond the threshold on the better side
+  insignificant  the interval contains 0 (no detectable change)
+  ok             a significant change not certainly beyond the threshold
+Each row shows its detectable change and, when that is above the threshold, the repeats a side
+that would reach it. On one machine a row compares raw figures or per-repeat ratios to the
+reference script measured in the same round, whichever detects smaller changes once the raw
+figures' drift (the reference's own change between the runs) is counted; between machines only
+the ratios.
+
+Exit codes: 0 no regression (inconclusive, improvement, insignificant and ok rows pass);
+1 a regression, or an inconclusive row with --fail-inconclusive; 2 bad input (a missing or invalid
+file, another scenario, fewer than 6 samples a side, different machines without reference samples,
+nothing in common, bad flags).
+`
 
 // runGate implements `limitbench gate`: it reads two result.json files (or results directories
-// holding one), runs report.Gate, writes the Markdown table (or JSON with --json) to stdout, and
-// returns failed when a row is a regression, badInput when an input is missing, invalid, of
-// another scenario or has too few samples. Flags may come before or after CURRENT.json.
+// holding one), runs gate.Compare, writes the Markdown table (or JSON with --json) to stdout, and
+// returns failed when the gate fails (a regression, or an inconclusive row with
+// --fail-inconclusive), badInput when an input is missing, invalid, of another scenario or has too
+// few samples. Flags may come before or after CURRENT.json.
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gate", gateSynopsis, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: limitbench gate %s\n\n%s\nflags:\n", gateSynopsis, gateHelp)
+		fs.PrintDefaults()
+	}
 	baselinePath := fs.String("baseline", "", "baseline result.json, or the results directory holding it (required)")
-	thresholds := fs.String("metric-threshold", report.DefaultGateThresholds().String(),
+	thresholds := fs.String("metric-threshold", gate.DefaultThresholds().String(),
 		"smallest change that counts, per metric: percent of the baseline median for throughput, p99, cpu and memory; absolute points for efficiency; metrics not named keep their defaults")
+	failInconclusive := fs.Bool("fail-inconclusive", false,
+		"fail (exit 1) when a row is inconclusive, that is when the run cannot rule out a regression of threshold size; by default such rows are reported and pass")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a Markdown table")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -40,7 +76,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return badInput(fmt.Errorf("want one CURRENT.json, got %d arguments", len(pos)))
 	}
-	th, err := report.ParseGateThresholds(*thresholds)
+	th, err := gate.ParseThresholds(*thresholds)
 	if err != nil {
 		return badInput(fmt.Errorf("--metric-threshold: %w", err))
 	}
@@ -56,7 +92,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g, err := report.Gate(baseline, current, th)
+	g, err := gate.Compare(baseline, current, gate.Policy{Thresholds: th, FailInconclusive: *failInconclusive})
 	if err != nil {
 		return badInput(nameGateFiles(err, bPath, cPath))
 	}
@@ -68,10 +104,17 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("write gate report: %w", err)
 	}
-	if n := g.Counts.Regressions; n > 0 {
-		return failed(fmt.Errorf("%d regression%s against %s", n, map[bool]string{true: "", false: "s"}[n == 1], bPath))
+	if !g.Failed {
+		return nil
 	}
-	return nil
+	var why []string
+	if n := g.Counts.Regressions; n > 0 {
+		why = append(why, fmt.Sprintf("%d regression%s", n, map[bool]string{true: "", false: "s"}[n == 1]))
+	}
+	if n := g.Counts.Inconclusive; n > 0 && g.Policy.FailInconclusive {
+		why = append(why, fmt.Sprintf("%d inconclusive row%s (--fail-inconclusive)", n, map[bool]string{true: "", false: "s"}[n == 1]))
+	}
+	return failed(fmt.Errorf("%s against %s", strings.Join(why, " and "), bPath))
 }
 
 // resultPath returns p, or p/result.json when p is a directory.
@@ -82,7 +125,7 @@ func resultPath(p string) string {
 	return p
 }
 
-// nameGateFiles rewrites report.Gate's errors so that those about one side name its file.
+// nameGateFiles rewrites gate.Compare's errors so that those about one side name its file.
 func nameGateFiles(err error, baselinePath, currentPath string) error {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -92,13 +135,13 @@ func nameGateFiles(err error, baselinePath, currentPath string) error {
 	}
 	out := make([]error, len(errs))
 	for i, e := range errs {
-		var ie *report.GateInputError
+		var ie *gate.InputError
 		if !errors.As(e, &ie) {
 			out[i] = fmt.Errorf("%s vs %s: %w", baselinePath, currentPath, e)
 			continue
 		}
 		path := baselinePath
-		if ie.Side == report.GateCurrent {
+		if ie.Side == gate.Current {
 			path = currentPath
 		}
 		out[i] = fmt.Errorf("%s (%s): %w", path, ie.Side, trimSide(ie))
@@ -107,7 +150,7 @@ func nameGateFiles(err error, baselinePath, currentPath string) error {
 }
 
 // trimSide returns ie without its side prefix, keeping it in the chain for errors.Is.
-func trimSide(ie *report.GateInputError) error {
+func trimSide(ie *gate.InputError) error {
 	if ie.Algorithm == "" {
 		return ie.Err
 	}

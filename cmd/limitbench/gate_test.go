@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/gate"
 )
 
-// gateFixture returns the path of report/testdata/gate/<name>/result.json.
+// gateFixture returns the path of gate/testdata/<name>/result.json.
 func gateFixture(name string) string {
-	return filepath.Join("..", "..", "report", "testdata", "gate", name, "result.json")
+	return filepath.Join("..", "..", "gate", "testdata", name, "result.json")
 }
 
 func TestGateCommand(t *testing.T) {
@@ -38,11 +38,17 @@ func TestGateCommand(t *testing.T) {
 		{"results directories", []string{"gate", "--baseline", filepath.Dir(base), filepath.Dir(gateFixture("current-same"))}, 0,
 			"no regression", ""},
 		{"25% slower", []string{"gate", "--baseline", base, gateFixture("current-slower")}, 1,
-			"| saturation | gcra | single | throughput (rps) | 9985 | 7988 | -20.0% | [-20.8, -19.1]% | 0.002 | **regression** |", "3 regressions against " + base},
+			"| saturation | gcra | single | throughput (rps) | 9985 | 7988 | -20.0% | [-21.2, -18.8]% | 0.002 | 1.7% | **regression** |", "3 regressions against " + base},
 		{"25% slower under 30% thresholds", []string{"gate", "--baseline", base, "--metric-threshold", "throughput=30%,p99=30%,cpu=30%", gateFixture("current-slower")}, 0,
-			"| -20.0% | [-20.8, -19.1]% | 0.002 | ok (significant but within the threshold) |", ""},
+			"| -20.0% | [-21.2, -18.8]% | 0.002 | 1.7% | ok (significant but within the threshold) |", ""},
+		{"same code, noisy: inconclusive passes by default", []string{"gate", "--baseline", gateFixture("baseline-noisy"), gateFixture("current-noisy-same")}, 0,
+			"**limitbench gate: INCONCLUSIVE in scenario saturation: cannot rule out a regression in gcra/single throughput", ""},
+		{"same code, noisy, --fail-inconclusive", []string{"gate", "--fail-inconclusive", "--baseline", gateFixture("baseline-noisy"), gateFixture("current-noisy-same")}, 1,
+			"**inconclusive** (cannot rule out a regression of 10%", "3 inconclusive rows (--fail-inconclusive) against " + gateFixture("baseline-noisy")},
+		{"4x slower, noisy: a regression whatever the spread", []string{"gate", "--baseline", gateFixture("baseline-noisy"), gateFixture("current-noisy-4x")}, 1,
+			"| saturation | gcra | single | cpu (µs/decision) | 24.5 | 98.0 | +300.0% | [+210.2, +408.2]% | 0.002 | 256.7% (10% needs 1962 repeats) | **regression** |", "3 regressions against"},
 		{"pass to fail", []string{"gate", "--baseline", base, gateFixture("current-failed")}, 1,
-			"| saturation | gcra | single | verdict | pass | fail | — | — | — | **regression** (pass → fail) |", "1 regression against"},
+			"| saturation | gcra | single | verdict | pass | fail | — | — | — | — | **regression** (pass → fail) |", "1 regression against"},
 		{"5 samples", []string{"gate", "--baseline", base, gateFixture("current-5")}, 2,
 			"", gateFixture("current-5") + " (current): gcra on single: too few samples: 5, the gate needs at least 6 a side"},
 		{"5 samples in the baseline", []string{"gate", "--baseline", gateFixture("current-5"), base}, 2,
@@ -87,15 +93,16 @@ func TestGateCommandJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit code %d; want 1\n%s", code, stderr.String())
 	}
-	var g report.GateReport
+	var g gate.Report
 	if err := json.Unmarshal(stdout.Bytes(), &g); err != nil {
 		t.Fatalf("stdout is not a GateReport: %v\n%s", err, stdout.String())
 	}
-	if g.Counts.Regressions != 3 || g.Figures != report.FiguresRaw || !g.SameMachine || !strings.HasPrefix(g.Summary, "limitbench gate: REGRESSION") {
-		t.Errorf("JSON report = counts %+v, figures %q, same machine %v, summary %q; want 3 regressions on raw figures, same machine",
-			g.Counts, g.Figures, g.SameMachine, g.Summary)
+	if g.Counts.Regressions != 3 || !g.Failed || !g.SameMachine || !strings.HasPrefix(g.Summary, "limitbench gate: REGRESSION") {
+		t.Errorf("JSON report = counts %+v, failed %v, same machine %v, summary %q; want 3 regressions that fail, same machine",
+			g.Counts, g.Failed, g.SameMachine, g.Summary)
 	}
-	if len(g.Rows) != 12 || g.Rows[0].Metric != report.MetricThroughput || g.Rows[0].Verdict != report.GateRegression || !(g.Rows[0].P < 0.05) {
-		t.Errorf("rows = %+v; want 12, the first a throughput regression with p < 0.05", g.Rows)
+	if len(g.Rows) != 12 || g.Rows[0].Metric != gate.MetricThroughput || g.Rows[0].Verdict != gate.Regression || !(g.Rows[0].P < 0.05) ||
+		g.Rows[0].Figures != gate.FiguresRaw || !(g.Rows[0].MDE > 0 && g.Rows[0].MDE < g.Rows[0].Threshold) || g.Rows[0].RepeatsNeeded != gate.MinSamples {
+		t.Errorf("rows = %+v; want 12, the first a throughput regression of raw figures with p < 0.05, an MDE under its threshold and 6 repeats needed", g.Rows)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -130,7 +131,7 @@ func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
 	completed := e.Allowed + e.Denied
 	switch m {
 	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
-		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (report.Latency{}) {
+		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (load.Latency{}) {
 			return 0, "no decision completed, so there is no latency to compare"
 		}
 		switch m {
