@@ -294,7 +294,9 @@ type redisRatePeer struct {
 	limit  redis_rate.Limit
 }
 
-func (r redisRatePeer) key(req algorithms.Request) string { return r.prefix + "rr:{" + req.Subject + "}" }
+func (r redisRatePeer) key(req algorithms.Request) string {
+	return r.prefix + "rr:{" + req.Subject + "}"
+}
 
 // Keys implements algorithms.Limiter: redis_rate puts "rate:" in front of the key it is given.
 func (r redisRatePeer) Keys(req algorithms.Request) []string { return []string{"rate:" + r.key(req)} }
