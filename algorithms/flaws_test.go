@@ -229,3 +229,42 @@ func TestFixedWindowDenials(t *testing.T) {
 		t.Errorf("next window: %+v, want allowed with 2 remaining", d)
 	}
 }
+
+// TestSlidingLogList: the list never holds more than L entries, a request of cost n is decided by
+// the entry at index L − n, and a cost above 4096 (more than one LPUSH can take through unpack) is
+// pushed in full.
+func TestSlidingLogList(t *testing.T) {
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		lim := prepare(t, env, lookup(t, "sliding-log"), Limit{Limit: 3, Window: time.Second})
+		key := lim.Keys(at("l", base))[0]
+		for i := range 10 {
+			// One admission every 400 ms: at most three in any second.
+			now := base.Add(time.Duration(i) * 400 * time.Millisecond)
+			if d := decide(t, c, lim, at("l", now)); !d.Allowed {
+				t.Fatalf("request %d at +%s: denied", i+1, now.Sub(base))
+			}
+			if n := c.LLen(ctx, key).Val(); n > 3 {
+				t.Errorf("request %d: %d entries, want at most 3", i+1, n)
+			}
+		}
+		big := prepare(t, env, lookup(t, "sliding-log"), Limit{Limit: 10_000, Window: time.Second})
+		req := at("big", base)
+		req.Cost = 9_000
+		if d := decide(t, c, big, req); !d.Allowed || d.Remaining != 1_000 {
+			t.Fatalf("cost 9000 of 10000: %+v, want allowed with 1000 remaining", d)
+		}
+		if n := c.LLen(ctx, big.Keys(req)[0]).Val(); n != 9_000 {
+			t.Errorf("cost 9000: %d entries, want 9000", n)
+		}
+		req.Cost = 1_001
+		if d := decide(t, c, big, req); d.Allowed || d.RetryAfter != time.Second {
+			t.Errorf("cost 1001 with 1000 left: %+v, want denied with retry-after 1s", d)
+		}
+		req.Cost = 1_000
+		if d := decide(t, c, big, req); !d.Allowed || d.Remaining != 0 {
+			t.Errorf("cost 1000 with 1000 left: %+v, want allowed with 0 remaining", d)
+		}
+	})
+}

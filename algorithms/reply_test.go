@@ -163,3 +163,28 @@ func TestFixedWindowReplies(t *testing.T) {
 	}
 	checkReplies(t, cases, f.decode)
 }
+
+// TestSlidingLogReplies decodes replies of scripts/sliding_log.lua at L = 5 per second: t0 is
+// 1700000000250000 µs.
+func TestSlidingLogReplies(t *testing.T) {
+	s := &slidingLogLimiter{limit: 5, windowUs: 1_000_000}
+	cases := []replyCase{
+		{name: "first", raw: "1 1 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 5 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "pushed past L before the trim", raw: "1 6 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 3", raw: "1 3 1700000000 250000", cost: 3, want: server(true, 2, 0)},
+		{name: "denied by an entry 200 ms old", raw: "0 1700000000050000 1700000000 250000", cost: 1, want: server(false, 0, 800*time.Millisecond)},
+		{name: "denied by an entry of this µs", raw: "0 1700000000250000 1700000000 250000", cost: 2, want: server(false, 0, time.Second)},
+		{name: "denied by an entry ahead (clock stepped back)", raw: "0 1700000000300000 1700000000 250000", cost: 1, want: server(false, 0, 1050*time.Millisecond)},
+		{name: "denied, cost above the limit", raw: "0 0 1700000000 250000", cost: 6, want: server(false, 0, 0)},
+		{name: "denied by an entry that had left", raw: "0 1699999999250000 1700000000 250000", cost: 1, bad: true},
+		{name: "denied with 0 for a cost that fits", raw: "0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted below its cost", raw: "1 1 1700000000 250000", cost: 2, bad: true},
+		{name: "admitted past L + cost", raw: "1 7 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted with cost above the limit", raw: "1 6 1700000000 250000", cost: 6, bad: true},
+		{name: "allowed 2", raw: "2 1 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 1 0 0", cost: 1, bad: true},
+		{name: "table", raw: "1 4 0 1700000000250000 1", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, s.decode)
+}
