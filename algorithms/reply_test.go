@@ -188,3 +188,28 @@ func TestSlidingLogReplies(t *testing.T) {
 	}
 	checkReplies(t, cases, s.decode)
 }
+
+// TestResourceConsumerReplies decodes replies of scripts/resource_consumer.lua at Lr = 5, Lc = 3
+// per second: t0 is 1700000000250000 µs.
+func TestResourceConsumerReplies(t *testing.T) {
+	r := &twoListLimiter{rlimit: 5, climit: 3, windowUs: 1_000_000}
+	cases := []replyCase{
+		{name: "first", raw: "1 1 1 1700000000 250000", cost: 1, want: server(true, 2, 0)},
+		{name: "the consumer's third", raw: "1 4 3 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "the resource tighter", raw: "1 4 1 1700000000 250000", cost: 1, want: server(true, 1, 0)},
+		{name: "pushed past both before the trims", raw: "1 6 4 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 2 2 1700000000 250000", cost: 2, want: server(true, 1, 0)},
+		{name: "denied by the resource", raw: "0 1700000000050000 0 1700000000 250000", cost: 1, want: server(false, 0, 800*time.Millisecond)},
+		{name: "denied by the consumer", raw: "0 0 1700000000150000 1700000000 250000", cost: 1, want: server(false, 0, 900*time.Millisecond)},
+		{name: "denied by both: the later leaves last", raw: "0 1700000000150000 1700000000050000 1700000000 250000", cost: 1, want: server(false, 0, 900*time.Millisecond)},
+		{name: "denied, cost above the consumer limit", raw: "0 0 0 1700000000 250000", cost: 4, want: server(false, 0, 0)},
+		{name: "denied by nothing", raw: "0 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "denied by an entry that had left", raw: "0 1699999999250000 0 1700000000 250000", cost: 1, bad: true},
+		{name: "one of two entries had left", raw: "0 1700000000150000 1699999999000000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted past the consumer's limit + cost", raw: "1 1 5 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted below its cost", raw: "1 1 1 1700000000 250000", cost: 2, bad: true},
+		{name: "admitted with a cost above a limit", raw: "1 4 4 1700000000 250000", cost: 4, bad: true},
+		{name: "four fields", raw: "1 1 1700000000 250000", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, r.decode)
+}
