@@ -8,9 +8,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One hash per
+// TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One key per
 // subject holds the tokens, as exact integers in units of 1/U permit, and the server time in µs
-// they were counted at; Limit permits refill per Window up to Capacity(). Nothing is written on a
+// they were counted at (one string "<tokens> <ts>", read with GET and written with SET … PXAT; the
+// type keeps the name it had when the state was a hash); Limit permits refill per Window up to Capacity(). Nothing is written on a
 // denial; the key expires when the bucket would be full. Cost > 1 is supported.
 type TokenBucketHash struct{}
 
@@ -26,7 +27,7 @@ func (TokenBucketHash) Describe() Description {
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
-		Corrected: "one hash instead of two keys; server TIME in µs instead of the client's whole seconds; " +
+		Corrected: "one key instead of two, written with its expiry in one SET; server TIME in µs instead of the client's whole seconds; " +
 			"stored time never goes back; exact integer tokens; nothing written on denial; TTL = time to refill",
 		Cost: true,
 	}
