@@ -223,6 +223,14 @@ return '1 ' .. n .. ' ' .. t[1] .. ' ' .. t[2]`, "fixed-window", true},
 redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
 return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, "gcra", true},
+	{"floor-token-bucket", `local t = redis.call('TIME')
+redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
+return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, "token-bucket", true},
+	{"floor-sliding-counter", `local t = redis.call('TIME')
+redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+redis.call('HSET', KEYS[1], 'w', t[1], 'c', t[2], 'p', t[2])
+return {1, 1, 0, 1}`, "sliding-counter", true},
 	{"floor-sliding-log", `local t = redis.call('TIME')
 redis.call('LINDEX', KEYS[1], '99')
 local n = redis.call('LPUSH', KEYS[1], t[2])
