@@ -230,8 +230,8 @@ func TestFixedWindowDenials(t *testing.T) {
 	}
 }
 
-// TestSlidingLogList: the list never holds more than L entries, a request of cost n is decided by
-// the entry at index L − n, and a cost above 4096 (more than one LPUSH can take through unpack) is
+// TestSlidingLogList: the list never holds more than L entries, an entry is the exact time in µs,
+// a request of cost n is decided by the entry at index L − n, and a cost above 4096 (more than one LPUSH can take through unpack) is
 // pushed in full.
 func TestSlidingLogList(t *testing.T) {
 	topologies(t, func(t *testing.T, env *redistest.Env) {
@@ -247,6 +247,17 @@ func TestSlidingLogList(t *testing.T) {
 			}
 			if n := c.LLen(ctx, key).Val(); n > 3 {
 				t.Errorf("request %d: %d entries, want at most 3", i+1, n)
+			}
+		}
+		// Entries are TIME's seconds and its µs padded to six digits: a µs part with leading zeros.
+		for _, us := range []int64{0, 7, 42_000, 999_999} {
+			now := time.UnixMicro(1_700_000_100_000_000 + us)
+			req := at(fmt.Sprint("pad", us), now)
+			if d := decide(t, c, lim, req); !d.Allowed {
+				t.Fatalf("at %d µs: denied", now.UnixMicro())
+			}
+			if got, want := c.LIndex(ctx, lim.Keys(req)[0], 0).Val(), fmt.Sprint(now.UnixMicro()); got != want {
+				t.Errorf("entry %q, want %q", got, want)
 			}
 		}
 		big := prepare(t, env, lookup(t, "sliding-log"), Limit{Limit: 10_000, Window: time.Second})
