@@ -103,11 +103,12 @@ type twoListLimiter struct {
 	windowUs       int64
 }
 
-// Keys implements Limiter: the resource's list and this consumer's list, with the subject as hash
-// tag.
+// Keys implements Limiter: the resource's list ("rc:{subject}:r") and this consumer's list
+// ("rc:{subject}:c:" + Request.Client), with the subject as hash tag. The names are short because
+// Redis keeps them in memory once per key, per consumer.
 func (r *twoListLimiter) Keys(req Request) []string {
-	base := subjectKey(r.prefix, "resource-consumer", req.Subject)
-	return []string{base + ":resource", base + ":consumer:" + req.Client}
+	base := subjectKey(r.prefix, "rc", req.Subject)
+	return []string{base + ":r", base + ":c:" + req.Client}
 }
 
 // Do implements Limiter.
