@@ -1,7 +1,9 @@
 package algorithms
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -118,26 +120,51 @@ func TestGCRAReplies(t *testing.T) {
 	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return g.decode(raw, cost*g.interval) })
 }
 
+// tbState is a state of scripts/token_bucket.lua as the script packs it: struct.pack('<dd',
+// tokens, ts).
+func tbState(tokens, ts float64) string {
+	b := binary.LittleEndian.AppendUint64(nil, math.Float64bits(tokens))
+	return string(binary.LittleEndian.AppendUint64(b, math.Float64bits(ts)))
+}
+
 // TestTokenBucketReplies decodes replies of scripts/token_bucket.lua at 10 permits per second,
 // C = 5: U = 100,000 units per permit, R = 1 unit per µs, C·U = 500,000.
 func TestTokenBucketReplies(t *testing.T) {
 	tb := &tokenBucketLimiter{unit: 100_000, rate: 1, capacity: 500_000}
+	const at = "1700000000 250000 "
+	t0f := float64(t0)
 	cases := []replyCase{
-		{name: "first of a fresh subject", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
-		{name: "the fifth", raw: "1 0 1700000000250000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "clock stepped back", raw: "1 150000 1700000000300000 1700000000 250000", cost: 1, want: server(true, 1, 0)},
-		{name: "denied, empty", raw: "0 0 1700000000250000 1700000000 250000", cost: 1, want: server(false, 0, 100*time.Millisecond)},
-		{name: "denied, refilled since", raw: "0 20000 1700000000200000 1700000000 250000", cost: 2, want: server(false, 0, 130*time.Millisecond)},
-		{name: "denied, cost above capacity", raw: "0 500000 0 1700000000 250000", cost: 6, want: server(false, 5, 0)},
-		{name: "denied, stored state in the future", raw: "0 50000 1700000000300000 1700000000 250000", cost: 1, want: server(false, 0, 50*time.Millisecond)},
-		{name: "denied with enough", raw: "0 100000 1700000000250000 1700000000 250000", cost: 1, bad: true},
-		{name: "denied, refilled enough", raw: "0 0 1700000000100000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted with old state", raw: "1 400000 1700000000200000 1700000000 250000", cost: 1, bad: true},
-		{name: "over capacity", raw: "1 600000 1700000000250000 1700000000 250000", cost: 1, bad: true},
-		{name: "four fields", raw: "1 400000 1700000000 250000", cost: 1, bad: true},
-		{name: "no time", raw: "1 400000 1700000000250000 0 0", cost: 1, bad: true},
+		{name: "first of a fresh subject", raw: "1 " + at + tbState(400_000, t0f), cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 " + at + tbState(0, t0f), cost: 1, want: server(true, 0, 0)},
+		{name: "clock stepped back", raw: "1 " + at + tbState(150_000, t0f+50_000), cost: 1, want: server(true, 1, 0)},
+		{name: "denied, empty", raw: "0 " + at + tbState(0, t0f), cost: 1, want: server(false, 0, 100*time.Millisecond)},
+		{name: "denied, refilled since", raw: "0 " + at + tbState(20_000, t0f-50_000), cost: 2, want: server(false, 0, 130*time.Millisecond)},
+		{name: "denied, cost above capacity, no state", raw: "0 " + at, cost: 6, want: server(false, 5, 0)},
+		{name: "denied, stored state in the future", raw: "0 " + at + tbState(50_000, t0f+50_000), cost: 1, want: server(false, 0, 50*time.Millisecond)},
+		{name: "state with a space byte", raw: "1 " + at + tbState(255_000, t0f), cost: 1, want: server(true, 2, 0)}, // 255000.0 packs a 0x20 byte
+		{name: "denied with enough", raw: "0 " + at + tbState(100_000, t0f), cost: 1, bad: true},
+		{name: "denied, refilled enough", raw: "0 " + at + tbState(0, t0f-150_000), cost: 1, bad: true},
+		{name: "denied without a state for a cost that fits", raw: "0 " + at, cost: 1, bad: true},
+		{name: "admitted with old state", raw: "1 " + at + tbState(400_000, t0f-50_000), cost: 1, bad: true},
+		{name: "admitted without a state", raw: "1 " + at, cost: 1, bad: true},
+		{name: "over capacity", raw: "1 " + at + tbState(600_000, t0f), cost: 1, bad: true},
+		{name: "negative tokens", raw: "1 " + at + tbState(-1, t0f), cost: 1, bad: true},
+		{name: "fractional tokens", raw: "1 " + at + tbState(0.5, t0f), cost: 1, bad: true},
+		{name: "NaN tokens", raw: "1 " + at + tbState(math.NaN(), t0f), cost: 1, bad: true},
+		{name: "time past 2^53", raw: "1 " + at + tbState(0, 1<<54), cost: 1, bad: true},
+		{name: "state of 15 bytes", raw: "1 " + at + tbState(0, t0f)[:15], cost: 1, bad: true},
+		{name: "state of 17 bytes", raw: "1 " + at + tbState(0, t0f) + "x", cost: 1, bad: true},
+		{name: "the decimal state of the earlier script", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 0 0 " + tbState(0, t0f), cost: 1, bad: true},
+		{name: "two fields", raw: "1 1700000000", cost: 1, bad: true},
+		{name: "not a string", raw: "", cost: 1, bad: true},
 	}
-	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return tb.decode(raw, cost*tb.unit) })
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		if raw == "" {
+			raw = []any{int64(1)}
+		}
+		return tb.decode(raw, cost*tb.unit)
+	})
 }
 
 // TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second: t0 is in

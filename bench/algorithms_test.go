@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +60,11 @@ const (
 //   - allowed/call: the share of the algorithm's calls that were allowed. The subjects are many
 //     enough that it is about 1: the algorithms take their admitting path, as the reference (which
 //     admits everything) always does, and all see the same subjects in the same order;
-//   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits.
+//   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits;
+//   - server-Ir/call and x-peer-Ir, only when redis-server runs under callgrind (callgrindEnv):
+//     the instructions redis-server executed inside EVALSHA per call, and their ratio to the
+//     cheapest peer's, the median over the paired rounds: the same comparison as x-peer, free
+//     of the machine's other load.
 //
 // One round is benchRoundCalls calls of each participant of the sub-benchmark (the reference, the
 // algorithm, and the peers of its family), one participant after the other in an order that
@@ -75,6 +82,10 @@ func BenchmarkAlgorithms(b *testing.B) {
 	env := redistest.Single(b)
 	ctx := context.Background()
 	c := env.Target.Client
+	cg, err := newCallgrind(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
 	type benchCase struct {
 		name    string
 		prepare func(prefix string) (algorithms.Limiter, error)
@@ -126,6 +137,7 @@ func BenchmarkAlgorithms(b *testing.B) {
 			}
 			var (
 				perCall        = make([][]float64, len(parts)) // server µs per call, per participant and round
+				irPerCall      = make([][]float64, len(parts)) // server instructions per call (callgrind)
 				wall           time.Duration
 				round, allowed int
 			)
@@ -134,14 +146,15 @@ func BenchmarkAlgorithms(b *testing.B) {
 					first := round * benchRoundCalls
 					for k := range parts {
 						j := (k + round) % len(parts)
-						u, w, n, err := measureBatch(ctx, c, parts[j], first)
+						m, err := measureBatch(ctx, c, cg, parts[j], first)
 						if err != nil {
 							b.Fatalf("%s: %v", participantName(bc.name, bc.peers, j), err)
 						}
-						perCall[j] = append(perCall[j], u/benchRoundCalls)
+						perCall[j] = append(perCall[j], m.usec/benchRoundCalls)
+						irPerCall[j] = append(irPerCall[j], m.ir/benchRoundCalls)
 						if j == 0 {
-							wall += w
-							allowed += n
+							wall += m.wall
+							allowed += m.allowed
 						}
 					}
 					round++
@@ -164,6 +177,14 @@ func BenchmarkAlgorithms(b *testing.B) {
 					b.Logf("x-peer %s = %.2f against %s (median of %d paired rounds; %.2f against the reference)",
 						bc.name, r, bc.peers[cheapest-2].name, round, median(slices.Clone(ratios(perCall[0], perCall[1]))))
 				}
+				if r, ok := pairedRatio(irPerCall[0], irPerCall[cheapest]); ok && cg != nil {
+					b.ReportMetric(r, "x-peer-Ir")
+					b.Logf("x-peer-Ir %s = %.3f against %s by redis-server instructions (median of %d paired rounds)",
+						bc.name, r, bc.peers[cheapest-2].name, round)
+				}
+			}
+			if cg != nil {
+				b.ReportMetric(median(slices.Clone(irPerCall[0])), "server-Ir/call")
 			}
 			b.ReportMetric(float64(wall.Microseconds())/float64(round*benchRoundCalls), "client-µs/call")
 			b.ReportMetric(float64(allowed)/float64(round*benchRoundCalls), "allowed/call")
@@ -503,28 +524,125 @@ func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Re
 	}
 }
 
-// measureBatch resets INFO commandstats, sends benchRoundCalls requests to lim one at a time
-// (subjects first, first+1, … modulo benchSubjects) and returns the Redis usec they took
-// (serverMicros), their wall time on the client and how many were allowed.
-func measureBatch(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, first int) (float64, time.Duration, int, error) {
+// batch is what measureBatch measured of benchRoundCalls calls.
+type batch struct {
+	usec    float64       // Redis usec (serverMicros)
+	ir      float64       // redis-server instructions (callgrind), 0 without it
+	wall    time.Duration // on the client
+	allowed int
+}
+
+// measureBatch resets INFO commandstats (and the callgrind counters, when cg is not nil), sends
+// benchRoundCalls requests to lim one at a time (subjects first, first+1, … modulo benchSubjects)
+// and returns what they cost the server and the client, and how many were allowed.
+func measureBatch(ctx context.Context, c redis.UniversalClient, cg *callgrind, lim algorithms.Limiter, first int) (batch, error) {
+	var b batch
 	if err := c.ConfigResetStat(ctx).Err(); err != nil {
-		return 0, 0, 0, err
+		return b, err
 	}
-	allowed := 0
+	if err := cg.zero(); err != nil {
+		return b, err
+	}
 	start := time.Now()
 	for i := first; i < first+benchRoundCalls; i++ {
 		req := algorithms.Request{Subject: "s" + strconv.Itoa(i%benchSubjects), Client: "c1", Cost: 1, ClientTime: time.Now()}
 		d, err := lim.Do(ctx, c, req)()
 		if err != nil {
-			return 0, 0, 0, err
+			return b, err
 		}
 		if d.Allowed {
-			allowed++
+			b.allowed++
 		}
 	}
-	wall := time.Since(start)
-	usec, err := serverMicros(ctx, c)
-	return usec, wall, allowed, err
+	b.wall = time.Since(start)
+	var err error
+	if b.ir, err = cg.instructions(); err != nil {
+		return b, err
+	}
+	b.usec, err = serverMicros(ctx, c)
+	return b, err
+}
+
+// callgrindEnv names the environment variable that turns on instruction counts in
+// BenchmarkAlgorithms: the --callgrind-out-file prefix of a redis-server that runs under
+// valgrind's callgrind, collecting only inside EVALSHA and EVAL, the commands whose usec
+// commandstats reports for scripts. A redis-server on PATH that wraps the real one does it:
+//
+//	#!/bin/sh
+//	exec valgrind --tool=callgrind --toggle-collect=evalShaCommand --toggle-collect=evalCommand \
+//	  --callgrind-out-file=/tmp/lb-callgrind.%p /usr/bin/redis-server "$@"
+//
+// with LIMITBENCH_CALLGRIND=/tmp/lb-callgrind. Instruction counts do not depend on the machine's
+// other load, so server-Ir/call and x-peer-Ir are a deterministic cross-check of server-µs/call
+// and x-peer (for scripted designs only: plain commands are not collected).
+const callgrindEnv = "LIMITBENCH_CALLGRIND"
+
+// callgrind reads the instruction counts of a redis-server running under callgrind; a nil
+// *callgrind does nothing and reads 0.
+type callgrind struct {
+	pid    string
+	prefix string // --callgrind-out-file without ".<pid>"
+}
+
+// newCallgrind returns the callgrind of c's server when callgrindEnv is set, else nil.
+func newCallgrind(ctx context.Context, c redis.UniversalClient) (*callgrind, error) {
+	prefix := os.Getenv(callgrindEnv)
+	if prefix == "" {
+		return nil, nil
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(info) {
+		if pid, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return &callgrind{pid: pid, prefix: prefix}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: INFO server has no process_id", callgrindEnv)
+}
+
+// zero resets the counters (callgrind_control -z).
+func (g *callgrind) zero() error {
+	if g == nil {
+		return nil
+	}
+	if out, err := exec.Command("callgrind_control", "-z", g.pid).CombinedOutput(); err != nil {
+		return fmt.Errorf("callgrind_control -z %s: %v: %s", g.pid, err, out)
+	}
+	return nil
+}
+
+// instructions dumps the counters (callgrind_control -d) and returns the total of the dump it
+// wrote, the instructions since the last zero.
+func (g *callgrind) instructions() (float64, error) {
+	if g == nil {
+		return 0, nil
+	}
+	before, _ := filepath.Glob(g.prefix + "." + g.pid + ".*")
+	if out, err := exec.Command("callgrind_control", "-d", g.pid).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("callgrind_control -d %s: %v: %s", g.pid, err, out)
+	}
+	after, _ := filepath.Glob(g.prefix + "." + g.pid + ".*")
+	for _, f := range after {
+		if slices.Contains(before, f) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		_ = os.Remove(f)
+		for line := range strings.Lines(string(b)) {
+			for _, p := range []string{"totals: ", "summary: "} {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), p); ok {
+					return strconv.ParseFloat(v, 64)
+				}
+			}
+		}
+		return 0, fmt.Errorf("callgrind dump %s: no totals", f)
+	}
+	return 0, fmt.Errorf("callgrind_control -d %s wrote no new %s.%s.* file", g.pid, g.prefix, g.pid)
 }
 
 // median returns the median of v (the mean of the middle two for an even count); v is sorted in
