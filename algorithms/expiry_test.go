@@ -234,7 +234,7 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 // before the bucket is full again (ts + ⌈(C·U − tokens)/R⌉), and the expiry was set again in
 // several quanta.
 func TestTokenBucketExpiryQuantum(t *testing.T) {
-	l := Limit{Limit: 10, Window: 80 * time.Millisecond} // Tfull 80 ms, Q 10 ms
+	l := Limit{Limit: 10, Window: 80 * time.Millisecond} // Tfull 80 ms, Q 20 ms
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client

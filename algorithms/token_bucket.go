@@ -30,7 +30,7 @@ func (TokenBucketHash) Describe() Description {
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
 		Corrected: "one key instead of two, written with its expiry in one SET; server TIME in µs instead of the client's whole seconds; " +
-			"stored time never goes back; exact integer tokens; nothing written on denial; TTL = time to refill",
+			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (at most 5/4 of the refill time)",
 		Cost: true,
 	}
 }
@@ -65,7 +65,7 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 }
 
 // expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
-// rate units per µs: an eighth of Tfull = ⌈capacity/rate⌉ µs (the time an empty bucket takes to
+// rate units per µs: a quarter of Tfull = ⌈capacity/rate⌉ µs (the time an empty bucket takes to
 // refill), rounded up, and at least 1000 µs. The script sets a key's expiry once per quantum of
 // its state's time, so a key lives at most Tfull + Q after its last admission.
 func expiryQuantum(capacity, rate int64) int64 {

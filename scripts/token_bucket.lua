@@ -27,12 +27,12 @@
 -- until the bucket is full again, F = ts + ⌈(C·U − tokens)/R⌉ µs, which is at most ts + Tfull,
 -- Tfull = ⌈C·U/R⌉ (the time an empty bucket takes to refill). Setting an expiry costs as much as a
 -- command of its own (SET's expiry replaces the key's entry in the expiry table), so the expiry is
--- set once per quantum Q of ts (Q = ARGV[4], an eighth of Tfull, at least 1 ms), to
+-- set once per quantum Q of ts (Q = ARGV[4], a quarter of Tfull, at least 1 ms), to
 -- X = (⌊ts/Q⌋ + 1)·Q + Tfull > ts + Tfull >= F, and every other write of the same quantum keeps it
 -- (SET … KEEPTTL): the first write of a quantum, the only one that sets X, comes from a state of
 -- an earlier quantum (or none), and every write of the quantum stores a ts in it, so the key's
 -- expiry is always the X of the quantum of the ts it holds. A key then lives at most Q + Tfull
--- (9/8 of Tfull) after its last admission, instead of Tfull, and an admission sets the expiry
+-- (5/4 of Tfull) after its last admission, instead of Tfull, and an admission sets the expiry
 -- about once per Q instead of every time. X is an absolute time taken from the same TIME as the
 -- decision: PXAT ⌈X/1000⌉. A relative PX would count from Redis's own clock reading, and since
 -- Redis 7.2 that is a snapshot taken when the script started, before its TIME call (a few µs, more
