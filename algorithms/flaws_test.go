@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,42 +154,87 @@ func TestServerClockIgnoresSkew(t *testing.T) {
 	}
 }
 
-// TestFixedWindowHash: the fixed-window hash keeps one field, expires with its window, and a
-// clock that steps back into an earlier window is denied.
-func TestFixedWindowHash(t *testing.T) {
+// TestFixedWindowKeys: each window counts in a key of its own, named by the window, that expires
+// with it (fixed times: the time left in the window plus a minute); a clock that steps back into
+// an earlier window counts in that window's key again.
+func TestFixedWindowKeys(t *testing.T) {
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client
 		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
-		key := lim.Keys(at("h", base))[0]
+		var keys []string
 		for w := range 3 {
-			if d := decide(t, c, lim, at("h", base.Add(time.Duration(w)*time.Second))); !d.Allowed {
-				t.Fatalf("window %d: denied", w)
+			now := base.Add(time.Duration(w) * time.Second)
+			if d := decide(t, c, lim, at("h", now)); !d.Allowed || d.Remaining != 2 {
+				t.Fatalf("window %d: %+v, want allowed with 2 remaining", w, d)
 			}
-			if n := c.HLen(ctx, key).Val(); n != 1 {
-				t.Errorf("window %d: %d fields, want 1", w, n)
+			key := lim.Keys(at("h", now))[0]
+			if want := fmt.Sprintf("%sfw:{h}:%s", env.Prefix, strconv.FormatInt(now.Unix(), 36)); key != want {
+				t.Errorf("window %d: key %q, want %q", w, key, want)
 			}
+			if got := c.Get(ctx, key).Val(); got != "1" {
+				t.Errorf("window %d: counter %q, want \"1\"", w, got)
+			}
+			if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute || ttl > time.Minute+time.Second {
+				t.Errorf("window %d: PTTL %s, want in (1m, 1m1s]", w, ttl)
+			}
+			keys = append(keys, key)
 		}
-		// Fixed times: the time left in the window (at most 1 s) plus a minute.
-		if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute || ttl > time.Minute+time.Second {
-			t.Errorf("PTTL %s, want in (1m, 1m1s]", ttl)
+		if len(slices.Compact(slices.Clone(keys))) != 3 {
+			t.Errorf("keys %q, want one per window", keys)
 		}
 		back := base.Add(time.Second)
-		d := decide(t, c, lim, at("h", back))
-		if d.Allowed {
-			t.Fatalf("a clock stepped back one window was admitted")
+		if d := decide(t, c, lim, at("h", back)); !d.Allowed || d.Remaining != 1 {
+			t.Errorf("a clock stepped back one window: %+v, want allowed with 1 remaining (its window's second)", d)
 		}
-		if want := base.Add(2 * time.Second).Truncate(time.Second).Sub(back); d.RetryAfter != want {
-			t.Errorf("retry-after %s, want %s (until the later window)", d.RetryAfter, want)
+	})
+}
+
+// TestFixedWindowMissedWindow: a request sent for a window the server's clock is not in (here the
+// limiter believes the server an hour ahead) writes nothing; on a client it is sent again for the
+// window the server reported and decided there, in a pipeline it is denied with retry-after 0, and
+// either way the limiter learns the server's offset, so the next request hits its window.
+func TestFixedWindowMissedWindow(t *testing.T) {
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second}).(*fixedWindowLimiter)
+		ahead := time.Hour.Microseconds()
+		lim.offset.Store(ahead)
+		req := Request{Subject: "m", Cost: 1}
+		wrong := lim.Keys(req)[0]
+		if d := decide(t, c, lim, req); !d.Allowed || d.Remaining != 2 {
+			t.Fatalf("on a client: %+v, want allowed with 2 remaining", d)
 		}
-		if n := c.HLen(ctx, key).Val(); n != 1 {
-			t.Errorf("after the step back: %d fields, want 1", n)
+		if n := c.Exists(ctx, wrong).Val(); n != 0 {
+			t.Errorf("the missed window's key %s exists", wrong)
+		}
+		if off := lim.offset.Load(); off > time.Second.Microseconds() || off < -time.Second.Microseconds() {
+			t.Errorf("offset %d µs after a reply, want about 0", off)
+		}
+		lim.offset.Store(ahead)
+		p := c.Pipeline()
+		pend := lim.Do(ctx, p, req)
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d, err := pend()
+		if err != nil || d.Allowed || d.RetryAfter != 0 || d.TimeMicros == 0 {
+			t.Errorf("in a pipeline: %+v, %v; want a denial with retry-after 0 and the server's time", d, err)
+		}
+		p = c.Pipeline()
+		pend = lim.Do(ctx, p, req)
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := pend(); err != nil || !d.Allowed {
+			t.Errorf("in a pipeline after the offset was learnt: %+v, %v; want allowed", d, err)
 		}
 	})
 }
 
 // TestFixedWindowDenials: a denial of cost 1 finds the window full and leaves its increment in the
-// hash (one HINCRBY per call), a larger denied cost takes its increment back; either way the
+// counter (one INCRBY per call), a larger denied cost takes its increment back; either way the
 // decisions and the remaining permits are those of a count that stops at the limit.
 func TestFixedWindowDenials(t *testing.T) {
 	env := redistest.Single(t)
@@ -196,12 +242,11 @@ func TestFixedWindowDenials(t *testing.T) {
 	c := env.Target.Client
 	lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
 	key := lim.Keys(at("d", base))[0]
-	field := fmt.Sprint(base.UnixMicro() / 1_000_000)
 	steps := []struct {
 		cost      int64
 		allowed   bool
 		remaining int64
-		stored    string // the window's field afterwards
+		stored    string // the window's counter afterwards
 	}{
 		{1, true, 2, "1"},
 		{3, false, 2, "1"}, // 1 + 3 > 3: taken back, 2 still fit
@@ -221,8 +266,8 @@ func TestFixedWindowDenials(t *testing.T) {
 		if !d.Allowed && d.RetryAfter != base.Truncate(time.Second).Add(time.Second).Sub(req.FixedTime) {
 			t.Errorf("step %d: retry-after %s, want the end of the window", i+1, d.RetryAfter)
 		}
-		if got := c.HGet(ctx, key, field).Val(); got != s.stored {
-			t.Errorf("step %d: field %s = %q, want %q", i+1, field, got, s.stored)
+		if got := c.Get(ctx, key).Val(); got != s.stored {
+			t.Errorf("step %d: counter %s = %q, want %q", i+1, key, got, s.stored)
 		}
 	}
 	if d := decide(t, c, lim, at("d", base.Truncate(time.Second).Add(time.Second))); !d.Allowed || d.Remaining != 2 {

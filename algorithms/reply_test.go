@@ -167,28 +167,35 @@ func TestTokenBucketReplies(t *testing.T) {
 	})
 }
 
-// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second: t0 is in
-// window 1700000000, 750 ms before its end.
+// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second for a
+// request sent for window k = 1700000000: t0 is in it, 750 ms before its end.
 func TestFixedWindowReplies(t *testing.T) {
 	f := &fixedWindowLimiter{limit: 5, windowUs: 1_000_000}
+	const k = 1_700_000_000
 	cases := []replyCase{
-		{name: "first", raw: "1 1 1700000000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
-		{name: "the fifth", raw: "1 5 1700000000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "cost 2", raw: "1 3 1700000000 1700000000 250000", cost: 2, want: server(true, 2, 0)},
-		{name: "denied, full", raw: "0 6 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, full with earlier denials", raw: "0 9 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, 2 left for a cost of 3", raw: "0 6 1700000000 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
-		{name: "denied, cost above the limit", raw: "0 6 1700000000 1700000000 250000", cost: 6, want: server(false, 5, 0)},
-		{name: "denied, a later window", raw: "0 0 1700000002 1700000000 250000", cost: 1, want: server(false, 0, 1750*time.Millisecond)},
-		{name: "admitted past the limit", raw: "1 6 1700000000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted below its cost", raw: "1 1 1700000000 1700000000 250000", cost: 2, bad: true},
-		{name: "denied within the limit", raw: "0 5 1700000000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted in a later window", raw: "1 1 1700000001 1700000000 250000", cost: 1, bad: true},
-		{name: "an earlier window", raw: "1 1 1699999999 1700000000 250000", cost: 1, bad: true},
-		{name: "no time", raw: "1 1 1700000000 0 0", cost: 1, bad: true},
-		{name: "table-like", raw: "1 4 0 1700000000250000", cost: 1, bad: true},
+		{name: "first", raw: "1 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "5 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "3 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		{name: "denied, full", raw: "6 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, full with earlier denials", raw: "9 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, 2 left for a cost of 3", raw: "6 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
+		{name: "denied, cost above the limit", raw: "6 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "missed the window", raw: "0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
+		{name: "counted below its cost", raw: "1 1700000000 250000", cost: 2, bad: true},
+		{name: "counted at a time in another window", raw: "1 1700000001 250000", cost: 1, bad: true},
+		{name: "missed at a time inside the window", raw: "0 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 0 0", cost: 1, bad: true},
+		{name: "µs past a second", raw: "1 1700000000 1000000", cost: 1, bad: true},
+		{name: "the earlier script's reply", raw: "1 1 1700000000 1700000000 250000", cost: 1, bad: true},
+		{name: "negative", raw: "-1 1700000000 250000", cost: 1, bad: true},
 	}
-	checkReplies(t, cases, f.decode)
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		d, missed, err := f.decode(raw, k, cost)
+		if err == nil && missed != (d.TimeMicros == t0+1_000_000) {
+			t.Errorf("decode(%v): missed %v", raw, missed)
+		}
+		return d, err
+	})
 }
 
 // TestSlidingLogReplies decodes replies of scripts/sliding_log.lua at L = 5 per second: t0 is
