@@ -39,7 +39,7 @@ func TestModels(t *testing.T) {
 			{t: 0, want: true}, {t: 1, want: true}, {t: 999, want: false},
 			{t: ms, want: true}, {t: ms, cost: 2, want: false}, {t: ms, want: true},
 			{t: 3 * ms, cost: 3, want: false}, {t: 3 * ms, cost: 2, want: true},
-			{t: 2 * ms, want: true},  // the clock went back a window: counted in that window
+			{t: 2 * ms, want: true}, // the clock went back a window: counted in that window
 			{t: 2 * ms, want: true}, {t: 2 * ms, want: false},
 			{t: 3 * ms, want: false}, // window 3 still holds 2
 			{t: 4 * ms, cost: 2, want: true}, {t: 3 * ms, want: false},
