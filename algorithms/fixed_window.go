@@ -72,30 +72,7 @@ type fixedWindowLimiter struct {
 	prefix   string
 	limit    int64
 	windowUs int64
-	// offset is the server's clock minus this process's, in µs, as the last reply showed it
-	// (the server's TIME minus the local time the reply was read at). The window a request asks
-	// for is that of time.Now() plus offset.
-	offset atomic.Int64
-}
-
-// fixedWindowTries is how many times a request on a client is sent for the window the server
-// reported before it is denied: a boundary passed in flight each time.
-const fixedWindowTries = 3
-
-// minMicros and maxMicros bound the times the script compares as 16-digit strings: 2001-09-09 to
-// 2286-11-20.
-const (
-	minMicros = 1_000_000_000_000_000
-	maxMicros = 10_000_000_000_000_000
-)
-
-// window returns the index of the window req is predicted to be decided in: that of its FixedTime
-// (tests), else of the local time plus the server's offset.
-func (f *fixedWindowLimiter) window(req Request) int64 {
-	if fixed := fixedMicros(req); fixed != 0 {
-		return floorDiv(fixed, f.windowUs)
-	}
-	return floorDiv(time.Now().UnixMicro()+f.offset.Load(), f.windowUs)
+	windows  serverWindows
 }
 
 // key is the counter of window k: prefix + "fw:{" + subject + "}:" + k in base 36 (short, since
@@ -107,7 +84,7 @@ func (f *fixedWindowLimiter) key(subject string, k int64) string {
 // Keys implements Limiter: the counter of the window req is predicted to be decided in (that of
 // its FixedTime, when it has one).
 func (f *fixedWindowLimiter) Keys(req Request) []string {
-	return []string{f.key(req.Subject, f.window(req))}
+	return []string{f.key(req.Subject, f.windows.predict(req, f.windowUs))}
 }
 
 // Do implements Limiter.
@@ -116,37 +93,80 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	if err != nil {
 		return failedPending(err)
 	}
+	return f.windows.do(ctx, c, "fixed-window", req, f.windowUs,
+		func(k, fixed int64) *redis.Cmd { return f.send(ctx, c, req.Subject, k, cost, fixed) },
+		func(raw any, k int64) (Decision, bool, error) { return f.decode(raw, k, cost) })
+}
+
+// serverWindows predicts in which aligned window [kW, (k+1)W) of the server's clock a request
+// will be decided, for the scripts whose keys are named by the window (fixed-window,
+// sliding-counter): a script reads TIME and refuses, writing nothing, a request whose window is
+// not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
+type serverWindows struct {
+	// offset is the server's clock minus this process's, in µs, as the last reply showed it (the
+	// server's TIME minus the local time the reply was read at).
+	offset atomic.Int64
+}
+
+// serverWindowTries is how many times a request on a client is sent for the window the server
+// reported before it is denied: a window boundary passed in flight each time.
+const serverWindowTries = 3
+
+// minMicros and maxMicros bound the times the window scripts compare as 16-digit strings:
+// 2001-09-09 to 2286-11-20.
+const (
+	minMicros = 1_000_000_000_000_000
+	maxMicros = 10_000_000_000_000_000
+)
+
+// predict returns the index of the window of w µs that req is predicted to be decided in: that of
+// its FixedTime (tests), else of the local time plus the server's offset.
+func (s *serverWindows) predict(req Request, w int64) int64 {
+	if fixed := fixedMicros(req); fixed != 0 {
+		return floorDiv(fixed, w)
+	}
+	return floorDiv(time.Now().UnixMicro()+s.offset.Load(), w)
+}
+
+// do sends req with send for its predicted window k (and its FixedTime in µs, 0 for none) and
+// returns its Pending, which decodes the reply with decode. A reply that missed its window (the
+// server's TIME is in another) is sent again for the window the server reported, up to
+// serverWindowTries times, on a client; in a pipeline, which has no second round trip, the
+// decision decode returned for the miss stands (a denial). Every reply on the server's clock
+// updates the offset. With a FixedTime the window is exact, so a miss is an error wrapping
+// ErrBadReply.
+func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, req Request, w int64,
+	send func(k, fixed int64) *redis.Cmd, decode func(raw any, k int64) (Decision, bool, error)) Pending {
 	fixed := fixedMicros(req)
 	if fixed != 0 && (fixed < minMicros || fixed >= maxMicros) {
-		return failedPending(fmt.Errorf("fixed-window: fixed time %d µs is outside [%d, %d)", fixed, int64(minMicros), int64(maxMicros)))
+		return failedPending(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", name, fixed, int64(minMicros), int64(maxMicros)))
 	}
-	k := f.window(req)
-	cmd := f.send(ctx, c, req.Subject, k, cost, fixed)
+	k := s.predict(req, w)
+	cmd := send(k, fixed)
 	_, pipelined := c.(redis.Pipeliner)
 	return func() (Decision, error) {
 		for try := 1; ; try++ {
 			raw, err := cmd.Result()
 			if err != nil {
-				return Decision{}, fmt.Errorf("fixed-window: %w", err)
+				return Decision{}, fmt.Errorf("%s: %w", name, err)
 			}
-			d, missed, err := f.decode(raw, k, cost)
+			d, missed, err := decode(raw, k)
 			if err != nil {
-				return Decision{}, fmt.Errorf("fixed-window: %w", err)
+				return Decision{}, fmt.Errorf("%s: %w", name, err)
 			}
 			if fixed == 0 {
-				f.offset.Store(d.TimeMicros - time.Now().UnixMicro())
+				s.offset.Store(d.TimeMicros - time.Now().UnixMicro())
 			}
-			if !missed {
+			switch {
+			case !missed:
+				return d, nil
+			case fixed != 0:
+				return Decision{}, fmt.Errorf("%s: %w", name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", fixed, k), raw))
+			case pipelined || try == serverWindowTries:
 				return d, nil
 			}
-			if fixed != 0 {
-				return Decision{}, fmt.Errorf("fixed-window: %w", badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", fixed, k), raw))
-			}
-			if pipelined || try == fixedWindowTries {
-				return d, nil
-			}
-			k = floorDiv(d.TimeMicros, f.windowUs)
-			cmd = f.send(ctx, c, req.Subject, k, cost, 0)
+			k = floorDiv(d.TimeMicros, w)
+			cmd = send(k, 0)
 		}
 	}
 }

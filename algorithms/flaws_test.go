@@ -200,7 +200,7 @@ func TestFixedWindowMissedWindow(t *testing.T) {
 		c := env.Target.Client
 		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second}).(*fixedWindowLimiter)
 		ahead := time.Hour.Microseconds()
-		lim.offset.Store(ahead)
+		lim.windows.offset.Store(ahead)
 		req := Request{Subject: "m", Cost: 1}
 		wrong := lim.Keys(req)[0]
 		if d := decide(t, c, lim, req); !d.Allowed || d.Remaining != 2 {
@@ -209,10 +209,10 @@ func TestFixedWindowMissedWindow(t *testing.T) {
 		if n := c.Exists(ctx, wrong).Val(); n != 0 {
 			t.Errorf("the missed window's key %s exists", wrong)
 		}
-		if off := lim.offset.Load(); off > time.Second.Microseconds() || off < -time.Second.Microseconds() {
+		if off := lim.windows.offset.Load(); off > time.Second.Microseconds() || off < -time.Second.Microseconds() {
 			t.Errorf("offset %d µs after a reply, want about 0", off)
 		}
-		lim.offset.Store(ahead)
+		lim.windows.offset.Store(ahead)
 		p := c.Pipeline()
 		pend := lim.Do(ctx, p, req)
 		if _, err := p.Exec(ctx); err != nil {

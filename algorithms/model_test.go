@@ -68,6 +68,9 @@ func TestModels(t *testing.T) {
 			{t: ms + 249, want: false}, {t: ms + 250, want: true},
 			{t: ms + 500, want: true}, {t: ms + 500, want: false},
 			{t: 3 * ms, cost: 4, want: true}, // two windows later both counters are gone
+			// The clock steps back a window: window 2 holds nothing, window 1 two permits.
+			{t: 2*ms + 900, cost: 3, want: true}, {t: 2*ms + 900, want: false},
+			{t: 3*ms + 1, want: false}, // window 3 holds 4
 		}},
 	}
 	for _, tt := range tests {

@@ -247,3 +247,37 @@ func TestResourceConsumerReplies(t *testing.T) {
 	}
 	checkReplies(t, cases, r.decode)
 }
+
+// TestSlidingCounterReplies decodes replies of scripts/sliding_counter.lua at L = 4 per second
+// for a request sent for window k = 1700000000: t0 is 250 ms into it, so the previous window's
+// permits weigh 3/4.
+func TestSlidingCounterReplies(t *testing.T) {
+	s := &slidingCounterLimiter{limit: 4, windowUs: 1_000_000}
+	const k = 1_700_000_000
+	cases := []replyCase{
+		{name: "first", raw: "1 0 0 1700000000 250000", cost: 1, want: server(true, 3, 0)},
+		{name: "under the previous window's weight", raw: "1 1 2 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 0 0 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		// 4·750000 + 2·10^6 > 4·10^6: wait until 4·(10^6 − e) <= (4 − 1 − 1)·10^6, e = 500000.
+		{name: "denied by the previous window", raw: "0 1 4 1700000000 250000", cost: 1, want: server(false, 0, 250*time.Millisecond)},
+		{name: "at the previous window's weight exactly", raw: "1 0 4 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		// cur 2, prev 4: 3·10^6 + 3·10^6 > 4·10^6; 2 + 1 <= 4, so in this window when
+		// 4·(10^6 − e) <= (4 − 2 − 1)·10^6: e >= 750000, 500 ms from now.
+		{name: "denied, room later in this window", raw: "0 2 4 1700000000 250000", cost: 1, want: server(false, 0, 500*time.Millisecond)},
+		// cur 4: the next window, where 4·(10^6 − e'') <= 3·10^6: e'' >= 250000.
+		{name: "denied, full: the next window", raw: "0 4 0 1700000000 250000", cost: 1, want: server(false, 0, time.Second)},
+		{name: "denied, cost above the limit", raw: "0 0 0 1700000000 250000", cost: 5, want: server(false, 4, 0)},
+		{name: "missed the window", raw: "2 0 0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
+		{name: "missed at a time inside the window", raw: "2 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "decided at a time in another window", raw: "1 0 0 1700000001 250000", cost: 1, bad: true},
+		{name: "admitted past the estimate", raw: "1 1 4 1700000000 250000", cost: 1, bad: true},
+		{name: "denied within the estimate", raw: "0 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "counter past the limit", raw: "0 5 0 1700000000 250000", cost: 1, bad: true},
+		{name: "allowed 3", raw: "3 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "table", raw: "1 3 0 1700000000250000", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		d, _, err := s.decode(raw, k, cost)
+		return d, err
+	})
+}

@@ -249,9 +249,9 @@ redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
 return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, "token-bucket", true},
 	{"floor-sliding-counter", `local t = redis.call('TIME')
-redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
-redis.call('HSET', KEYS[1], 'w', t[1], 'c', t[2], 'p', t[2])
-return {1, 1, 0, 1}`, "sliding-counter", true},
+local v = redis.call('MGET', KEYS[1], KEYS[2])
+redis.call('INCRBY', KEYS[1], '1')
+return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0') .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-counter", true},
 	{"floor-sliding-log", `local t = redis.call('TIME')
 redis.call('LINDEX', KEYS[1], '99')
 local n = redis.call('LPUSH', KEYS[1], t[2])
@@ -500,7 +500,8 @@ func replied1(n int64) bool { return n == 1 }
 // countWithin is the first-hit window's rule: the count after the increment is at most L.
 func countWithin(n int64) bool { return n >= 1 && n <= benchLimit.Limit }
 
-// floorLimiter runs one of floors, on the subject's key when keyed; it admits everything.
+// floorLimiter runs one of floors, on the subject's keys when keyed (KEYS[1], and a second one,
+// KEYS[2], that only floor-sliding-counter reads); it admits everything.
 type floorLimiter struct {
 	script *redis.Script
 	prefix string
@@ -511,7 +512,8 @@ func (f floorLimiter) Keys(req algorithms.Request) []string {
 	if !f.keyed {
 		return nil
 	}
-	return []string{f.prefix + "floor:{" + req.Subject + "}"}
+	k := f.prefix + "floor:{" + req.Subject + "}"
+	return []string{k, k + ":p"}
 }
 
 func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
