@@ -124,4 +124,5 @@ else
   redis.call('PEXPIREAT', rkey, at)
   redis.call('PEXPIREAT', ckey, at)
 end
-return '1 ' .. rn .. ' ' .. cn .. ' ' .. sec .. ' ' .. usec
+-- string.format writes the counts for less than the concatenation's own number conversions.
+return string.format('1 %d %d ', rn, cn) .. sec .. ' ' .. usec

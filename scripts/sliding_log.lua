@@ -109,4 +109,5 @@ if ARGV[4] then
 else
   redis.call('PEXPIREAT', key, string.format('%d', math.ceil((now + window) / 1000)))
 end
-return '1 ' .. n .. ' ' .. sec .. ' ' .. usec
+-- string.format writes the count for less than the concatenation's own number conversion.
+return string.format('1 %d ', n) .. sec .. ' ' .. usec
