@@ -119,9 +119,9 @@ func TestPublishedFlaws(t *testing.T) {
 	}
 }
 
-// TestServerClockIgnoresSkew: every corrected server-clock algorithm, given 2L requests at one real instant
-// from clients whose clocks are off by up to an hour either way, admits exactly L, what its
-// contract allows at one instant (fixed-window, sliding-window, token-bucket with burst L, and the
+// TestServerClockIgnoresSkew: every corrected server-clock algorithm, on one node and on a cluster,
+// given 2L requests at one real instant from clients whose clocks are off by up to an hour either
+// way, admits exactly L, what its contract allows at one instant (fixed-window, sliding-window, token-bucket with burst L, and the
 // resource's limit for resource-consumer, whose clients are distinct consumers); and exactly L
 // again at a second instant 2W later, when every algorithm has forgotten the first.
 func TestServerClockIgnoresSkew(t *testing.T) {
@@ -134,22 +134,23 @@ func TestServerClockIgnoresSkew(t *testing.T) {
 		}
 		name := a.Describe().Name
 		t.Run(name, func(t *testing.T) {
-			env := redistest.Single(t)
-			lim := prepare(t, env, a, l)
-			for _, server := range []time.Time{base, base.Add(2 * l.Window)} {
-				got := 0
-				for i := range 2 * limit {
-					skew := skews[i%len(skews)]
-					req := Request{Subject: "skew", Client: fmt.Sprint("c", i), Cost: 1, ClientTime: server.Add(skew), FixedTime: server}
-					if decide(t, env.Target.Client, lim, req).Allowed {
-						got++
+			topologies(t, func(t *testing.T, env *redistest.Env) {
+				lim := prepare(t, env, a, l)
+				for _, server := range []time.Time{base, base.Add(2 * l.Window)} {
+					got := 0
+					for i := range 2 * limit {
+						skew := skews[i%len(skews)]
+						req := Request{Subject: "skew", Client: fmt.Sprint("c", i), Cost: 1, ClientTime: server.Add(skew), FixedTime: server}
+						if decide(t, env.Target.Client, lim, req).Allowed {
+							got++
+						}
+					}
+					if got != limit {
+						t.Errorf("at +%s: %d of %d admitted from skewed clients at one real instant, want exactly %d",
+							server.Sub(base), got, 2*limit, limit)
 					}
 				}
-				if got != limit {
-					t.Errorf("at +%s: %d of %d admitted from skewed clients at one real instant, want exactly %d",
-						server.Sub(base), got, 2*limit, limit)
-				}
-			}
+			})
 		})
 	}
 }
