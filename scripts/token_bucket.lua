@@ -105,12 +105,13 @@ if ARGV[5] then
   local full = ts + math.ceil((cap - tokens) / rate)
   redis.call('SET', KEYS[1], v, 'PX', string.format('%d', math.ceil((full - now) / 1000) + 60000))
 else
+  -- The quantum's start kQ, as ts − ts mod Q (Lua's % is floored, and costs no call).
   local q = ARGV[4] + 0
-  local k = math.floor(ts / q)
-  if old and math.floor(old / q) == k then
+  local kq = ts - ts % q
+  if old and old - old % q == kq then
     redis.call('SET', KEYS[1], v, 'KEEPTTL')
   else
-    redis.call('SET', KEYS[1], v, 'PXAT', string.format('%d', math.ceil(((k + 1) * q + math.ceil(cap / rate)) / 1000)))
+    redis.call('SET', KEYS[1], v, 'PXAT', string.format('%d', math.ceil((kq + q + math.ceil(cap / rate)) / 1000)))
   end
 end
 return '1 ' .. sec .. ' ' .. usec .. ' ' .. v
