@@ -86,6 +86,13 @@ func BenchmarkAlgorithms(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if cg != nil {
+		// Under valgrind the server runs tens of times slower, so each subject comes round tens
+		// of times later; a window as many times longer keeps the share of calls that find a
+		// new window, a first hit or an expired key what it is at full speed.
+		defer func(w time.Duration) { benchLimit.Window = w }(benchLimit.Window)
+		benchLimit.Window = callgrindWindow
+	}
 	type benchCase struct {
 		name    string
 		prepare func(prefix string) (algorithms.Limiter, error)
@@ -576,8 +583,14 @@ func measureBatch(ctx context.Context, c redis.UniversalClient, cg *callgrind, l
 //
 // with LIMITBENCH_CALLGRIND=/tmp/lb-callgrind. Instruction counts do not depend on the machine's
 // other load, so server-Ir/call and x-peer-Ir are a deterministic cross-check of server-µs/call
-// and x-peer (for scripted designs only: plain commands are not collected).
+// and x-peer (for scripted designs only: plain commands are not collected). The limit is then 100
+// per minute (callgrindWindow), so that the slower server sees each subject as often, relative to
+// its window, as at full speed.
 const callgrindEnv = "LIMITBENCH_CALLGRIND"
+
+// callgrindWindow is the window of benchLimit when redis-server runs under callgrind: 100 permits
+// per minute instead of per second, for a server about 60 times slower.
+const callgrindWindow = time.Minute
 
 // callgrind reads the instruction counts of a redis-server running under callgrind; a nil
 // *callgrind does nothing and reads 0.
@@ -662,14 +675,22 @@ func median(v []float64) float64 {
 }
 
 // subjectBytes gives a fresh subject its 100 permits and returns the MEMORY USAGE (SAMPLES 0,
-// exact) of the keys it uses then.
+// exact) of the keys it uses then (those of the last decision's time).
 func subjectBytes(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter) (int64, error) {
 	now := time.Now()
 	req := algorithms.Request{Subject: "mem-" + strconv.FormatInt(now.UnixNano(), 36), Client: "c1", Cost: 1, ClientTime: now}
+	var last int64
 	for range benchLimit.Limit {
-		if _, err := lim.Do(ctx, c, req)(); err != nil {
+		d, err := lim.Do(ctx, c, req)()
+		if err != nil {
 			return 0, err
 		}
+		last = d.TimeMicros
+	}
+	// The keys at the last decision's time: fixed-window's and sliding-counter's are named by the
+	// window, which may have ended since.
+	if last > 0 {
+		req.FixedTime = time.UnixMicro(last)
 	}
 	var total int64
 	for _, k := range lim.Keys(req) {
