@@ -104,7 +104,8 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 // not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
 type serverWindows struct {
 	// offset is the server's clock minus this process's, in µs, as the last reply showed it (the
-	// server's TIME minus the local time the reply was read at).
+	// server's TIME minus the midpoint of the local times the request was sent and its reply read
+	// at).
 	offset atomic.Int64
 }
 
@@ -142,6 +143,7 @@ func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, re
 		return failedPending(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", name, fixed, int64(minMicros), int64(maxMicros)))
 	}
 	k := s.predict(req, w)
+	sent := time.Now().UnixMicro()
 	cmd := send(k, fixed)
 	_, pipelined := c.(redis.Pipeliner)
 	return func() (Decision, error) {
@@ -155,7 +157,8 @@ func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, re
 				return Decision{}, fmt.Errorf("%s: %w", name, err)
 			}
 			if fixed == 0 {
-				s.offset.Store(d.TimeMicros - time.Now().UnixMicro())
+				// The server read TIME between the send and now: take the midpoint.
+				s.offset.Store(d.TimeMicros - (sent+time.Now().UnixMicro())/2)
 			}
 			switch {
 			case !missed:
@@ -166,6 +169,7 @@ func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, re
 				return d, nil
 			}
 			k = floorDiv(d.TimeMicros, w)
+			sent = time.Now().UnixMicro()
 			cmd = send(k, 0)
 		}
 	}
