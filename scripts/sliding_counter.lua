@@ -44,7 +44,7 @@
 -- KEYS[2]  string: the permits admitted in window k − 1
 -- ARGV[1]  kW, the window's start in µs since the Unix epoch
 -- ARGV[2]  W, window in µs (a multiple of 1000; L·W < 2^53)
--- ARGV[3]  L·W
+-- ARGV[3]  (L − n)·W, the estimate's budget before this request (negative when n > L)
 -- ARGV[4]  n, permits asked for (>= 1)
 -- ARGV[5]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
 -- Reply:   the string "<allowed 0|1|2> <cur> <prev> <s> <µs>": 1 admitted, 0 denied, with the
@@ -67,12 +67,12 @@ if e < 0 or e >= window then
   return '2 0 0 ' .. sec .. ' ' .. usec
 end
 
--- prev·(W − e) + (cur + n)·W, with a missing counter left out rather than converted.
+-- prev·(W − e) + cur·W against (L − n)·W, with a missing counter left out rather than converted.
 local v = redis.call('MGET', KEYS[1], KEYS[2])
-local cur, prev, n = v[1], v[2], ARGV[4] + 0
-local used = n * window
+local cur, prev = v[1], v[2]
+local used = 0
 if cur then
-  used = used + cur * window
+  used = cur * window
 end
 if prev then
   used = used + prev * (window - e)
@@ -81,7 +81,9 @@ if used > ARGV[3] + 0 then
   return '0 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
 end
 
-if redis.call('INCRBY', KEYS[1], ARGV[4]) == n then
+-- A counter that MGET did not find is new: it expires when it stops counting.
+redis.call('INCRBY', KEYS[1], ARGV[4])
+if not cur then
   if ARGV[5] then
     redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * window - e) / 1000) + 60000))
   else
