@@ -24,18 +24,18 @@
 -- ({w, c, p}, one key) needed HMGET, then HSET of all three fields on every admission, and the
 -- shift of cur into prev computed in Lua.
 --
--- Clock: Redis TIME in µs (ARGV[5], when given, replaces it, for tests only). Skew between
+-- Clock: Redis TIME in µs (ARGV[6], when given, replaces it, for tests only). Skew between
 -- clients has no effect: a client's clock only chooses which window's keys it asks for, and the
 -- script refuses keys whose window is not the server's. A server clock that steps back into an
 -- earlier window counts in that window's keys again if they still exist, and from 0 once Redis has
 -- removed them. The script, like the other server-clock scripts, assumes TIME does not step back.
 --
 -- Expiry: the counter of window k is read until window k + 1 ends, at E = (k + 2)·W, and never
--- after, so its key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms), set
--- when the counter is created. A relative PEXPIRE would count from Redis's own clock reading, and
--- since Redis 7.2 that is a snapshot taken when the script started, before its TIME call: if the
--- server is preempted across a ms boundary in between, the key would vanish early and the counter
--- with it. Redis removes a key once its ms clock is strictly past the expiry, so the key lives
+-- after, so its key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms, given by
+-- the caller, so that the script formats no number), set when the counter is created. A relative
+-- PEXPIRE would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken
+-- when the script started, before its TIME call: if the server is preempted across a ms boundary
+-- in between, the key would vanish early and the counter with it. Redis removes a key once its ms clock is strictly past the expiry, so the key lives
 -- until E + 1 ms, on every version. With a fixed time (tests) the expiry is relative, E − t plus
 -- one minute, so that a test whose fixed times run ahead of the real clock never loses a key to a
 -- stall of the real one.
@@ -46,15 +46,16 @@
 -- ARGV[2]  W, window in µs (a multiple of 1000; L·W < 2^53)
 -- ARGV[3]  (L − n)·W, the estimate's budget before this request (negative when n > L)
 -- ARGV[4]  n, permits asked for (>= 1)
--- ARGV[5]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+-- ARGV[5]  (k + 2)·W in ms, when the counter stops counting (its expiry)
+-- ARGV[6]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
 -- Reply:   the string "<allowed 0|1|2> <cur> <prev> <s> <µs>": 1 admitted, 0 denied, with the
 --          counters as read (before this request; "0" for none), or 2 with "0 0" when the time is
 --          not in window k (nothing was written); then the time the decision used as TIME gives
 --          it, seconds and microseconds.
 -- Memory:  O(1) per subject: two integers, in the keys of the current and the previous window.
 local now, sec, usec
-if ARGV[5] then
-  now = ARGV[5] + 0
+if ARGV[6] then
+  now = ARGV[6] + 0
   sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
 else
   local t = redis.call('TIME')
@@ -84,10 +85,10 @@ end
 -- A counter that MGET did not find is new: it expires when it stops counting.
 redis.call('INCRBY', KEYS[1], ARGV[4])
 if not cur then
-  if ARGV[5] then
+  if ARGV[6] then
     redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * window - e) / 1000) + 60000))
   else
-    redis.call('PEXPIREAT', KEYS[1], string.format('%d', (ARGV[1] + 2 * window) / 1000))
+    redis.call('PEXPIREAT', KEYS[1], ARGV[5])
   end
 end
 return '1 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
