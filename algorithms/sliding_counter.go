@@ -106,7 +106,8 @@ func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Req
 	return s.windows.do(ctx, c, "sliding-counter", req, s.windowUs,
 		func(k, fixed int64) *redis.Cmd {
 			keys := []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
-			args := []any{k * s.windowUs, s.windowUs, (s.limit - cost) * s.windowUs, cost, (k + 2) * s.windowUs / 1000}
+			// The bounds are 16 digits for every time from 2001 to 2286, as the script compares them.
+			args := []any{k * s.windowUs, (k + 1) * s.windowUs, s.windowUs, (s.limit - cost) * s.windowUs, cost, (k + 2) * s.windowUs / 1000}
 			if fixed != 0 {
 				args = append(args, fixed)
 			}

@@ -24,7 +24,7 @@
 -- ({w, c, p}, one key) needed HMGET, then HSET of all three fields on every admission, and the
 -- shift of cur into prev computed in Lua.
 --
--- Clock: Redis TIME in µs (ARGV[6], when given, replaces it, for tests only). Skew between
+-- Clock: Redis TIME in µs (ARGV[7], when given, replaces it, for tests only). Skew between
 -- clients has no effect: a client's clock only chooses which window's keys it asks for, and the
 -- script refuses keys whose window is not the server's. A server clock that steps back into an
 -- earlier window counts in that window's keys again if they still exist, and from 0 once Redis has
@@ -42,53 +42,55 @@
 --
 -- KEYS[1]  string: the permits admitted in window k
 -- KEYS[2]  string: the permits admitted in window k − 1
--- ARGV[1]  kW, the window's start in µs since the Unix epoch
--- ARGV[2]  W, window in µs (a multiple of 1000; L·W < 2^53)
--- ARGV[3]  (L − n)·W, the estimate's budget before this request (negative when n > L)
--- ARGV[4]  n, permits asked for (>= 1)
--- ARGV[5]  (k + 2)·W in ms, when the counter stops counting (its expiry)
--- ARGV[6]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+-- ARGV[1]  kW, the window's start in µs since the Unix epoch, 16 digits
+-- ARGV[2]  (k + 1)·W, its end in µs, 16 digits
+-- ARGV[3]  W, window in µs (a multiple of 1000; L·W < 2^53)
+-- ARGV[4]  (L − n)·W, the estimate's budget before this request (negative when n > L)
+-- ARGV[5]  n, permits asked for (>= 1)
+-- ARGV[6]  (k + 2)·W in ms, when the counter stops counting (its expiry)
+-- ARGV[7]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
 -- Reply:   the string "<allowed 0|1|2> <cur> <prev> <s> <µs>": 1 admitted, 0 denied, with the
 --          counters as read (before this request; "0" for none), or 2 with "0 0" when the time is
 --          not in window k (nothing was written); then the time the decision used as TIME gives
 --          it, seconds and microseconds.
 -- Memory:  O(1) per subject: two integers, in the keys of the current and the previous window.
-local now, sec, usec
-if ARGV[6] then
-  now = ARGV[6] + 0
-  sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
+local sec, usec
+if ARGV[7] then
+  local t = ARGV[7] + 0
+  sec, usec = string.format('%d', math.floor(t / 1000000)), string.format('%d', t % 1000000)
 else
   local t = redis.call('TIME')
   sec, usec = t[1], t[2]
-  now = sec * 1000000 + usec
 end
-local window = ARGV[2] + 0
-local e = now - ARGV[1] -- µs into window k
-if e < 0 or e >= window then
+-- The time in µs as 16 digits (TIME's seconds and its µs padded to six), compared with the
+-- window's bounds as strings: no number is converted unless a counter is there.
+local now = sec .. string.sub('00000', #usec) .. usec
+if now < ARGV[1] or now >= ARGV[2] then
   return '2 0 0 ' .. sec .. ' ' .. usec
 end
 
--- prev·(W − e) + cur·W against (L − n)·W, with a missing counter left out rather than converted.
+-- prev·(W − e) + cur·W against (L − n)·W, W − e = (k + 1)·W − t, with a missing counter left out
+-- rather than converted.
 local v = redis.call('MGET', KEYS[1], KEYS[2])
 local cur, prev = v[1], v[2]
 local used = 0
 if cur then
-  used = cur * window
+  used = cur * ARGV[3]
 end
 if prev then
-  used = used + prev * (window - e)
+  used = used + prev * (ARGV[2] - now)
 end
-if used > ARGV[3] + 0 then
+if used > ARGV[4] + 0 then
   return '0 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
 end
 
 -- A counter that MGET did not find is new: it expires when it stops counting.
-redis.call('INCRBY', KEYS[1], ARGV[4])
+redis.call('INCRBY', KEYS[1], ARGV[5])
 if not cur then
-  if ARGV[6] then
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * window - e) / 1000) + 60000))
+  if ARGV[7] then
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * ARGV[3] - (now - ARGV[1])) / 1000) + 60000))
   else
-    redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+    redis.call('PEXPIREAT', KEYS[1], ARGV[6])
   end
 end
 return '1 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
