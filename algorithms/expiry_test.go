@@ -38,6 +38,20 @@ func stateEnd(name string, l Limit, t, cost int64) int64 {
 	panic("stateEnd: no expiry rule for " + name)
 }
 
+// keyExpiry is the time in µs at which the keys of a fresh subject whose first admission at t µs
+// wrote a state that ends at end (stateEnd) expire: end itself, except for token-bucket, which
+// sets its expiry once per quantum Q of its state's time, to (⌊t/Q⌋ + 1)·Q + Tfull >= end
+// (scripts/token_bucket.lua).
+func keyExpiry(name string, l Limit, t, end int64) int64 {
+	if name != "token-bucket" {
+		return end
+	}
+	unit, rate := tokenBucketUnits(l)
+	capacity := l.Capacity() * unit
+	q := expiryQuantum(capacity, rate)
+	return (t/q+1)*q + (capacity+rate-1)/rate
+}
+
 // TestRegressionRedis72EarlyExpiry is the regression test of the early-expiry bug: the scripts set
 // relative TTLs (PEXPIRE, SET … PX) computed from the `now` their TIME call returned, but since
 // Redis 7.2 a relative TTL counts from a time snapshot taken when the script started, a little
@@ -69,7 +83,17 @@ func TestRegressionRedis72EarlyExpiry(t *testing.T) {
 						t.Fatalf("first request of a fresh subject: %+v, want allowed on the server clock", d)
 					}
 					end := stateEnd(name, l, d.TimeMicros, cost)
-					for _, k := range lim.Keys(req) {
+					expiry := keyExpiry(name, l, d.TimeMicros, end)
+					if expiry < end {
+						t.Fatalf("keyExpiry %d µs before the state's end %d µs", expiry, end)
+					}
+					// The keys of the request at its decision time; sliding-counter's second, the
+					// previous window's counter, was only read.
+					keys := lim.Keys(Request{Subject: req.Subject, Client: req.Client, FixedTime: time.UnixMicro(d.TimeMicros)})
+					if name == "sliding-counter" {
+						keys = keys[:1]
+					}
+					for _, k := range keys {
 						pexp, err := c.PExpireTime(ctx, k).Result()
 						if err != nil && strings.Contains(err.Error(), "unknown command") {
 							t.Skipf("PEXPIRETIME needs Redis >= 7.0: %v", err)
@@ -78,9 +102,9 @@ func TestRegressionRedis72EarlyExpiry(t *testing.T) {
 							t.Fatalf("PEXPIRETIME %s: %v", k, err)
 						}
 						got := int64(pexp / time.Millisecond)
-						if want := (end + 999) / 1000; got != want {
-							t.Errorf("decision at %d µs, state reset at %d µs: key %s expires at %d ms, want %d ms (⌈end/1000⌉; the key must outlive %d µs whenever Redis read its own clock)",
-								d.TimeMicros, end, k, got, want, end)
+						if want := (expiry + 999) / 1000; got != want {
+							t.Errorf("decision at %d µs, state reset at %d µs: key %s expires at %d ms, want %d ms (⌈%d/1000⌉; the key must outlive %d µs whenever Redis read its own clock)",
+								d.TimeMicros, end, k, got, want, expiry, end)
 						}
 					}
 				}
@@ -89,7 +113,11 @@ func TestRegressionRedis72EarlyExpiry(t *testing.T) {
 				if d := decide(t, c, lim, req); !d.Allowed {
 					t.Fatalf("fixed time: %+v, want allowed", d)
 				}
-				for _, k := range lim.Keys(req) {
+				keys := lim.Keys(req)
+				if name == "sliding-counter" {
+					keys = keys[:1] // the previous window's counter was only read
+				}
+				for _, k := range keys {
 					if ttl := c.PTTL(ctx, k).Val(); ttl < time.Minute {
 						t.Errorf("fixed time: key %s has PTTL %s, want >= 1m", k, ttl)
 					}
@@ -208,4 +236,55 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 		}
 	}
 	return r
+}
+
+// TestTokenBucketExpiryQuantum: on the server's clock token-bucket sets its key's expiry on the
+// first admission of each quantum Q of its state's time and keeps it (SET … KEEPTTL) on the others;
+// after every admission the key expires at ⌈X/1000⌉ ms, X = (⌊ts/Q⌋ + 1)·Q + Tfull, which is never
+// before the bucket is full again (ts + ⌈(C·U − tokens)/R⌉), and the expiry was set again in
+// several quanta.
+func TestTokenBucketExpiryQuantum(t *testing.T) {
+	l := Limit{Limit: 10, Window: 80 * time.Millisecond} // Tfull 80 ms, Q 20 ms
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		lim := prepare(t, env, lookup(t, "token-bucket"), l)
+		unit, rate := tokenBucketUnits(l)
+		capacity := l.Capacity() * unit
+		q, full := expiryQuantum(capacity, rate), (capacity+rate-1)/rate
+		req := Request{Subject: "q", Cost: 1}
+		key := lim.Keys(req)[0]
+		quanta := map[int64]bool{}
+		for i := range 40 {
+			time.Sleep(time.Duration(i%5) * time.Millisecond)
+			if d := decide(t, c, lim, req); !d.Allowed {
+				continue
+			}
+			st, err := c.Get(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("GET %s: %v", key, err)
+			}
+			tokens, ok1 := exactInt(st[:8])
+			ts, ok2 := exactInt(st[8:])
+			if len(st) != 16 || !ok1 || !ok2 {
+				t.Fatalf("state %q is not two packed integers", st)
+			}
+			pexp, err := c.PExpireTime(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("PEXPIRETIME %s: %v", key, err)
+			}
+			got := int64(pexp / time.Millisecond)
+			x := (ts/q+1)*q + full
+			if want := (x + 999) / 1000; got != want {
+				t.Errorf("request %d: state (%d, %d): expires at %d ms, want %d ms (quantum %d)", i, tokens, ts, got, want, ts/q)
+			}
+			if end := ts + (capacity-tokens+rate-1)/rate; got*1000 < end {
+				t.Errorf("request %d: expires at %d ms, before the bucket is full again at %d µs", i, got, end)
+			}
+			quanta[ts/q] = true
+		}
+		if len(quanta) < 3 {
+			t.Errorf("admissions in %d quanta of %d µs; want several", len(quanta), q)
+		}
+	})
 }

@@ -3,7 +3,8 @@ package algorithms
 import (
 	"context"
 	"fmt"
-	"math"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,11 +12,14 @@ import (
 
 // FixedWindowCounter is `fixed-window`: seed 001 corrected. It admits at most Limit permits in
 // every window [kW, (k+1)W) of Unix time on the server's clock (scripts/fixed_window.lua). One
-// hash per subject holds one counter per window index (the current one; earlier ones are deleted
-// when a window starts); the script HINCRBYs it first and denies when the count passes Limit,
-// taking the increment back for a cost above 1 (a denial of cost 1 means the window is full, so
-// leaving it changes no decision and saves a command). The expiry is set once per window, to its
-// end. Cost > 1 is supported.
+// counter per subject and window, a key named by the window's index k: the limiter predicts k
+// from its clock and the offset of the server's last reported TIME, and the script counts the
+// request only when TIME is in that window (INCRBY, and PEXPIREAT at the window's end when the
+// counter is new); a request that missed its window (a boundary passed in flight) is sent again
+// for the window the server reported, on a client, or denied in a pipeline. The limiter admits
+// when the count is at most Limit; a denied cost above 1 is taken back (a denial of cost 1 means
+// the window is full, so leaving it changes no decision and saves a command). Cost > 1 is
+// supported.
 type FixedWindowCounter struct{}
 
 var _ Algorithm = (*FixedWindowCounter)(nil)
@@ -31,7 +35,8 @@ func (FixedWindowCounter) Describe() Description {
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
 		Corrected: "server TIME instead of the client's minute; any window W; expiry set once per " +
-			"window instead of refreshed per admission; check and count in one script, admitted only if the whole cost fits",
+			"window instead of refreshed per admission; check and count in one script, admitted only if the whole cost fits; " +
+			"one counter per window in a key named by the window, checked against TIME, instead of a hash of window fields",
 		Cost: true,
 	}
 }
@@ -67,58 +72,156 @@ type fixedWindowLimiter struct {
 	prefix   string
 	limit    int64
 	windowUs int64
+	windows  serverWindows
 }
 
+// key is the counter of window k: prefix + "fw:{" + subject + "}:" + k in base 36 (short, since
+// Redis keeps the name in memory).
+func (f *fixedWindowLimiter) key(subject string, k int64) string {
+	return subjectKey(f.prefix, "fw", subject) + ":" + strconv.FormatInt(k, 36)
+}
+
+// Keys implements Limiter: the counter of the window req is predicted to be decided in (that of
+// its FixedTime, when it has one).
 func (f *fixedWindowLimiter) Keys(req Request) []string {
-	return []string{subjectKey(f.prefix, "fw", req.Subject)}
+	return []string{f.key(req.Subject, f.windows.predict(req, f.windowUs))}
 }
 
+// Do implements Limiter.
 func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
 	cost, err := checkRequest("fixed-window", req, true)
 	if err != nil {
 		return failedPending(err)
 	}
-	args := []any{f.limit, f.windowUs}
-	if fixed := fixedMicros(req); fixed != 0 {
-		args = append(args, cost, fixed)
-	} else if cost != 1 {
-		args = append(args, cost)
-	}
-	cmd := runScript(ctx, c, f.script, f.Keys(req), args...)
-	return decodedPending("fixed-window", cmd, func(raw any) (Decision, error) { return f.decode(raw, cost) })
+	return f.windows.do(ctx, c, "fixed-window", req, f.windowUs,
+		func(k, fixed int64) *redis.Cmd { return f.send(ctx, c, req.Subject, k, cost, fixed) },
+		func(raw any, k int64) (Decision, bool, error) { return f.decode(raw, k, cost) })
 }
 
-// decode decodes the reply of scripts/fixed_window.lua, "<allowed 0|1> <count> <window> <s> <µs>",
-// for a request of cost permits at time t, in window k = ⌊t/W⌋:
-//
-//   - window k, allowed: remaining L − count, retry-after 0;
-//   - window k, denied (count > L, this cost counted in): remaining max(0, L − count + cost),
-//     retry-after (k+1)·W − t µs until the window ends, or 0 when cost > L (it never fits);
-//   - a later window j > k, denied (the clock stepped back): remaining 0, retry-after j·W − t µs
-//     until that window starts;
-//
-// as the script computed them before it left the arithmetic to Go. Any other reply (an earlier
-// window, an admission past the limit, a denial within it) is an error wrapping ErrBadReply,
-// never an admission.
-func (f *fixedWindowLimiter) decode(raw any, cost int64) (Decision, error) {
-	v, allowed, now, err := stateReply(raw, 5)
-	if err != nil {
-		return Decision{}, err
+// serverWindows predicts in which aligned window [kW, (k+1)W) of the server's clock a request
+// will be decided, for the scripts whose keys are named by the window (fixed-window,
+// sliding-counter): a script reads TIME and refuses, writing nothing, a request whose window is
+// not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
+type serverWindows struct {
+	// offset is the server's clock minus this process's, in µs, as the last reply showed it (the
+	// server's TIME minus the midpoint of the local times the request was sent and its reply read
+	// at).
+	offset atomic.Int64
+}
+
+// serverWindowTries is how many times a request on a client is sent for the window the server
+// reported before it is denied: a window boundary passed in flight each time.
+const serverWindowTries = 3
+
+// minMicros and maxMicros bound the times the window scripts compare as 16-digit strings:
+// 2001-09-09 to 2286-11-20.
+const (
+	minMicros = 1_000_000_000_000_000
+	maxMicros = 10_000_000_000_000_000
+)
+
+// predict returns the index of the window of w µs that req is predicted to be decided in: that of
+// its FixedTime (tests), else of the local time plus the server's offset.
+func (s *serverWindows) predict(req Request, w int64) int64 {
+	if fixed := fixedMicros(req); fixed != 0 {
+		return floorDiv(fixed, w)
 	}
-	count, w, k := v[1], v[2], floorDiv(now, f.windowUs)
-	d := Decision{Allowed: allowed, TimeMicros: now, Clock: ClockServer}
+	return floorDiv(time.Now().UnixMicro()+s.offset.Load(), w)
+}
+
+// do sends req with send for its predicted window k (and its FixedTime in µs, 0 for none) and
+// returns its Pending, which decodes the reply with decode. A reply that missed its window (the
+// server's TIME is in another) is sent again for the window the server reported, up to
+// serverWindowTries times, on a client; in a pipeline, which has no second round trip, the
+// decision decode returned for the miss stands (a denial). Every reply on the server's clock
+// updates the offset. With a FixedTime the window is exact, so a miss is an error wrapping
+// ErrBadReply.
+func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, req Request, w int64,
+	send func(k, fixed int64) *redis.Cmd, decode func(raw any, k int64) (Decision, bool, error)) Pending {
+	fixed := fixedMicros(req)
+	if fixed != 0 && (fixed < minMicros || fixed >= maxMicros) {
+		return failedPending(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", name, fixed, int64(minMicros), int64(maxMicros)))
+	}
+	k := s.predict(req, w)
+	sent := time.Now().UnixMicro()
+	cmd := send(k, fixed)
+	_, pipelined := c.(redis.Pipeliner)
+	return func() (Decision, error) {
+		for try := 1; ; try++ {
+			raw, err := cmd.Result()
+			if err != nil {
+				return Decision{}, fmt.Errorf("%s: %w", name, err)
+			}
+			d, missed, err := decode(raw, k)
+			if err != nil {
+				return Decision{}, fmt.Errorf("%s: %w", name, err)
+			}
+			if fixed == 0 {
+				// The server read TIME between the send and now: take the midpoint.
+				s.offset.Store(d.TimeMicros - (sent+time.Now().UnixMicro())/2)
+			}
+			switch {
+			case !missed:
+				return d, nil
+			case fixed != 0:
+				return Decision{}, fmt.Errorf("%s: %w", name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", fixed, k), raw))
+			case pipelined || try == serverWindowTries:
+				return d, nil
+			}
+			k = floorDiv(d.TimeMicros, w)
+			sent = time.Now().UnixMicro()
+			cmd = send(k, 0)
+		}
+	}
+}
+
+// send runs the script for window k.
+func (f *fixedWindowLimiter) send(ctx context.Context, c redis.Cmdable, subject string, k, cost, fixed int64) *redis.Cmd {
+	start, end := k*f.windowUs, (k+1)*f.windowUs
+	// Both 16 digits for every time from 2001 to 2286, as the script compares them.
+	args := []any{strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
+	if fixed != 0 {
+		args = append(args, cost, f.limit, fixed)
+	} else if cost != 1 {
+		args = append(args, cost, f.limit)
+	}
+	return runScript(ctx, c, f.script, []string{f.key(subject, k)}, args...)
+}
+
+// decode decodes the reply of scripts/fixed_window.lua, "<count> <s> <µs>", for a request of cost
+// permits sent for window k, decided at time t:
+//
+//   - count 0, t outside window k: the request missed its window and nothing was written; missed
+//     is true and the decision a denial with remaining 0 and retry-after 0 (ask again now);
+//   - count >= cost, t in window k: allowed when count <= L, remaining L − count; else denied with
+//     remaining max(0, L − count + cost) and retry-after (k+1)·W − t µs until the window ends, or 0
+//     when cost > L (it never fits).
+//
+// Any other reply (a count below the cost, a count in a window the time is not in, a miss for a
+// time inside the window) is an error wrapping ErrBadReply, never an admission.
+func (f *fixedWindowLimiter) decode(raw any, k, cost int64) (d Decision, missed bool, err error) {
+	v, err := replyFields(raw, 3)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	now, err := timeMicros(v[1], v[2], raw)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	count, inside := v[0], floorDiv(now, f.windowUs) == k
+	d = Decision{TimeMicros: now, Clock: ClockServer}
 	switch {
-	case w == k && allowed && count >= cost && count <= f.limit:
-		d.Remaining = f.limit - count
-	case w == k && !allowed && count > f.limit:
+	case count == 0 && !inside:
+		return d, true, nil
+	case count >= cost && inside && count <= f.limit:
+		d.Allowed, d.Remaining = true, f.limit-count
+	case count >= cost && inside:
 		d.Remaining = max(0, f.limit-count+cost)
 		if cost <= f.limit {
 			d.RetryAfter = time.Duration((k+1)*f.windowUs-now) * time.Microsecond
 		}
-	case w > k && !allowed && w < math.MaxInt64/f.windowUs:
-		d.RetryAfter = time.Duration(w*f.windowUs-now) * time.Microsecond
 	default:
-		return Decision{}, badReply(fmt.Sprintf("allowed=%v with count %d in window %d, at a time in window %d (limit %d, cost %d)", allowed, count, w, k, f.limit, cost), raw)
+		return Decision{}, false, badReply(fmt.Sprintf("count %d for window %d at a time in window %d (limit %d, cost %d)", count, k, floorDiv(now, f.windowUs), f.limit, cost), raw)
 	}
-	return d, nil
+	return d, false, nil
 }

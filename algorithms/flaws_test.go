@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,9 +119,9 @@ func TestPublishedFlaws(t *testing.T) {
 	}
 }
 
-// TestServerClockIgnoresSkew: every corrected server-clock algorithm, given 2L requests at one real instant
-// from clients whose clocks are off by up to an hour either way, admits exactly L, what its
-// contract allows at one instant (fixed-window, sliding-window, token-bucket with burst L, and the
+// TestServerClockIgnoresSkew: every corrected server-clock algorithm, on one node and on a cluster,
+// given 2L requests at one real instant from clients whose clocks are off by up to an hour either
+// way, admits exactly L, what its contract allows at one instant (fixed-window, sliding-window, token-bucket with burst L, and the
 // resource's limit for resource-consumer, whose clients are distinct consumers); and exactly L
 // again at a second instant 2W later, when every algorithm has forgotten the first.
 func TestServerClockIgnoresSkew(t *testing.T) {
@@ -133,62 +134,108 @@ func TestServerClockIgnoresSkew(t *testing.T) {
 		}
 		name := a.Describe().Name
 		t.Run(name, func(t *testing.T) {
-			env := redistest.Single(t)
-			lim := prepare(t, env, a, l)
-			for _, server := range []time.Time{base, base.Add(2 * l.Window)} {
-				got := 0
-				for i := range 2 * limit {
-					skew := skews[i%len(skews)]
-					req := Request{Subject: "skew", Client: fmt.Sprint("c", i), Cost: 1, ClientTime: server.Add(skew), FixedTime: server}
-					if decide(t, env.Target.Client, lim, req).Allowed {
-						got++
+			topologies(t, func(t *testing.T, env *redistest.Env) {
+				lim := prepare(t, env, a, l)
+				for _, server := range []time.Time{base, base.Add(2 * l.Window)} {
+					got := 0
+					for i := range 2 * limit {
+						skew := skews[i%len(skews)]
+						req := Request{Subject: "skew", Client: fmt.Sprint("c", i), Cost: 1, ClientTime: server.Add(skew), FixedTime: server}
+						if decide(t, env.Target.Client, lim, req).Allowed {
+							got++
+						}
+					}
+					if got != limit {
+						t.Errorf("at +%s: %d of %d admitted from skewed clients at one real instant, want exactly %d",
+							server.Sub(base), got, 2*limit, limit)
 					}
 				}
-				if got != limit {
-					t.Errorf("at +%s: %d of %d admitted from skewed clients at one real instant, want exactly %d",
-						server.Sub(base), got, 2*limit, limit)
-				}
-			}
+			})
 		})
 	}
 }
 
-// TestFixedWindowHash: the fixed-window hash keeps one field, expires with its window, and a
-// clock that steps back into an earlier window is denied.
-func TestFixedWindowHash(t *testing.T) {
+// TestFixedWindowKeys: each window counts in a key of its own, named by the window, that expires
+// with it (fixed times: the time left in the window plus a minute); a clock that steps back into
+// an earlier window counts in that window's key again.
+func TestFixedWindowKeys(t *testing.T) {
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client
 		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
-		key := lim.Keys(at("h", base))[0]
+		var keys []string
 		for w := range 3 {
-			if d := decide(t, c, lim, at("h", base.Add(time.Duration(w)*time.Second))); !d.Allowed {
-				t.Fatalf("window %d: denied", w)
+			now := base.Add(time.Duration(w) * time.Second)
+			if d := decide(t, c, lim, at("h", now)); !d.Allowed || d.Remaining != 2 {
+				t.Fatalf("window %d: %+v, want allowed with 2 remaining", w, d)
 			}
-			if n := c.HLen(ctx, key).Val(); n != 1 {
-				t.Errorf("window %d: %d fields, want 1", w, n)
+			key := lim.Keys(at("h", now))[0]
+			if want := fmt.Sprintf("%sfw:{h}:%s", env.Prefix, strconv.FormatInt(now.Unix(), 36)); key != want {
+				t.Errorf("window %d: key %q, want %q", w, key, want)
 			}
+			if got := c.Get(ctx, key).Val(); got != "1" {
+				t.Errorf("window %d: counter %q, want \"1\"", w, got)
+			}
+			if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute || ttl > time.Minute+time.Second {
+				t.Errorf("window %d: PTTL %s, want in (1m, 1m1s]", w, ttl)
+			}
+			keys = append(keys, key)
 		}
-		// Fixed times: the time left in the window (at most 1 s) plus a minute.
-		if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute || ttl > time.Minute+time.Second {
-			t.Errorf("PTTL %s, want in (1m, 1m1s]", ttl)
+		if len(slices.Compact(slices.Clone(keys))) != 3 {
+			t.Errorf("keys %q, want one per window", keys)
 		}
 		back := base.Add(time.Second)
-		d := decide(t, c, lim, at("h", back))
-		if d.Allowed {
-			t.Fatalf("a clock stepped back one window was admitted")
+		if d := decide(t, c, lim, at("h", back)); !d.Allowed || d.Remaining != 1 {
+			t.Errorf("a clock stepped back one window: %+v, want allowed with 1 remaining (its window's second)", d)
 		}
-		if want := base.Add(2 * time.Second).Truncate(time.Second).Sub(back); d.RetryAfter != want {
-			t.Errorf("retry-after %s, want %s (until the later window)", d.RetryAfter, want)
+	})
+}
+
+// TestFixedWindowMissedWindow: a request sent for a window the server's clock is not in (here the
+// limiter believes the server an hour ahead) writes nothing; on a client it is sent again for the
+// window the server reported and decided there, in a pipeline it is denied with retry-after 0, and
+// either way the limiter learns the server's offset, so the next request hits its window.
+func TestFixedWindowMissedWindow(t *testing.T) {
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second}).(*fixedWindowLimiter)
+		ahead := time.Hour.Microseconds()
+		lim.windows.offset.Store(ahead)
+		req := Request{Subject: "m", Cost: 1}
+		wrong := lim.Keys(req)[0]
+		if d := decide(t, c, lim, req); !d.Allowed || d.Remaining != 2 {
+			t.Fatalf("on a client: %+v, want allowed with 2 remaining", d)
 		}
-		if n := c.HLen(ctx, key).Val(); n != 1 {
-			t.Errorf("after the step back: %d fields, want 1", n)
+		if n := c.Exists(ctx, wrong).Val(); n != 0 {
+			t.Errorf("the missed window's key %s exists", wrong)
+		}
+		if off := lim.windows.offset.Load(); off > time.Second.Microseconds() || off < -time.Second.Microseconds() {
+			t.Errorf("offset %d µs after a reply, want about 0", off)
+		}
+		lim.windows.offset.Store(ahead)
+		p := c.Pipeline()
+		pend := lim.Do(ctx, p, req)
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d, err := pend()
+		if err != nil || d.Allowed || d.RetryAfter != 0 || d.TimeMicros == 0 {
+			t.Errorf("in a pipeline: %+v, %v; want a denial with retry-after 0 and the server's time", d, err)
+		}
+		p = c.Pipeline()
+		pend = lim.Do(ctx, p, req)
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := pend(); err != nil || !d.Allowed {
+			t.Errorf("in a pipeline after the offset was learnt: %+v, %v; want allowed", d, err)
 		}
 	})
 }
 
 // TestFixedWindowDenials: a denial of cost 1 finds the window full and leaves its increment in the
-// hash (one HINCRBY per call), a larger denied cost takes its increment back; either way the
+// counter (one INCRBY per call), a larger denied cost takes its increment back; either way the
 // decisions and the remaining permits are those of a count that stops at the limit.
 func TestFixedWindowDenials(t *testing.T) {
 	env := redistest.Single(t)
@@ -196,12 +243,11 @@ func TestFixedWindowDenials(t *testing.T) {
 	c := env.Target.Client
 	lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
 	key := lim.Keys(at("d", base))[0]
-	field := fmt.Sprint(base.UnixMicro() / 1_000_000)
 	steps := []struct {
 		cost      int64
 		allowed   bool
 		remaining int64
-		stored    string // the window's field afterwards
+		stored    string // the window's counter afterwards
 	}{
 		{1, true, 2, "1"},
 		{3, false, 2, "1"}, // 1 + 3 > 3: taken back, 2 still fit
@@ -221,11 +267,61 @@ func TestFixedWindowDenials(t *testing.T) {
 		if !d.Allowed && d.RetryAfter != base.Truncate(time.Second).Add(time.Second).Sub(req.FixedTime) {
 			t.Errorf("step %d: retry-after %s, want the end of the window", i+1, d.RetryAfter)
 		}
-		if got := c.HGet(ctx, key, field).Val(); got != s.stored {
-			t.Errorf("step %d: field %s = %q, want %q", i+1, field, got, s.stored)
+		if got := c.Get(ctx, key).Val(); got != s.stored {
+			t.Errorf("step %d: counter %s = %q, want %q", i+1, key, got, s.stored)
 		}
 	}
 	if d := decide(t, c, lim, at("d", base.Truncate(time.Second).Add(time.Second))); !d.Allowed || d.Remaining != 2 {
 		t.Errorf("next window: %+v, want allowed with 2 remaining", d)
 	}
+}
+
+// TestSlidingLogList: the list never holds more than L entries, an entry is the exact time in µs,
+// a request of cost n is decided by the entry at index L − n, and a cost above 4096 (more than one LPUSH can take through unpack) is
+// pushed in full.
+func TestSlidingLogList(t *testing.T) {
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := env.Target.Client
+		lim := prepare(t, env, lookup(t, "sliding-log"), Limit{Limit: 3, Window: time.Second})
+		key := lim.Keys(at("l", base))[0]
+		for i := range 10 {
+			// One admission every 400 ms: at most three in any second.
+			now := base.Add(time.Duration(i) * 400 * time.Millisecond)
+			if d := decide(t, c, lim, at("l", now)); !d.Allowed {
+				t.Fatalf("request %d at +%s: denied", i+1, now.Sub(base))
+			}
+			if n := c.LLen(ctx, key).Val(); n > 3 {
+				t.Errorf("request %d: %d entries, want at most 3", i+1, n)
+			}
+		}
+		// Entries are TIME's seconds and its µs padded to six digits: a µs part with leading zeros.
+		for _, us := range []int64{0, 7, 42_000, 999_999} {
+			now := time.UnixMicro(1_700_000_100_000_000 + us)
+			req := at(fmt.Sprint("pad", us), now)
+			if d := decide(t, c, lim, req); !d.Allowed {
+				t.Fatalf("at %d µs: denied", now.UnixMicro())
+			}
+			if got, want := c.LIndex(ctx, lim.Keys(req)[0], 0).Val(), fmt.Sprint(now.UnixMicro()); got != want {
+				t.Errorf("entry %q, want %q", got, want)
+			}
+		}
+		big := prepare(t, env, lookup(t, "sliding-log"), Limit{Limit: 10_000, Window: time.Second})
+		req := at("big", base)
+		req.Cost = 9_000
+		if d := decide(t, c, big, req); !d.Allowed || d.Remaining != 1_000 {
+			t.Fatalf("cost 9000 of 10000: %+v, want allowed with 1000 remaining", d)
+		}
+		if n := c.LLen(ctx, big.Keys(req)[0]).Val(); n != 9_000 {
+			t.Errorf("cost 9000: %d entries, want 9000", n)
+		}
+		req.Cost = 1_001
+		if d := decide(t, c, big, req); d.Allowed || d.RetryAfter != time.Second {
+			t.Errorf("cost 1001 with 1000 left: %+v, want denied with retry-after 1s", d)
+		}
+		req.Cost = 1_000
+		if d := decide(t, c, big, req); !d.Allowed || d.Remaining != 0 {
+			t.Errorf("cost 1000 with 1000 left: %+v, want allowed with 0 remaining", d)
+		}
+	})
 }

@@ -39,7 +39,10 @@ func TestModels(t *testing.T) {
 			{t: 0, want: true}, {t: 1, want: true}, {t: 999, want: false},
 			{t: ms, want: true}, {t: ms, cost: 2, want: false}, {t: ms, want: true},
 			{t: 3 * ms, cost: 3, want: false}, {t: 3 * ms, cost: 2, want: true},
-			{t: 2 * ms, want: false}, // the clock went back: denied
+			{t: 2 * ms, want: true}, // the clock went back a window: counted in that window
+			{t: 2 * ms, want: true}, {t: 2 * ms, want: false},
+			{t: 3 * ms, want: false}, // window 3 still holds 2
+			{t: 4 * ms, cost: 2, want: true}, {t: 3 * ms, want: false},
 		}},
 		{"sliding-log", newSlidingLogModel(Limit{Limit: 2, Window: time.Millisecond}), []step{
 			{t: 0, want: true}, {t: 500, want: true}, {t: 999, want: false},
@@ -65,6 +68,9 @@ func TestModels(t *testing.T) {
 			{t: ms + 249, want: false}, {t: ms + 250, want: true},
 			{t: ms + 500, want: true}, {t: ms + 500, want: false},
 			{t: 3 * ms, cost: 4, want: true}, // two windows later both counters are gone
+			// The clock steps back a window: window 2 holds nothing, window 1 two permits.
+			{t: 2*ms + 900, cost: 3, want: true}, {t: 2*ms + 900, want: false},
+			{t: 3*ms + 1, want: false}, // window 3 holds 4
 		}},
 	}
 	for _, tt := range tests {

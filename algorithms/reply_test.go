@@ -1,7 +1,9 @@
 package algorithms
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -118,48 +120,164 @@ func TestGCRAReplies(t *testing.T) {
 	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return g.decode(raw, cost*g.interval) })
 }
 
+// tbState is a state of scripts/token_bucket.lua as the script packs it: struct.pack('<dd',
+// tokens, ts).
+func tbState(tokens, ts float64) string {
+	b := binary.LittleEndian.AppendUint64(nil, math.Float64bits(tokens))
+	return string(binary.LittleEndian.AppendUint64(b, math.Float64bits(ts)))
+}
+
 // TestTokenBucketReplies decodes replies of scripts/token_bucket.lua at 10 permits per second,
 // C = 5: U = 100,000 units per permit, R = 1 unit per µs, C·U = 500,000.
 func TestTokenBucketReplies(t *testing.T) {
 	tb := &tokenBucketLimiter{unit: 100_000, rate: 1, capacity: 500_000}
+	const at = "1700000000 250000 "
+	t0f := float64(t0)
 	cases := []replyCase{
-		{name: "first of a fresh subject", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
-		{name: "the fifth", raw: "1 0 1700000000250000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "clock stepped back", raw: "1 150000 1700000000300000 1700000000 250000", cost: 1, want: server(true, 1, 0)},
-		{name: "denied, empty", raw: "0 0 1700000000250000 1700000000 250000", cost: 1, want: server(false, 0, 100*time.Millisecond)},
-		{name: "denied, refilled since", raw: "0 20000 1700000000200000 1700000000 250000", cost: 2, want: server(false, 0, 130*time.Millisecond)},
-		{name: "denied, cost above capacity", raw: "0 500000 0 1700000000 250000", cost: 6, want: server(false, 5, 0)},
-		{name: "denied, stored state in the future", raw: "0 50000 1700000000300000 1700000000 250000", cost: 1, want: server(false, 0, 50*time.Millisecond)},
-		{name: "denied with enough", raw: "0 100000 1700000000250000 1700000000 250000", cost: 1, bad: true},
-		{name: "denied, refilled enough", raw: "0 0 1700000000100000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted with old state", raw: "1 400000 1700000000200000 1700000000 250000", cost: 1, bad: true},
-		{name: "over capacity", raw: "1 600000 1700000000250000 1700000000 250000", cost: 1, bad: true},
-		{name: "four fields", raw: "1 400000 1700000000 250000", cost: 1, bad: true},
-		{name: "no time", raw: "1 400000 1700000000250000 0 0", cost: 1, bad: true},
+		{name: "first of a fresh subject", raw: "1 " + at + tbState(400_000, t0f), cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 " + at + tbState(0, t0f), cost: 1, want: server(true, 0, 0)},
+		{name: "clock stepped back", raw: "1 " + at + tbState(150_000, t0f+50_000), cost: 1, want: server(true, 1, 0)},
+		{name: "denied, empty", raw: "0 " + at + tbState(0, t0f), cost: 1, want: server(false, 0, 100*time.Millisecond)},
+		{name: "denied, refilled since", raw: "0 " + at + tbState(20_000, t0f-50_000), cost: 2, want: server(false, 0, 130*time.Millisecond)},
+		{name: "denied, cost above capacity, no state", raw: "0 " + at, cost: 6, want: server(false, 5, 0)},
+		{name: "denied, stored state in the future", raw: "0 " + at + tbState(50_000, t0f+50_000), cost: 1, want: server(false, 0, 50*time.Millisecond)},
+		{name: "state with a space byte", raw: "1 " + at + tbState(255_000, t0f), cost: 1, want: server(true, 2, 0)}, // 255000.0 packs a 0x20 byte
+		{name: "denied with enough", raw: "0 " + at + tbState(100_000, t0f), cost: 1, bad: true},
+		{name: "denied, refilled enough", raw: "0 " + at + tbState(0, t0f-150_000), cost: 1, bad: true},
+		{name: "denied without a state for a cost that fits", raw: "0 " + at, cost: 1, bad: true},
+		{name: "admitted with old state", raw: "1 " + at + tbState(400_000, t0f-50_000), cost: 1, bad: true},
+		{name: "admitted without a state", raw: "1 " + at, cost: 1, bad: true},
+		{name: "over capacity", raw: "1 " + at + tbState(600_000, t0f), cost: 1, bad: true},
+		{name: "negative tokens", raw: "1 " + at + tbState(-1, t0f), cost: 1, bad: true},
+		{name: "fractional tokens", raw: "1 " + at + tbState(0.5, t0f), cost: 1, bad: true},
+		{name: "NaN tokens", raw: "1 " + at + tbState(math.NaN(), t0f), cost: 1, bad: true},
+		{name: "time past 2^53", raw: "1 " + at + tbState(0, 1<<54), cost: 1, bad: true},
+		{name: "state of 15 bytes", raw: "1 " + at + tbState(0, t0f)[:15], cost: 1, bad: true},
+		{name: "state of 17 bytes", raw: "1 " + at + tbState(0, t0f) + "x", cost: 1, bad: true},
+		{name: "the decimal state of the earlier script", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 0 0 " + tbState(0, t0f), cost: 1, bad: true},
+		{name: "two fields", raw: "1 1700000000", cost: 1, bad: true},
+		{name: "not a string", raw: "", cost: 1, bad: true},
 	}
-	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) { return tb.decode(raw, cost*tb.unit) })
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		if raw == "" {
+			raw = []any{int64(1)}
+		}
+		return tb.decode(raw, cost*tb.unit)
+	})
 }
 
-// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second: t0 is in
-// window 1700000000, 750 ms before its end.
+// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second for a
+// request sent for window k = 1700000000: t0 is in it, 750 ms before its end.
 func TestFixedWindowReplies(t *testing.T) {
 	f := &fixedWindowLimiter{limit: 5, windowUs: 1_000_000}
+	const k = 1_700_000_000
 	cases := []replyCase{
-		{name: "first", raw: "1 1 1700000000 1700000000 250000", cost: 1, want: server(true, 4, 0)},
-		{name: "the fifth", raw: "1 5 1700000000 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "cost 2", raw: "1 3 1700000000 1700000000 250000", cost: 2, want: server(true, 2, 0)},
-		{name: "denied, full", raw: "0 6 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, full with earlier denials", raw: "0 9 1700000000 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, 2 left for a cost of 3", raw: "0 6 1700000000 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
-		{name: "denied, cost above the limit", raw: "0 6 1700000000 1700000000 250000", cost: 6, want: server(false, 5, 0)},
-		{name: "denied, a later window", raw: "0 0 1700000002 1700000000 250000", cost: 1, want: server(false, 0, 1750*time.Millisecond)},
-		{name: "admitted past the limit", raw: "1 6 1700000000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted below its cost", raw: "1 1 1700000000 1700000000 250000", cost: 2, bad: true},
-		{name: "denied within the limit", raw: "0 5 1700000000 1700000000 250000", cost: 1, bad: true},
-		{name: "admitted in a later window", raw: "1 1 1700000001 1700000000 250000", cost: 1, bad: true},
-		{name: "an earlier window", raw: "1 1 1699999999 1700000000 250000", cost: 1, bad: true},
-		{name: "no time", raw: "1 1 1700000000 0 0", cost: 1, bad: true},
-		{name: "table-like", raw: "1 4 0 1700000000250000", cost: 1, bad: true},
+		{name: "first", raw: "1 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "5 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "3 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		{name: "denied, full", raw: "6 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, full with earlier denials", raw: "9 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
+		{name: "denied, 2 left for a cost of 3", raw: "6 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
+		{name: "denied, cost above the limit", raw: "6 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "missed the window", raw: "0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
+		{name: "counted below its cost", raw: "1 1700000000 250000", cost: 2, bad: true},
+		{name: "counted at a time in another window", raw: "1 1700000001 250000", cost: 1, bad: true},
+		{name: "missed at a time inside the window", raw: "0 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 0 0", cost: 1, bad: true},
+		{name: "µs past a second", raw: "1 1700000000 1000000", cost: 1, bad: true},
+		{name: "the earlier script's reply", raw: "1 1 1700000000 1700000000 250000", cost: 1, bad: true},
+		{name: "negative", raw: "-1 1700000000 250000", cost: 1, bad: true},
 	}
-	checkReplies(t, cases, f.decode)
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		d, missed, err := f.decode(raw, k, cost)
+		if err == nil && missed != (d.TimeMicros == t0+1_000_000) {
+			t.Errorf("decode(%v): missed %v", raw, missed)
+		}
+		return d, err
+	})
+}
+
+// TestSlidingLogReplies decodes replies of scripts/sliding_log.lua at L = 5 per second: t0 is
+// 1700000000250000 µs.
+func TestSlidingLogReplies(t *testing.T) {
+	s := &slidingLogLimiter{limit: 5, windowUs: 1_000_000}
+	cases := []replyCase{
+		{name: "first", raw: "1 1 1700000000 250000", cost: 1, want: server(true, 4, 0)},
+		{name: "the fifth", raw: "1 5 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "pushed past L before the trim", raw: "1 6 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 3", raw: "1 3 1700000000 250000", cost: 3, want: server(true, 2, 0)},
+		{name: "denied by an entry 200 ms old", raw: "0 1700000000050000 1700000000 250000", cost: 1, want: server(false, 0, 800*time.Millisecond)},
+		{name: "denied by an entry of this µs", raw: "0 1700000000250000 1700000000 250000", cost: 2, want: server(false, 0, time.Second)},
+		{name: "denied by an entry ahead (clock stepped back)", raw: "0 1700000000300000 1700000000 250000", cost: 1, want: server(false, 0, 1050*time.Millisecond)},
+		{name: "denied, cost above the limit", raw: "0 0 1700000000 250000", cost: 6, want: server(false, 0, 0)},
+		{name: "denied by an entry that had left", raw: "0 1699999999250000 1700000000 250000", cost: 1, bad: true},
+		{name: "denied with 0 for a cost that fits", raw: "0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted below its cost", raw: "1 1 1700000000 250000", cost: 2, bad: true},
+		{name: "admitted past L + cost", raw: "1 7 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted with cost above the limit", raw: "1 6 1700000000 250000", cost: 6, bad: true},
+		{name: "allowed 2", raw: "2 1 1700000000 250000", cost: 1, bad: true},
+		{name: "no time", raw: "1 1 0 0", cost: 1, bad: true},
+		{name: "table", raw: "1 4 0 1700000000250000 1", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, s.decode)
+}
+
+// TestResourceConsumerReplies decodes replies of scripts/resource_consumer.lua at Lr = 5, Lc = 3
+// per second: t0 is 1700000000250000 µs.
+func TestResourceConsumerReplies(t *testing.T) {
+	r := &twoListLimiter{rlimit: 5, climit: 3, windowUs: 1_000_000}
+	cases := []replyCase{
+		{name: "first", raw: "1 1 1 1700000000 250000", cost: 1, want: server(true, 2, 0)},
+		{name: "the consumer's third", raw: "1 4 3 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "the resource tighter", raw: "1 4 1 1700000000 250000", cost: 1, want: server(true, 1, 0)},
+		{name: "pushed past both before the trims", raw: "1 6 4 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 2 2 1700000000 250000", cost: 2, want: server(true, 1, 0)},
+		{name: "denied by the resource", raw: "0 1700000000050000 0 1700000000 250000", cost: 1, want: server(false, 0, 800*time.Millisecond)},
+		{name: "denied by the consumer", raw: "0 0 1700000000150000 1700000000 250000", cost: 1, want: server(false, 0, 900*time.Millisecond)},
+		{name: "denied by both: the later leaves last", raw: "0 1700000000150000 1700000000050000 1700000000 250000", cost: 1, want: server(false, 0, 900*time.Millisecond)},
+		{name: "denied, cost above the consumer limit", raw: "0 0 0 1700000000 250000", cost: 4, want: server(false, 0, 0)},
+		{name: "denied by nothing", raw: "0 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "denied by an entry that had left", raw: "0 1699999999250000 0 1700000000 250000", cost: 1, bad: true},
+		{name: "one of two entries had left", raw: "0 1700000000150000 1699999999000000 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted past the consumer's limit + cost", raw: "1 1 5 1700000000 250000", cost: 1, bad: true},
+		{name: "admitted below its cost", raw: "1 1 1 1700000000 250000", cost: 2, bad: true},
+		{name: "admitted with a cost above a limit", raw: "1 4 4 1700000000 250000", cost: 4, bad: true},
+		{name: "four fields", raw: "1 1 1700000000 250000", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, r.decode)
+}
+
+// TestSlidingCounterReplies decodes replies of scripts/sliding_counter.lua at L = 4 per second
+// for a request sent for window k = 1700000000: t0 is 250 ms into it, so the previous window's
+// permits weigh 3/4.
+func TestSlidingCounterReplies(t *testing.T) {
+	s := &slidingCounterLimiter{limit: 4, windowUs: 1_000_000}
+	const k = 1_700_000_000
+	cases := []replyCase{
+		{name: "first", raw: "1 0 0 1700000000 250000", cost: 1, want: server(true, 3, 0)},
+		{name: "under the previous window's weight", raw: "1 1 2 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 0 0 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		// 4·750000 + 2·10^6 > 4·10^6: wait until 4·(10^6 − e) <= (4 − 1 − 1)·10^6, e = 500000.
+		{name: "denied by the previous window", raw: "0 1 4 1700000000 250000", cost: 1, want: server(false, 0, 250*time.Millisecond)},
+		{name: "at the previous window's weight exactly", raw: "1 0 4 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		// cur 2, prev 4: 3·10^6 + 3·10^6 > 4·10^6; 2 + 1 <= 4, so in this window when
+		// 4·(10^6 − e) <= (4 − 2 − 1)·10^6: e >= 750000, 500 ms from now.
+		{name: "denied, room later in this window", raw: "0 2 4 1700000000 250000", cost: 1, want: server(false, 0, 500*time.Millisecond)},
+		// cur 4: the next window, where 4·(10^6 − e'') <= 3·10^6: e'' >= 250000.
+		{name: "denied, full: the next window", raw: "0 4 0 1700000000 250000", cost: 1, want: server(false, 0, time.Second)},
+		{name: "denied, cost above the limit", raw: "0 0 0 1700000000 250000", cost: 5, want: server(false, 4, 0)},
+		{name: "missed the window", raw: "2 0 0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
+		{name: "missed at a time inside the window", raw: "2 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "decided at a time in another window", raw: "1 0 0 1700000001 250000", cost: 1, bad: true},
+		{name: "admitted past the estimate", raw: "1 1 4 1700000000 250000", cost: 1, bad: true},
+		{name: "denied within the estimate", raw: "0 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "counter past the limit", raw: "0 5 0 1700000000 250000", cost: 1, bad: true},
+		{name: "allowed 3", raw: "3 0 0 1700000000 250000", cost: 1, bad: true},
+		{name: "table", raw: "1 3 0 1700000000250000", cost: 1, bad: true},
+	}
+	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
+		d, _, err := s.decode(raw, k, cost)
+		return d, err
+	})
 }

@@ -9,11 +9,11 @@ import (
 )
 
 // ResourceConsumer is seed 004's two-level sliding-window log, corrected
-// (scripts/resource_consumer.lua): one sorted set for the limited subject (the shared resource)
-// and one for each consumer (Request.Client) of that subject, both scored by Redis TIME in µs. A
-// request is admitted only when both windows have room for its cost, and is then recorded in
-// both (all or nothing). Entries are unique, only admissions are recorded, and both keys expire W
-// after the last admission.
+// (scripts/resource_consumer.lua): one list for the limited subject (the shared resource) and one
+// for each consumer (Request.Client) of that subject, each holding the Redis TIME in µs of its
+// last Limit (Consumer()) admitted permits. A request is admitted only when both windows have room
+// for its cost (one LINDEX each decides), and is then recorded in both (all or nothing). Only
+// admissions are recorded, and both keys expire W after the last admission.
 //
 // Both sets must be in one cluster slot for the script to touch them, so the consumer set is per
 // (subject, consumer), as in the article (whose keys share a {tag}). The contract is therefore
@@ -35,9 +35,10 @@ func (ResourceConsumer) Describe() Description {
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the resource's set + one per consumer
 		Memory:         "O(limit)",
-		Corrected: "scores in µs of TIME instead of whole seconds; `count + cost <= limit` on both " +
-			"sets instead of `==` on the resource; unique members; keys expire W after the last " +
-			"admission",
+		Corrected: "times in µs of TIME instead of whole seconds; `count + cost <= limit` on both " +
+			"logs instead of `==` on the resource; one entry per permit; keys expire W after the last " +
+			"admission; the last L admission times in lists checked with one LINDEX each instead of " +
+			"sorted sets trimmed and counted on every call",
 		Cost: true,
 	}
 }
@@ -82,18 +83,89 @@ func (ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &resourceConsumerLimiter{
-		name:   name,
-		script: s,
-		prefix: prefix,
-		args:   []any{l.Limit, l.Consumer(), l.Window.Microseconds()},
+	return &twoListLimiter{
+		script:   s,
+		prefix:   prefix,
+		rlimit:   l.Limit,
+		climit:   l.Consumer(),
+		windowUs: l.Window.Microseconds(),
 	}, nil
 }
 
 // Model implements Algorithm: the two-level sliding log of model_twolevel.go.
 func (ResourceConsumer) Model(l Limit) Model { return newTwoLevelModel(l) }
 
-// resourceConsumerLimiter is a prepared ResourceConsumer or ResourceConsumerPublished.
+// twoListLimiter is a prepared ResourceConsumer.
+type twoListLimiter struct {
+	script         *redis.Script
+	prefix         string
+	rlimit, climit int64
+	windowUs       int64
+}
+
+// Keys implements Limiter: the resource's list ("rc:{subject}:r") and this consumer's list
+// ("rc:{subject}:c:" + Request.Client), with the subject as hash tag. The names are short because
+// Redis keeps them in memory once per key, per consumer.
+func (r *twoListLimiter) Keys(req Request) []string {
+	base := subjectKey(r.prefix, "rc", req.Subject)
+	return []string{base + ":r", base + ":c:" + req.Client}
+}
+
+// Do implements Limiter.
+func (r *twoListLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+	cost, err := checkRequest("resource-consumer", req, true)
+	if err != nil {
+		return failedPending(err)
+	}
+	if never := min(r.rlimit, r.climit) + 1; cost > never {
+		// Never admissible; still ask Redis so that the decision carries a time.
+		cost = never
+	}
+	args := []any{r.rlimit - 1, r.climit - 1, r.windowUs}
+	if fixed := fixedMicros(req); fixed != 0 {
+		args = append(args, cost, fixed)
+	} else if cost != 1 {
+		args = append(args, cost)
+	}
+	cmd := runScript(ctx, c, r.script, r.Keys(req), args...)
+	return decodedPending("resource-consumer", cmd, func(raw any) (Decision, error) { return r.decode(raw, cost) })
+}
+
+// decode decodes the reply of scripts/resource_consumer.lua, "<allowed 0|1> <x> <y> <s> <µs>", for
+// a request of n = cost permits at time t:
+//
+//   - allowed: x and y are the resource's and the consumer's list lengths after the push,
+//     n <= x <= Lr + n and n <= y <= Lc + n; remaining max(0, min(Lr − x, Lc − y)), a lower bound
+//     (entries that have left the window are counted until they are trimmed);
+//   - denied, x or y > 0: each non-zero one is the time of the entry that keeps its list full,
+//     inside the window (> t − W); the request fits once both have left, retry-after
+//     max(x, y) + W − t µs (at least 1); remaining 0;
+//   - denied, x = y = 0: n > Lr or n > Lc, never admissible; retry-after 0, remaining 0.
+//
+// Any other reply is an error wrapping ErrBadReply, never an admission.
+func (r *twoListLimiter) decode(raw any, cost int64) (Decision, error) {
+	v, allowed, now, err := stateReply(raw, 5)
+	if err != nil {
+		return Decision{}, err
+	}
+	x, y := v[1], v[2]
+	inWindow := func(e int64) bool { return e == 0 || e > now-r.windowUs }
+	fits := cost <= r.rlimit && cost <= r.climit
+	d := Decision{Allowed: allowed, TimeMicros: now, Clock: ClockServer}
+	switch {
+	case allowed && fits && x >= cost && x <= r.rlimit+cost && y >= cost && y <= r.climit+cost:
+		d.Remaining = max(0, min(r.rlimit-x, r.climit-y))
+	case !allowed && !fits && x == 0 && y == 0:
+	case !allowed && fits && (x > 0 || y > 0) && inWindow(x) && inWindow(y):
+		d.RetryAfter = time.Duration(max(1, max(x, y)+r.windowUs-now)) * time.Microsecond
+	default:
+		return Decision{}, badReply(fmt.Sprintf("allowed=%v with %d and %d, at %d µs (limits %d and %d, window %d µs, cost %d)",
+			allowed, x, y, now, r.rlimit, r.climit, r.windowUs, cost), raw)
+	}
+	return d, nil
+}
+
+// resourceConsumerLimiter is a prepared ResourceConsumerPublished.
 type resourceConsumerLimiter struct {
 	name   string
 	script *redis.Script

@@ -84,7 +84,8 @@ func TestResourceConsumerSequential(t *testing.T) {
 }
 
 // TestResourceConsumerCost: the corrected script charges costs against both limits and denies a
-// cost above either limit with retry-after 0.
+// cost above either limit with retry-after 0. A denial reports 0 remaining: the lists show that the
+// entry at L − n is in the window, not how many permits are left.
 func TestResourceConsumerCost(t *testing.T) {
 	env := redistest.Single(t)
 	cl := env.Target.Client
@@ -96,7 +97,7 @@ func TestResourceConsumerCost(t *testing.T) {
 		remaining int64
 	}{
 		{"c1", 3, true, 1},  // consumer 3 of 4, resource 3 of 5
-		{"c1", 2, false, 1}, // consumer would be 5 of 4
+		{"c1", 2, false, 0}, // consumer would be 5 of 4
 		{"c2", 2, true, 0},  // resource 5 of 5
 		{"c2", 1, false, 0},
 		{"c3", 5, false, 0}, // over the consumer limit: never

@@ -3,15 +3,20 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // SlidingCounter is `sliding-counter`: the sliding window counter Cloudflare describes
-// (scripts/sliding_counter.lua). One hash per subject holds the current aligned window's index and
-// the permits admitted in it and in the window before; a request is admitted when
-// prev·(W − e)/W + cur + cost <= Limit, in exact integers, with e the server time into the current
-// window. Denials are not counted. Cost > 1 is supported.
+// (scripts/sliding_counter.lua). One counter per subject and aligned window, a key named by the
+// window's index, holds the permits admitted in it; a request is admitted when
+// prev·(W − e)/W + cur + cost <= Limit, in exact integers, with cur and prev the counters of the
+// server's current and previous windows and e the server time into the current window. The
+// limiter predicts the window from its clock and the server's offset, as fixed-window does
+// (serverWindows): a request that missed its window is sent again on a client, denied in a
+// pipeline. Denials are not counted. Cost > 1 is supported.
 //
 // Its contract is fixed-window(Limit, Window), exactly (cur never passes Limit). As a sliding
 // window it is approximate: the estimate assumes the previous window's permits were evenly spread.
@@ -27,10 +32,11 @@ func (SlidingCounter) Describe() Description {
 		Name:           "sliding-counter",
 		Origin:         "Cloudflare's sliding window counter",
 		Clock:          ClockServer,
-		KeysPerSubject: 1,
+		KeysPerSubject: 2, // the counters of the current and the previous window
 		Memory:         "O(1)",
 		Corrected: "exact integer comparison prev·(W−e) + (cur+n)·W <= L·W, denials not counted; " +
-			"fixed-window(L, W) exactly, sliding-window(L, W) only approximately",
+			"fixed-window(L, W) exactly, sliding-window(L, W) only approximately; server TIME, with " +
+			"counters named by the window as Cloudflare's are",
 		Cost: true,
 	}
 }
@@ -71,17 +77,99 @@ type slidingCounterLimiter struct {
 	prefix   string
 	limit    int64
 	windowUs int64
+	windows  serverWindows
 }
 
+// key is the counter of window k: prefix + "sc:{" + subject + "}:" + k in base 36.
+func (s *slidingCounterLimiter) key(subject string, k int64) string {
+	return subjectKey(s.prefix, "sc", subject) + ":" + strconv.FormatInt(k, 36)
+}
+
+// Keys implements Limiter: the counters of the window req is predicted to be decided in (that of
+// its FixedTime, when it has one) and of the window before it.
 func (s *slidingCounterLimiter) Keys(req Request) []string {
-	return []string{subjectKey(s.prefix, "sc", req.Subject)}
+	k := s.windows.predict(req, s.windowUs)
+	return []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
 }
 
+// Do implements Limiter.
 func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
 	cost, err := checkRequest("sliding-counter", req, true)
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, s.script, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
-	return scriptPending("sliding-counter", cmd, ClockServer)
+	if cost > s.limit {
+		// Never admissible (and (cur + cost)·W stays exact); still ask Redis so that the decision
+		// carries a time.
+		cost = s.limit + 1
+	}
+	return s.windows.do(ctx, c, "sliding-counter", req, s.windowUs,
+		func(k, fixed int64) *redis.Cmd {
+			keys := []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
+			// The bounds are 16 digits for every time from 2001 to 2286, as the script compares them.
+			args := []any{k * s.windowUs, (k + 1) * s.windowUs, s.windowUs, (s.limit - cost) * s.windowUs, cost, (k + 2) * s.windowUs / 1000}
+			if fixed != 0 {
+				args = append(args, fixed)
+			}
+			return runScript(ctx, c, s.script, keys, args...)
+		},
+		func(raw any, k int64) (Decision, bool, error) { return s.decode(raw, k, cost) })
+}
+
+// decode decodes the reply of scripts/sliding_counter.lua, "<allowed 0|1|2> <cur> <prev> <s> <µs>",
+// for a request of n = cost permits sent for window k and decided at t, e = t − kW µs into it.
+// With the budget B = L·W − prev·(W − e):
+//
+//   - 2 with cur = prev = 0, t outside window k: the request missed its window, nothing was
+//     written; missed is true and the decision a denial with remaining 0 and retry-after 0;
+//   - 1 (admitted, (cur + n)·W <= B): remaining ⌊(B − (cur + n)·W)/W⌋;
+//   - 0 (denied, (cur + n)·W > B): remaining max(0, ⌊(B − cur·W)/W⌋); retry-after, for n <= L,
+//     until the estimate admits n: in this window (cur + n <= L) at W − ⌊(L − cur − n)·W/prev⌋,
+//     else in the next one, where cur becomes prev, at W − e + W − ⌊(L − n)·W/cur⌋ (W − e when
+//     cur = 0), at least 1 µs; 0 for n > L (never).
+//
+// Any other reply (counters past L, a decision the counters contradict, a time outside the
+// window) is an error wrapping ErrBadReply, never an admission.
+func (s *slidingCounterLimiter) decode(raw any, k, cost int64) (Decision, bool, error) {
+	v, err := replyFields(raw, 5)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	now, err := timeMicros(v[3], v[4], raw)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	w, l := s.windowUs, s.limit
+	cur, prev, e := v[1], v[2], now-k*w
+	inside := e >= 0 && e < w
+	d := Decision{TimeMicros: now, Clock: ClockServer}
+	if v[0] == 2 && cur == 0 && prev == 0 && !inside {
+		return d, true, nil
+	}
+	if v[0] > 1 || !inside || cur > l || prev > l {
+		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d (limit %d, window %d µs, cost %d)", v[0], cur, prev, e, k, l, w, cost), raw)
+	}
+	budget := l*w - prev*(w-e)
+	fits := cur+cost <= l && (cur+cost)*w <= budget
+	if (v[0] == 1) != fits {
+		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d, which the counters contradict (limit %d, cost %d)", v[0], cur, prev, e, k, l, cost), raw)
+	}
+	if fits {
+		d.Allowed, d.Remaining = true, (budget-(cur+cost)*w)/w
+		return d, false, nil
+	}
+	d.Remaining = max(0, floorDiv(budget-cur*w, w))
+	if cost <= l {
+		var retry int64
+		if cur+cost <= l {
+			retry = w - (l-cur-cost)*w/prev - e
+		} else {
+			retry = w - e
+			if cur > 0 {
+				retry += w - (l-cost)*w/cur
+			}
+		}
+		d.RetryAfter = time.Duration(max(retry, 1)) * time.Microsecond
+	}
+	return d, false, nil
 }

@@ -3,14 +3,16 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// SlidingLog is `sliding-log`: seed 002 made atomic (scripts/sliding_log.lua). A sorted set per
-// subject holds one uniquely named member per admitted permit, scored by its Redis TIME in µs;
-// a request is admitted when the members in (t−W, t] plus cost are at most Limit. Denials are not
-// recorded. Memory grows with Limit. Cost > 1 is supported.
+// SlidingLog is `sliding-log`: seed 002 made atomic (scripts/sliding_log.lua). A list per subject
+// holds the Redis TIME in µs of each of the last Limit admitted permits, newest first; a request
+// for n permits is admitted when the entry at index Limit − n (the (Limit−n+1)-th newest) is
+// missing or has left the window (t−W, t], which is exactly when the window holds at most
+// Limit − n permits. Denials are not recorded. Memory grows with Limit. Cost > 1 is supported.
 type SlidingLog struct{}
 
 var _ Algorithm = (*SlidingLog)(nil)
@@ -25,8 +27,9 @@ func (SlidingLog) Describe() Description {
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
 		Memory:         "O(limit)",
-		Corrected: "one script instead of four separate commands (atomic); count checked before adding; " +
-			"denied requests not recorded; unique members; server TIME in µs instead of the client's ms",
+		Corrected: "one script instead of four separate commands (atomic); denied requests not recorded; " +
+			"server TIME in µs instead of the client's ms; the last L admission times in a list checked " +
+			"with one LINDEX instead of a sorted set trimmed and counted on every call",
 		Cost: true,
 	}
 }
@@ -73,6 +76,48 @@ func (s *slidingLogLimiter) Do(ctx context.Context, c redis.Cmdable, req Request
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, s.script, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
-	return scriptPending("sliding-log", cmd, ClockServer)
+	if cost > s.limit {
+		// Never admissible; still ask Redis so that the decision carries a time.
+		cost = s.limit + 1
+	}
+	args := []any{s.limit - 1, s.windowUs}
+	if fixed := fixedMicros(req); fixed != 0 {
+		args = append(args, cost, fixed)
+	} else if cost != 1 {
+		args = append(args, cost)
+	}
+	cmd := runScript(ctx, c, s.script, s.Keys(req), args...)
+	return decodedPending("sliding-log", cmd, func(raw any) (Decision, error) { return s.decode(raw, cost) })
+}
+
+// decode decodes the reply of scripts/sliding_log.lua, "<allowed 0|1> <x> <s> <µs>", for a request
+// of n = cost permits at time t:
+//
+//   - allowed: x is the list's length after the push, n <= x <= L + n; remaining max(0, L − x), a
+//     lower bound (entries that have left the window are still counted until they are trimmed),
+//     exact while every entry is in the window;
+//   - denied, x > 0: x is the time of the entry at index L − n, inside the window (x > t − W); the
+//     request fits once it has left, retry-after x + W − t µs (at least 1); remaining 0;
+//   - denied, x = 0: n > L, never admissible; retry-after 0, remaining 0.
+//
+// Any other reply (an admission with a length below n or past L + n, a denial by an entry that
+// had left the window, a denial with x = 0 for n <= L) is an error wrapping ErrBadReply, never an
+// admission.
+func (s *slidingLogLimiter) decode(raw any, cost int64) (Decision, error) {
+	v, allowed, now, err := stateReply(raw, 4)
+	if err != nil {
+		return Decision{}, err
+	}
+	x := v[1]
+	d := Decision{Allowed: allowed, TimeMicros: now, Clock: ClockServer}
+	switch {
+	case allowed && x >= cost && x <= s.limit+cost && cost <= s.limit:
+		d.Remaining = max(0, s.limit-x)
+	case !allowed && x == 0 && cost > s.limit:
+	case !allowed && x > 0 && cost <= s.limit && x > now-s.windowUs:
+		d.RetryAfter = time.Duration(max(1, x+s.windowUs-now)) * time.Microsecond
+	default:
+		return Decision{}, badReply(fmt.Sprintf("allowed=%v with %d, at %d µs (limit %d, window %d µs, cost %d)", allowed, x, now, s.limit, s.windowUs, cost), raw)
+	}
+	return d, nil
 }

@@ -2,15 +2,18 @@ package algorithms
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One hash per
+// TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One key per
 // subject holds the tokens, as exact integers in units of 1/U permit, and the server time in µs
-// they were counted at; Limit permits refill per Window up to Capacity(). Nothing is written on a
+// they were counted at (one string "<tokens> <ts>", read with GET and written with SET … PXAT; the
+// type keeps the name it had when the state was a hash); Limit permits refill per Window up to Capacity(). Nothing is written on a
 // denial; the key expires when the bucket would be full. Cost > 1 is supported.
 type TokenBucketHash struct{}
 
@@ -26,8 +29,8 @@ func (TokenBucketHash) Describe() Description {
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
-		Corrected: "one hash instead of two keys; server TIME in µs instead of the client's whole seconds; " +
-			"stored time never goes back; exact integer tokens; nothing written on denial; TTL = time to refill",
+		Corrected: "one key instead of two, written with its expiry in one SET; server TIME in µs instead of the client's whole seconds; " +
+			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (at most 5/4 of the refill time)",
 		Cost: true,
 	}
 }
@@ -57,7 +60,17 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 	if err != nil {
 		return nil, fmt.Errorf("token-bucket: %w", err)
 	}
-	return &tokenBucketLimiter{script: s, prefix: prefix, unit: unit, rate: rate, capacity: l.Capacity() * unit}, nil
+	capacity := l.Capacity() * unit
+	return &tokenBucketLimiter{script: s, prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: expiryQuantum(capacity, rate)}, nil
+}
+
+// expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
+// rate units per µs: a quarter of Tfull = ⌈capacity/rate⌉ µs (the time an empty bucket takes to
+// refill), rounded up, and at least 1000 µs. The script sets a key's expiry once per quantum of
+// its state's time, so a key lives at most Tfull + Q after its last admission.
+func expiryQuantum(capacity, rate int64) int64 {
+	full := (capacity + rate - 1) / rate
+	return max(1000, (full+3)/4)
 }
 
 // Model implements Algorithm.
@@ -67,6 +80,7 @@ type tokenBucketLimiter struct {
 	script               *redis.Script
 	prefix               string
 	unit, rate, capacity int64
+	quantum              int64 // µs, expiryQuantum
 }
 
 func (t *tokenBucketLimiter) Keys(req Request) []string {
@@ -84,7 +98,7 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 		cost = limit + 1
 	}
 	need := cost * t.unit
-	args := []any{need, t.rate, t.capacity}
+	args := []any{need, t.rate, t.capacity, t.quantum}
 	if fixed := fixedMicros(req); fixed != 0 {
 		args = append(args, fixed)
 	}
@@ -92,9 +106,10 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	return decodedPending("token-bucket", cmd, func(raw any) (Decision, error) { return t.decode(raw, need) })
 }
 
-// decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <tokens> <ts µs> <s> <µs>",
-// for a request of need = n·U units. The bucket is refilled from ts to the decision time t (as the
-// script did; nothing when ts >= t) to b units (the state after an admission is already at t), and
+// decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <s> <µs> <state>" (see
+// tokenBucketReply), for a request of need = n·U units. The bucket is refilled from ts to the
+// decision time t (as the script did; nothing when ts >= t) to b units (the state after an
+// admission is already at t), and
 //
 //	remaining = ⌊b/U⌋ permits
 //	retry-after = ⌈(need − b)/R⌉ µs after a denial (until need units are there), or 0 when
@@ -105,11 +120,10 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 // time, a denial the refilled bucket would have allowed) is an error wrapping ErrBadReply, never
 // an admission.
 func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
-	v, allowed, now, err := stateReply(raw, 5)
+	allowed, now, tokens, ts, err := tokenBucketReply(raw, t.capacity)
 	if err != nil {
 		return Decision{}, err
 	}
-	tokens, ts := v[1], v[2]
 	if tokens > t.capacity {
 		return Decision{}, badReply(fmt.Sprintf("%d tokens in a bucket of %d", tokens, t.capacity), raw)
 	}
@@ -129,4 +143,68 @@ func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// tokenBucketReply reads the reply of scripts/token_bucket.lua: "<allowed 0|1> <s> <µs> " and then
+// the stored state, 16 bytes of struct.pack('<dd', tokens, ts) (two little-endian IEEE doubles
+// holding integers below 2^53), or nothing for a denial without a stored state, which reads as a
+// full bucket (capacity units at time 0). Any other shape, a double that is not such an integer,
+// or a missing state after an admission is an error wrapping ErrBadReply that shows the raw reply.
+func tokenBucketReply(raw any, capacity int64) (allowed bool, now, tokens, ts int64, err error) {
+	s, ok := raw.(string)
+	if !ok {
+		return false, 0, 0, 0, badReply("want a string", raw)
+	}
+	head, state, found := cutN(s, ' ', 3)
+	if !found {
+		return false, 0, 0, 0, badReply("want three fields and the state", raw)
+	}
+	v, err := replyFields(head, 3)
+	if err == nil {
+		allowed, err = Bool01(v[0], raw)
+	}
+	if err == nil {
+		now, err = timeMicros(v[1], v[2], raw)
+	}
+	if err != nil {
+		return false, 0, 0, 0, fmt.Errorf("%w (reply %q)", err, s)
+	}
+	switch len(state) {
+	case 0:
+		if allowed {
+			return false, 0, 0, 0, badReply("admitted without a state", raw)
+		}
+		return false, now, capacity, 0, nil
+	case 16:
+		tokens, ok1 := exactInt(state[:8])
+		ts, ok2 := exactInt(state[8:])
+		if !ok1 || !ok2 || tokens < 0 || ts <= 0 {
+			return false, 0, 0, 0, badReply("state is not two non-negative integers below 2^53", raw)
+		}
+		return allowed, now, tokens, ts, nil
+	}
+	return false, 0, 0, 0, badReply(fmt.Sprintf("state of %d bytes, want 16 or none", len(state)), raw)
+}
+
+// cutN splits s after the n-th sep: the text before it and the rest; found is false when s has
+// fewer than n seps.
+func cutN(s string, sep byte, n int) (head, rest string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			if n--; n == 0 {
+				return s[:i], s[i+1:], true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// exactInt reads 8 bytes as a little-endian IEEE double and reports whether it holds an integer
+// in [−2^53, 2^53].
+func exactInt(b string) (int64, bool) {
+	f := math.Float64frombits(binary.LittleEndian.Uint64([]byte(b)))
+	if f != math.Trunc(f) || math.Abs(f) > maxExact {
+		return 0, false
+	}
+	return int64(f), true
 }

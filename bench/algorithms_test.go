@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -36,59 +40,88 @@ const (
 )
 
 // BenchmarkAlgorithms measures, for the bare INCR + PEXPIRE reference script
-// (algorithms.Reference(), scripts/reference.lua) and every registered algorithm, on a single
-// Redis at limit 100 per second, one client sending one request at a time:
+// (algorithms.Reference(), scripts/reference.lua), every registered algorithm and the public
+// designs of their families (peers), on a single Redis at limit 100 per second, one client sending
+// one request at a time:
 //
 //   - server-µs/call: Redis time per call from INFO commandstats: the usec of EVALSHA/EVAL for
 //     scripted algorithms (which includes the commands the script calls), else the sum over the
 //     commands sent; the median over the rounds;
 //   - x-reference: server-µs/call divided by that of the reference script in the same round, the
-//     median over the rounds. The reference runs inside every sub-benchmark, so the ratio is there
-//     whatever -bench selects, and the round-by-round median is little moved by the bursts of a
-//     loaded machine. The issue's target for gcra, token-bucket and fixed-window is at most 1.5.
-//     The "reference" row compares the reference with a second copy of itself: its distance from 1
-//     is the noise of the ratio;
+//     median over the rounds. The "reference" row compares the reference with a second copy of
+//     itself: its distance from 1 is the noise of the ratio;
+//   - x-peer: for an algorithm with peers (peerDesigns), server-µs/call divided by that of the
+//     cheapest peer of its family (the lowest median server-µs/call) in the same round, the median
+//     over the paired rounds; the sub-benchmark also logs the line "x-peer <algorithm> = R against
+//     <peer> (median of N paired rounds; ...)". The issue's target for every corrected algorithm
+//     is at most 1.00;
 //   - client-µs/call: wall time of one call of the algorithm as the client sees it (round trip
 //     included), the mean over every call;
 //   - allowed/call: the share of the algorithm's calls that were allowed. The subjects are many
 //     enough that it is about 1: the algorithms take their admitting path, as the reference (which
-//     admits everything) always does, and both see the same subjects in the same order;
-//   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits.
+//     admits everything) always does, and all see the same subjects in the same order;
+//   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits;
+//   - server-Ir/call and x-peer-Ir, only when redis-server runs under callgrind (callgrindEnv):
+//     the instructions redis-server executed inside EVALSHA per call, and their ratio to the
+//     cheapest peer's, the median over the paired rounds: the same comparison as x-peer, free
+//     of the machine's other load.
 //
-// The "floor" rows are not algorithms (floors): each sends only the Redis commands that any
-// server-clock limiter ("floor"), or one algorithm's admitting path ("floor-<algorithm>"), cannot
-// do without, and nothing else, so its x-reference is the least that limiter, or that design of
-// the algorithm, can cost on this machine and Redis.
+// One round is benchRoundCalls calls of each participant of the sub-benchmark (the reference, the
+// algorithm, and the peers of its family), one participant after the other in an order that
+// rotates from round to round, so that a drift of the machine's other load favours none. Each
+// batch resets INFO commandstats (CONFIG RESETSTAT) before it and reads it after, so ns/op is the
+// time of one iteration (benchRounds rounds), not of one call. Compare algorithms by x-peer and
+// x-reference, which survive a change of machine.
 //
-// Each round resets INFO commandstats (CONFIG RESETSTAT) before each batch and reads it after, so
-// ns/op is the time of one iteration (benchRounds rounds of both scripts), not of one call.
-// Compare algorithms by x-reference, which survives a change of machine.
+// The "peer-…" rows are the public designs of each family run on their own (peerDesigns). The
+// "floor" rows are not algorithms (floors): each sends only the Redis commands that any
+// server-clock limiter ("floor"), or one design's admitting path ("floor-<algorithm>"), cannot do
+// without, and nothing else, so its x-peer is the least that design can cost against the peer on
+// this machine and Redis.
 func BenchmarkAlgorithms(b *testing.B) {
 	env := redistest.Single(b)
 	ctx := context.Background()
 	c := env.Target.Client
+	cg, err := newCallgrind(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cg != nil {
+		// Under valgrind the server runs tens of times slower, so each subject comes round tens
+		// of times later; a window as many times longer keeps the share of calls that find a
+		// new window, a first hit or an expired key what it is at full speed.
+		defer func(w time.Duration) { benchLimit.Window = w }(benchLimit.Window)
+		benchLimit.Window = callgrindWindow
+	}
 	type benchCase struct {
 		name    string
 		prepare func(prefix string) (algorithms.Limiter, error)
+		peers   []peerDesign
 	}
 	prepareFor := func(a algorithms.Algorithm) func(string) (algorithms.Limiter, error) {
 		return func(prefix string) (algorithms.Limiter, error) { return a.Prepare(ctx, c, benchLimit, prefix) }
 	}
-	cases := []benchCase{{algorithms.ReferenceName, prepareFor(algorithms.Reference())}}
+	cases := []benchCase{{name: algorithms.ReferenceName, prepare: prepareFor(algorithms.Reference())}}
 	for _, f := range floors {
-		cases = append(cases, benchCase{f.name, func(prefix string) (algorithms.Limiter, error) {
+		cases = append(cases, benchCase{name: f.name, peers: peersOf(f.peerOf), prepare: func(prefix string) (algorithms.Limiter, error) {
 			s := redis.NewScript(f.src)
 			return floorLimiter{script: s, prefix: prefix, keyed: f.keyed}, s.Load(ctx, c).Err()
 		}})
 	}
+	for _, p := range peerDesigns {
+		cases = append(cases, benchCase{name: p.name, prepare: func(prefix string) (algorithms.Limiter, error) {
+			return p.prepare(ctx, c, prefix)
+		}})
+	}
 	for _, a := range algorithms.All() {
-		cases = append(cases, benchCase{a.Describe().Name, prepareFor(a)})
+		name := a.Describe().Name
+		cases = append(cases, benchCase{name: name, prepare: prepareFor(a), peers: peersOf(name)})
 	}
 	for i, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			// Prefixes of one length for every algorithm: MEMORY USAGE counts the key names.
+			// Prefixes of one length for every participant: MEMORY USAGE counts the key names.
 			prefix := fmt.Sprintf("%sa%02d:", env.Prefix, i)
-			lim, err := bc.prepare(prefix)
+			lim, err := bc.prepare(prefix + "x:")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -96,47 +129,69 @@ func BenchmarkAlgorithms(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// parts are the participants of each round: the algorithm, the reference, its peers.
+			parts := []algorithms.Limiter{lim, ref}
+			for j, p := range bc.peers {
+				pl, err := p.prepare(ctx, c, fmt.Sprintf("%sp%d:", prefix, j))
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts = append(parts, pl)
+			}
 			bytes, err := subjectBytes(ctx, c, lim)
 			if err != nil {
 				b.Fatal(err)
 			}
 			var (
-				perCall, ratios []float64 // one per round
-				wall            time.Duration
-				round, allowed  int
+				perCall        = make([][]float64, len(parts)) // server µs per call, per participant and round
+				irPerCall      = make([][]float64, len(parts)) // server instructions per call (callgrind)
+				wall           time.Duration
+				round, allowed int
 			)
 			for b.Loop() {
 				for range benchRounds {
 					first := round * benchRoundCalls
-					var refU, limU float64
-					var w time.Duration
-					var n int
-					if round%2 == 0 {
-						refU, _, _, err = measureBatch(ctx, c, ref, first)
-						if err == nil {
-							limU, w, n, err = measureBatch(ctx, c, lim, first)
+					for k := range parts {
+						j := (k + round) % len(parts)
+						m, err := measureBatch(ctx, c, cg, parts[j], first)
+						if err != nil {
+							b.Fatalf("%s: %v", participantName(bc.name, bc.peers, j), err)
 						}
-					} else {
-						limU, w, n, err = measureBatch(ctx, c, lim, first)
-						if err == nil {
-							refU, _, _, err = measureBatch(ctx, c, ref, first)
+						perCall[j] = append(perCall[j], m.usec/benchRoundCalls)
+						irPerCall[j] = append(irPerCall[j], m.ir/benchRoundCalls)
+						if j == 0 {
+							wall += m.wall
+							allowed += m.allowed
 						}
-					}
-					if err != nil {
-						b.Fatal(err)
 					}
 					round++
-					wall += w
-					allowed += n
-					perCall = append(perCall, limU/benchRoundCalls)
-					if refU > 0 {
-						ratios = append(ratios, limU/refU)
-					}
 				}
 			}
-			b.ReportMetric(median(perCall), "server-µs/call")
-			if len(ratios) > 0 {
-				b.ReportMetric(median(ratios), "x-reference")
+			b.ReportMetric(median(slices.Clone(perCall[0])), "server-µs/call")
+			if r, ok := pairedRatio(perCall[0], perCall[1]); ok {
+				b.ReportMetric(r, "x-reference")
+			}
+			if len(bc.peers) > 0 {
+				// The cheapest peer is the one with the lowest median server µs per call.
+				cheapest := 2
+				for j := 3; j < len(parts); j++ {
+					if median(slices.Clone(perCall[j])) < median(slices.Clone(perCall[cheapest])) {
+						cheapest = j
+					}
+				}
+				if r, ok := pairedRatio(perCall[0], perCall[cheapest]); ok {
+					b.ReportMetric(r, "x-peer")
+					b.Logf("x-peer %s = %.2f against %s (median of %d paired rounds; %.2f against the reference)",
+						bc.name, r, bc.peers[cheapest-2].name, round, median(slices.Clone(ratios(perCall[0], perCall[1]))))
+				}
+				if r, ok := pairedRatio(irPerCall[0], irPerCall[cheapest]); ok && cg != nil {
+					b.ReportMetric(r, "x-peer-Ir")
+					b.Logf("x-peer-Ir %s = %.3f against %s by redis-server instructions (median of %d paired rounds)",
+						bc.name, r, bc.peers[cheapest-2].name, round)
+				}
+			}
+			if cg != nil {
+				b.ReportMetric(median(slices.Clone(irPerCall[0])), "server-Ir/call")
 			}
 			b.ReportMetric(float64(wall.Microseconds())/float64(round*benchRoundCalls), "client-µs/call")
 			b.ReportMetric(float64(allowed)/float64(round*benchRoundCalls), "allowed/call")
@@ -145,36 +200,315 @@ func BenchmarkAlgorithms(b *testing.B) {
 	}
 }
 
+// participantName names participant j of a sub-benchmark's rounds in errors.
+func participantName(name string, peers []peerDesign, j int) string {
+	switch j {
+	case 0:
+		return name
+	case 1:
+		return algorithms.ReferenceName
+	}
+	return peers[j-2].name
+}
+
+// ratios returns a[i]/b[i] for every round in which b[i] > 0.
+func ratios(a, b []float64) []float64 {
+	var r []float64
+	for i := range a {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	return r
+}
+
+// pairedRatio is the median over the rounds of a[i]/b[i] (ratios), and false when no round had
+// b[i] > 0.
+func pairedRatio(a, b []float64) (float64, bool) {
+	r := ratios(a, b)
+	return median(r), len(r) > 0
+}
+
 // floors are the scripts of the "floor" rows. Each sends the Redis commands that a server-clock
-// limiter, or one algorithm's admitting path, cannot do without: TIME, and the reads and writes of
-// the algorithm's state (fixed-window: HINCRBY; gcra: GET, SET … PXAT; token-bucket: HMGET, HSET,
-// PEXPIREAT), with arguments taken as they are from TIME's reply, and replies with one string of
+// limiter, or one design's admitting path, cannot do without: TIME, and the reads and writes of the
+// design's state, with arguments taken as they are from TIME's reply, and a reply of one string of
 // them, as the algorithms do; it does no arithmetic, number conversion or formatting, which the
-// algorithms cannot avoid. Without arithmetic a key can only expire at the end of the second, so
-// a floor's subject often still has its key when it comes round again, where gcra's and
-// token-bucket's (gone 10 ms after one admission at limit 100) never do; by instruction counts
-// (callgrind) that changes these floors by about 3%.
+// algorithms cannot avoid. peerOf names the algorithm whose peers the row is compared with (its
+// x-peer is the least that design can cost against them). Without arithmetic a key can only expire
+// at the end of the second, so a floor's subject often still has its key when it comes round
+// again, where the algorithms' (gone 10 ms after one admission at limit 100) often do not; by
+// instruction counts (callgrind) that changes these floors by about 3%.
 var floors = []struct {
-	name, src string
-	keyed     bool // the script takes the subject's key as KEYS[1]
+	name, src, peerOf string
+	keyed             bool // the script takes the subject's key as KEYS[1]
 }{
 	{"floor", `local t = redis.call('TIME')
-return '1 ' .. t[1] .. ' ' .. t[2]`, false},
+return '1 ' .. t[1] .. ' ' .. t[2]`, "", false},
 	{"floor-fixed-window", `local t = redis.call('TIME')
-redis.call('HINCRBY', KEYS[1], t[1], '1')
-return '1 1 ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, true},
+local n = redis.call('INCRBY', KEYS[1], '1')
+return '1 ' .. n .. ' ' .. t[1] .. ' ' .. t[2]`, "fixed-window", true},
 	{"floor-gcra", `local t = redis.call('TIME')
 redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
-return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, true},
+return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, "gcra", true},
 	{"floor-token-bucket", `local t = redis.call('TIME')
-redis.call('HMGET', KEYS[1], 't', 'ts')
-redis.call('HSET', KEYS[1], 't', t[2], 'ts', t[1])
+redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
+return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, "token-bucket", true},
+	{"floor-sliding-counter", `local t = redis.call('TIME')
+local v = redis.call('MGET', KEYS[1], KEYS[2])
+redis.call('INCRBY', KEYS[1], '1')
+return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0') .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-counter", true},
+	{"floor-sliding-log", `local t = redis.call('TIME')
+redis.call('LINDEX', KEYS[1], '99')
+local n = redis.call('LPUSH', KEYS[1], t[2])
 redis.call('PEXPIREAT', KEYS[1], t[1] .. '999')
-return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, true},
+return '1 ' .. n .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-log", true},
 }
 
-// floorLimiter runs one of floors, on the subject's key when keyed; it admits everything.
+// peerDesign is a public rate-limiter design run as a yardstick beside the algorithms of its
+// family: its own row, and the x-peer column of each algorithm in family. Each is written here
+// after the design as its users run it (client clock, no server TIME, nothing that the design
+// does not need), so that it is the cheapest public way to get that family's limit from Redis.
+type peerDesign struct {
+	name    string
+	family  []string
+	prepare func(ctx context.Context, c redis.UniversalClient, prefix string) (algorithms.Limiter, error)
+}
+
+// peerDesigns are the public designs of each family:
+//
+//   - peer-redis_rate: go-redis/redis_rate v10 (GCRA), called through its own Go API
+//     (Limiter.AllowN); one key, TIME, GET and SET … EX; floating-point seconds.
+//   - peer-token-bucket: a token bucket on the client's clock (the design of the Python library
+//     limits' acquire_token_bucket.lua): one hash {tokens, ts}, HMGET, HSET and PEXPIRE on every
+//     call, tokens as a float.
+//   - peer-moving-window: the list-based moving window (limits' acquire_moving_window.lua): the
+//     last L admission times in a list, newest first, on the client's clock in ms; LINDEX L − n
+//     decides, LPUSH, LTRIM and PEXPIRE record an admission.
+//   - peer-moving-window-2: the same design on two lists at once (the resource's and the
+//     consumer's), all or nothing: the public way to get two sliding-window limits in one call.
+//   - peer-first-hit-window: the first-hit window (limits' incr_expire.lua, the INCR pattern of
+//     the Redis documentation): INCRBY, and PEXPIRE W when the counter is new; the caller admits
+//     when the count is at most L.
+//   - peer-sliding-window-counter: the sliding window counter as Cloudflare describes it, with
+//     one counter per window named by the client's window index: MGET of this window's and the
+//     previous window's counters, INCRBY (and PEXPIRE 2W when new) on admission.
+var peerDesigns = []peerDesign{
+	{"peer-redis_rate", []string{"gcra"}, prepareRedisRate},
+	{"peer-token-bucket", []string{"token-bucket", "token-bucket-published"}, peerScript(peerTokenBucket, peerTokenBucketCall, replied1)},
+	{"peer-moving-window", []string{"sliding-log", "sliding-log-published", "redisson", "redisson-per-client"}, peerScript(peerMovingWindow, peerMovingWindowCall, replied1)},
+	{"peer-moving-window-2", []string{"resource-consumer", "resource-consumer-published"}, peerScript(peerMovingWindow2, peerMovingWindow2Call, replied1)},
+	{"peer-first-hit-window", []string{"fixed-window", "fixed-window-published"}, peerScript(peerFirstHit, peerFirstHitCall, countWithin)},
+	{"peer-sliding-window-counter", []string{"sliding-counter"}, peerScript(peerSlidingCounter, peerSlidingCounterCall, replied1)},
+}
+
+// peersOf returns the peer designs whose family holds name.
+func peersOf(name string) []peerDesign {
+	var out []peerDesign
+	for _, p := range peerDesigns {
+		if slices.Contains(p.family, name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// prepareRedisRate returns redis_rate v10 at benchLimit: Rate benchLimit.Limit per Period
+// benchLimit.Window, Burst Capacity().
+func prepareRedisRate(_ context.Context, c redis.UniversalClient, prefix string) (algorithms.Limiter, error) {
+	return redisRatePeer{lim: redis_rate.NewLimiter(c), prefix: prefix, limit: redis_rate.Limit{
+		Rate: int(benchLimit.Limit), Burst: int(benchLimit.Capacity()), Period: benchLimit.Window,
+	}}, nil
+}
+
+// redisRatePeer is redis_rate's Limiter as an algorithms.Limiter. AllowN runs at Do (it takes a
+// client, not a pipeline).
+type redisRatePeer struct {
+	lim    *redis_rate.Limiter
+	prefix string
+	limit  redis_rate.Limit
+}
+
+func (r redisRatePeer) key(req algorithms.Request) string {
+	return r.prefix + "rr:{" + req.Subject + "}"
+}
+
+// Keys implements algorithms.Limiter: redis_rate puts "rate:" in front of the key it is given.
+func (r redisRatePeer) Keys(req algorithms.Request) []string { return []string{"rate:" + r.key(req)} }
+
+// Do implements algorithms.Limiter.
+func (r redisRatePeer) Do(ctx context.Context, _ redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	res, err := r.lim.AllowN(ctx, r.key(req), r.limit, int(max(req.Cost, 1)))
+	return func() (algorithms.Decision, error) {
+		if err != nil {
+			return algorithms.Decision{}, fmt.Errorf("redis_rate: %w", err)
+		}
+		return algorithms.Decision{Allowed: res.Allowed > 0, Remaining: int64(res.Remaining), RetryAfter: max(res.RetryAfter, 0)}, nil
+	}
+}
+
+// peerTokenBucket: KEYS[1] hash {tokens, ts}; ARGV now (client ms), capacity, refill per ms, cost,
+// TTL ms (the time to refill completely). Replies 1 (admitted) or 0.
+const peerTokenBucket = `local now = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local rate = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens, ts = tonumber(st[1]), tonumber(st[2])
+if tokens == nil or ts == nil then
+  tokens, ts = capacity, now
+end
+local elapsed = now - ts
+if elapsed < 0 then elapsed = 0 end
+tokens = math.min(capacity, tokens + elapsed * rate)
+local allowed = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return allowed`
+
+func peerTokenBucketCall(req algorithms.Request, key string) ([]string, []any) {
+	ms := req.ClientTime.UnixMilli()
+	rate := float64(benchLimit.Limit) / float64(benchLimit.Window.Milliseconds())
+	return []string{key}, []any{ms, benchLimit.Capacity(), rate, req.Cost, benchLimit.Window.Milliseconds()}
+}
+
+// peerMovingWindow: KEYS[1] list of admission times (client ms), newest first; ARGV now ms, L,
+// W ms, cost. Replies 1 (admitted) or 0.
+const peerMovingWindow = `local now = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local window = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+if cost > limit then return 0 end
+local e = redis.call('LINDEX', KEYS[1], limit - cost)
+if e and tonumber(e) > now - window then return 0 end
+for i = 1, cost do
+  redis.call('LPUSH', KEYS[1], ARGV[1])
+end
+redis.call('LTRIM', KEYS[1], 0, limit - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`
+
+func peerMovingWindowCall(req algorithms.Request, key string) ([]string, []any) {
+	return []string{key}, []any{req.ClientTime.UnixMilli(), benchLimit.Limit, benchLimit.Window.Milliseconds(), req.Cost}
+}
+
+// peerMovingWindow2: KEYS[1] the resource's list, KEYS[2] the consumer's; ARGV now ms, Lr, Lc,
+// W ms, cost. Replies 1 (admitted in both) or 0.
+const peerMovingWindow2 = `local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+for i = 1, 2 do
+  local limit = tonumber(ARGV[1 + i])
+  if cost > limit then return 0 end
+  local e = redis.call('LINDEX', KEYS[i], limit - cost)
+  if e and tonumber(e) > now - window then return 0 end
+end
+for i = 1, 2 do
+  for j = 1, cost do
+    redis.call('LPUSH', KEYS[i], ARGV[1])
+  end
+  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[1 + i]) - 1)
+  redis.call('PEXPIRE', KEYS[i], ARGV[4])
+end
+return 1`
+
+func peerMovingWindow2Call(req algorithms.Request, key string) ([]string, []any) {
+	return []string{key + ":r", key + ":c:" + req.Client},
+		[]any{req.ClientTime.UnixMilli(), benchLimit.Limit, benchLimit.Consumer(), benchLimit.Window.Milliseconds(), req.Cost}
+}
+
+// peerFirstHit: KEYS[1] counter; ARGV cost, W ms. Replies the count after the increment; the
+// caller admits when it is at most L.
+const peerFirstHit = `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return n`
+
+func peerFirstHitCall(req algorithms.Request, key string) ([]string, []any) {
+	return []string{key}, []any{req.Cost, benchLimit.Window.Milliseconds()}
+}
+
+// peerSlidingCounter: KEYS[1] this window's counter, KEYS[2] the previous window's (named by the
+// client's window index); ARGV L, W ms, cost, ms into the window. Replies 1 (admitted) or 0.
+const peerSlidingCounter = `local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local elapsed = tonumber(ARGV[4])
+local v = redis.call('MGET', KEYS[1], KEYS[2])
+local cur, prev = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+if prev * (window - elapsed) / window + cur + cost > limit then return 0 end
+local n = redis.call('INCRBY', KEYS[1], cost)
+if n == cost then
+  redis.call('PEXPIRE', KEYS[1], 2 * window)
+end
+return 1`
+
+func peerSlidingCounterCall(req algorithms.Request, key string) ([]string, []any) {
+	ms, w := req.ClientTime.UnixMilli(), benchLimit.Window.Milliseconds()
+	k := ms / w
+	return []string{key + ":" + strconv.FormatInt(k, 10), key + ":" + strconv.FormatInt(k-1, 10)},
+		[]any{benchLimit.Limit, w, req.Cost, ms - k*w}
+}
+
+// peerScript returns the prepare function of a scripted peer: src loaded once, called with the
+// keys and arguments call builds from the request and the subject's key, its integer reply read by
+// admits.
+func peerScript(src string, call func(req algorithms.Request, key string) ([]string, []any), admits func(int64) bool) func(context.Context, redis.UniversalClient, string) (algorithms.Limiter, error) {
+	return func(ctx context.Context, c redis.UniversalClient, prefix string) (algorithms.Limiter, error) {
+		s := redis.NewScript(src)
+		return scriptPeer{script: s, prefix: prefix, call: call, admits: admits}, s.Load(ctx, c).Err()
+	}
+}
+
+// scriptPeer is a scripted peer design as an algorithms.Limiter; admits reads its integer reply.
+type scriptPeer struct {
+	script *redis.Script
+	prefix string
+	call   func(req algorithms.Request, key string) ([]string, []any)
+	admits func(reply int64) bool
+}
+
+func (p scriptPeer) request(req algorithms.Request) algorithms.Request {
+	req.Cost = max(req.Cost, 1)
+	if req.ClientTime.IsZero() {
+		req.ClientTime = time.Now()
+	}
+	return req
+}
+
+// Keys implements algorithms.Limiter.
+func (p scriptPeer) Keys(req algorithms.Request) []string {
+	keys, _ := p.call(p.request(req), p.prefix+"peer:{"+req.Subject+"}")
+	return keys
+}
+
+// Do implements algorithms.Limiter.
+func (p scriptPeer) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	keys, args := p.call(p.request(req), p.prefix+"peer:{"+req.Subject+"}")
+	cmd := p.script.Run(ctx, c, keys, args...)
+	return func() (algorithms.Decision, error) {
+		n, err := cmd.Int64()
+		if err != nil {
+			return algorithms.Decision{}, fmt.Errorf("peer: %w", err)
+		}
+		return algorithms.Decision{Allowed: p.admits(n)}, nil
+	}
+}
+
+// replied1 is the admission rule of the peers that reply 1 for an admission and 0 for a denial.
+func replied1(n int64) bool { return n == 1 }
+
+// countWithin is the first-hit window's rule: the count after the increment is at most L.
+func countWithin(n int64) bool { return n >= 1 && n <= benchLimit.Limit }
+
+// floorLimiter runs one of floors, on the subject's keys when keyed (KEYS[1], and a second one,
+// KEYS[2], that only floor-sliding-counter reads); it admits everything.
 type floorLimiter struct {
 	script *redis.Script
 	prefix string
@@ -185,7 +519,8 @@ func (f floorLimiter) Keys(req algorithms.Request) []string {
 	if !f.keyed {
 		return nil
 	}
-	return []string{f.prefix + "floor:{" + req.Subject + "}"}
+	k := f.prefix + "floor:{" + req.Subject + "}"
+	return []string{k, k + ":p"}
 }
 
 func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
@@ -198,28 +533,131 @@ func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Re
 	}
 }
 
-// measureBatch resets INFO commandstats, sends benchRoundCalls requests to lim one at a time
-// (subjects first, first+1, … modulo benchSubjects) and returns the Redis usec they took
-// (serverMicros), their wall time on the client and how many were allowed.
-func measureBatch(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, first int) (float64, time.Duration, int, error) {
+// batch is what measureBatch measured of benchRoundCalls calls.
+type batch struct {
+	usec    float64       // Redis usec (serverMicros)
+	ir      float64       // redis-server instructions (callgrind), 0 without it
+	wall    time.Duration // on the client
+	allowed int
+}
+
+// measureBatch resets INFO commandstats (and the callgrind counters, when cg is not nil), sends
+// benchRoundCalls requests to lim one at a time (subjects first, first+1, … modulo benchSubjects)
+// and returns what they cost the server and the client, and how many were allowed.
+func measureBatch(ctx context.Context, c redis.UniversalClient, cg *callgrind, lim algorithms.Limiter, first int) (batch, error) {
+	var b batch
 	if err := c.ConfigResetStat(ctx).Err(); err != nil {
-		return 0, 0, 0, err
+		return b, err
 	}
-	allowed := 0
+	if err := cg.zero(); err != nil {
+		return b, err
+	}
 	start := time.Now()
 	for i := first; i < first+benchRoundCalls; i++ {
 		req := algorithms.Request{Subject: "s" + strconv.Itoa(i%benchSubjects), Client: "c1", Cost: 1, ClientTime: time.Now()}
 		d, err := lim.Do(ctx, c, req)()
 		if err != nil {
-			return 0, 0, 0, err
+			return b, err
 		}
 		if d.Allowed {
-			allowed++
+			b.allowed++
 		}
 	}
-	wall := time.Since(start)
-	usec, err := serverMicros(ctx, c)
-	return usec, wall, allowed, err
+	b.wall = time.Since(start)
+	var err error
+	if b.ir, err = cg.instructions(); err != nil {
+		return b, err
+	}
+	b.usec, err = serverMicros(ctx, c)
+	return b, err
+}
+
+// callgrindEnv names the environment variable that turns on instruction counts in
+// BenchmarkAlgorithms: the --callgrind-out-file prefix of a redis-server that runs under
+// valgrind's callgrind, collecting only inside EVALSHA and EVAL, the commands whose usec
+// commandstats reports for scripts. A redis-server on PATH that wraps the real one does it:
+//
+//	#!/bin/sh
+//	exec valgrind --tool=callgrind --toggle-collect=evalShaCommand --toggle-collect=evalCommand \
+//	  --callgrind-out-file=/tmp/lb-callgrind.%p /usr/bin/redis-server "$@"
+//
+// with LIMITBENCH_CALLGRIND=/tmp/lb-callgrind. Instruction counts do not depend on the machine's
+// other load, so server-Ir/call and x-peer-Ir are a deterministic cross-check of server-µs/call
+// and x-peer (for scripted designs only: plain commands are not collected). The limit is then 100
+// per minute (callgrindWindow), so that the slower server sees each subject as often, relative to
+// its window, as at full speed.
+const callgrindEnv = "LIMITBENCH_CALLGRIND"
+
+// callgrindWindow is the window of benchLimit when redis-server runs under callgrind: 100 permits
+// per minute instead of per second, for a server about 60 times slower.
+const callgrindWindow = time.Minute
+
+// callgrind reads the instruction counts of a redis-server running under callgrind; a nil
+// *callgrind does nothing and reads 0.
+type callgrind struct {
+	pid    string
+	prefix string // --callgrind-out-file without ".<pid>"
+}
+
+// newCallgrind returns the callgrind of c's server when callgrindEnv is set, else nil.
+func newCallgrind(ctx context.Context, c redis.UniversalClient) (*callgrind, error) {
+	prefix := os.Getenv(callgrindEnv)
+	if prefix == "" {
+		return nil, nil
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(info) {
+		if pid, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return &callgrind{pid: pid, prefix: prefix}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: INFO server has no process_id", callgrindEnv)
+}
+
+// zero resets the counters (callgrind_control -z).
+func (g *callgrind) zero() error {
+	if g == nil {
+		return nil
+	}
+	if out, err := exec.Command("callgrind_control", "-z", g.pid).CombinedOutput(); err != nil {
+		return fmt.Errorf("callgrind_control -z %s: %v: %s", g.pid, err, out)
+	}
+	return nil
+}
+
+// instructions dumps the counters (callgrind_control -d) and returns the total of the dump it
+// wrote, the instructions since the last zero.
+func (g *callgrind) instructions() (float64, error) {
+	if g == nil {
+		return 0, nil
+	}
+	before, _ := filepath.Glob(g.prefix + "." + g.pid + ".*")
+	if out, err := exec.Command("callgrind_control", "-d", g.pid).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("callgrind_control -d %s: %v: %s", g.pid, err, out)
+	}
+	after, _ := filepath.Glob(g.prefix + "." + g.pid + ".*")
+	for _, f := range after {
+		if slices.Contains(before, f) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		_ = os.Remove(f)
+		for line := range strings.Lines(string(b)) {
+			for _, p := range []string{"totals: ", "summary: "} {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), p); ok {
+					return strconv.ParseFloat(v, 64)
+				}
+			}
+		}
+		return 0, fmt.Errorf("callgrind dump %s: no totals", f)
+	}
+	return 0, fmt.Errorf("callgrind_control -d %s wrote no new %s.%s.* file", g.pid, g.prefix, g.pid)
 }
 
 // median returns the median of v (the mean of the middle two for an even count); v is sorted in
@@ -237,14 +675,22 @@ func median(v []float64) float64 {
 }
 
 // subjectBytes gives a fresh subject its 100 permits and returns the MEMORY USAGE (SAMPLES 0,
-// exact) of the keys it uses then.
+// exact) of the keys it uses then (those of the last decision's time).
 func subjectBytes(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter) (int64, error) {
 	now := time.Now()
 	req := algorithms.Request{Subject: "mem-" + strconv.FormatInt(now.UnixNano(), 36), Client: "c1", Cost: 1, ClientTime: now}
+	var last int64
 	for range benchLimit.Limit {
-		if _, err := lim.Do(ctx, c, req)(); err != nil {
+		d, err := lim.Do(ctx, c, req)()
+		if err != nil {
 			return 0, err
 		}
+		last = d.TimeMicros
+	}
+	// The keys at the last decision's time: fixed-window's and sliding-counter's are named by the
+	// window, which may have ended since.
+	if last > 0 {
+		req.FixedTime = time.UnixMicro(last)
 	}
 	var total int64
 	for _, k := range lim.Keys(req) {

@@ -402,8 +402,9 @@ func TestRunProcess(t *testing.T) {
 }
 
 // TestMemorySlidingLogVsGCRA: under saturation at limit 100 a sliding log keeps up to 100
-// entries per subject and GCRA one timestamp, so its bytes per subject are at least ten times
-// as many. Memory, not timing: the assertion is safe on a loaded machine.
+// entries per subject and GCRA one timestamp, so its bytes per subject are at least five times
+// as many (a list of 100 integers, about 1.2 KB, against one key of about 150 bytes). Memory,
+// not timing: the assertion is safe on a loaded machine.
 func TestMemorySlidingLogVsGCRA(t *testing.T) {
 	needRedisServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -431,12 +432,12 @@ func TestMemorySlidingLogVsGCRA(t *testing.T) {
 		got[name] = m
 	}
 	g, s := got["gcra"], got["sliding-log"]
-	if s.BytesPerSubject < 10*g.BytesPerSubject {
-		t.Errorf("used_memory per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 10",
+	if s.BytesPerSubject < 5*g.BytesPerSubject {
+		t.Errorf("used_memory per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 5",
 			s.BytesPerSubject, g.BytesPerSubject, s.BytesPerSubject/g.BytesPerSubject)
 	}
-	if s.MemoryUsagePerSubject < 10*g.MemoryUsagePerSubject {
-		t.Errorf("MEMORY USAGE per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 10",
+	if s.MemoryUsagePerSubject < 5*g.MemoryUsagePerSubject {
+		t.Errorf("MEMORY USAGE per subject: sliding-log %.0f, gcra %.0f: ratio %.1f; want ≥ 5",
 			s.MemoryUsagePerSubject, g.MemoryUsagePerSubject, s.MemoryUsagePerSubject/g.MemoryUsagePerSubject)
 	}
 	if s.RequestsPerSubject != 100 {

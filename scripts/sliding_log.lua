@@ -1,20 +1,33 @@
--- sliding_log.lua: sliding-window(L, W) on a log of admissions (seed 002, made atomic).
+-- sliding_log.lua: sliding-window(L, W) on a log of the last L admissions (seed 002, made atomic).
 --
 -- Corrected from seed 002 (see the Go code of sliding-log-published): the article sends
 -- ZREMRANGEBYSCORE, ZADD, ZCARD and EXPIRE as separate commands, so concurrent requests interleave
 -- (its author says so), and it adds every request, denied ones too, so a client that keeps calling
--- above the limit is denied for ever. Here the same steps run in one script (atomic), the count is
--- checked before anything is added, and only admitted permits are recorded. Members are unique
--- (time and a sequence number, checked with ZADD NX), so two admissions in the same microsecond
--- are two entries. The time is the server's, in µs, not the client's in ms.
+-- above the limit is denied for ever. Here the decision and the record are one script (atomic),
+-- only admitted permits are recorded, and the time is the server's, in µs, not the client's in ms.
 --
--- Clock: Redis TIME in µs (ARGV[1] > 0 replaces it, for tests only). Skew between clients has no
--- effect. An entry stays in the window (t−W, t] for exactly W. The script assumes TIME does not go
--- back: entries are removed, and the key expires, on the latest clock reading, so after a step
--- back of the server clock the log can have forgotten entries that the earlier reading still
--- puts in the window.
+-- Structure: a list of the admission times of the last L permits, newest first (one entry per
+-- permit, so two admissions in the same µs are two entries). A request for n permits at t fits
+-- exactly when the window (t−W, t] holds at most L − n permits, that is when fewer than L − n + 1
+-- entries are newer than t − W, that is when the (L−n+1)-th newest entry, at index L − n, is
+-- missing or at or before t − W: one LINDEX decides, and an admission is LPUSH (n entries at t),
+-- an LTRIM back to L entries only when the list grew past L, and the expiry. Entries older than
+-- t − W that are still in the list change no decision (only the one at L − n is read), so they are
+-- left until an admission pushes them past L. This is the cheapest exact structure: the sorted set
+-- of the earlier version had to remove the old entries (ZREMRANGEBYSCORE), count (ZCARD), make
+-- each member unique and, on a denial, look up the entry that must leave (ZRANGE), in a structure
+-- several times larger per entry; the list reads one entry and keeps L small integers. It is the
+-- public list-based moving window (LINDEX / LPUSH / LTRIM / EXPIRE) on the server's clock in µs,
+-- with the LTRIM skipped while the list is short and the entry that decides a denial sent back
+-- for an exact retry-after.
 --
--- Expiry: once the newest entry, scored N = now, has left the window (at N + W) the set means the
+-- Clock: Redis TIME in µs (ARGV[4], when given, replaces it, for tests only). Skew between
+-- clients has no effect. An entry stays in the window (t−W, t] for exactly W. The script assumes
+-- TIME does not go back: entries are in the order they were pushed, which is time order only on a
+-- clock that never steps back, and an entry trimmed away as older than t − W could be inside the
+-- window of a later reading that stepped back.
+--
+-- Expiry: once the newest entry, at N = now, has left the window (at N + W) the list means the
 -- same as no key, so the key is kept until N + W, as an absolute time taken from the same TIME as
 -- the decision: PEXPIREAT ⌈(N + W)/1000⌉. A relative PEXPIRE would count from Redis's own clock
 -- reading, and since Redis 7.2 that is a snapshot taken when the script started, before its TIME
@@ -25,51 +38,76 @@
 -- fixed time (tests) the expiry is relative, W plus one minute, so that a test whose fixed times
 -- run ahead of the real clock never loses a key to a stall of the real one.
 --
--- KEYS[1]  sorted set: one member per admitted permit, scored by its admission time in µs
--- ARGV[1]  fixed time in µs since the Unix epoch, or 0 to read TIME
--- ARGV[2]  L, permits per sliding window
--- ARGV[3]  W, window in µs (a multiple of 1000)
--- ARGV[4]  cost, permits asked for (>= 1)
--- Reply:   {allowed 0|1, remaining permits in the window, retry-after µs until enough entries
---          have left the window (0 when allowed, or when cost > L: never), time µs used}
--- Memory:  O(L) per subject.
-local now = tonumber(ARGV[1])
-local fixed = now ~= nil and now > 0
-if not fixed then
+-- Cost: the script does what the decision needs and no more (bench/BenchmarkAlgorithms compares
+-- it with the public moving window): numbers are read by arithmetic on the strings (tonumber
+-- parses its argument twice), the cost is passed only when it is not 1, and the reply is one
+-- string made mostly of strings the script already has (TIME's two fields, the entry LINDEX
+-- returned); the Go decoder (algorithms/sliding_log.go) derives the remaining permits and the
+-- retry-after.
+--
+-- KEYS[1]  list: one entry per admitted permit, its admission time in µs, newest first; at most L
+-- ARGV[1]  L − 1, the index of the last entry kept
+-- ARGV[2]  W, window in µs (a multiple of 1000)
+-- ARGV[3]  optional: n, permits asked for (>= 1); 1 when absent
+-- ARGV[4]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+--          (ARGV[3] must then be given)
+-- Reply:   the string "<allowed 0|1> <x> <s> <µs>": when allowed, x is the length of the list after
+--          the push (before any trim), so L − x is a lower bound of the permits left; when denied,
+--          x is the time in µs of the entry at index L − n, which leaves the window at x + W, or 0
+--          when n > L (never admissible). Then the time the decision used as TIME gives it,
+--          seconds and microseconds.
+-- Memory:  O(L) per subject: L list entries of one integer each.
+local now, sec, usec
+if ARGV[4] then
+  now = ARGV[4] + 0
+  sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
+else
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  sec, usec = t[1], t[2]
+  now = sec * 1000000 + usec
 end
-local limit = tonumber(ARGV[2])
-local window = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
-local key = KEYS[1]
--- %d writes integers exactly and costs less than a float format (or a number argument, which
--- Redis writes with %.17g; Lua's own tostring would write 1.7e+15).
-local nows = string.format('%d', now)
-
--- Entries at or before now−W are outside (now−W, now].
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
-local count = redis.call('ZCARD', key)
-
-if count + cost > limit then
-  if cost > limit then return {0, math.max(0, limit - count), 0, now} end
-  -- The (count+cost−L)-th oldest entry must leave: it does at its score + W.
-  local e = redis.call('ZRANGE', key, count + cost - limit - 1, count + cost - limit - 1, 'WITHSCORES')
-  local retry = tonumber(e[2]) + window - now
-  if retry < 1 then retry = 1 end
-  return {0, math.max(0, limit - count), retry, now}
-end
-
-local seq = count
-for i = 1, cost do
-  seq = seq + 1
-  while redis.call('ZADD', key, 'NX', nows, nows .. '-' .. seq) == 0 do
-    seq = seq + 1
+local key, last = KEYS[1], ARGV[1]
+local idx, cost = last, 1
+if ARGV[3] then
+  cost = ARGV[3] + 0
+  idx = last + 1 - cost
+  if idx < 0 then
+    return '0 0 ' .. sec .. ' ' .. usec
   end
 end
-if fixed then
-  redis.call('PEXPIRE', key, string.format('%d', math.ceil(window / 1000) + 60000))
+local window = ARGV[2] + 0
+
+local e = redis.call('LINDEX', key, idx)
+if e and e + window > now then
+  return '0 ' .. e .. ' ' .. sec .. ' ' .. usec
+end
+
+-- The time in µs as TIME's seconds and its microseconds padded to six digits: exact, and cheaper
+-- than string.format (a number argument would be written with %.17g, dearer still).
+local nows = sec .. string.sub('00000', #usec) .. usec
+local n
+if cost == 1 then
+  n = redis.call('LPUSH', key, nows)
+else
+  -- At most 4096 entries per LPUSH: unpack puts them all on Lua's C stack (about 8000 slots).
+  local entries = {}
+  for i = 1, math.min(cost, 4096) do
+    entries[i] = nows
+  end
+  while cost > 0 do
+    n = redis.call('LPUSH', key, unpack(entries, 1, math.min(cost, 4096)))
+    cost = cost - 4096
+  end
+end
+-- A list that had an entry at L − n had at least L − n + 1, so it now has more than L: trim it.
+-- One that had none has at most L now.
+if e then
+  redis.call('LTRIM', key, 0, last)
+end
+if ARGV[4] then
+  redis.call('PEXPIRE', key, string.format('%d', window / 1000 + 60000))
 else
   redis.call('PEXPIREAT', key, string.format('%d', math.ceil((now + window) / 1000)))
 end
-return {1, limit - count - cost, 0, now}
+-- string.format writes the count for less than the concatenation's own number conversion.
+return string.format('1 %d ', n) .. sec .. ' ' .. usec

@@ -156,8 +156,9 @@ func TestCapacityCommand(t *testing.T) {
 }
 
 // TestCapacitySlidingLogVsGCRA: at limit 100 under the saturation scenario's load, sliding-log
-// keeps a log per subject and GCRA one timestamp: its bytes per subject are at least ten times
-// as many, and both appear in the command's output.
+// keeps a log per subject and GCRA one timestamp: its bytes per subject are at least five times
+// as many (a list of 100 integers, about 1.2 KB, against one key of about 150 bytes), and both
+// appear in the command's output.
 func TestCapacitySlidingLogVsGCRA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two capacity sweeps")
@@ -186,8 +187,8 @@ func TestCapacitySlidingLogVsGCRA(t *testing.T) {
 		got[alg] = c
 	}
 	g, s := got["gcra"].Memory, got["sliding-log"].Memory
-	if s.BytesPerSubject < 10*g.BytesPerSubject || s.MemoryUsagePerSubject < 10*g.MemoryUsagePerSubject {
-		t.Errorf("bytes per subject at limit 100: sliding-log %.0f (MEMORY USAGE %.0f), gcra %.0f (%.0f); want ≥ 10 times",
+	if s.BytesPerSubject < 5*g.BytesPerSubject || s.MemoryUsagePerSubject < 5*g.MemoryUsagePerSubject {
+		t.Errorf("bytes per subject at limit 100: sliding-log %.0f (MEMORY USAGE %.0f), gcra %.0f (%.0f); want ≥ 5 times",
 			s.BytesPerSubject, s.MemoryUsagePerSubject, g.BytesPerSubject, g.MemoryUsagePerSubject)
 	}
 	t.Logf("bytes per subject at limit 100: sliding-log %.0f, gcra %.0f, ratio %.1f (MEMORY USAGE %.0f / %.0f = %.1f); under the sweep's load %.0f / %.0f",
