@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"flag"
 	"fmt"
 	"net"
 	"os/exec"
@@ -39,29 +40,80 @@ const loadgenLimit = 1 << 50
 // loadgenKeys is the number of subjects (redis-benchmark -r).
 const loadgenKeys = 1000
 
-// scriptLimiter calls loadgenScript with EVALSHA exactly as redis-benchmark does.
+// scriptLimiter calls loadgenScript with EVALSHA exactly as redis-benchmark does, the way the
+// algorithms' Calls do it (see algorithms.Call): each Call builds its command once and sends it
+// again for every request with the key and cost replaced, so a request allocates nothing but
+// what go-redis allocates to read the reply. Every element of the reply is checked. It runs
+// against one server only (on a cluster go-redis would keep the first request's slot on the
+// command).
 type scriptLimiter struct{ sha string }
 
 func (l scriptLimiter) Keys(req algorithms.Request) []string {
 	return []string{"lb:{" + req.Subject + "}"}
 }
 
-func (l scriptLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
-	cmd := c.EvalSha(ctx, l.sha, l.Keys(req), req.Cost, loadgenLimit)
-	return func() (algorithms.Decision, error) {
-		v, err := cmd.Int64Slice()
-		if err != nil {
-			return algorithms.Decision{}, err
-		}
-		if len(v) != 3 {
-			return algorithms.Decision{}, fmt.Errorf("%w: %v", algorithms.ErrBadReply, v)
-		}
-		return algorithms.Decision{Allowed: v[0] == 1, TimeMicros: v[2], Clock: algorithms.ClockServer}, nil
-	}
+func (l scriptLimiter) NewCall() algorithms.Call {
+	c := &scriptCall{}
+	c.cmd = redis.NewCmd(context.Background(), "evalsha", l.sha, 1, &c.key, &c.cost, loadgenLimit)
+	c.cmd.SetFirstKeyPos(3)
+	return c
 }
 
-// loadgenEnv is one redis-server process with the script loaded.
+// scriptCall is the Call of a scriptLimiter.
+type scriptCall struct {
+	key  keyArg
+	cost int64
+	cmd  *redis.Cmd
+}
+
+// keyArg is a key built in place: go-redis writes it with MarshalBinary.
+type keyArg struct{ b []byte }
+
+func (k *keyArg) MarshalBinary() ([]byte, error) { return k.b, nil }
+
+func (c *scriptCall) Send(ctx context.Context, rc redis.Cmdable, req algorithms.Request) {
+	c.key.b = append(append(append(c.key.b[:0], "lb:{"...), req.Subject...), '}')
+	c.cost = max(req.Cost, 1)
+	c.cmd.SetErr(nil)
+	c.cmd.SetVal(nil)
+	p, ok := rc.(interface {
+		Process(context.Context, redis.Cmder) error
+	})
+	if !ok {
+		c.cmd.SetErr(fmt.Errorf("cannot send on %T", rc))
+		return
+	}
+	_ = p.Process(ctx, c.cmd) // the command carries its error
+}
+
+// Result decodes {allowed 0|1, count >= cost, server time µs > 0}.
+func (c *scriptCall) Result() (algorithms.Decision, error) {
+	raw, err := c.cmd.Result()
+	if err != nil {
+		return algorithms.Decision{}, err
+	}
+	arr, ok := raw.([]any)
+	if !ok || len(arr) != 3 {
+		return algorithms.Decision{}, fmt.Errorf("%w: %#v", algorithms.ErrBadReply, raw)
+	}
+	allowed, ok1 := arr[0].(int64)
+	n, ok2 := arr[1].(int64)
+	t, ok3 := arr[2].(int64)
+	if !ok1 || !ok2 || !ok3 || allowed < 0 || allowed > 1 || n < c.cost || t <= 0 {
+		return algorithms.Decision{}, fmt.Errorf("%w: %#v", algorithms.ErrBadReply, raw)
+	}
+	return algorithms.Decision{Allowed: allowed == 1, Remaining: loadgenLimit - n, TimeMicros: t, Clock: algorithms.ClockServer}, nil
+}
+
+// loadgenRedis, when set, is the URL of a Redis server BenchmarkLoadgen uses as `limitbench run
+// --backend external --redis URL` would, instead of starting a redis-server process of its own.
+// The benchmark writes keys lb:{0} to lb:{999} there.
+var loadgenRedis = flag.String("loadgen-redis", "", "BenchmarkLoadgen: the URL of a Redis server to use as an external backend (default: start a redis-server process); keys lb:{N} are written there")
+
+// loadgenEnv is one Redis server with the script loaded: a redis-server process the benchmark
+// started, or the external server of -loadgen-redis.
 type loadgenEnv struct {
+	cfg    redisenv.Config
 	target *redisenv.Target
 	host   string
 	port   string
@@ -70,13 +122,19 @@ type loadgenEnv struct {
 
 func startLoadgenEnv(b *testing.B) *loadgenEnv {
 	b.Helper()
-	for _, bin := range []string{"redis-server", "redis-benchmark"} {
+	cfg := redisenv.Config{Backend: redisenv.BackendProcess}
+	bins := []string{"redis-server", "redis-benchmark"}
+	if *loadgenRedis != "" {
+		cfg = redisenv.Config{Backend: redisenv.BackendExternal, URL: *loadgenRedis}
+		bins = bins[1:]
+	}
+	for _, bin := range bins {
 		if _, err := exec.LookPath(bin); err != nil {
 			b.Skipf("%s is not on PATH: %v", bin, err)
 		}
 	}
 	ctx := context.Background()
-	t, err := redisenv.Start(ctx, redisenv.Config{Backend: redisenv.BackendProcess})
+	t, err := redisenv.Start(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,16 +147,23 @@ func startLoadgenEnv(b *testing.B) *loadgenEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &loadgenEnv{target: t, host: host, port: port, sha: sha}
+	return &loadgenEnv{cfg: cfg, target: t, host: host, port: port, sha: sha}
 }
 
 // redisBenchmark runs redis-benchmark with the script and returns its requests per second and
 // the CPU time it used per request (0 when the system cannot tell).
 func (e *loadgenEnv) redisBenchmark(b *testing.B, clients, depth, requests int) (rps float64, cpu time.Duration) {
 	b.Helper()
-	args := []string{"-h", e.host, "-p", e.port, "-a", e.target.Password, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
+	args := []string{"-h", e.host, "-p", e.port}
+	if e.target.Username != "" {
+		args = append(args, "--user", e.target.Username)
+	}
+	if e.target.Password != "" {
+		args = append(args, "-a", e.target.Password)
+	}
+	args = append(args, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
 		"-P", strconv.Itoa(depth), "-r", strconv.Itoa(loadgenKeys), "--csv",
-		"EVALSHA", e.sha, "1", "lb:{__rand_int__}", "1", strconv.Itoa(loadgenLimit)}
+		"EVALSHA", e.sha, "1", "lb:{__rand_int__}", "1", strconv.Itoa(loadgenLimit))
 	cmd := exec.Command("redis-benchmark", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -169,9 +234,8 @@ func median(xs []float64) float64 {
 //	go test -run '^$' -bench Loadgen -benchtime 1x -timeout 15m ./bench/
 func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
-	// GOMAXPROCS as `limitbench run` sets it against one local redis-server.
-	st, undo := cpus.Apply(cpus.Policy{Env: redisenv.Config{Backend: redisenv.BackendProcess},
-		Topologies: []redisenv.Topology{redisenv.TopologySingle}})
+	// GOMAXPROCS as `limitbench run` sets it against this server.
+	st, undo := cpus.Apply(cpus.Policy{Env: e.cfg, Topologies: []redisenv.Topology{redisenv.TopologySingle}})
 	defer undo()
 	b.Log(st.ProcsNote)
 	const (

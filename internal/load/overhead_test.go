@@ -15,9 +15,12 @@ type slowLimiter struct{ d time.Duration }
 
 func (slowLimiter) Keys(algorithms.Request) []string { return nil }
 
-func (l slowLimiter) Do(context.Context, redis.Cmdable, algorithms.Request) algorithms.Pending {
-	time.Sleep(l.d)
-	return func() (algorithms.Decision, error) { return algorithms.Decision{Allowed: true}, nil }
+func (l slowLimiter) NewCall() algorithms.Call { return l }
+
+func (l slowLimiter) Send(context.Context, redis.Cmdable, algorithms.Request) { time.Sleep(l.d) }
+
+func (slowLimiter) Result() (algorithms.Decision, error) {
+	return algorithms.Decision{Allowed: true}, nil
 }
 
 func TestRunFallsBehind(t *testing.T) {

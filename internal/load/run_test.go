@@ -31,7 +31,7 @@ return {allowed, n, t[1] * 1000000 + t[2]}
 `)
 
 // testLimiter is a trivial algorithms.Limiter over counterScript that also tracks how many of
-// its requests are in flight (from Do until the Pending is read).
+// its requests are in flight (from Send until the Result is read).
 type testLimiter struct {
 	prefix   string
 	limit    int64
@@ -45,7 +45,9 @@ func (l *testLimiter) Keys(req algorithms.Request) []string {
 	return []string{l.prefix + "{" + req.Subject + "}"}
 }
 
-func (l *testLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (l *testLimiter) NewCall() algorithms.Call { return algorithms.PendingCall(l.do) }
+
+func (l *testLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	n := l.inflight.Add(1)
 	for {
 		m := l.maxIn.Load()
@@ -393,11 +395,13 @@ type killLimiter struct {
 	err   error // from CLIENT KILL; read after Run
 }
 
-func (l *killLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (l *killLimiter) NewCall() algorithms.Call { return algorithms.PendingCall(l.do) }
+
+func (l *killLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	if l.calls.Add(1) == l.kill {
 		l.err = l.admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err()
 	}
-	return l.testLimiter.Do(ctx, c, req)
+	return l.testLimiter.do(ctx, c, req)
 }
 
 func TestRunRecoversFromKilledConnection(t *testing.T) {
