@@ -413,8 +413,9 @@ func refillPoint(g *gen) {
 func firstHit(g *gen) {
 	w := g.a.window
 	t0 := g.instant(0.25)
-	if w < g.b.Span {
-		t0 = time.Duration(g.rng.Int64N(int64(g.b.Span-w) + 1))
+	if room := g.b.Span - w - w/2; room > 0 {
+		// The whole pattern, up to half a window after the end, fits in the span.
+		t0 = time.Duration(g.rng.Int64N(int64(room) + 1))
 	}
 	s := g.subject(0)
 	cs := g.burstClients(2, g.skew())

@@ -132,6 +132,9 @@ type Candidate struct {
 	Trial int
 	// Approach is its trial's score (Score() is Approach.Score).
 	Approach verify.Approach
+	// Log is its trial's admission log (events in any order), for plots of the best
+	// schedule; kept for the best candidates only (nil for the others).
+	Log *verify.Log
 }
 
 // Score returns the candidate's score: above 1 for a definite violation.
@@ -297,7 +300,7 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 			if err != nil {
 				return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, c.Trial, err)
 			}
-			c.Approach = ap
+			c.Approach, c.Log = ap, logs[i]
 			s.keep(c)
 			if ap.Score > 1 && s.res.Violation == nil {
 				rep, err := verify.Check(s.cfg.Target.Contract, logs[i])
@@ -331,15 +334,22 @@ func better(a, b *Candidate) int {
 
 // keep records c as the best when it is, and among the kept candidates when it beats the worst.
 func (s *search) keep(c *Candidate) {
-	if s.res.Best == nil || better(c, s.res.Best) < 0 {
+	best := s.res.Best == nil || better(c, s.res.Best) < 0
+	if best {
 		s.res.Best = c
 	}
 	i, _ := slices.BinarySearchFunc(s.kept, c, better)
 	if i >= s.budget.Keep {
+		if !best && c.Approach.Score <= 1 {
+			c.Log = nil
+		}
 		return
 	}
 	s.kept = slices.Insert(s.kept, i, c)
 	if len(s.kept) > s.budget.Keep {
+		if out := s.kept[s.budget.Keep]; out != s.res.Best {
+			out.Log = nil
+		}
 		s.kept = s.kept[:s.budget.Keep]
 	}
 }

@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestHuntFindsAndShrinksFlaws(t *testing.T) {
 			if v == nil {
 				t.Fatalf("no violation in %d trials (stop %s); best %.3f from %s", res.Trials, res.Stop, res.Best.Score(), res.Best.Family)
 			}
-			if res.Stop != StopViolation || v.Report.Definite() == 0 || v.Score() <= 1 {
+			if res.Stop != StopViolation || v.Report.Definite() == 0 || v.Score() <= 1 || res.Best.Trial != v.Trial || v.Log == nil {
 				t.Fatalf("stop %s, %d definite, score %v", res.Stop, v.Report.Definite(), v.Score())
 			}
 			sr := v.Shrunk
@@ -225,6 +226,17 @@ func TestHuntBudget(t *testing.T) {
 	t.Run("bad config", func(t *testing.T) {
 		if _, err := Hunt(context.Background(), Config{Target: c.target}); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("no trial: %v", err)
+		}
+		fh := firstHitTarget(demoLimit)
+		if _, err := Hunt(context.Background(), Config{Target: fh, Trial: simTrial(fh, frame, c.mk, nil)}); !errors.Is(err, ErrBadTarget) ||
+			!strings.Contains(err.Error(), "first-hit-window") {
+			t.Errorf("a contract the verifier cannot score yet: %v", err)
+		}
+		if _, err := Hunt(context.Background(), Config{Target: c.target, Families: []string{"nope"}, Trial: simTrial(c.target, frame, c.mk, nil)}); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("unknown family: %v", err)
+		}
+		if _, err := Hunt(context.Background(), Config{Target: c.target, Families: []string{"skew-alternation"}, Trial: simTrial(c.target, frame, c.mk, nil)}); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("a family that does not apply: %v", err)
 		}
 		none := c.target
 		none.Contract = algorithms.Contract{Kind: algorithms.NoContract}

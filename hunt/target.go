@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -50,8 +51,9 @@ func TargetOf(a algorithms.Algorithm, l algorithms.Limit, skews []time.Duration)
 	return t, nil
 }
 
-// Validate reports whether t can be hunted: a contract with a verdict whose limits all have
-// their parameters, and clock offsets within load.MaxTraceSkew.
+// Validate reports whether t can be hunted: a contract that verify.ApproachOf can score (so
+// not none, and of a kind the verifier knows) whose limits all have their parameters, and clock
+// offsets within ±24h.
 func (t Target) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -59,6 +61,10 @@ func (t Target) Validate() error {
 	}
 	if t.Contract.Kind == algorithms.NoContract || t.Contract.Kind == "" {
 		bad("no contract to break")
+	} else if _, err := verify.ApproachOf(t.Contract, &verify.Log{}); err != nil {
+		// A contract the verifier cannot score (a kind it does not know yet) cannot guide a
+		// search: say so before any trial runs.
+		bad("%v", err)
 	}
 	for _, a := range t.aims() {
 		if a.allow <= 0 || a.window <= 0 {

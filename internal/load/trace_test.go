@@ -443,3 +443,26 @@ func BenchmarkParseTrace(b *testing.B) {
 		})
 	}
 }
+
+// A trace as a user writes it, read and replayed as segment 0 of 2.
+func ExampleParseTrace() {
+	in := "offset,client,subject,cost\n0s,gateway-1,user-42,1\n1.5ms,gateway-2,user-42,2\n1s,gateway-1,user-7,1\n"
+	tr, err := ParseTrace("gateway.csv", TraceCSV, strings.NewReader(in))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(tr.Rows), "rows,", tr.Clients, tr.Subjects, "span", tr.Span())
+	seg, _ := tr.Segment(0, 2)
+	for k := uint64(0); k < seg.Len(); k++ {
+		r, _ := seg.Row(k)
+		fmt.Println("row", seg.Index(k), "at", r.At, tr.Clients[r.Client], tr.Subjects[r.Subject], "cost", r.Cost)
+	}
+	_, err = ParseTrace("gateway.csv", TraceCSV, strings.NewReader("offset,client,subject\n2s,a,b\n1s,a,b\n"))
+	fmt.Println(err)
+	// Output:
+	// 3 rows, [gateway-1 gateway-2] [user-42 user-7] span 1s
+	// row 0 at 0s gateway-1 user-42 cost 1
+	// row 2 at 1s gateway-1 user-7 cost 1
+	// gateway.csv:3:1: offset: 1s is earlier than 2s on line 2: rows must be in time order (sort the file by offset)
+}
