@@ -466,3 +466,40 @@ func ExampleParseTrace() {
 	// row 2 at 1s gateway-1 user-7 cost 1
 	// gateway.csv:3:1: offset: 1s is earlier than 2s on line 2: rows must be in time order (sort the file by offset)
 }
+
+// FuzzParseTrace: no input makes the reader panic, and whatever it accepts is a valid trace
+// that writes back to itself. go test -fuzz FuzzParseTrace ./internal/load/ explores further.
+func FuzzParseTrace(f *testing.F) {
+	files, _ := filepath.Glob("testdata/trace/*.*")
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil && !strings.HasSuffix(file, ".golden") {
+			f.Add(strings.HasSuffix(file, ".jsonl"), data)
+		}
+	}
+	f.Add(false, []byte("offset,client,subject,cost,skew\n0s,a,b,1,1s\n"))
+	f.Add(true, []byte(`{"offset":"0s","client":"a\u0041","subject":"b","cost":2}`))
+	f.Fuzz(func(t *testing.T, jsonl bool, data []byte) {
+		format := TraceCSV
+		if jsonl {
+			format = TraceJSONL
+		}
+		tr, err := ParseTrace("fuzz", format, bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrBadTrace) {
+				t.Fatalf("error %v is not ErrBadTrace", err)
+			}
+			return
+		}
+		if err := tr.Validate(); err != nil {
+			t.Fatalf("accepted an invalid trace: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := tr.WriteJSONL(&buf); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseTrace("again", TraceJSONL, &buf)
+		if err != nil || !cmp.Equal(tr, back) {
+			t.Fatalf("written back and read: %v\n%s", err, cmp.Diff(tr, back))
+		}
+	})
+}
