@@ -16,6 +16,11 @@ const (
 	SlidingWindow ContractKind = "sliding-window"
 	// FixedWindow(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
 	FixedWindow ContractKind = "fixed-window"
+	// FirstHitWindow(L, W): windows begin at the first request (admitted or not) that reaches the
+	// limiter after the previous window ended, and last W; each holds at most L permits. It is
+	// the contract of INCR with an expiry set on the first request (a key that expires W after
+	// the first hit). Windows are counted per Scope, like every contract.
+	FirstHitWindow ContractKind = "first-hit-window"
 	// TokenBucket(C, r): every closed interval [t1, t2] holds at most C + r·(t2 − t1) permits,
 	// where r = RefillPermits / RefillPer.
 	TokenBucket ContractKind = "token-bucket"
@@ -51,7 +56,7 @@ func (s Scope) String() string {
 // verifier; here they are durations.
 type Contract struct {
 	Kind ContractKind
-	// Limit and Window parameterise sliding-window and fixed-window.
+	// Limit and Window parameterise sliding-window, fixed-window and first-hit-window.
 	Limit  int64
 	Window time.Duration
 	// Capacity, RefillPermits and RefillPer parameterise token-bucket: rate = RefillPermits/RefillPer.
@@ -72,7 +77,7 @@ type Contract struct {
 func (c Contract) String() string {
 	var s string
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		s = fmt.Sprintf("%s(%d, %s)", c.Kind, c.Limit, c.Window)
 	case TokenBucket:
 		s = fmt.Sprintf("%s(%d, %d/%s)", c.Kind, c.Capacity, c.RefillPermits, c.RefillPer)
