@@ -68,12 +68,8 @@ func (s *sweeper) firstHit(lim limit, adm, unknown, rest []Event) LimitReport {
 	if s.log.From != 0 {
 		from = s.log.From - s.base
 	}
+	// s.max grows with the scopes swept (the buffers sized by it grow a few times at most).
 	s.definite, s.max = 0, 0
-	s.fhEach(adm, unknown, rest, func(sc fhScope) {
-		if sumPermits(sc.adm) > lim.l {
-			s.max = max(s.max, len(sc.adm))
-		}
-	})
 	var worst, worstFree, worstP fhWorst
 	s.fhEach(adm, unknown, rest, func(sc fhScope) {
 		if len(sc.adm) > 0 {
@@ -83,6 +79,7 @@ func (s *sweeper) firstHit(lim limit, adm, unknown, rest []Event) LimitReport {
 			return // no set of its admissions exceeds L, nor 2L + L·span/W
 		}
 		s.group = sc.adm
+		s.max = max(s.max, len(sc.adm))
 		var ord []uint32
 		for i := 1; i < len(sc.adm); i++ {
 			if sc.adm[i].Hi() < sc.adm[i-1].Hi() {
