@@ -19,7 +19,8 @@ type Violation struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
 	Subject, Client string
 	// At is the instant in µs since the Unix epoch that ends the violating window
-	// (sliding-window, token-bucket), or the start kW of the aligned window (fixed-window).
+	// (sliding-window, token-bucket), or the start kW of the aligned window (fixed-window), or
+	// the latest widened Hi of the violating set (first-hit-window).
 	At int64
 	// Excess is the permits over the limit there.
 	Excess int64

@@ -166,8 +166,8 @@
 // L, or 2L + ⌊L·span/W⌋ for (b); Worst describes it, WorstUnchained the worst of (a) and (b).
 //
 // Unknown outcomes. An unknown outcome's instant moves the windows too, so UnknownExcess for
-// first-hit-window bounds what the unknown outcomes could hide from above: per scope with
-// unknown outcomes, the larger of the token-bucket hide of condition (b) (C = 2L, r = L/W; see
+// first-hit-window bounds what the unknown outcomes could hide from above, over the whole log
+// (From aside): per scope with unknown outcomes, the larger of the token-bucket hide of condition (b) (C = 2L, r = L/W; see
 // Unknown outcomes above) and the largest P{admissions: lo ≤ s + W − 1, hi ≥ s} + U(s) − L
 // over the points s of P̂ with U(s) = P{unknown outcomes: lo ≤ s + W − 1} > 0: what can lie
 // in a window [s, s + W), the unknown outcomes counted as admissions. Whatever became of the
