@@ -35,7 +35,9 @@ const (
 	Denied
 	// Unknown: the request timed out or was lost; it may or may not have been admitted.
 	Unknown
-	// Failed: an error known not to have admitted anything (the script did not run).
+	// Failed: an error known not to have admitted anything (the script did not run, or
+	// answered with an error). first-hit-window takes it as possibly run within [Lo, Hi]: a
+	// script that failed half way may have opened a window (see the package doc).
 	Failed
 )
 
