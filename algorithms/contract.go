@@ -94,12 +94,12 @@ func (c Contract) String() string {
 }
 
 // Allowance returns what c allows one scope over a span d in the steady state, in permits: L·d/W
-// for sliding-window and fixed-window, RefillPermits·d/RefillPer for token-bucket (its capacity
-// C aside, which a full bucket adds once), 0 for no contract. Further contracts (Also) are not
-// counted.
+// for sliding-window, fixed-window and first-hit-window (whose windows of W hold L each, however
+// they fall), RefillPermits·d/RefillPer for token-bucket (its capacity C aside, which a full
+// bucket adds once), 0 for no contract. Further contracts (Also) are not counted.
 func (c Contract) Allowance(d time.Duration) float64 {
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		return float64(c.Limit) * d.Seconds() / c.Window.Seconds()
 	case TokenBucket:
 		return float64(c.RefillPermits) * d.Seconds() / c.RefillPer.Seconds()
@@ -111,7 +111,7 @@ func (c Contract) Allowance(d time.Duration) float64 {
 var ErrBadContractText = errors.New("invalid contract text")
 
 // ParseContract parses what Contract.String renders: "sliding-window(100, 1s)",
-// "fixed-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
+// "fixed-window(L, W)", "first-hit-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
 // " per subject+client" or " per consumer", joined by " and " for further contracts (Also).
 // Granularity, which String does not render, is zero. Errors wrap ErrBadContractText.
 func ParseContract(s string) (Contract, error) {
@@ -146,7 +146,7 @@ func parseOneContract(s string) (Contract, error) {
 	kind, params, hasParams := strings.Cut(s, "(")
 	c.Kind = ContractKind(kind)
 	if !hasParams {
-		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == TokenBucket {
+		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == FirstHitWindow || c.Kind == TokenBucket {
 			return c, fmt.Errorf("%s without parameters", kind)
 		}
 		return c, nil
@@ -161,7 +161,7 @@ func parseOneContract(s string) (Contract, error) {
 		return c, err
 	}
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		c.Limit = n
 		c.Window, err = time.ParseDuration(second)
 	case TokenBucket:
