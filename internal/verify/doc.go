@@ -109,9 +109,9 @@
 // when one of its windows holds more than L admitted permits. A violation is definite when
 // every world violates, possible when some does. The log must hold every request of the scope
 // that may have run from its earliest event on (one left out could have opened a window
-// anywhere): give Check a warmup's events too, with Log.From at the end of the warmup. They
-// take part in the windows, and only violations that end at or after From (at max hi for
-// definite ones, max lo for possible ones) are counted.
+// anywhere): give Check a warmup's events too, with Log.From at the end of the warmup, as
+// Measurement.Sections does. They take part in the windows, and only violations that end at or
+// after From (at max hi for definite ones, max lo for possible ones) are counted.
 //
 // Exact answers take a search over worlds (with permits, choosing windows is a partition
 // problem), so Check reports definite violations by three sufficient conditions, and possible

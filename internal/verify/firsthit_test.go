@@ -186,3 +186,29 @@ func TestAccuracyAndReplayOfFirstHitModel(t *testing.T) {
 		}
 	})
 }
+
+// TestSectionsFirstHitWarmup: a warmup request sent before the measured part and decided as
+// late as 13 µs into it may have opened the window [12, 22), which parts the admissions at 15
+// and 22. Checked alone, the measured part (a denial at 0 opening a window that ends by 10,
+// then nothing until 15) has a definite violation; Sections checks a first-hit-window limit on
+// the warmup and the measured part together, and finds none. Fresh keys change nothing here:
+// the window at 0 ends by 10 either way.
+func TestSectionsFirstHitWarmup(t *testing.T) {
+	c := firstHit(1, 10*time.Microsecond)
+	measured := func() *Log { return newLog(denied(0), adm(15), adm(22)) }
+	if v := Summarize(c, measured(), Warnings{}, 0); v.Verdict != Fail {
+		t.Fatalf("Summarize of the measured part alone = %+v; want fail", v)
+	}
+	for _, fresh := range []bool{false, true} {
+		m := Measurement{Contract: c, Log: measured(), Warmup: newLog(kind(span(-5, 13), Denied)), Start: 0, Fresh: fresh}
+		v, _ := m.Sections()
+		if v.Verdict != Pass || v.DefiniteViolations != 0 {
+			t.Errorf("fresh %v: Sections = %+v; want pass", fresh, v)
+		}
+	}
+	// Without the straggler the warmup changes nothing: the violation stands.
+	m := Measurement{Contract: c, Log: measured(), Warmup: newLog(denied(-30)), Start: 0}
+	if v, _ := m.Sections(); v.Verdict != Fail {
+		t.Errorf("Sections with a warmup decided before the measured part = %+v; want fail", v)
+	}
+}
