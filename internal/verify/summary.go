@@ -22,14 +22,25 @@ type Measurement struct {
 	Warnings Warnings
 	// Start is where the measured part starts on the logs' clock, µs since the Unix epoch.
 	Start int64
+	// Fresh says that the algorithm held no state when the warmup began (or the measured part,
+	// without a warmup): its keys were new, as on a run's own key prefix. Only
+	// first-hit-window uses it (see Log.Fresh).
+	Fresh bool
 }
 
 // Sections returns the measurement's verification and accuracy sections of a result entry: the
-// verification Summarize gives, then, when there is a log and a contract, the accuracy against
-// an exact limiter (its error a reason instead) and a note when decisions replayed through the
+// verification Summarize gives (a first-hit-window limit checked on the warmup and the measured
+// part together, see check), then, when there is a log and a contract, the accuracy against an
+// exact limiter (its error a reason instead) and a note when decisions replayed through the
 // reference model differ. A canceled measurement without a log says so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
-	v := Summarize(m.Contract, m.Log, m.Warnings, m.Start)
+	var v Summary
+	if m.Log == nil {
+		v = Summarize(m.Contract, m.Log, m.Warnings, m.Start)
+	} else {
+		rep, err := m.check()
+		v = summarize(m.Contract, rep, err, m.Warnings, m.Start)
+	}
 	var acc AccuracySummary
 	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
 		if r, err := m.accuracy(); err == nil {
@@ -46,6 +57,35 @@ func (m Measurement) Sections() (Summary, AccuracySummary) {
 		v.Reasons = append(v.Reasons, "the measurement was cut short")
 	}
 	return v, acc
+}
+
+// check checks the measured log against the contract. A first-hit-window limit is checked on
+// the warmup's events and the measured ones together, with From at Start and Fresh as m.Fresh:
+// its windows depend on every request before, and a warmup request decided after the measured
+// part began may have opened one. The report's counts are the measured part's.
+func (m Measurement) check() (Report, error) {
+	rep, err := Check(m.Contract, m.Log)
+	if err != nil {
+		return rep, err
+	}
+	lims, _ := flatten(m.Contract) // Check has validated it
+	for i, lim := range lims {
+		if lim.kind != algorithms.FirstHitWindow {
+			continue
+		}
+		all, err := m.withWarmup()
+		if err != nil {
+			return Report{}, err
+		}
+		primed := *all
+		primed.From, primed.Fresh = m.Start, m.Fresh
+		one, err := Check(lim.c, &primed)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.Limits[i] = one.Limits[0]
+	}
+	return rep, nil
 }
 
 // accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
@@ -250,6 +290,15 @@ func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) 
 		return v
 	}
 	rep, err := Check(contract, log)
+	return summarize(contract, rep, err, w, start)
+}
+
+// summarize is Summarize of a checked log: rep, or err from the check.
+func summarize(contract algorithms.Contract, rep Report, err error, w Warnings, start int64) Summary {
+	v := Summary{Contract: contract.String()}
+	if contract.Kind == algorithms.NoContract {
+		v.Contract = string(algorithms.NoContract)
+	}
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}

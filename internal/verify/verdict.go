@@ -59,7 +59,10 @@ func Judge(r Report, fellBehind bool) Judgement {
 //     mismatches, a violation is definite regardless only when removing any m admissions from
 //     the worst violating set still leaves it over its allowance: Worst.Excess > m·MaxPermits
 //     (removing admissions never raises a set's allowance). Otherwise the violation is reported
-//     as a reason for inconclusive.
+//     as a reason for inconclusive. First-hit-window's Chained violations also rest on the log
+//     holding every request with its true time (a request left out or logged at a wrong time
+//     could have opened a window elsewhere): with any dropped outcome or clock mismatch they
+//     are a reason for inconclusive, and only the others (WorstUnchained) can fail the run.
 //   - inconclusive, when nothing fails, if there is nothing to verify (contract none), no
 //     request was admitted, the schedule fell behind, unknown outcomes could hide a definite
 //     violation (LimitReport.UnknownCouldHide), any decision time mismatched the harness clock,
@@ -76,10 +79,15 @@ func JudgeWith(r Report, w Warnings) Judgement {
 			continue
 		}
 		verified = true
-		if l.Definite > 0 {
-			wh := l.Worst
+		n, wh := l.Definite, l.Worst
+		if l.Chained > 0 && (w.Dropped > 0 || w.ClockMismatch > 0) {
+			unsure = append(unsure, fmt.Sprintf("%d definite violations of %s follow from the requests that opened its windows, "+
+				"which %d dropped outcomes and %d mismatched decision times leave in doubt", l.Chained, l.Contract, w.Dropped, w.ClockMismatch))
+			n, wh = l.Definite-l.Chained, l.WorstUnchained
+		}
+		if n > 0 {
 			msg := fmt.Sprintf("%d definite violations of %s; worst: %d permits over %d allowed for %s in [%s, %s]",
-				l.Definite, l.Contract, wh.Permits, wh.Allowed, scopeName(wh.Subject, wh.Client), stamp(wh.Lo), stamp(wh.Hi))
+				n, l.Contract, wh.Permits, wh.Allowed, scopeName(wh.Subject, wh.Client), stamp(wh.Lo), stamp(wh.Hi))
 			if m := int64(w.ClockMismatch); m > 0 && wh.Excess <= m*max(r.MaxPermits, 1) {
 				unsure = append(unsure, msg+fmt.Sprintf(", but %d decision times that mismatched the harness clock could account for an excess of %d",
 					m, wh.Excess))
