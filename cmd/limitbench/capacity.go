@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -170,14 +171,15 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	if f.procs < 0 {
 		bad("--procs must be >= 0, got %d", f.procs)
 	}
-	if f.step < 100*time.Millisecond {
-		bad("--step must be at least 100ms, got %s", f.step)
+	// A step is a run's measured part, and its warmup a run's: the load's bounds.
+	if err := load.CheckDuration(f.step); err != nil {
+		bad("--step %v", err)
 	}
-	if f.warmup < 0 {
-		bad("--warmup must be >= 0, got %s", f.warmup)
+	if err := load.CheckWarmup(f.warmup); err != nil {
+		bad("--warmup %v", err)
 	}
-	if f.subjects < 0 {
-		bad("--subjects must be >= 0, got %d", f.subjects)
+	if f.subjects < 0 || f.subjects > load.MaxKeys {
+		bad("--subjects must be in [0, %d], got %d", load.MaxKeys, f.subjects)
 	}
 	// The sweep runs on one topology: the flag's, else the scenario's first.
 	envf := f.env
