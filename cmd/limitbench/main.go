@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -60,6 +61,8 @@ var exitCodes = []struct {
 	{runner.ErrBadScript, exitBadInput},
 	{redisenv.ErrBadConfig, exitBadInput},
 	{algorithms.ErrUnknownAlgorithm, exitBadInput},
+	// A load out of bounds; scenarios.Load reports it first, with its file, line and field.
+	{load.ErrBadPlan, exitBadInput},
 	{redisenv.ErrUnavailable, exitEnv},
 	{runner.ErrLost, exitEnv},
 	{runner.ErrRedis, exitEnv},
