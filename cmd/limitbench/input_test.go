@@ -9,13 +9,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/golden"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/report"
@@ -250,5 +253,59 @@ func TestRunForce(t *testing.T) {
 	checkExit(t, code, stderr)
 	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "gcra" {
 		t.Errorf("result.json after --force: %d entries; want the new run's gcra", len(res.Entries))
+	}
+}
+
+// TestRunMaxRateStopsOnSignal: at the highest rate a scenario may ask for, far more than the
+// generator can send, one SIGTERM still stops the run cleanly, with what was measured written
+// (issue 14: at 1e15 per second the timekeeper spun and the first signal was ignored; a CI
+// timeout's single SIGTERM then hung the job until SIGKILL).
+func TestRunMaxRateStopsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs against real Redis")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	bin := buildBinary(t)
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(bin, "run", "--backend", "process", "--no-reference", "--algorithms", "gcra",
+		"--rate", strconv.Itoa(load.MaxRate), "--duration", "1h", "--out", out, suite+"smoke.yaml")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "process single: ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no environment within 60 s:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // the warmup, then the measured part, at full tilt
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitFailed {
+			t.Errorf("run after one SIGTERM: %v; want exit %d; stderr:\n%s", err, exitFailed, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGQUIT) // a Go program prints every goroutine
+		<-done
+		t.Fatalf("run did not stop within 60 s of one SIGTERM; stderr:\n%s", stderr.String())
+	}
+	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	if err != nil {
+		t.Fatalf("result.json after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+	}
+	if !res.CutShort {
+		t.Errorf("result.json not marked cut short")
 	}
 }
