@@ -63,7 +63,7 @@ func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient
 func (FixedWindowCounter) Model(l Limit) Model { return newFixedWindowModel(l) }
 
 type fixedWindowLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -84,7 +84,7 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	} else if cost != 1 {
 		args = append(args, cost)
 	}
-	cmd := runScript(ctx, c, f.script, f.Keys(req), args...)
+	cmd := f.script.run(ctx, c, f.Keys(req), args...)
 	return decodedPending("fixed-window", cmd, func(raw any) (Decision, error) { return f.decode(raw, cost) })
 }
 

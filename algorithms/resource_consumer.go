@@ -96,7 +96,7 @@ func (ResourceConsumer) Model(l Limit) Model { return newTwoLevelModel(l) }
 // resourceConsumerLimiter is a prepared ResourceConsumer or ResourceConsumerPublished.
 type resourceConsumerLimiter struct {
 	name   string
-	script *redis.Script
+	script *script
 	prefix string
 	// args are the script's arguments after the time and before the cost.
 	args []any
@@ -119,6 +119,6 @@ func (r *resourceConsumerLimiter) Do(ctx context.Context, c redis.Cmdable, req R
 	args = append(args, fixedMicros(req))
 	args = append(args, r.args...)
 	args = append(args, cost)
-	cmd := runScript(ctx, c, r.script, r.Keys(req), args...)
+	cmd := r.script.run(ctx, c, r.Keys(req), args...)
 	return scriptPending(r.name, cmd, ClockServer)
 }

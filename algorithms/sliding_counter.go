@@ -67,7 +67,7 @@ func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l 
 func (SlidingCounter) Model(l Limit) Model { return newSlidingCounterModel(l) }
 
 type slidingCounterLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -82,6 +82,6 @@ func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Req
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, s.script, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
+	cmd := s.script.run(ctx, c, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
 	return scriptPending("sliding-counter", cmd, ClockServer)
 }

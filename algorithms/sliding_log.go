@@ -58,7 +58,7 @@ func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limi
 func (SlidingLog) Model(l Limit) Model { return newSlidingLogModel(l) }
 
 type slidingLogLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -73,6 +73,6 @@ func (s *slidingLogLimiter) Do(ctx context.Context, c redis.Cmdable, req Request
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, s.script, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
+	cmd := s.script.run(ctx, c, s.Keys(req), fixedMicros(req), s.limit, s.windowUs, cost)
 	return scriptPending("sliding-log", cmd, ClockServer)
 }

@@ -64,7 +64,7 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 func (TokenBucketHash) Model(l Limit) Model { return newTokenBucketModel(l) }
 
 type tokenBucketLimiter struct {
-	script               *redis.Script
+	script               *script
 	prefix               string
 	unit, rate, capacity int64
 }
@@ -88,7 +88,7 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	if fixed := fixedMicros(req); fixed != 0 {
 		args = append(args, fixed)
 	}
-	cmd := runScript(ctx, c, t.script, t.Keys(req), args...)
+	cmd := t.script.run(ctx, c, t.Keys(req), args...)
 	return decodedPending("token-bucket", cmd, func(raw any) (Decision, error) { return t.decode(raw, need) })
 }
 
