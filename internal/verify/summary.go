@@ -22,6 +22,10 @@ type Measurement struct {
 	Warnings Warnings
 	// Start is where the measured part starts on the logs' clock, µs since the Unix epoch.
 	Start int64
+	// Disruptions are what happened to Redis during the measurement (warmup included) that the
+	// algorithm did not cause, on the logs' clock; those that may have lost the state cut the
+	// measured history into epochs verified apart (CheckEpochs).
+	Disruptions []Disruption
 }
 
 // Sections returns the measurement's verification and accuracy sections of a result entry: the
@@ -29,7 +33,7 @@ type Measurement struct {
 // an exact limiter (its error a reason instead) and a note when decisions replayed through the
 // reference model differ. A canceled measurement without a log says so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
-	v := Summarize(m.Contract, m.Log, m.Warnings, m.Start)
+	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions)
 	var acc AccuracySummary
 	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
 		if r, err := m.accuracy(); err == nil {
@@ -87,6 +91,10 @@ func (m Measurement) withWarmup() (*Log, error) {
 // warmup request without an exact decision time, which the model cannot follow.
 func (m Measurement) replay() string {
 	if m.Model == nil || m.Log == nil {
+		return ""
+	}
+	if len(Cuts(m.Disruptions, math.MinInt64)) > 0 {
+		// The reference model keeps the state the server lost: it would differ, and say nothing.
 		return ""
 	}
 	if m.Warmup != nil {
@@ -177,6 +185,32 @@ type Summary struct {
 	// ViolationTimesOmitted counts the rest).
 	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
 	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
+	// Disruptions lists what happened to Redis during the measurement that the algorithm did not
+	// cause (Measurement.Disruptions), as seen by the node watch.
+	Disruptions []DisruptionReport `json:"disruptions,omitempty"`
+	// Epochs is the number of parts the measured history was cut into where the limiter's state
+	// may have been lost, each verified apart (CheckEpochs); 0 when it was verified as one. The
+	// definite violations above are then the epochs' own.
+	Epochs int `json:"epochs,omitempty"`
+	// AttributedViolations counts the definite violations of the history as one that reach
+	// across a loss of the state (EpochReport.Attributed): the disruption's, not the algorithm's.
+	AttributedViolations int64 `json:"attributed_violations,omitempty"`
+	// Unplaced counts the admissions and unknown outcomes decided while the state was being lost,
+	// which no epoch checks (EpochReport.Unplaced).
+	Unplaced int64 `json:"unplaced,omitempty"`
+}
+
+// DisruptionReport is a Disruption in a result entry, its times in seconds from the start of
+// the measured part (negative before it).
+type DisruptionReport struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	What string `json:"what"`
+	// FromS and ToS bound when it happened.
+	FromS float64 `json:"from_s"`
+	ToS   float64 `json:"to_s"`
+	// StateLost: the limiter's state may have been lost (see Disruption).
+	StateLost bool `json:"state_lost,omitempty"`
 }
 
 // ThresholdStatus is the result of checking one threshold against one entry.
@@ -203,12 +237,16 @@ type ThresholdCheck struct {
 	Value float64 `json:"value"`
 	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
 	Shown string `json:"shown"`
+	// Default is true for a threshold the scenario did not set but every run is held to (the
+	// default errors threshold): broken, it makes a pass inconclusive rather than fail.
+	Default bool `json:"default,omitempty"`
 }
 
-// ThresholdBroken reports whether any of s's thresholds is broken.
+// ThresholdBroken reports whether any of s's thresholds that fail a verdict is broken (a
+// default threshold does not fail one).
 func (s *Summary) ThresholdBroken() bool {
 	for _, t := range s.Thresholds {
-		if t.Status == ThresholdBroken {
+		if t.Status == ThresholdBroken && !t.Default {
 			return true
 		}
 	}
@@ -216,17 +254,17 @@ func (s *Summary) ThresholdBroken() bool {
 }
 
 // AddThreshold records c and what it does to the verdict: a broken threshold makes the verdict
-// fail, and one that cannot be evaluated turns a pass into inconclusive (it never leaves a pass
-// standing); either adds reason, which says so in words, to Reasons. A held threshold changes
-// nothing else.
+// fail, and one that cannot be evaluated, or a broken default threshold (c.Default), turns a pass
+// into inconclusive (it never leaves a pass standing); each adds reason, which says so in words,
+// to Reasons. A held threshold changes nothing else.
 func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
-	switch c.Status {
-	case ThresholdUnevaluated:
+	switch {
+	case c.Status == ThresholdUnevaluated, c.Status == ThresholdBroken && c.Default:
 		s.Reasons = append(s.Reasons, reason)
 		if s.Verdict == Pass {
 			s.Verdict = Inconclusive
 		}
-	case ThresholdBroken:
+	case c.Status == ThresholdBroken:
 		s.Reasons = append(s.Reasons, reason)
 		s.Verdict = Fail
 	}
@@ -238,36 +276,56 @@ func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
 // excess and where it was (its window from start), and the time of each definite violation in
 // seconds from start, where start is the beginning of the measured part on the log's clock (µs
 // since the Unix epoch). A nil log (nothing recorded) or a log Check refuses gives an
-// inconclusive verdict that says why.
+// inconclusive verdict that says why. It is Measurement.Sections' verification without
+// disruptions.
 func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) Summary {
+	return summarize(contract, log, w, start, nil)
+}
+
+// summarize is Summarize with the disruptions ds: the history is checked with CheckEpochs and
+// judged with JudgeEpochs, so that where ds may have lost the state, the definite violations,
+// the worst excess and the violation times are the epochs' own, and the violations that reach
+// across a loss are counted apart.
+func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption) Summary {
 	v := Summary{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
+	}
+	for _, d := range ds {
+		v.Disruptions = append(v.Disruptions, DisruptionReport{Node: d.Node, Kind: d.Kind, What: d.What,
+			FromS: round3(float64(d.Lo-start) / 1e6), ToS: round3(float64(d.Hi-start) / 1e6), StateLost: d.StateLost})
 	}
 	if log == nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"no admission log was recorded"}
 		return v
 	}
-	rep, err := Check(contract, log)
+	er, err := CheckEpochs(contract, log, ds, start)
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
 		return v
 	}
-	j := JudgeWith(rep, w)
+	j := JudgeEpochs(er, w)
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
-	v.DefiniteViolations = rep.Definite()
-	v.PossibleViolations = rep.Possible()
+	v.DefiniteViolations = er.Definite()
+	v.PossibleViolations = er.Whole.Possible()
+	reports := []Report{er.Whole}
+	if len(er.Cuts) > 0 {
+		reports = er.Epochs
+		v.Epochs, v.AttributedViolations, v.Unplaced = len(er.Epochs), er.Attributed, er.Unplaced
+	}
 	var worst Where
-	for _, l := range rep.Limits {
-		if l.Worst.Excess > worst.Excess {
-			worst = l.Worst
+	for _, rep := range reports {
+		for _, l := range rep.Limits {
+			if l.Worst.Excess > worst.Excess {
+				worst = l.Worst
+			}
+			for _, viol := range l.Violations {
+				v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
+			}
+			v.ViolationTimesOmitted += l.ViolationsDropped
 		}
-		for _, viol := range l.Violations {
-			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
-		}
-		v.ViolationTimesOmitted += l.ViolationsDropped
 	}
 	sort.Float64s(v.ViolationTimesS)
 	if worst.Excess > 0 {
