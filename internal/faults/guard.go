@@ -94,7 +94,7 @@ func (g *Guard) Observe(o *load.Outcome) {
 	}
 	var re redis.Error
 	if errors.As(o.Err, &re) && strings.HasPrefix(re.Error(), "NOPERM") {
-		g.trip(fmt.Errorf("%w: %w", ErrNoPermission, o.Err))
+		g.trip(&StopError{Reason: ErrNoPermission, Err: o.Err})
 		return
 	}
 	g.mu.Lock()
@@ -112,8 +112,8 @@ func (g *Guard) Observe(o *load.Outcome) {
 	n, span := g.streak, o.Received-g.first
 	g.mu.Unlock()
 	if n >= g.opts.LostRequests && span >= g.opts.LostAfter {
-		g.trip(fmt.Errorf("%w: %d requests in a row over %s could not reach it; the last: %w", ErrUnreachable, n,
-			span.Round(time.Millisecond), o.Err))
+		g.trip(&StopError{Reason: ErrUnreachable, Err: fmt.Errorf("%d requests in a row over %s could not reach Redis; the last: %w",
+			n, span.Round(time.Millisecond), o.Err)})
 	}
 }
 
@@ -130,8 +130,18 @@ func (g *Guard) trip(err error) {
 	g.stop(err)
 }
 
-// Err returns why the guard stopped the run (matching ErrUnreachable or ErrNoPermission), or nil
-// when it did not.
+// StopError is why a Guard stopped a run: Reason (ErrUnreachable or ErrNoPermission) and what
+// showed it (Err: the NOPERM reply, or the requests that could not reach Redis). Its message is
+// Err's; errors.Is matches both.
+type StopError struct {
+	Reason, Err error
+}
+
+func (e *StopError) Error() string   { return e.Err.Error() }
+func (e *StopError) Unwrap() []error { return []error{e.Reason, e.Err} }
+
+// Err returns why the guard stopped the run (a *StopError, matching ErrUnreachable or
+// ErrNoPermission), or nil when it did not.
 func (g *Guard) Err() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -198,6 +198,9 @@ func (e Event) Describe() string {
 	case EventUnreachable:
 		return n + " stopped answering (" + e.To + ")"
 	case EventReachable:
+		if e.Role == "" {
+			return n + " answers for the first time"
+		}
 		return n + " answers again"
 	case EventRestarted:
 		if _, err := time.ParseDuration(e.From); err == nil {
@@ -244,15 +247,19 @@ func (e Event) Deposes() bool {
 // StateLost reports whether e may have taken the state of the limiters the node holds away from
 // the clients, so that admissions after it cannot be checked against those before it: a master
 // restarted (without persistence it comes back empty; with an AOF it may miss the last writes),
-// flushed, or a replica promoted (it has only the writes that reached it before). Nothing else
-// changes the state clients see: a pause, an outage that ends with the same run id, a script
-// flush, killed clients, a replica's restart or link.
+// flushed, or a replica promoted (it has only the writes that reached it before); and a node
+// that answers for the first time after the watch began (Role ""), since a restart before its
+// first answer could not be seen. Nothing else changes the state clients see: a pause, an outage
+// that ends with the same run id, a script flush, killed clients, a replica's restart or link.
 func (e Event) StateLost() bool {
 	switch e.Kind {
 	case EventRestarted, EventFlushed:
 		return e.Role == redisenv.RoleMaster
 	case EventPromoted:
 		return true
+	case EventReachable:
+		// The node answers for the first time: what happened to it before is unknown.
+		return e.Role == ""
 	}
 	return false
 }

@@ -214,11 +214,12 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if gerr != nil && errors.Is(gerr, faults.ErrNoPermission) {
 		return entry(nil), fmt.Errorf("%w: %s on %s: %w (%s)", ErrPermission, name, topo, gerr, permissionHint)
 	}
+	if gerr != nil {
+		// The load was stopped: even if Redis answers again by now, the measurement is cut short.
+		return entry(nil), fmt.Errorf("%w: during %s on %s: %w", ErrLost, name, topo, gerr)
+	}
 	if err := alive(statCtx, tgt); err != nil {
-		if gerr != nil {
-			err = gerr
-		}
-		return entry(nil), fmt.Errorf("%w: during %s on %s: %w", ErrLost, name, topo, err)
+		return entry(nil), fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := ReadStats(statCtx, tgt)
 	if err != nil {
