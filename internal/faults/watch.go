@@ -169,9 +169,10 @@ const (
 )
 
 // Event is one change seen on one node. It happened after After (when the last poll that did
-// not show it began; zero when there was none) and at or before At (when the first poll that
-// did ended): the node answered each poll somewhere within it, so (After, At] holds the change
-// whatever the polls' round trips.
+// not show it began; zero when there was none, or, for a node that answers for the first time,
+// any time since the watch began) and at or before At (when the first poll that did ended): the
+// node answered each poll somewhere within it, so (After, At] holds the change whatever the
+// polls' round trips.
 type Event struct {
 	Node  string
 	Kind  EventKind
@@ -293,7 +294,11 @@ func Changes(prev, up, cur Snapshot) []Event {
 		return out
 	}
 	if !prev.At.IsZero() && !prev.Reachable() {
-		ev(EventReachable, prev.Sent, prev.Err, "", up.Role)
+		after := prev.Sent
+		if up.At.IsZero() {
+			after = time.Time{} // it never answered before: it may have changed any time since the watch began
+		}
+		ev(EventReachable, after, prev.Err, "", up.Role)
 	}
 	if up.At.IsZero() || !up.Reachable() {
 		return out

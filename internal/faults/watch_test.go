@@ -86,6 +86,8 @@ func TestChanges(t *testing.T) {
 		{"first poll answers", Snapshot{}, Snapshot{}, m(0, "a", time.Second, 10), nil},
 		{"first poll fails", Snapshot{}, Snapshot{}, down(0, "timeout"),
 			[]Event{ev(EventUnreachable, -1, 0, "", "timeout", "")}},
+		{"first answer after failed polls: since the watch began", down(100, "timeout"), Snapshot{}, m(200, "a", time.Second, 10),
+			[]Event{ev(EventReachable, -1, 200, "timeout", "", "")}},
 		{"nothing changed", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), m(100, "a", time.Second, 20), nil},
 		{"unreachable", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), down(100, "connection refused"),
 			[]Event{ev(EventUnreachable, 0, 100, "", "connection refused", master)}},

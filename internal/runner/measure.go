@@ -89,11 +89,13 @@ func (r *recording) disruptions(events []faults.Event, res *load.Result) []verif
 	var out []verify.Disruption
 	measured := res.Start.Add(res.Plan.Warmup)
 	for _, e := range events {
-		after := e.After
-		if after.IsZero() {
-			after = e.At // the node was never seen before: only its state now is known
+		after, at := e.After.Sub(res.Start), e.At.Sub(res.Start)
+		if e.After.IsZero() {
+			// Any time since the watch began, before the load: from the load's start (every
+			// request of the log was sent after it), or At when that is earlier.
+			after = min(0, at)
 		}
-		lo, hi := r.log.Span(after.Sub(res.Start), e.At.Sub(res.Start))
+		lo, hi := r.log.Span(after, at)
 		d := verify.Disruption{Lo: lo, Hi: hi, Node: e.Node, Kind: string(e.Kind), StateLost: e.StateLost(), Deposes: e.Deposes(),
 			What: fmt.Sprintf("%s (seen at %.3fs)", e.Describe(), e.At.Sub(measured).Seconds())}
 		if e.Kind == faults.EventPromoted {

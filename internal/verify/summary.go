@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -308,6 +309,15 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 	}
 	j := JudgeEpochs(er, w)
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
+	var kept []string
+	for _, d := range ds {
+		if !d.StateLost {
+			kept = append(kept, d.What)
+		}
+	}
+	if len(kept) > 0 {
+		v.Reasons = append(v.Reasons, "note: Redis changed under the load, its state kept: "+strings.Join(kept, "; "))
+	}
 	v.DefiniteViolations = er.Definite()
 	v.PossibleViolations = er.Whole.Possible()
 	reports := []Report{er.Whole}
