@@ -217,9 +217,9 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	return err
 }
 
-func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
-	s := redis.NewScript(a.spec.Source)
-	if err := loadEverywhere(ctx, c, s); err != nil {
+func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
+	s, err := newScript(ctx, c, a.spec.Source)
+	if err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
@@ -274,7 +274,7 @@ func scriptLine(err error) int {
 
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants
 // (limit, window, burst, rate, prefix) become literals.
-func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
+func (a *Custom) bind(l Limit, prefix string, s *script) *customLimiter {
 	var consts [tCount]string
 	var bound [tCount]bool
 	set := func(v tvar, s string) { consts[v], bound[v] = s, true }
@@ -356,7 +356,7 @@ type ReplyReporter interface {
 // customLimiter is a Custom prepared for one Limit and prefix.
 type customLimiter struct {
 	a      *Custom
-	script *redis.Script
+	script *script
 	prefix string
 	clock  Clock
 	keys   []boundKey
@@ -436,7 +436,7 @@ func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pe
 	}
 	r := l.vars(req, cost)
 	keys := l.expandKeys(&r)
-	cmd := runScript(ctx, c, l.script, keys, l.expandArgs(&r)...)
+	cmd := l.script.run(ctx, c, keys, l.expandArgs(&r)...)
 	return func() (Decision, error) {
 		raw, err := cmd.Result()
 		if err == redis.Nil {

@@ -57,6 +57,8 @@ var exitCodes = []struct {
 	{errEnvironment, exitEnv},
 	// Ctrl-C or SIGTERM: what was measured is written, and the run did not pass.
 	{runner.ErrInterrupted, exitFailed},
+	// A refused permission is the environment's problem, whatever else the error says.
+	{runner.ErrPermission, exitEnv},
 	{scenarios.ErrInvalid, exitBadInput},
 	{runner.ErrBadScript, exitBadInput},
 	{redisenv.ErrBadConfig, exitBadInput},

@@ -255,17 +255,23 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	out, runErr := runner.Run(ctx, opts)
 	res := out.Result
 	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
+	// Redis lost or refusing a permission during the run: what was measured is written too.
+	envLost := runErr != nil && (errors.Is(runErr, runner.ErrLost) || errors.Is(runErr, runner.ErrPermission))
 	var writeErr error
 	written := false
 	// An interrupted run always leaves a result.json, even with nothing measured, so that a script
-	// waiting for one finds it marked cut short.
-	if len(res.Entries) > 0 || interrupted {
-		if interrupted {
+	// waiting for one finds it marked cut short; so does a run whose Redis was lost.
+	if len(res.Entries) > 0 || interrupted || envLost {
+		switch {
+		case interrupted:
 			res.CutShort = true
 			res.CutShortNote = "interrupted: the results cover what was measured before the signal"
 			if len(res.Entries) == 0 {
 				res.CutShortNote = "interrupted before anything was measured"
 			}
+		case envLost && len(res.Entries) == 0:
+			res.CutShort = true
+			res.CutShortNote = "stopped before anything was measured: " + runErr.Error()
 		}
 		writeErr = report.WriteAll(dir, res)
 		written = writeErr == nil
@@ -289,6 +295,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
 	case interrupted:
 		return out.Failures, failed(fmt.Errorf("%w; no results were written", runErr))
+	case envLost && written:
+		return out.Failures, fmt.Errorf("%w; results so far are in %s", runErr, dir)
 	}
 	return out.Failures, runErr // main's exitCodes: a bad script or configuration, or Redis
 }
