@@ -194,11 +194,12 @@ type Limiter interface {
 // one Call per request it has in flight (a pipeline of depth d needs d Calls).
 type Call interface {
 	// Send sends req on c, the client the limiter was prepared on or a connection, pipeline or
-	// autopipeliner of it: at once on a client or connection, at Exec on a pipeline. On a client or
-	// connection, a script the server has lost (NOSCRIPT: its script cache was flushed) is sent
-	// again with EVAL, as (*redis.Script).Run does; a pipeline sends a bare EVALSHA and the NOSCRIPT
-	// is the request's error. A request that cannot be sent (a bad subject or cost) is not sent, and
-	// its error is Result's.
+	// autopipeliner of it: at once on a client or connection, at Exec on a pipeline. On a client,
+	// connection or autopipeliner, a script the server has lost (NOSCRIPT: its script cache was
+	// flushed, or it restarted) is sent again with EVAL, as (*redis.Script).Run does; a pipeline
+	// sends a bare EVALSHA, the NOSCRIPT is the request's error, and Result loads the script again
+	// on every master so that the requests after it find it. A request that cannot be sent (a bad
+	// subject or cost) is not sent, and its error is Result's.
 	Send(ctx context.Context, c redis.Cmdable, req Request)
 	// Result returns the decision on the request Send sent last: on a client or connection once
 	// Send has returned, on a pipeline once Exec has. An error reply, a failed request and a reply

@@ -16,6 +16,11 @@ const (
 	SlidingWindow ContractKind = "sliding-window"
 	// FixedWindow(L, W): every aligned window [kW, (k+1)W) of Unix time holds at most L permits.
 	FixedWindow ContractKind = "fixed-window"
+	// FirstHitWindow(L, W): windows begin at the first request (admitted or not) that reaches the
+	// limiter after the previous window ended, and last W; each holds at most L permits. It is
+	// the contract of INCR with an expiry set on the first request (a key that expires W after
+	// the first hit). Windows are counted per Scope, like every contract.
+	FirstHitWindow ContractKind = "first-hit-window"
 	// TokenBucket(C, r): every closed interval [t1, t2] holds at most C + r·(t2 − t1) permits,
 	// where r = RefillPermits / RefillPer.
 	TokenBucket ContractKind = "token-bucket"
@@ -51,7 +56,7 @@ func (s Scope) String() string {
 // verifier; here they are durations.
 type Contract struct {
 	Kind ContractKind
-	// Limit and Window parameterise sliding-window and fixed-window.
+	// Limit and Window parameterise sliding-window, fixed-window and first-hit-window.
 	Limit  int64
 	Window time.Duration
 	// Capacity, RefillPermits and RefillPer parameterise token-bucket: rate = RefillPermits/RefillPer.
@@ -72,7 +77,7 @@ type Contract struct {
 func (c Contract) String() string {
 	var s string
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		s = fmt.Sprintf("%s(%d, %s)", c.Kind, c.Limit, c.Window)
 	case TokenBucket:
 		s = fmt.Sprintf("%s(%d, %d/%s)", c.Kind, c.Capacity, c.RefillPermits, c.RefillPer)
@@ -89,12 +94,12 @@ func (c Contract) String() string {
 }
 
 // Allowance returns what c allows one scope over a span d in the steady state, in permits: L·d/W
-// for sliding-window and fixed-window, RefillPermits·d/RefillPer for token-bucket (its capacity
-// C aside, which a full bucket adds once), 0 for no contract. Further contracts (Also) are not
-// counted.
+// for sliding-window, fixed-window and first-hit-window (whose windows of W hold L each, however
+// they fall), RefillPermits·d/RefillPer for token-bucket (its capacity C aside, which a full
+// bucket adds once), 0 for no contract. Further contracts (Also) are not counted.
 func (c Contract) Allowance(d time.Duration) float64 {
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		return float64(c.Limit) * d.Seconds() / c.Window.Seconds()
 	case TokenBucket:
 		return float64(c.RefillPermits) * d.Seconds() / c.RefillPer.Seconds()
@@ -106,7 +111,7 @@ func (c Contract) Allowance(d time.Duration) float64 {
 var ErrBadContractText = errors.New("invalid contract text")
 
 // ParseContract parses what Contract.String renders: "sliding-window(100, 1s)",
-// "fixed-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
+// "fixed-window(L, W)", "first-hit-window(L, W)", "token-bucket(C, P/per)" or "none", each optionally followed by
 // " per subject+client" or " per consumer", joined by " and " for further contracts (Also).
 // Granularity, which String does not render, is zero. Errors wrap ErrBadContractText.
 func ParseContract(s string) (Contract, error) {
@@ -141,7 +146,7 @@ func parseOneContract(s string) (Contract, error) {
 	kind, params, hasParams := strings.Cut(s, "(")
 	c.Kind = ContractKind(kind)
 	if !hasParams {
-		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == TokenBucket {
+		if c.Kind == SlidingWindow || c.Kind == FixedWindow || c.Kind == FirstHitWindow || c.Kind == TokenBucket {
 			return c, fmt.Errorf("%s without parameters", kind)
 		}
 		return c, nil
@@ -156,7 +161,7 @@ func parseOneContract(s string) (Contract, error) {
 		return c, err
 	}
 	switch c.Kind {
-	case SlidingWindow, FixedWindow:
+	case SlidingWindow, FixedWindow, FirstHitWindow:
 		c.Limit = n
 		c.Window, err = time.ParseDuration(second)
 	case TokenBucket:

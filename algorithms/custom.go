@@ -219,9 +219,9 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	return err
 }
 
-func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
-	s := redis.NewScript(a.spec.Source)
-	if err := loadEverywhere(ctx, c, s); err != nil {
+func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
+	s, err := newScript(ctx, c, a.spec.Source)
+	if err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
@@ -276,7 +276,7 @@ func scriptLine(err error) int {
 
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants
 // (limit, window, burst, rate, prefix) become literals.
-func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
+func (a *Custom) bind(l Limit, prefix string, s *script) *customLimiter {
 	var consts [tCount]string
 	var bound [tCount]bool
 	set := func(v tvar, s string) { consts[v], bound[v] = s, true }
@@ -358,7 +358,7 @@ type ReplyReporter interface {
 // customLimiter is a Custom prepared for one Limit and prefix.
 type customLimiter struct {
 	a      *Custom
-	script *redis.Script
+	script *script
 	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	clock  Clock

@@ -68,7 +68,7 @@ func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient
 func (FixedWindowCounter) Model(l Limit) Model { return newFixedWindowModel(l) }
 
 type fixedWindowLimiter struct {
-	script   *redis.Script
+	script   *script
 	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64

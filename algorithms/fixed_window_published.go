@@ -65,7 +65,7 @@ func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClie
 func (FixedWindowPublished) Model(Limit) Model { return nil }
 
 type fixedWindowPublishedLimiter struct {
-	script *redis.Script
+	script *script
 	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	limit  int64

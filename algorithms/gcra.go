@@ -64,7 +64,7 @@ func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, pre
 func (GCRA) Model(l Limit) Model { return newGCRAModel(l) }
 
 type gcraLimiter struct {
-	script              *redis.Script
+	script              *script
 	fresh               bool // prepared on a cluster client: see evalCmd
 	prefix              string
 	interval, tolerance int64

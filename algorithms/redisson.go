@@ -141,7 +141,7 @@ func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, pref
 // redissonLimiter is a prepared Redisson or RedissonPerClient.
 type redissonLimiter struct {
 	name      string
-	script    *redis.Script
+	script    *script
 	fresh     bool // prepared on a cluster client: see evalCmd
 	prefix    string
 	rate      int64

@@ -58,7 +58,7 @@ func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, 
 func (referenceAlgorithm) Model(Limit) Model { return nil }
 
 type referenceLimiter struct {
-	script    *redis.Script
+	script    *script
 	fresh     bool // prepared on a cluster client: see evalCmd
 	prefix    string
 	ttlMillis int64

@@ -98,7 +98,7 @@ func (ResourceConsumer) Model(l Limit) Model { return newTwoLevelModel(l) }
 
 // twoListLimiter is a prepared ResourceConsumer.
 type twoListLimiter struct {
-	script         *redis.Script
+	script         *script
 	fresh          bool // prepared on a cluster client: see evalCmd
 	prefix         string
 	rlimit, climit int64
@@ -203,7 +203,7 @@ func (r *twoListLimiter) decode(raw any, cost int64) (Decision, error) {
 // resourceConsumerLimiter is a prepared ResourceConsumerPublished.
 type resourceConsumerLimiter struct {
 	name   string
-	script *redis.Script
+	script *script
 	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	// args are the script's arguments after the time and before the cost.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,18 +14,39 @@ import (
 	"github.com/limitbench/limitbench/scripts"
 )
 
+// script is a Lua script an algorithm runs: loaded with SCRIPT LOAD on every master of the
+// client it was prepared on, and loaded again there when a pipeline finds it gone (see
+// evalCmd.result).
+// It is safe for concurrent use.
+type script struct {
+	*redis.Script
+	// on is the client Prepare loaded it with: SCRIPT LOAD goes to each of its masters.
+	on redis.UniversalClient
+	// gen counts the loads since the first; mu serialises them.
+	mu  sync.Mutex
+	gen atomic.Uint64
+}
+
+// reloadTimeout bounds one reload of a script after NOSCRIPT.
+const reloadTimeout = 5 * time.Second
+
 // loadScript reads file (a name in scripts.FS, for example "gcra.lua") and loads it with SCRIPT
 // LOAD on every master of c: each master of a *redis.ClusterClient (ForEachMaster), otherwise c
 // itself. Loading everywhere up front is what lets a Call send a bare EVALSHA inside pipelines,
 // where go-redis cannot fall back to EVAL on NOSCRIPT.
-func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*redis.Script, error) {
+func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*script, error) {
 	src, err := scripts.FS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read script %s: %w", file, err)
 	}
-	s := redis.NewScript(string(src))
-	if err := loadEverywhere(ctx, c, s); err != nil {
-		return nil, fmt.Errorf("load script %s: %w", file, err)
+	return newScript(ctx, c, string(src))
+}
+
+// newScript loads src on every master of c (loadEverywhere) and returns it as a script.
+func newScript(ctx context.Context, c redis.UniversalClient, src string) (*script, error) {
+	s := &script{Script: redis.NewScript(src), on: c}
+	if err := loadEverywhere(ctx, c, s.Script); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -72,9 +95,10 @@ func (a *argBuf) subjectKey(prefix, tag, subject string) *argBuf {
 // command's first key on the command once it has computed it, so a reused command would go to
 // the first request's slot) and on an autopipeliner (which may still hold a command it has run);
 // such a command holds its first key as a string, so that the cluster client reads it without
-// formatting.
+// formatting. A pipelined EVALSHA answered NOSCRIPT loads the script again when its result is read
+// (see result).
 type evalCmd struct {
-	script *redis.Script
+	script *script
 	keys   int
 	fresh  bool
 	args   []any
@@ -82,12 +106,15 @@ type evalCmd struct {
 	// the command last sent, whose reply result reads (cmd, a fresh command, or the EVAL sent
 	// after NOSCRIPT).
 	cmd, last *redis.Cmd
+	// pipelined says last was queued on a pipeline, when the script's load generation was gen.
+	pipelined bool
+	gen       uint64
 }
 
 // newEvalCmd returns the EVALSHA of s with keys and args (values, *argBuf or *int64) for a Call of
 // a limiter prepared on a cluster client (fresh) or not. s may be nil for a limiter that is never
 // sent (tests); the command then has no SHA.
-func newEvalCmd(s *redis.Script, fresh bool, keys []*argBuf, args ...any) *evalCmd {
+func newEvalCmd(s *script, fresh bool, keys []*argBuf, args ...any) *evalCmd {
 	sha := ""
 	if s != nil {
 		sha = s.Hash()
@@ -109,8 +136,10 @@ func isCluster(c redis.UniversalClient) bool {
 
 // send sends the command on c, with what its pointers point to now (see Call.Send): on a client,
 // a connection or an autopipeliner, a NOSCRIPT reply is followed by EVAL with the script's source,
-// as (*redis.Script).Run does; on a pipeline the bare EVALSHA is queued.
+// as (*redis.Script).Run does, which loads the script again; on a pipeline the bare EVALSHA is
+// queued (and result loads the script again if it meets NOSCRIPT).
 func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
+	e.pipelined = false
 	p, ok := c.(processor)
 	if !ok {
 		e.last = redis.NewCmdResult(nil, fmt.Errorf("cannot send a command on %T", c))
@@ -135,11 +164,17 @@ func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 	if e.keys > 0 {
 		e.last.SetFirstKeyPos(3)
 	}
-	_ = p.Process(ctx, e.last) // the command carries its error
-	// (HasErrorPrefix allocates even for a nil error: ask only when there is one.)
 	if _, pipelined := c.(redis.Pipeliner); pipelined {
+		// The generation before the queueing: a reload after it is one this command may have missed.
+		e.pipelined = e.script != nil
+		if e.pipelined {
+			e.gen = e.script.gen.Load()
+		}
+		_ = p.Process(ctx, e.last) // the command carries its error, read after Exec
 		return
 	}
+	_ = p.Process(ctx, e.last) // the command carries its error
+	// (HasErrorPrefix allocates even for a nil error: ask only when there is one.)
 	if err := e.last.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return
 	}
@@ -150,8 +185,20 @@ func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 	e.last = e.script.Eval(ctx, c, keys, e.args[3+e.keys:]...)
 }
 
-// result returns the reply of the command last sent, redis.Nil for a nil reply.
-func (e *evalCmd) result() (any, error) { return e.last.Result() }
+// result returns the reply of the command last sent, redis.Nil for a nil reply. A pipelined
+// EVALSHA answered NOSCRIPT (the script cache was flushed, or the server restarted, since the
+// script was loaded) loads the script again on every master of the client it was prepared on
+// (script.reload) before result returns: the request still fails with NOSCRIPT, since it did not
+// run, and the requests after it find the script. A failed reload is added to the error.
+func (e *evalCmd) result() (any, error) {
+	v, err := e.last.Result()
+	if e.pipelined && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if rerr := e.script.reload(e.gen); rerr != nil {
+			return v, fmt.Errorf("%w (loading the script again failed: %w)", err, rerr)
+		}
+	}
+	return v, err
+}
 
 // scriptCall is what every script's Call holds: the algorithm's name (its errors start with it),
 // the error of a request that could not be sent, and the command last sent.
@@ -188,6 +235,25 @@ func (s *scriptCall) decoded(d Decision, err error) (Decision, error) {
 		return Decision{}, fmt.Errorf("%s: %w", s.name, err)
 	}
 	return d, nil
+}
+
+// Reloads returns how many times the script was loaded again after a NOSCRIPT reply in a
+// pipeline.
+func (s *script) Reloads() uint64 { return s.gen.Load() }
+
+// reload loads s again on every master after a pipelined call queued at load generation gen
+// was answered NOSCRIPT, unless a load since gen already did. It returns the load's error.
+func (s *script) reload(gen uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen.Load() != gen {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
+	defer cancel()
+	err := loadEverywhere(ctx, s.on, s.Script)
+	s.gen.Add(1)
+	return err
 }
 
 // maxExact is 2^53: every integer below it is exact in a Lua (IEEE double) number. Prepare checks

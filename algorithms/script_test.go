@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
@@ -161,15 +163,23 @@ func TestContracts(t *testing.T) {
 }
 
 // TestNoscriptFallback: when the script cache is flushed after Prepare (a restarted or failed-over
-// server), a pipelined request, which is a bare EVALSHA, fails with NOSCRIPT, but a request on a
-// client falls back to EVAL, as Script.Run does, and is decided; that EVAL puts the script back,
-// so the next pipeline works again. Every algorithm, and the reference, on a single node and on a
-// cluster, through one Call that sends its command again each time.
+// server), a pipelined request, which is a bare EVALSHA, fails with NOSCRIPT and loads the script
+// again, so that the next pipelined request of the same Call is decided; a request on a client
+// falls back to EVAL, as Script.Run does, and is decided, and that EVAL puts the script back, so
+// the next pipeline works again. Every algorithm, and the reference, on a single node and on a
+// cluster, through one Call that sends its command again each time (as the load generator does).
 func TestNoscriptFallback(t *testing.T) {
 	l := Limit{Limit: 5, Window: time.Second}
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client
+		flush := func() {
+			if err := env.Target.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+				return m.ScriptFlush(ctx).Err()
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, a := range append(All(), Reference()) {
 			name := a.Describe().Name
 			scripted := name != "sliding-log-published" // the article sends plain commands
@@ -181,24 +191,101 @@ func TestNoscriptFallback(t *testing.T) {
 				_, _ = p.Exec(ctx) // the command's own error is read through Result
 				return call.Result()
 			}
-			if err := env.Target.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-				return m.ScriptFlush(ctx).Err()
-			}); err != nil {
-				t.Fatal(err)
+			at := func(ms int) Request {
+				t := base.Add(time.Duration(ms) * time.Millisecond)
+				return Request{Subject: "nos", Client: "c", Cost: 1, ClientTime: t, FixedTime: t}
 			}
-			req := Request{Subject: "nos", Client: "c", Cost: 1, ClientTime: base, FixedTime: base}
-			_, err := pipelined(req)
+			flush()
+			_, err := pipelined(at(0))
 			if got := err != nil && strings.Contains(err.Error(), "NOSCRIPT"); got != scripted {
 				t.Errorf("%s: pipelined EVALSHA after SCRIPT FLUSH: %v; want NOSCRIPT %v", name, err, scripted)
 			}
-			call.Send(ctx, c, req)
+			if d, err := pipelined(at(1)); err != nil || !d.Allowed {
+				t.Errorf("%s: pipeline after a NOSCRIPT: %+v, %v; want allowed (the NOSCRIPT loaded the script again)", name, d, err)
+			}
+			flush()
+			call.Send(ctx, c, at(2))
 			if d, err := call.Result(); err != nil || !d.Allowed {
 				t.Errorf("%s: after SCRIPT FLUSH: %+v, %v; want allowed (EVALSHA, then EVAL)", name, d, err)
 			}
-			req.FixedTime, req.ClientTime = base.Add(time.Millisecond), base.Add(time.Millisecond)
-			if d, err := pipelined(req); err != nil || !d.Allowed {
+			if d, err := pipelined(at(3)); err != nil || !d.Allowed {
 				t.Errorf("%s: pipeline after the fallback: %+v, %v; want allowed (EVAL cached the script)", name, d, err)
 			}
 		}
 	})
+}
+
+// Issue 14, item 3: after SCRIPT FLUSH, every built-in algorithm and a custom script recover in
+// pipeline mode: the pipelined requests that meet NOSCRIPT fail (they did not run), and the
+// script is loaded again so that the next pipeline decides. Before, a pipeline never loaded the
+// script again and failed with NOSCRIPT until the end of the run. Plain calls recover through
+// EVAL, as before. On a private server and a private cluster, since it flushes their scripts.
+func TestPipelineReloadsAfterScriptFlush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private server and cluster")
+	}
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
+		t.Run(string(topo), func(t *testing.T) {
+			t.Parallel()
+			target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess, Topology: topo})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			custom, err := NewCustom(CustomSpec{Name: "mine", Source: "return {1, 0, 0, 1}", Keys: []string{"mine:{{subject}}"},
+				Allowed: ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, Contract: Contract{Kind: NoContract}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			algs := append(All(), custom)
+			lims := make([]Limiter, len(algs))
+			for i, a := range algs {
+				if lims[i], err = a.Prepare(ctx, target.Client, Limit{Limit: 1000, Window: time.Second}, "p14:"); err != nil {
+					t.Fatalf("%s: Prepare: %v", a.Describe().Name, err)
+				}
+			}
+			flush := func() {
+				if err := target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+					return c.ScriptFlush(ctx).Err()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// batch sends three requests of lim in one pipeline and returns their errors.
+			batch := func(lim Limiter) []error {
+				pipe := target.Client.Pipeline()
+				var ps []Pending
+				for i := range 3 {
+					ps = append(ps, Do(ctx, lim, pipe, Request{Subject: fmt.Sprintf("s%d", i), Client: "c", Cost: 1,
+						ClientTime: time.Now()}))
+				}
+				_, _ = pipe.Exec(ctx)
+				var errs []error
+				for _, p := range ps {
+					_, err := p()
+					errs = append(errs, err)
+				}
+				return errs
+			}
+			for i, a := range algs {
+				name := a.Describe().Name
+				if name == "sliding-log-published" {
+					continue // plain commands, no script
+				}
+				flush()
+				for _, err := range batch(lims[i]) {
+					if err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
+						t.Errorf("%s: pipelined request after SCRIPT FLUSH: %v; want NOSCRIPT (the flush happened)", name, err)
+					}
+				}
+				for j, err := range batch(lims[i]) {
+					if err != nil {
+						t.Errorf("%s: pipelined request %d after the NOSCRIPT batch: %v; want the script loaded again", name, j, err)
+					}
+				}
+				flush()
+				if _, err := Do(ctx, lims[i], target.Client, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: time.Now()})(); err != nil {
+					t.Errorf("%s: plain request after SCRIPT FLUSH: %v; want it run through EVAL", name, err)
+				}
+			}
+		})
+	}
 }

@@ -72,7 +72,7 @@ func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l 
 func (SlidingCounter) Model(l Limit) Model { return newSlidingCounterModel(l) }
 
 type slidingCounterLimiter struct {
-	script   *redis.Script
+	script   *script
 	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64

@@ -61,7 +61,7 @@ func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limi
 func (SlidingLog) Model(l Limit) Model { return newSlidingLogModel(l) }
 
 type slidingLogLimiter struct {
-	script   *redis.Script
+	script   *script
 	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64

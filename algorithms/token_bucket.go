@@ -77,7 +77,7 @@ func expiryQuantum(capacity, rate int64) int64 {
 func (TokenBucketHash) Model(l Limit) Model { return newTokenBucketModel(l) }
 
 type tokenBucketLimiter struct {
-	script               *redis.Script
+	script               *script
 	fresh                bool // prepared on a cluster client: see evalCmd
 	prefix               string
 	unit, rate, capacity int64

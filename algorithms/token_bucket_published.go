@@ -69,7 +69,7 @@ func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClie
 func (TokenBucketPublished) Model(Limit) Model { return nil }
 
 type tokenBucketPublishedLimiter struct {
-	script   *redis.Script
+	script   *script
 	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	rate     string // tokens per second, decimal

@@ -101,8 +101,10 @@ func BenchmarkCheck(b *testing.B) {
 	bucket := algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 100, RefillPermits: 100, RefillPer: time.Second}
 	two := sliding
 	two.Also = []algorithms.Contract{{Kind: algorithms.SlidingWindow, Limit: 10, Window: time.Second, Scope: algorithms.PerClient}}
+	firstHit := algorithms.Contract{Kind: algorithms.FirstHitWindow, Limit: 100, Window: time.Second}
 	// One subject admitted 100,000 times a second keeps these.
 	hotSliding := algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 100_000, Window: time.Second}
+	hotFirstHit := algorithms.Contract{Kind: algorithms.FirstHitWindow, Limit: 100_000, Window: time.Second}
 	hotBucket := algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 1000, RefillPermits: 100_000, RefillPer: time.Second}
 	cases := []struct {
 		name     string
@@ -119,6 +121,9 @@ func BenchmarkCheck(b *testing.B) {
 		{"sliding-window/hot-nested", hotSliding, 1, 800},
 		{"token-bucket/hot-nested", hotBucket, 1, 800},
 		{"sliding-window/many-keys", sliding, 100_000, 400},
+		{"first-hit-window/exact", firstHit, 1000, 0},
+		{"first-hit-window/intervals", firstHit, 1000, 400},
+		{"first-hit-window/hot-nested", hotFirstHit, 1, 800},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -44,7 +44,9 @@ type AccuracyReport struct {
 	// how far a fixed-window algorithm (or sliding-counter, which keeps fixed-window exactly and
 	// sliding-window only approximately) exceeds its limit over a sliding window. For
 	// token-bucket(C, r) it is the tokens drawn and not yet refilled over C (refill capped at C):
-	// above 1 is over-admission.
+	// above 1 is over-admission. For first-hit-window(L, W) it is the most permits admitted in
+	// one first-hit window, the windows opened by the algorithm's own requests (admitted or
+	// denied, at their midpoints), over L: above 1 is over-admission.
 	MaxWindowRatio float64
 	// Bin is the width of the bins of Series.
 	Bin time.Duration
@@ -156,10 +158,12 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 					lims[j].take(get(ideal[j], &lims[j], e), cost)
 				}
 			}
-			if e.Kind() == Admitted {
-				for j := range lims {
-					m := own(j, e)
-					lims[j].fits(m, t, cost)
+			// The algorithm's own meters see every request too (a denied request opens a
+			// first-hit window; for the other kinds fits only advances time).
+			for j := range lims {
+				m := own(j, e)
+				lims[j].fits(m, t, cost)
+				if e.Kind() == Admitted {
 					lims[j].take(m, cost)
 				}
 			}
@@ -250,7 +254,8 @@ type meter struct {
 	// limit, and for fixed-window with slide set the measure of MaxWindowRatio.
 	win   window
 	slide bool
-	// sum is the permits counted in aligned window k (fixed-window).
+	// sum is the permits counted in aligned window k (fixed-window), or in the first-hit window
+	// that started at k (first-hit-window).
 	sum, k int64
 	// token-bucket: q·tokens, at most q·C (below zero when over-admitted), at time last.
 	// last is also the time of the last fits for every kind.
@@ -301,6 +306,14 @@ func (lim *limit) fits(m *meter, t, cost int64) bool {
 			m.k, m.sum, m.started = k, 0, true
 		}
 		return m.sum+cost <= lim.l
+	case algorithms.FirstHitWindow:
+		// Every request opens a window when none is open: at the first, or at or after the
+		// current one's end.
+		if !m.started || t >= m.k+lim.w {
+			m.k, m.sum, m.started = t, 0, true
+		}
+		m.last = t
+		return m.sum+cost <= lim.l
 	case algorithms.TokenBucket:
 		full := lim.q * lim.cap
 		switch {
@@ -329,6 +342,8 @@ func (lim *limit) take(m *meter, cost int64) {
 		if m.slide {
 			m.win.add(m.last, cost)
 		}
+	case algorithms.FirstHitWindow:
+		m.sum += cost
 	case algorithms.TokenBucket:
 		m.level -= lim.q * cost
 	}
@@ -344,6 +359,8 @@ func (lim *limit) ratio(m *meter) float64 {
 		if m.slide {
 			return float64(m.win.sum) / float64(lim.l)
 		}
+		return float64(m.sum) / float64(lim.l)
+	case algorithms.FirstHitWindow:
 		return float64(m.sum) / float64(lim.l)
 	case algorithms.TokenBucket:
 		full := lim.q * lim.cap

@@ -19,7 +19,8 @@ type Violation struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
 	Subject, Client string
 	// At is the instant in µs since the Unix epoch that ends the violating window
-	// (sliding-window, token-bucket), or the start kW of the aligned window (fixed-window).
+	// (sliding-window, token-bucket), or the start kW of the aligned window (fixed-window), or
+	// the latest widened Hi of the violating set (first-hit-window).
 	At int64
 	// Excess is the permits over the limit there.
 	Excess int64
@@ -44,15 +45,25 @@ type LimitReport struct {
 	// Scopes is the number of scopes with at least one admission.
 	Scopes int
 	// Definite and Possible count violations as the package doc defines: distinct window ends
-	// for sliding-window and token-bucket, aligned windows for fixed-window.
+	// for sliding-window, token-bucket and first-hit-window (for first-hit-window's possible
+	// violations, distinct instants b = max lo), aligned windows for fixed-window.
 	Definite, Possible int64
+	// Chained counts, for first-hit-window, the definite violations that only condition (c) of
+	// the package doc finds: they rest on the log holding every request that reached the
+	// limiter, so a dropped outcome or a mismatched decision time can explain them (see
+	// JudgeWith). WorstUnchained is the worst of the other definite violations (zero when
+	// there is none). Both are zero for the other kinds.
+	Chained        int64
+	WorstUnchained Where
 	// Worst is the definite violation with the largest excess (zero when Definite == 0);
 	// WorstPossible the same among possible ones.
 	Worst, WorstPossible Where
 	// UnknownExcess is the largest excess of a definite violation that the unknown outcomes could
 	// make had they been admitted, each at the worst instant from its Lo on (an unknown outcome
-	// may have run any time after it was sent, even after the run ended). It is computed only
-	// when Definite == 0 and the log has unknown outcomes (else 0).
+	// may have run any time after it was sent, even after the run ended); for first-hit-window,
+	// an upper bound that also covers the windows an unknown outcome's instant can move (see the
+	// package doc). It is computed only when Definite == 0 and the log has unknown outcomes
+	// (else 0).
 	UnknownExcess int64
 	// UnknownCouldHide is UnknownExcess > 0: no definite violation among the known admissions,
 	// but the unknown outcomes could hide one.
@@ -137,21 +148,43 @@ func Check(c algorithms.Contract, log *Log) (Report, error) {
 	}
 	nU := partition(ev[nA:], Unknown)
 	s := sweeper{log: log, base: log.Base}
-	for _, lim := range lims {
-		if lim.kind == algorithms.TokenBucket && len(ev) > 0 {
+	r.Limits = make([]LimitReport, len(lims))
+	for i, lim := range lims {
+		if len(ev) > 0 {
 			if err := lim.overflow(hi-lo, permits); err != nil {
 				return Report{}, fmt.Errorf("check: %w", err)
 			}
 		}
-		r.Limits = append(r.Limits, s.check(lim, ev[:nA], ev[nA:nA+nU]))
+		if lim.kind != algorithms.FirstHitWindow {
+			r.Limits[i] = s.check(lim, ev[:nA], ev[nA:nA+nU])
+		}
+	}
+	// First-hit windows depend on every request, so their check sorts the unknown outcomes and
+	// the denied and failed requests too, after the other limits are done with them.
+	for i, lim := range lims {
+		if lim.kind == algorithms.FirstHitWindow {
+			r.Limits[i] = s.firstHit(lim, ev[:nA], ev[nA:nA+nU], ev[nA+nU:])
+		}
 	}
 	return r, nil
 }
 
 // overflow reports whether a token-bucket check of a log spanning span µs with at most permits
-// permits could overflow int64.
+// permits could overflow int64, for a token-bucket limit or the token bucket of a
+// first-hit-window limit's condition (b); nil for the other kinds.
 func (lim *limit) overflow(span, permits int64) error {
 	const bound = 1 << 61
+	switch lim.kind {
+	case algorithms.TokenBucket:
+	case algorithms.FirstHitWindow:
+		if lim.l > bound {
+			return fmt.Errorf("%w: %s: limit over 2^61", ErrOverflow, lim.c)
+		}
+		b := lim.bucket()
+		return b.overflow(span, permits)
+	default:
+		return nil
+	}
 	span += 2*lim.g + 2
 	if span > bound/lim.p || permits > bound/lim.q || lim.cap > bound/lim.q {
 		return fmt.Errorf("%w: %s over a span of %d µs", ErrOverflow, lim.c, span)
@@ -184,6 +217,16 @@ type sweeper struct {
 	definite      int64
 	worst, worstP worstAt
 	group         []Event // the scope being swept
+
+	// first-hit-window (see firstHit): while collecting, definiteAt appends to ends instead of
+	// recording; the buffers are reused across scopes.
+	collecting bool
+	ends       []fhEnd
+	fhChainBuf []fhWindow
+	fhEndBuf   []fhEnd
+	fhReqBuf   []ival
+	fhStartBuf []ival
+	fhBits     []uint64
 }
 
 // worstAt remembers where the largest excess was found, to describe it afterwards.
@@ -484,6 +527,10 @@ func at(ord []uint32, i int) int {
 // definiteAt records a definite violation of the current scope ending at instant b (or in the
 // aligned window starting at b), relative to the log's Base, with the given excess.
 func (s *sweeper) definiteAt(b, excess int64) {
+	if s.collecting {
+		s.ends = append(s.ends, fhEnd{b: b, excess: excess, cond: fhCount})
+		return
+	}
 	s.definite++
 	if excess > s.worst.excess {
 		s.worst = worstAt{excess: excess, group: s.group, at: b}

@@ -1,8 +1,9 @@
 // Package verify decides whether a rate limiter kept its contract, from a log of the decisions it
 // made under load. It owns the admission log (AdmissionLog, the load.Aggregator that records a
 // run's outcomes, and the Event and Log it hands the checker), the over-admission checker
-// (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
-// times through an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith), and
+// (Check), its check in epochs where Redis may have lost the state (Disruption, CheckEpochs), the
+// exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision times through
+// an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith, JudgeEpochs), and
 // its own sections of a result entry: the verification (Summary, with the thresholds checked
 // against it and what they do to the verdict) and the accuracy (AccuracySummary), which
 // Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
@@ -44,6 +45,11 @@
 //     RefillPermits·1000 over RefillPer in ns, reduced: exact for any period): every closed
 //     interval [t1, t2] holds at most C + r·(t2 − t1) permits, so S violates it when
 //     q·P(S) > q·C + p·(max x − min x). Decisions use this exact integer form; no floats.
+//   - first-hit-window(L, W): windows begin at the first request (admitted or not) that
+//     reaches the limiter after the previous window ended, and last W; each holds at most L
+//     permits. Over the instants x_1 ≤ x_2 ≤ … of the requests that reached it, the windows
+//     are [s_k, s_k + W) with s_{k+1} = min{x_i : x_i ≥ s_k + W}. Its windows depend on every
+//     request, so it has a section of its own below.
 //
 // Nothing that sets an allowance is rounded: a window W that is not a whole number of µs is
 // refused with ErrBadContract (rounding it would move fixed-window's aligned windows, and rounding
@@ -55,7 +61,8 @@
 // # What Check computes
 //
 // The checker looks for sets S of admissions (events of kind Admitted) of one scope; lo and hi
-// below are widened bounds.
+// below are widened bounds. This section is about sliding-window, fixed-window and
+// token-bucket; first-hit-window has one of its own after it.
 //
 // Definite, sliding-window: P(S) > L and max hi − min lo < W over S. Then every placement puts all
 // of S in the window (max hi − W, max hi]. Definite, token-bucket:
@@ -89,6 +96,85 @@
 // at least 2G long, so a run that fills its windows to the limit and has one unknown outcome is
 // inconclusive: had that request been admitted, the verdict would be fail.)
 //
+// # First-hit windows
+//
+// A first-hit window starts at a request, so where the windows lie depends on every request
+// that reached the limiter: denials too, and the unknown and failed requests that may have run
+// (a script error is a failed request, and it may have opened a window before it failed). A
+// world is one account of a scope's history consistent with the log: which unknown and failed
+// requests reached the limiter (an unknown one that did is not counted as admitted here; see
+// below), a real instant x_i in each widened interval of those that did (an unknown outcome's
+// interval is [Lo − G, +∞)), and what came before the log: unless Log.Fresh, a window may be
+// open when the log starts, begun at any earlier instant, so the first window holding a
+// request of the log starts at any s_1 in (min x − W, min x]. A world violates the contract
+// when one of its windows holds more than L admitted permits. A violation is definite when
+// every world violates, possible when some does. The log must hold every request of the scope
+// that may have run from its earliest event on (one left out could have opened a window
+// anywhere): give Check a warmup's events too, with Log.From at the end of the warmup, as
+// Measurement.Sections does. They take part in the windows, and only violations that end at or
+// after From (at max hi for definite ones, max lo for possible ones) are counted.
+//
+// Exact answers take a search over worlds (with permits, choosing windows is a partition
+// problem), so Check reports definite violations by three sufficient conditions, and possible
+// ones by a condition that is necessary (no world's violation is missed) and exact when the
+// world is unique. With lo and hi the widened bounds, a set S of admissions of one scope
+// violates definitely when P(S) > L and
+//
+//   - (a) S is one admission (of more than L permits), or G = 0 and S's admissions were
+//     decided at one exact instant (Lo = Hi = t): one instant is in one window;
+//   - (b) P(S) > 2L + L·(max hi − min lo)/W (W·P(S) > 2LW + L·span in integers; the excess is
+//     P(S) − 2L − ⌊L·span/W⌋): a span d meets at most ⌈d/W⌉ + 1 ≤ 2 + d/W disjoint windows of
+//     length W, each holding at most L. It is the token-bucket condition with C = 2L and
+//     r = L/W, and holds whatever opened the windows;
+//   - (c) min lo(S) ≥ y + W, where y is the latest point of P̂ at or before max hi(S) − W (no
+//     condition when there is none): the window holding the earliest admission of S started
+//     at a point of P̂ after max hi(S) − W, so it holds all of S.
+//
+// P̂, a set of integer instants, holds every window start of every world (a start s as ⌈s⌉).
+// It is the union of the chain's ranges [u_k, v_k] intersected with the union of every
+// request's interval (a window after the first starts at a request), joined, without
+// Log.Fresh, with the first range whole (the first window may have begun before the log, at
+// no request of it). The chain follows the windows in order; with m the least lo of the
+// scope's requests and "sure" requests the admitted and denied ones:
+//
+//	u_1 = m (Log.Fresh) or m − W + 1,     v_1 = min{hi : sure},
+//	u_{k+1} = max(u_k + W, min{lo : any request, hi ≥ u_k + W}),
+//	v_{k+1} = min{hi : sure, lo ≥ v_k + W},
+//
+// ending after a range whose v is +∞, or when no request has hi ≥ u_k + W. In every world the
+// k-th window starts at s with u_k − 1 < s ≤ v_k: s_{k+1} ≥ s_k + W and is the instant of a
+// request at or after s_k + W, while a sure request of lo ≥ v_k + W is at or after the k-th
+// window's end, so s_{k+1} is at most its hi. Where a window's existence is in doubt the
+// chain's index can skip one, which is why (c) looks at P̂'s points rather than at indices:
+// after a quiet spell longer than W no point of P̂ lies inside it, and the first request after
+// it opens a window in every world.
+//
+// Conditions (a) and (b) hold in every world of any log, even one missing requests; (c) rests
+// on the log holding every request that reached the limiter, with its true time.
+// LimitReport.Chained counts the definite violations that only (c) finds, and JudgeWith does
+// not fail a run on them when outcomes were dropped or decision times mismatched the harness
+// clock.
+//
+// Possible: S possibly violates when P(S) > L and some point s of P̂ has s ≥ max lo(S) − W + 1
+// and s ≤ min hi(S): all of S can then lie in [s, s + W). Every world's violating window
+// starts at a point of P̂ and holds such a set, so no possible violation is missed; with one
+// world (exact times, G = 0, Log.Fresh, no unknown or failed request) P̂ is exactly the
+// windows' starts and both answers are exact.
+//
+// Counting. Definite is the number of distinct ends b = max hi(S) over definitely violating
+// sets S, Chained those found only by (c); Possible the number of distinct b = max lo(S) over
+// possibly violating sets. The worst excess is the largest P(S) − allowed(S), allowed(S) being
+// L, or 2L + ⌊L·span/W⌋ for (b); Worst describes it, WorstUnchained the worst of (a) and (b).
+//
+// Unknown outcomes. An unknown outcome's instant moves the windows too, so UnknownExcess for
+// first-hit-window bounds what the unknown outcomes could hide from above, over the whole log
+// (From aside): per scope with unknown outcomes, the larger of the token-bucket hide of condition (b) (C = 2L, r = L/W; see
+// Unknown outcomes above) and the largest P{admissions: lo ≤ s + W − 1, hi ≥ s} + U(s) − L
+// over the points s of P̂ with U(s) = P{unknown outcomes: lo ≤ s + W − 1} > 0: what can lie
+// in a window [s, s + W), the unknown outcomes counted as admissions. Whatever became of the
+// unknown outcomes (not run, or run at any instants, admitted or denied), a definite violation
+// of the history they leave is either one of the log as it is or counted here.
+//
 // # Verdict
 //
 // JudgeWith turns a Report and the run's Warnings into pass, fail or inconclusive:
@@ -99,10 +185,31 @@
 //     the harness clock): a mismatched admission's logged time may be wrong, so with m of them a
 //     violation fails the run only if its worst set stays over its allowance after removing any
 //     m admissions, Worst.Excess > m·MaxPermits; otherwise it makes the run inconclusive.
+//     First-hit-window's Chained violations make the run inconclusive, not failed, when any
+//     outcome was dropped or any decision time mismatched (see First-hit windows).
 //   - inconclusive when no limit fails but the run cannot support a pass: no contract, no
 //     admission, the schedule fell behind, unknown outcomes could hide a definite violation,
 //     any clock mismatch, or any dropped outcome.
 //   - pass otherwise. A canceled run is judged on what it measured, with a reason that says so.
+//
+// # When Redis loses the state: epochs
+//
+// A restart without persistence, a flush or a promotion of a lagging replica takes the
+// limiter's state away: after it, a correct limiter admits as if nothing came before, so a
+// window that reaches across the loss can hold more than the contract allows. The node watch
+// (package faults) sees such changes; they come here as Disruptions on the log's clock, each
+// with the span [Lo, Hi] that holds the instant it happened. CheckEpochs cuts the history at
+// every span that may have lost the state (Cuts: overlapping spans merge; a promotion lasts
+// until its former master is seen deposed) and checks each epoch apart (Split), besides the
+// history as one. An admission belongs to the epoch its whole interval [Lo, Hi] lies in, strictly
+// between two cuts; one that meets a cut could be on either side and is in none (Unplaced). So
+// every admission of an epoch was decided on a state that held the epoch's earlier admissions
+// and nothing lost, and a correct limiter keeps its contract over each epoch alone: cutting can
+// only remove violations, never make one, and a definite violation within an epoch is the
+// algorithm's. JudgeEpochs fails on such a violation; otherwise the verdict is inconclusive, with
+// a reason naming each cut and the definite violations of the history as one that no epoch shows
+// (Attributed: they reach across a loss and are the disruption's, not the algorithm's). A loss
+// that ended before the measured part does not cut it.
 //
 // # Accuracy and replay
 //
@@ -112,12 +219,16 @@
 // the algorithm's own admissions) and the worst window, MaxWindowRatio, over the run and per
 // bin: the most permits the algorithm admitted in any sliding window (t−W, t], over L, for
 // sliding-window and fixed-window alike (fixed-window may legitimately reach 2 across a window
-// boundary; the figure shows it), and for token-bucket the tokens drawn and not yet refilled over
-// C. Events before Log.From only prime the limiters. Unknown and failed requests are left out:
-// accuracy is a description, not a verdict.
+// boundary; the figure shows it), for first-hit-window the most permits admitted in one of the
+// first-hit windows that the algorithm's own requests opened (admitted or denied), over L, and
+// for token-bucket the tokens drawn and not yet refilled over C. The ideal first-hit limiter
+// opens a window at any request once the last one ended, whether it admits the request or
+// not. Events before Log.From only prime the limiters (the ideal one and the algorithm's own).
+// Unknown and failed requests are left out: accuracy is a description, not a verdict.
 //
 // Replay gives the decisions with an exact time (Lo == Hi, the time a script returned) to the
-// algorithm's reference model in time order and counts those it decides otherwise.
+// algorithm's reference model in time order and counts those it decides otherwise (for a
+// first-hit limiter, algorithms.NewFirstHitModel: denials open its windows too).
 //
 // # Cost
 //
@@ -139,6 +250,10 @@
 // intervals nest: 4 bytes per admission for the Hi order, and for token-bucket a bit per
 // admission and a tree of 32 to 64 bytes per position of the widest window (of the whole scope
 // when it checks what unknown outcomes could hide).
-// bench/verify_test.go measures both. Check, Accuracy and Replay reorder log.Events;
-// do not call them concurrently on one Log.
+// bench/verify_test.go measures both. A first-hit-window limit is checked after the others: it
+// sorts the unknown outcomes and the denied and failed requests by scope too, and sweeps each
+// scope of more than L admitted permits a few times in O(n) (n its requests), after (b)'s
+// token-bucket sweep; it adds two bits per admission, 16 bytes per interval of the requests'
+// union and of P̂, and 24 bytes per window of the chain, for the largest scope. Check,
+// Accuracy and Replay reorder log.Events; do not call them concurrently on one Log.
 package verify

@@ -35,7 +35,9 @@ const (
 	Denied
 	// Unknown: the request timed out or was lost; it may or may not have been admitted.
 	Unknown
-	// Failed: an error known not to have admitted anything (the script did not run).
+	// Failed: an error known not to have admitted anything (the script did not run, or
+	// answered with an error). first-hit-window takes it as possibly run within [Lo, Hi]: a
+	// script that failed half way may have opened a window (see the package doc).
 	Failed
 )
 
@@ -191,8 +193,16 @@ type Log struct {
 	// From, when non-zero, is a time in µs since the Unix epoch (absolute, not relative to Base)
 	// before which events only prime state: Accuracy feeds them to the ideal limiter (so it
 	// starts the counted part in the state the algorithm was left in by a warmup) but counts
-	// nothing before From. Check ignores From: give it only the events to verify.
+	// nothing before From. Check ignores From (give it only the events to verify), except for
+	// first-hit-window, whose windows depend on every request before: it takes every event
+	// into the windows and reports only violations that end at or after From.
 	From int64
+	// Fresh says that the limiter held no state for any scope before the log's first event
+	// (every key it uses was new: a run on a key prefix of its own, warmup included). Only
+	// first-hit-window uses it: its first window then starts at the first request that reached
+	// the limiter; without it, a window may already be open when the log starts, begun at any
+	// earlier instant.
+	Fresh bool
 }
 
 // validate reports the first problems of l (at most 5, and how many more), each wrapped with
@@ -245,7 +255,7 @@ type limit struct {
 	c     algorithms.Contract
 	kind  algorithms.ContractKind
 	scope algorithms.Scope
-	l, w  int64 // sliding and fixed windows: limit, window µs
+	l, w  int64 // sliding, fixed and first-hit windows: limit, window µs
 	cap   int64 // token bucket: capacity
 	p, q  int64 // token bucket: rate p/q permits per µs, exact and reduced
 	g     int64 // granularity µs
@@ -292,7 +302,7 @@ func newLimit(c algorithms.Contract) (limit, error) {
 		bad("unknown scope %d", c.Scope)
 	}
 	switch c.Kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow:
+	case algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.FirstHitWindow:
 		lim.l, lim.w = c.Limit, int64(c.Window/time.Microsecond)
 		if c.Limit <= 0 {
 			bad("limit %d <= 0", c.Limit)

@@ -42,6 +42,9 @@ type Warnings struct {
 	// Dropped counts outcomes an aggregator discarded (load.Counts.Dropped; not ticks that were
 	// never sent, which Behind covers): some may have been admissions missing from the log.
 	Dropped uint64
+	// StopReason, on a canceled run, says why it stopped when it was not an interruption (Redis
+	// was lost, a permission was refused); "" otherwise.
+	StopReason string
 }
 
 // Judge is JudgeWith(r, Warnings{Behind: fellBehind}): the verdict when the load generator
@@ -59,7 +62,10 @@ func Judge(r Report, fellBehind bool) Judgement {
 //     mismatches, a violation is definite regardless only when removing any m admissions from
 //     the worst violating set still leaves it over its allowance: Worst.Excess > m·MaxPermits
 //     (removing admissions never raises a set's allowance). Otherwise the violation is reported
-//     as a reason for inconclusive.
+//     as a reason for inconclusive. First-hit-window's Chained violations also rest on the log
+//     holding every request with its true time (a request left out or logged at a wrong time
+//     could have opened a window elsewhere): with any dropped outcome or clock mismatch they
+//     are a reason for inconclusive, and only the others (WorstUnchained) can fail the run.
 //   - inconclusive, when nothing fails, if there is nothing to verify (contract none), no
 //     request was admitted, the schedule fell behind, unknown outcomes could hide a definite
 //     violation (LimitReport.UnknownCouldHide), any decision time mismatched the harness clock,
@@ -69,17 +75,36 @@ func Judge(r Report, fellBehind bool) Judgement {
 // A canceled run changes no verdict: the log holds what was measured, and the verdict is about
 // that; a reason says so whatever the verdict (the only reason a pass can carry).
 func JudgeWith(r Report, w Warnings) Judgement {
-	var fail, unsure []string
-	verified := false
+	fail, unsure := violations(r, w)
+	if len(fail) > 0 {
+		return Judgement{Verdict: Fail, Reasons: append(fail, canceledNote(w)...)}
+	}
+	unsure = append(unsure, support(r, w)...)
+	if len(unsure) > 0 {
+		return Judgement{Verdict: Inconclusive, Reasons: append(unsure, canceledNote(w)...)}
+	}
+	return Judgement{Verdict: Pass, Reasons: canceledNote(w)}
+}
+
+// violations returns what the limits of r say about the verdict, with the warnings w: a reason
+// to fail per limit with a definite violation that w's clock mismatches cannot explain, and a
+// reason for inconclusive per limit whose violation they can, whose chained first-hit
+// violations w's dropped outcomes or mismatches leave in doubt, or whose unknown outcomes could
+// hide one (see JudgeWith).
+func violations(r Report, w Warnings) (fail, unsure []string) {
 	for _, l := range r.Limits {
 		if l.Contract.Kind == algorithms.NoContract {
 			continue
 		}
-		verified = true
-		if l.Definite > 0 {
-			wh := l.Worst
+		n, wh := l.Definite, l.Worst
+		if l.Chained > 0 && (w.Dropped > 0 || w.ClockMismatch > 0) {
+			unsure = append(unsure, fmt.Sprintf("%d definite violations of %s follow from the requests that opened its windows, "+
+				"which %d dropped outcomes and %d mismatched decision times leave in doubt", l.Chained, l.Contract, w.Dropped, w.ClockMismatch))
+			n, wh = l.Definite-l.Chained, l.WorstUnchained
+		}
+		if n > 0 {
 			msg := fmt.Sprintf("%d definite violations of %s; worst: %d permits over %d allowed for %s in [%s, %s]",
-				l.Definite, l.Contract, wh.Permits, wh.Allowed, scopeName(wh.Subject, wh.Client), stamp(wh.Lo), stamp(wh.Hi))
+				n, l.Contract, wh.Permits, wh.Allowed, scopeName(wh.Subject, wh.Client), stamp(wh.Lo), stamp(wh.Hi))
 			if m := int64(w.ClockMismatch); m > 0 && wh.Excess <= m*max(r.MaxPermits, 1) {
 				unsure = append(unsure, msg+fmt.Sprintf(", but %d decision times that mismatched the harness clock could account for an excess of %d",
 					m, wh.Excess))
@@ -92,12 +117,16 @@ func JudgeWith(r Report, w Warnings) Judgement {
 				l.Contract, l.UnknownExcess))
 		}
 	}
-	var note []string
-	if w.Canceled {
-		note = append(note, "the run was canceled: the verdict covers only what was measured before")
-	}
-	if len(fail) > 0 {
-		return Judgement{Verdict: Fail, Reasons: append(fail, note...)}
+	return fail, unsure
+}
+
+// support returns the reasons why a run without a failing limit cannot support a pass: no
+// contract, no admission, a schedule that fell behind, clock mismatches, dropped outcomes.
+func support(r Report, w Warnings) []string {
+	var unsure []string
+	verified := false
+	for _, l := range r.Limits {
+		verified = verified || l.Contract.Kind != algorithms.NoContract
 	}
 	if !verified {
 		unsure = append(unsure, "no contract: nothing was verified")
@@ -114,10 +143,19 @@ func JudgeWith(r Report, w Warnings) Judgement {
 	if w.Dropped > 0 {
 		unsure = append(unsure, fmt.Sprintf("%d outcomes were dropped by the recorders, and admissions among them would be missing from the check", w.Dropped))
 	}
-	if len(unsure) > 0 {
-		return Judgement{Verdict: Inconclusive, Reasons: append(unsure, note...)}
+	return unsure
+}
+
+// canceledNote is the note a canceled run's verdict carries, whatever it is: why it stopped
+// (Warnings.StopReason) or that it was canceled.
+func canceledNote(w Warnings) []string {
+	switch {
+	case !w.Canceled:
+		return nil
+	case w.StopReason != "":
+		return []string{"the run stopped early (" + w.StopReason + "): the verdict covers only what was measured before"}
 	}
-	return Judgement{Verdict: Pass, Reasons: note}
+	return []string{"the run was canceled: the verdict covers only what was measured before"}
 }
 
 func scopeName(subject, client string) string {

@@ -1,0 +1,74 @@
+// Package hunt searches for the schedule that makes a rate limiter break its contract, the way
+// property-based testing searches for the input that breaks a function: it generates candidate
+// schedules aimed at the contract's weak points, runs each as a short trial, keeps the ones that
+// came closest to a violation and mutates them, and when one breaks the contract shrinks it to a
+// small schedule that still does. It owns the schedule families, the search (Hunt), the shrinker
+// (Shrink) and the schema of hunt.json (File). It runs nothing itself: a trial is a function it is
+// given (Trial), so the same search drives a real limiter on Redis through the runner, or a
+// pure-Go reference model in tests.
+//
+// # Schedules
+//
+// A schedule is a load.Trace: rows of offset, client, subject and cost (and each client's clock
+// offset), replayed exactly. Every schedule of one hunt starts at the same phase of the Unix
+// clock, its Frame (a scenarios.Align): time zero lies Lead before a multiple of the contract's
+// period (the fixed window, the clock's granularity, or the refill period), so a family that aims
+// a burst at a boundary knows where the boundaries fall, and a reproducer scenario replays it at
+// the same phase.
+//
+// # Families
+//
+// A Family is a pure function of (Target, Bounds, seed) to a trace: the same arguments give the
+// same schedule. Families are chosen by the contract's kind and by what the algorithm declares
+// (Target: its clock, whether it takes costs, the clock offsets clients may have). Each aims at
+// a weak point (see Families for the list):
+//
+//   - window-boundary: the allowance spent just before a window boundary and again just after it
+//     (epoch-aligned fixed windows, whole seconds of a coarse clock); with client clocks, the two
+//     bursts come from clients whose clocks put them on either side of the boundary.
+//   - refill-point: a drained token bucket probed at and around the instants it refills, relative
+//     to the drain and to the epoch (a bucket that refills in whole intervals).
+//   - after-drain: steady overload, then bursts right after the limiter drained.
+//   - skewed-newcomer: clients whose clocks are off first appear just after a drain.
+//   - skew-alternation: clients ahead and behind take turns, so a limiter that stores the
+//     caller's time is rewound and refilled again.
+//   - spike: many clients at one instant (a race between reading and writing the state).
+//   - first-hit: a first request opens a window, the allowance is spent at its end and again
+//     right after it (a window that starts at the first hit, held to a sliding contract; and the
+//     edges of first-hit-window contracts).
+//   - poisson, on-off: seeded random arrivals at rates around the limit.
+//
+// # Objective
+//
+// A trial's admission log is scored by verify.ApproachOf: the largest ratio of permits admitted
+// to permits allowed over the windows or intervals of the contract that hold for every
+// placement of the decision times. A score above 1 is a definite violation (exactly what
+// verify.Check reports), and below 1 it ranks schedules by how close they came.
+//
+// # Search
+//
+// Hunt first tries two schedules of each family, then, trial after trial, either mutates one of
+// the best candidates kept (Budget.Keep, a tournament between two picked at random favouring
+// the better) or, one time in five, asks a family for a fresh schedule. A mutation shifts or
+// scales times, moves a burst to a boundary, adds or drops requests and clients, gives a burst
+// to another or a new client (with another clock offset), or changes costs. A schedule already
+// tried is never run again. Every choice comes from one generator seeded by Config.Seed, so two
+// hunts that observe the same scores explore the same candidates (with a deterministic Trial, the
+// whole hunt repeats exactly). The search stops at the first definite violation, after
+// Budget.Trials trials, when Budget.Time has passed (measured with Config.Now), or when its
+// context is canceled; it then returns what it found so far.
+//
+// # Shrinking
+//
+// Shrink takes a violating trace and a predicate that replays a trace and says whether it still
+// violates, and returns a smaller trace that does, in a total order of sizes (Size: rows, then
+// clients, subjects, extent in time, permits, clock offsets, and how round the offsets are). Its
+// passes, repeated until none makes progress: delete chunks of rows (halves, quarters, ...,
+// pairs), delete a client's or a subject's rows, merge a client into another (one with the same
+// clock offset first) and a subject into another, lower costs to 1, move clock offsets to allowed ones of smaller magnitude (0
+// first), pull rows across a gap together, round every offset to a coarser grid, and delete
+// single rows. It never tries a candidate twice and never one that is not smaller, so it ends;
+// it is deterministic given the predicate's answers; and it is bounded by a number of predicate
+// calls and a deadline. When it ends because no pass makes progress, the result is 1-minimal for
+// row deletion: deleting any one row loses the violation (ShrinkResult.Minimal).
+package hunt

@@ -1,0 +1,567 @@
+package hunt
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// Family is one way of generating schedules, aimed at one kind of weak point.
+type Family struct {
+	// Name identifies the family in reports and in hunt.json.
+	Name string
+	// Aim says, in a sentence, which weak point it aims at.
+	Aim string
+	// Applies reports whether the family has something to aim at in t.
+	Applies func(t Target) bool
+	// make builds one schedule into g (see Make).
+	make func(g *gen)
+}
+
+// Make returns the family's schedule for t within b and seed: a valid, canonical load.Trace
+// with at least one row, at most b.Rows rows, offsets in [0, b.Span], at most b.Clients
+// clients and b.Subjects subjects, client clock offsets taken from t.Skews (and only for a
+// client-clock t), and costs above 1 only when t.Cost. It is a pure function of its arguments.
+// Its time zero is FrameOf(t, b).
+func (f Family) Make(t Target, b Bounds, seed uint64) *load.Trace {
+	g := newGen(t, b, seed, f.Name)
+	f.make(g)
+	return g.finish()
+}
+
+// Families are every schedule family, in the order a hunt first tries them.
+var Families = []Family{
+	{
+		Name:    "window-boundary",
+		Aim:     "the allowance spent just before a window boundary (or a tick of a coarse clock) and again just after it; with client clocks, from clients on either side of the boundary",
+		Applies: func(Target) bool { return true },
+		make:    windowBoundary,
+	},
+	{
+		Name: "refill-point",
+		Aim:  "a drained bucket (or a window on a coarse clock) probed at and around the instants it refills, after the drain and on the epoch",
+		Applies: func(t Target) bool {
+			return hasKind(t, algorithms.TokenBucket) || t.Contract.Granularity >= DefaultSpan/100
+		},
+		make: refillPoint,
+	},
+	{
+		Name:    "first-hit",
+		Aim:     "a first request opens a window; the allowance is spent at its end and again right after it",
+		Applies: func(t Target) bool { return hasKind(t, algorithms.SlidingWindow) || hasKind(t, FirstHitWindow) },
+		make:    firstHit,
+	},
+	{
+		Name:    "skewed-newcomer",
+		Aim:     "clients whose clocks are off appear for the first time just after the others drained the limiter",
+		Applies: Target.skewed,
+		make:    skewedNewcomer,
+	},
+	{
+		Name:    "skew-alternation",
+		Aim:     "clients ahead and behind take turns, so a limiter that stores the caller's time is rewound and refilled again",
+		Applies: func(t Target) bool { return t.skewed() && len(distinct(t.Skews)) >= 2 },
+		make:    skewAlternation,
+	},
+	{
+		Name:    "after-drain",
+		Aim:     "steady overload, then bursts right after the limiter drained",
+		Applies: func(Target) bool { return true },
+		make:    afterDrain,
+	},
+	{
+		Name:    "spike",
+		Aim:     "many clients at one instant, on a limiter filled close to its limit (a race between reading and writing its state)",
+		Applies: func(Target) bool { return true },
+		make:    spike,
+	},
+	{
+		Name:    "poisson",
+		Aim:     "seeded Poisson arrivals at half to four times the limit's rate",
+		Applies: func(Target) bool { return true },
+		make:    poisson,
+	},
+	{
+		Name:    "on-off",
+		Aim:     "bursts of two to ten times the limit's rate separated by silences",
+		Applies: func(Target) bool { return true },
+		make:    onOff,
+	},
+}
+
+// FamiliesFor returns the families that apply to t, in Families' order.
+func FamiliesFor(t Target) []Family {
+	var out []Family
+	for _, f := range Families {
+		if f.Applies(t) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// FamilyNamed returns the family called name.
+func FamilyNamed(name string) (Family, bool) {
+	for _, f := range Families {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Family{}, false
+}
+
+func hasKind(t Target, k algorithms.ContractKind) bool {
+	for _, a := range t.aims() {
+		if a.kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// distinct returns the distinct values of s, sorted.
+func distinct(s []time.Duration) []time.Duration {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// gen builds or edits one schedule: the target, its bounds and frame, the limit aimed at, a
+// seeded generator and the rows so far.
+type gen struct {
+	t      Target
+	b      Bounds
+	a      aim
+	rng    *rand.Rand
+	frame  scenarios.Align
+	bounds []time.Duration // period boundaries in [0, Span]
+	tr     *load.Trace
+	costly bool // rows of new bursts may cost more than 1
+}
+
+// newGen returns a gen for an empty trace; name separates the random streams of families.
+func newGen(t Target, b Bounds, seed uint64, name string) *gen {
+	b = b.withDefaults()
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name)) // never fails
+	g := &gen{
+		t:     t,
+		b:     b,
+		rng:   rand.New(rand.NewPCG(seed, h.Sum64())),
+		frame: FrameOf(t, b),
+		tr:    &load.Trace{},
+	}
+	g.bounds = boundaries(g.frame, b.Span)
+	aims := t.aims()
+	g.a = aims[0]
+	if len(aims) > 1 && g.rng.IntN(3) == 0 {
+		g.a = aims[1+g.rng.IntN(len(aims)-1)]
+	}
+	g.costly = t.Cost && g.rng.IntN(3) == 0
+	return g
+}
+
+// editGen returns a gen that edits a copy of tr.
+func editGen(t Target, b Bounds, rng *rand.Rand, tr *load.Trace) *gen {
+	b = b.withDefaults()
+	g := &gen{t: t, b: b, rng: rng, frame: FrameOf(t, b), tr: tr.Clone()}
+	g.bounds = boundaries(g.frame, b.Span)
+	aims := t.aims()
+	g.a = aims[rng.IntN(len(aims))]
+	g.costly = t.Cost && rng.IntN(3) == 0
+	if g.tr.Skew == nil {
+		g.tr.Skew = make([]time.Duration, len(g.tr.Clients))
+	}
+	return g
+}
+
+// newClient adds a client with clock offset skew (0 unless the target is skewed) and returns
+// its index; past b.Clients it returns an existing client instead.
+func (g *gen) newClient(skew time.Duration) uint16 {
+	if !g.t.skewed() {
+		skew = 0
+	}
+	if len(g.tr.Clients) >= g.b.Clients {
+		// Reuse one with the same offset if there is one.
+		for i, s := range g.tr.Skew {
+			if s == skew {
+				return uint16(i)
+			}
+		}
+		return uint16(g.rng.IntN(len(g.tr.Clients)))
+	}
+	g.tr.Clients = append(g.tr.Clients, g.freshName())
+	g.tr.Skew = append(g.tr.Skew, skew)
+	return uint16(len(g.tr.Clients) - 1)
+}
+
+// freshName returns a client name the trace does not use.
+func (g *gen) freshName() string {
+	for i := len(g.tr.Clients); ; i++ {
+		name := fmt.Sprintf("c%d", i)
+		if !slices.Contains(g.tr.Clients, name) {
+			return name
+		}
+	}
+}
+
+// clients returns k new clients with the clock offset skew.
+func (g *gen) clients(k int, skew time.Duration) []uint16 {
+	out := make([]uint16, max(k, 1))
+	for i := range out {
+		out[i] = g.newClient(skew)
+	}
+	return out
+}
+
+// subject returns the index of subject i (0-based, below b.Subjects), adding names as needed.
+func (g *gen) subject(i int) uint32 {
+	i = min(i, g.b.Subjects-1)
+	for len(g.tr.Subjects) <= i {
+		name := ""
+		for k := len(g.tr.Subjects); name == "" || slices.Contains(g.tr.Subjects, name); k++ {
+			name = fmt.Sprintf("s%d", k)
+		}
+		g.tr.Subjects = append(g.tr.Subjects, name)
+	}
+	return uint32(i)
+}
+
+// cost returns the cost of a new row: 1, or 1 to 3 when the schedule is costly.
+func (g *gen) cost() uint16 {
+	if !g.costly {
+		return 1
+	}
+	return uint16(1 + g.rng.IntN(3))
+}
+
+// add appends a row; finish sorts and clamps.
+func (g *gen) add(at time.Duration, c uint16, s uint32, cost uint16) {
+	g.tr.Rows = append(g.tr.Rows, load.Row{At: at, Client: c, Subject: s, Cost: cost})
+}
+
+// burst adds n rows from at, spread evenly over spread (all at one instant when 0), cycling
+// through cs, for subject s.
+func (g *gen) burst(at, spread time.Duration, n int, cs []uint16, s uint32) {
+	for i := range n {
+		t := at
+		if spread > 0 && n > 1 {
+			t += spread * time.Duration(i) / time.Duration(n-1)
+		}
+		g.add(t, cs[i%len(cs)], s, g.cost())
+	}
+}
+
+// small returns a duration drawn log-uniformly from [1µs, most], or 0 one time in five: the
+// distance of a burst from the instant it aims at.
+func (g *gen) small(most time.Duration) time.Duration {
+	if most <= time.Microsecond || g.rng.IntN(5) == 0 {
+		return 0
+	}
+	lo, hi := math.Log(float64(time.Microsecond)), math.Log(float64(most))
+	return time.Duration(math.Exp(lo + g.rng.Float64()*(hi-lo)))
+}
+
+// count returns the size of a burst: the aimed limit's allowance times 1, 1.25, 1.5 or 2, or
+// the allowance less a few (a burst that only comes close), at least 1.
+func (g *gen) count() int {
+	n := float64(g.a.allow)
+	switch g.rng.IntN(6) {
+	case 0:
+		n *= 1.25
+	case 1:
+		n *= 1.5
+	case 2:
+		n *= 2
+	case 3:
+		n -= float64(1 + g.rng.IntN(3))
+	}
+	return max(1, min(int(math.Ceil(n)), g.b.Rows/2))
+}
+
+// boundary returns a period boundary in [0, Span], or a random instant in its middle half when
+// the frame has none.
+func (g *gen) boundary() time.Duration {
+	if len(g.bounds) > 0 {
+		return g.bounds[g.rng.IntN(len(g.bounds))]
+	}
+	return g.b.Span/4 + time.Duration(g.rng.Int64N(int64(g.b.Span/2)+1))
+}
+
+// instant returns a random offset in [0, Span·frac].
+func (g *gen) instant(frac float64) time.Duration {
+	return time.Duration(g.rng.Float64() * frac * float64(g.b.Span))
+}
+
+// skew returns a clock offset allowed by the target (0 when it is not skewed).
+func (g *gen) skew() time.Duration {
+	if !g.t.skewed() {
+		return 0
+	}
+	return g.t.Skews[g.rng.IntN(len(g.t.Skews))]
+}
+
+// twoSkews returns two different allowed offsets, the first smaller (0, 0 when not skewed).
+func (g *gen) twoSkews() (time.Duration, time.Duration) {
+	d := distinct(g.t.Skews)
+	if !g.t.skewed() || len(d) < 2 {
+		return 0, 0
+	}
+	i := g.rng.IntN(len(d))
+	j := g.rng.IntN(len(d) - 1)
+	if j >= i {
+		j++
+	}
+	return min(d[i], d[j]), max(d[i], d[j])
+}
+
+// oneClient reports whether a burst should come from one client: always when the aimed limit
+// counts per client or per consumer, else half the time.
+func (g *gen) oneClient() bool {
+	return g.a.scope != algorithms.PerSubject || g.rng.IntN(2) == 0
+}
+
+// burstClients returns the clients of a burst of n: one, or a few, with clock offset skew.
+func (g *gen) burstClients(n int, skew time.Duration) []uint16 {
+	if g.oneClient() {
+		return g.clients(1, skew)
+	}
+	return g.clients(min(n, 1+g.rng.IntN(8)), skew)
+}
+
+// finish returns the trace: offsets clamped to [0, Span], rows in time order (stable), at most
+// b.Rows of them (the earliest), canonical. An empty schedule gets one row at 0.
+func (g *gen) finish() *load.Trace {
+	tr := g.tr
+	for i := range tr.Rows {
+		tr.Rows[i].At = min(max(tr.Rows[i].At, 0), g.b.Span)
+	}
+	slices.SortStableFunc(tr.Rows, func(x, y load.Row) int { return cmp.Compare(x.At, y.At) })
+	if len(tr.Rows) > g.b.Rows {
+		tr.Rows = tr.Rows[:g.b.Rows]
+	}
+	if len(tr.Rows) == 0 {
+		g.add(0, g.newClient(0), g.subject(0), 1)
+	}
+	if len(tr.Skew) != len(tr.Clients) {
+		tr.Skew = make([]time.Duration, len(tr.Clients))
+	}
+	return tr.Canonical()
+}
+
+// windowBoundary: the allowance just before a boundary B and again just after it. With client
+// clocks, a client with offset s sees B at true time B − s, so the first burst comes from a
+// client with the smaller offset just before its B and the second from one with the larger
+// offset just after its B: both in one true window, in two of the algorithm's.
+func windowBoundary(g *gen) {
+	b := g.boundary()
+	room := min(g.a.window, g.b.Span) / 2
+	sa, sb := g.twoSkews()
+	n1, n2 := g.count(), g.count()
+	// Strictly before the boundary; at or after it.
+	d1, d2 := g.small(room)+time.Microsecond, g.small(room)
+	s := g.subject(0)
+	g.burst(b-sa-d1, g.small(d1), n1, g.burstClients(n1, sa), s)
+	g.burst(b-sb+d2, g.small(room), n2, g.burstClients(n2, sb), s)
+	if g.rng.IntN(3) == 0 {
+		// Again at the next boundary, which a limiter that got the first one right may not.
+		if bb := b + g.frame.Every; g.frame.Every > 0 && bb <= g.b.Span {
+			g.burst(bb-sb+g.small(room), 0, g.count(), g.burstClients(1, sb), s)
+		}
+	}
+}
+
+// refillPoint: drain the bucket at t0, then probe at and around the instants it refills one or
+// a few permits (t0 + j·unit) and at the period boundaries after t0.
+func refillPoint(g *gen) {
+	t0 := g.instant(0.5)
+	if g.rng.IntN(2) == 0 {
+		t0 = g.boundary() - g.small(g.a.unit)
+	}
+	s := g.subject(0)
+	drain := g.count()
+	cs := g.burstClients(drain, g.skew())
+	g.burst(t0, g.small(g.a.unit), drain, cs, s)
+	step := g.a.unit * time.Duration(1+g.rng.IntN(4))
+	for j := 1; j <= 1+g.rng.IntN(6); j++ {
+		eps := g.small(g.a.unit / 2)
+		if g.rng.IntN(2) == 0 {
+			eps = -eps
+		}
+		k := []int{1, 2, max(1, int(g.a.allow/2)), int(g.a.allow)}[g.rng.IntN(4)]
+		g.burst(t0+time.Duration(j)*step+eps, 0, k, cs, s)
+	}
+	if g.rng.IntN(2) == 0 {
+		for _, b := range g.bounds {
+			if b > t0 {
+				g.burst(b+g.small(g.a.unit), 0, g.count(), g.burstClients(1, g.skew()), s)
+			}
+		}
+	}
+}
+
+// firstHit: one request at t0 opens a window [t0, t0+W); the allowance less one is spent just
+// before t0 + W and the allowance again at or just after it.
+func firstHit(g *gen) {
+	w := g.a.window
+	t0 := g.instant(0.25)
+	if room := g.b.Span - w - w/2; room > 0 {
+		// The whole pattern, up to half a window after the end, fits in the span.
+		t0 = time.Duration(g.rng.Int64N(int64(room) + 1))
+	}
+	s := g.subject(0)
+	cs := g.burstClients(2, g.skew())
+	g.add(t0, cs[0], s, 1)
+	n := g.count() - 1
+	d1 := g.small(w / 2)
+	g.burst(t0+w-d1, g.small(d1), n, cs, s)
+	d2 := g.small(w / 2)
+	if g.rng.IntN(3) == 0 {
+		d2 = 0 // at the window's end exactly
+	}
+	g.burst(t0+w+d2, g.small(w/4), g.count(), cs, s)
+}
+
+// skewedNewcomer: in each round the clients so far drain the limiter, and a new client with
+// another clock offset appears just after.
+func skewedNewcomer(g *gen) {
+	d := distinct(g.t.Skews)
+	base := d[0]
+	for _, s := range d {
+		if s.Abs() < base.Abs() {
+			base = s
+		}
+	}
+	s := g.subject(0)
+	old := g.clients(1+g.rng.IntN(3), base)
+	rounds := 1 + g.rng.IntN(4)
+	for r := range rounds {
+		at := g.instant(1) * time.Duration(r+1) / time.Duration(rounds+1)
+		if g.rng.IntN(2) == 0 {
+			at = g.boundary() - g.small(g.a.window)
+		}
+		n := g.count()
+		g.burst(at, g.small(g.a.unit), n, old, s)
+		skew := d[g.rng.IntN(len(d))]
+		for skew == base && len(d) > 1 {
+			skew = d[g.rng.IntN(len(d))]
+		}
+		nc := g.clients(1+g.rng.IntN(2), skew)
+		g.burst(at+g.small(g.a.unit)+time.Microsecond, g.small(g.a.unit), g.count(), nc, s)
+		old = append(old, nc...)
+	}
+}
+
+// skewAlternation: a client ahead and a client behind take turns: the one ahead spends the
+// allowance, the one behind sends a request or two, and again, within a short stretch.
+func skewAlternation(g *gen) {
+	lo, hi := g.twoSkews()
+	if g.rng.IntN(2) == 0 {
+		d := distinct(g.t.Skews)
+		lo, hi = d[0], d[len(d)-1]
+	}
+	s := g.subject(0)
+	ahead, behind := g.clients(1, hi), g.clients(1, lo)
+	rounds := 2 + g.rng.IntN(7)
+	t0 := g.instant(0.5)
+	stretch := max(g.small(min(g.a.window, g.b.Span/2)), time.Duration(rounds)*time.Microsecond)
+	fresh := g.rng.IntN(3) == 0
+	for r := range rounds {
+		at := t0 + stretch*time.Duration(r)/time.Duration(rounds)
+		if fresh {
+			ahead, behind = g.clients(1, hi), g.clients(1, lo)
+		}
+		g.burst(at, 0, g.count(), ahead, s)
+		g.burst(at+time.Microsecond+g.small(stretch/time.Duration(2*rounds)), 0, 1+g.rng.IntN(2), behind, s)
+	}
+}
+
+// afterDrain: a steady rate above the limit from the start, then bursts right after.
+func afterDrain(g *gen) {
+	rho := 1.2 + 1.8*g.rng.Float64()
+	gap := time.Duration(float64(g.a.unit) / rho)
+	if gap <= 0 {
+		gap = time.Microsecond
+	}
+	s := g.subject(0)
+	steady := g.clients(1+g.rng.IntN(3), g.skew())
+	end := time.Duration((0.25 + 0.5*g.rng.Float64()) * float64(g.b.Span))
+	for at, i := time.Duration(0), 0; at < end && i < g.b.Rows/2; at, i = at+gap, i+1 {
+		g.add(at, steady[i%len(steady)], s, g.cost())
+	}
+	for range 1 + g.rng.IntN(3) {
+		n := g.count()
+		g.burst(end+g.small(g.a.unit), g.small(g.a.unit), n, g.burstClients(n, g.skew()), s)
+		end += g.a.unit * time.Duration(1+g.rng.IntN(int(min(g.a.allow, 50))))
+	}
+}
+
+// spike: the limiter filled close to its limit, then many clients at one instant, maybe again.
+func spike(g *gen) {
+	s := g.subject(0)
+	t0 := g.b.Span/8 + g.instant(0.5)
+	if g.rng.IntN(2) == 0 {
+		t0 = g.boundary() + g.small(g.a.unit)
+	}
+	if g.rng.IntN(2) == 0 {
+		prime := max(0, int(g.a.allow)-1-g.rng.IntN(3))
+		room := min(g.a.window, t0) / 2
+		g.burst(t0-room, max(0, room-time.Microsecond), prime, g.clients(1, g.skew()), s)
+	}
+	k := max(2, min(g.b.Clients, int(2*g.a.allow)+2, 2+g.rng.IntN(64)))
+	for range 1 + g.rng.IntN(2) {
+		cs := g.clients(k, g.skew())
+		g.burst(t0, 0, k, cs, s)
+		t0 += g.a.window/2 + g.small(g.a.window/2)
+	}
+}
+
+// poisson: exponential gaps at rho times the limit's rate per subject, rho in [0.5, 4] drawn
+// log-uniformly, over a few clients (offsets cycled from the target's) and subjects.
+func poisson(g *gen) {
+	rho := math.Exp(math.Log(0.5) + g.rng.Float64()*math.Log(8))
+	subjects := 1
+	if g.rng.IntN(3) == 0 {
+		subjects = 1 + g.rng.IntN(g.b.Subjects)
+	}
+	rate := rho * g.a.rate() * float64(subjects) // per second
+	cs := make([]uint16, 1+g.rng.IntN(min(8, g.b.Clients)))
+	for i := range cs {
+		cs[i] = g.newClient(g.skew())
+	}
+	at := time.Duration(0)
+	for i := 0; i < g.b.Rows; i++ {
+		at += time.Duration(g.rng.ExpFloat64() / rate * float64(time.Second))
+		if at > g.b.Span {
+			break
+		}
+		g.add(at, cs[g.rng.IntN(len(cs))], g.subject(g.rng.IntN(subjects)), g.cost())
+	}
+}
+
+// onOff: periods of two to ten times the limit's rate, each a fraction of a window long,
+// separated by silences as long.
+func onOff(g *gen) {
+	s := g.subject(0)
+	cs := g.clients(1+g.rng.IntN(4), g.skew())
+	at := g.instant(0.25)
+	for n := 0; at < g.b.Span && n < g.b.Rows; {
+		on := time.Duration((0.1 + 0.9*g.rng.Float64()) * float64(min(g.a.window, g.b.Span)))
+		gap := time.Duration(float64(g.a.unit) / (2 + 8*g.rng.Float64()))
+		if gap <= 0 {
+			gap = time.Microsecond
+		}
+		for end := at + on; at < end && n < g.b.Rows; at, n = at+gap, n+1 {
+			g.add(at, cs[n%len(cs)], s, g.cost())
+		}
+		at += time.Duration((0.1 + 0.9*g.rng.Float64()) * float64(min(g.a.window, g.b.Span)))
+	}
+}

@@ -1,0 +1,241 @@
+package hunt
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// Schema names the format of hunt.json.
+const Schema = "limitbench/hunt/v1"
+
+// ErrBadFile means a hunt.json cannot be read: not JSON, another schema, unknown fields.
+var ErrBadFile = errors.New("invalid hunt.json")
+
+// File is hunt.json: the settings of one `limitbench hunt` and one Entry per algorithm and
+// topology hunted. Durations are seconds, instants µs since the Unix epoch (as in result.json).
+// Schedules are trace files beside it, named by their entries.
+type File struct {
+	Schema   string `json:"schema"`
+	Scenario string `json:"scenario"`
+	// Seed is the hunt's --seed; BudgetS its --budget per algorithm; Trials its --trials (0:
+	// none); SpanS the longest schedule.
+	Seed    uint64  `json:"seed"`
+	BudgetS float64 `json:"budget_s"`
+	Trials  int     `json:"max_trials,omitempty"`
+	SpanS   float64 `json:"span_s"`
+	// CutShort is set when the hunt was interrupted: entries hold what was found so far.
+	CutShort bool    `json:"cut_short,omitempty"`
+	Entries  []Entry `json:"algorithms"`
+}
+
+// Entry is the hunt of one algorithm on one topology.
+type Entry struct {
+	Algorithm string `json:"algorithm"`
+	Topology  string `json:"topology"`
+	// Contract is the contract hunted, as algorithms.Contract.String writes it.
+	Contract string `json:"contract"`
+	// Clock is the algorithm's clock source (server, client).
+	Clock string `json:"clock"`
+	// SkewsS are the clock offsets clients could have, in seconds.
+	SkewsS []float64 `json:"skews_s,omitempty"`
+	// Families are the families that applied.
+	Families []string `json:"families"`
+	// Align is where every schedule's time zero lay on the Unix clock.
+	Align Align `json:"align"`
+	// Trials counts the schedules run; ElapsedS is the search's time; Stop why it ended
+	// (violation, trials, time, canceled, exhausted).
+	Trials   int     `json:"trials"`
+	ElapsedS float64 `json:"elapsed_s"`
+	Stop     string  `json:"stop"`
+	// BestScore is the best schedule's score: above 1 for a definite violation; at most 1 is
+	// the closest approach of an algorithm never broken.
+	BestScore float64 `json:"best_score"`
+	// Best is the schedule with the best score and Closest where it came closest.
+	Best    *Schedule `json:"best,omitempty"`
+	Closest *Closest  `json:"closest,omitempty"`
+	// Violation is the first schedule that broke the contract, and its reproducer.
+	Violation *Found `json:"violation,omitempty"`
+	// ExpectedViolation is set when the scenario lists the algorithm under expect.violations
+	// or expect.may_violate: a violation found does not fail the hunt.
+	ExpectedViolation bool `json:"expected_violation,omitempty"`
+}
+
+// Align is a scenario's arrival.align in seconds: time zero at a Unix time u with
+// u mod every = offset (every 0: anywhere).
+type Align struct {
+	EveryS  float64 `json:"every_s"`
+	OffsetS float64 `json:"offset_s"`
+}
+
+// Schedule describes one schedule that was run.
+type Schedule struct {
+	// Trace is its file, relative to hunt.json; empty when not written.
+	Trace     string  `json:"trace,omitempty"`
+	Family    string  `json:"family"`
+	Mutations int     `json:"mutations"`
+	Trial     int     `json:"trial"`
+	Score     float64 `json:"score"`
+	Size      SizeOut `json:"size"`
+}
+
+// SizeOut is a Size in hunt.json.
+type SizeOut struct {
+	Rows     int     `json:"rows"`
+	Clients  int     `json:"clients"`
+	Subjects int     `json:"subjects"`
+	Permits  int64   `json:"permits"`
+	SkewS    float64 `json:"skew_s"`
+	ExtentS  float64 `json:"extent_s"`
+}
+
+// Closest is the set of admissions that came closest to (or went furthest over) a limit.
+type Closest struct {
+	// Limit is the limit's contract, without its Also.
+	Limit   string  `json:"limit"`
+	Subject string  `json:"subject,omitempty"`
+	Client  string  `json:"client,omitempty"`
+	LoUs    int64   `json:"lo_us"`
+	HiUs    int64   `json:"hi_us"`
+	Permits int64   `json:"permits"`
+	Allowed float64 `json:"allowed"`
+	Score   float64 `json:"score"`
+}
+
+// Found is a schedule that broke the contract.
+type Found struct {
+	// Schedule is the schedule as the search found it.
+	Schedule Schedule `json:"schedule"`
+	// Definite counts the definite violations of its trial; Worst is the worst.
+	Definite int64 `json:"definite_violations"`
+	Worst    Worst `json:"worst"`
+	// Shrunk is its reproducer; nil when shrinking was off.
+	Shrunk *Shrunk `json:"shrunk,omitempty"`
+}
+
+// Worst is verify.Where of the worst definite violation, with its limit.
+type Worst struct {
+	Limit   string `json:"limit"`
+	Subject string `json:"subject,omitempty"`
+	Client  string `json:"client,omitempty"`
+	LoUs    int64  `json:"lo_us"`
+	HiUs    int64  `json:"hi_us"`
+	Permits int64  `json:"permits"`
+	Allowed int64  `json:"allowed"`
+	Excess  int64  `json:"excess"`
+}
+
+// Shrunk is the reproducer: the shrunk trace and the scenario that replays it.
+type Shrunk struct {
+	Trace    string  `json:"trace"`
+	Scenario string  `json:"scenario"`
+	Size     SizeOut `json:"size"`
+	// Replays counts the traces replayed while shrinking, Steps the smaller ones kept.
+	Replays int `json:"replays"`
+	Steps   int `json:"steps"`
+	// Minimal: deleting any one row loses the violation.
+	Minimal bool `json:"minimal"`
+}
+
+// Files names the files an Entry refers to, relative to hunt.json; empty names are left out.
+type Files struct {
+	// Best is the best schedule's trace, Found the violating one's as found, Shrunk the
+	// reproducer's trace and Scenario the reproducer's scenario.
+	Best, Found, Shrunk, Scenario string
+}
+
+// NewEntry describes res, the hunt of one algorithm on topology, with the given file names.
+func NewEntry(res *Result, topology string, files Files) Entry {
+	e := Entry{
+		Algorithm: res.Target.Algorithm,
+		Topology:  topology,
+		Contract:  res.Target.Contract.String(),
+		Clock:     res.Target.Clock.String(),
+		Families:  append([]string{}, res.Families...),
+		Align:     Align{EveryS: res.Frame.Every.Seconds(), OffsetS: res.Frame.Offset.Seconds()},
+		Trials:    res.Trials,
+		ElapsedS:  res.Elapsed.Seconds(),
+		Stop:      string(res.Stop),
+	}
+	if res.Target.Clock == algorithms.ClockClient {
+		for _, s := range res.Target.Skews {
+			e.SkewsS = append(e.SkewsS, s.Seconds())
+		}
+	}
+	if b := res.Best; b != nil {
+		e.BestScore = b.Score()
+		s := schedule(b, files.Best)
+		e.Best = &s
+		for _, l := range b.Approach.Limits {
+			if l.Score == b.Score() && l.Score > 0 {
+				c := l.Closest
+				e.Closest = &Closest{Limit: l.Contract.String(), Subject: c.Subject, Client: c.Client,
+					LoUs: c.Lo, HiUs: c.Hi, Permits: c.Permits, Allowed: c.Allowed, Score: l.Score}
+				break
+			}
+		}
+	}
+	if v := res.Violation; v != nil {
+		f := &Found{Schedule: schedule(&v.Candidate, files.Found), Definite: v.Report.Definite()}
+		for _, l := range v.Report.Limits {
+			if l.Definite > 0 && (f.Worst.Limit == "" || l.Worst.Excess > f.Worst.Excess) {
+				w := l.Worst
+				f.Worst = Worst{Limit: l.Contract.String(), Subject: w.Subject, Client: w.Client,
+					LoUs: w.Lo, HiUs: w.Hi, Permits: w.Permits, Allowed: w.Allowed, Excess: w.Excess}
+			}
+		}
+		if sr := v.Shrunk; sr != nil {
+			f.Shrunk = &Shrunk{Trace: files.Shrunk, Scenario: files.Scenario, Size: sizeOut(sr.To),
+				Replays: sr.Calls, Steps: sr.Steps, Minimal: sr.Minimal}
+		}
+		e.Violation = f
+	}
+	return e
+}
+
+func schedule(c *Candidate, trace string) Schedule {
+	return Schedule{Trace: trace, Family: c.Family, Mutations: c.Mutations, Trial: c.Trial, Score: c.Score(), Size: sizeOut(SizeOf(c.Trace))}
+}
+
+func sizeOut(s Size) SizeOut {
+	return SizeOut{Rows: s.Rows, Clients: s.Clients, Subjects: s.Subjects, Permits: s.Permits,
+		SkewS: s.Skew.Seconds(), ExtentS: s.Extent.Seconds()}
+}
+
+// Write writes f as indented JSON with a final newline. The output depends only on f.
+func (f *File) Write(w io.Writer) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write hunt.json: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write hunt.json: %w", err)
+	}
+	return nil
+}
+
+// ReadFile reads a hunt.json written by Write: strict (unknown fields are an error) and only of
+// this Schema; errors wrap ErrBadFile.
+func ReadFile(r io.Reader) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read hunt.json: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: more after the object", ErrBadFile)
+	}
+	if f.Schema != Schema {
+		return nil, fmt.Errorf("%w: schema %q (want %q)", ErrBadFile, f.Schema, Schema)
+	}
+	return &f, nil
+}

@@ -1,0 +1,91 @@
+package hunt
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// goldenFile is the hunt.json of two simulated hunts with seed 1: one that breaks
+// fixed-window-published's clock flaw and shrinks it, one of a correct model that never breaks.
+func goldenFile(t *testing.T) *File {
+	t.Helper()
+	flawed := flawedCases(t)[0]
+	broke, _ := huntSim(t, flawed.target, flawed.mk, 1, 300)
+	var correct subjectCase
+	for _, c := range correctCases(t) {
+		if c.name == "token-bucket" {
+			correct = c
+		}
+	}
+	held, _ := huntSim(t, correct.target, correct.mk, 1, 50)
+	return &File{
+		Schema: Schema, Scenario: "demo", Seed: 1, BudgetS: 60, Trials: 300, SpanS: 2,
+		Entries: []Entry{
+			NewEntry(broke, "single", Files{Best: "fixed-window-published-single-best.csv", Found: "fixed-window-published-single-found.csv",
+				Shrunk: "fixed-window-published-single-reproducer.csv", Scenario: "fixed-window-published-single-reproducer.yaml"}),
+			NewEntry(held, "single", Files{Best: "token-bucket-single-best.csv"}),
+		},
+	}
+}
+
+// TestFileGolden: hunt.json's exact form, and a round trip through Write and ReadFile.
+func TestFileGolden(t *testing.T) {
+	f := goldenFile(t)
+	// Elapsed times come from the injected clock: zero, so the file is deterministic.
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/hunt.json"
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+		t.Errorf("hunt.json (-want +got):\n%s", diff)
+	}
+	back, err := ReadFile(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(f, back); diff != "" {
+		t.Errorf("round trip (-wrote +read):\n%s", diff)
+	}
+	e := back.Entries[0]
+	if e.Violation == nil || e.Violation.Shrunk == nil || e.BestScore <= 1 || e.Closest == nil || e.Violation.Worst.Excess <= 0 {
+		t.Errorf("the broken algorithm's entry lacks its violation: %+v", e)
+	}
+	if h := back.Entries[1]; h.Violation != nil || h.BestScore > 1 || h.Closest == nil || h.Stop != "trials" {
+		t.Errorf("the correct algorithm's entry: %+v", h)
+	}
+}
+
+// TestReadFileStrict: another schema, unknown fields and trailing data are refused.
+func TestReadFileStrict(t *testing.T) {
+	for name, in := range map[string]string{
+		"schema":   `{"schema":"limitbench/hunt/v0","scenario":"x","seed":1,"budget_s":1,"span_s":2,"algorithms":[]}`,
+		"unknown":  `{"schema":"limitbench/hunt/v1","scenario":"x","seed":1,"budget_s":1,"span_s":2,"algorithms":[],"extra":1}`,
+		"trailing": `{"schema":"limitbench/hunt/v1","scenario":"x","seed":1,"budget_s":1,"span_s":2,"algorithms":[]} {}`,
+		"not json": `schema: v1`,
+	} {
+		if _, err := ReadFile(strings.NewReader(in)); !errors.Is(err, ErrBadFile) {
+			t.Errorf("%s: ReadFile = %v; want ErrBadFile", name, err)
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package hunt
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// Trial runs each schedule of batch as a short trial of the target, each on a fresh key prefix
+// (no state shared with any other trial) and with its time zero at the hunt's frame
+// (Result.Frame), and returns the admission log of each, in batch order. The schedules of one
+// batch may run at the same time. An error ends the hunt (the environment was lost); a failed
+// request is data in the log. The real Trial runs the target's algorithm against Redis through
+// the runner; tests give a pure-Go model.
+type Trial func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error)
+
+// Budget bounds a hunt. Zero fields take the defaults.
+type Budget struct {
+	// Time is the wall time the search may take (default 60 s), measured with Config.Now; the
+	// shrinking after it has ShrinkTime of its own.
+	Time time.Duration
+	// Trials is the most schedules the search runs; 0 bounds them by Time only.
+	Trials int
+	// Batch is the number of schedules given to one Trial call, and of shrink candidates
+	// replayed together (default 1). Batches let trials share one wait for the frame.
+	Batch int
+	// Keep is the number of best candidates kept for mutation (default 8).
+	Keep int
+	// Shrink is the most schedules the shrinker replays (default 200); negative: no
+	// shrinking.
+	Shrink int
+	// ShrinkTime is the wall time shrinking may take (default Time).
+	ShrinkTime time.Duration
+	// Replays is how many times each shrink candidate is replayed; it must violate the
+	// contract in every one to be kept (default 1). More replays keep a reproducer that
+	// violates only by luck out.
+	Replays int
+}
+
+// Defaults of Budget.
+const (
+	DefaultTime   = 60 * time.Second
+	DefaultKeep   = 8
+	DefaultShrink = 200
+)
+
+func (b Budget) withDefaults() Budget {
+	if b.Time == 0 {
+		b.Time = DefaultTime
+	}
+	if b.Batch == 0 {
+		b.Batch = 1
+	}
+	if b.Keep == 0 {
+		b.Keep = DefaultKeep
+	}
+	if b.Shrink == 0 {
+		b.Shrink = DefaultShrink
+	}
+	if b.ShrinkTime == 0 {
+		b.ShrinkTime = b.Time
+	}
+	if b.Replays == 0 {
+		b.Replays = 1
+	}
+	return b
+}
+
+// Config is one hunt: what to attack, how big its schedules may be, how long to search, the seed
+// and the trial.
+type Config struct {
+	Target Target
+	Bounds Bounds
+	Budget Budget
+	// Families, when not empty, names the families to draw from (of those that apply to the
+	// target); default every family that applies.
+	Families []string
+	// Seed seeds every choice the search and the families make.
+	Seed uint64
+	// Trial runs schedules (required).
+	Trial Trial
+	// Now reads the clock that measures the budget (default time.Now).
+	Now func() time.Time
+	// Progress, when set, is called after every batch of trials and every shrink step.
+	Progress func(Progress)
+}
+
+// Progress is what a hunt reports as it goes.
+type Progress struct {
+	// Phase is "search" or "shrink".
+	Phase string
+	// Trials counts the schedules run so far (search) or replayed (shrink).
+	Trials int
+	// Elapsed is the time since the phase started.
+	Elapsed time.Duration
+	// Best is the best score so far.
+	Best float64
+	// Rows is the size of the best schedule (search) or the current shrunk one.
+	Rows int
+}
+
+// Stop says why a search ended.
+type Stop string
+
+// Reasons a search ends.
+const (
+	StopViolation Stop = "violation" // a definite violation was found
+	StopTrials    Stop = "trials"    // Budget.Trials schedules were run
+	StopTime      Stop = "time"      // Budget.Time passed
+	StopCanceled  Stop = "canceled"  // the context was canceled
+	StopExhausted Stop = "exhausted" // every new candidate was one already tried
+)
+
+// Candidate is one schedule that was run, with its score.
+type Candidate struct {
+	Trace *load.Trace
+	// Family made it (or the schedule it was mutated from); Mutations counts the mutations
+	// since.
+	Family    string
+	Mutations int
+	// Trial is its 1-based number among the hunt's trials.
+	Trial int
+	// Approach is its trial's score (Score() is Approach.Score).
+	Approach verify.Approach
+	// Log is its trial's admission log (events in any order), for plots of the best
+	// schedule; kept for the best candidates only (nil for the others).
+	Log *verify.Log
+}
+
+// Score returns the candidate's score: above 1 for a definite violation.
+func (c *Candidate) Score() float64 { return c.Approach.Score }
+
+// Violation is a schedule that broke the contract.
+type Violation struct {
+	// Candidate is the schedule as the search found it.
+	Candidate
+	// Report is verify.Check of its trial.
+	Report verify.Report
+	// Shrunk is the result of shrinking it; nil when shrinking was off.
+	Shrunk *ShrinkResult
+}
+
+// Result is what a hunt found: everything so far when it was canceled.
+type Result struct {
+	Target Target
+	// Frame is where every schedule's time zero lies on the Unix clock (FrameOf).
+	Frame scenarios.Align
+	// Families are the names of the families that applied.
+	Families []string
+	// Trials counts the schedules the search ran; Elapsed is the time it took.
+	Trials  int
+	Elapsed time.Duration
+	Stop    Stop
+	// Best is the candidate with the highest score (the violation, when there is one); nil
+	// when no trial ran.
+	Best *Candidate
+	// Violation is the first schedule that broke the contract, or nil.
+	Violation *Violation
+}
+
+// ErrBadConfig means a Config cannot run.
+var ErrBadConfig = errors.New("invalid hunt")
+
+// Hunt searches for a schedule that breaks cfg.Target's contract, as the package doc describes,
+// and shrinks the first it finds. It returns what it found when its budget runs out or ctx is
+// canceled (Stop says which) with a nil error; an error from the trial, or a log the verifier
+// cannot score, ends it with that error and the result so far.
+func Hunt(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Trial == nil {
+		return nil, fmt.Errorf("%w: no trial function", ErrBadConfig)
+	}
+	if err := errors.Join(cfg.Target.Validate(), cfg.Bounds.Validate()); err != nil {
+		return nil, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	budget := cfg.Budget.withDefaults()
+	bounds := cfg.Bounds.withDefaults()
+	fams := FamiliesFor(cfg.Target)
+	if len(cfg.Families) > 0 {
+		var names []string
+		for _, f := range Families {
+			names = append(names, f.Name)
+		}
+		for _, n := range cfg.Families {
+			if !slices.Contains(names, n) {
+				return nil, fmt.Errorf("%w: unknown family %q (known: %s)", ErrBadConfig, n, strings.Join(names, ", "))
+			}
+		}
+		fams = slices.DeleteFunc(fams, func(f Family) bool { return !slices.Contains(cfg.Families, f.Name) })
+		if len(fams) == 0 {
+			return nil, fmt.Errorf("%w: none of the families %s applies to %s", ErrBadConfig, strings.Join(cfg.Families, ", "), cfg.Target.Algorithm)
+		}
+	}
+	s := &search{
+		cfg:    cfg,
+		budget: budget,
+		bounds: bounds,
+		fams:   fams,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x68756e74)),
+		seen:   map[uint64]bool{},
+		res: &Result{
+			Target: cfg.Target,
+			Frame:  FrameOf(cfg.Target, bounds),
+		},
+	}
+	for _, f := range fams {
+		s.res.Families = append(s.res.Families, f.Name)
+	}
+	start := now()
+	err := s.run(ctx, start, now)
+	s.res.Elapsed = now().Sub(start)
+	if err != nil {
+		return s.res, err
+	}
+	if v := s.res.Violation; v != nil && budget.Shrink > 0 && ctx.Err() == nil {
+		sr, err := Shrink(ctx, v.Trace, s.predicate(), ShrinkOptions{
+			Calls:    budget.Shrink,
+			Batch:    max(1, budget.Batch/budget.Replays),
+			Deadline: now().Add(budget.ShrinkTime),
+			Now:      now,
+			Progress: cfg.Progress,
+			Skews:    cfg.Target.Skews,
+		})
+		v.Shrunk = sr
+		if err != nil {
+			return s.res, err
+		}
+	}
+	return s.res, nil
+}
+
+// search is the state of one hunt's search.
+type search struct {
+	cfg    Config
+	budget Budget
+	bounds Bounds
+	fams   []Family
+	rng    *rand.Rand
+	kept   []*Candidate // best first
+	seen   map[uint64]bool
+	made   int // candidates proposed so far
+	res    *Result
+}
+
+// run runs batches until a violation, the budget or ctx ends the search.
+func (s *search) run(ctx context.Context, start time.Time, now func() time.Time) error {
+	for {
+		switch {
+		case ctx.Err() != nil:
+			s.res.Stop = StopCanceled
+			return nil
+		case s.budget.Trials > 0 && s.res.Trials >= s.budget.Trials:
+			s.res.Stop = StopTrials
+			return nil
+		case now().Sub(start) >= s.budget.Time:
+			s.res.Stop = StopTime
+			return nil
+		}
+		n := s.budget.Batch
+		if s.budget.Trials > 0 {
+			n = min(n, s.budget.Trials-s.res.Trials)
+		}
+		batch := s.propose(n)
+		if len(batch) == 0 {
+			s.res.Stop = StopExhausted
+			return nil
+		}
+		traces := make([]*load.Trace, len(batch))
+		for i, c := range batch {
+			traces[i] = c.Trace
+		}
+		logs, err := s.cfg.Trial(ctx, traces)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.res.Stop = StopCanceled
+				return nil
+			}
+			return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, s.res.Trials+1, err)
+		}
+		if len(logs) != len(batch) {
+			return fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(batch))
+		}
+		for i, c := range batch {
+			s.res.Trials++
+			c.Trial = s.res.Trials
+			ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i])
+			if err != nil {
+				return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, c.Trial, err)
+			}
+			c.Approach, c.Log = ap, logs[i]
+			s.keep(c)
+			if ap.Score > 1 && s.res.Violation == nil {
+				rep, err := verify.Check(s.cfg.Target.Contract, logs[i])
+				if err != nil {
+					return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, c.Trial, err)
+				}
+				s.res.Violation = &Violation{Candidate: *c, Report: rep}
+			}
+		}
+		if p := s.cfg.Progress; p != nil {
+			p(Progress{Phase: "search", Trials: s.res.Trials, Elapsed: now().Sub(start), Best: s.res.Best.Score(), Rows: len(s.res.Best.Trace.Rows)})
+		}
+		if s.res.Violation != nil {
+			s.res.Best = &s.res.Violation.Candidate
+			s.res.Stop = StopViolation
+			return nil
+		}
+	}
+}
+
+// better orders candidates: higher score first, then fewer rows, then earlier trial.
+func better(a, b *Candidate) int {
+	if c := cmp.Compare(b.Score(), a.Score()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(len(a.Trace.Rows), len(b.Trace.Rows)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Trial, b.Trial)
+}
+
+// keep records c as the best when it is, and among the kept candidates when it beats the worst.
+func (s *search) keep(c *Candidate) {
+	best := s.res.Best == nil || better(c, s.res.Best) < 0
+	if best {
+		s.res.Best = c
+	}
+	i, _ := slices.BinarySearchFunc(s.kept, c, better)
+	if i >= s.budget.Keep {
+		if !best && c.Approach.Score <= 1 {
+			c.Log = nil
+		}
+		return
+	}
+	s.kept = slices.Insert(s.kept, i, c)
+	if len(s.kept) > s.budget.Keep {
+		if out := s.kept[s.budget.Keep]; out != s.res.Best {
+			out.Log = nil
+		}
+		s.kept = s.kept[:s.budget.Keep]
+	}
+}
+
+// propose returns up to n new candidates, none tried before: first two of each family, then
+// mutations of kept candidates, with a fresh family schedule one time in five.
+func (s *search) propose(n int) []*Candidate {
+	var out []*Candidate
+	for misses := 0; len(out) < n && misses < 50; {
+		c := s.next()
+		h := traceHash(c.Trace)
+		if s.seen[h] {
+			misses++
+			continue
+		}
+		s.seen[h] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// next makes the next candidate.
+func (s *search) next() *Candidate {
+	k := s.made
+	s.made++
+	if k < 2*len(s.fams) {
+		f := s.fams[k%len(s.fams)]
+		return &Candidate{Trace: f.Make(s.cfg.Target, s.bounds, s.rng.Uint64()), Family: f.Name}
+	}
+	if len(s.kept) == 0 || s.rng.IntN(5) == 0 {
+		f := s.fams[s.rng.IntN(len(s.fams))]
+		return &Candidate{Trace: f.Make(s.cfg.Target, s.bounds, s.rng.Uint64()), Family: f.Name}
+	}
+	i, j := s.rng.IntN(len(s.kept)), s.rng.IntN(len(s.kept))
+	p := s.kept[min(i, j)]
+	return &Candidate{Trace: mutate(s.cfg.Target, s.bounds, s.rng, p.Trace), Family: p.Family, Mutations: p.Mutations + 1}
+}
+
+// predicate replays traces with the hunt's trial: a trace still violates when every one of its
+// Budget.Replays replays scores above 1.
+func (s *search) predicate() Predicate {
+	r := s.budget.Replays
+	return func(ctx context.Context, batch []*load.Trace) ([]bool, error) {
+		traces := make([]*load.Trace, 0, len(batch)*r)
+		for _, t := range batch {
+			for range r {
+				traces = append(traces, t)
+			}
+		}
+		logs, err := s.cfg.Trial(ctx, traces)
+		if err != nil {
+			return nil, err
+		}
+		if len(logs) != len(traces) {
+			return nil, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(traces))
+		}
+		out := make([]bool, len(batch))
+		for i := range batch {
+			out[i] = true
+			for k := range r {
+				ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i*r+k])
+				if err != nil {
+					return nil, err
+				}
+				out[i] = out[i] && ap.Score > 1
+			}
+		}
+		return out, nil
+	}
+}
+
+// traceHash identifies a canonical trace by its rows and clock offsets (not its names).
+func traceHash(t *load.Trace) uint64 {
+	h := fnv.New64a()
+	var buf [16]byte
+	put := func(v uint64, at int) {
+		for i := range 8 {
+			buf[at+i] = byte(v >> (8 * i))
+		}
+	}
+	for _, r := range t.Rows {
+		put(uint64(r.At), 0)
+		put(uint64(r.Client)|uint64(r.Subject)<<16|uint64(r.Cost)<<48, 8)
+		_, _ = h.Write(buf[:]) // never fails
+	}
+	for _, s := range t.Skew {
+		put(uint64(s), 0)
+		_, _ = h.Write(buf[:8])
+	}
+	return h.Sum64()
+}

@@ -1,0 +1,475 @@
+package hunt
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/load"
+)
+
+// Predicate replays each trace of batch and reports, in batch order, whether it still breaks the
+// contract. The traces of one batch may be replayed at the same time. An error ends shrinking.
+type Predicate func(ctx context.Context, batch []*load.Trace) ([]bool, error)
+
+// ShrinkOptions bound Shrink. Zero fields take the defaults.
+type ShrinkOptions struct {
+	// Calls is the most traces the predicate is asked about (default 200).
+	Calls int
+	// Batch is the number of traces asked about in one predicate call (default 1). It changes
+	// the number of traces asked about, never the result: candidates are tried in a fixed
+	// order and the first that still breaks the contract is taken.
+	Batch int
+	// Deadline, when not zero, ends shrinking at that time, read with Now (default time.Now).
+	Deadline time.Time
+	Now      func() time.Time
+	// Progress, when set, is called after each accepted step.
+	Progress func(Progress)
+	// Skews are the clock offsets a client may be moved to (a hunt's Target.Skews); 0 is
+	// always allowed. Shrinking moves a client's offset only to an allowed one of smaller
+	// magnitude, so a reproducer never needs a clock offset the scenario did not allow.
+	Skews []time.Duration
+}
+
+// Size measures a trace for shrinking. Sizes are ordered lexicographically, field by field in
+// the order below: a trace is smaller when it has fewer rows; with as many, fewer clients; then
+// fewer subjects, fewer permits, less clock offset, a shorter extent, and rounder offsets.
+type Size struct {
+	Rows, Clients, Subjects int
+	// Permits is the sum of the rows' costs.
+	Permits int64
+	// Skew is the sum of the clients' clock offsets' magnitudes.
+	Skew time.Duration
+	// Extent is the time from the first row to the last.
+	Extent time.Duration
+	// Roughness is the number of significant decimal digits of the offsets in nanoseconds,
+	// summed over rows: 1.5ms counts 2, 1.234567ms 7.
+	Roughness int
+}
+
+// SizeOf returns the size of a canonical trace t.
+func SizeOf(t *load.Trace) Size {
+	s := Size{Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects)}
+	for _, r := range t.Rows {
+		s.Permits += int64(r.Cost)
+		s.Roughness += digits(r.At)
+	}
+	for _, k := range t.Skew {
+		s.Skew += k.Abs()
+	}
+	if len(t.Rows) > 0 {
+		s.Extent = t.Rows[len(t.Rows)-1].At - t.Rows[0].At
+	}
+	return s
+}
+
+// digits returns the significant decimal digits of d in ns (0 for 0).
+func digits(d time.Duration) int {
+	d = d.Abs()
+	for d > 0 && d%10 == 0 {
+		d /= 10
+	}
+	n := 0
+	for ; d > 0; d /= 10 {
+		n++
+	}
+	return n
+}
+
+// Less reports whether s is smaller than o.
+func (s Size) Less(o Size) bool {
+	switch {
+	case s.Rows != o.Rows:
+		return s.Rows < o.Rows
+	case s.Clients != o.Clients:
+		return s.Clients < o.Clients
+	case s.Subjects != o.Subjects:
+		return s.Subjects < o.Subjects
+	case s.Permits != o.Permits:
+		return s.Permits < o.Permits
+	case s.Skew != o.Skew:
+		return s.Skew < o.Skew
+	case s.Extent != o.Extent:
+		return s.Extent < o.Extent
+	}
+	return s.Roughness < o.Roughness
+}
+
+// String renders s as "12 rows, 2 clients, 1 subject, 14 permits, 4s skew, over 1.5ms".
+func (s Size) String() string {
+	return fmt.Sprintf("%d rows, %d clients, %d subjects, %d permits, %s skew, over %s", s.Rows, s.Clients, s.Subjects, s.Permits, s.Skew, s.Extent)
+}
+
+// ShrinkResult is what Shrink found.
+type ShrinkResult struct {
+	// Trace is the smallest trace found that still breaks the contract (the input itself when
+	// nothing smaller did).
+	Trace *load.Trace
+	// From and To are the sizes of the input and of Trace.
+	From, To Size
+	// Calls counts the traces the predicate was asked about; Steps the smaller traces kept.
+	Calls, Steps int
+	// Minimal reports that shrinking ended because no pass made progress, so deleting any one
+	// row of Trace loses the violation (every such deletion was asked about and failed). False
+	// when the budget, the deadline or a cancellation ended it first.
+	Minimal bool
+}
+
+// Shrink returns a smaller trace than t (canonical and valid) for which pred still holds, with the
+// passes the package doc lists, repeated until none makes progress or opt's bounds are reached.
+// t must hold pred (it is not asked again). Shrink is deterministic: the same t and the same
+// answers give the same result. It returns the result so far with a predicate's error, and with
+// a nil error when ctx is canceled.
+func Shrink(ctx context.Context, t *load.Trace, pred Predicate, opt ShrinkOptions) (*ShrinkResult, error) {
+	if opt.Calls == 0 {
+		opt.Calls = DefaultShrink
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 1
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	cur := t.Canonical()
+	skews := append([]time.Duration{0}, opt.Skews...)
+	slices.SortStableFunc(skews, func(a, b time.Duration) int { return cmp.Compare(a.Abs(), b.Abs()) })
+	skews = slices.Compact(skews)
+	s := &shrinker{
+		skews:   skews,
+		ctx:     ctx,
+		pred:    pred,
+		opt:     opt,
+		cur:     cur,
+		size:    SizeOf(cur),
+		answers: map[uint64]bool{traceHash(cur): true},
+		start:   opt.Now(),
+	}
+	res := &ShrinkResult{From: s.size}
+	var err error
+	for {
+		progress := false
+		for _, p := range s.passes() {
+			var ok bool
+			ok, err = s.run(p)
+			progress = progress || ok
+			if err != nil || s.exhausted() {
+				break
+			}
+		}
+		if err != nil || s.exhausted() {
+			break
+		}
+		if !progress {
+			res.Minimal = true
+			break
+		}
+	}
+	res.Trace, res.To, res.Calls, res.Steps = s.cur, s.size, s.calls, s.steps
+	return res, err
+}
+
+type shrinker struct {
+	skews   []time.Duration // allowed offsets, smallest magnitude first, 0 first
+	ctx     context.Context
+	pred    Predicate
+	opt     ShrinkOptions
+	cur     *load.Trace
+	size    Size
+	answers map[uint64]bool // the predicate's answer for each trace asked about
+	calls   int
+	steps   int
+	start   time.Time
+}
+
+// exhausted reports whether the budget, the deadline or the context ends shrinking.
+func (s *shrinker) exhausted() bool {
+	return s.calls >= s.opt.Calls || s.ctx.Err() != nil ||
+		(!s.opt.Deadline.IsZero() && !s.opt.Now().Before(s.opt.Deadline))
+}
+
+// pass enumerates candidates from the current trace: n returns how many positions there are, and
+// make the candidate at a position (nil when there is none there).
+type pass struct {
+	name string
+	n    func(t *load.Trace) int
+	make func(t *load.Trace, pos int) *load.Trace
+}
+
+// run tries the pass's candidates in order, batch by batch, keeping the first that still holds
+// and trying again from its position on the smaller trace. It reports whether it kept any.
+//
+// Every answer is remembered: a candidate already asked about is not asked again, and one found
+// to hold in a batch behind an earlier one that also held is taken, without asking, when the
+// pass reaches it. So a batch changes how many traces are asked about, never which are kept.
+func (s *shrinker) run(p pass) (bool, error) {
+	progress := false
+	for pos := 0; pos < p.n(s.cur) && !s.exhausted(); {
+		var cands []*load.Trace
+		var at []int
+		var known *load.Trace // a candidate known to hold, after cands
+		q := pos
+		for ; len(cands) < s.opt.Batch && len(cands) < s.opt.Calls-s.calls && q < p.n(s.cur); q++ {
+			c := p.make(s.cur, q)
+			if c == nil {
+				continue
+			}
+			c = c.Canonical()
+			if !SizeOf(c).Less(s.size) {
+				continue
+			}
+			h := traceHash(c)
+			if holds, asked := s.answers[h]; asked {
+				if holds {
+					known = c
+					break
+				}
+				continue
+			}
+			cands = append(cands, c)
+			at = append(at, q)
+		}
+		if len(cands) > 0 {
+			s.calls += len(cands)
+			ok, err := s.pred(s.ctx, cands)
+			if err != nil {
+				if s.ctx.Err() != nil {
+					return progress, nil
+				}
+				return progress, fmt.Errorf("shrink: %w", err)
+			}
+			if len(ok) != len(cands) {
+				return progress, fmt.Errorf("shrink: the predicate answered %d of %d traces", len(ok), len(cands))
+			}
+			for i, c := range cands {
+				s.answers[traceHash(c)] = ok[i]
+			}
+			if i := slices.Index(ok, true); i >= 0 {
+				s.keep(cands[i])
+				progress = true
+				pos = at[i]
+				continue
+			}
+		}
+		if known == nil {
+			if len(cands) == 0 {
+				break
+			}
+			pos = q
+			continue
+		}
+		s.keep(known)
+		progress = true
+		pos = q
+	}
+	return progress, nil
+}
+
+// keep makes c, which holds, the current trace.
+func (s *shrinker) keep(c *load.Trace) {
+	s.cur, s.size = c, SizeOf(c)
+	s.steps++
+	if f := s.opt.Progress; f != nil {
+		f(Progress{Phase: "shrink", Trials: s.calls, Elapsed: s.opt.Now().Sub(s.start), Rows: len(s.cur.Rows)})
+	}
+}
+
+// passes returns the passes of one round, for the current trace.
+func (s *shrinker) passes() []pass {
+	var out []pass
+	for k := len(s.cur.Rows) / 2; k >= 2; k /= 2 {
+		out = append(out, chunks(k))
+	}
+	out = append(out,
+		pass{"drop-client", func(t *load.Trace) int { return len(t.Clients) }, dropClient},
+		pass{"drop-subject", func(t *load.Trace) int { return len(t.Subjects) }, dropSubject},
+		pass{"merge-client", func(t *load.Trace) int { return 2 * len(t.Clients) }, mergeClient},
+		pass{"merge-subject", func(t *load.Trace) int { return len(t.Subjects) }, mergeSubject},
+		pass{"lower-cost", func(t *load.Trace) int { return len(t.Rows) + 1 }, lowerCost},
+		pass{"lower-skew", func(t *load.Trace) int { return len(t.Clients) * len(s.skews) }, s.lowerSkew},
+		pass{"pull-together", func(t *load.Trace) int { return 4 * gaps(t) }, pullTogether},
+		pass{"round-times", func(*load.Trace) int { return len(grids) }, roundTimes},
+		chunks(1),
+	)
+	return out
+}
+
+// chunks deletes rows [pos·k, (pos+1)·k).
+func chunks(k int) pass {
+	return pass{
+		name: fmt.Sprintf("delete-%d", k),
+		n:    func(t *load.Trace) int { return (len(t.Rows) + k - 1) / k },
+		make: func(t *load.Trace, pos int) *load.Trace {
+			i, j := pos*k, min(len(t.Rows), (pos+1)*k)
+			if j-i >= len(t.Rows) {
+				return nil
+			}
+			c := t.Clone()
+			c.Rows = slices.Delete(c.Rows, i, j)
+			return c
+		},
+	}
+}
+
+// keepRows returns a copy of t with the rows keep accepts.
+func keepRows(t *load.Trace, keep func(r load.Row) bool) *load.Trace {
+	c := t.Clone()
+	c.Rows = slices.DeleteFunc(c.Rows, func(r load.Row) bool { return !keep(r) })
+	if len(c.Rows) == 0 {
+		return nil
+	}
+	return c
+}
+
+func dropClient(t *load.Trace, pos int) *load.Trace {
+	return keepRows(t, func(r load.Row) bool { return int(r.Client) != pos })
+}
+
+func dropSubject(t *load.Trace, pos int) *load.Trace {
+	return keepRows(t, func(r load.Row) bool { return int(r.Subject) != pos })
+}
+
+// mergeClient gives the rows of client c = pos/2 + 1 to an earlier client: the first with the
+// same clock offset (even positions) or client 0 (odd positions).
+func mergeClient(t *load.Trace, pos int) *load.Trace {
+	c := uint16(pos/2 + 1)
+	if int(c) >= len(t.Clients) {
+		return nil
+	}
+	to := uint16(0)
+	if pos%2 == 0 {
+		found := false
+		for i := range c {
+			if t.SkewOf(i) == t.SkewOf(c) {
+				to, found = i, true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	m := t.Clone()
+	for i := range m.Rows {
+		if m.Rows[i].Client == c {
+			m.Rows[i].Client = to
+		}
+	}
+	return m
+}
+
+// mergeSubject gives the rows of subject pos (>= 1) to subject 0.
+func mergeSubject(t *load.Trace, pos int) *load.Trace {
+	if pos == 0 {
+		return nil
+	}
+	m := t.Clone()
+	for i := range m.Rows {
+		if int(m.Rows[i].Subject) == pos {
+			m.Rows[i].Subject = 0
+		}
+	}
+	return m
+}
+
+// lowerCost sets every cost to 1 (position 0), or row pos−1's cost one lower.
+func lowerCost(t *load.Trace, pos int) *load.Trace {
+	m := t.Clone()
+	if pos == 0 {
+		for i := range m.Rows {
+			m.Rows[i].Cost = 1
+		}
+		return m
+	}
+	if m.Rows[pos-1].Cost <= 1 {
+		return nil
+	}
+	m.Rows[pos-1].Cost--
+	return m
+}
+
+// lowerSkew moves client pos/k's clock offset to the allowed offset s.skews[pos%k] (k of them,
+// smallest magnitude first) when that is smaller in magnitude.
+func (s *shrinker) lowerSkew(t *load.Trace, pos int) *load.Trace {
+	k := len(s.skews)
+	c, to := pos/k, s.skews[pos%k]
+	if t.Skew == nil || to.Abs() >= t.Skew[c].Abs() {
+		return nil
+	}
+	m := t.Clone()
+	m.Skew[c] = to
+	return m
+}
+
+// gaps returns the number of gaps between distinct offsets of t.
+func gaps(t *load.Trace) int {
+	n := 0
+	for i := 1; i < len(t.Rows); i++ {
+		if t.Rows[i].At != t.Rows[i-1].At {
+			n++
+		}
+	}
+	return n
+}
+
+// pullTogether closes the gap after distinct time pos/4: the rows before it move later by the
+// gap or half of it, or the rows after it earlier by the gap or half of it.
+func pullTogether(t *load.Trace, pos int) *load.Trace {
+	// The pos/4-th gap between distinct offsets.
+	k := pos / 4
+	i := 0 // last row at the time before the gap
+	for g := -1; ; i++ {
+		if i+1 >= len(t.Rows) {
+			return nil
+		}
+		if t.Rows[i+1].At != t.Rows[i].At {
+			g++
+			if g == k {
+				break
+			}
+		}
+	}
+	gap := t.Rows[i+1].At - t.Rows[i].At
+	d := gap
+	if pos%2 == 1 {
+		d = gap / 2
+	}
+	if d <= 0 {
+		return nil
+	}
+	m := t.Clone()
+	if pos%4 < 2 {
+		for j := 0; j <= i; j++ {
+			m.Rows[j].At += d
+		}
+	} else {
+		for j := i + 1; j < len(m.Rows); j++ {
+			m.Rows[j].At -= d
+		}
+	}
+	return m
+}
+
+// grids are the grids roundTimes tries, coarsest first.
+var grids = []time.Duration{time.Second, 100 * time.Millisecond, 10 * time.Millisecond, time.Millisecond,
+	100 * time.Microsecond, 10 * time.Microsecond, time.Microsecond}
+
+// roundTimes rounds every offset to the nearest multiple of grids[pos], keeping every row
+// between the first offset rounded up and the last rounded down, so the extent never grows and
+// the order is kept.
+func roundTimes(t *load.Trace, pos int) *load.Trace {
+	g := grids[pos]
+	first, last := t.Rows[0].At, t.Rows[len(t.Rows)-1].At
+	lo := (first + g - 1) / g * g
+	hi := last / g * g
+	if lo > hi {
+		return nil
+	}
+	m := t.Clone()
+	for i := range m.Rows {
+		at := (m.Rows[i].At + g/2) / g * g
+		m.Rows[i].At = min(max(at, lo), hi)
+	}
+	return m
+}
