@@ -82,3 +82,10 @@ func (s Share) Of(m uint64) uint64 {
 
 // Runs reports whether closed-loop client (worker) c is the segment's.
 func (s Share) Runs(c int) bool { return s.Whole() || c%s.Count == s.Index }
+
+// Add adds o's counts to c: the counts of two segments of one run add up to the run's.
+func (c *Counts) Add(o Counts) { c.add(o) }
+
+// Behind reports whether a run that scheduled scheduled ticks, missed missed and sent late late
+// fell behind its schedule: missed + late over BehindLimit of scheduled (see Result.Behind).
+func Behind(scheduled, missed, late uint64) bool { return behind(scheduled, missed, late) }
