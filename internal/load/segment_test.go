@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,23 +69,29 @@ func TestRunSegments(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	// The segments run at once, as generators on several machines do, from one agreed start.
 	parts := &sequence{got: map[uint64][2]uint32{}}
-	var scheduled uint64
-	start := time.Now().Add(50 * ms)
+	var scheduled atomic.Uint64
+	start := time.Now().Add(100 * ms)
+	var wg sync.WaitGroup
 	for i := range 3 {
-		p := plan(Share{i, 3}, parts)
-		p.Start = start
-		r, _, err := recorded(context.Background(), c, lim, p)
-		if err != nil {
-			t.Fatalf("Run segment %d: %v", i, err)
-		}
-		if i > 0 && !r.Start.Equal(start) {
-			t.Errorf("segment %d started at %v; want %v", i, r.Start, start)
-		}
-		scheduled += r.Scheduled
+		wg.Go(func() {
+			p := plan(Share{i, 3}, parts)
+			p.Start = start
+			r, _, err := recorded(context.Background(), c, lim, p)
+			if err != nil {
+				t.Errorf("Run segment %d: %v", i, err)
+				return
+			}
+			if !r.Start.Equal(start) {
+				t.Errorf("segment %d started at %v; want %v", i, r.Start, start)
+			}
+			scheduled.Add(r.Scheduled)
+		})
 	}
-	if scheduled != res.Scheduled || res.Scheduled != 90 {
-		t.Errorf("segments scheduled %d ticks, the whole run %d; want 90 each", scheduled, res.Scheduled)
+	wg.Wait()
+	if scheduled.Load() != res.Scheduled || res.Scheduled != 90 {
+		t.Errorf("segments scheduled %d ticks, the whole run %d; want 90 each", scheduled.Load(), res.Scheduled)
 	}
 	// A loaded machine may miss a tick at the end of either run: compare the common ticks, and
 	// require nearly all.
