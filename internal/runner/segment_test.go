@@ -235,3 +235,32 @@ func TestMergeRefusesOtherRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentArrivingLate: a generator whose start (--start-at) has already passed sends its
+// ticks late, and its result says how late it started; the lateness makes its run behind
+// schedule, hence inconclusive, never a pass.
+func TestSegmentArrivingLate(t *testing.T) {
+	needRedis(t)
+	env := clusterEnv(t)
+	s := scenarioOf(t, redisenv.TopologyCluster, []string{"gcra"}, func(s *scenarios.Scenario) {
+		s.Duration, s.Warmup = time.Second, 0
+		s.Clients = 2
+		s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
+		s.Arrival = &scenarios.Arrival{Rate: 100}
+	})
+	seg := &Segment{Share: load.Share{Index: 1, Count: 2}, RunID: "late", StartAt: time.Now().Add(-700 * time.Millisecond)}
+	out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true, Segment: seg})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	e := out.Result.Entries[0]
+	if e.Partial == nil || e.Partial.LateStartMS < 700 {
+		t.Fatalf("partial %+v; want a late start of at least 700 ms", e.Partial)
+	}
+	if e.Late == 0 || e.Verification.Verdict == verify.Pass {
+		t.Errorf("late start: %d late requests, verdict %s; want late requests and no pass", e.Late, e.Verification.Verdict)
+	}
+	if g := out.Result.Segment; g == nil || !strings.HasPrefix(g.Start, "start-at ") || g.Index != 1 || g.Count != 2 {
+		t.Errorf("segment %+v; want 1/2 started at --start-at", g)
+	}
+}
