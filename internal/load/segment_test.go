@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,5 +122,42 @@ func TestPlanValidateShare(t *testing.T) {
 	p.Clients, p.Share = 3, Share{2, 3}
 	if err := p.Validate(); err != nil {
 		t.Errorf("closed loop of 3 clients in 3 segments: %v", err)
+	}
+}
+
+// TestShareOfATrace: a Share of a trace's whole pacer sends the rows Trace.Segment gives the
+// same segment, at the same offsets, so segmented replays and hunts split their rows alike.
+func TestShareOfATrace(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("offset,client,subject\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "%dms,c%d,s%d\n", 10*i, i%3, i%4)
+	}
+	tr, err := ParseTrace("t.csv", TraceCSV, strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := tr.Pacer()
+	for n := 1; n <= 4; n++ {
+		for i := range n {
+			seg, err := tr.Segment(i, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh := Share{i, n}
+			for k := uint64(0); ; k++ {
+				want, wok := seg.At(k)
+				got, gok := whole.At(sh.Tick(k))
+				if want != got || wok != gok {
+					t.Fatalf("segment %d/%d row %d: Share gives (%s, %v), Trace.Segment (%s, %v)", i, n, k, got, gok, want, wok)
+				}
+				if seg.Index(k) != sh.Tick(k) && wok {
+					t.Fatalf("segment %d/%d row %d: index %d, tick %d", i, n, k, seg.Index(k), sh.Tick(k))
+				}
+				if !wok {
+					break
+				}
+			}
+		}
 	}
 }
