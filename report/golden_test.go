@@ -138,7 +138,7 @@ func fullResult(t *testing.T) *Result {
 		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
 		Reference: "reference",
 		Entries:   []Entry{full, ref},
-		Segment: &Segment{RunID: "run-001", Index: 1, Count: 3, ScenarioHash: "5b3cfbff", Start: "barrier", TestClockOffsetUS: 150000},
+		Segment:   &Segment{RunID: "run-001", Index: 1, Count: 3, ScenarioHash: "5b3cfbff", Start: "barrier", TestClockOffsetUS: 150000},
 		Generators: []Generator{{Segment: 2, Requests: 1000, ThroughputRPS: 99.5, Late: 2, LateFraction: 0.002, LateStartMS: 1.5,
 			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
 		MergedFrom: []string{"results/run-001/segment-0"},
