@@ -79,6 +79,11 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 	if repeat != 1 {
 		return nil, fmt.Errorf("--repeat %d: a segmented run measures each algorithm once; repeat the whole run instead", repeat)
 	}
+	p := loaded[0].Plan()
+	p.Share = share
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", loaded[0].File, err)
+	}
 	if f.lead <= 0 {
 		return nil, fmt.Errorf("--lead must be > 0, got %s", f.lead)
 	}

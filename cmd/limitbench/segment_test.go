@@ -41,6 +41,8 @@ func TestSegmentFlagsGoldens(t *testing.T) {
 		{"segment-start-at", runArgs("--segment", "0/2", "--start-at", "noon"), exitBadInput},
 		{"run-id-without-segment", runArgs("--run-id", "x"), exitBadInput},
 		{"merge-nothing", []string{"merge"}, exitBadInput},
+		{"segment-closed-loop", []string{"run", "--redis", "127.0.0.1:1", "--out", filepath.Join(tmp, "out"), "--clients", "2",
+			"--segment", "0/3", suite + "saturation.yaml"}, exitBadInput},
 	}
 	runGoldens(t, bin, cases, 5*time.Second, map[string]string{"$TMP": tmp})
 }
