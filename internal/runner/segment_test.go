@@ -49,6 +49,17 @@ func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID
 	return parts
 }
 
+// missedOrBehind lists the entries of r that missed ticks or fell behind their schedule.
+func missedOrBehind(r *report.Result) []string {
+	var out []string
+	for _, e := range r.Entries {
+		if e.Dropped != 0 || (e.Partial != nil && e.Partial.Behind) {
+			out = append(out, fmt.Sprintf("%s: %d missed, %d late", e.Name(), e.Dropped, e.Late))
+		}
+	}
+	return out
+}
+
 // subjectCounts counts the requests of an entry's partial admission log by subject.
 func subjectCounts(t *testing.T, logs ...[]byte) map[uint32]int {
 	t.Helper()
@@ -74,15 +85,33 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 	env := clusterEnv(t)
 	names := []string{"gcra", "sliding-log", "fixed-window", "token-bucket"}
 	s := scenarioOf(t, redisenv.TopologyCluster, names, func(s *scenarios.Scenario) {
-		s.Duration, s.Warmup = 2*time.Second, 300*time.Millisecond
+		s.Duration, s.Warmup = 1500*time.Millisecond, 300*time.Millisecond
 		s.Clients = 6
 		s.Seed = 7
 		s.Keys = load.Keys{Count: 5, Distribution: load.Zipf, ZipfS: 1.2}
 		s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
 		s.Arrival = &scenarios.Arrival{Rate: 240}
 	})
-	whole := runSegments(t, s, env, "whole", []time.Duration{0})[0].Result
-	parts := runSegments(t, s, env, "parts", []time.Duration{0, 150 * time.Millisecond, -250 * time.Millisecond})
+	// A generator that misses ticks (a machine too loaded to keep to the schedule: each result
+	// says so) sends less than the schedule, and then nothing can be compared exactly: such an
+	// attempt is run again, three times at most.
+	var whole *report.Result
+	var parts []Part
+	for attempt := 1; ; attempt++ {
+		whole = runSegments(t, s, env, fmt.Sprintf("whole%d", attempt), []time.Duration{0})[0].Result
+		parts = runSegments(t, s, env, fmt.Sprintf("parts%d", attempt), []time.Duration{0, 150 * time.Millisecond, -250 * time.Millisecond})
+		behind := missedOrBehind(whole)
+		for _, p := range parts {
+			behind = append(behind, missedOrBehind(p.Result)...)
+		}
+		if len(behind) == 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Skipf("every attempt missed ticks or fell behind its schedule, so the runs cannot be compared exactly: %v", behind)
+		}
+		t.Logf("attempt %d missed ticks or fell behind, trying again: %v", attempt, behind)
+	}
 	merged, err := Merge(parts)
 	if err != nil {
 		t.Fatalf("Merge: %v", err)
@@ -100,10 +129,6 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		w, m := whole.Entries[i], merged.Result.Entries[i]
 		if w.Algorithm != name || m.Algorithm != name {
 			t.Fatalf("entry %d: whole %s, merged %s; want %s", i, w.Algorithm, m.Algorithm, name)
-		}
-		if w.Dropped != 0 || m.Dropped != 0 {
-			// A missed tick (a generator stalled past the end) changes the counts: say so.
-			t.Logf("%s: ticks missed: whole %d, merged %d", name, w.Dropped, m.Dropped)
 		}
 		if m.Requests != w.Requests {
 			t.Errorf("%s: merged %d requests, the unsegmented run %d", name, m.Requests, w.Requests)
