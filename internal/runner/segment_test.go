@@ -49,12 +49,12 @@ func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID
 	return parts
 }
 
-// missedOrBehind lists the entries of r that missed ticks or fell behind their schedule.
-func missedOrBehind(r *report.Result) []string {
+// missedTicks lists the entries of r that missed ticks.
+func missedTicks(r *report.Result) []string {
 	var out []string
 	for _, e := range r.Entries {
-		if e.Dropped != 0 || (e.Partial != nil && e.Partial.Behind) {
-			out = append(out, fmt.Sprintf("%s: %d missed, %d late", e.Name(), e.Dropped, e.Late))
+		if e.Dropped != 0 {
+			out = append(out, fmt.Sprintf("%s: %d missed", e.Name(), e.Dropped))
 		}
 	}
 	return out
@@ -93,24 +93,24 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		s.Arrival = &scenarios.Arrival{Rate: 240}
 	})
 	// A generator that misses ticks (a machine too loaded to keep to the schedule: each result
-	// says so) sends less than the schedule, and then nothing can be compared exactly: such an
-	// attempt is run again, three times at most.
+	// says so) sends less than the schedule, and then the requests cannot be compared exactly:
+	// such an attempt is run again, three times at most. Late ticks are still sent.
 	var whole *report.Result
 	var parts []Part
 	for attempt := 1; ; attempt++ {
 		whole = runSegments(t, s, env, fmt.Sprintf("whole%d", attempt), []time.Duration{0})[0].Result
 		parts = runSegments(t, s, env, fmt.Sprintf("parts%d", attempt), []time.Duration{0, 150 * time.Millisecond, -250 * time.Millisecond})
-		behind := missedOrBehind(whole)
+		missed := missedTicks(whole)
 		for _, p := range parts {
-			behind = append(behind, missedOrBehind(p.Result)...)
+			missed = append(missed, missedTicks(p.Result)...)
 		}
-		if len(behind) == 0 {
+		if len(missed) == 0 {
 			break
 		}
 		if attempt == 3 {
-			t.Skipf("every attempt missed ticks or fell behind its schedule, so the runs cannot be compared exactly: %v", behind)
+			t.Skipf("every attempt missed ticks, so the runs cannot be compared exactly: %v", missed)
 		}
-		t.Logf("attempt %d missed ticks or fell behind, trying again: %v", attempt, behind)
+		t.Logf("attempt %d missed ticks, trying again: %v", attempt, missed)
 	}
 	merged, err := Merge(parts)
 	if err != nil {
@@ -141,7 +141,15 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		if fmt.Sprint(wc) != fmt.Sprint(mc) {
 			t.Errorf("%s: requests per subject: merged %v, unsegmented %v", name, mc, wc)
 		}
-		if m.Verification.Verdict != w.Verification.Verdict || m.Verification.DefiniteViolations != 0 {
+		behind := m.Verification.Verdict == verify.Inconclusive || w.Verification.Verdict == verify.Inconclusive
+		if behind {
+			// More than 1 % of the ticks late (a loaded machine) makes a verdict inconclusive on
+			// either side: then the verdicts agree in having no definite violation.
+			t.Logf("%s: merged %s %v, unsegmented %s %v", name, m.Verification.Verdict, m.Verification.Reasons,
+				w.Verification.Verdict, w.Verification.Reasons)
+		}
+		if (!behind && m.Verification.Verdict != w.Verification.Verdict) || m.Verification.DefiniteViolations != 0 ||
+			w.Verification.DefiniteViolations != 0 {
 			t.Errorf("%s: merged verdict %s (%d definite, %v), unsegmented %s (%v)", name, m.Verification.Verdict,
 				m.Verification.DefiniteViolations, m.Verification.Reasons, w.Verification.Verdict, w.Verification.Reasons)
 		}
