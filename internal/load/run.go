@@ -165,11 +165,13 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	for range nShards - 1 {
 		r.shards = append(r.shards, &shard{sinks: sinks.fresh()})
 	}
-	workers := make([]*worker, p.Clients)
-	for i := range workers {
-		workers[i] = newWorker(r, i)
+	workers := make([]*worker, 0, p.Clients)
+	for i := range p.Clients {
+		if !r.closed || p.Share.Runs(i) {
+			workers = append(workers, newWorker(r, i))
+		}
 	}
-	r.start = time.Now()
+	r.start = waitStart(ctx, p.Start)
 	for _, sh := range r.shards {
 		sh.sinks.start(r.start)
 	}
@@ -212,7 +214,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if r.closed {
 		res.Scheduled = res.Counts.Requests
 	} else if stop > r.warm {
-		res.Scheduled = Scheduled(p.Arrival, stop) - Scheduled(p.Arrival, r.warm)
+		res.Scheduled = p.Share.Of(Scheduled(p.Arrival, stop)) - p.Share.Of(Scheduled(p.Arrival, r.warm))
 		if res.Scheduled > res.Counts.Requests {
 			res.Counts.Missed = res.Scheduled - res.Counts.Requests
 		}
@@ -343,4 +345,21 @@ func (r *runner) progress(finished <-chan struct{}) {
 			r.p.Progress(s)
 		}
 	}
+}
+
+// waitStart waits until start, or until ctx ends, and returns the run's start: start, or now
+// when start is zero.
+func waitStart(ctx context.Context, start time.Time) time.Time {
+	if start.IsZero() {
+		return time.Now()
+	}
+	if d := time.Until(start); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return start
 }

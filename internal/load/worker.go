@@ -293,7 +293,7 @@ func (w *worker) record(outs []Outcome) {
 func (w *worker) openLoop() {
 	r := w.r
 	for {
-		n := r.next.Add(1) - 1
+		n := r.p.Share.Tick(r.next.Add(1) - 1)
 		at, ok := r.p.Arrival.At(n)
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
@@ -313,12 +313,12 @@ func (w *worker) openLoop() {
 			// Take every further tick that is already due, up to the depth.
 			for k < w.depth {
 				m := r.next.Load()
-				at2, ok := r.p.Arrival.At(m)
+				at2, ok := r.p.Arrival.At(r.p.Share.Tick(m))
 				if !ok || at2 > elapsed || at2 >= r.end {
 					break
 				}
 				if r.next.CompareAndSwap(m, m+1) {
-					w.prepare(&w.outs[k], m, at2)
+					w.prepare(&w.outs[k], r.p.Share.Tick(m), at2)
 					k++
 				}
 			}
