@@ -80,7 +80,10 @@ func TestRunSegments(t *testing.T) {
 		wg.Go(func() {
 			p := plan(Share{i, 3}, parts)
 			p.Start = start
-			r, _, err := recorded(context.Background(), c, lim, p)
+			// Each generator has a client of its own: a worker holds its connection for the run.
+			own := newClient(env, 4)
+			defer own.Close()
+			r, _, err := recorded(context.Background(), own, lim, p)
 			if err != nil {
 				t.Errorf("Run segment %d: %v", i, err)
 				return

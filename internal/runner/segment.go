@@ -59,9 +59,21 @@ type clockShifted struct {
 	shift time.Duration
 }
 
-func (l clockShifted) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
-	req.ClientTime = req.ClientTime.Add(l.shift)
-	return l.Limiter.Do(ctx, c, req)
+// NewCall returns a Call of the limiter that moves each request's client time by shift.
+func (l clockShifted) NewCall() algorithms.Call {
+	return shiftedCall{l.Limiter.NewCall(), l.shift}
+}
+
+// shiftedCall is a Call whose requests carry a client time moved by shift.
+type shiftedCall struct {
+	algorithms.Call
+	shift time.Duration
+}
+
+// Send sends req with its client time moved by shift.
+func (c shiftedCall) Send(ctx context.Context, rc redis.Cmdable, req algorithms.Request) {
+	req.ClientTime = req.ClientTime.Add(c.shift)
+	c.Call.Send(ctx, rc, req)
 }
 
 // meeting is where one measurement of a segmented run met the other generators.
