@@ -129,15 +129,15 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	p = p.withDefaults()
 	r := &runner{
-		p:        p,
-		c:        c,
-		cmd:      c,
-		lim:      lim,
-		warm:     p.Warmup,
-		end:      p.Warmup + p.Duration,
-		pick:     NewPicker(p.Keys, p.Seed),
-		reqCtx:   context.WithoutCancel(ctx),
-		done:     ctx.Done(),
+		p:      p,
+		c:      c,
+		cmd:    c,
+		lim:    lim,
+		warm:   p.Warmup,
+		end:    p.Warmup + p.Duration,
+		pick:   NewPicker(p.Keys, p.Seed),
+		reqCtx: context.WithoutCancel(ctx),
+		done:   ctx.Done(),
 	}
 	r.subjects = p.Keys.Names()
 	_, r.closed = p.Arrival.(ClosedLoop)
