@@ -24,10 +24,21 @@ const huntSetup = 50 * time.Millisecond
 // clients up to this many, so a spike of that many clients at one instant is sent at once.
 const MaxHuntWorkers = 64
 
-// HuntWorkers returns the number of workers a trial of t uses: one per client of t, at least 2
-// and at most MaxHuntWorkers. A reproducer scenario of t gives it as clients.
+// HuntWorkers returns the number of workers a trial of t uses: one per client of t, or as many
+// as t has rows due at one instant when that is more (so they are sent at once, not one after
+// another), at least 2 and at most MaxHuntWorkers. A reproducer scenario of t gives it as
+// clients.
 func HuntWorkers(t *load.Trace) int {
-	return min(MaxHuntWorkers, max(2, len(t.Clients)))
+	most, run := 0, 0
+	for i, r := range t.Rows {
+		if i > 0 && r.At == t.Rows[i-1].At {
+			run++
+		} else {
+			run = 1
+		}
+		most = max(most, run)
+	}
+	return min(MaxHuntWorkers, max(2, len(t.Clients), most))
 }
 
 // HuntTrial runs each trace of batch as a short real trial of algorithm a under limit l on tgt
