@@ -271,6 +271,13 @@ func (h *hunter) run(ctx context.Context, env redisenv.Config, targets []huntTar
 
 // topology hunts every target on tgt.
 func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string, targets []huntTarget) error {
+	algs := make([]algorithms.Algorithm, len(targets))
+	for i, t := range targets {
+		algs[i] = t.alg
+	}
+	if err := runner.CheckScripts(ctx, tgt, algs); err != nil {
+		return runner.MarkRedis(err)
+	}
 	for _, t := range targets {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())

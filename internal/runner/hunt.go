@@ -132,3 +132,10 @@ func huntOne(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, 
 	}
 	return log.Log(res.Subjects, res.Clients), nil
 }
+
+// CheckScripts loads every custom script among algs on every master of tgt, as Run does before
+// it measures anything: a script that does not compile, or whose keys do not fit the topology,
+// is an error matching ErrBadScript that names the scenario's file and line.
+func CheckScripts(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
+	return checkCustomScripts(ctx, tgt.Client, algs)
+}
