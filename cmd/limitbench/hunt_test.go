@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitbench/limitbench/hunt"
 	"github.com/limitbench/limitbench/report"
@@ -155,4 +156,41 @@ func TestHuntFixedWindowPublished(t *testing.T) {
 		t.Fatalf("fixed-window-published: %+v; want a definite violation\n%s", e, stderr)
 	}
 	t.Logf("fixed-window-published: trial %d score %.3f, worst %+v", e.Violation.Schedule.Trial, e.BestScore, e.Violation.Worst)
+}
+
+// TestHuntInterrupted: Ctrl-C stops the hunt, which writes what it found so far, marked cut
+// short, and exits 1.
+func TestHuntInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and hunts on a real Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	scenario := writeFile(t, tmp, "g.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra, token-bucket]\n")
+	out := filepath.Join(tmp, "out")
+	cmd := exec.Command(bin, "hunt", "--backend", "process", "--budget", "60s", "--out", out, scenario)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailed {
+		t.Fatalf("interrupted hunt: %v; want exit 1\n%s", err, stderr.String())
+	}
+	hf, by := readHunt(t, out)
+	if !hf.CutShort {
+		t.Errorf("hunt.json not marked cut short")
+	}
+	if g, ok := by["gcra"]; !ok || g.Stop != string(hunt.StopCanceled) || g.Trials == 0 {
+		t.Errorf("gcra's entry %+v; want the trials run before the signal, stopped as canceled\n%s", g, stderr.String())
+	}
+	if _, ok := by["token-bucket"]; ok {
+		t.Errorf("token-bucket was hunted after the signal")
+	}
 }
