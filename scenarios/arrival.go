@@ -268,7 +268,10 @@ func (a *Arrival) String() string {
 			s += " every " + sp.Every.String()
 		}
 	case Traced:
-		s = fmt.Sprintf("trace %s (%d requests over %s)", a.TraceFile, len(a.Trace.Rows), a.Trace.Span())
+		s = "trace " + a.TraceFile
+		if len(a.Trace.Rows) > 0 { // read back from result.json, a trace has no rows
+			s += fmt.Sprintf(" (%d requests over %s)", len(a.Trace.Rows), a.Trace.Span())
+		}
 	default:
 		s = fmt.Sprintf("constant %g/s", a.Rate)
 	}
@@ -314,8 +317,7 @@ func (a Arrival) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields. A trace's rows
-// are not in result.json: its file name is kept (TraceFile), and Trace is an empty trace of its
-// size's description only when the kind was a trace (its rows are nil).
+// are not in result.json: its file name is kept (TraceFile), and Trace is a trace without rows.
 func (a *Arrival) UnmarshalJSON(b []byte) error {
 	return fromJSON(b, func(w arrivalJSON) {
 		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -55,6 +56,14 @@ func TestTraceArrival(t *testing.T) {
 	}
 	if got := s.Arrival.String(); !strings.Contains(got, "trace traces/t.csv (3 requests over 1.5s)") {
 		t.Errorf("String() = %q", got)
+	}
+	js, err := json.Marshal(s.Arrival)
+	if err != nil || !strings.Contains(string(js), `"kind":"trace","trace":{"file":"traces/t.csv","rows":3,"clients":2,"subjects":2,"span_s":1.5}`) {
+		t.Errorf("result.json's arrival: %s, %v", js, err)
+	}
+	var back Arrival
+	if err := json.Unmarshal(js, &back); err != nil || back.Kind() != Traced || back.String() != "trace traces/t.csv, aligned to 1s+0s" {
+		t.Errorf("read back: %q (kind %s), %v", back.String(), back.Kind(), err)
 	}
 }
 
