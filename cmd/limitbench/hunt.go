@@ -28,6 +28,9 @@ func init() {
 	register("hunt", "search for the schedule that breaks each limiter's contract, shrink it, write a reproducer", runHunt)
 }
 
+// huntMargin is how far above 1 a shrunk reproducer must score (hunt.Budget.Margin).
+const huntMargin = 0.1
+
 // huntFile is the file that marks a hunt's results directory.
 const huntFile = "hunt.json"
 
@@ -287,9 +290,10 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 		cfg := hunt.Config{
 			Target: t.target,
 			Bounds: h.bounds,
-			// Each shrink candidate must violate in two replays out of two, so a reproducer
-			// that broke the contract by luck is not kept.
-			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2},
+			// Each shrink candidate must violate in two replays out of two, by a tenth of the
+			// allowance or more, so that a reproducer that broke the contract by luck, or by a
+			// single permit that timing jitter can take away, is not kept.
+			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2, Margin: huntMargin},
 			Seed:   h.f.seed,
 			Trial: func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
 				return runner.HuntTrial(ctx, tgt, t.alg, h.s.Limit, frame, batch)
