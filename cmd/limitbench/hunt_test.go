@@ -105,26 +105,30 @@ expect:
 	// The reproducer replays the violation.
 	replay := filepath.Join(tmp, "replay")
 	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", replay, filepath.Join(out, sh.Scenario))
-	if code != exitOK {
-		t.Fatalf("replay of the reproducer: exit %d; want 0 (the expected violation found)\n%s\n%s", code, stdout, stderr)
-	}
 	data, err := os.ReadFile(filepath.Join(replay, report.ResultFile))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
 	}
 	var res struct {
 		Entries []struct {
 			Algorithm    string `json:"algorithm"`
 			Verification struct {
-				Verdict string `json:"verdict"`
+				Verdict string   `json:"verdict"`
+				Reasons []string `json:"reasons"`
 			} `json:"verification"`
 		} `json:"entries"`
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != "fail" {
-		t.Errorf("replay: entries %+v; want sliding-log-published failing its contract", res.Entries)
+	switch {
+	case len(res.Entries) == 1 && res.Entries[0].Verification.Verdict == "inconclusive" &&
+		strings.Contains(strings.Join(res.Entries[0].Verification.Reasons, " "), "fell behind"):
+		// A loaded 2-core machine may legitimately fall behind a schedule of requests at one
+		// instant; the verdict is then inconclusive by design. Say so rather than fail.
+		t.Logf("replay fell behind its schedule: %v", res.Entries[0].Verification.Reasons)
+	case len(res.Entries) != 1 || res.Entries[0].Verification.Verdict != "fail" || code != exitOK:
+		t.Errorf("replay: exit %d, entries %+v; want 0 and sliding-log-published failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
 	}
 
 	// Without the tolerance, the same violation fails the hunt.
