@@ -129,23 +129,27 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	p = p.withDefaults()
 	r := &runner{
-		p:        p,
-		c:        c,
-		cmd:      c,
-		lim:      lim,
-		warm:     p.Warmup,
-		end:      p.Warmup + p.Duration,
-		pick:     NewPicker(p.Keys, p.Seed),
-		subjects: p.Keys.Names(),
-		reqCtx:   context.WithoutCancel(ctx),
-		done:     ctx.Done(),
+		p:      p,
+		c:      c,
+		cmd:    c,
+		lim:    lim,
+		warm:   p.Warmup,
+		end:    p.Warmup + p.Duration,
+		pick:   NewPicker(p.Keys, p.Seed),
+		reqCtx: context.WithoutCancel(ctx),
+		done:   ctx.Done(),
 	}
+	r.subjects = p.Keys.Names()
 	_, r.closed = p.Arrival.(ClosedLoop)
-	r.clients = make([]string, p.Clients)
-	r.skew = make([]time.Duration, p.Clients)
-	for i := range r.clients {
-		r.clients[i] = "c" + strconv.Itoa(i)
-		r.skew[i] = p.Skew.Offset(i, p.Clients)
+	if tp, ok := p.Arrival.(*TracePacer); ok {
+		r.useTrace(tp)
+	} else {
+		r.clients = make([]string, p.Clients)
+		r.skew = make([]time.Duration, p.Clients)
+		for i := range r.clients {
+			r.clients[i] = "c" + strconv.Itoa(i)
+			r.skew[i] = p.Skew.Offset(i, p.Clients)
+		}
 	}
 	r.own = ownConns(c, p)
 	if r.own != nil {
@@ -286,6 +290,7 @@ type runner struct {
 	next      atomic.Uint64 // next tick to claim (open loop)
 
 	pick     *Picker
+	trace    *TracePacer // the trace replayed, or nil
 	subjects []string
 	clients  []string
 	skew     []time.Duration
@@ -362,4 +367,16 @@ func waitStart(ctx context.Context, start time.Time) time.Time {
 		}
 	}
 	return start
+}
+
+// useTrace makes the run replay tp: its subjects, clients and clock offsets are the trace's.
+func (r *runner) useTrace(tp *TracePacer) {
+	t := tp.Trace()
+	r.trace = tp
+	r.subjects = t.Subjects
+	r.clients = t.Clients
+	r.skew = make([]time.Duration, len(t.Clients))
+	for i := range r.skew {
+		r.skew[i] = t.SkewOf(uint16(i))
+	}
 }

@@ -147,6 +147,11 @@ func (w *worker) waitUntil(at time.Duration) bool {
 // prepare fills the scheduling fields of o for tick n.
 func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
 	r := w.r
+	if r.trace != nil {
+		row, _ := r.trace.Row(n) // n was claimed from the pacer, so the row exists
+		*o = Outcome{Tick: r.trace.Index(n), Subject: row.Subject, Client: row.Client, Cost: row.Cost, Intended: intended}
+		return
+	}
 	*o = Outcome{
 		Tick:     n,
 		Subject:  r.pick.Pick(n),
@@ -162,7 +167,7 @@ func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
 	return algorithms.Request{
 		Subject:    r.subjects[o.Subject],
 		Client:     r.clients[o.Client],
-		Cost:       r.p.Cost,
+		Cost:       int64(o.Cost),
 		ClientTime: now.Add(r.skew[o.Client]),
 	}
 }

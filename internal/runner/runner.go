@@ -14,7 +14,7 @@
 //
 // Every error Run returns matches one of its sentinels (MarkRedis), so that a caller tells bad
 // input, an environment that failed and an interrupted run apart with errors.Is. The capacity
-// sweep runs its steps through Measure.
+// sweep runs its steps through Measure, and `limitbench hunt` its trials through HuntTrial.
 package runner
 
 import (
