@@ -1,0 +1,396 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TraceProblem is one thing wrong with a trace file. Line and Column are 1-based (Column counts
+// bytes); Column is zero for a problem with a whole line, Line too for one with the whole file.
+type TraceProblem struct {
+	File         string
+	Line, Column int
+	// Field is the column's name ("offset", "client", "subject", "cost", "skew"), or empty.
+	Field string
+	Msg   string
+}
+
+// String renders p as "file:line:column: field: message", leaving out the parts that are
+// empty.
+func (p TraceProblem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+		if p.Column > 0 {
+			fmt.Fprintf(&b, ":%d", p.Column)
+		}
+	}
+	b.WriteString(": ")
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// TraceError lists the problems of a trace file in file order: at most 20; reading stops at the
+// 20th, and the last problem then says so. It matches ErrBadTrace.
+type TraceError struct {
+	Problems []TraceProblem
+}
+
+// Error prints one problem per line.
+func (e *TraceError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is reports whether target is ErrBadTrace.
+func (e *TraceError) Is(target error) bool { return target == ErrBadTrace }
+
+// ReadTrace reads the trace file at path, in the format its extension names (TraceFormatOf).
+func ReadTrace(path string) (*Trace, error) {
+	format, err := TraceFormatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	defer func() { _ = f.Close() }() // read only
+	return ParseTrace(path, format, f)
+}
+
+// ParseTrace reads a trace in the given format from r; name is the file name its problems
+// carry. The result is canonical (Trace.Canonical). The whole input is checked: an invalid one
+// returns a *TraceError (matching ErrBadTrace) naming the file, line, column and field of each
+// problem; an error reading r is returned wrapped, as it is.
+//
+// CSV: the first line that is not a comment is the header, naming the columns in any order:
+// offset, client and subject are required, cost (default 1) and skew (default 0s) optional;
+// fields are trimmed of spaces; every line has as many fields as the header (there are no
+// comment lines). JSON Lines: one object per line with the same keys (offset and skew strings,
+// cost an integer, client and subject strings); blank lines are skipped. In both, offset and
+// skew are Go durations with a unit ("0s", "1.5ms", "-2s"), and a client's skew must be the
+// same on each of its rows.
+//
+// Offsets must not decrease from one row to the next: a trace is replayed in file order, and a
+// row earlier than the one before is reported (sort the file by offset), never reordered.
+func ParseTrace(name string, format TraceFormat, r io.Reader) (*Trace, error) {
+	p := &traceParser{file: name, t: &Trace{}, clients: map[string]uint16{}, subjects: map[string]uint32{}}
+	var err error
+	switch format {
+	case TraceCSV:
+		err = p.csv(r)
+	case TraceJSONL:
+		err = p.jsonl(r)
+	default:
+		return nil, fmt.Errorf("%w: %s: unknown trace format %q (want csv or jsonl)", ErrBadTrace, name, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(p.problems) == 0 && len(p.t.Rows) == 0 {
+		p.add(0, 0, "", "no rows: a trace needs at least one request")
+	}
+	if len(p.problems) > 0 {
+		// In file order: the checks of one row do not run in column order. A last problem
+		// saying the read stopped stays last.
+		n := len(p.problems)
+		if p.stopped {
+			n--
+		}
+		sort.SliceStable(p.problems[:n], func(i, j int) bool {
+			a, b := p.problems[i], p.problems[j]
+			if (a.Line == 0) != (b.Line == 0) {
+				return b.Line == 0
+			}
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			// Problems with the whole line after those with one of its fields.
+			return uint(a.Column-1) < uint(b.Column-1)
+		})
+		return nil, &TraceError{Problems: p.problems}
+	}
+	if !p.skewed {
+		p.t.Skew = nil
+	}
+	return p.t, nil
+}
+
+// errStop ends a read that has found maxTraceProblems problems.
+var errStop = errors.New("too many problems")
+
+type traceParser struct {
+	file     string
+	t        *Trace
+	clients  map[string]uint16
+	subjects map[string]uint32
+	// skewLine is the line that set each client's skew; skewed is whether any is non-zero.
+	skewLine []int
+	skewed   bool
+	prev     time.Duration
+	prevLine int
+	cols     int // fields of the CSV header
+	problems []TraceProblem
+	stopped  bool // the last problem says the read stopped
+}
+
+// add records a problem; it returns errStop once there are maxTraceProblems.
+func (p *traceParser) add(line, col int, field, format string, args ...any) error {
+	if len(p.problems) >= maxTraceProblems {
+		return errStop
+	}
+	p.problems = append(p.problems, TraceProblem{File: p.file, Line: line, Column: col, Field: field, Msg: fmt.Sprintf(format, args...)})
+	if len(p.problems) == maxTraceProblems {
+		p.problems = append(p.problems, TraceProblem{File: p.file, Line: line, Msg: fmt.Sprintf("stopped after %d problems", maxTraceProblems)})
+		p.stopped = true
+		return errStop
+	}
+	return nil
+}
+
+// field is one value of a row with its place.
+type field struct {
+	present   bool
+	text      string
+	line, col int
+}
+
+// row checks one row's fields and appends it; it returns errStop when the read must end.
+func (p *traceParser) row(line int, offset, client, subject, cost, skew field) error {
+	var r Row
+	ok := true
+	fail := func(f field, name, format string, args ...any) error {
+		ok = false
+		return p.add(f.line, f.col, name, format, args...)
+	}
+	at, err := parseTraceDuration(offset.text)
+	switch {
+	case err != nil:
+		err = fail(offset, "offset", "%v", err)
+	case at < 0 || at > MaxTraceOffset:
+		err = fail(offset, "offset", "%s is outside [0s, %s]", at, MaxTraceOffset)
+	case at < p.prev:
+		err = fail(offset, "offset", "%s is earlier than %s on line %d: rows must be in time order (sort the file by offset)", at, p.prev, p.prevLine)
+	default:
+		r.At = at
+	}
+	if err != nil {
+		return err
+	}
+	r.Cost = 1
+	if cost.present {
+		n, perr := strconv.ParseInt(cost.text, 10, 64)
+		switch {
+		case perr != nil:
+			err = fail(cost, "cost", "%q is not an integer", cost.text)
+		case n < 1 || n > MaxTraceCost:
+			err = fail(cost, "cost", "%d is outside [1, %d]", n, MaxTraceCost)
+		default:
+			r.Cost = uint16(n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var sk time.Duration
+	if skew.present {
+		sk, err = parseTraceDuration(skew.text)
+		if err == nil {
+			err = checkSkew(sk)
+		}
+		if err != nil {
+			if err = fail(skew, "skew", "%v", err); err != nil {
+				return err
+			}
+		}
+	}
+	if e := checkSubjectName(subject.text); e != nil {
+		if err := fail(subject, "subject", "%v", e); err != nil {
+			return err
+		}
+	} else if s, seen := p.subjects[subject.text]; seen {
+		r.Subject = s
+	} else if len(p.t.Subjects) >= MaxTraceSubjects {
+		if err := fail(subject, "subject", "more than %d subjects", MaxTraceSubjects); err != nil {
+			return err
+		}
+	} else if ok {
+		r.Subject = uint32(len(p.t.Subjects))
+		p.subjects[subject.text] = r.Subject
+		p.t.Subjects = append(p.t.Subjects, subject.text)
+	}
+	if e := checkName("client", client.text); e != nil {
+		return fail(client, "client", "%v", e)
+	}
+	c, seen := p.clients[client.text]
+	switch {
+	case seen:
+		if ok && p.t.Skew[c] != sk {
+			at := skew
+			if !at.present {
+				at = client // no skew given: 0s
+			}
+			return fail(at, "skew", "%s for client %q, which has %s on line %d: a client's clock offset is the same on all its rows",
+				sk, client.text, p.t.Skew[c], p.skewLine[c])
+		}
+	case len(p.t.Clients) >= MaxTraceClients:
+		return fail(client, "client", "more than %d clients", MaxTraceClients)
+	case ok:
+		c = uint16(len(p.t.Clients))
+		p.clients[client.text] = c
+		p.t.Clients = append(p.t.Clients, client.text)
+		p.t.Skew = append(p.t.Skew, sk)
+		p.skewLine = append(p.skewLine, line)
+		p.skewed = p.skewed || sk != 0
+	}
+	if !ok {
+		return nil
+	}
+	if len(p.t.Rows) >= MaxTraceRows {
+		return fail(offset, "", "more than %d rows", MaxTraceRows)
+	}
+	r.Client = c
+	p.t.Rows = append(p.t.Rows, r)
+	p.prev, p.prevLine = r.At, line
+	return nil
+}
+
+// parseTraceDuration parses a Go duration with a unit; a bare number is refused with a hint.
+func parseTraceDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, errors.New("empty (write a duration such as 0s or 1.5ms)")
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return 0, fmt.Errorf("%q has no unit (write %ss, %sms or %sus)", s, s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write one such as 0s, 1.5ms or 250us)", s)
+	}
+	return d, nil
+}
+
+// traceColumns are the columns a trace may have, required ones first.
+var traceColumns = []string{"offset", "client", "subject", "cost", "skew"}
+
+func (p *traceParser) csv(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
+	}
+	cr := csv.NewReader(br)
+	cr.TrimLeadingSpace = true
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	var idx [5]int // column of each of traceColumns, -1 when absent
+	header := false
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			if p.add(pe.Line, pe.Column, "", "%v", pe.Err) != nil {
+				return nil
+			}
+			if errors.Is(pe.Err, csv.ErrQuote) || errors.Is(pe.Err, csv.ErrBareQuote) {
+				return nil // the reader cannot find the next record reliably
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read trace %s: %w", p.file, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if !header {
+			header = true
+			if !p.header(cr, rec, &idx) {
+				return nil
+			}
+			continue
+		}
+		if len(rec) != p.cols {
+			if p.add(line, 0, "", "%d fields, but the header names %d", len(rec), p.cols) != nil {
+				return nil
+			}
+			continue
+		}
+		get := func(k int) field {
+			i := idx[k]
+			if i < 0 {
+				return field{}
+			}
+			l, c := cr.FieldPos(i)
+			return field{present: true, text: strings.TrimSpace(rec[i]), line: l, col: c}
+		}
+		if p.row(line, get(0), get(1), get(2), get(3), get(4)) != nil {
+			return nil
+		}
+	}
+	if !header {
+		p.add(0, 0, "", "empty file: a trace needs a header (offset,client,subject,cost) and at least one row")
+	}
+	return nil
+}
+
+// header reads the CSV header into idx; false when it is unusable.
+func (p *traceParser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
+	for k := range idx {
+		idx[k] = -1
+	}
+	p.cols = len(rec)
+	line, _ := cr.FieldPos(0)
+	if len(rec) > 0 {
+		if _, err := time.ParseDuration(strings.TrimSpace(rec[0])); err == nil {
+			p.add(line, 1, "", "no header: the first line must name the columns, such as offset,client,subject,cost")
+			return false
+		}
+	}
+	ok := true
+	for i, name := range rec {
+		name = strings.TrimSpace(name)
+		_, col := cr.FieldPos(i)
+		k := -1
+		for j, c := range traceColumns {
+			if name == c {
+				k = j
+			}
+		}
+		switch {
+		case k < 0:
+			ok = false
+			p.add(line, col, "", "unknown column %q (want %s)", name, strings.Join(traceColumns, ", "))
+		case idx[k] >= 0:
+			ok = false
+			p.add(line, col, "", "column %q named twice", name)
+		default:
+			idx[k] = i
+		}
+	}
+	for k, c := range traceColumns[:3] {
+		if idx[k] < 0 {
+			ok = false
+			p.add(line, 0, "", "the header has no %q column (offset, client and subject are required)", c)
+		}
+	}
+	return ok
+}

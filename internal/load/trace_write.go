@@ -1,0 +1,130 @@
+package load
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// WriteCSV writes t, which must be valid, as a CSV trace that ParseTrace reads back as
+// t.Canonical(): the header offset,client,subject,cost (with ,skew when some client's offset is
+// not zero), then one line per row, offsets and skews as time.Duration.String writes them
+// (exact to the nanosecond). The output depends only on t.
+func (t *Trace) WriteCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	cw := csv.NewWriter(bw)
+	skew := t.hasSkew()
+	head := traceColumns[:4]
+	if skew {
+		head = traceColumns
+	}
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	rec := make([]string, len(head))
+	for _, r := range t.Rows {
+		rec[0] = r.At.String()
+		rec[1] = t.Clients[r.Client]
+		rec[2] = t.Subjects[r.Subject]
+		rec[3] = strconv.Itoa(int(r.Cost))
+		if skew {
+			rec[4] = t.SkewOf(r.Client).String()
+		}
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
+
+// WriteJSONL writes t, which must be valid, as JSON Lines that ParseTrace reads back as
+// t.Canonical(): one object per row with the keys offset, client, subject, cost (and skew when
+// some client's offset is not zero), in that order. The output depends only on t.
+func (t *Trace) WriteJSONL(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	skew := t.hasSkew()
+	quote := func(s string) []byte {
+		b, _ := json.Marshal(s) // a string always marshals
+		return b
+	}
+	cq := make([][]byte, len(t.Clients))
+	for i, c := range t.Clients {
+		cq[i] = quote(c)
+	}
+	sq := make(map[uint32][]byte)
+	var buf []byte
+	for _, r := range t.Rows {
+		s, ok := sq[r.Subject]
+		if !ok {
+			s = quote(t.Subjects[r.Subject])
+			sq[r.Subject] = s
+		}
+		buf = append(buf[:0], `{"offset":"`...)
+		buf = append(buf, r.At.String()...)
+		buf = append(buf, `","client":`...)
+		buf = append(buf, cq[r.Client]...)
+		buf = append(buf, `,"subject":`...)
+		buf = append(buf, s...)
+		buf = append(buf, `,"cost":`...)
+		buf = strconv.AppendInt(buf, int64(r.Cost), 10)
+		if skew {
+			buf = append(buf, `,"skew":"`...)
+			buf = append(buf, t.SkewOf(r.Client).String()...)
+			buf = append(buf, '"')
+		}
+		buf = append(buf, "}\n"...)
+		if _, err := bw.Write(buf); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
+
+// hasSkew reports whether some client that a row uses has a non-zero clock offset.
+func (t *Trace) hasSkew() bool {
+	if t.Skew == nil {
+		return false
+	}
+	for _, r := range t.Rows {
+		if t.Skew[r.Client] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteTrace writes t to the file at path in the format its extension names, creating or
+// truncating it; it reports an error closing the file.
+func WriteTrace(path string, t *Trace) (err error) {
+	format, err := TraceFormatOf(path)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("write trace: %w", cerr)
+		}
+	}()
+	if format == TraceJSONL {
+		return t.WriteJSONL(f)
+	}
+	return t.WriteCSV(f)
+}
