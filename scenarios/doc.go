@@ -19,7 +19,7 @@
 //	version: 1                  # default 1; the only version
 //	name: hot-key-overload      # default: the file name without .yaml
 //	description: One subject offered twice its limit by 64 clients.
-//	topologies: [single, cluster]   # default [single]; each runs on its own Redis
+//	topologies: [single, cluster]   # default [single]; single | cluster | sentinel, each on its own Redis
 //	duration: 10s               # default 10s (or the sum of arrival.steps); measured and verified; >= 100ms
 //	warmup: 1s                  # default 0; runs first, same load, measured but not verified or reported
 //	seed: 1                     # default 1; same seed, same key sequence

@@ -46,7 +46,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "[flags] SCENARIO.yaml...", stderr)
 	var f runFlags
 	f.env.register(fs)
-	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster or single,cluster")
+	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
@@ -93,6 +93,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	env, err := f.env.config(set)
 	if err != nil {
+		return badInput(err)
+	}
+	if err := checkEnvironments(loaded, env); err != nil {
 		return badInput(err)
 	}
 	dirs, err := runDirs(loaded, f.out, f.force, time.Now())

@@ -138,7 +138,9 @@ func childProcesses(cfg redisenv.Config) bool {
 }
 
 // localServers returns how many redis-server processes cfg starts on this machine for the
-// largest of topologies: 0 for an external target.
+// largest of topologies: 0 for an external target. A Sentinel topology counts its master and its
+// replicas (at least one) and not its three Sentinels, which are redis-server processes too but
+// only exchange a few pings a second.
 func localServers(cfg redisenv.Config, topologies []redisenv.Topology) int {
 	if cfg.Backend == redisenv.BackendExternal {
 		return 0
@@ -151,6 +153,9 @@ func localServers(cfg redisenv.Config, topologies []redisenv.Topology) int {
 				masters = 3
 			}
 			n = max(n, masters*(1+cfg.Replicas))
+		}
+		if t == redisenv.TopologySentinel {
+			n = max(n, 1+max(1, cfg.Replicas))
 		}
 	}
 	return n
