@@ -47,6 +47,9 @@
 //	thresholds:                 # each must hold, or the scenario fails; see Thresholds
 //	  - "p99 < 5ms"
 //	  - "gcra: efficiency > 0.95"
+//	persistence: none           # default none; none | aof-everysec | aof-always (servers limitbench starts)
+//	faults:                     # default none; see Faults
+//	  - {at: 2s, kind: restart, target: master}
 //
 // Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
 // arrival.steps[1].rate, with 0-based list indexes.
@@ -159,6 +162,21 @@
 // (requests per second), efficiency (admitted/ideal) or errors (share of requests, plain or
 // percent); op <, <=, > or >=. Without an algorithm the bound applies to every algorithm and
 // topology; with one, only to that algorithm.
+//
+// # Faults
+//
+// faults lists what to break during every measurement (see Fault): at (from the start of the
+// measured part, required), kind (required: kill, restart, pause, failover, flush-scripts,
+// client-kill, latency, reset, blackhole), target (master, master:N, replica, replica:N,
+// masters, node:HOST:PORT; default master), duration (required for pause, latency, reset and
+// blackhole, refused for the others; the fault must end within the measured part), recovery
+// (default: limit.window), latency and jitter (latency only, whole milliseconds), drop
+// (blackhole only) and mode (failover only: default, force, takeover, kill). latency, reset
+// and blackhole act on the network between the load generator and the targeted nodes (a proxy
+// in front of each node); they are the only kinds allowed on an external Redis (CheckEnvironment).
+//
+// persistence decides what a restart loses: none keeps nothing, aof-everysec may lose the last
+// second, aof-always nothing acknowledged.
 //
 // # Standard suite
 //

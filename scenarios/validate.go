@@ -164,6 +164,7 @@ func (c *checker) check() {
 		c.add("cost", "%d is more than the limit's capacity %d: every request would be denied", s.Cost, s.Limit.Capacity())
 	}
 	c.clockSkew()
+	c.faults()
 	names := c.algorithms()
 	c.expect(names)
 	for i, t := range s.Thresholds {

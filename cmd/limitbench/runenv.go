@@ -20,6 +20,10 @@ func checkEnvironments(loaded []*scenarios.Scenario, env redisenv.Config) error 
 			c.Topology = t
 			if err := c.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: topology %s: %w", s.File, t, err))
+				continue
+			}
+			if err := s.CheckEnvironment(env, t); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
