@@ -181,6 +181,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	for _, topo := range s.Topologies {
 		cfg := o.Env
 		cfg.Topology = redisenv.Topology(topo)
+		if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
+			cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
+		}
 		cfg.Logf = logf
 		tgt, err := redisenv.Start(ctx, cfg)
 		if err != nil {

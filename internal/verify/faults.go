@@ -1,0 +1,288 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// InjectedFault is a fault a scenario asked for and the runner injected during a measurement: it
+// acted over [Lo, Hi] and its effects are its own until Until (Hi plus the fault's recovery), µs
+// since the Unix epoch on the log's clock. A fault that never started has Lo == Hi == Until == 0
+// and Err saying why.
+type InjectedFault struct {
+	// Name describes it ("restart master at 2s"); Kind and Target as the scenario wrote them;
+	// Nodes are the addresses it acted on.
+	Name, Kind, Target string
+	Nodes              []string
+	Lo, Hi, Until      int64
+	// Err is what went wrong injecting it; empty when it was carried out as planned.
+	Err string
+}
+
+// started reports whether f was injected at all.
+func (f InjectedFault) started() bool { return f.Until != 0 }
+
+// holds reports whether t (µs on the log's clock) is in f's window [Lo, Until].
+func (f InjectedFault) holds(t int64) bool { return f.started() && t >= f.Lo && t <= f.Until }
+
+// overlaps reports whether f's window [Lo, Until] meets the span [lo, hi].
+func (f InjectedFault) overlaps(lo, hi int64) bool { return f.started() && lo <= f.Until && hi >= f.Lo }
+
+// reach returns, in µs, how far from a violation's At (Violation.At) the admissions that make it
+// may lie: the window (sliding and first-hit windows end at At, a fixed window starts there),
+// or the time a token bucket takes to refill its capacity, plus the contract's granularity. A
+// violation is in a fault's window when [At − reach, At + reach] meets it.
+func reach(c algorithms.Contract) int64 {
+	d := c.Window
+	if c.Kind == algorithms.TokenBucket && c.RefillPermits > 0 {
+		d = time.Duration(float64(c.RefillPer) * float64(c.Capacity) / float64(c.RefillPermits))
+	}
+	return (d + c.Granularity).Microseconds() + 1
+}
+
+// inWindow reports whether violation v of a limit with contract c is in f's window.
+func (f InjectedFault) inWindow(v Violation, c algorithms.Contract) bool {
+	d := reach(c)
+	return f.overlaps(v.At-d, v.At+d)
+}
+
+// seen returns fs with each window stretched to the losses of the state it meets: a cut that
+// overlaps a fault's window but was seen to end after the fault ended (the node watch dates a
+// restart by its polls) moves the fault's Hi to the cut's Hi and its Until as far, so that the
+// recovery counts from when the loss was over.
+func seen(fs []InjectedFault, cuts []Cut) []InjectedFault {
+	out := append([]InjectedFault(nil), fs...)
+	for i, f := range out {
+		for _, c := range cuts {
+			if f.overlaps(c.Lo, c.Hi) && c.Hi > f.Hi {
+				out[i].Until += c.Hi - out[i].Hi
+				out[i].Hi = c.Hi
+			}
+		}
+	}
+	return out
+}
+
+// FaultReport is what one injected fault did to one measurement, in a result entry: its times in
+// seconds from the start of the measured part.
+type FaultReport struct {
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Target string   `json:"target"`
+	Nodes  []string `json:"nodes,omitempty"`
+	// FromS and ToS are when it acted; UntilS the end of its window (ToS plus its recovery).
+	// All three are 0 when it never started.
+	FromS  float64 `json:"from_s"`
+	ToS    float64 `json:"to_s"`
+	UntilS float64 `json:"until_s"`
+	// Error says what went wrong injecting it.
+	Error string `json:"error,omitempty"`
+	// StateLost: the node watch saw the limiter's state lost in its window (a cut of the
+	// history); StateLoss says how, in words.
+	StateLost bool   `json:"state_lost,omitempty"`
+	StateLoss string `json:"state_loss,omitempty"`
+	// Violations counts the definite violations of the history as one whose window ends in
+	// the fault's window; Excess is, summed over the contract's limits, the largest excess
+	// among them: permits admitted beyond the contract because of the fault. Both count only
+	// what the checker listed (at most MaxViolations per limit; Omitted says how many it did
+	// not list, which may hold more).
+	Violations int64 `json:"violations"`
+	Excess     int64 `json:"excess"`
+	Omitted    int64 `json:"omitted,omitempty"`
+	// Unknown and Failed count the requests sent in its window whose outcome is unknown
+	// (timed out after sending: never counted as admissions) or that failed.
+	Unknown int64 `json:"unknown"`
+	Failed  int64 `json:"failed"`
+	// NoScript counts the requests in its window that met a NOSCRIPT error (filled in by the
+	// runner, which sees the errors).
+	NoScript int64 `json:"noscript,omitempty"`
+	// BackAfterS is the time from the fault's end until a request sent at or after its end
+	// was decided (admitted or denied): how long Redis took to answer again. -1 when none was.
+	BackAfterS float64 `json:"back_after_s"`
+}
+
+// faultReports returns what each fault of fs did to the history checked in er (log is the
+// measured log, start the measured part's beginning).
+func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []FaultReport {
+	out := make([]FaultReport, len(fs))
+	for i, f := range seen(fs, er.Cuts) {
+		r := FaultReport{Name: f.Name, Kind: f.Kind, Target: f.Target, Nodes: f.Nodes, Error: f.Err, BackAfterS: -1}
+		if !f.started() {
+			out[i] = r
+			continue
+		}
+		r.FromS, r.ToS, r.UntilS = round3(float64(f.Lo-start)/1e6), round3(float64(f.Hi-start)/1e6), round3(float64(f.Until-start)/1e6)
+		for _, c := range er.Cuts {
+			if f.overlaps(c.Lo, c.Hi) {
+				if r.StateLost {
+					r.StateLoss += "; "
+				}
+				r.StateLost = true
+				r.StateLoss += c.What()
+			}
+		}
+		for _, l := range er.Whole.Limits {
+			var worst int64
+			for _, v := range l.Violations {
+				if f.inWindow(v, l.Contract) {
+					r.Violations++
+					worst = max(worst, v.Excess)
+				}
+			}
+			r.Excess += worst
+			r.Omitted += l.ViolationsDropped
+		}
+		back := int64(math.MaxInt64)
+		if log != nil {
+			for _, e := range log.Events {
+				lo := log.Base + e.Lo()
+				switch k := e.Kind(); {
+				case (k == Unknown || k == Failed) && f.holds(lo):
+					if k == Unknown {
+						r.Unknown++
+					} else {
+						r.Failed++
+					}
+				case (k == Admitted || k == Denied) && lo >= f.Hi:
+					back = min(back, log.Base+e.Hi())
+				}
+			}
+		}
+		if back != math.MaxInt64 {
+			r.BackAfterS = round3(float64(back-f.Hi) / 1e6)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// JudgeFaults is JudgeEpochs for a measurement that injected the faults fs on purpose, whose
+// reports (faultReports) are reps; log is the measured log. Without a fault that started it is
+// JudgeEpochs. With some:
+//
+//   - fail when the history, or an epoch between losses of the state, has a definite violation
+//     the warnings cannot explain, whether or not it is in a fault's window: a correct limiter
+//     keeps its contract wherever its state held (a pause, a slow or broken link never make
+//     one break it);
+//   - JudgeEpochs's verdict (inconclusive) when the state was lost where no fault was injected
+//     (a cut that meets no fault's window);
+//   - inconclusive when a definite violation that reaches across a loss lies outside every
+//     fault's window, or cannot be placed (the checker did not list it), or for JudgeWith's
+//     other reasons (a schedule that fell behind, clock mismatches, dropped outcomes), and when
+//     unknown outcomes could hide a violation and some of them were sent outside every fault's
+//     window;
+//   - pass otherwise, with notes: each fault that lost the state and the violations attributed
+//     to it, and unknown outcomes (all sent in the faults' windows, counted in their reports)
+//     that could hide a violation. The fault the scenario asked for happened; what it cost is
+//     its report's Excess, judged by the scenario's thresholds (fault_excess), not the verdict.
+//
+// A pass therefore means that every definite violation reaches across a loss of the state that
+// an injected fault caused, inside that fault's window, and that every outcome the verifier
+// could not see was a request sent in a fault's window.
+func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps []FaultReport) Judgement {
+	anyStarted := false
+	for _, f := range fs {
+		anyStarted = anyStarted || f.started()
+	}
+	if !anyStarted {
+		return JudgeEpochs(r, w)
+	}
+	fs = seen(fs, r.Cuts)
+	for _, c := range r.Cuts {
+		injected := false
+		for _, f := range fs {
+			injected = injected || f.overlaps(c.Lo, c.Hi)
+		}
+		if !injected {
+			return JudgeEpochs(r, w)
+		}
+	}
+	parts := []Report{r.Whole}
+	if len(r.Cuts) > 0 {
+		parts = r.Epochs
+	}
+	faultsUnknown := unknownOutside(log, fs) == 0
+	var fail, unsure, notes []string
+	for i, p := range parts {
+		where := ""
+		if len(r.Cuts) > 0 {
+			where = epochName(r.Cuts, i) + ": "
+		}
+		if faultsUnknown {
+			p.Limits = append([]LimitReport(nil), p.Limits...)
+			for k := range p.Limits {
+				if l := &p.Limits[k]; l.UnknownCouldHide {
+					notes = append(notes, fmt.Sprintf("note: %sunknown outcomes, all sent in the faults' windows, could hide a violation of %s (up to %d permits over the limit, had they been admitted)",
+						where, l.Contract, l.UnknownExcess))
+					l.UnknownCouldHide = false
+				}
+			}
+		}
+		f, u := violations(p, w)
+		for _, s := range f {
+			fail = append(fail, where+s)
+		}
+		for _, s := range u {
+			unsure = append(unsure, where+s)
+		}
+	}
+	if len(fail) > 0 {
+		return Judgement{Verdict: Fail, Reasons: append(fail, canceledNote(w)...)}
+	}
+	var outside, omitted int64
+	for _, l := range r.Whole.Limits {
+		omitted += l.ViolationsDropped
+		for _, v := range l.Violations {
+			in := false
+			for _, f := range fs {
+				in = in || f.inWindow(v, l.Contract)
+			}
+			if !in {
+				outside++
+			}
+		}
+	}
+	if outside > 0 {
+		unsure = append(unsure, fmt.Sprintf("%d definite %s reach across a loss of the state but lie outside every fault's window (give the fault a longer recovery)",
+			outside, plural(outside, "violation", "violations")))
+	}
+	if omitted > 0 {
+		unsure = append(unsure, fmt.Sprintf("%d definite violations were not listed by the checker and cannot be placed in a fault's window", omitted))
+	}
+	unsure = append(unsure, support(r.Whole, w)...)
+	for _, rep := range reps {
+		if rep.StateLost {
+			notes = append(notes, fmt.Sprintf("note: state lost by the injected fault %s (%s): %d definite %s attributed to it, excess %d",
+				rep.Name, rep.StateLoss, rep.Violations, plural(rep.Violations, "violation", "violations"), rep.Excess))
+		}
+	}
+	if len(unsure) > 0 {
+		return Judgement{Verdict: Inconclusive, Reasons: append(append(unsure, notes...), canceledNote(w)...)}
+	}
+	return Judgement{Verdict: Pass, Reasons: append(notes, canceledNote(w)...)}
+}
+
+// unknownOutside counts the unknown outcomes of log sent outside every window of fs.
+func unknownOutside(log *Log, fs []InjectedFault) int64 {
+	if log == nil {
+		return 0
+	}
+	var n int64
+	for _, e := range log.Events {
+		if e.Kind() != Unknown {
+			continue
+		}
+		lo := log.Base + e.Lo()
+		in := false
+		for _, f := range fs {
+			in = in || f.holds(lo)
+		}
+		if !in {
+			n++
+		}
+	}
+	return n
+}
