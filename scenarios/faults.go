@@ -163,6 +163,7 @@ func (d *decoder) faults(n *yaml.Node) []Fault {
 // faults checks the faults list and persistence.
 func (c *checker) faults() {
 	s := c.s
+	c.faultThresholds()
 	switch s.Persistence {
 	case redisenv.PersistenceNone, redisenv.PersistenceAOFEverySec, redisenv.PersistenceAOFAlways:
 	default:
@@ -223,6 +224,18 @@ func (c *checker) faults() {
 		}
 		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != "" {
 			c.add(f+".target", "failover acts on a master (master or master:N), not %s", ft.Target)
+		}
+	}
+}
+
+// faultThresholds refuses a fault_excess threshold in a scenario without faults.
+func (c *checker) faultThresholds() {
+	if len(c.s.Faults) > 0 {
+		return
+	}
+	for i, t := range c.s.Thresholds {
+		if t.Metric == FaultExcess {
+			c.add(fmt.Sprintf("thresholds[%d]", i), "fault_excess bounds what the scenario's faults cost, and it has none (add faults)")
 		}
 	}
 }

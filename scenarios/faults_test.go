@@ -150,3 +150,20 @@ faults:
 		})
 	}
 }
+
+func TestFaultExcessThreshold(t *testing.T) {
+	th, err := ParseThreshold("gcra: fault_excess <= 0")
+	if err != nil || th.Metric != FaultExcess || th.Op != LessEqual || th.Value != 0 || th.Algorithm != "gcra" {
+		t.Fatalf("ParseThreshold = %+v, %v", th, err)
+	}
+	if _, err := ParseThreshold("fault_excess < 5ms"); err == nil || !strings.Contains(err.Error(), "plain number") {
+		t.Errorf("fault_excess with a unit: %v", err)
+	}
+	if _, err := parseString(t, "fe", faultBase+"algorithms: [gcra]\nthresholds: [\"gcra: fault_excess <= 0\"]\n"); err == nil ||
+		!strings.Contains(err.Error(), "fe.yaml:5: thresholds[0]: fault_excess bounds what the scenario's faults cost, and it has none") {
+		t.Errorf("fault_excess without faults: %v", err)
+	}
+	if _, err := parseString(t, "fe", faultBase+"algorithms: [gcra]\nthresholds: [\"gcra: fault_excess <= 0\"]\nfaults: [{at: 1s, kind: restart}]\n"); err != nil {
+		t.Errorf("fault_excess with faults: %v", err)
+	}
+}

@@ -266,13 +266,19 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 }
 
 // unknownOutside counts the unknown outcomes of log sent outside every window of fs.
-func unknownOutside(log *Log, fs []InjectedFault) int64 {
+func unknownOutside(log *Log, fs []InjectedFault) int64 { return outside(log, fs, Unknown, Unknown) }
+
+// outsideErrors counts the unknown and failed outcomes of log sent outside every window of fs.
+func outsideErrors(log *Log, fs []InjectedFault) int64 { return outside(log, fs, Unknown, Failed) }
+
+// outside counts the events of log of kind k1 or k2 sent outside every window of fs.
+func outside(log *Log, fs []InjectedFault, k1, k2 Kind) int64 {
 	if log == nil {
 		return 0
 	}
 	var n int64
 	for _, e := range log.Events {
-		if e.Kind() != Unknown {
+		if k := e.Kind(); k != k1 && k != k2 {
 			continue
 		}
 		lo := log.Base + e.Lo()

@@ -243,6 +243,9 @@ type Summary struct {
 	// faults' windows, which the fault_excess threshold bounds.
 	Faults      []FaultReport `json:"faults,omitempty"`
 	FaultExcess int64         `json:"fault_excess,omitempty"`
+	// OutsideFaultErrors counts, with faults, the requests sent outside every fault's window
+	// that failed or whose outcome is unknown: the default errors threshold counts only these.
+	OutsideFaultErrors int64 `json:"outside_fault_errors,omitempty"`
 }
 
 // DisruptionReport is a Disruption in a result entry, its times in seconds from the start of
@@ -359,6 +362,7 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 			v.FaultExcess += f.Excess
 		}
 		j = JudgeFaults(er, w, log, fs, v.Faults)
+		v.OutsideFaultErrors = outsideErrors(log, seen(fs, er.Cuts))
 	}
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
 	var kept []string
