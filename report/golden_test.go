@@ -63,6 +63,11 @@ func fullResult(t *testing.T) *Result {
 			Disruptions: []verify.DisruptionReport{{Node: "127.0.0.1:7000", Kind: "restarted",
 				What: "127.0.0.1:7000 restarted (run id 4f2a1b2c → 9c1e0d3f) (seen at 4.512s)", FromS: 4.41, ToS: 4.513, StateLost: true}},
 			Epochs: 2, AttributedViolations: 57, Unplaced: 12,
+			Faults: []verify.FaultReport{{Name: "restart master at 4.4s", Kind: "restart", Target: "master", Nodes: []string{"127.0.0.1:7000"},
+				FromS: 4.4, ToS: 4.513, UntilS: 5.513, Error: "127.0.0.1:7001: not started", StateLost: true,
+				StateLoss: "127.0.0.1:7000 restarted (run id 4f2a1b2c → 9c1e0d3f) (seen at 4.512s)", Violations: 57, Excess: 48,
+				Omitted: 3, Unknown: 10, Failed: 20, NoScript: 7, BackAfterS: 0.089}},
+			FaultExcess: 48, OutsideFaultErrors: 2,
 		},
 		ErrorClasses: []load.ErrorClass{
 			{Kind: "connection lost", Outcome: "unknown", Count: 10, First: "my-limiter: EOF", FirstAtS: 4.43},

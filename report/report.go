@@ -106,6 +106,7 @@ type view struct {
 	Environment []row
 	CutShort    string
 	Verdicts    []verdictRow
+	Faults      []faultRow
 	Findings    []findingGroup
 	Topologies  []figureGroup
 }
@@ -237,6 +238,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		})
 	}
 	v.Summary = summary(r)
+	v.Faults = faultRows(r)
 	for _, topo := range topologies(r) {
 		g := figureGroup{Topology: topo}
 		for _, f := range figs {
@@ -365,6 +367,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", MarkdownText(verdictLegend))
+	writeFaultsMarkdown(&b, r)
 	b.WriteString("## Findings\n\n")
 	for _, g := range v.Findings {
 		fmt.Fprintf(&b, "### %s\n\n", MarkdownText(g.Heading))
@@ -447,7 +450,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>` + verdictLegend + `</p>
-<h2>Findings</h2>
+` + faultsHTML + `<h2>Findings</h2>
 {{range .Findings}}<section><h3><span class="badge {{.Class}}">{{.Heading}}</span></h3>
 <ul>{{range .Items}}<li>{{.}}</li>{{end}}</ul></section>
 {{end}}
