@@ -180,6 +180,6 @@
 //
 // # Standard suite
 //
-// smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation
-// and demo; each file's description says what it shows.
+// smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
+// demo, restart and slow-link; each file's description says what it shows.
 package scenarios

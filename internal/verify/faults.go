@@ -3,7 +3,6 @@ package verify
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
 )
@@ -31,22 +30,34 @@ func (f InjectedFault) holds(t int64) bool { return f.started() && t >= f.Lo && 
 // overlaps reports whether f's window [Lo, Until] meets the span [lo, hi].
 func (f InjectedFault) overlaps(lo, hi int64) bool { return f.started() && lo <= f.Until && hi >= f.Lo }
 
-// reach returns, in µs, how far from a violation's At (Violation.At) the admissions that make it
-// may lie: the window (sliding and first-hit windows end at At, a fixed window starts there),
-// or the time a token bucket takes to refill its capacity, plus the contract's granularity. A
-// violation is in a fault's window when [At − reach, At + reach] meets it.
-func reach(c algorithms.Contract) int64 {
-	d := c.Window
-	if c.Kind == algorithms.TokenBucket && c.RefillPermits > 0 {
-		d = time.Duration(float64(c.RefillPer) * float64(c.Capacity) / float64(c.RefillPermits))
+// owner returns the index in fs of the fault a definite violation v of a limit with contract c is
+// attributed to, or −1: the latest fault that lost the state (its window meets a cut, lost[i])
+// and began before v's window could end (v.At, plus c's window for a fixed window, which starts
+// at At), else the first that lost the state. In a history whose epochs hold no violation, every
+// definite violation holds admissions on both sides of a cut, or in one, so it is some loss's
+// doing; a token bucket's can end long after the loss (the state refilled by the loss stays
+// counted in every interval that reaches back across it).
+func owner(v Violation, c algorithms.Contract, fs []InjectedFault, lost []bool) int {
+	end := v.At
+	if c.Kind == algorithms.FixedWindow {
+		end += c.Window.Microseconds()
 	}
-	return (d + c.Granularity).Microseconds() + 1
-}
-
-// inWindow reports whether violation v of a limit with contract c is in f's window.
-func (f InjectedFault) inWindow(v Violation, c algorithms.Contract) bool {
-	d := reach(c)
-	return f.overlaps(v.At-d, v.At+d)
+	first, best := -1, -1
+	for i, f := range fs {
+		if !lost[i] {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if f.Lo <= end && (best < 0 || f.Lo > fs[best].Lo) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return first
+	}
+	return best
 }
 
 // seen returns fs with each window stretched to the losses of the state it meets: a cut that
@@ -84,11 +95,11 @@ type FaultReport struct {
 	// history); StateLoss says how, in words.
 	StateLost bool   `json:"state_lost,omitempty"`
 	StateLoss string `json:"state_loss,omitempty"`
-	// Violations counts the definite violations of the history as one whose window ends in
-	// the fault's window; Excess is, summed over the contract's limits, the largest excess
-	// among them: permits admitted beyond the contract because of the fault. Both count only
-	// what the checker listed (at most MaxViolations per limit; Omitted says how many it did
-	// not list, which may hold more).
+	// Violations counts the definite violations of the history as one attributed to the fault
+	// (it lost the state and they reach across the loss; see owner); Excess is, summed over the
+	// contract's limits, the largest excess among them: permits admitted beyond the contract
+	// because of the fault. Both count only what the checker listed (at most MaxViolations per
+	// limit); Omitted counts the violations it did not list, which may hold more.
 	Violations int64 `json:"violations"`
 	Excess     int64 `json:"excess"`
 	Omitted    int64 `json:"omitted,omitempty"`
@@ -107,56 +118,65 @@ type FaultReport struct {
 // faultReports returns what each fault of fs did to the history checked in er (log is the
 // measured log, start the measured part's beginning).
 func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []FaultReport {
+	fs = seen(fs, er.Cuts)
 	out := make([]FaultReport, len(fs))
-	for i, f := range seen(fs, er.Cuts) {
+	lost := make([]bool, len(fs))
+	for i, f := range fs {
 		r := FaultReport{Name: f.Name, Kind: f.Kind, Target: f.Target, Nodes: f.Nodes, Error: f.Err, BackAfterS: -1}
-		if !f.started() {
-			out[i] = r
-			continue
-		}
-		r.FromS, r.ToS, r.UntilS = round3(float64(f.Lo-start)/1e6), round3(float64(f.Hi-start)/1e6), round3(float64(f.Until-start)/1e6)
-		for _, c := range er.Cuts {
-			if f.overlaps(c.Lo, c.Hi) {
-				if r.StateLost {
-					r.StateLoss += "; "
-				}
-				r.StateLost = true
-				r.StateLoss += c.What()
-			}
-		}
-		for _, l := range er.Whole.Limits {
-			var worst int64
-			for _, v := range l.Violations {
-				if f.inWindow(v, l.Contract) {
-					r.Violations++
-					worst = max(worst, v.Excess)
-				}
-			}
-			r.Excess += worst
-			r.Omitted += l.ViolationsDropped
-		}
-		back := int64(math.MaxInt64)
-		if log != nil {
-			for _, e := range log.Events {
-				lo := log.Base + e.Lo()
-				switch k := e.Kind(); {
-				case (k == Unknown || k == Failed) && f.holds(lo):
-					if k == Unknown {
-						r.Unknown++
-					} else {
-						r.Failed++
+		if f.started() {
+			r.FromS, r.ToS, r.UntilS = round3(float64(f.Lo-start)/1e6), round3(float64(f.Hi-start)/1e6), round3(float64(f.Until-start)/1e6)
+			for _, c := range er.Cuts {
+				if f.overlaps(c.Lo, c.Hi) {
+					if r.StateLost {
+						r.StateLoss += "; "
 					}
-				case (k == Admitted || k == Denied) && lo >= f.Hi:
-					back = min(back, log.Base+e.Hi())
+					r.StateLost, lost[i] = true, true
+					r.StateLoss += c.What()
 				}
 			}
-		}
-		if back != math.MaxInt64 {
-			r.BackAfterS = round3(float64(back-f.Hi) / 1e6)
+			r.Unknown, r.Failed, r.BackAfterS = inFault(log, f)
 		}
 		out[i] = r
 	}
+	for _, l := range er.Whole.Limits {
+		worst := make([]int64, len(fs))
+		for _, v := range l.Violations {
+			if i := owner(v, l.Contract, fs, lost); i >= 0 {
+				out[i].Violations++
+				worst[i] = max(worst[i], v.Excess)
+			}
+		}
+		for i := range out {
+			out[i].Excess += worst[i]
+			if lost[i] {
+				out[i].Omitted += l.ViolationsDropped
+			}
+		}
+	}
 	return out
+}
+
+// inFault returns the unknown and failed outcomes of log sent in f's window, and the time from
+// f's end until a request sent at or after it was decided (−1 when none was), in seconds.
+func inFault(log *Log, f InjectedFault) (unknown, failed int64, backS float64) {
+	back := int64(math.MaxInt64)
+	if log != nil {
+		for _, e := range log.Events {
+			lo := log.Base + e.Lo()
+			switch k := e.Kind(); {
+			case k == Unknown && f.holds(lo):
+				unknown++
+			case k == Failed && f.holds(lo):
+				failed++
+			case (k == Admitted || k == Denied) && lo >= f.Hi:
+				back = min(back, log.Base+e.Hi())
+			}
+		}
+	}
+	if back == math.MaxInt64 {
+		return unknown, failed, -1
+	}
+	return unknown, failed, round3(float64(back-f.Hi) / 1e6)
 }
 
 // JudgeFaults is JudgeEpochs for a measurement that injected the faults fs on purpose, whose
@@ -169,19 +189,18 @@ func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []F
 //     one break it);
 //   - JudgeEpochs's verdict (inconclusive) when the state was lost where no fault was injected
 //     (a cut that meets no fault's window);
-//   - inconclusive when a definite violation that reaches across a loss lies outside every
-//     fault's window, or cannot be placed (the checker did not list it), or for JudgeWith's
-//     other reasons (a schedule that fell behind, clock mismatches, dropped outcomes), and when
-//     unknown outcomes could hide a violation and some of them were sent outside every fault's
-//     window;
+//   - inconclusive for JudgeWith's other reasons (a schedule that fell behind, clock
+//     mismatches, dropped outcomes), and when unknown outcomes could hide a violation and some
+//     of them were sent outside every fault's window;
 //   - pass otherwise, with notes: each fault that lost the state and the violations attributed
 //     to it, and unknown outcomes (all sent in the faults' windows, counted in their reports)
 //     that could hide a violation. The fault the scenario asked for happened; what it cost is
 //     its report's Excess, judged by the scenario's thresholds (fault_excess), not the verdict.
 //
-// A pass therefore means that every definite violation reaches across a loss of the state that
-// an injected fault caused, inside that fault's window, and that every outcome the verifier
-// could not see was a request sent in a fault's window.
+// A pass therefore means that every definite violation holds admissions decided on both sides of
+// (or during) a loss of the state that an injected fault caused (no epoch has one), and that
+// every outcome the verifier could not see was a request sent in a fault's window. Each such
+// violation is attributed to a fault (owner) and counted in its report.
 func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps []FaultReport) Judgement {
 	anyStarted := false
 	for _, f := range fs {
@@ -231,26 +250,6 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 	}
 	if len(fail) > 0 {
 		return Judgement{Verdict: Fail, Reasons: append(fail, canceledNote(w)...)}
-	}
-	var outside, omitted int64
-	for _, l := range r.Whole.Limits {
-		omitted += l.ViolationsDropped
-		for _, v := range l.Violations {
-			in := false
-			for _, f := range fs {
-				in = in || f.inWindow(v, l.Contract)
-			}
-			if !in {
-				outside++
-			}
-		}
-	}
-	if outside > 0 {
-		unsure = append(unsure, fmt.Sprintf("%d definite %s reach across a loss of the state but lie outside every fault's window (give the fault a longer recovery)",
-			outside, plural(outside, "violation", "violations")))
-	}
-	if omitted > 0 {
-		unsure = append(unsure, fmt.Sprintf("%d definite violations were not listed by the checker and cannot be placed in a fault's window", omitted))
 	}
 	unsure = append(unsure, support(r.Whole, w)...)
 	for _, rep := range reps {
