@@ -181,5 +181,5 @@
 // # Standard suite
 //
 // smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
-// demo, restart and slow-link; each file's description says what it shows.
+// demo, restart, slow-link and sentinel-failover; each file's description says what it shows.
 package scenarios

@@ -63,12 +63,13 @@ func owner(v Violation, c algorithms.Contract, fs []InjectedFault, lost []bool) 
 // seen returns fs with each window stretched to the losses of the state it meets: a cut that
 // overlaps a fault's window but was seen to end after the fault ended (the node watch dates a
 // restart by its polls) moves the fault's Hi to the cut's Hi and its Until as far, so that the
-// recovery counts from when the loss was over.
+// recovery counts from when the loss was over. A cut that never ends (a promotion whose former
+// master was never seen to step down) stretches nothing; JudgeFaults does not pass it.
 func seen(fs []InjectedFault, cuts []Cut) []InjectedFault {
 	out := append([]InjectedFault(nil), fs...)
 	for i, f := range out {
 		for _, c := range cuts {
-			if f.overlaps(c.Lo, c.Hi) && c.Hi > f.Hi {
+			if f.overlaps(c.Lo, c.Hi) && c.Hi > f.Hi && c.Hi != math.MaxInt64 {
 				out[i].Until += c.Hi - out[i].Hi
 				out[i].Hi = c.Hi
 			}
@@ -189,7 +190,8 @@ func inFault(log *Log, f InjectedFault) (unknown, failed int64, backS float64) {
 //     one break it);
 //   - JudgeEpochs's verdict (inconclusive) when the state was lost where no fault was injected
 //     (a cut that meets no fault's window);
-//   - inconclusive for JudgeWith's other reasons (a schedule that fell behind, clock
+//   - inconclusive when a loss of the state never ends (a promotion whose former master was
+//     never seen to step down: the rest of the history is in no epoch), for JudgeWith's other reasons (a schedule that fell behind, clock
 //     mismatches, dropped outcomes), and when unknown outcomes could hide a violation and some
 //     of them were sent outside every fault's window;
 //   - pass otherwise, with notes: each fault that lost the state and the violations attributed
@@ -217,6 +219,13 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 		}
 		if !injected {
 			return JudgeEpochs(r, w)
+		}
+	}
+	var unsettled []string
+	for _, c := range r.Cuts {
+		if c.Hi == math.MaxInt64 {
+			unsettled = append(unsettled, "the limiter's state stayed unsettled to the end of the measurement: "+c.What()+
+				" (the former master was never seen to stop acting as one, so clients may have been admitted by either)")
 		}
 	}
 	parts := []Report{r.Whole}
@@ -251,7 +260,7 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 	if len(fail) > 0 {
 		return Judgement{Verdict: Fail, Reasons: append(fail, canceledNote(w)...)}
 	}
-	unsure = append(unsure, support(r.Whole, w)...)
+	unsure = append(append(unsure, unsettled...), support(r.Whole, w)...)
 	for _, rep := range reps {
 		if rep.StateLost {
 			notes = append(notes, fmt.Sprintf("note: state lost by the injected fault %s (%s): %d definite %s attributed to it, excess %d",

@@ -59,6 +59,22 @@ func TestJudgeFaults(t *testing.T) {
 			}
 		})
 	}
+	// A promotion whose former master is never seen to step down leaves the state unsettled to
+	// the end: not a pass, and the fault's window is not stretched to infinity.
+	{
+		c, log, _ := restartHistory()
+		ds := []Disruption{{Lo: 1195, Hi: 1212, Node: "r", Kind: "promoted", StateLost: true, Former: "m", What: "r was promoted"}}
+		r, err := CheckEpochs(c, cloneLog(log), ds, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := []InjectedFault{restart(1190, 1200, 1320)}
+		reps := faultReports(fs, r, log, 1000)
+		j := JudgeFaults(r, Warnings{}, log, fs, reps)
+		if j.Verdict != Inconclusive || !strings.Contains(strings.Join(j.Reasons, "; "), "unsettled to the end") || reps[0].UntilS > 1 {
+			t.Errorf("unsettled promotion: %+v, report %+v; want inconclusive, the window as injected", j, reps[0])
+		}
+	}
 	// Without any fault it is JudgeEpochs.
 	c, log, ds := restartHistory()
 	r, _ := CheckEpochs(c, log, ds, 0)
