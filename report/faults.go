@@ -27,7 +27,7 @@ func faultRows(r *Result) []faultRow {
 				row.Window = fmt.Sprintf("%.3fs–%.3fs, recovery to %.3fs", f.FromS, f.ToS, f.UntilS)
 			}
 			if f.StateLost {
-				row.State = "lost: " + f.StateLoss
+				row.State = "may be lost: " + f.StateLoss
 			}
 			if f.Omitted > 0 {
 				row.Excess += fmt.Sprintf(" (%d violations not listed)", f.Omitted)

@@ -92,8 +92,9 @@ type FaultReport struct {
 	UntilS float64 `json:"until_s"`
 	// Error says what went wrong injecting it.
 	Error string `json:"error,omitempty"`
-	// StateLost: the node watch saw the limiter's state lost in its window (a cut of the
-	// history); StateLoss says how, in words.
+	// StateLost: the limiter's state may have been lost in its window (a cut of the history: a
+	// restart, kill or failover it injected, or a loss the node watch saw); StateLoss says how,
+	// in words. With persistence a restart may keep the state: the excess then shows it.
 	StateLost bool   `json:"state_lost,omitempty"`
 	StateLoss string `json:"state_loss,omitempty"`
 	// Violations counts the definite violations of the history as one attributed to the fault
