@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,9 @@ type injection struct {
 // injector carries out a fault schedule on a target during one measurement, each fault in its
 // own goroutine at its time on the run's clock (origin is the start of the measured part).
 type injector struct {
+	// down counts the restarts and failovers under way: while one is, Redis is expected to
+	// be unreachable (see Busy).
+	down   atomic.Int32
 	wait   sync.WaitGroup
 	cancel context.CancelFunc // cancels the waits for faults not started yet
 	mu     sync.Mutex
@@ -72,6 +76,11 @@ func startInjector(ctx context.Context, tgt *redisenv.Target, netw *faults.Netwo
 	return in
 }
 
+// Busy reports whether a restart or a failover is under way: the load's unreachable outcomes
+// are then the fault's doing, not a lost Redis (the guard ignores them; a container takes
+// seconds to restart). A kill is not: Redis killed for good is lost once the kill is done.
+func (in *injector) Busy() bool { return in != nil && in.down.Load() > 0 }
+
 func (in *injector) set(i int, fn func(*injection)) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -100,6 +109,10 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 		return j
 	}
 	j.Nodes = nodes
+	if f.Kind == scenarios.FaultRestart || f.Kind == scenarios.FaultFailover {
+		in.down.Add(1)
+		defer in.down.Add(-1)
+	}
 	j.Start = time.Now()
 	defer func() { j.End = time.Now() }()
 	// A fault's actions finish even when the run is interrupted: a server must not stay paused

@@ -198,15 +198,17 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	defer stopLoad(nil)
 	guard := faults.NewGuard(faults.GuardOptions{}, stopLoad)
 	var ns noScripts
+	var inj *injector
 	p.OnOutcome = func(o *load.Outcome) {
-		guard.Observe(o)
+		if !inj.Busy() {
+			guard.Observe(o)
+		}
 		ns.observe(o)
 		if o.Err != nil && load.Unreachable(load.ErrorKindOf(o.Err)) {
 			watch.Poke() // date a restart closely
 		}
 	}
 	rec := newRecording(p, sharedClock, serverClock, clientClock)
-	var inj *injector
 	if len(s.Faults) > 0 {
 		inj = startInjector(ctx, tgt, netw, s.Faults, time.Now().Add(p.Warmup))
 	}
