@@ -120,6 +120,7 @@ type FaultReport struct {
 // faultReports returns what each fault of fs did to the history checked in er (log is the
 // measured log, start the measured part's beginning).
 func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []FaultReport {
+	acted := fs
 	fs = seen(fs, er.Cuts)
 	out := make([]FaultReport, len(fs))
 	lost := make([]bool, len(fs))
@@ -136,7 +137,7 @@ func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []F
 					r.StateLoss += c.What()
 				}
 			}
-			r.Unknown, r.Failed, r.BackAfterS = inFault(log, f)
+			r.Unknown, r.Failed, r.BackAfterS = inFault(log, f, acted[i].Hi)
 		}
 		out[i] = r
 	}
@@ -158,27 +159,29 @@ func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []F
 	return out
 }
 
-// inFault returns the unknown and failed outcomes of log sent in f's window, and the time from
-// f's end until a request sent at or after it was decided (−1 when none was), in seconds.
-func inFault(log *Log, f InjectedFault) (unknown, failed int64, backS float64) {
+// inFault returns the unknown and failed outcomes of log in flight in f's window (sent before
+// its end, not answered before it began: a request the fault cut short was often sent just
+// before it), and the time from end (when the fault was done) until a request sent at or
+// after it was decided (−1 when none was), in seconds.
+func inFault(log *Log, f InjectedFault, end int64) (unknown, failed int64, backS float64) {
 	back := int64(math.MaxInt64)
 	if log != nil {
 		for _, e := range log.Events {
-			lo := log.Base + e.Lo()
+			lo, hi := log.Base+e.Lo(), log.Base+e.Hi()
 			switch k := e.Kind(); {
-			case k == Unknown && f.holds(lo):
+			case k == Unknown && f.overlaps(lo, hi):
 				unknown++
-			case k == Failed && f.holds(lo):
+			case k == Failed && f.overlaps(lo, hi):
 				failed++
-			case (k == Admitted || k == Denied) && lo >= f.Hi:
-				back = min(back, log.Base+e.Hi())
+			case (k == Admitted || k == Denied) && lo >= end:
+				back = min(back, hi)
 			}
 		}
 	}
 	if back == math.MaxInt64 {
 		return unknown, failed, -1
 	}
-	return unknown, failed, round3(float64(back-f.Hi) / 1e6)
+	return unknown, failed, round3(float64(back-end) / 1e6)
 }
 
 // JudgeFaults is JudgeEpochs for a measurement that injected the faults fs on purpose, whose
@@ -280,7 +283,8 @@ func unknownOutside(log *Log, fs []InjectedFault) int64 { return outside(log, fs
 // outsideErrors counts the unknown and failed outcomes of log sent outside every window of fs.
 func outsideErrors(log *Log, fs []InjectedFault) int64 { return outside(log, fs, Unknown, Failed) }
 
-// outside counts the events of log of kind k1 or k2 sent outside every window of fs.
+// outside counts the events of log of kind k1 or k2 in flight outside every window of fs (see
+// inFault).
 func outside(log *Log, fs []InjectedFault, k1, k2 Kind) int64 {
 	if log == nil {
 		return 0
@@ -290,10 +294,10 @@ func outside(log *Log, fs []InjectedFault, k1, k2 Kind) int64 {
 		if k := e.Kind(); k != k1 && k != k2 {
 			continue
 		}
-		lo := log.Base + e.Lo()
+		lo, hi := log.Base+e.Lo(), log.Base+e.Hi()
 		in := false
 		for _, f := range fs {
-			in = in || f.holds(lo)
+			in = in || f.overlaps(lo, hi)
 		}
 		if !in {
 			n++
