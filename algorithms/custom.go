@@ -205,7 +205,9 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 	if err != nil {
 		return nil, err
 	}
-	return a.bind(l, prefix, s), nil
+	lim := a.bind(l, prefix, s)
+	lim.fresh = isCluster(c)
+	return lim, nil
 }
 
 // Check loads the script with SCRIPT LOAD on every master of c, as Prepare does, so that a
@@ -357,6 +359,7 @@ type ReplyReporter interface {
 type customLimiter struct {
 	a      *Custom
 	script *script
+	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	clock  Clock
 	keys   []boundKey
@@ -389,30 +392,26 @@ func (l *customLimiter) vars(req Request, cost int64) reqVars {
 	return r
 }
 
+// expandKey returns key template k expanded for r in buf (reused), with the prefix prepended
+// when k may lack it and does.
+func (l *customLimiter) expandKey(buf []byte, k boundKey, r *reqVars) []byte {
+	buf = k.t.expand(buf[:0], r)
+	if k.prepend && (len(buf) < len(l.prefix) || string(buf[:len(l.prefix)]) != l.prefix) {
+		n := len(l.prefix)
+		buf = append(buf, l.prefix...) // room for the prefix
+		copy(buf[n:], buf[:len(buf)-n])
+		copy(buf, l.prefix)
+	}
+	return buf
+}
+
 func (l *customLimiter) expandKeys(r *reqVars) []string {
 	keys := make([]string, len(l.keys))
 	var arr [128]byte
-	buf := arr[:0]
 	for i, k := range l.keys {
-		buf = k.t.expand(buf[:0], r)
-		s := string(buf)
-		if k.prepend && !strings.HasPrefix(s, l.prefix) {
-			s = l.prefix + s
-		}
-		keys[i] = s
+		keys[i] = string(l.expandKey(arr[:0], k, r))
 	}
 	return keys
-}
-
-func (l *customLimiter) expandArgs(r *reqVars) []any {
-	args := make([]any, len(l.args))
-	var arr [128]byte
-	buf := arr[:0]
-	for i, t := range l.args {
-		buf = t.expand(buf[:0], r)
-		args[i] = string(buf)
-	}
-	return args
 }
 
 // Keys implements Limiter: the key templates expanded for req (with a fresh {{uuid}} and the
@@ -426,42 +425,92 @@ func (l *customLimiter) Keys(req Request) []string {
 	return l.expandKeys(&r)
 }
 
-// Do implements Limiter. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
-// script would charge one permit while the verifier counts several, so Do returns an error
-// wrapping ErrCostUnsupported.
-func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// customCall is the Call of a customLimiter: the keys and the arguments are the templates
+// expanded for each request in buffers of the Call's own; an argument whose template is a
+// constant for the limiter is sent as it is.
+type customCall struct {
+	scriptCall
+	l    *customLimiter
+	keys []argBuf
+	args []argBuf // one per argument template, unused for a constant one
+	cmd  *evalCmd
+}
+
+// NewCall implements Limiter.
+func (l *customLimiter) NewCall() Call {
+	c := &customCall{scriptCall: scriptCall{name: l.a.spec.Name}, l: l, keys: make([]argBuf, len(l.keys)), args: make([]argBuf, len(l.args))}
+	keys := make([]*argBuf, len(l.keys))
+	for i := range keys {
+		keys[i] = &c.keys[i]
+	}
+	args := make([]any, len(l.args))
+	for i, t := range l.args {
+		switch {
+		case len(t) == 0:
+			args[i] = ""
+		case len(t) == 1 && t[0].v == tLit:
+			args[i] = t[0].lit
+		default:
+			args[i] = &c.args[i]
+		}
+	}
+	c.cmd = newEvalCmd(l.script, l.fresh, keys, args...)
+	return c
+}
+
+// Send implements Call. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
+// script would charge one permit while the verifier counts several, so the request is not sent
+// and its error wraps ErrCostUnsupported.
+func (c *customCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	l := c.l
 	cost, err := requestCost(l.a.spec.Name, req, l.a.multi)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	r := l.vars(req, cost)
-	keys := l.expandKeys(&r)
-	cmd := l.script.run(ctx, c, keys, l.expandArgs(&r)...)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err == redis.Nil {
-			raw, err = nil, nil
-		}
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
-		}
-		d, err := l.decode(raw)
-		if err != nil {
-			if l.unreadable.Add(1) == 1 || l.firstUnreadable.Load() == nil {
-				s := FormatReply(raw)
-				l.firstUnreadable.CompareAndSwap(nil, &s)
-			}
-			return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
-		}
-		if l.read.Add(1) == 1 || l.firstRead.Load() == nil {
-			s := FormatReply(raw)
-			l.firstRead.CompareAndSwap(nil, &s)
-		}
-		if d.Allowed {
-			l.admitted.Add(1)
-		}
-		return d, nil
+	c.fill(&r)
+	c.send(ctx, rc, c.cmd)
+}
+
+// fill expands the key and argument templates for r into the Call's buffers.
+func (c *customCall) fill(r *reqVars) {
+	for i, k := range c.l.keys {
+		c.keys[i].b = c.l.expandKey(c.keys[i].b, k, r)
 	}
+	for i, t := range c.l.args {
+		c.args[i].b = t.expand(c.args[i].b[:0], r)
+	}
+}
+
+func (c *customCall) Result() (Decision, error) {
+	l := c.l
+	if c.err != nil {
+		return Decision{}, c.err
+	}
+	raw, err := c.sent.result()
+	if err == redis.Nil {
+		raw, err = nil, nil
+	}
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
+	}
+	d, err := l.decode(raw)
+	if err != nil {
+		if l.unreadable.Add(1) == 1 || l.firstUnreadable.Load() == nil {
+			s := FormatReply(raw)
+			l.firstUnreadable.CompareAndSwap(nil, &s)
+		}
+		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
+	}
+	if l.read.Add(1) == 1 || l.firstRead.Load() == nil {
+		s := FormatReply(raw)
+		l.firstRead.CompareAndSwap(nil, &s)
+	}
+	if d.Allowed {
+		l.admitted.Add(1)
+	}
+	return d, nil
 }
 
 // decode reads raw with the allowed rule and the time rule.

@@ -141,8 +141,13 @@ type Environment struct {
 	Nodes int `json:"nodes"`
 	// CPUs is the number of logical CPUs of the harness machine.
 	CPUs int `json:"cpus"`
-	// GOMAXPROCS is the harness's GOMAXPROCS.
-	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// GOMAXPROCS is the harness's GOMAXPROCS; GOMAXPROCSNote says how the command's CPU policy
+	// chose it (cpus.Apply), and LocalServers is how many redis-servers the policy counted on this
+	// machine: those a started backend ran, or an external target's seeds on a loopback address,
+	// localhost or an address of this machine (0: Redis ran elsewhere, or no policy was applied).
+	GOMAXPROCS     int    `json:"gomaxprocs,omitempty"`
+	GOMAXPROCSNote string `json:"gomaxprocs_note,omitempty"`
+	LocalServers   int    `json:"local_servers,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
 	// HarnessVersion is limitbench's version (module version or VCS revision).
