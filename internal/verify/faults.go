@@ -24,9 +24,6 @@ type InjectedFault struct {
 // started reports whether f was injected at all.
 func (f InjectedFault) started() bool { return f.Until != 0 }
 
-// holds reports whether t (µs on the log's clock) is in f's window [Lo, Until].
-func (f InjectedFault) holds(t int64) bool { return f.started() && t >= f.Lo && t <= f.Until }
-
 // overlaps reports whether f's window [Lo, Until] meets the span [lo, hi].
 func (f InjectedFault) overlaps(lo, hi int64) bool { return f.started() && lo <= f.Until && hi >= f.Lo }
 
