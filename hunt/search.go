@@ -45,6 +45,12 @@ type Budget struct {
 	// contract in every one to be kept (default 1). More replays keep a reproducer that
 	// violates only by luck out.
 	Replays int
+	// Margin is how far above 1 a shrink candidate must score in every replay to be kept
+	// (default 0: any definite violation). A reproducer shrunk to the brink of the limit (one
+	// permit over) breaks the contract again only when the replay's timing is as lucky; a
+	// margin keeps it some permits over, so it reproduces more often. The violation the search
+	// found is the reproducer when no smaller schedule keeps the margin.
+	Margin float64
 }
 
 // Defaults of Budget.
@@ -389,7 +395,7 @@ func (s *search) next() *Candidate {
 }
 
 // predicate replays traces with the hunt's trial: a trace still violates when every one of its
-// Budget.Replays replays scores above 1.
+// Budget.Replays replays scores above 1 + Budget.Margin.
 func (s *search) predicate() Predicate {
 	r := s.budget.Replays
 	return func(ctx context.Context, batch []*load.Trace) ([]bool, error) {
@@ -414,7 +420,7 @@ func (s *search) predicate() Predicate {
 				if err != nil {
 					return nil, err
 				}
-				out[i] = out[i] && ap.Score > 1
+				out[i] = out[i] && ap.Score > 1+s.budget.Margin
 			}
 		}
 		return out, nil

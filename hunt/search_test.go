@@ -290,3 +290,46 @@ func predicateOf(tg Target, frame scenarios.Align, mk func() limiter) Predicate 
 		return out, nil
 	}
 }
+
+// TestHuntShrinkMargin: with a margin, the shrinker keeps only schedules that break the contract
+// by more than the margin, so the reproducer of each flawed limiter keeps more rows than the
+// fewest that break it, and still scores above 1 + margin when replayed.
+func TestHuntShrinkMargin(t *testing.T) {
+	const margin = 0.5
+	for _, c := range flawedCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &fakeClock{t: simEpoch}
+			res, err := Hunt(context.Background(), Config{
+				Target: c.target,
+				Budget: Budget{Trials: 300, Shrink: 300, Margin: margin},
+				Seed:   1,
+				Trial:  simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil),
+				Now:    clock.now,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := res.Violation
+			if v == nil || v.Shrunk == nil {
+				t.Fatalf("no violation shrunk in %d trials", res.Trials)
+			}
+			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*load.Trace{v.Shrunk.Trace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ap, err := verify.ApproachOf(c.target.Contract, logs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case v.Shrunk.Steps > 0 && ap.Score <= 1+margin:
+				t.Errorf("shrunk to %s scoring %.3f; want above %.1f", v.Shrunk.To, ap.Score, 1+margin)
+			case v.Shrunk.Steps == 0 && v.Shrunk.To != SizeOf(v.Trace):
+				t.Errorf("nothing kept, yet the reproducer is not the violation found")
+			case v.Shrunk.To.Rows <= c.rows:
+				t.Errorf("shrunk to %d rows, the fewest that break it at all (%d); want more with a margin", v.Shrunk.To.Rows, c.rows)
+			}
+			t.Logf("score %.3f found, %s shrunk to %s scoring %.3f", v.Score(), v.Shrunk.From, v.Shrunk.To, ap.Score)
+		})
+	}
+}

@@ -50,6 +50,12 @@ type Result struct {
 	Entries []Entry `json:"entries"`
 	// Files lists the run-level files written beside result.json, by base name; WriteAll fills it.
 	Files RunFiles `json:"files"`
+	// Segment is set on one generator's part of a segmented run (see Segment).
+	Segment *Segment `json:"segment,omitempty"`
+	// Generators is set on a merged result: one row per segment that went into it.
+	Generators []Generator `json:"generators,omitempty"`
+	// MergedFrom names the directories a merged result was merged from.
+	MergedFrom []string `json:"merged_from,omitempty"`
 }
 
 // Scenario describes the workload, as the scenario file gave it.
@@ -222,6 +228,8 @@ type Entry struct {
 
 	// Files lists this entry's files by base name; WriteAll fills it.
 	Files Files `json:"files"`
+	// Partial holds, in one segment's result, what merging needs (see Partial).
+	Partial *Partial `json:"partial,omitempty"`
 }
 
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and

@@ -19,11 +19,12 @@ const (
 	RampUp   ArrivalKind = "ramp"
 	Stepped  ArrivalKind = "steps"
 	Spiked   ArrivalKind = "spike"
+	Traced   ArrivalKind = "trace"
 )
 
 // Arrival is an open-loop schedule: how many requests per second all clients together start, as a
 // function of the time since the schedule began (the start of warmup). Exactly one of Rate, Ramp,
-// Steps and Spike is set. Rates are per second, across all clients, and may be fractional.
+// Steps, Spike and Trace is set. Rates are per second, across all clients, and may be fractional.
 type Arrival struct {
 	// Rate is a constant rate (> 0).
 	Rate float64
@@ -34,6 +35,11 @@ type Arrival struct {
 	Steps []Step
 	// Spike is a base rate with one or more bursts at the peak rate.
 	Spike *Spike
+	// Trace, when set, is replayed row by row (see load.Trace): each row at its own offset, as
+	// its client, for its subject and cost. TraceFile is the file it was read from, as the
+	// scenario names it (relative to the scenario file's directory).
+	Trace     *load.Trace
+	TraceFile string
 	// Align places the start of the schedule on the Unix clock; the zero value starts at once.
 	Align Align
 }
@@ -84,6 +90,8 @@ func (a Align) Start(now time.Time) time.Time {
 // Kind returns which form a is.
 func (a *Arrival) Kind() ArrivalKind {
 	switch {
+	case a.Trace != nil:
+		return Traced
 	case a.Ramp != nil:
 		return RampUp
 	case len(a.Steps) > 0:
@@ -259,6 +267,11 @@ func (a *Arrival) String() string {
 		if sp.Every > 0 {
 			s += " every " + sp.Every.String()
 		}
+	case Traced:
+		s = "trace " + a.TraceFile
+		if len(a.Trace.Rows) > 0 { // read back from result.json, a trace has no rows
+			s += fmt.Sprintf(" (%d requests over %s)", len(a.Trace.Rows), a.Trace.Span())
+		}
 	default:
 		s = fmt.Sprintf("constant %g/s", a.Rate)
 	}
@@ -276,23 +289,41 @@ type arrivalJSON struct {
 	Ramp  *Ramp       `json:"ramp,omitempty"`
 	Steps []Step      `json:"steps,omitempty"`
 	Spike *Spike      `json:"spike,omitempty"`
-	Align *Align      `json:"align,omitempty"`
+	// Trace is the trace file's name and its size (the rows are not repeated).
+	Trace *traceJSON `json:"trace,omitempty"`
+	Align *Align     `json:"align,omitempty"`
+}
+
+// traceJSON describes a replayed trace in result.json.
+type traceJSON struct {
+	File     string  `json:"file"`
+	Rows     int     `json:"rows"`
+	Clients  int     `json:"clients"`
+	Subjects int     `json:"subjects"`
+	SpanS    float64 `json:"span_s"`
 }
 
 // MarshalJSON writes a as result.json's settings.arrival: {"kind": ..., then the fields of its
 // form}, and align when it is aligned.
 func (a Arrival) MarshalJSON() ([]byte, error) {
 	w := arrivalJSON{Kind: a.Kind(), Rate: a.Rate, Ramp: a.Ramp, Steps: a.Steps, Spike: a.Spike}
+	if t := a.Trace; t != nil {
+		w.Trace = &traceJSON{File: a.TraceFile, Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects), SpanS: t.Span().Seconds()}
+	}
 	if a.Align.Every > 0 {
 		w.Align = &a.Align
 	}
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields.
+// UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields. A trace's rows
+// are not in result.json: its file name is kept (TraceFile), and Trace is a trace without rows.
 func (a *Arrival) UnmarshalJSON(b []byte) error {
 	return fromJSON(b, func(w arrivalJSON) {
 		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
+		if w.Trace != nil {
+			a.TraceFile, a.Trace = w.Trace.File, &load.Trace{}
+		}
 		if w.Align != nil {
 			a.Align = *w.Align
 		}

@@ -91,6 +91,8 @@
 //	                                             # base rate, peak during [at, at+for); with every: 1s
 //	                                             # also during [at+k·every, at+k·every+for), k >= 1
 //
+//	trace: traffic.csv                           # replay a trace file, row by row (see Traces)
+//
 // and optionally align, which places the schedule's time zero on the Unix clock (the run waits for
 // it, up to one period):
 //
@@ -100,6 +102,28 @@
 // Aligned to the limit's window, schedule times are window phases. scenarios/boundary-burst.yaml
 // uses align: 1s with spike {at: 1900ms, for: 200ms, every: 2s}: every burst straddles a whole
 // second, which is where a 1s fixed window turns over.
+//
+// # Traces
+//
+// arrival.trace replays a file of requests exactly (open loop: each row is sent at its own
+// offset, whatever happened to the rows before it): a production traffic log, or the reproducer
+// `limitbench hunt` writes. The path is relative to the scenario file; the format is chosen by
+// the extension, CSV (.csv) or JSON Lines (.jsonl, .ndjson):
+//
+//	offset,client,subject,cost,skew            # header: the columns, in any order; skew optional
+//	0s,alice,user:1,1,                         # offset from the start of the run (warmup included)
+//	1.5ms,bob,user:1,2,250ms                   # bob's clock is 250ms ahead (client-clock algorithms)
+//
+//	{"offset": "0s", "client": "alice", "subject": "user:1", "cost": 1}
+//
+// Offsets never decrease from one row to the next; client and subject are names (a subject is
+// also the keys' hash tag), cost 1 to 65,535, skew one clock offset per client within ±24h. The
+// trace names every request's subject, client, clock offset and cost, so keys, cost, clock_skew
+// and seed cannot be given with it; clients is the number of workers that send the rows (rows
+// are handed to whichever is free, in order; give at least as many as the trace has requests
+// at one instant). duration defaults to just after the last row (warmup + duration must end
+// after it). Every problem of the file is bad input naming the trace file, line, column and
+// field. align places the trace's time zero on the clock as for any schedule.
 //
 // Without arrival the run is a closed loop: each client sends its next request (or, with
 // client_mode pipeline, its next pipeline) as soon as the previous one is answered. It measures

@@ -307,6 +307,9 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	}
 	if n := m["arrival"]; n != nil {
 		s.Arrival = d.arrival(n)
+		if m["duration"] == nil && s.Arrival != nil && s.Arrival.Trace != nil {
+			s.Duration = TraceDuration(s.Arrival.Trace, s.Warmup)
+		}
 		if m["duration"] == nil && s.Arrival != nil && len(s.Arrival.Steps) > 0 {
 			var sum time.Duration
 			for _, st := range s.Arrival.Steps {
@@ -367,7 +370,7 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 }
 
 func (d *decoder) arrival(n *yaml.Node) *Arrival {
-	m := d.mapping(n, "arrival", []string{"rate", "ramp", "steps", "spike", "align"})
+	m := d.mapping(n, "arrival", []string{"rate", "ramp", "steps", "spike", "trace", "align"})
 	if m == nil {
 		return nil
 	}
@@ -403,6 +406,9 @@ func (d *decoder) arrival(n *yaml.Node) *Arrival {
 		set(&a.Spike.At, sm["at"], "arrival.spike.at", d.duration)
 		set(&a.Spike.For, sm["for"], "arrival.spike.for", d.duration)
 		set(&a.Spike.Every, sm["every"], "arrival.spike.every", d.duration)
+	}
+	if tn := m["trace"]; tn != nil {
+		d.trace(tn, a)
 	}
 	if al := m["align"]; al != nil {
 		if al.Kind == yaml.MappingNode {

@@ -172,7 +172,8 @@ func (s *Scenario) TotalDuration() time.Duration { return s.Warmup + s.Duration 
 
 // Plan returns the load of one run of s: its arrival (closed loop without one), duration, warmup,
 // clients, client mode, keys, seed, skew and cost, and the timeline's bin (load.BinFor the
-// duration). The caller adds what is not the scenario's: progress, hooks.
+// duration). With a trace, the plan replays it (keys, seed, skew and cost are the trace's, and
+// clients is the number of workers). The caller adds what is not the scenario's: progress, hooks.
 func (s *Scenario) Plan() load.Plan {
 	p := load.Plan{
 		Arrival:       load.ClosedLoop{},
@@ -187,7 +188,11 @@ func (s *Scenario) Plan() load.Plan {
 		Skew:          s.ClockSkew,
 		Cost:          s.Cost,
 	}
-	if s.Arrival != nil {
+	if s.Arrival != nil && s.Arrival.Trace != nil {
+		// The trace names every row's subject, client, clock offset and cost.
+		p.Arrival = s.Arrival.Trace.Pacer()
+		p.Keys, p.Seed, p.Skew, p.Cost = load.Keys{}, 0, load.Skew{}, 0
+	} else if s.Arrival != nil {
 		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
 	}
 	return p

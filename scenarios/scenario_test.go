@@ -104,7 +104,7 @@ func TestExplicitZeroIsNotDefault(t *testing.T) {
 		{"clients: 0", "clients: must be in [1, 10000], got 0"},
 		{"keys: {distribution: zipf, zipf_s: 0}", "keys.zipf_s: must be > 0"},
 		{"arrival: {rate: 0}", "arrival.rate: must be > 0"},
-		{"arrival: {}", "arrival: needs one of rate, ramp, steps or spike"},
+		{"arrival: {}", "arrival: needs one of rate, ramp, steps, spike or trace"},
 		{"arrival: {rate: 5, ramp: {from: 1, to: 2}}", "arrival: give only one of"},
 		{"arrival: {steps: []}", "arrival.steps: must hold at least one step"},
 		{"arrival: {steps: [{for: 1s}]}", "arrival.steps[0].rate: missing"},

@@ -234,16 +234,25 @@ func (c *checker) arrival(a *Arrival) {
 	if a.Spike != nil {
 		forms++
 	}
+	if a.Trace != nil || c.s.present("arrival.trace") {
+		forms++
+	}
 	switch {
 	case forms == 0:
-		c.add("arrival", "needs one of rate, ramp, steps or spike (omit arrival for a closed loop)")
+		c.add("arrival", "needs one of rate, ramp, steps, spike or trace (omit arrival for a closed loop)")
 		return
 	case forms > 1:
-		c.add("arrival", "give only one of rate, ramp, steps or spike")
+		c.add("arrival", "give only one of rate, ramp, steps, spike or trace")
 		return
+	}
+	if a.Trace != nil || c.s.present("arrival.trace") {
+		c.checkTrace(a)
 	}
 	switch a.Kind() {
 	case Constant:
+		if c.s.present("arrival.trace") {
+			break // a trace that could not be read: its problems are reported
+		}
 		if a.Rate == 0 && c.s.present("arrival.steps") {
 			c.add("arrival.steps", "must hold at least one step")
 			return

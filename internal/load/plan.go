@@ -41,7 +41,15 @@ const (
 // clients. Zero fields take the documented defaults; Validate reports every problem at once.
 type Plan struct {
 	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
-	// the total across all clients, or ClosedLoop{}. Required.
+	// the total across all clients, or ClosedLoop{}, or a *TracePacer (a trace replayed: see
+	// Trace). Required.
+	//
+	// With a *TracePacer, every row is sent at its own offset (open loop) as its own client,
+	// for its own subject and cost, with its client's clock offset: the trace names them, so
+	// Keys, Seed, Skew and Cost must be left zero, and Clients is only the number of workers
+	// (rows are handed to whichever worker is free, in order); Result.Subjects and
+	// Result.Clients are the trace's names, and Outcome.Tick the row's index in the whole
+	// trace. Rows due at or after Warmup + Duration are not sent.
 	Arrival Pacer
 	// Duration is the measured part of the run: at least MinDuration, and Warmup + Duration at
 	// most MaxSpan.
@@ -93,6 +101,14 @@ type Plan struct {
 	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
 	// goroutines concurrently. The pointer is valid only during the call.
 	OnOutcome func(*Outcome)
+	// Share is this generator's segment of the load (see Share); the zero Share is the whole
+	// load. Closed loop, Clients must be at least Share.Count.
+	Share Share
+	// Start, when set, is the wall time of the run's offset 0: Run waits until then (or until
+	// its context ends) before the first tick. A Start already past starts the schedule in
+	// the past: the ticks already due are sent at once and count as late when they are more
+	// than LateAfter behind. Zero starts the run when Run is called.
+	Start time.Time
 }
 
 func (p Plan) withDefaults() Plan {
@@ -160,7 +176,34 @@ func (p Plan) Validate() error {
 		}
 		field("pipeline depth", CheckPipelineDepth(depth, p.Clients))
 	}
-	errs = p.Keys.validate(errs)
+	if tp, ok := p.Arrival.(*TracePacer); ok {
+		if tp == nil || tp.Trace() == nil {
+			bad("arrival: a nil trace")
+		} else if err := tp.Trace().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
+		}
+		// The trace names every row's subject, client, clock offset and cost.
+		if p.Keys != (Keys{}) {
+			bad("keys cannot be combined with a trace (its rows name their subjects)")
+		}
+		if !p.Skew.IsZero() {
+			bad("skew cannot be combined with a trace (it names its clients' clock offsets)")
+		}
+		if p.Cost != 0 {
+			bad("cost cannot be combined with a trace (its rows name their costs)")
+		}
+		if p.Seed != 0 {
+			bad("seed cannot be combined with a trace (it chooses nothing)")
+		}
+	} else {
+		errs = p.Keys.validate(errs)
+	}
+	if err := p.Share.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadPlan, err))
+	} else if _, closed := p.Arrival.(ClosedLoop); closed && !p.Share.Whole() && p.Clients < p.Share.Count {
+		bad("a closed loop of %d clients cannot be split into %d segments (each segment runs clients of its own)",
+			p.Clients, p.Share.Count)
+	}
 	if p.Cost != 0 {
 		field("cost", CheckCost(p.Cost))
 	}

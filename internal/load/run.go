@@ -129,23 +129,27 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	p = p.withDefaults()
 	r := &runner{
-		p:        p,
-		c:        c,
-		cmd:      c,
-		lim:      lim,
-		warm:     p.Warmup,
-		end:      p.Warmup + p.Duration,
-		pick:     NewPicker(p.Keys, p.Seed),
-		subjects: p.Keys.Names(),
-		reqCtx:   context.WithoutCancel(ctx),
-		done:     ctx.Done(),
+		p:      p,
+		c:      c,
+		cmd:    c,
+		lim:    lim,
+		warm:   p.Warmup,
+		end:    p.Warmup + p.Duration,
+		pick:   NewPicker(p.Keys, p.Seed),
+		reqCtx: context.WithoutCancel(ctx),
+		done:   ctx.Done(),
 	}
+	r.subjects = p.Keys.Names()
 	_, r.closed = p.Arrival.(ClosedLoop)
-	r.clients = make([]string, p.Clients)
-	r.skew = make([]time.Duration, p.Clients)
-	for i := range r.clients {
-		r.clients[i] = "c" + strconv.Itoa(i)
-		r.skew[i] = p.Skew.Offset(i, p.Clients)
+	if tp, ok := p.Arrival.(*TracePacer); ok {
+		r.useTrace(tp)
+	} else {
+		r.clients = make([]string, p.Clients)
+		r.skew = make([]time.Duration, p.Clients)
+		for i := range r.clients {
+			r.clients[i] = "c" + strconv.Itoa(i)
+			r.skew[i] = p.Skew.Offset(i, p.Clients)
+		}
 	}
 	r.own = ownConns(c, p)
 	if r.own != nil {
@@ -165,11 +169,13 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	for range nShards - 1 {
 		r.shards = append(r.shards, &shard{sinks: sinks.fresh()})
 	}
-	workers := make([]*worker, p.Clients)
-	for i := range workers {
-		workers[i] = newWorker(r, i)
+	workers := make([]*worker, 0, p.Clients)
+	for i := range p.Clients {
+		if !r.closed || p.Share.Runs(i) {
+			workers = append(workers, newWorker(r, i))
+		}
 	}
-	r.start = time.Now()
+	r.start = waitStart(ctx, p.Start)
 	for _, sh := range r.shards {
 		sh.sinks.start(r.start)
 	}
@@ -212,7 +218,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if r.closed {
 		res.Scheduled = res.Counts.Requests
 	} else if stop > r.warm {
-		res.Scheduled = Scheduled(p.Arrival, stop) - Scheduled(p.Arrival, r.warm)
+		res.Scheduled = p.Share.Of(Scheduled(p.Arrival, stop)) - p.Share.Of(Scheduled(p.Arrival, r.warm))
 		if res.Scheduled > res.Counts.Requests {
 			res.Counts.Missed = res.Scheduled - res.Counts.Requests
 		}
@@ -284,6 +290,7 @@ type runner struct {
 	next      atomic.Uint64 // next tick to claim (open loop)
 
 	pick     *Picker
+	trace    *TracePacer // the trace replayed, or nil
 	subjects []string
 	clients  []string
 	skew     []time.Duration
@@ -342,5 +349,34 @@ func (r *runner) progress(finished <-chan struct{}) {
 			prevReq, prevAt = s.Requests, s.Elapsed
 			r.p.Progress(s)
 		}
+	}
+}
+
+// waitStart waits until start, or until ctx ends, and returns the run's start: start, or now
+// when start is zero.
+func waitStart(ctx context.Context, start time.Time) time.Time {
+	if start.IsZero() {
+		return time.Now()
+	}
+	if d := time.Until(start); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return start
+}
+
+// useTrace makes the run replay tp: its subjects, clients and clock offsets are the trace's.
+func (r *runner) useTrace(tp *TracePacer) {
+	t := tp.Trace()
+	r.trace = tp
+	r.subjects = t.Subjects
+	r.clients = t.Clients
+	r.skew = make([]time.Duration, len(t.Clients))
+	for i := range r.skew {
+		r.skew[i] = t.SkewOf(uint16(i))
 	}
 }

@@ -147,6 +147,11 @@ func (w *worker) waitUntil(at time.Duration) bool {
 // prepare fills the scheduling fields of o for tick n.
 func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
 	r := w.r
+	if r.trace != nil {
+		row, _ := r.trace.Row(n) // n was claimed from the pacer, so the row exists
+		*o = Outcome{Tick: r.trace.Index(n), Subject: row.Subject, Client: row.Client, Cost: row.Cost, Intended: intended}
+		return
+	}
 	*o = Outcome{
 		Tick:     n,
 		Subject:  r.pick.Pick(n),
@@ -162,7 +167,7 @@ func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
 	return algorithms.Request{
 		Subject:    r.subjects[o.Subject],
 		Client:     r.clients[o.Client],
-		Cost:       r.p.Cost,
+		Cost:       int64(o.Cost),
 		ClientTime: now.Add(r.skew[o.Client]),
 	}
 }
@@ -293,7 +298,7 @@ func (w *worker) record(outs []Outcome) {
 func (w *worker) openLoop() {
 	r := w.r
 	for {
-		n := r.next.Add(1) - 1
+		n := r.p.Share.Tick(r.next.Add(1) - 1)
 		at, ok := r.p.Arrival.At(n)
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
@@ -313,12 +318,12 @@ func (w *worker) openLoop() {
 			// Take every further tick that is already due, up to the depth.
 			for k < w.depth {
 				m := r.next.Load()
-				at2, ok := r.p.Arrival.At(m)
+				at2, ok := r.p.Arrival.At(r.p.Share.Tick(m))
 				if !ok || at2 > elapsed || at2 >= r.end {
 					break
 				}
 				if r.next.CompareAndSwap(m, m+1) {
-					w.prepare(&w.outs[k], m, at2)
+					w.prepare(&w.outs[k], r.p.Share.Tick(m), at2)
 					k++
 				}
 			}

@@ -17,7 +17,7 @@
 //
 // Every error Run returns matches one of its sentinels (MarkRedis), so that a caller tells bad
 // input, an environment that failed and an interrupted run apart with errors.Is. The capacity
-// sweep runs its steps through Measure.
+// sweep runs its steps through Measure, and `limitbench hunt` its trials through HuntTrial.
 package runner
 
 import (
@@ -102,6 +102,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ScenarioFile is recorded in the result; defaults to Scenario.File.
 	ScenarioFile string
+	// Segment, when set, makes the run one segment of a segmented run (see Segment); Repeat
+	// must then be 1.
+	Segment *Segment
 }
 
 // Progress is a live view of one measurement.
@@ -175,6 +178,13 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	}
 
 	runID := NewRunID()
+	if o.Segment != nil {
+		if o.Repeat != 1 {
+			return finish(fmt.Errorf("%w: a segmented run measures each algorithm once (repeat 1)", redisenv.ErrBadConfig))
+		}
+		runID = o.Segment.RunID
+		res.Segment = o.Segment.segmentInfo(report.ScenarioHash(res.Scenario))
+	}
 	var topologies []string
 	for _, topo := range s.Topologies {
 		topologies = append(topologies, string(topo))

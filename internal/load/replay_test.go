@@ -1,0 +1,174 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+)
+
+// requestLog is a limiter that records every Request it is given, then defers to inner.
+type requestLog struct {
+	inner *testLimiter
+	mu    sync.Mutex
+	reqs  []sentRequest
+}
+
+type sentRequest struct {
+	req algorithms.Request
+	at  time.Time
+}
+
+func (l *requestLog) Keys(req algorithms.Request) []string { return l.inner.Keys(req) }
+
+func (l *requestLog) NewCall() algorithms.Call { return algorithms.PendingCall(l.do) }
+
+func (l *requestLog) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, sentRequest{req, time.Now()})
+	l.mu.Unlock()
+	return l.inner.do(ctx, c, req)
+}
+
+// replayTrace returns a trace of n rows over span: 7 clients (client c's clock off by c hours,
+// a few behind), 5 subjects, costs 1 to 3, several rows at one instant.
+func replayTrace(n int, span time.Duration) *Trace {
+	t := &Trace{}
+	for c := range 7 {
+		t.Clients = append(t.Clients, fmt.Sprintf("client-%d", c))
+		t.Skew = append(t.Skew, time.Duration(c-2)*time.Hour)
+	}
+	for s := range 5 {
+		t.Subjects = append(t.Subjects, fmt.Sprintf("user:%d", s))
+	}
+	for i := range n {
+		t.Rows = append(t.Rows, Row{
+			At:      span * time.Duration(i/3*3) / time.Duration(n), // three rows at each instant
+			Client:  uint16(i * 5 % 7),
+			Subject: uint32(i * 3 % 5),
+			Cost:    uint16(1 + i%3),
+		})
+	}
+	return t
+}
+
+// TestRunReplaysTrace: a trace of 10,000 rows is replayed row by row: every row is sent once,
+// at the intended time it names, as its client, for its subject and cost, with its client's
+// clock offset; a warmup takes the rows before it.
+func TestRunReplaysTrace(t *testing.T) {
+	env := redistest.Single(t)
+	lim := &requestLog{inner: newLimiter(t, env, 1_000_000)}
+	c := newClient(env, 8)
+	tr := replayTrace(10_000, 2*time.Second)
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[uint64]Outcome{}
+	p := Plan{
+		Arrival:  tr.Pacer(),
+		Warmup:   200 * ms,
+		Duration: 2*time.Second + ms,
+		Clients:  8,
+		OnOutcome: func(o *Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := seen[o.Tick]; dup {
+				t.Errorf("row %d sent twice", o.Tick)
+			}
+			seen[o.Tick] = *o
+		},
+	}
+	res, err := Run(context.Background(), c, lim, p, Sinks{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(seen) != len(tr.Rows) {
+		t.Fatalf("%d rows sent; want all %d (counts %+v)", len(seen), len(tr.Rows), res.Counts)
+	}
+	warm := 0
+	for i, row := range tr.Rows {
+		o := seen[uint64(i)]
+		if o.Intended != row.At || o.Client != row.Client || o.Subject != row.Subject || o.Cost != row.Cost {
+			t.Fatalf("row %d: outcome intended %s client %d subject %d cost %d; want %s %d %d %d",
+				i, o.Intended, o.Client, o.Subject, o.Cost, row.At, row.Client, row.Subject, row.Cost)
+		}
+		if o.Class != ClassOK {
+			t.Errorf("row %d: %v", i, o.Err)
+		}
+		if row.At < p.Warmup {
+			warm++
+		}
+	}
+	if res.Counts.Warmup != uint64(warm) || res.Counts.Requests != uint64(len(tr.Rows)-warm) {
+		t.Errorf("counts %+v; want %d warmup and %d measured", res.Counts, warm, len(tr.Rows)-warm)
+	}
+	if res.Scheduled != uint64(len(tr.Rows)-warm) || res.Counts.Missed != 0 {
+		t.Errorf("scheduled %d, missed %d; want %d, 0", res.Scheduled, res.Counts.Missed, len(tr.Rows)-warm)
+	}
+	if res.Counts.Late > uint64(BehindLimit*float64(len(tr.Rows))) {
+		// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
+		t.Logf("late: %d of %d rows", res.Counts.Late, len(tr.Rows))
+	}
+	if strings.Join(res.Clients, ",") != strings.Join(tr.Clients, ",") || strings.Join(res.Subjects, ",") != strings.Join(tr.Subjects, ",") {
+		t.Errorf("result names clients %v subjects %v; want the trace's %v %v", res.Clients, res.Subjects, tr.Clients, tr.Subjects)
+	}
+	// The requests the limiter saw: per (client, subject, cost), as many as the trace has rows,
+	// each with its client's clock offset.
+	type key struct {
+		client, subject string
+		cost            int64
+	}
+	want := map[key]int{}
+	for _, row := range tr.Rows {
+		want[key{tr.Clients[row.Client], tr.Subjects[row.Subject], int64(row.Cost)}]++
+	}
+	skew := map[string]time.Duration{}
+	for i, name := range tr.Clients {
+		skew[name] = tr.Skew[i]
+	}
+	for _, s := range lim.reqs {
+		want[key{s.req.Client, s.req.Subject, s.req.Cost}]--
+		if off := s.req.ClientTime.Sub(s.at) - skew[s.req.Client]; off < -time.Minute || off > time.Minute {
+			t.Fatalf("request of %s: client time off by %s from its clock offset %s", s.req.Client, off, skew[s.req.Client])
+		}
+	}
+	for k, n := range want {
+		if n != 0 {
+			t.Errorf("%+v: %d more rows than requests", k, n)
+		}
+	}
+}
+
+// TestPlanRefusesLoadWithTrace: a trace names its rows' subjects, clients' clocks and costs, so
+// a plan that also sets keys, skew, cost or seed is refused, naming each.
+func TestPlanRefusesLoadWithTrace(t *testing.T) {
+	tr := replayTrace(10, time.Second)
+	p := Plan{Arrival: tr.Pacer(), Duration: 2 * time.Second, Clients: 2, Keys: Keys{Count: 3}, Skew: Skew{Spread: time.Second},
+		Cost: 2, Seed: 1}
+	err := p.Validate()
+	if !errors.Is(err, ErrBadPlan) {
+		t.Fatalf("Validate() = %v; want ErrBadPlan", err)
+	}
+	for _, want := range []string{"keys", "skew", "cost", "seed"} {
+		if !strings.Contains(err.Error(), want+" cannot be combined with a trace") {
+			t.Errorf("Validate() = %v; want a problem naming %s", err, want)
+		}
+	}
+	if err := (Plan{Arrival: tr.Pacer(), Duration: 2 * time.Second, Clients: 2}).Validate(); err != nil {
+		t.Errorf("trace alone: Validate() = %v; want nil", err)
+	}
+	bad := tr.Clone()
+	bad.Rows[3].Cost = 0
+	if err := (Plan{Arrival: bad.Pacer(), Duration: 2 * time.Second, Clients: 2}).Validate(); !errors.Is(err, ErrBadTrace) {
+		t.Errorf("invalid trace: Validate() = %v; want ErrBadTrace", err)
+	}
+}

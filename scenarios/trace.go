@@ -1,0 +1,77 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/limitbench/limitbench/internal/load"
+)
+
+// TraceDuration is the duration a scenario that replays t with the given warmup takes when the
+// file gives none: until just after the trace's last row (a row due at the run's end would not
+// be sent), and at least load.MinDuration.
+func TraceDuration(t *load.Trace, warmup time.Duration) time.Duration {
+	return max(load.MinDuration, t.Span()-warmup+time.Millisecond)
+}
+
+// trace reads arrival.trace: the trace file n names, relative to the scenario file's directory.
+// Every problem of the trace file is a problem of the scenario, with the trace file's name, line
+// and column.
+func (d *decoder) trace(n *yaml.Node, a *Arrival) {
+	name, ok := d.str(n, "arrival.trace")
+	if !ok {
+		return
+	}
+	if name == "" {
+		d.fail(n, "arrival.trace", "must name a trace file (.csv or .jsonl)")
+		return
+	}
+	a.TraceFile = name
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(d.file), name)
+	}
+	t, err := load.ReadTrace(path)
+	var te *load.TraceError
+	switch {
+	case errors.As(err, &te):
+		for _, p := range te.Problems {
+			field := "arrival.trace"
+			if p.Field != "" {
+				field += " " + p.Field
+			}
+			msg := p.Msg
+			if p.Column > 0 {
+				// Problem.String prints no column; a trace's problems need it.
+				msg = fmt.Sprintf("column %d: %s", p.Column, msg)
+			}
+			d.probs = append(d.probs, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: field, Msg: msg})
+		}
+	case err != nil:
+		d.fail(n, "arrival.trace", "%v", err)
+	default:
+		a.Trace = t
+	}
+}
+
+// checkTrace checks a scenario that replays a trace: the trace names every row's subject, client,
+// clock offset and cost, so keys, cost, clock_skew and seed are refused, and the run must last
+// past the trace's last row.
+func (c *checker) checkTrace(a *Arrival) {
+	for _, f := range []string{"keys", "cost", "clock_skew", "seed"} {
+		if c.s.present(f) {
+			c.add(f, "cannot be combined with arrival.trace: the trace names each request's subject, client, clock offset and cost")
+		}
+	}
+	if a.Trace == nil {
+		return // the trace's own problems are reported
+	}
+	if end := c.s.TotalDuration(); a.Trace.Span() >= end {
+		c.add("duration", "the trace's last request is at %s, not before the run's end (warmup + duration = %s); leave duration out to run until just after it",
+			a.Trace.Span(), end)
+	}
+}
