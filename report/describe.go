@@ -67,6 +67,12 @@ func settingsOf(s *scenarios.Scenario) *Settings {
 	for _, th := range s.Thresholds {
 		st.Thresholds = append(st.Thresholds, th.Text)
 	}
+	if s.Persistence != redisenv.PersistenceNone {
+		st.Persistence = string(s.Persistence)
+	}
+	for _, f := range s.Faults {
+		st.Faults = append(st.Faults, fmt.Sprintf("%s, recovery %s", f.Name(), f.Recovery))
+	}
 	return st
 }
 

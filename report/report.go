@@ -106,6 +106,7 @@ type view struct {
 	Environment []row
 	CutShort    string
 	Verdicts    []verdictRow
+	Faults      []faultRow
 	Findings    []findingGroup
 	Topologies  []figureGroup
 	Generators  [][]string // a merged result's per-generator table (generatorTable), else nil
@@ -239,6 +240,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		})
 	}
 	v.Summary = summary(r)
+	v.Faults = faultRows(r)
 	for _, topo := range topologies(r) {
 		g := figureGroup{Topology: topo}
 		for _, f := range figs {
@@ -368,6 +370,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", MarkdownText(verdictLegend))
 	writeGeneratorsMarkdown(&b, v.Generators)
+	writeFaultsMarkdown(&b, r)
 	b.WriteString("## Findings\n\n")
 	for _, g := range v.Findings {
 		fmt.Fprintf(&b, "### %s\n\n", MarkdownText(g.Heading))
@@ -456,7 +459,7 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <thead><tr>{{range index .Generators 0}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range $i, $r := .Generators}}{{if $i}}<tr>{{range $r}}<td class="n">{{.}}</td>{{end}}</tr>{{end}}{{end}}
 </tbody></table></div>{{end}}
-<h2>Findings</h2>
+` + faultsHTML + `<h2>Findings</h2>
 {{range .Findings}}<section><h3><span class="badge {{.Class}}">{{.Heading}}</span></h3>
 <ul>{{range .Items}}<li>{{.}}</li>{{end}}</ul></section>
 {{end}}

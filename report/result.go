@@ -125,13 +125,18 @@ type Settings struct {
 	Expect scenarios.Expect `json:"expect"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
+	// Persistence is what the servers limitbench started kept on disk; left out for none.
+	Persistence string `json:"persistence,omitempty"`
+	// Faults describes each fault of the scenario's schedule, in order (scenarios.Fault.Name),
+	// with its recovery.
+	Faults []string `json:"faults,omitempty"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.
 type Environment struct {
 	// Backend is process, container or external.
 	Backend string `json:"backend"`
-	// Topology is single or cluster (for a run over both, the topologies are in the entries and
+	// Topology is single, cluster or sentinel (for a run over several, the topologies are in the entries and
 	// this lists them joined by a comma).
 	Topology string `json:"topology"`
 	// Image is the container image, for the container backend.

@@ -31,6 +31,8 @@ algorithms: [gcra, sliding-log-published]
 expect:
   may_violate: [sliding-log-published]
 thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
+persistence: aof-everysec
+faults: [{at: 1s, kind: pause, duration: 500ms}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +43,13 @@ thresholds: ["p99 < 5ms", "gcra: efficiency >= 95%"]
 		Arrival: &scenarios.Arrival{
 			Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
 			Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
-		Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
-		ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
-		Algorithms: []string{"gcra", "sliding-log-published"},
-		Expect:     scenarios.Expect{MayViolate: []string{"sliding-log-published"}},
-		Thresholds: []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
+		Keys:        load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
+		ClockSkew:   load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
+		Algorithms:  []string{"gcra", "sliding-log-published"},
+		Expect:      scenarios.Expect{MayViolate: []string{"sliding-log-published"}},
+		Thresholds:  []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
+		Persistence: "aof-everysec",
+		Faults:      []string{"pause master at 1s for 500ms, recovery 2s"},
 	}
 	if diff := cmp.Diff(want, settingsOf(s)); diff != "" {
 		t.Errorf("settingsOf (-want +got):\n%s", diff)

@@ -19,7 +19,7 @@
 //	version: 1                  # default 1; the only version
 //	name: hot-key-overload      # default: the file name without .yaml
 //	description: One subject offered twice its limit by 64 clients.
-//	topologies: [single, cluster]   # default [single]; each runs on its own Redis
+//	topologies: [single, cluster]   # default [single]; single | cluster | sentinel, each on its own Redis
 //	duration: 10s               # default 10s (or the sum of arrival.steps); measured and verified; >= 100ms
 //	warmup: 1s                  # default 0; runs first, same load, measured but not verified or reported
 //	seed: 1                     # default 1; same seed, same key sequence
@@ -47,6 +47,9 @@
 //	thresholds:                 # each must hold, or the scenario fails; see Thresholds
 //	  - "p99 < 5ms"
 //	  - "gcra: efficiency > 0.95"
+//	persistence: none           # default none; none | aof-everysec | aof-always (servers limitbench starts)
+//	faults:                     # default none; see Faults
+//	  - {at: 2s, kind: restart, target: master}
 //
 // Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
 // arrival.steps[1].rate, with 0-based list indexes.
@@ -184,8 +187,23 @@
 // percent); op <, <=, > or >=. Without an algorithm the bound applies to every algorithm and
 // topology; with one, only to that algorithm.
 //
+// # Faults
+//
+// faults lists what to break during every measurement (see Fault): at (from the start of the
+// measured part, required), kind (required: kill, restart, pause, failover, flush-scripts,
+// client-kill, latency, reset, blackhole), target (master, master:N, replica, replica:N,
+// masters, node:HOST:PORT; default master), duration (required for pause, latency, reset and
+// blackhole, refused for the others; the fault must end within the measured part), recovery
+// (default: limit.window), latency and jitter (latency only, whole milliseconds), drop
+// (blackhole only) and mode (failover only: default, force, takeover, kill). latency, reset
+// and blackhole act on the network between the load generator and the targeted nodes (a proxy
+// in front of each node); they are the only kinds allowed on an external Redis (CheckEnvironment).
+//
+// persistence decides what a restart loses: none keeps nothing, aof-everysec may lose the last
+// second, aof-always nothing acknowledged.
+//
 // # Standard suite
 //
-// smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation
-// and demo; each file's description says what it shows.
+// smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
+// demo, restart, slow-link and sentinel-failover; each file's description says what it shows.
 package scenarios

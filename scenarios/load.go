@@ -42,7 +42,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 var topFields = []string{
 	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
 	"client_mode", "pipeline_depth", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
-	"expect", "thresholds",
+	"expect", "thresholds", "persistence", "faults",
 }
 
 func parse(name string, data []byte, builtins []string) (*Scenario, error) {
@@ -343,6 +343,14 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 		if v := em["may_violate"]; v != nil {
 			s.Expect.MayViolate = d.strings(v, "expect.may_violate", "[sliding-log-published]")
 		}
+	}
+	if n := m["persistence"]; n != nil {
+		if v, ok := d.str(n, "persistence"); ok {
+			s.Persistence = redisenv.Persistence(v)
+		}
+	}
+	if n := m["faults"]; n != nil {
+		s.Faults = d.faults(n)
 	}
 	if n := m["thresholds"]; n != nil {
 		for i, it := range d.list(n, "thresholds", `["p99 < 5ms", "gcra: efficiency > 0.95"]`) {

@@ -71,6 +71,11 @@ type Scenario struct {
 	Algorithms []AlgorithmEntry
 	Expect     Expect
 	Thresholds []Threshold
+	// Persistence is what the servers limitbench starts keep on disk, which decides what a
+	// restart loses; default none.
+	Persistence redisenv.Persistence
+	// Faults is the fault schedule of every measurement, in the file's order (see Fault).
+	Faults []Fault
 
 	// File is the path the scenario was read from; empty when built in Go. Custom scripts are
 	// relative to its directory.
@@ -107,16 +112,17 @@ type Expect struct {
 // loop). Name is empty and must be set.
 func Default() *Scenario {
 	return &Scenario{
-		Version:    1,
-		Topologies: []redisenv.Topology{redisenv.TopologySingle},
-		Duration:   DefaultDuration,
-		Seed:       DefaultSeed,
-		Clients:    DefaultClients,
-		ClientMode: load.ModePlain,
-		Keys:       load.Keys{Count: 1, Distribution: load.Uniform},
-		Limit:      algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
-		Cost:       1,
-		Algorithms: []AlgorithmEntry{{Name: AllAlgorithms}},
+		Version:     1,
+		Topologies:  []redisenv.Topology{redisenv.TopologySingle},
+		Duration:    DefaultDuration,
+		Seed:        DefaultSeed,
+		Clients:     DefaultClients,
+		ClientMode:  load.ModePlain,
+		Keys:        load.Keys{Count: 1, Distribution: load.Uniform},
+		Limit:       algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
+		Cost:        1,
+		Algorithms:  []AlgorithmEntry{{Name: AllAlgorithms}},
+		Persistence: redisenv.PersistenceNone,
 	}
 }
 

@@ -23,9 +23,13 @@ const (
 	Efficiency Metric = "efficiency"
 	// ErrorRate is the share of requests that ended in an error or an unknown outcome, 0 to 1.
 	ErrorRate Metric = "errors"
+	// FaultExcess is the permits admitted beyond the contract in the windows of the faults the
+	// scenario injected (verify.Summary.FaultExcess), a plain number; only for a scenario with
+	// faults.
+	FaultExcess Metric = "fault_excess"
 )
 
-var metrics = []Metric{P50, P90, P99, P999, Max, Throughput, Efficiency, ErrorRate}
+var metrics = []Metric{P50, P90, P99, P999, Max, Throughput, Efficiency, ErrorRate, FaultExcess}
 
 // IsLatency reports whether m is a latency percentile (or the maximum), measured in µs.
 func (m Metric) IsLatency() bool {
@@ -55,7 +59,8 @@ const (
 //     the bound applies to every algorithm × topology of the run.
 //   - metric is p50, p90, p99, p999, max (latency from the intended send time), throughput
 //     (completed requests per second), efficiency (admitted/ideal) or errors (share of requests that
-//     ended in an error or an unknown outcome).
+//     ended in an error or an unknown outcome) or fault_excess (permits admitted beyond the contract
+//     in the windows of the scenario's faults; only with faults).
 //   - op is <, <=, > or >=.
 //   - value for a latency is a number with a unit: us (or µs), ms or s ("5ms", "250us", "0.5s").
 //     For throughput it is a plain number. For efficiency and errors it is a plain number or a
@@ -159,6 +164,11 @@ func parseValue(m Metric, val string) (float64, error) {
 	case m == Throughput:
 		if unit != "" {
 			return 0, fmt.Errorf("throughput is requests per second, a plain number; remove %q", unit)
+		}
+		return x, nil
+	case m == FaultExcess:
+		if unit != "" {
+			return 0, fmt.Errorf("fault_excess is a number of permits, a plain number; remove %q", unit)
 		}
 		return x, nil
 	default: // efficiency, errors

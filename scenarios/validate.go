@@ -164,6 +164,7 @@ func (c *checker) check() {
 		c.add("cost", "%d is more than the limit's capacity %d: every request would be denied", s.Cost, s.Limit.Capacity())
 	}
 	c.clockSkew()
+	c.faults()
 	names := c.algorithms()
 	c.expect(names)
 	for i, t := range s.Thresholds {
@@ -199,14 +200,14 @@ func (c *checker) threshold(f string, t Threshold, names []string) {
 
 func (c *checker) topologies() {
 	if len(c.s.Topologies) == 0 {
-		c.add("topologies", "must name at least one of single, cluster")
+		c.add("topologies", "must name at least one of single, cluster, sentinel")
 	}
 	seen := map[redisenv.Topology]bool{}
 	for i, t := range c.s.Topologies {
 		f := fmt.Sprintf("topologies[%d]", i)
 		switch {
-		case t != redisenv.TopologySingle && t != redisenv.TopologyCluster:
-			c.add(f, "unknown topology %q; use single or cluster", t)
+		case t != redisenv.TopologySingle && t != redisenv.TopologyCluster && t != redisenv.TopologySentinel:
+			c.add(f, "unknown topology %q; use single, cluster or sentinel", t)
 		case seen[t]:
 			c.add(f, "%s is listed twice", t)
 		}

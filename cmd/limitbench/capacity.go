@@ -38,7 +38,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&f.algorithm, "algorithm", "", "the algorithm to size (required): a built-in name or a custom entry of SCENARIO")
 	fs.StringVar(&f.slo, "slo", capacity.DefaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
 	f.env.register(fs)
-	fs.StringVar(&f.env.topology, "topology", "", "single or cluster (default: the scenario's first topology, else single)")
+	fs.StringVar(&f.env.topology, "topology", "", "single, cluster or sentinel (default: the scenario's first topology, else single)")
 	fs.DurationVar(&f.step, "step", capacity.DefaultStep, "measured length of each step of the sweep")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
 	fs.IntVar(&f.subjects, "subjects", capacity.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")

@@ -32,7 +32,7 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.image, "image", "", `container image (default "`+redisenv.DefaultImage+`"), or "host" to build (once, offline) an image from the local redis-server`)
 	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://... for TLS, or host:port,host:port (implies --backend external)")
 	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
-	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master (process and container backends)")
+	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master, or of the Sentinel topology's master (default 1 there) (process and container backends)")
 }
 
 // config turns the flags into a redisenv.Config and validates it; set says which flags the user
@@ -72,7 +72,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("env", "[--backend B] [--topology T] [--masters N] [--replicas R] [--image I] [--redis URL] [--build-only]", stderr)
 	var f envFlags
 	f.register(fs)
-	fs.StringVar(&f.topology, "topology", string(redisenv.TopologySingle), "single or cluster")
+	fs.StringVar(&f.topology, "topology", string(redisenv.TopologySingle), "single, cluster or sentinel")
 	buildOnly := fs.Bool("build-only", false, "with --backend container --image host: build (or find) the offline image, print its tag and exit without starting anything")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -49,7 +49,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f runFlags
 	f.env.register(fs)
 	f.seg.register(fs)
-	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster or single,cluster")
+	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
@@ -96,6 +96,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	env, err := f.env.config(set)
 	if err != nil {
+		return badInput(err)
+	}
+	if err := checkEnvironments(loaded, env); err != nil {
 		return badInput(err)
 	}
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {

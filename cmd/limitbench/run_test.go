@@ -53,6 +53,9 @@ func TestRunBadInput(t *testing.T) {
 		{"negative procs", []string{"--procs", "-1", suite + "smoke.yaml"}, []string{"--procs must be >= 0"}},
 		{"bad backend", []string{"--backend", "vm", suite + "smoke.yaml"}, []string{`unknown backend "vm"`}},
 		{"bad override", []string{"--rate", "-1", suite + "smoke.yaml"}, []string{"--rate"}},
+		{"unknown topology", []string{"--topology", "sentinal", suite + "smoke.yaml"}, []string{"smoke.yaml", `unknown topology "sentinal"; use single, cluster or sentinel`}},
+		{"sentinel on external", []string{"--topology", "sentinel", "--redis", "127.0.0.1:1", suite + "smoke.yaml"}, []string{"smoke.yaml: topology sentinel", "needs backend process or container"}},
+		{"replicas on single", []string{"--topology", "single,sentinel", "--replicas", "2", "--backend", "process", suite + "smoke.yaml"}, []string{"smoke.yaml: topology single", "replicas need topology cluster or sentinel"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ func TestLocalServers(t *testing.T) {
 		{"single process", redisenv.Config{Backend: redisenv.BackendProcess}, single, 1, "1 local redis-server(s)"},
 		{"auto, no topology", redisenv.Config{Backend: redisenv.BackendAuto}, nil, 1, ""},
 		{"default cluster", redisenv.Config{Backend: redisenv.BackendProcess}, both, 3, ""},
+		{"sentinel, default replica", redisenv.Config{Backend: redisenv.BackendProcess}, []redisenv.Topology{redisenv.TopologySentinel}, 2, "2 local"},
+		{"sentinel, 3 replicas", redisenv.Config{Backend: redisenv.BackendContainer, Replicas: 3}, []redisenv.Topology{redisenv.TopologySentinel}, 4, ""},
+		{"sentinel and default cluster", redisenv.Config{Backend: redisenv.BackendProcess}, []redisenv.Topology{redisenv.TopologySentinel, redisenv.TopologyCluster}, 3, ""},
 		{"5 masters, 1 replica each", redisenv.Config{Backend: redisenv.BackendContainer, Masters: 5, Replicas: 1}, both, 10, ""},
 	}
 	for _, tt := range tests {

@@ -12,7 +12,9 @@ import (
 // localServers returns how many redis-server processes the environment cfg gives for the largest
 // of topologies run on this machine, and where, in words for the note: the servers a started
 // backend starts, or the seeds of an external target that are on this machine (localAddr), each
-// counted as one server. 0 means Redis runs elsewhere; where then says why.
+// counted as one server. A Sentinel topology counts its master and its replicas (at least one),
+// not its three Sentinels, which are redis-server processes too but only exchange a few pings a
+// second. 0 means Redis runs elsewhere; where then says why.
 func localServers(cfg redisenv.Config, topologies []redisenv.Topology, ifaces func() ([]net.Addr, error)) (int, string) {
 	if cfg.Backend == redisenv.BackendExternal {
 		seeds, err := cfg.Seeds()
@@ -45,6 +47,9 @@ func localServers(cfg redisenv.Config, topologies []redisenv.Topology, ifaces fu
 				masters = 3
 			}
 			n = max(n, masters*(1+cfg.Replicas))
+		}
+		if t == redisenv.TopologySentinel {
+			n = max(n, 1+max(1, cfg.Replicas))
 		}
 	}
 	return n, fmt.Sprintf("%d local redis-server(s)", n)

@@ -1,5 +1,7 @@
 // Package faults owns the nemesis: what breaks Redis during a load and what is seen to break.
-// It holds the building blocks a runner drives; the fault schedule of a scenario comes later.
+// It holds the building blocks a runner drives; a scenario's fault schedule (scenarios.Fault) is
+// carried out by the runner's injector (internal/runner, inject.go) with them and with redisenv's
+// node control.
 //
 // # Node watch
 //

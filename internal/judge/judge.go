@@ -121,12 +121,34 @@ func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 	}
 	if !errorsSet {
 		if _, missing := Evaluate(e, scenarios.ErrorRate); missing == "" {
-			if reason := check(e, DefaultErrors, true); reason != "" {
+			if reason := checkDefaultErrors(e); reason != "" {
 				fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 			}
 		}
 	}
 	return fails
+}
+
+// checkDefaultErrors checks DefaultErrors against e, as check does; in a measurement with
+// injected faults it counts only the errors and unknown outcomes of requests sent outside every
+// fault's window (verify.Summary.OutsideFaultErrors): those inside are the faults' own, counted
+// in their reports.
+func checkDefaultErrors(e *report.Entry) string {
+	v := e.Verification
+	if len(v.Faults) == 0 {
+		return check(e, DefaultErrors, true)
+	}
+	val := float64(v.OutsideFaultErrors) / float64(e.Requests)
+	c := verify.ThresholdCheck{Threshold: DefaultErrors.Text + " (outside the faults' windows)", Value: val, Default: true,
+		Status: verify.ThresholdHeld, Shown: FormatMetric(scenarios.ErrorRate, val)}
+	var reason string
+	if !DefaultErrors.Holds(val) {
+		c.Status = verify.ThresholdBroken
+		reason = fmt.Sprintf("default threshold %q (set an errors threshold to change it) broken outside the faults' windows: errors = %s",
+			DefaultErrors.Text, c.Shown)
+	}
+	e.Verification.AddThreshold(c, reason)
+	return reason
 }
 
 // check checks th (the default errors threshold when def) against e, records it in
@@ -226,6 +248,11 @@ func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
 			return 0, "no request was measured"
 		}
 		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
+	case scenarios.FaultExcess:
+		if len(e.Verification.Faults) == 0 {
+			return 0, "no fault was injected in this measurement"
+		}
+		return float64(e.Verification.FaultExcess), ""
 	}
 	return 0, fmt.Sprintf("unknown metric %q", m)
 }

@@ -44,6 +44,9 @@ func TestEvaluate(t *testing.T) {
 	noContract := measured("mine")
 	noContract.Verification.Contract = "none"
 	noContract.Accuracy = verify.AccuracySummary{}
+	faulted := measured("gcra")
+	faulted.Verification.Faults = []verify.FaultReport{{Name: "restart master at 1s", Excess: 89}}
+	faulted.Verification.FaultExcess = 89
 	tests := []struct {
 		name    string
 		e       report.Entry
@@ -64,6 +67,8 @@ func TestEvaluate(t *testing.T) {
 		{"errors with no request", empty, scenarios.ErrorRate, 0, "no request was measured"},
 		{"efficiency with no ideal admission", empty, scenarios.Efficiency, 0, "an exact limiter would have admitted nothing"},
 		{"efficiency without a contract", noContract, scenarios.Efficiency, 0, "no contract"},
+		{"fault_excess without faults", e, scenarios.FaultExcess, 0, "no fault was injected"},
+		{"fault_excess", faulted, scenarios.FaultExcess, 89, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,5 +242,43 @@ func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 		if got := res.Entries[i].Label(); got != "fail" {
 			t.Errorf("%s: outcome %q with a broken threshold; want fail", res.Entries[i].Algorithm, got)
 		}
+	}
+}
+
+// Issue 19: in a measurement with injected faults, the default errors threshold counts only the
+// errors outside the faults' windows (those inside are the faults' own); a scenario's fault_excess
+// threshold fails an algorithm that over-admitted because of a fault.
+func TestJudgeFaults(t *testing.T) {
+	faulted := func(outside int64) report.Entry {
+		e := measured("gcra")
+		e.Errors, e.Unknown = 300, 100 // 40% of the requests, nearly all inside the faults' windows
+		e.Verification.Faults = []verify.FaultReport{{Name: "restart master at 1s", Excess: 89, Failed: 300, Unknown: 100 - outside}}
+		e.Verification.FaultExcess = 89
+		e.Verification.OutsideFaultErrors = outside
+		return e
+	}
+	tests := []struct {
+		name       string
+		thresholds []string
+		e          report.Entry
+		verdict    verify.Verdict
+		fails      int
+	}{
+		{"errors inside the windows", nil, faulted(5), verify.Pass, 0},
+		{"errors outside the windows", nil, faulted(50), verify.Inconclusive, 1},
+		{"fault_excess held", []string{"fault_excess <= 100"}, faulted(0), verify.Pass, 0},
+		{"fault_excess broken", []string{"gcra: fault_excess <= 0"}, faulted(0), verify.Fail, 1},
+		{"another algorithm's fault_excess", []string{"token-bucket: fault_excess <= 0"}, faulted(0), verify.Pass, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scenarios.Default()
+			s.Thresholds = thresholds(t, tt.thresholds...)
+			res := &report.Result{Entries: []report.Entry{tt.e}}
+			fails := Run(s, res)
+			if v := res.Entries[0].Verification; v.Verdict != tt.verdict || len(fails) != tt.fails {
+				t.Errorf("verdict %s, failures %q; want %s and %d failure(s)", v.Verdict, fails, tt.verdict, tt.fails)
+			}
+		})
 	}
 }

@@ -185,7 +185,17 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: o.Repeat, Progress: lp, Duration: total})
 		}
 	}
-	client := tgt.NewClient(redisenv.ClientOptions{PoolSize: s.Clients + 2})
+	copts := redisenv.ClientOptions{PoolSize: s.Clients + 2}
+	var netw *faults.Network
+	if needsNetwork(s.Faults) {
+		// The load reaches every node through a proxy, where network faults are injected.
+		if netw, err = faults.ProxyTarget(tgt); err != nil {
+			return nil, fmt.Errorf("%s: start the fault proxies: %w", name, err)
+		}
+		defer func() { _ = netw.Close(cleanCtx) }()
+		copts.Dialer = netw.Dialer()
+	}
+	client := tgt.NewClient(copts)
 	defer client.Close()
 
 	before, err := ReadStats(ctx, tgt)
@@ -217,8 +227,13 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	loadCtx, stopLoad := context.WithCancelCause(ctx)
 	defer stopLoad(nil)
 	guard := faults.NewGuard(faults.GuardOptions{}, stopLoad)
+	var ns noScripts
+	var inj *injector
 	p.OnOutcome = func(o *load.Outcome) {
-		guard.Observe(o)
+		if !inj.Busy() {
+			guard.Observe(o)
+		}
+		ns.observe(o)
 		if o.Err != nil && load.Unreachable(load.ErrorKindOf(o.Err)) {
 			watch.Poke() // date a restart closely
 		}
@@ -233,12 +248,23 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			sinks = rec.shiftedSinks(seg.ClockOffset)
 		}
 	}
+	if len(s.Faults) > 0 {
+		inj = startInjector(ctx, tgt, netw, s.Faults, time.Now().Add(p.Warmup))
+	}
 	res, err := load.Run(loadCtx, client, runLim, p, sinks)
+	var injected []injection
+	if inj != nil {
+		injected = inj.Stop()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
 	events := watch.Stop()
 	vm := rec.verification(res, contract, a.Model(s.Limit), events)
+	if len(s.Faults) > 0 {
+		vm.Faults = rec.injectedFaults(injected, res)
+		vm.Disruptions = append(vm.Disruptions, rec.injectedDisruptions(injected, res)...)
+	}
 	gerr := guard.Err()
 	if gerr != nil {
 		vm.Warnings.StopReason = stopReason(gerr)
@@ -246,6 +272,7 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	_, custom := a.(*customAlgorithm)
 	entry := func(srv *report.Server) *report.Entry {
 		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim)
+		addNoScripts(e.Verification.Faults, injected, &ns, res)
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w
 		if seg != nil {

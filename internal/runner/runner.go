@@ -1,7 +1,10 @@
 // Package runner orchestrates a run and owns nothing else: for each topology of a scenario it
 // starts one Redis environment (redisenv), resolves the algorithms, and for every algorithm
 // (interleaved with the reference script, repeated as asked) prepares it on a fresh key prefix,
-// watches every node meanwhile (faults.Watcher: restarts, failovers, flushes), feeds load.Run the
+// watches every node meanwhile (faults.Watcher: restarts, failovers, flushes), injects the
+// scenario's faults on the run's clock (inject.go: node control, a toxiproxy network in front of
+// every node for the network faults; each fault's start and end recorded and handed to the
+// verifier as verify.InjectedFault, and restarts, kills and failovers as disruptions), feeds load.Run the
 // aggregators of one measurement (load's histograms, timeline and errors by class, verify's
 // admission logs) with a faults.Guard that stops the load when Redis is gone or refuses a
 // permission, reads what the decisions cost Redis (INFO, MEMORY USAGE), removes the keys (and,
@@ -191,6 +194,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	for _, topo := range s.Topologies {
 		cfg := o.Env
 		cfg.Topology = redisenv.Topology(topo)
+		if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
+			cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
+		}
 		cfg.Logf = logf
 		tgt, err := redisenv.Start(ctx, cfg)
 		if err != nil {

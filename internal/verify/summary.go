@@ -31,6 +31,9 @@ type Measurement struct {
 	// algorithm did not cause, on the logs' clock; those that may have lost the state cut the
 	// measured history into epochs verified apart (CheckEpochs).
 	Disruptions []Disruption
+	// Faults are the faults the scenario asked for, as the runner injected them, on the logs'
+	// clock: the history is judged with JudgeFaults, and each gets a FaultReport.
+	Faults []InjectedFault
 }
 
 // Sections returns the measurement's verification and accuracy sections of a result entry: the
@@ -39,7 +42,7 @@ type Measurement struct {
 // exact limiter (its error a reason instead) and a note when decisions replayed through the
 // reference model differ. A canceled measurement without a log says so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
-	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions, m.check)
+	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions, m.Faults, m.check)
 	var acc AccuracySummary
 	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
 		if r, err := m.accuracy(); err == nil {
@@ -235,6 +238,14 @@ type Summary struct {
 	// Unplaced counts the admissions and unknown outcomes decided while the state was being lost,
 	// which no epoch checks (EpochReport.Unplaced).
 	Unplaced int64 `json:"unplaced,omitempty"`
+	// Faults reports each fault the scenario injected (Measurement.Faults), in its order;
+	// FaultExcess is the sum of their Excess: the permits admitted beyond the contract in the
+	// faults' windows, which the fault_excess threshold bounds.
+	Faults      []FaultReport `json:"faults,omitempty"`
+	FaultExcess int64         `json:"fault_excess,omitempty"`
+	// OutsideFaultErrors counts, with faults, the requests sent outside every fault's window
+	// that failed or whose outcome is unknown: the default errors threshold counts only these.
+	OutsideFaultErrors int64 `json:"outside_fault_errors,omitempty"`
 }
 
 // DisruptionReport is a Disruption in a result entry, its times in seconds from the start of
@@ -316,7 +327,7 @@ func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
 // inconclusive verdict that says why. It is Measurement.Sections' verification without
 // disruptions.
 func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) Summary {
-	return summarize(contract, log, w, start, nil, plainCheck(contract))
+	return summarize(contract, log, w, start, nil, nil, plainCheck(contract))
 }
 
 // summarize is Summarize with the disruptions ds and check for each history (see epochCheck):
@@ -324,7 +335,7 @@ func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) 
 // judged with JudgeEpochs, so that where ds may have lost the state, the definite violations,
 // the worst excess and the violation times are the epochs' own, and the violations that reach
 // across a loss are counted apart.
-func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption, check epochCheck) Summary {
+func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption, fs []InjectedFault, check epochCheck) Summary {
 	v := Summary{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
@@ -345,6 +356,14 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		return v
 	}
 	j := JudgeEpochs(er, w)
+	if len(fs) > 0 {
+		v.Faults = faultReports(fs, er, log, start)
+		for _, f := range v.Faults {
+			v.FaultExcess += f.Excess
+		}
+		j = JudgeFaults(er, w, log, fs, v.Faults)
+		v.OutsideFaultErrors = outsideErrors(log, seen(fs, er.Cuts))
+	}
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
 	var kept []string
 	for _, d := range ds {

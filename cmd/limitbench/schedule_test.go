@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
+)
+
+// Issue 19: the standard restart scenario, cut to two corrected algorithms: the restart is
+// injected on the run's clock, detected and named in each entry's fault report, its excess
+// attributed to it; the verdicts pass (the fault the scenario asked for happened) and the
+// reports have a Faults section.
+func TestRunRestartScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a real redis-server under load")
+	}
+	out := t.TempDir()
+	code, _, stderr, res := runCLI(t, out, true, "--algorithms", "gcra,sliding-log", "--duration", "3s", "--no-reference", suite+"restart.yaml")
+	checkExit(t, code, stderr)
+	var excess int64
+	for _, e := range res.Entries {
+		v := e.Verification
+		if v.Verdict == verify.Fail || v.DefiniteViolations != 0 || len(v.Faults) != 1 {
+			t.Fatalf("%s: verdict %s, %d definite, %d fault reports (%v)", e.Algorithm, v.Verdict, v.DefiniteViolations, len(v.Faults), v.Reasons)
+		}
+		f := v.Faults[0]
+		if f.Kind != "restart" || !f.StateLost || !strings.Contains(f.StateLoss, "restarted (run id") || f.FromS < 1.4 || f.FromS > 2 {
+			t.Errorf("%s: fault %+v; want the restart at 1.5s seen as a loss of the state", e.Algorithm, f)
+		}
+		excess += f.Excess
+	}
+	if excess == 0 {
+		t.Errorf("no excess across the restart: the scenario does not show what it says")
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil || !bytes.Contains(md, []byte("## Faults")) || !bytes.Contains(md, []byte("restart master at 1.5s")) {
+		t.Errorf("report.md lacks the Faults section (%v)", err)
+	}
+}
+
+// Issue 19: the standard slow-link scenario on gcra: the latency shows in the percentiles, the
+// verdict is unchanged and the fault_excess threshold holds.
+func TestRunSlowLinkScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs through a latency proxy against a real redis-server")
+	}
+	code, stderr, res := runScenario(t, "--algorithms", "gcra", "--no-reference", suite+"slow-link.yaml")
+	checkExit(t, code, stderr)
+	e := res.Entries[0]
+	v := e.Verification
+	if v.Verdict == verify.Fail || len(v.Faults) != 1 || v.Faults[0].Excess != 0 || v.Faults[0].Error != "" {
+		t.Fatalf("verdict %s, faults %+v (%v)", v.Verdict, v.Faults, v.Reasons)
+	}
+	// Half the load crossed a link 40 to 60 ms slower each way back.
+	if e.LatencyUS.P99 < 40_000 {
+		t.Errorf("p99 %.0fµs; want the 50ms latency to show", e.LatencyUS.P99)
+	}
+	held := false
+	for _, c := range v.Thresholds {
+		held = held || c.Threshold == "gcra: fault_excess <= 0" && c.Status == verify.ThresholdHeld
+	}
+	if !held {
+		t.Errorf("thresholds %+v; want gcra: fault_excess <= 0 held", v.Thresholds)
+	}
+}
+
+// Issue 19: server faults on an external Redis are refused before anything starts, naming the
+// file, line and field; a slow link is allowed there.
+func TestRunFaultsOnExternal(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--redis", "127.0.0.1:1", suite + "restart.yaml"}, &stdout, &stderr)
+	if code != exitBadInput || !strings.Contains(stderr.String(), "restart.yaml:") ||
+		!strings.Contains(stderr.String(), "faults[0].kind: restart acts on a server limitbench started") {
+		t.Errorf("restart on an external Redis: exit %d, stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	code = run([]string{"run", "--redis", "127.0.0.1:1", suite + "slow-link.yaml"}, &stdout, &stderr)
+	if code == exitBadInput {
+		t.Errorf("a slow link on an external Redis was refused:\n%s", stderr.String())
+	}
+}
+
+// Issue 19: the standard sentinel-failover scenario on gcra, on real Sentinels: the failover is
+// injected (SENTINEL FAILOVER), the promoted replica named, the loss of the state attributed to
+// it; never a fail.
+func TestRunSentinelFailoverScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fails a real Sentinel group over under load")
+	}
+	code, stderr, res := runScenario(t, "--algorithms", "gcra", "--duration", "3s", "--no-reference", suite+"sentinel-failover.yaml")
+	if code != exitOK && code != exitFailed {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	e := res.Entries[0]
+	v := e.Verification
+	if v.Verdict == verify.Fail || v.DefiniteViolations != 0 || len(v.Faults) != 1 {
+		t.Fatalf("verdict %s, %d definite, faults %+v (%v)", v.Verdict, v.DefiniteViolations, v.Faults, v.Reasons)
+	}
+	f := v.Faults[0]
+	if f.Kind != "failover" || f.Error != "" || !f.StateLost || !strings.Contains(f.Name, "(promoted 127.0.0.1:") {
+		t.Errorf("fault %+v; want the failover carried out, its promoted replica named, the state lost", f)
+	}
+	if code == exitFailed {
+		// Inconclusive is the honest answer when the generator fell behind or the old master
+		// was not seen stepping down; a fail it never is.
+		t.Logf("inconclusive: %v", v.Reasons)
+	}
+}

@@ -1,0 +1,293 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// injection is one fault of a scenario's schedule as one measurement carried it out.
+type injection struct {
+	// Index is the fault's place in the scenario's faults list.
+	Index int
+	Fault scenarios.Fault
+	// Nodes are the addresses the target resolved to when the fault started.
+	Nodes []string
+	// Start is when the injector began acting (just before the first node was touched); End
+	// when it had finished (every node restarted, resumed, the proxies cleared). Start is zero
+	// when the fault never started (the load ended first, or its target did not resolve).
+	Start, End time.Time
+	// Err is what went wrong, nil when the fault was carried out as planned.
+	Err error
+	// Promoted is the replica a failover promoted.
+	Promoted string
+}
+
+// injector carries out a fault schedule on a target during one measurement, each fault in its
+// own goroutine at its time on the run's clock (origin is the start of the measured part).
+type injector struct {
+	// down counts the restarts and failovers under way: while one is, Redis is expected to
+	// be unreachable (see Busy).
+	down   atomic.Int32
+	wait   sync.WaitGroup
+	cancel context.CancelFunc // cancels the waits for faults not started yet
+	mu     sync.Mutex
+	out    []injection
+}
+
+// startInjector starts carrying out schedule on tgt (network faults on netw, which must be
+// non-nil when the schedule has any) from origin on. ctx bounds the faults' actions (a paused
+// server is resumed and a proxy cleared even when ctx ends; see Stop).
+func startInjector(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, schedule []scenarios.Fault,
+	origin time.Time) *injector {
+	in := &injector{out: make([]injection, len(schedule))}
+	waitCtx, cancel := context.WithCancel(ctx)
+	in.cancel = cancel
+	for i, f := range schedule {
+		in.out[i] = injection{Index: i, Fault: f}
+		in.wait.Add(1)
+		go func() {
+			defer in.wait.Done()
+			t := time.NewTimer(time.Until(origin.Add(f.At)))
+			defer t.Stop()
+			select {
+			case <-waitCtx.Done():
+				in.set(i, func(j *injection) { j.Err = errors.New("not injected: the load ended first") })
+				return
+			case <-t.C:
+			}
+			j := in.inject(ctx, tgt, netw, f)
+			j.Index = i
+			in.set(i, func(out *injection) { *out = j })
+		}()
+	}
+	return in
+}
+
+// Busy reports whether a restart or a failover is under way: the load's unreachable outcomes
+// are then the fault's doing, not a lost Redis (the guard ignores them; a container takes
+// seconds to restart). A kill is not: Redis killed for good is lost once the kill is done.
+func (in *injector) Busy() bool { return in != nil && in.down.Load() > 0 }
+
+func (in *injector) set(i int, fn func(*injection)) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	fn(&in.out[i])
+}
+
+// Stop abandons the faults that have not started, waits for those under way to finish (their
+// durations are within the measured part, so they end with the load) and returns every fault
+// of the schedule, in order.
+func (in *injector) Stop() []injection {
+	in.cancel()
+	in.wait.Wait()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]injection(nil), in.out...)
+}
+
+// inject carries out f on tgt and returns what it did.
+func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, f scenarios.Fault) (j injection) {
+	j.Fault = f
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	nodes, err := tgt.Select(sctx, f.Target)
+	cancel()
+	if err != nil {
+		j.Err = fmt.Errorf("resolve %s: %w", f.Target, err)
+		return j
+	}
+	j.Nodes = nodes
+	if f.Kind == scenarios.FaultRestart || f.Kind == scenarios.FaultFailover {
+		in.down.Add(1)
+		defer in.down.Add(-1)
+	}
+	j.Start = time.Now()
+	defer func() { j.End = time.Now() }()
+	// A fault's actions finish even when the run is interrupted: a server must not stay paused
+	// nor a proxy faulty.
+	actCtx := context.WithoutCancel(ctx)
+	each := func(fn func(addr string) error) error {
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for k, a := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(a); err != nil {
+					errs[k] = fmt.Errorf("%s: %w", a, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	onNode := func(addr string, fn func(c *redis.Client) error) error {
+		c := redis.NewClient(tgt.NodeOptions(addr))
+		defer c.Close()
+		return fn(c)
+	}
+	switch f.Kind {
+	case scenarios.FaultKill:
+		j.Err = each(func(a string) error { return tgt.Kill(actCtx, a) })
+	case scenarios.FaultRestart:
+		j.Err = each(func(a string) error {
+			rctx, cancel := context.WithTimeout(actCtx, 30*time.Second)
+			defer cancel()
+			return tgt.Restart(rctx, a)
+		})
+	case scenarios.FaultPause:
+		j.Err = each(func(a string) error {
+			if err := tgt.Pause(actCtx, a); err != nil {
+				return err
+			}
+			time.Sleep(f.Duration)
+			return tgt.Resume(actCtx, a)
+		})
+	case scenarios.FaultFailover:
+		var promoted sync.Mutex
+		j.Err = each(func(a string) error {
+			fctx, cancel := context.WithTimeout(actCtx, 30*time.Second)
+			defer cancel()
+			p, err := tgt.Failover(fctx, a, f.Mode)
+			promoted.Lock()
+			defer promoted.Unlock()
+			j.Promoted = p
+			return err
+		})
+	case scenarios.FaultFlushScripts:
+		j.Err = each(func(a string) error {
+			return onNode(a, func(c *redis.Client) error { return c.ScriptFlush(actCtx).Err() })
+		})
+	case scenarios.FaultClientKill:
+		j.Err = each(func(a string) error {
+			return onNode(a, func(c *redis.Client) error { return c.Do(actCtx, "CLIENT", "KILL", "TYPE", "normal").Err() })
+		})
+	case scenarios.FaultLatency, scenarios.FaultReset, scenarios.FaultBlackhole:
+		lf := faults.LinkFault{Kind: faults.LinkFaultKind(f.Kind), Latency: f.Latency, Jitter: f.Jitter, Drop: f.Drop}
+		j.Err = each(func(a string) error {
+			p, ok := netw.Proxy(a)
+			if !ok {
+				return fmt.Errorf("no proxy in front of %s", a)
+			}
+			_, _, err := p.InjectFor(actCtx, lf, f.Duration)
+			return err
+		})
+	default:
+		j.Err = fmt.Errorf("unknown fault kind %q", f.Kind)
+	}
+	return j
+}
+
+// needsNetwork reports whether schedule has a network fault, which needs the load's client to
+// go through a proxy in front of every node.
+func needsNetwork(schedule []scenarios.Fault) bool {
+	for _, f := range schedule {
+		if f.Kind.Network() {
+			return true
+		}
+	}
+	return false
+}
+
+// noScripts records when requests met a NOSCRIPT error (their send offsets from the run's
+// start), for the faults' reports; at most maxNoScripts are kept.
+type noScripts struct {
+	mu   sync.Mutex
+	sent []time.Duration
+}
+
+const maxNoScripts = 1 << 20
+
+// observe notes o when it met NOSCRIPT.
+func (n *noScripts) observe(o *load.Outcome) {
+	if o.Err == nil || !strings.Contains(o.Err.Error(), "NOSCRIPT") {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.sent) < maxNoScripts {
+		n.sent = append(n.sent, o.Sent)
+	}
+}
+
+// count returns how many NOSCRIPT errors met requests sent in [from, to] (offsets from the run's
+// start).
+func (n *noScripts) count(from, to time.Duration) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var c int64
+	for _, s := range n.sent {
+		if s >= from && s <= to {
+			c++
+		}
+	}
+	return c
+}
+
+// injectedFaults returns the injections as the verifier takes them: on the admission log's
+// clock (rec's), each window from when the injector began acting to when it finished plus the
+// fault's recovery.
+func (r *recording) injectedFaults(js []injection, res *load.Result) []verify.InjectedFault {
+	out := make([]verify.InjectedFault, len(js))
+	for i, j := range js {
+		f := verify.InjectedFault{Name: j.Fault.Name(), Kind: string(j.Fault.Kind), Target: j.Fault.Target.String(), Nodes: j.Nodes}
+		if j.Err != nil {
+			f.Err = j.Err.Error()
+		}
+		if j.Promoted != "" {
+			f.Name += " (promoted " + j.Promoted + ")"
+		}
+		if !j.Start.IsZero() {
+			f.Lo, f.Hi = r.log.Span(j.Start.Sub(res.Start), j.End.Sub(res.Start))
+			_, f.Until = r.log.Span(0, j.End.Sub(res.Start)+j.Fault.Recovery)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// addNoScripts fills in each fault report's NOSCRIPT count from ns.
+func addNoScripts(reps []verify.FaultReport, js []injection, ns *noScripts, res *load.Result) {
+	for i := range reps {
+		if i < len(js) && !js[i].Start.IsZero() {
+			reps[i].NoScript = ns.count(js[i].Start.Sub(res.Start), js[i].End.Sub(res.Start)+js[i].Fault.Recovery)
+		}
+	}
+}
+
+// injectedDisruptions returns the injections that may have lost the limiter's state (a restart,
+// a kill, a failover) as disruptions on the admission log's clock, so that the history is cut
+// there even if the node watch did not see the change (it polls). Cutting only removes
+// violations from the algorithm's account; the watch's own events, when it saw them, merge
+// with these into one cut.
+func (r *recording) injectedDisruptions(js []injection, res *load.Result) []verify.Disruption {
+	var out []verify.Disruption
+	for _, j := range js {
+		switch j.Fault.Kind {
+		case scenarios.FaultRestart, scenarios.FaultKill, scenarios.FaultFailover:
+		default:
+			continue
+		}
+		if j.Start.IsZero() {
+			continue
+		}
+		lo, hi := r.log.Span(j.Start.Sub(res.Start), j.End.Sub(res.Start))
+		measured := res.Start.Add(res.Plan.Warmup)
+		out = append(out, verify.Disruption{Lo: lo, Hi: hi, Node: strings.Join(j.Nodes, ","), Kind: "injected " + string(j.Fault.Kind),
+			StateLost: true, What: fmt.Sprintf("the injected %s (%.3fs to %.3fs)", j.Fault.Name(),
+				j.Start.Sub(measured).Seconds(), j.End.Sub(measured).Seconds())})
+	}
+	return out
+}

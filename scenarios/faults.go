@@ -1,0 +1,271 @@
+package scenarios
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/limitbench/limitbench/internal/redisenv"
+)
+
+// FaultKind names what a scheduled fault does.
+type FaultKind string
+
+// Fault kinds. The first six act on servers limitbench started (process or container backend);
+// the last three on the network between the load generator and Redis, and are the only ones
+// allowed on an external Redis.
+const (
+	// FaultKill kills the targeted servers (SIGKILL, or docker kill) and leaves them dead.
+	FaultKill FaultKind = "kill"
+	// FaultRestart kills the targeted servers and starts them again on the same port: their
+	// data is gone unless persistence keeps it.
+	FaultRestart FaultKind = "restart"
+	// FaultPause freezes the targeted servers (SIGSTOP, or docker pause) for Duration, then
+	// resumes them: connections stay open, nothing is answered meanwhile.
+	FaultPause FaultKind = "pause"
+	// FaultFailover promotes a replica of the targeted master (cluster or sentinel), in Mode.
+	FaultFailover FaultKind = "failover"
+	// FaultFlushScripts runs SCRIPT FLUSH on the targeted servers: the next EVALSHA meets
+	// NOSCRIPT.
+	FaultFlushScripts FaultKind = "flush-scripts"
+	// FaultClientKill runs CLIENT KILL TYPE normal on the targeted servers: every client
+	// connection is closed.
+	FaultClientKill FaultKind = "client-kill"
+	// FaultLatency delays every reply from the targeted nodes by Latency ± Jitter for Duration.
+	FaultLatency FaultKind = "latency"
+	// FaultReset resets every connection to the targeted nodes that carries data during
+	// Duration.
+	FaultReset FaultKind = "reset"
+	// FaultBlackhole holds all traffic to and from the targeted nodes for Duration, then
+	// releases it (or, with Drop, drops it and closes the connections).
+	FaultBlackhole FaultKind = "blackhole"
+)
+
+// FaultKinds lists every kind, in the order of the package doc.
+var FaultKinds = []FaultKind{FaultKill, FaultRestart, FaultPause, FaultFailover, FaultFlushScripts,
+	FaultClientKill, FaultLatency, FaultReset, FaultBlackhole}
+
+// Network reports whether k acts on the network between the load generator and Redis (through
+// a proxy in front of each node) rather than on a server.
+func (k FaultKind) Network() bool {
+	return k == FaultLatency || k == FaultReset || k == FaultBlackhole
+}
+
+// lasts reports whether k has a duration: pause and the network faults. The others act once.
+func (k FaultKind) lasts() bool { return k == FaultPause || k.Network() }
+
+// Fault is one entry of a scenario's faults list: what to break, where, when and for how long.
+type Fault struct {
+	// At is when it starts, from the start of the measured part (after the warmup); >= 0, and
+	// At + Duration at most the scenario's duration.
+	At   time.Duration
+	Kind FaultKind
+	// Target names the nodes: master (default), master:N, replica, replica:N, masters,
+	// node:HOST:PORT (redisenv.Selector), resolved when the fault starts.
+	Target redisenv.Selector
+	// Duration is how long pause and network faults last (required for them, > 0); the others
+	// act once and take none.
+	Duration time.Duration
+	// Recovery is how long after the fault ends its effects are still its own: violations,
+	// unknown outcomes and errors until then are attributed to it. In a file, default: the limit's window
+	// (a window that began before the fault ended reaches that far). >= 0.
+	Recovery time.Duration
+	// Latency and Jitter, for latency only: whole milliseconds, Latency > 0, 0 <= Jitter <=
+	// Latency.
+	Latency, Jitter time.Duration
+	// Drop, for blackhole only: drop the held traffic and close the connections at the end
+	// instead of releasing it.
+	Drop bool
+	// Mode, for failover only: "" (coordinated), force, takeover (cluster) or kill (see
+	// redisenv.FailoverMode).
+	Mode redisenv.FailoverMode
+}
+
+// Name describes f in a few words: "restart master at 2s", "latency 50ms±10ms on masters at
+// 1s for 2s".
+func (f Fault) Name() string {
+	s := string(f.Kind)
+	if f.Kind == FaultLatency {
+		s += " " + f.Latency.String()
+		if f.Jitter > 0 {
+			s += "±" + f.Jitter.String()
+		}
+	}
+	if f.Kind == FaultFailover && f.Mode != "" {
+		s += " (" + string(f.Mode) + ")"
+	}
+	if f.Kind == FaultBlackhole && f.Drop {
+		s += " (drop)"
+	}
+	s += " " + f.Target.String() + " at " + f.At.String()
+	if f.Duration > 0 {
+		s += " for " + f.Duration.String()
+	}
+	return s
+}
+
+// Window returns when f's effects are its own, from the start of the measured part: [At, At +
+// Duration + Recovery]. The injector records when it actually acted; this is the plan.
+func (f Fault) Window() (from, to time.Duration) { return f.At, f.At + f.Duration + f.Recovery }
+
+// faultFields are the fields of a faults entry.
+var faultFields = []string{"at", "kind", "target", "duration", "recovery", "latency", "jitter", "drop", "mode"}
+
+// faults decodes the faults list; an entry without recovery takes the limit's window, filled in
+// by the validation (the window may be given after the faults).
+func (d *decoder) faults(n *yaml.Node) []Fault {
+	var out []Fault
+	for i, it := range d.list(n, "faults", "[{at: 2s, kind: restart, target: master}]") {
+		f := fmt.Sprintf("faults[%d]", i)
+		m := d.mapping(it, f, faultFields)
+		ft := Fault{Recovery: -1}
+		set(&ft.At, m["at"], f+".at", d.duration)
+		if v := m["kind"]; v != nil {
+			if k, ok := d.str(v, f+".kind"); ok {
+				ft.Kind = FaultKind(k)
+			}
+		}
+		if v := m["target"]; v != nil {
+			if t, ok := d.str(v, f+".target"); ok {
+				sel, err := redisenv.ParseSelector(t)
+				if err != nil {
+					d.fail(v, f+".target", "%q: want master, master:N, replica, replica:N, masters or node:HOST:PORT", t)
+				}
+				ft.Target = sel
+			}
+		}
+		set(&ft.Duration, m["duration"], f+".duration", d.duration)
+		set(&ft.Recovery, m["recovery"], f+".recovery", d.duration)
+		set(&ft.Latency, m["latency"], f+".latency", d.duration)
+		set(&ft.Jitter, m["jitter"], f+".jitter", d.duration)
+		set(&ft.Drop, m["drop"], f+".drop", d.bool)
+		if v := m["mode"]; v != nil {
+			if s, ok := d.str(v, f+".mode"); ok {
+				if s == "default" {
+					s = ""
+				}
+				ft.Mode = redisenv.FailoverMode(s)
+			}
+		}
+		if m != nil {
+			for _, req := range []string{"at", "kind"} {
+				if m[req] == nil {
+					d.fail(it, f+"."+req, "missing: every fault needs at (when) and kind (what)")
+				}
+			}
+		}
+		out = append(out, ft)
+	}
+	return out
+}
+
+// faults checks the faults list and persistence.
+func (c *checker) faults() {
+	s := c.s
+	c.faultThresholds()
+	switch s.Persistence {
+	case redisenv.PersistenceNone, redisenv.PersistenceAOFEverySec, redisenv.PersistenceAOFAlways:
+	default:
+		c.add("persistence", "unknown persistence %q; use none, aof-everysec or aof-always", s.Persistence)
+	}
+	for i := range s.Faults {
+		ft := &s.Faults[i]
+		f := fmt.Sprintf("faults[%d]", i)
+		if ft.Recovery < 0 {
+			if c.s.present(f + ".recovery") {
+				c.add(f+".recovery", "must be >= 0, got %s", ft.Recovery)
+			}
+			ft.Recovery = s.Limit.Window
+		}
+		known := false
+		for _, k := range FaultKinds {
+			known = known || ft.Kind == k
+		}
+		if !known {
+			c.add(f+".kind", "unknown fault kind %q; use kill, restart, pause, failover, flush-scripts, client-kill, latency, reset or blackhole", ft.Kind)
+			continue
+		}
+		if ft.At < 0 {
+			c.add(f+".at", "must be >= 0 (from the start of the measured part), got %s", ft.At)
+		}
+		switch {
+		case ft.Kind.lasts() && ft.Duration <= 0:
+			c.add(f+".duration", "%s needs a duration > 0, got %s", ft.Kind, ft.Duration)
+		case !ft.Kind.lasts() && c.s.present(f+".duration"):
+			c.add(f+".duration", "%s acts once and takes no duration", ft.Kind)
+		case ft.At >= 0 && ft.At+ft.Duration > s.Duration:
+			c.add(f+".at", "the fault would end at %s, after the measured part (duration %s)", ft.At+ft.Duration, s.Duration)
+		}
+		if ft.Kind == FaultLatency {
+			if ft.Latency <= 0 || ft.Latency%time.Millisecond != 0 {
+				c.add(f+".latency", "latency needs a positive whole number of milliseconds, got %s", ft.Latency)
+			} else if ft.Jitter < 0 || ft.Jitter%time.Millisecond != 0 || ft.Jitter > ft.Latency {
+				c.add(f+".jitter", "must be whole milliseconds from 0 to the latency (%s), got %s", ft.Latency, ft.Jitter)
+			}
+		} else {
+			for _, fld := range []string{"latency", "jitter"} {
+				if c.s.present(f + "." + fld) {
+					c.add(f+"."+fld, "only for kind latency, not %s", ft.Kind)
+				}
+			}
+		}
+		if ft.Kind != FaultBlackhole && c.s.present(f+".drop") {
+			c.add(f+".drop", "only for kind blackhole, not %s", ft.Kind)
+		}
+		if ft.Kind == FaultFailover {
+			switch ft.Mode {
+			case redisenv.FailoverCoordinated, redisenv.FailoverForce, redisenv.FailoverTakeover, redisenv.FailoverKill:
+			default:
+				c.add(f+".mode", "unknown failover mode %q; use default, force, takeover or kill", ft.Mode)
+			}
+		} else if c.s.present(f + ".mode") {
+			c.add(f+".mode", "only for kind failover, not %s", ft.Kind)
+		}
+		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != "" {
+			c.add(f+".target", "failover acts on a master (master or master:N), not %s", ft.Target)
+		}
+	}
+}
+
+// faultThresholds refuses a fault_excess threshold in a scenario without faults.
+func (c *checker) faultThresholds() {
+	if len(c.s.Faults) > 0 {
+		return
+	}
+	for i, t := range c.s.Thresholds {
+		if t.Metric == FaultExcess {
+			c.add(fmt.Sprintf("thresholds[%d]", i), "fault_excess bounds what the scenario's faults cost, and it has none (add faults)")
+		}
+	}
+}
+
+// CheckEnvironment reports, as problems of s's file, the faults and persistence that env cannot
+// carry out in topology: on an external Redis only network faults (never kill, pause or flush a
+// server limitbench did not start) and no persistence; a failover needs a replica (cluster with
+// replicas, or sentinel); a replica target too. nil when everything can run.
+func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topology) error {
+	var probs []Problem
+	add := func(field, format string, a ...any) {
+		probs = append(probs, s.place(Problem{Field: field, Msg: fmt.Sprintf(format, a...)}))
+	}
+	external := env.Backend == redisenv.BackendExternal
+	if external && s.Persistence != redisenv.PersistenceNone && s.Persistence != "" {
+		add("persistence", "applies to servers limitbench starts, not to an external Redis")
+	}
+	replicas := env.Replicas > 0 || topology == redisenv.TopologySentinel
+	for i, ft := range s.Faults {
+		f := fmt.Sprintf("faults[%d]", i)
+		switch {
+		case external && !ft.Kind.Network():
+			add(f+".kind", "%s acts on a server limitbench started; on an external Redis only latency, reset and blackhole are allowed", ft.Kind)
+		case ft.Kind == FaultFailover && !replicas:
+			add(f+".kind", "failover needs a replica: topology sentinel, or cluster with --replicas (topology %s here)", topology)
+		case ft.Target.Kind == redisenv.SelectReplica && !replicas:
+			add(f+".target", "%s: topology %s has no replica here (use topology sentinel, or cluster with --replicas)", ft.Target, topology)
+		case ft.Target.Shard > 0 && topology != redisenv.TopologyCluster:
+			add(f+".target", "%s: topology %s has shard 0 only", ft.Target, topology)
+		}
+	}
+	return errorsOf(probs)
+}
