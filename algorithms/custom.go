@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -42,8 +41,13 @@ type CustomSpec struct {
 	Allowed ReplyRule
 	// Time, when set, says where the reply holds the time the script decided at.
 	Time *ReplyTime
-	// Contract is what the script promises (Kind NoContract: benchmark only).
+	// Contract is what the script promises (Kind NoContract: benchmark only). Its numbers that
+	// ContractTemplates names are filled in per Limit by Custom.Contract.
 	Contract Contract
+	// ContractTemplates holds the contract's numbers written as templates, by field name
+	// ("limit", "window", "capacity", "rate", "per"), such as {"limit": "{{limit}}",
+	// "window": "{{window_ms}}ms"}; nil when every number is literal. See FillContract.
+	ContractTemplates map[string]string
 }
 
 // path returns where the script was read from.
@@ -100,8 +104,9 @@ type Custom struct {
 
 var _ Algorithm = (*Custom)(nil)
 
-// NewCustom checks spec and parses its templates. Problems are reported at once, each wrapping
-// ErrBadCustom. The Lua itself is checked by Redis, in Prepare.
+// NewCustom checks spec and parses its templates (keys, args, the allowed rule's value, the
+// contract's templates). Problems are reported at once, each wrapping ErrBadCustom. The Lua
+// itself is checked by Redis, in Prepare.
 func NewCustom(spec CustomSpec) (*Custom, error) {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -129,26 +134,25 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		return out
 	}
 	a.keys, a.args = parse("keys", spec.Keys), parse("args", spec.Args)
-	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
-		if t.uses(tNowMS, tNowS, tNowUS) {
+	r := spec.Allowed
+	rule, _ := parseTemplate(r.Value)
+	for _, t := range append(append([]template{rule}, a.keys...), a.args...) {
+		if t.usesClock() {
 			a.clock = ClockClient
 		}
+	}
+	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
 		if t.uses(tCost) {
 			a.multi = true
 		}
 	}
-	r := spec.Allowed
 	if r.Element < 0 {
 		bad("allowed.element must be >= 0, got %d", r.Element)
 	}
-	switch r.Op {
-	case RuleEquals, RuleNotEquals, RuleGreaterThan, RuleIsNil:
-	case RulePrefix:
-		if r.Value == "" {
-			bad("allowed.prefix must not be empty")
-		}
-	default:
+	if !slices.Contains(RuleOps, r.Op) {
 		bad("unknown allowed rule %q", r.Op)
+	} else if err := r.CheckValue(); err != nil {
+		bad("allowed.%s: %v", r.Op, err)
 	}
 	if t := spec.Time; t != nil {
 		if t.Element < 1 {
@@ -162,9 +166,16 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		}
 	}
 	switch spec.Contract.Kind {
-	case SlidingWindow, FixedWindow, TokenBucket, NoContract:
+	case SlidingWindow, FixedWindow, FirstHitWindow, TokenBucket, NoContract:
 	default:
 		bad("unknown contract kind %q", spec.Contract.Kind)
+	}
+	for _, f := range sortedKeys(spec.ContractTemplates) {
+		if _, err := parseTemplate(spec.ContractTemplates[f]); err != nil {
+			bad("contract.%s: %v", f, err)
+		} else if !slices.Contains(contractNumberFields, f) {
+			bad("contract.%s cannot be a template (the templated numbers are %s)", f, strings.Join(contractNumberFields, ", "))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -172,11 +183,22 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 	return a, nil
 }
 
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Spec returns the spec a was built from.
 func (a *Custom) Spec() CustomSpec { return a.spec }
 
-// Describe implements Algorithm. Clock is ClockClient when a key or argument uses {{now_ms}},
-// {{now_s}} or {{now_us}}, else ClockServer (the only clock left to the script is Redis's).
+// Describe implements Algorithm. Clock is ClockClient when a key, an argument or the allowed
+// rule's value uses {{now_ms}}, {{now_s}}, {{now_us}} or {{now_s_float}}, else ClockServer (the
+// only clock left to the script is Redis's).
 func (a *Custom) Describe() Description {
 	return Description{
 		Name:           a.spec.Name,
@@ -188,8 +210,21 @@ func (a *Custom) Describe() Description {
 	}
 }
 
-// Contract implements Algorithm: the spec's contract, whatever l is.
-func (a *Custom) Contract(Limit) (Contract, error) { return a.spec.Contract, nil }
+// Contract implements Algorithm: the spec's contract, with the numbers written as templates
+// (ContractTemplates) filled in for l (see FillContract).
+func (a *Custom) Contract(l Limit) (Contract, error) {
+	c := a.spec.Contract
+	for _, f := range sortedKeys(a.spec.ContractTemplates) {
+		if err := FillContract(&c, f, a.spec.ContractTemplates[f], l); err != nil {
+			return Contract{}, fmt.Errorf("%w: %s: contract.%s: %w", ErrBadCustom, a.spec.Name, f, err)
+		}
+	}
+	return c, nil
+}
+
+// HasEmptyKey reports whether one of a's key templates is the empty string: a key that stays
+// empty (it is never prefixed), so state the script kept there would outlive the run's prefix.
+func (a *Custom) HasEmptyKey() bool { return slices.Contains(a.spec.Keys, "") }
 
 // Model implements Algorithm: a custom script has no reference model.
 func (a *Custom) Model(Limit) Model { return nil }
@@ -201,12 +236,24 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.spec.Name, err)
 	}
+	if _, cluster := c.(*redis.ClusterClient); cluster && a.HasEmptyKey() {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, ErrEmptyKeyOnCluster)
+	}
 	s, err := a.load(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return a.bind(l, prefix, s), nil
+	lim, err := a.bind(l, prefix, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, err)
+	}
+	return lim, nil
 }
+
+// ErrEmptyKeyOnCluster is why a custom script with an empty key template cannot run on a
+// cluster.
+var ErrEmptyKeyOnCluster = errors.New(`an empty key "" stays empty (limitbench never prefixes it), and on a cluster it hashes to slot 0 rather than to the subject's {hash tag}: ` +
+	`with other keys the script fails with CROSSSLOT, alone it runs every subject on one node; give the key a template such as "rl:{{tag}}", or run on a single node`)
 
 // Check loads the script with SCRIPT LOAD on every master of c, as Prepare does, so that a
 // caller can find a script Redis rejects before running anything. A script that does not compile
@@ -273,29 +320,31 @@ func scriptLine(err error) int {
 }
 
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants
-// (limit, window, burst, rate, prefix) become literals.
-func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
-	var consts [tCount]string
-	var bound [tCount]bool
-	set := func(v tvar, s string) { consts[v], bound[v] = s, true }
-	set(tLimit, strconv.FormatInt(l.Limit, 10))
-	set(tWindowMS, strconv.FormatInt(l.Window.Milliseconds(), 10))
-	set(tWindowS, strconv.FormatInt(int64(math.Ceil(l.Window.Seconds())), 10))
-	set(tBurst, strconv.FormatInt(l.Capacity(), 10))
-	set(tRate, strconv.FormatFloat(l.RatePerSecond(), 'f', -1, 64))
-	set(tPrefix, prefix)
+// (limit, window, burst, rate, prefix) become literals and their expressions are compiled. An
+// expression that divides by zero or overflows with these constants is an error.
+func (a *Custom) bind(l Limit, prefix string, s *redis.Script) (*customLimiter, error) {
+	b := limitBindings(l, prefix)
 	lim := &customLimiter{a: a, script: s, prefix: prefix, clock: a.clock}
+	var errs []error
 	lim.keys = make([]boundKey, len(a.keys))
 	for i, t := range a.keys {
-		b := t.bind(&consts, bound)
-		k := boundKey{t: b, prepend: true}
-		if len(b) > 0 && b[0].v == tLit {
+		bt, err := t.bind(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("keys[%d]: %w", i, err))
+			continue
+		}
+		k := boundKey{t: bt, prepend: true}
+		switch {
+		case a.spec.Keys[i] == "":
+			// An empty key means "no key" to some libraries: it stays empty.
+			k.prepend = false
+		case len(bt) > 0 && bt[0].v == tLit:
 			// A key whose literal start decides the question needs no check per request.
 			switch {
-			case strings.HasPrefix(b[0].lit, prefix):
+			case strings.HasPrefix(bt[0].lit, prefix):
 				k.prepend = false
-			case !strings.HasPrefix(prefix, b[0].lit):
-				k.t = append(template{{lit: prefix + b[0].lit}}, b[1:]...)
+			case !strings.HasPrefix(prefix, bt[0].lit):
+				k.t = append(template{{lit: prefix + bt[0].lit}}, bt[1:]...)
 				k.prepend = false
 			}
 		}
@@ -303,22 +352,31 @@ func (a *Custom) bind(l Limit, prefix string, s *redis.Script) *customLimiter {
 	}
 	lim.args = make([]template, len(a.args))
 	for i, t := range a.args {
-		lim.args[i] = t.bind(&consts, bound)
+		bt, err := t.bind(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("args[%d]: %w", i, err))
+		}
+		lim.args[i] = bt
 	}
-	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
+	rule, err := bindRule(a.spec.Allowed, b)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("allowed.%s: %w", a.spec.Allowed.Op, err))
+	} else {
+		lim.rule = rule
+		lim.ruleVars = !rule.isLt
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	ruleT, _ := parseTemplate(a.spec.Allowed.Value)
+	for _, t := range append(append([]template{ruleT}, a.keys...), a.args...) {
 		lim.uuid = lim.uuid || t.uses(tUUID)
-		lim.now = lim.now || t.uses(tNowMS, tNowS, tNowUS)
+		lim.now = lim.now || t.usesClock()
 	}
 	if tr := a.spec.Time; tr != nil {
-		lim.timeEl = tr.Element
-		lim.unit = tr.Unit.Duration().Microseconds()
-		// A time in ms or s only says the decision lay within one unit of it (truncated or
-		// rounded), but the load engine narrows a server time to a single instant. That is sound
-		// only when the verifier widens by at least the unit (the contract's granularity);
-		// otherwise the time is not reported and the decision keeps its [send, receive] interval.
-		lim.useTime = tr.Unit.Duration() <= time.Microsecond || a.spec.Contract.Granularity >= tr.Unit.Duration()
+		lim.time = &boundTime{el: tr.Element, unit: tr.Unit.Duration(), name: tr.String()}
 	}
-	return lim
+	return lim, nil
 }
 
 // boundKey is a key template with the limiter's constants bound; prepend says the prefix may be
@@ -343,9 +401,11 @@ type ReplyStats struct {
 	Read, Admitted int64
 	// FirstRead is the first readable raw reply, rendered as text ("" when none).
 	FirstRead string
-	// Unreadable counts replies the rule could not read; FirstUnreadable is the first of them.
+	// Unreadable counts replies the rules could not read; FirstUnreadable is the first of them
+	// and FirstReason why: which rule (allowed or time), which element, what was wrong.
 	Unreadable      int64
 	FirstUnreadable string
+	FirstReason     string
 }
 
 // ReplyReporter is implemented by limiters that read replies with a user's rule (custom scripts).
@@ -363,13 +423,14 @@ type customLimiter struct {
 	args   []template
 	uuid   bool // a template uses {{uuid}}
 	now    bool // a template uses {{now_*}}
-	// The time rule: element (0: none), unit in µs, and whether Decision.TimeMicros is set.
-	timeEl  int
-	unit    int64
-	useTime bool
+	// rule reads the reply; ruleVars says its value changes per request.
+	rule     *boundRule
+	ruleVars bool
+	// time reads the decision time from the reply; nil without a time rule.
+	time *boundTime
 
-	read, admitted, unreadable atomic.Int64
-	firstRead, firstUnreadable atomic.Pointer[string]
+	read, admitted, unreadable                 atomic.Int64
+	firstRead, firstUnreadable, firstBadReason atomic.Pointer[string]
 }
 
 var (
@@ -389,131 +450,135 @@ func (l *customLimiter) vars(req Request, cost int64) reqVars {
 	return r
 }
 
-func (l *customLimiter) expandKeys(r *reqVars) []string {
+// expandKeys returns the keys for r; an expression that fails for r is an error wrapping
+// ErrTemplate.
+func (l *customLimiter) expandKeys(r *reqVars) ([]string, error) {
 	keys := make([]string, len(l.keys))
 	var arr [128]byte
 	buf := arr[:0]
 	for i, k := range l.keys {
-		buf = k.t.expand(buf[:0], r)
+		var err error
+		if buf, err = k.t.expand(buf[:0], r); err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+		}
 		s := string(buf)
 		if k.prepend && !strings.HasPrefix(s, l.prefix) {
 			s = l.prefix + s
 		}
 		keys[i] = s
 	}
-	return keys
+	return keys, nil
 }
 
-func (l *customLimiter) expandArgs(r *reqVars) []any {
+// expandArgs returns the arguments for r; an expression that fails for r is an error wrapping
+// ErrTemplate.
+func (l *customLimiter) expandArgs(r *reqVars) ([]any, error) {
 	args := make([]any, len(l.args))
 	var arr [128]byte
 	buf := arr[:0]
 	for i, t := range l.args {
-		buf = t.expand(buf[:0], r)
+		var err error
+		if buf, err = t.expand(buf[:0], r); err != nil {
+			return nil, fmt.Errorf("args[%d]: %w", i, err)
+		}
 		args[i] = string(buf)
 	}
-	return args
+	return args, nil
 }
 
 // Keys implements Limiter: the key templates expanded for req (with a fresh {{uuid}} and the
-// current time when req has no ClientTime).
+// current time when req has no ClientTime); nil when an expression fails for req (Do then sends
+// nothing).
 func (l *customLimiter) Keys(req Request) []string {
 	cost := req.Cost
 	if cost <= 0 {
 		cost = 1
 	}
 	r := l.vars(req, cost)
-	return l.expandKeys(&r)
+	keys, err := l.expandKeys(&r)
+	if err != nil {
+		return nil
+	}
+	return keys
 }
 
 // Do implements Limiter. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
 // script would charge one permit while the verifier counts several, so Do returns an error
-// wrapping ErrCostUnsupported.
+// wrapping ErrCostUnsupported. A template expression that fails for req (division by zero,
+// overflow) is an error wrapping ErrTemplate, and nothing is sent.
 func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
 	cost, err := requestCost(l.a.spec.Name, req, l.a.multi)
 	if err != nil {
 		return failedPending(err)
 	}
 	r := l.vars(req, cost)
-	keys := l.expandKeys(&r)
-	cmd := runScript(ctx, c, l.script, keys, l.expandArgs(&r)...)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err == redis.Nil {
-			raw, err = nil, nil
-		}
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
-		}
-		d, err := l.decode(raw)
-		if err != nil {
-			if l.unreadable.Add(1) == 1 || l.firstUnreadable.Load() == nil {
-				s := FormatReply(raw)
-				l.firstUnreadable.CompareAndSwap(nil, &s)
-			}
-			return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
-		}
-		if l.read.Add(1) == 1 || l.firstRead.Load() == nil {
-			s := FormatReply(raw)
-			l.firstRead.CompareAndSwap(nil, &s)
-		}
-		if d.Allowed {
-			l.admitted.Add(1)
-		}
-		return d, nil
+	keys, err := l.expandKeys(&r)
+	if err != nil {
+		return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
 	}
+	args, err := l.expandArgs(&r)
+	if err != nil {
+		return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+	}
+	var v ruleValue
+	if l.ruleVars {
+		// The rule's value is taken before sending: a failure leaves the request unsent.
+		if v, err = l.rule.value(&r); err != nil {
+			return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+		}
+	}
+	cmd := runScript(ctx, c, l.script, keys, args...)
+	return func() (Decision, error) { return l.result(cmd, v) }
 }
 
-// decode reads raw with the allowed rule and the time rule.
-func (l *customLimiter) decode(raw any) (Decision, error) {
-	allowed, err := l.a.spec.Allowed.Decide(raw)
+// result reads cmd's reply with the rules (v is the allowed rule's value for the request, when
+// it changes per request) and counts it.
+func (l *customLimiter) result(cmd *redis.Cmd, v ruleValue) (Decision, error) {
+	raw, err := cmd.Result()
+	if err == redis.Nil {
+		raw, err = nil, nil
+	}
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
 	}
-	d := Decision{Allowed: allowed, Clock: l.clock}
-	if l.timeEl == 0 {
-		return d, nil
-	}
-	t, err := replyTime(raw, l.timeEl)
+	d, err := l.decode(raw, v)
 	if err != nil {
-		return Decision{}, err
+		if l.unreadable.Add(1) == 1 || l.firstUnreadable.Load() == nil {
+			s, why := FormatReply(raw), strings.TrimPrefix(err.Error(), ErrBadReply.Error()+": ")
+			l.firstUnreadable.CompareAndSwap(nil, &s)
+			l.firstBadReason.CompareAndSwap(nil, &why)
+		}
+		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
 	}
-	if t > math.MaxInt64/l.unit {
-		return Decision{}, badReply("time element "+strconv.Itoa(l.timeEl)+" is out of range", raw)
+	if l.read.Add(1) == 1 || l.firstRead.Load() == nil {
+		s := FormatReply(raw)
+		l.firstRead.CompareAndSwap(nil, &s)
 	}
-	if l.useTime {
-		d.TimeMicros = t * l.unit
+	if d.Allowed {
+		l.admitted.Add(1)
 	}
 	return d, nil
 }
 
-// replyTime reads element el (1-based) of an array reply as a positive integer (or a string
-// holding one).
-func replyTime(raw any, el int) (int64, error) {
-	arr, ok := raw.([]any)
-	if !ok {
-		return 0, badReply("time: want an array reply", raw)
+// decode reads raw with the allowed rule (v its value for the request, when it changes per
+// request) and the time rule. The
+// decision time is the interval the time element allows (see ReplyTime): TimeMicros is its
+// start and TimeSpanMicros its length.
+func (l *customLimiter) decode(raw any, v ruleValue) (Decision, error) {
+	allowed, err := l.rule.decide(raw, v)
+	if err != nil {
+		return Decision{}, err
 	}
-	if el > len(arr) {
-		return 0, badReply("time: want element "+strconv.Itoa(el)+", reply has "+strconv.Itoa(len(arr)), raw)
+	d := Decision{Allowed: allowed, Clock: l.clock}
+	if l.time == nil {
+		return d, nil
 	}
-	var t int64
-	switch v := arr[el-1].(type) {
-	case int64:
-		t = v
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, badReply("time: element "+strconv.Itoa(el)+" is not an integer", raw)
-		}
-		t = n
-	default:
-		return 0, badReply("time: element "+strconv.Itoa(el)+" is not an integer", raw)
+	lo, hi, err := l.time.read(raw)
+	if err != nil {
+		return Decision{}, err
 	}
-	if t <= 0 {
-		return 0, badReply("time: element "+strconv.Itoa(el)+" must be > 0", raw)
-	}
-	return t, nil
+	d.TimeMicros, d.TimeSpanMicros = lo, hi-lo
+	return d, nil
 }
 
 // Unreadable implements UnreadableReporter.
@@ -532,5 +597,8 @@ func (l *customLimiter) ReplyStats() ReplyStats {
 		st.FirstRead = *p
 	}
 	st.Unreadable, st.FirstUnreadable = l.Unreadable()
+	if p := l.firstBadReason.Load(); p != nil {
+		st.FirstReason = *p
+	}
 	return st
 }

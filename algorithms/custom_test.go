@@ -36,6 +36,26 @@ func newCustom(t *testing.T, spec CustomSpec) *Custom {
 	return a
 }
 
+// bindCustom binds a for l and prefix, without Redis.
+func bindCustom(t testing.TB, a *Custom, l Limit, prefix string) *customLimiter {
+	t.Helper()
+	lim, err := a.bind(l, prefix, nil)
+	if err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	return lim
+}
+
+// expandArgs expands lim's arguments for r.
+func expandArgs(t testing.TB, lim *customLimiter, r *reqVars) []any {
+	t.Helper()
+	args, err := lim.expandArgs(r)
+	if err != nil {
+		t.Fatalf("expandArgs: %v", err)
+	}
+	return args
+}
+
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // TestCustomTemplates: every template expands to its documented value; keys get the prefix
@@ -71,9 +91,9 @@ func TestCustomTemplates(t *testing.T) {
 		t.Run(tt.tmpl, func(t *testing.T) {
 			spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 			spec.Args = []string{tt.tmpl}
-			lim := newCustom(t, spec).bind(l, prefix, nil)
+			lim := bindCustom(t, newCustom(t, spec), l, prefix)
 			r := lim.vars(req, 3)
-			if got := lim.expandArgs(&r)[0]; got != tt.want {
+			if got := expandArgs(t, lim, &r)[0]; got != tt.want {
 				t.Errorf("expand(%q) = %q; want %q", tt.tmpl, got, tt.want)
 			}
 		})
@@ -96,7 +116,7 @@ func TestCustomTemplates(t *testing.T) {
 		t.Run("key "+tt.tmpl, func(t *testing.T) {
 			spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 			spec.Keys = []string{tt.tmpl}
-			lim := newCustom(t, spec).bind(l, prefix, nil)
+			lim := bindCustom(t, newCustom(t, spec), l, prefix)
 			got := lim.Keys(Request{Subject: tt.subject, Cost: 1})
 			if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
 				t.Errorf("Keys(%q) mismatch (-want +got):\n%s", tt.tmpl, diff)
@@ -107,9 +127,9 @@ func TestCustomTemplates(t *testing.T) {
 	t.Run("uuid", func(t *testing.T) {
 		spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 		spec.Args = []string{"{{uuid}}", "{{uuid}}"}
-		lim := newCustom(t, spec).bind(l, prefix, nil)
+		lim := bindCustom(t, newCustom(t, spec), l, prefix)
 		r1, r2 := lim.vars(req, 1), lim.vars(req, 1)
-		a1, a2 := lim.expandArgs(&r1), lim.expandArgs(&r2)
+		a1, a2 := expandArgs(t, lim, &r1), expandArgs(t, lim, &r2)
 		if !uuidRE.MatchString(a1[0].(string)) {
 			t.Errorf("{{uuid}} = %q; want a version-4 UUID", a1[0])
 		}
@@ -189,13 +209,13 @@ func TestReplyRuleDecide(t *testing.T) {
 		{"not_equals differs", ReplyRule{Op: RuleNotEquals, Value: "0"}, int64(1), true},
 		{"not_equals same", ReplyRule{Op: RuleNotEquals, Value: "0"}, int64(0), false},
 		{"not_equals nil", ReplyRule{Op: RuleNotEquals, Value: "0"}, nil, false},
-		{"greater_than int", ReplyRule{Op: RuleGreaterThan, Number: 0}, int64(5), true},
-		{"greater_than equal", ReplyRule{Op: RuleGreaterThan, Number: 5}, int64(5), false},
-		{"greater_than numeric string", ReplyRule{Op: RuleGreaterThan, Number: 2}, "2.5", true},
-		{"greater_than float", ReplyRule{Op: RuleGreaterThan, Number: 0}, 0.5, true},
-		{"greater_than text", ReplyRule{Op: RuleGreaterThan, Number: 0}, "abc", bad},
-		{"greater_than NaN", ReplyRule{Op: RuleGreaterThan, Number: 0}, "NaN", bad},
-		{"greater_than nil", ReplyRule{Op: RuleGreaterThan, Number: 0}, nil, false},
+		{"greater_than int", ReplyRule{Op: RuleGreaterThan, Value: "0"}, int64(5), true},
+		{"greater_than equal", ReplyRule{Op: RuleGreaterThan, Value: "5"}, int64(5), false},
+		{"greater_than numeric string", ReplyRule{Op: RuleGreaterThan, Value: "2"}, "2.5", true},
+		{"greater_than float", ReplyRule{Op: RuleGreaterThan, Value: "0"}, 0.5, true},
+		{"greater_than text", ReplyRule{Op: RuleGreaterThan, Value: "0"}, "abc", bad},
+		{"greater_than NaN", ReplyRule{Op: RuleGreaterThan, Value: "0"}, "NaN", bad},
+		{"greater_than nil", ReplyRule{Op: RuleGreaterThan, Value: "0"}, nil, false},
 		{"prefix match", ReplyRule{Op: RulePrefix, Value: "OK"}, "OK:3", true},
 		{"prefix no match", ReplyRule{Op: RulePrefix, Value: "OK"}, "DENIED", false},
 		{"prefix integer", ReplyRule{Op: RulePrefix, Value: "1"}, int64(1), bad},
@@ -208,6 +228,20 @@ func TestReplyRuleDecide(t *testing.T) {
 		{"is_nil element", el(ReplyRule{Op: RuleIsNil}, 2), []any{int64(7), nil}, true},
 		{"map", eq1, map[any]any{"a": int64(1)}, bad},
 		{"unknown op", ReplyRule{Op: "like"}, int64(1), bad},
+		{"at_most below", ReplyRule{Op: RuleAtMost, Value: "5"}, int64(4), true},
+		{"at_most equal", ReplyRule{Op: RuleAtMost, Value: "5"}, int64(5), true},
+		{"at_most above", ReplyRule{Op: RuleAtMost, Value: "5"}, int64(6), false},
+		{"at_most numeric string", el(ReplyRule{Op: RuleAtMost, Value: "5"}, 1), []any{"5", int64(60)}, true},
+		{"at_most nil", ReplyRule{Op: RuleAtMost, Value: "5"}, nil, false},
+		{"at_most text", ReplyRule{Op: RuleAtMost, Value: "5"}, "five", bad},
+		{"less_than equal", ReplyRule{Op: RuleLessThan, Value: "5"}, int64(5), false},
+		{"less_than below", ReplyRule{Op: RuleLessThan, Value: "5"}, int64(4), true},
+		{"less_than float bound", ReplyRule{Op: RuleLessThan, Value: "4.5"}, int64(4), true},
+		{"at_least equal", ReplyRule{Op: RuleAtLeast, Value: "0"}, int64(0), true},
+		{"at_least below", ReplyRule{Op: RuleAtLeast, Value: "0"}, int64(-1), false},
+		{"at_least float element", ReplyRule{Op: RuleAtLeast, Value: "0"}, -0.5, false},
+		{"at_most exact beyond 2^53", ReplyRule{Op: RuleAtMost, Value: "9007199254740993"}, int64(9007199254740993), true},
+		{"less_than exact beyond 2^53", ReplyRule{Op: RuleLessThan, Value: "9007199254740993"}, int64(9007199254740993), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,46 +259,145 @@ func TestReplyRuleDecide(t *testing.T) {
 	}
 }
 
-// TestCustomTime: a time in µs is reported; one in ms or s only when the contract's granularity
-// covers the unit (the load engine narrows to a point, the verifier widens by the granularity);
-// an unreadable time is ErrBadReply.
+// TestDecideTemplate: Decide, which has no request, refuses a rule whose value is a template.
+func TestDecideTemplate(t *testing.T) {
+	if ok, err := (ReplyRule{Op: RuleAtMost, Value: "{{limit}}"}).Decide(int64(1)); ok || !errors.Is(err, ErrBadCustom) {
+		t.Errorf("Decide with a template = %v, %v; want false, ErrBadCustom", ok, err)
+	}
+}
+
+// TestRuleTemplates: a rule's value is a template expanded per request: at_most "{{limit}}" is
+// bound once per limiter, at_least "{{limit - cost}}" and equals "{{cost}}" per request; an
+// expression that fails for a request fails the request before it is sent.
+func TestRuleTemplates(t *testing.T) {
+	l := Limit{Limit: 5, Window: time.Second}
+	decide := func(rule ReplyRule, cost int64, raw any) (bool, error) {
+		t.Helper()
+		spec := customSpec("return 1", rule)
+		spec.Args = []string{"{{cost}}"}
+		lim := bindCustom(t, newCustom(t, spec), l, "p:")
+		r := lim.vars(Request{Subject: "s", Cost: cost}, cost)
+		var v ruleValue
+		if lim.ruleVars {
+			var err error
+			if v, err = lim.rule.value(&r); err != nil {
+				return false, err
+			}
+		}
+		d, err := lim.decode(raw, v)
+		return d.Allowed, err
+	}
+	for _, tt := range []struct {
+		rule ReplyRule
+		cost int64
+		raw  any
+		want bool
+	}{
+		{ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"}, 1, []any{int64(5), int64(900)}, true},
+		{ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"}, 1, []any{int64(6), int64(900)}, false},
+		{ReplyRule{Op: RuleAtMost, Value: "{{ limit }}"}, 1, "5", true},
+		{ReplyRule{Op: RuleAtLeast, Value: "{{limit - cost}}"}, 2, int64(3), true},
+		{ReplyRule{Op: RuleAtLeast, Value: "{{limit - cost}}"}, 3, int64(1), false},
+		{ReplyRule{Op: RuleEquals, Value: "{{cost}}"}, 3, int64(3), true},
+		{ReplyRule{Op: RuleEquals, Value: "{{cost}}"}, 2, int64(3), false},
+		{ReplyRule{Op: RuleEquals, Value: "ok:{{limit}}"}, 2, "ok:5", true},
+		{ReplyRule{Op: RulePrefix, Value: "OK:{{cost}}:"}, 2, "OK:2:rest", true},
+		{ReplyRule{Op: RuleGreaterThan, Value: "{{rate}}"}, 1, "5.5", true},
+		{ReplyRule{Op: RuleGreaterThan, Value: "{{rate}}"}, 1, int64(5), false},
+	} {
+		got, err := decide(tt.rule, tt.cost, tt.raw)
+		if err != nil || got != tt.want {
+			t.Errorf("%s with cost %d on %v = %v, %v; want %v", tt.rule, tt.cost, tt.raw, got, err, tt.want)
+		}
+	}
+	// A value that fails for a request: the request is not sent (ErrTemplate, a failed request).
+	spec := customSpec("return 1", ReplyRule{Op: RuleAtMost, Value: "{{limit / (cost - 1)}}"})
+	spec.Args = []string{"{{cost}}"}
+	lim := bindCustom(t, newCustom(t, spec), l, "p:")
+	_, err := lim.Do(context.Background(), nil, Request{Subject: "s", Cost: 1})()
+	if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "allowed.at_most: template cannot be expanded: {{limit / (cost - 1)}}: division by zero") {
+		t.Errorf("Do with a rule dividing by zero = %v; want ErrTemplate naming allowed.at_most", err)
+	}
+	// Values a numeric rule cannot take, refused by NewCustom.
+	for _, v := range []string{"{{subject}}", "five", "{{limit}}{{cost}}", "x{{limit}}", ""} {
+		_, err := NewCustom(customSpec("return 1", ReplyRule{Op: RuleAtMost, Value: v}))
+		if !errors.Is(err, ErrBadCustom) || !strings.Contains(err.Error(), "allowed.at_most: must be a number") {
+			t.Errorf("NewCustom(at_most %q) = %v; want ErrBadCustom naming allowed.at_most", v, err)
+		}
+	}
+}
+
+// TestCustomReplyMessages: an unreadable reply's message names the rule (allowed or time), the
+// element, and shows the raw reply.
+func TestCustomReplyMessages(t *testing.T) {
+	spec := customSpec("return 1", ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"})
+	spec.Time = &ReplyTime{Element: 2, Unit: Seconds}
+	lim := bindCustom(t, newCustom(t, spec), Limit{Limit: 5, Window: time.Second}, "p:")
+	for _, tt := range []struct {
+		raw  any
+		want string
+	}{
+		{[]any{"many", "1.7e9"}, `unexpected reply: allowed rule {element: 1, at_most: "{{limit}}"}: element 1 "many" is not a number; raw reply: ["many", "1.7e9"]`},
+		{int64(1), `unexpected reply: allowed rule {element: 1, at_most: "{{limit}}"}: want an array reply with element 1; raw reply: 1`},
+		{[]any{int64(1), "1.7955344972883e+15x"}, `unexpected reply: time rule {element: 2, unit: s}: element 2 "1.7955344972883e+15x" is not a time: "1.7955344972883e+15x" is not a number (want digits, an optional decimal point and exponent); raw reply: [1, "1.7955344972883e+15x"]`},
+		{[]any{int64(1), []any{int64(1)}}, `unexpected reply: time rule {element: 2, unit: s}: element 2 is not an integer or a string holding a time; raw reply: [1, [1]]`},
+	} {
+		_, err := lim.decode(tt.raw, ruleValue{})
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("decode(%v):\n got %v\nwant %s", tt.raw, err, tt.want)
+		}
+	}
+}
+
+// TestCustomTime: a time is reported as the interval its digits allow: an integer in µs exactly,
+// an integer in ms or s within one unit, a float or exponent within its last digit (ParseTime);
+// an unreadable time is ErrBadReply naming the time rule, the element and the raw reply.
 func TestCustomTime(t *testing.T) {
 	const now = int64(1_700_000_000_123_456)
 	tests := []struct {
-		name        string
-		unit        TimeUnit
-		granularity time.Duration
-		raw         any
-		want        int64
-		bad         bool
+		name   string
+		unit   TimeUnit
+		raw    any
+		lo, hi int64
+		bad    string // the message's text after "unexpected reply: "
 	}{
-		{"us", Micros, 0, []any{int64(1), now}, now, false},
-		{"us string", Micros, 0, []any{int64(1), "1700000000123456"}, now, false},
-		{"ms without granularity", Millis, 0, []any{int64(1), now / 1000}, 0, false},
-		{"ms with 1ms granularity", Millis, time.Millisecond, []any{int64(1), now / 1000}, now / 1000 * 1000, false},
-		{"s with 500ms granularity", Seconds, 500 * time.Millisecond, []any{int64(1), now / 1e6}, 0, false},
-		{"s with 1s granularity", Seconds, time.Second, []any{int64(1), now / 1e6}, now / 1e6 * 1e6, false},
-		{"missing", Micros, 0, []any{int64(1)}, 0, true},
-		{"zero", Micros, 0, []any{int64(1), int64(0)}, 0, true},
-		{"text", Micros, 0, []any{int64(1), "soon"}, 0, true},
-		{"nil", Micros, 0, []any{int64(1), nil}, 0, true},
-		{"overflow", Seconds, time.Second, []any{int64(1), int64(1) << 62}, 0, true},
+		{name: "us", unit: Micros, raw: []any{int64(1), now}, lo: now, hi: now},
+		{name: "us string", unit: Micros, raw: []any{int64(1), "1700000000123456"}, lo: now, hi: now},
+		{name: "ms", unit: Millis, raw: []any{int64(1), now / 1000}, lo: now/1000*1000 - 1000, hi: now/1000*1000 + 1000},
+		{name: "s", unit: Seconds, raw: []any{int64(1), now / 1e6}, lo: now/1e6*1e6 - 1e6, hi: now/1e6*1e6 + 1e6},
+		{name: "float seconds", unit: Seconds, raw: []any{int64(1), "1700000000.1235"}, lo: 1_700_000_000_123_400, hi: 1_700_000_000_123_600},
+		{name: "tostring exponent", unit: Micros, raw: []any{int64(1), "1.7000000001235e+15"}, lo: 1_700_000_000_123_400, hi: 1_700_000_000_123_600},
+		{name: "RESP3 double", unit: Seconds, raw: []any{int64(1), 1700000000.5}, lo: 1_700_000_000_400_000, hi: 1_700_000_000_600_000},
+		{name: "missing", unit: Micros, raw: []any{int64(1)},
+			bad: "time rule {element: 2, unit: us}: want element 2, the reply has 1; raw reply: [1]"},
+		{name: "zero", unit: Micros, raw: []any{int64(1), int64(0)},
+			bad: "time rule {element: 2, unit: us}: element 2 must be a time > 0, got 0; raw reply: [1, 0]"},
+		{name: "text", unit: Micros, raw: []any{int64(1), "soon"},
+			bad: `time rule {element: 2, unit: us}: element 2 "soon" is not a time: "soon" is not a number (want digits, an optional decimal point and exponent); raw reply: [1, "soon"]`},
+		{name: "nil", unit: Micros, raw: []any{int64(1), nil},
+			bad: "time rule {element: 2, unit: us}: element 2 is nil, not a time; raw reply: [1, nil]"},
+		{name: "negative float", unit: Seconds, raw: []any{int64(1), "-1.5"},
+			bad: `time rule {element: 2, unit: s}: element 2 "-1.5" must be a time > 0; raw reply: [1, "-1.5"]`},
+		{name: "overflow", unit: Seconds, raw: []any{int64(1), int64(1) << 62},
+			bad: "time rule {element: 2, unit: s}: element 2 is out of range in 1s; raw reply: [1, 4611686018427387904]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := customSpec("return 1", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"})
 			spec.Time = &ReplyTime{Element: 2, Unit: tt.unit}
-			spec.Contract.Granularity = tt.granularity
-			lim := newCustom(t, spec).bind(Limit{Limit: 5, Window: time.Second}, "p:", nil)
-			d, err := lim.decode(tt.raw)
-			if tt.bad {
+			lim := bindCustom(t, newCustom(t, spec), Limit{Limit: 5, Window: time.Second}, "p:")
+			d, err := lim.decode(tt.raw, ruleValue{})
+			if tt.bad != "" {
 				if !errors.Is(err, ErrBadReply) || d.Allowed {
 					t.Fatalf("decode(%v) = %+v, %v; want ErrBadReply", tt.raw, d, err)
 				}
+				if got := strings.TrimPrefix(err.Error(), "unexpected reply: "); got != tt.bad {
+					t.Errorf("decode(%v) error:\n got %s\nwant %s", tt.raw, got, tt.bad)
+				}
 				return
 			}
-			if err != nil || !d.Allowed || d.TimeMicros != tt.want || d.Clock != ClockServer {
-				t.Errorf("decode(%v) = %+v, %v; want allowed, TimeMicros %d, server clock", tt.raw, d, err, tt.want)
+			if err != nil || !d.Allowed || d.TimeMicros != tt.lo || d.TimeMicros+d.TimeSpanMicros != tt.hi || d.Clock != ClockServer {
+				t.Errorf("decode(%v) = %+v, %v; want allowed, [%d, %d], server clock", tt.raw, d, err, tt.lo, tt.hi)
 			}
 		})
 	}
@@ -295,7 +428,7 @@ func TestCustomRedisReplies(t *testing.T) {
 		{"return {1, false, 3}", ReplyRule{Element: 2, Op: RuleIsNil}, true, false},
 		{"return {1}", ReplyRule{Element: 2, Op: RuleEquals, Value: "1"}, false, true},
 		{"return {1}", ReplyRule{Op: RuleEquals, Value: "1"}, false, true},
-		{"return 'many'", ReplyRule{Op: RuleGreaterThan, Number: 0}, false, true},
+		{"return 'many'", ReplyRule{Op: RuleGreaterThan, Value: "0"}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src+" "+tt.rule.String(), func(t *testing.T) {
@@ -462,7 +595,7 @@ func TestCustomPipeline(t *testing.T) {
 // would charge one permit while the verifier counts several.
 func TestCustomCostWithoutTemplate(t *testing.T) {
 	spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
-	lim := newCustom(t, spec).bind(Limit{Limit: 5, Window: time.Second}, "p:", nil)
+	lim := bindCustom(t, newCustom(t, spec), Limit{Limit: 5, Window: time.Second}, "p:")
 	_, err := lim.Do(context.Background(), nil, Request{Subject: "s", Cost: 2})()
 	if !errors.Is(err, ErrCostUnsupported) {
 		t.Errorf("Do(cost 2) = %v; want ErrCostUnsupported", err)
@@ -478,12 +611,98 @@ func BenchmarkCustomExpand(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lim := a.bind(Limit{Limit: 100, Window: time.Second}, "limitbench:run:my-limiter:1:", nil)
+	lim := bindCustom(b, a, Limit{Limit: 100, Window: time.Second}, "limitbench:run:my-limiter:1:")
 	req := Request{Subject: "user-1234", Client: "c7", Cost: 1, ClientTime: time.Now()}
 	b.ReportAllocs()
 	for b.Loop() {
 		r := lim.vars(req, 1)
-		_ = lim.expandKeys(&r)
-		_ = lim.expandArgs(&r)
+		_, _ = lim.expandKeys(&r)
+		_, _ = lim.expandArgs(&r)
+	}
+}
+
+// TestCustomEmptyKey: an empty key template stays an empty string (never prefixed); on a cluster
+// Prepare refuses it and says why.
+func TestCustomEmptyKey(t *testing.T) {
+	spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
+	spec.Keys = []string{"rl:{{tag}}", ""}
+	a := newCustom(t, spec)
+	if !a.HasEmptyKey() {
+		t.Error("HasEmptyKey() = false for keys [rl:{{tag}}, \"\"]")
+	}
+	got := bindCustom(t, a, Limit{Limit: 5, Window: time.Second}, "lb:run:").Keys(Request{Subject: "u"})
+	if diff := cmp.Diff([]string{"lb:run:rl:{u}", ""}, got); diff != "" {
+		t.Errorf("Keys (-want +got):\n%s", diff)
+	}
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		lim, err := a.Prepare(context.Background(), env.Target.Client, Limit{Limit: 5, Window: time.Second}, env.Prefix)
+		if env.Target.Info.Topology == "cluster" {
+			if !errors.Is(err, ErrEmptyKeyOnCluster) || !errors.Is(err, ErrBadCustom) {
+				t.Errorf("Prepare on a cluster = %v; want ErrEmptyKeyOnCluster", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := lim.Do(context.Background(), env.Target.Client, Request{Subject: "u"})(); err != nil || !d.Allowed {
+			t.Errorf("Do = %+v, %v; want allowed", d, err)
+		}
+	})
+}
+
+// TestCustomContractTemplates: contract numbers written as templates are filled in for the
+// limit the algorithm is given; LimitNote says where a contract differs from that limit.
+func TestCustomContractTemplates(t *testing.T) {
+	spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
+	spec.Contract = Contract{Kind: FirstHitWindow, Granularity: time.Millisecond}
+	spec.ContractTemplates = map[string]string{"limit": "{{limit}}", "window": "{{window_ms}}ms"}
+	a := newCustom(t, spec)
+	l := Limit{Limit: 7, Window: 1500 * time.Millisecond}
+	c, err := a.Contract(l)
+	want := Contract{Kind: FirstHitWindow, Limit: 7, Window: 1500 * time.Millisecond, Granularity: time.Millisecond}
+	if err != nil || !cmp.Equal(c, want) {
+		t.Errorf("Contract(%v) = %v, %v; want %v", l, c, err, want)
+	}
+	if n := c.LimitNote(l); n != "" {
+		t.Errorf("LimitNote of a contract from {{limit}} = %q; want none", n)
+	}
+
+	for _, tt := range []struct{ field, tmpl, want string }{
+		{"limit", "{{limit * 2}}", ""},
+		{"capacity", "{{burst}}", ""},
+		{"rate", "{{limit}}", ""},
+		{"per", "{{window_s}}s", ""},
+		{"window", "{{window_ms}}", `"{{window_ms}}" gives "1500", not a duration > 0 (a duration needs its unit, as in "{{window_ms}}ms")`},
+		{"limit", "{{cost}}", `"{{cost}}" changes per request; a contract number may use limit, window_ms, window_s, burst, rate and whole numbers`},
+		{"limit", "{{limit - 7}}", `"{{limit - 7}}" gives "0", not a whole number > 0`},
+		{"limit", "{{limit / (limit - 7)}}", "division by zero with limit 7 per 1.5s"},
+		{"limit", "{{rate}}", `"{{rate}}" gives "4.666666666666667", not a whole number > 0`},
+		{"granularity", "{{window_ms}}ms", "granularity cannot be a template"},
+	} {
+		var c Contract
+		err := FillContract(&c, tt.field, tt.tmpl, l)
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("FillContract(%s, %q) = %v; want %q", tt.field, tt.tmpl, err, tt.want)
+		}
+	}
+
+	for _, tt := range []struct {
+		c    Contract
+		want string
+	}{
+		{Contract{Kind: SlidingWindow, Limit: 7, Window: 1500 * time.Millisecond}, ""},
+		{Contract{Kind: SlidingWindow, Limit: 70, Window: 1500 * time.Millisecond},
+			"note: the contract sliding-window(70, 1.5s) differs from the scenario's limit: limit 70 where the scenario's limit is 7; the script is verified against its contract"},
+		{Contract{Kind: FixedWindow, Limit: 7, Window: time.Second, Granularity: time.Second},
+			"note: the contract fixed-window(7, 1s, granularity 1s) differs from the scenario's limit: window 1s where the scenario's window is 1.5s; the script is verified against its contract"},
+		{Contract{Kind: TokenBucket, Capacity: 7, RefillPermits: 14, RefillPer: 3 * time.Second}, ""},
+		{Contract{Kind: TokenBucket, Capacity: 8, RefillPermits: 7, RefillPer: time.Second},
+			"note: the contract token-bucket(8, 7/1s) differs from the scenario's limit: capacity 8 where the scenario's burst is 7, rate 7/1s where the scenario's is 7/1.5s; the script is verified against its contract"},
+		{Contract{Kind: NoContract}, ""},
+	} {
+		if got := tt.c.LimitNote(l); got != tt.want {
+			t.Errorf("%v.LimitNote(%v) =\n %q; want\n %q", tt.c, l, got, tt.want)
+		}
 	}
 }
