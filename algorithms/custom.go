@@ -22,9 +22,9 @@ var ErrBadCustom = errors.New("invalid custom script")
 // plain data; NewCustom checks it.
 //
 // Its JSON form is a description: {"name", "script" (as written), "keys", "args", "allowed" and
-// "contract" (as ReplyRule.String and Contract.String render them)}. It does not hold the source,
-// the time rule or the contract's granularity, so a spec read back from JSON describes the script
-// but cannot run it.
+// "contract" (as ReplyRule.String and Contract.String render them, the contract's templated
+// numbers as zeros), "contract_templates"}. It does not hold the source or the time rule, so a
+// spec read back from JSON describes the script but cannot run it.
 type CustomSpec struct {
 	// Name identifies the algorithm in reports; it must differ from every built-in algorithm.
 	Name string
@@ -60,18 +60,19 @@ func (s CustomSpec) path() string {
 
 // customJSON is a CustomSpec's form in result.json.
 type customJSON struct {
-	Name     string   `json:"name"`
-	Script   string   `json:"script"`
-	Keys     []string `json:"keys"`
-	Args     []string `json:"args,omitempty"`
-	Allowed  string   `json:"allowed"`
-	Contract string   `json:"contract"`
+	Name              string            `json:"name"`
+	Script            string            `json:"script"`
+	Keys              []string          `json:"keys"`
+	Args              []string          `json:"args,omitempty"`
+	Allowed           string            `json:"allowed"`
+	Contract          string            `json:"contract"`
+	ContractTemplates map[string]string `json:"contract_templates,omitempty"`
 }
 
 // MarshalJSON writes s as result.json describes a custom script (see CustomSpec).
 func (s CustomSpec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(customJSON{Name: s.Name, Script: s.Script, Keys: s.Keys, Args: s.Args,
-		Allowed: s.Allowed.String(), Contract: s.Contract.String()})
+		Allowed: s.Allowed.String(), Contract: s.Contract.String(), ContractTemplates: s.ContractTemplates})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, parsing the rule and the contract back
@@ -89,7 +90,8 @@ func (s *CustomSpec) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c}
+	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c,
+		ContractTemplates: w.ContractTemplates}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
@@ -327,26 +329,52 @@ func TestRuleTemplates(t *testing.T) {
 	}
 }
 
-// TestCustomReplyMessages: an unreadable reply's message names the rule (allowed or time), the
-// element, and shows the raw reply.
-func TestCustomReplyMessages(t *testing.T) {
-	spec := customSpec("return 1", ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"})
-	spec.Time = &ReplyTime{Element: 2, Unit: Seconds}
-	lim := bindCustom(t, newCustom(t, spec), Limit{Limit: 5, Window: time.Second}, "p:")
-	for _, tt := range []struct {
-		raw  any
-		want string
+// TestUnreadableGolden: the message of a reply the rules cannot read names the rule (allowed or
+// time), the element and what was wrong, and shows the raw reply; scripts run on a real Redis,
+// the messages are compared with testdata/unreadable.golden.
+func TestUnreadableGolden(t *testing.T) {
+	env := redistest.Single(t)
+	ctx := context.Background()
+	l := Limit{Limit: 5, Window: time.Second}
+	tests := []struct {
+		src  string
+		rule ReplyRule
+		time *ReplyTime
 	}{
-		{[]any{"many", "1.7e9"}, `unexpected reply: allowed rule {element: 1, at_most: "{{limit}}"}: element 1 "many" is not a number; raw reply: ["many", "1.7e9"]`},
-		{int64(1), `unexpected reply: allowed rule {element: 1, at_most: "{{limit}}"}: want an array reply with element 1; raw reply: 1`},
-		{[]any{int64(1), "1.7955344972883e+15x"}, `unexpected reply: time rule {element: 2, unit: s}: element 2 "1.7955344972883e+15x" is not a time: "1.7955344972883e+15x" is not a number (want digits, an optional decimal point and exponent); raw reply: [1, "1.7955344972883e+15x"]`},
-		{[]any{int64(1), []any{int64(1)}}, `unexpected reply: time rule {element: 2, unit: s}: element 2 is not an integer or a string holding a time; raw reply: [1, [1]]`},
-	} {
-		_, err := lim.decode(tt.raw, ruleValue{})
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("decode(%v):\n got %v\nwant %s", tt.raw, err, tt.want)
-		}
+		{"return {'many', 1700000000}", ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"}, &ReplyTime{Element: 2, Unit: Seconds}},
+		{"return 1", ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"}, nil},
+		{"return {1}", ReplyRule{Element: 2, Op: RuleEquals, Value: "1"}, nil},
+		{"return {1, 2}", ReplyRule{Op: RuleEquals, Value: "1"}, nil},
+		{"return {7, 'OK'}", ReplyRule{Element: 1, Op: RulePrefix, Value: "OK"}, nil},
+		// A time written by tostring with a stray suffix: the time rule is to blame, not allowed.
+		{"return {1, tostring(1795534497288300) .. 'us'}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Micros}},
+		{"return {1, 'soon'}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Seconds}},
+		{"return {1, '-1795534497.2883'}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Seconds}},
+		{"return {1, false}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Millis}},
+		{"return {1, {2}}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Millis}},
+		{"return {1}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 3, Unit: Micros}},
+		{"return {1, 0}", ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, &ReplyTime{Element: 2, Unit: Micros}},
 	}
+	var out strings.Builder
+	for _, tt := range tests {
+		spec := customSpec(tt.src, tt.rule)
+		spec.Time = tt.time
+		lim, err := newCustom(t, spec).Prepare(ctx, env.Target.Client, l, env.Prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := lim.Do(ctx, env.Target.Client, Request{Subject: "s"})()
+		if !errors.Is(err, ErrBadReply) || d.Allowed {
+			t.Errorf("%s with allowed %s, time %v = %+v, %v; want ErrBadReply", tt.src, tt.rule, tt.time, d, err)
+			continue
+		}
+		st := lim.(ReplyReporter).ReplyStats()
+		if st.Unreadable != 1 || !strings.HasPrefix(err.Error(), "my-limiter: unexpected reply: "+st.FirstReason) {
+			t.Errorf("%s: stats %+v; want 1 unreadable whose reason starts the error %v", tt.src, st, err)
+		}
+		fmt.Fprintf(&out, "%s\n\t%s\n", tt.src, err)
+	}
+	golden.Check(t, "testdata/unreadable.golden", []byte(out.String()))
 }
 
 // TestCustomTime: a time is reported as the interval its digits allow: an integer in µs exactly,
@@ -373,7 +401,7 @@ func TestCustomTime(t *testing.T) {
 		{name: "zero", unit: Micros, raw: []any{int64(1), int64(0)},
 			bad: "time rule {element: 2, unit: us}: element 2 must be a time > 0, got 0; raw reply: [1, 0]"},
 		{name: "text", unit: Micros, raw: []any{int64(1), "soon"},
-			bad: `time rule {element: 2, unit: us}: element 2 "soon" is not a time: "soon" is not a number (want digits, an optional decimal point and exponent); raw reply: [1, "soon"]`},
+			bad: `time rule {element: 2, unit: us}: element 2 "soon" is not a number (want digits, an optional decimal point and exponent); raw reply: [1, "soon"]`},
 		{name: "nil", unit: Micros, raw: []any{int64(1), nil},
 			bad: "time rule {element: 2, unit: us}: element 2 is nil, not a time; raw reply: [1, nil]"},
 		{name: "negative float", unit: Seconds, raw: []any{int64(1), "-1.5"},

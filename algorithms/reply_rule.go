@@ -512,8 +512,8 @@ func (b *boundTime) read(raw any) (lo, hi int64, err error) {
 		}
 		lo, hi, perr := ParseTime(e, b.unit)
 		if perr != nil {
-			return 0, 0, badRule("time", b.name, el+" "+strconv.Quote(e)+" is not a time: "+
-				strings.TrimPrefix(perr.Error(), ErrBadTime.Error()+": "), raw)
+			why := strings.TrimPrefix(strings.TrimPrefix(perr.Error(), ErrBadTime.Error()+": "), strconv.Quote(e)+" ")
+			return 0, 0, badRule("time", b.name, el+" "+strconv.Quote(e)+" "+why, raw)
 		}
 		if f, _ := strconv.ParseFloat(e, 64); !(f > 0) {
 			return 0, 0, badRule("time", b.name, el+" "+strconv.Quote(e)+" must be a time > 0", raw)

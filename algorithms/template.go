@@ -316,8 +316,14 @@ func CheckTemplateWith(t string, l Limit) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.bind(limitBindings(l, "p:")); err != nil {
-		return fmt.Errorf("%w in %q with limit %d per %s", err, t, l.Limit, l.Window)
+	b := limitBindings(l, "p:")
+	for _, s := range p {
+		if s.v != tExpr {
+			continue
+		}
+		if _, err := s.e.fold(b); err != nil {
+			return fmt.Errorf("expression {{%s}} in %q: %w with limit %d per %s", s.src, t, err, l.Limit, l.Window)
+		}
 	}
 	return nil
 }

@@ -100,9 +100,9 @@ func TestTemplateExpressionErrors(t *testing.T) {
 	// Constant for a limiter: found at bind time (CheckTemplateWith, Prepare).
 	l := Limit{Limit: 10, Window: time.Second}
 	for _, tt := range []struct{ tmpl, want string }{
-		{"{{now_ms / (limit - 10)}}", `expression {{now_ms / (limit - 10)}}: division by zero in "{{now_ms / (limit - 10)}}" with limit 10 per 1s`},
+		{"{{now_ms / (limit - 10)}}", `expression {{now_ms / (limit - 10)}} in "{{now_ms / (limit - 10)}}": division by zero with limit 10 per 1s`},
 		{"{{now_ms / (window_ms - 1000)}}", `division by zero`},
-		{"{{limit * 1000000000000000000}}", `expression {{limit * 1000000000000000000}}: overflow: the result is outside the int64 range in "{{limit * 1000000000000000000}}" with limit 10 per 1s`},
+		{"{{limit * 1000000000000000000}}", `expression {{limit * 1000000000000000000}} in "{{limit * 1000000000000000000}}": overflow: the result is outside the int64 range with limit 10 per 1s`},
 	} {
 		if err := CheckTemplate(tt.tmpl); err != nil {
 			t.Errorf("CheckTemplate(%q) = %v; want nil (it is constant only for a limiter)", tt.tmpl, err)

@@ -511,18 +511,47 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 				k.Kind = algorithms.ContractKind(s)
 			}
 		}
-		set(&k.Limit, cm["limit"], cf+".limit", d.int64)
-		set(&k.Window, cm["window"], cf+".window", d.duration)
-		set(&k.Capacity, cm["capacity"], cf+".capacity", d.int64)
-		set(&k.RefillPermits, cm["rate"], cf+".rate", d.int64)
-		set(&k.RefillPer, cm["per"], cf+".per", d.duration)
+		// A number written as a template ("{{limit}}") is kept as text, filled in for the
+		// scenario's limit when it is validated and for each run's limit when it runs.
+		tmpl := func(field string) bool {
+			n := cm[field]
+			if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "{{") {
+				return false
+			}
+			if c.ContractTemplates == nil {
+				c.ContractTemplates = map[string]string{}
+			}
+			c.ContractTemplates[field] = n.Value
+			return true
+		}
+		for _, p := range []struct {
+			field string
+			int   *int64
+			dur   *time.Duration
+		}{
+			{"limit", &k.Limit, nil}, {"window", nil, &k.Window}, {"capacity", &k.Capacity, nil},
+			{"rate", &k.RefillPermits, nil}, {"per", nil, &k.RefillPer},
+		} {
+			if tmpl(p.field) {
+				continue
+			}
+			if p.int != nil {
+				set(p.int, cm[p.field], cf+"."+p.field, d.int64)
+			} else {
+				set(p.dur, cm[p.field], cf+"."+p.field, d.duration)
+			}
+		}
 		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
 	}
 	return c
 }
 
 func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
-	m := d.mapping(n, f, []string{"element", "equals", "not_equals", "greater_than", "prefix", "is_nil"})
+	fields := []string{"element"}
+	for _, op := range algorithms.RuleOps {
+		fields = append(fields, string(op))
+	}
+	m := d.mapping(n, f, fields)
 	if m == nil {
 		return
 	}
@@ -535,16 +564,8 @@ func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
 		}
 		rules = append(rules, string(op))
 		rf := f + "." + string(op)
-		switch op {
-		case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RulePrefix:
-			if s, ok := d.str(v, rf); ok {
-				a.Op, a.Value = op, s
-			}
-		case algorithms.RuleGreaterThan:
-			if x, ok := d.float(v, rf); ok {
-				a.Op, a.Number = op, x
-			}
-		case algorithms.RuleIsNil:
+		switch {
+		case op == algorithms.RuleIsNil:
 			if b, ok := d.bool(v, rf); ok {
 				if !b {
 					d.fail(v, rf, "is_nil: false is not a rule; use is_nil: true, or another rule")
@@ -552,11 +573,25 @@ func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
 					a.Op = op
 				}
 			}
+		case op.Numeric() && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!str":
+			// A number: its value as a number reads it (0x10, 1e3), in decimal.
+			if x, ok := d.float(v, rf); ok {
+				a.Op, a.Value = op, strconv.FormatFloat(x, 'g', -1, 64)
+				var i int64
+				if v.ShortTag() == "!!int" && v.Decode(&i) == nil {
+					a.Value = strconv.FormatInt(i, 10)
+				}
+			}
+		default:
+			// Text, or a template such as "{{limit}}" (validation checks it).
+			if s, ok := d.str(v, rf); ok {
+				a.Op, a.Value = op, s
+			}
 		}
 	}
 	switch {
 	case len(rules) == 0:
-		d.fail(n, f, "needs exactly one rule: equals, not_equals, greater_than, prefix or is_nil; got none")
+		d.fail(n, f, "needs exactly one rule: %s; got none", algorithms.RuleNames())
 	case len(rules) > 1:
 		d.fail(n, f, "needs exactly one rule; got %s", strings.Join(rules, " and "))
 	}

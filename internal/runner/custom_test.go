@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,8 +199,11 @@ func TestCustomNotes(t *testing.T) {
 	}{
 		{"all fine", algorithms.ReplyStats{Rule: "{equals: \"1\"}", Read: 10, Admitted: 4, FirstRead: "1"}, nil},
 		{"some unreadable", algorithms.ReplyStats{Rule: "{element: 2, equals: \"1\"}", Read: 10, Admitted: 4, FirstRead: "[1, 1]",
-			Unreadable: 3, FirstUnreadable: "[1]"},
-			[]string{`3 replies could not be read by the allowed rule {element: 2, equals: "1"} (counted as unknown outcomes, warmup included); first raw reply: [1]`}},
+			Unreadable: 3, FirstUnreadable: "[1]", FirstReason: `allowed rule {element: 2, equals: "1"}: want element 2, the reply has 1; raw reply: [1]`},
+			[]string{`3 replies could not be read (counted as unknown outcomes, warmup included); the first: allowed rule {element: 2, equals: "1"}: want element 2, the reply has 1; raw reply: [1]`}},
+		{"time unreadable", algorithms.ReplyStats{Rule: "{element: 1, at_most: 5}", Read: 0, Unreadable: 2, FirstUnreadable: `[1, "x"]`,
+			FirstReason: `time rule {element: 2, unit: s}: element 2 "x" is not a time; raw reply: [1, "x"]`},
+			[]string{`2 replies could not be read (counted as unknown outcomes, warmup included); the first: time rule {element: 2, unit: s}: element 2 "x" is not a time; raw reply: [1, "x"]`}},
 		{"never admitted", algorithms.ReplyStats{Rule: "{equals: \"1\"}", Read: 7, FirstRead: `"no"`},
 			[]string{`none of the 7 replies read by the allowed rule {equals: "1"} was an admission; first raw reply: "no"`}},
 	}
@@ -214,9 +218,19 @@ func TestCustomNotes(t *testing.T) {
 	if got := customNotes(nil); got != nil {
 		t.Errorf("customNotes(nil) = %q; want nil", got)
 	}
-	e := withCustomNotes(report.Entry{}, fakeReplies{st: tests[2].st})
+	l := algorithms.Limit{Limit: 10, Window: time.Second}
+	same := algorithms.Contract{Kind: algorithms.FixedWindow, Limit: 10, Window: time.Second}
+	e := withCustomNotes(report.Entry{Custom: true}, fakeReplies{st: tests[3].st}, same, l)
 	if len(e.Verification.Reasons) != 1 {
 		t.Errorf("withCustomNotes: reasons %q; want one note", e.Verification.Reasons)
+	}
+	looser := algorithms.Contract{Kind: algorithms.FixedWindow, Limit: 20, Window: time.Second}
+	e = withCustomNotes(report.Entry{Custom: true}, fakeReplies{st: tests[0].st}, looser, l)
+	if want := []string{"note: the contract fixed-window(20, 1s) differs from the scenario's limit: limit 20 where the scenario's limit is 10; the script is verified against its contract"}; !slices.Equal(e.Verification.Reasons, want) {
+		t.Errorf("withCustomNotes with a looser contract: reasons %q; want %q", e.Verification.Reasons, want)
+	}
+	if e := withCustomNotes(report.Entry{}, fakeReplies{st: tests[0].st}, looser, l); len(e.Verification.Reasons) != 0 {
+		t.Errorf("withCustomNotes of a built-in algorithm: reasons %q; want none", e.Verification.Reasons)
 	}
 }
 

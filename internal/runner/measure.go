@@ -55,10 +55,11 @@ func (r *recording) sinks() load.Sinks {
 }
 
 // verification returns what the verifier needs of the measurement res recorded in r, for an
-// algorithm with contract and model.
-func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model) verify.Measurement {
+// algorithm with contract and model; fresh says that the algorithm held no state when the
+// measurement began (see verify.Measurement.Fresh).
+func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model, fresh bool) verify.Measurement {
 	m := verify.Measurement{
-		Contract: contract, Model: model,
+		Contract: contract, Model: model, Fresh: fresh,
 		Log: r.log.Log(res.Subjects, res.Clients),
 		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
 			Dropped: res.Counts.Dropped},
@@ -93,6 +94,9 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		var rerr redis.Error
 		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
 			return nil, ca.badScript(err)
+		}
+		if _, custom := a.(*customAlgorithm); custom && errors.Is(err, algorithms.ErrBadCustom) {
+			return nil, fmt.Errorf("%w: %w", ErrBadScript, err)
 		}
 		return nil, LostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
 	}
@@ -139,12 +143,15 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	vm := rec.verification(res, contract, a.Model(s.Limit))
-	_, custom := a.(*customAlgorithm)
+	// The prefix was claimed empty before the warmup, and every key of the algorithm is under
+	// it, except a custom script's empty key, which could hold state from before.
+	ca, custom := a.(*customAlgorithm)
+	fresh := !custom || !ca.HasEmptyKey()
+	vm := rec.verification(res, contract, a.Model(s.Limit), fresh)
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
 	if err := alive(statCtx, tgt); err != nil {
-		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim)
+		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim, contract, s.Limit)
 		return &e, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := ReadStats(statCtx, tgt)
@@ -159,7 +166,7 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim)
+	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim, contract, s.Limit)
 	return &e, nil
 }
 
