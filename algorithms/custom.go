@@ -266,9 +266,9 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	return err
 }
 
-func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*redis.Script, error) {
-	s := redis.NewScript(a.spec.Source)
-	if err := loadEverywhere(ctx, c, s); err != nil {
+func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
+	s, err := newScript(ctx, c, a.spec.Source)
+	if err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
@@ -324,7 +324,7 @@ func scriptLine(err error) int {
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants
 // (limit, window, burst, rate, prefix) become literals and their expressions are compiled. An
 // expression that divides by zero or overflows with these constants is an error.
-func (a *Custom) bind(l Limit, prefix string, s *redis.Script) (*customLimiter, error) {
+func (a *Custom) bind(l Limit, prefix string, s *script) (*customLimiter, error) {
 	b := limitBindings(l, prefix)
 	lim := &customLimiter{a: a, script: s, prefix: prefix, clock: a.clock}
 	var errs []error
@@ -418,7 +418,7 @@ type ReplyReporter interface {
 // customLimiter is a Custom prepared for one Limit and prefix.
 type customLimiter struct {
 	a      *Custom
-	script *redis.Script
+	script *script
 	prefix string
 	clock  Clock
 	keys   []boundKey
@@ -529,13 +529,13 @@ func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pe
 			return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
 		}
 	}
-	cmd := runScript(ctx, c, l.script, keys, args...)
+	cmd := l.script.run(ctx, c, keys, args...)
 	return func() (Decision, error) { return l.result(cmd, v) }
 }
 
 // result reads cmd's reply with the rules (v is the allowed rule's value for the request, when
 // it changes per request) and counts it.
-func (l *customLimiter) result(cmd *redis.Cmd, v ruleValue) (Decision, error) {
+func (l *customLimiter) result(cmd call, v ruleValue) (Decision, error) {
 	raw, err := cmd.Result()
 	if err == redis.Nil {
 		raw, err = nil, nil

@@ -68,7 +68,7 @@ func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient
 func (FixedWindowCounter) Model(l Limit) Model { return newFixedWindowModel(l) }
 
 type fixedWindowLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -94,7 +94,7 @@ func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 		return failedPending(err)
 	}
 	return f.windows.do(ctx, c, "fixed-window", req, f.windowUs,
-		func(k, fixed int64) *redis.Cmd { return f.send(ctx, c, req.Subject, k, cost, fixed) },
+		func(k, fixed int64) call { return f.send(ctx, c, req.Subject, k, cost, fixed) },
 		func(raw any, k int64) (Decision, bool, error) { return f.decode(raw, k, cost) })
 }
 
@@ -137,7 +137,7 @@ func (s *serverWindows) predict(req Request, w int64) int64 {
 // updates the offset. With a FixedTime the window is exact, so a miss is an error wrapping
 // ErrBadReply.
 func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, req Request, w int64,
-	send func(k, fixed int64) *redis.Cmd, decode func(raw any, k int64) (Decision, bool, error)) Pending {
+	send func(k, fixed int64) call, decode func(raw any, k int64) (Decision, bool, error)) Pending {
 	fixed := fixedMicros(req)
 	if fixed != 0 && (fixed < minMicros || fixed >= maxMicros) {
 		return failedPending(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", name, fixed, int64(minMicros), int64(maxMicros)))
@@ -176,7 +176,7 @@ func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, re
 }
 
 // send runs the script for window k.
-func (f *fixedWindowLimiter) send(ctx context.Context, c redis.Cmdable, subject string, k, cost, fixed int64) *redis.Cmd {
+func (f *fixedWindowLimiter) send(ctx context.Context, c redis.Cmdable, subject string, k, cost, fixed int64) call {
 	start, end := k*f.windowUs, (k+1)*f.windowUs
 	// Both 16 digits for every time from 2001 to 2286, as the script compares them.
 	args := []any{strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
@@ -185,7 +185,7 @@ func (f *fixedWindowLimiter) send(ctx context.Context, c redis.Cmdable, subject 
 	} else if cost != 1 {
 		args = append(args, cost, f.limit)
 	}
-	return runScript(ctx, c, f.script, []string{f.key(subject, k)}, args...)
+	return f.script.run(ctx, c, []string{f.key(subject, k)}, args...)
 }
 
 // decode decodes the reply of scripts/fixed_window.lua, "<count> <s> <µs>", for a request of cost

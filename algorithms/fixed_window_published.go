@@ -65,7 +65,7 @@ func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClie
 func (FixedWindowPublished) Model(Limit) Model { return nil }
 
 type fixedWindowPublishedLimiter struct {
-	script *redis.Script
+	script *script
 	prefix string
 	limit  int64
 }
@@ -84,6 +84,6 @@ func (f *fixedWindowPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, r
 		return failedPending(err)
 	}
 	now := clientTime(req)
-	cmd := runScript(ctx, c, f.script, []string{f.key(req.Subject, now)}, f.limit, publishedExpirySeconds, now.UnixMicro())
+	cmd := f.script.run(ctx, c, []string{f.key(req.Subject, now)}, f.limit, publishedExpirySeconds, now.UnixMicro())
 	return scriptPending("fixed-window-published", cmd, ClockClient)
 }

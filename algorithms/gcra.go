@@ -64,7 +64,7 @@ func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, pre
 func (GCRA) Model(l Limit) Model { return newGCRAModel(l) }
 
 type gcraLimiter struct {
-	script              *redis.Script
+	script              *script
 	prefix              string
 	interval, tolerance int64
 }
@@ -87,7 +87,7 @@ func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pend
 	if fixed := fixedMicros(req); fixed != 0 {
 		args = append(args, fixed)
 	}
-	cmd := runScript(ctx, c, g.script, g.Keys(req), args...)
+	cmd := g.script.run(ctx, c, g.Keys(req), args...)
 	return decodedPending("gcra", cmd, func(raw any) (Decision, error) { return g.decode(raw, inc) })
 }
 

@@ -140,7 +140,7 @@ func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, pref
 // redissonLimiter is a prepared Redisson or RedissonPerClient.
 type redissonLimiter struct {
 	name      string
-	script    *redis.Script
+	script    *script
 	prefix    string
 	rate      int64
 	interval  int64 // ms
@@ -179,6 +179,6 @@ func (r *redissonLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) 
 		next = randomID
 	}
 	ms := clientTime(req).UnixMilli()
-	cmd := runScript(ctx, c, r.script, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, next())
+	cmd := r.script.run(ctx, c, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, next())
 	return scriptPending(r.name, cmd, ClockClient)
 }

@@ -295,18 +295,18 @@ func TestBadReplies(t *testing.T) {
 		{"nil", "return nil", false},
 		{"error", "return redis.error_reply('ERR boom')", false},
 	}
-	limiters := map[string]func(s *redis.Script) Limiter{
-		"redisson": func(s *redis.Script) Limiter {
+	limiters := map[string]func(s *script) Limiter{
+		"redisson": func(s *script) Limiter {
 			return &redissonLimiter{name: "redisson", script: s, prefix: env.Prefix, rate: 5, interval: 1000, typ: "0"}
 		},
-		"resource-consumer": func(s *redis.Script) Limiter {
+		"resource-consumer": func(s *script) Limiter {
 			return &resourceConsumerLimiter{name: "resource-consumer", script: s, prefix: env.Prefix, args: []any{5, 5, 1000000}}
 		},
 	}
 	for lname, mk := range limiters {
 		for _, tt := range tests {
 			t.Run(lname+"/"+tt.name, func(t *testing.T) {
-				lim := mk(redis.NewScript(tt.lua))
+				lim := mk(&script{Script: redis.NewScript(tt.lua)})
 				d, err := lim.Do(ctx, env.Target.Client, clientAt("bad", "c", base))()
 				if err == nil || d.Allowed {
 					t.Fatalf("reply %s: %+v, %v; want an error and no admission", tt.lua, d, err)

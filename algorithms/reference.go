@@ -58,7 +58,7 @@ func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, 
 func (referenceAlgorithm) Model(Limit) Model { return nil }
 
 type referenceLimiter struct {
-	script    *redis.Script
+	script    *script
 	prefix    string
 	ttlMillis int64
 }
@@ -71,7 +71,7 @@ func (r *referenceLimiter) Do(ctx context.Context, c redis.Cmdable, req Request)
 	if err := CheckSubject(req.Subject); err != nil {
 		return failedPending(fmt.Errorf("reference: %w", err))
 	}
-	cmd := runScript(ctx, c, r.script, r.Keys(req), r.ttlMillis)
+	cmd := r.script.run(ctx, c, r.Keys(req), r.ttlMillis)
 	return func() (Decision, error) {
 		raw, err := cmd.Result()
 		if err != nil {

@@ -97,7 +97,7 @@ func (ResourceConsumer) Model(l Limit) Model { return newTwoLevelModel(l) }
 
 // twoListLimiter is a prepared ResourceConsumer.
 type twoListLimiter struct {
-	script         *redis.Script
+	script         *script
 	prefix         string
 	rlimit, climit int64
 	windowUs       int64
@@ -127,7 +127,7 @@ func (r *twoListLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) P
 	} else if cost != 1 {
 		args = append(args, cost)
 	}
-	cmd := runScript(ctx, c, r.script, r.Keys(req), args...)
+	cmd := r.script.run(ctx, c, r.Keys(req), args...)
 	return decodedPending("resource-consumer", cmd, func(raw any) (Decision, error) { return r.decode(raw, cost) })
 }
 
@@ -168,7 +168,7 @@ func (r *twoListLimiter) decode(raw any, cost int64) (Decision, error) {
 // resourceConsumerLimiter is a prepared ResourceConsumerPublished.
 type resourceConsumerLimiter struct {
 	name   string
-	script *redis.Script
+	script *script
 	prefix string
 	// args are the script's arguments after the time and before the cost.
 	args []any
@@ -191,6 +191,6 @@ func (r *resourceConsumerLimiter) Do(ctx context.Context, c redis.Cmdable, req R
 	args = append(args, fixedMicros(req))
 	args = append(args, r.args...)
 	args = append(args, cost)
-	cmd := runScript(ctx, c, r.script, r.Keys(req), args...)
+	cmd := r.script.run(ctx, c, r.Keys(req), args...)
 	return scriptPending(r.name, cmd, ClockServer)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,18 +13,38 @@ import (
 	"github.com/limitbench/limitbench/scripts"
 )
 
+// script is a Lua script an algorithm runs: loaded with SCRIPT LOAD on every master of the
+// client it was prepared on, and loaded again there when a pipeline finds it gone (see run).
+// It is safe for concurrent use.
+type script struct {
+	*redis.Script
+	// on is the client Prepare loaded it with: SCRIPT LOAD goes to each of its masters.
+	on redis.UniversalClient
+	// gen counts the loads since the first; mu serialises them.
+	mu  sync.Mutex
+	gen atomic.Uint64
+}
+
+// reloadTimeout bounds one reload of a script after NOSCRIPT.
+const reloadTimeout = 5 * time.Second
+
 // loadScript reads file (a name in scripts.FS, for example "gcra.lua") and loads it with SCRIPT
 // LOAD on every master of c: each master of a *redis.ClusterClient (ForEachMaster), otherwise c
-// itself. Loading everywhere up front is what lets runScript use a bare EVALSHA inside pipelines,
+// itself. Loading everywhere up front is what lets run use a bare EVALSHA inside pipelines,
 // where go-redis cannot fall back to EVAL on NOSCRIPT.
-func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*redis.Script, error) {
+func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*script, error) {
 	src, err := scripts.FS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read script %s: %w", file, err)
 	}
-	s := redis.NewScript(string(src))
-	if err := loadEverywhere(ctx, c, s); err != nil {
-		return nil, fmt.Errorf("load script %s: %w", file, err)
+	return newScript(ctx, c, string(src))
+}
+
+// newScript loads src on every master of c (loadEverywhere) and returns it as a script.
+func newScript(ctx context.Context, c redis.UniversalClient, src string) (*script, error) {
+	s := &script{Script: redis.NewScript(src), on: c}
+	if err := loadEverywhere(ctx, c, s.Script); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -38,16 +60,65 @@ func loadEverywhere(ctx context.Context, c redis.UniversalClient, s *redis.Scrip
 	return s.Load(ctx, c).Err()
 }
 
-// runScript sends s on c. On a client it is (*redis.Script).Run: EVALSHA, then EVAL when the server
-// answers NOSCRIPT (a script cache flushed after Prepare). On a pipeline (redis.Pipeliner) it
-// queues a bare EVALSHA, since a queued command has no reply to fall back on; loadScript put the
-// script on every master beforehand. The returned command's result is read after the pipeline's
-// Exec.
-func runScript(ctx context.Context, c redis.Cmdable, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+// run sends s on c and returns the call, whose Result is read after a pipeline's Exec. On a
+// client it is (*redis.Script).Run: EVALSHA, then EVAL when the server answers NOSCRIPT (a
+// script cache flushed or a server restarted after Prepare), which loads the script again. On
+// a pipeline (redis.Pipeliner) it queues a bare EVALSHA, since a queued command has no reply to
+// fall back on; when its reply is NOSCRIPT, Result loads the script again on every master
+// before it returns the error (see call.Result), so the request fails, as it did, and the
+// requests after it find the script.
+func (s *script) run(ctx context.Context, c redis.Cmdable, keys []string, args ...any) call {
 	if _, ok := c.(redis.Pipeliner); ok {
-		return s.EvalSha(ctx, c, keys, args...)
+		return call{Cmd: s.EvalSha(ctx, c, keys, args...), s: s, gen: s.gen.Load()}
 	}
-	return s.Run(ctx, c, keys, args...)
+	return call{Cmd: s.Run(ctx, c, keys, args...)}
+}
+
+// Reloads returns how many times the script was loaded again after a NOSCRIPT reply in a
+// pipeline.
+func (s *script) Reloads() uint64 { return s.gen.Load() }
+
+// reload loads s again on every master after a pipelined call queued at load generation gen
+// was answered NOSCRIPT, unless a load since gen already did. It returns the load's error.
+func (s *script) reload(gen uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen.Load() != gen {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
+	defer cancel()
+	err := loadEverywhere(ctx, s.on, s.Script)
+	s.gen.Add(1)
+	return err
+}
+
+// call is one script call sent by script.run.
+type call struct {
+	*redis.Cmd
+	// s is the script of a pipelined call, nil otherwise; gen is s's load generation when the
+	// call was queued.
+	s   *script
+	gen uint64
+}
+
+// Result returns the call's reply or error. A pipelined call answered NOSCRIPT loads its script
+// again first (script.reload): the error is still the call's, and a failed reload is added to
+// it.
+func (c call) Result() (any, error) {
+	v, err := c.Cmd.Result()
+	if c.s != nil && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if rerr := c.s.reload(c.gen); rerr != nil {
+			return v, fmt.Errorf("%w (loading the script again failed: %w)", err, rerr)
+		}
+	}
+	return v, err
+}
+
+// Err returns the call's error, as Result does.
+func (c call) Err() error {
+	_, err := c.Result()
+	return err
 }
 
 // maxExact is 2^53: every integer below it is exact in a Lua (IEEE double) number. Prepare checks
@@ -56,13 +127,13 @@ const maxExact = 1 << 53
 
 // scriptPending returns the Pending of a script whose reply is {allowed 0|1, remaining,
 // retry-after µs, time µs}, decoded by decodeDecision; name prefixes errors.
-func scriptPending(name string, cmd *redis.Cmd, clock Clock) Pending {
+func scriptPending(name string, cmd call, clock Clock) Pending {
 	return decodedPending(name, cmd, func(raw any) (Decision, error) { return decodeDecision(raw, clock) })
 }
 
 // decodedPending returns the Pending of a script whose reply decode reads; name prefixes the
 // errors of both the call and the decoding.
-func decodedPending(name string, cmd *redis.Cmd, decode func(raw any) (Decision, error)) Pending {
+func decodedPending(name string, cmd call, decode func(raw any) (Decision, error)) Pending {
 	return func() (Decision, error) {
 		raw, err := cmd.Result()
 		if err != nil {

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
@@ -76,7 +78,7 @@ func TestScriptPending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := scriptPending("gcra", tt.cmd, ClockServer)()
+			d, err := scriptPending("gcra", call{Cmd: tt.cmd}, ClockServer)()
 			if err == nil || d.Allowed {
 				t.Fatalf("got %+v, %v; want an error and no admission", d, err)
 			}
@@ -197,4 +199,79 @@ func TestNoscriptFallback(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Issue 14, item 3: after SCRIPT FLUSH, every built-in algorithm and a custom script recover in
+// pipeline mode: the pipelined requests that meet NOSCRIPT fail (they did not run), and the
+// script is loaded again so that the next pipeline decides. Before, a pipeline never loaded the
+// script again and failed with NOSCRIPT until the end of the run. Plain calls recover through
+// EVAL, as before. On a private server and a private cluster, since it flushes their scripts.
+func TestPipelineReloadsAfterScriptFlush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private server and cluster")
+	}
+	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
+		t.Run(string(topo), func(t *testing.T) {
+			t.Parallel()
+			target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess, Topology: topo})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			custom, err := NewCustom(CustomSpec{Name: "mine", Source: "return {1, 0, 0, 1}", Keys: []string{"mine:{{subject}}"},
+				Allowed: ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}, Contract: Contract{Kind: NoContract}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			algs := append(All(), custom)
+			lims := make([]Limiter, len(algs))
+			for i, a := range algs {
+				if lims[i], err = a.Prepare(ctx, target.Client, Limit{Limit: 1000, Window: time.Second}, "p14:"); err != nil {
+					t.Fatalf("%s: Prepare: %v", a.Describe().Name, err)
+				}
+			}
+			flush := func() {
+				if err := target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+					return c.ScriptFlush(ctx).Err()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// batch sends three requests of lim in one pipeline and returns their errors.
+			batch := func(lim Limiter) []error {
+				pipe := target.Client.Pipeline()
+				var ps []Pending
+				for i := range 3 {
+					ps = append(ps, lim.Do(ctx, pipe, Request{Subject: fmt.Sprintf("s%d", i), Client: "c", Cost: 1,
+						ClientTime: time.Now()}))
+				}
+				_, _ = pipe.Exec(ctx)
+				var errs []error
+				for _, p := range ps {
+					_, err := p()
+					errs = append(errs, err)
+				}
+				return errs
+			}
+			for i, a := range algs {
+				name := a.Describe().Name
+				if name == "sliding-log-published" {
+					continue // plain commands, no script
+				}
+				flush()
+				for _, err := range batch(lims[i]) {
+					if err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
+						t.Errorf("%s: pipelined request after SCRIPT FLUSH: %v; want NOSCRIPT (the flush happened)", name, err)
+					}
+				}
+				for j, err := range batch(lims[i]) {
+					if err != nil {
+						t.Errorf("%s: pipelined request %d after the NOSCRIPT batch: %v; want the script loaded again", name, j, err)
+					}
+				}
+				flush()
+				if _, err := lims[i].Do(ctx, target.Client, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: time.Now()})(); err != nil {
+					t.Errorf("%s: plain request after SCRIPT FLUSH: %v; want it run through EVAL", name, err)
+				}
+			}
+		})
+	}
 }

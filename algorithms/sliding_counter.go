@@ -73,7 +73,7 @@ func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l 
 func (SlidingCounter) Model(l Limit) Model { return newSlidingCounterModel(l) }
 
 type slidingCounterLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -104,14 +104,14 @@ func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Req
 		cost = s.limit + 1
 	}
 	return s.windows.do(ctx, c, "sliding-counter", req, s.windowUs,
-		func(k, fixed int64) *redis.Cmd {
+		func(k, fixed int64) call {
 			keys := []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
 			// The bounds are 16 digits for every time from 2001 to 2286, as the script compares them.
 			args := []any{k * s.windowUs, (k + 1) * s.windowUs, s.windowUs, (s.limit - cost) * s.windowUs, cost, (k + 2) * s.windowUs / 1000}
 			if fixed != 0 {
 				args = append(args, fixed)
 			}
-			return runScript(ctx, c, s.script, keys, args...)
+			return s.script.run(ctx, c, keys, args...)
 		},
 		func(raw any, k int64) (Decision, bool, error) { return s.decode(raw, k, cost) })
 }

@@ -61,7 +61,7 @@ func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limi
 func (SlidingLog) Model(l Limit) Model { return newSlidingLogModel(l) }
 
 type slidingLogLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -86,7 +86,7 @@ func (s *slidingLogLimiter) Do(ctx context.Context, c redis.Cmdable, req Request
 	} else if cost != 1 {
 		args = append(args, cost)
 	}
-	cmd := runScript(ctx, c, s.script, s.Keys(req), args...)
+	cmd := s.script.run(ctx, c, s.Keys(req), args...)
 	return decodedPending("sliding-log", cmd, func(raw any) (Decision, error) { return s.decode(raw, cost) })
 }
 

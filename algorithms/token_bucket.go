@@ -77,7 +77,7 @@ func expiryQuantum(capacity, rate int64) int64 {
 func (TokenBucketHash) Model(l Limit) Model { return newTokenBucketModel(l) }
 
 type tokenBucketLimiter struct {
-	script               *redis.Script
+	script               *script
 	prefix               string
 	unit, rate, capacity int64
 	quantum              int64 // µs, expiryQuantum
@@ -102,7 +102,7 @@ func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Reques
 	if fixed := fixedMicros(req); fixed != 0 {
 		args = append(args, fixed)
 	}
-	cmd := runScript(ctx, c, t.script, t.Keys(req), args...)
+	cmd := t.script.run(ctx, c, t.Keys(req), args...)
 	return decodedPending("token-bucket", cmd, func(raw any) (Decision, error) { return t.decode(raw, need) })
 }
 

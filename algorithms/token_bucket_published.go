@@ -68,7 +68,7 @@ func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClie
 func (TokenBucketPublished) Model(Limit) Model { return nil }
 
 type tokenBucketPublishedLimiter struct {
-	script   *redis.Script
+	script   *script
 	prefix   string
 	rate     string // tokens per second, decimal
 	capacity int64
@@ -84,6 +84,6 @@ func (t *tokenBucketPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, r
 	if err != nil {
 		return failedPending(err)
 	}
-	cmd := runScript(ctx, c, t.script, t.Keys(req), t.rate, t.capacity, clientTime(req).Unix(), cost)
+	cmd := t.script.run(ctx, c, t.Keys(req), t.rate, t.capacity, clientTime(req).Unix(), cost)
 	return scriptPending("token-bucket-published", cmd, ClockClient)
 }

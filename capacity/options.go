@@ -83,19 +83,35 @@ func (o *Options) defaults() {
 // DefaultSLO is the objective of `limitbench capacity` when none is given.
 const DefaultSLO = "p99 < 2ms"
 
-// ParseSLO parses the objective of a sweep of algorithm: a threshold such as "p99 < 2ms" (any
-// metric of a threshold; one naming an algorithm must name this one), or "none" for the
-// throughput criterion alone (nil).
+// ParseSLO parses the objective of a sweep of algorithm: a threshold such as "p99 < 2ms" (one
+// naming an algorithm must name this one), or "none" for the throughput criterion alone (nil).
+//
+// The sweep looks for the highest rate that keeps the objective, so the objective must be one
+// that a rising rate makes harder to keep: an upper bound (< or <=) on a latency or on errors,
+// or a bound on efficiency. A lower bound on a latency or errors ("p99 > 2ms": the comparison
+// backwards), any bound on throughput (what the sweep measures), and an objective no
+// measurement can keep ("p99 < 0ms", see scenarios.Threshold.Unmeetable) are refused, so that
+// a sweep never runs to a foregone "no rate met the objective".
 func ParseSLO(text, algorithm string) (*scenarios.Threshold, error) {
 	if strings.TrimSpace(text) == "none" {
 		return nil, nil
 	}
 	th, err := scenarios.ParseThreshold(text)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	upper := th.Op == scenarios.Less || th.Op == scenarios.LessEqual
+	switch {
 	case th.Algorithm != "" && th.Algorithm != algorithm:
 		return nil, fmt.Errorf("%q names algorithm %s, but the sweep sizes %s", text, th.Algorithm, algorithm)
+	case th.Metric == scenarios.Throughput:
+		return nil, fmt.Errorf("%q bounds throughput, which the sweep itself measures; bound a latency, errors or efficiency, or use none", text)
+	case (th.Metric.IsLatency() || th.Metric == scenarios.ErrorRate) && !upper:
+		return nil, fmt.Errorf("%q has the comparison backwards: %s grows with the rate, and the sweep looks for the highest rate that keeps it below a bound; write %s < or <=",
+			text, th.Metric, th.Metric)
+	}
+	if err := th.Unmeetable(); err != nil {
+		return nil, err
 	}
 	return &th, nil
 }

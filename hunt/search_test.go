@@ -227,10 +227,10 @@ func TestHuntBudget(t *testing.T) {
 		if _, err := Hunt(context.Background(), Config{Target: c.target}); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("no trial: %v", err)
 		}
-		fh := firstHitTarget(demoLimit)
-		if _, err := Hunt(context.Background(), Config{Target: fh, Trial: simTrial(fh, frame, c.mk, nil)}); !errors.Is(err, ErrBadTarget) ||
-			!strings.Contains(err.Error(), "first-hit-window") {
-			t.Errorf("a contract the verifier cannot score yet: %v", err)
+		unknown := Target{Algorithm: "leaky", Contract: algorithms.Contract{Kind: "leaky-window", Limit: demoLimit.Limit, Window: demoLimit.Window}}
+		if _, err := Hunt(context.Background(), Config{Target: unknown, Trial: simTrial(unknown, frame, c.mk, nil)}); !errors.Is(err, ErrBadTarget) ||
+			!strings.Contains(err.Error(), "leaky-window") {
+			t.Errorf("a contract the verifier cannot score: %v", err)
 		}
 		if _, err := Hunt(context.Background(), Config{Target: c.target, Families: []string{"nope"}, Trial: simTrial(c.target, frame, c.mk, nil)}); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("unknown family: %v", err)

@@ -146,7 +146,34 @@ func Findings(r *Result, e *Entry) []string {
 		if e.Unknown > 0 {
 			parts = append(parts, Count(e.Unknown)+" unknown "+Plural(e.Unknown, "outcome", "outcomes"))
 		}
-		out = append(out, fmt.Sprintf("%s (%s of requests).", strings.Join(parts, " and "), Percent(float64(bad)/float64(e.Requests))))
+		line := fmt.Sprintf("%s (%s of requests)", strings.Join(parts, " and "), Percent(float64(bad)/float64(e.Requests)))
+		if classes := ErrorsLine(e); classes != "" {
+			line += ": " + classes
+		}
+		out = append(out, sentence(line))
+	}
+	if v.Epochs > 0 || len(v.Disruptions) > 0 {
+		var changed []string
+		for _, d := range v.Disruptions {
+			w := d.What
+			if d.StateLost {
+				w += ", state possibly lost"
+			}
+			changed = append(changed, w)
+		}
+		s := "Redis changed under the load: " + strings.Join(changed, "; ")
+		if v.Epochs > 0 {
+			s += fmt.Sprintf(". The history was verified in %d parts, apart, where the state may have been lost", v.Epochs)
+			if v.AttributedViolations > 0 {
+				s += fmt.Sprintf("; %s definite %s across the loss %s attributed to it, not to the algorithm",
+					Count(v.AttributedViolations), Plural(v.AttributedViolations, "violation", "violations"),
+					Plural(v.AttributedViolations, "is", "are"))
+			}
+		}
+		out = append(out, sentence(s))
+	}
+	for _, w := range e.Warnings {
+		out = append(out, sentence("Warning: "+w.Message))
 	}
 	if e.Dropped > 0 {
 		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", Count(e.Dropped), Plural(e.Dropped, "request was", "requests were")))

@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -55,11 +56,29 @@ func fullResult(t *testing.T) *Result {
 			ExpectedViolation: true, MayViolate: true,
 			Thresholds: []verify.ThresholdCheck{
 				{Threshold: "p99 < 400us", Status: verify.ThresholdBroken, Value: 512, Shown: "512µs"},
-				{Threshold: "errors < 5%", Status: verify.ThresholdHeld, Value: 0.015, Shown: "0.015"},
+				{Threshold: "errors <= 1%", Status: verify.ThresholdBroken, Value: 0.015, Shown: "0.015", Default: true},
 				{Threshold: "my-limiter: efficiency > 0.9", Status: verify.ThresholdUnevaluated, Shown: "no contract"},
 			},
 			ViolationTimesS: []float64{1.25, 7.5}, ViolationTimesOmitted: 4,
+			Disruptions: []verify.DisruptionReport{{Node: "127.0.0.1:7000", Kind: "restarted",
+				What: "127.0.0.1:7000 restarted (run id 4f2a1b2c → 9c1e0d3f) (seen at 4.512s)", FromS: 4.41, ToS: 4.513, StateLost: true}},
+			Epochs: 2, AttributedViolations: 57, Unplaced: 12,
 		},
+		ErrorClasses: []load.ErrorClass{
+			{Kind: "connection lost", Outcome: "unknown", Count: 10, First: "my-limiter: EOF", FirstAtS: 4.43},
+			{Kind: "connection refused", Outcome: "failed", Count: 20,
+				First: "my-limiter: dial tcp 127.0.0.1:7000: connect: connection refused", FirstAtS: 4.44},
+		},
+		Watch: &faults.Summary{
+			Nodes: []faults.NodeState{{Node: "127.0.0.1:7000", RoleBefore: "master", RoleAfter: "master",
+				RunIDBefore: "4f2a1b2c5e", RunIDAfter: "9c1e0d3f7a", UptimeBeforeS: 12, UptimeAfterS: 5, LastError: "timeout"}},
+			Events: []faults.EventRecord{{Node: "127.0.0.1:7000", Kind: faults.EventRestarted, AfterS: 4.41, AtS: 4.512,
+				From: "4f2a1b2c5e", To: "9c1e0d3f7a", Role: "master", StateLost: true}},
+			Polls: 105, IntervalMS: 100,
+		},
+		Warnings: []Warning{{Kind: WarningKeysLeft, Message: "12 keys under limitbench:ab12cd34:my-limiter:1: were left behind",
+			Prefix: "limitbench:ab12cd34:my-limiter:1:", Keys: 12,
+			Remove: "redis-cli -h 127.0.0.1 -p 7000 --user USER --scan --pattern 'limitbench:ab12cd34:my-limiter:1:*' | xargs -r -n 500 redis-cli -h 127.0.0.1 -p 7000 --user USER unlink"}},
 		Accuracy: verify.AccuracySummary{IdealAllowed: 1000, Efficiency: 0.98, FalseDenials: 20, MaxWindowRatio: 1.6},
 		Server:   Server{USecPerCall: 4.125, CPUUSecPerDecision: 6.5, BytesPerKey: 96, Keys: 150},
 		Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50}, Errors: []int64{2, 2}}, Limit: []float64{50, 52.5}},
@@ -101,7 +120,7 @@ func fullResult(t *testing.T) *Result {
 					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
 					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
 				Expect:     scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
-				Thresholds: []string{"p99 < 400us", "errors < 5%", "my-limiter: efficiency > 0.9"},
+				Thresholds: []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 			},
 		},
 		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",

@@ -9,9 +9,11 @@ import (
 )
 
 // MergeRepeats merges the repeats of one algorithm on one topology, entries[i] being repeat i+1,
-// into one entry: the repeat with the median throughput gives every figure, its histograms and
-// timeline; the verification takes the worst verdict, adds up the violations, keeps the worst
-// excess and where it was, and gives every repeat's reasons; and every repeat becomes a Sample.
+// into one entry: the repeat with the median throughput gives every figure, its histograms,
+// timeline, error classes and node watch; the verification takes the worst verdict, adds up the
+// violations (attributed ones too), keeps the worst excess and where it was, and gives every
+// repeat's reasons and disruptions; every repeat's warnings are kept; and every repeat becomes a
+// Sample.
 // One entry is returned as it is, without samples.
 func MergeRepeats(entries []Entry) Entry {
 	byTP := slices.Clone(entries)
@@ -20,14 +22,22 @@ func MergeRepeats(entries []Entry) Entry {
 	if len(entries) == 1 {
 		return e
 	}
-	var def, poss, worst int64
+	var def, poss, worst, attributed int64
 	verdict := verify.Pass
 	var reasons []string
+	var disruptions []verify.DisruptionReport
+	var warnings []Warning
 	for i, m := range entries {
 		repeat := i + 1
 		v := m.Verification
 		def += v.DefiniteViolations
 		poss += v.PossibleViolations
+		attributed += v.AttributedViolations
+		for _, d := range v.Disruptions {
+			d.What = fmt.Sprintf("repeat %d: %s", repeat, d.What)
+			disruptions = append(disruptions, d)
+		}
+		warnings = append(warnings, m.Warnings...)
 		if v.WorstExcess > worst {
 			worst = v.WorstExcess
 			e.Verification.Where = fmt.Sprintf("repeat %d: %s", repeat, v.Where)
@@ -57,6 +67,9 @@ func MergeRepeats(entries []Entry) Entry {
 	e.Verification.DefiniteViolations = def
 	e.Verification.PossibleViolations = poss
 	e.Verification.WorstExcess = worst
+	e.Verification.AttributedViolations = attributed
+	e.Verification.Disruptions = disruptions
+	e.Warnings = warnings
 	return e
 }
 

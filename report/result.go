@@ -11,6 +11,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
@@ -191,6 +192,17 @@ type Entry struct {
 	Server       Server                 `json:"server"`
 	// Timeline is offered, admitted, denied and errors over time, for the accuracy plot.
 	Timeline Timeline `json:"timeline"`
+	// ErrorClasses lists the errors of the measured part by kind (Redis's error code, or what
+	// happened to the connection) and outcome, the most frequent first, each with the text of
+	// its first error; empty when no request failed.
+	ErrorClasses []load.ErrorClass `json:"error_classes,omitempty"`
+	// Watch is what the node watch saw of every node during the measurement: run id, role and
+	// uptime before and after, and each restart, promotion, flush or outage in between; nil when
+	// the nodes were not watched.
+	Watch *faults.Summary `json:"watch,omitempty"`
+	// Warnings are what the run leaves the user to deal with that no verdict shows, such as keys
+	// left behind on an external server.
+	Warnings []Warning `json:"warnings,omitempty"`
 
 	// Samples holds per-repeat figures when the runner repeated the measurement; the summary fields
 	// above are then the median (or the merged histograms) of the samples.
@@ -201,6 +213,26 @@ type Entry struct {
 	// Files lists this entry's files by base name; WriteAll fills it.
 	Files Files `json:"files"`
 }
+
+// Warning is something a run leaves the user to deal with that no verdict shows. The summary and
+// the report print Message.
+type Warning struct {
+	// Kind names the warning: WarningKeysLeft.
+	Kind string `json:"kind"`
+	// Message says what happened and what to do, in words.
+	Message string `json:"message"`
+	// Prefix and Keys, for WarningKeysLeft: the key prefix and how many keys under it were left
+	// (-1 when they could not be counted).
+	Prefix string `json:"prefix,omitempty"`
+	Keys   int64  `json:"keys,omitempty"`
+	// Remove, for WarningKeysLeft, is a shell command that removes the keys, for a user allowed
+	// to SCAN and UNLINK them.
+	Remove string `json:"remove,omitempty"`
+}
+
+// WarningKeysLeft: the cleanup of a measurement's keys on an external server failed, and keys
+// were left behind.
+const WarningKeysLeft = "keys-left-behind"
 
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not

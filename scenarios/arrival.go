@@ -3,6 +3,7 @@ package scenarios
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -190,6 +191,52 @@ func (a *Arrival) Segments(span time.Duration) []load.Segment {
 		}
 	}
 	return out
+}
+
+// pieces returns, without building them, a bound on how many pieces Segments(span) returns:
+// at least as many, and at most one period's pieces more (the last period is cut at span);
+// math.MaxInt when the count does not fit. a must be valid (every length > 0).
+func (a *Arrival) pieces(span time.Duration) int {
+	if span <= 0 {
+		return 0
+	}
+	// repeats is how many times a period fits in d, rounded up.
+	repeats := func(d, period time.Duration) int {
+		if d <= 0 {
+			return 0
+		}
+		return int((d-1)/period) + 1
+	}
+	switch a.Kind() {
+	case Stepped:
+		var period time.Duration
+		for _, s := range a.Steps {
+			period += s.For
+		}
+		if period <= 0 {
+			return 0
+		}
+		n := repeats(span, period)
+		if n > math.MaxInt/len(a.Steps) {
+			return math.MaxInt
+		}
+		return n * len(a.Steps)
+	case Spiked:
+		sp := a.Spike
+		if sp.Every <= 0 {
+			return 3
+		}
+		per := 2 // the peak, then the base until the next
+		if sp.For >= sp.Every {
+			per = 1
+		}
+		n := repeats(span-sp.At, sp.Every)
+		if n > math.MaxInt/2-1 {
+			return math.MaxInt
+		}
+		return per*n + 1
+	}
+	return 1
 }
 
 // String describes a in words: "constant 2000/s", "ramp 0/s to 900/s", "steps 100/s for 1s, 300/s

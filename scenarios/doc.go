@@ -20,16 +20,16 @@
 //	name: hot-key-overload      # default: the file name without .yaml
 //	description: One subject offered twice its limit by 64 clients.
 //	topologies: [single, cluster]   # default [single]; each runs on its own Redis
-//	duration: 10s               # default 10s (or the sum of arrival.steps); measured and verified
+//	duration: 10s               # default 10s (or the sum of arrival.steps); measured and verified; >= 100ms
 //	warmup: 1s                  # default 0; runs first, same load, measured but not verified or reported
 //	seed: 1                     # default 1; same seed, same key sequence
-//	clients: 64                 # default 4; concurrent workers, each with its own client id
+//	clients: 64                 # default 4; concurrent workers, each with its own client id (1 to 10,000)
 //	client_mode: plain          # default plain; plain | pipeline | autopipeline
-//	pipeline_depth: 16          # only with client_mode: pipeline, where it defaults to 16
+//	pipeline_depth: 16          # only with client_mode: pipeline, where it defaults to 16 (1 to 10,000)
 //	arrival:                    # omit for a closed loop (each client sends when its last reply is in)
-//	  rate: 2000                # requests per second, all clients together
+//	  rate: 2000                # requests per second, all clients together (at most 10,000,000)
 //	keys:
-//	  count: 1                  # default 1; number of subjects
+//	  count: 1                  # default 1; number of subjects (1 to 16,777,216)
 //	  distribution: uniform     # default uniform; uniform | zipf | hot
 //	  zipf_s: 0.99              # only with zipf (> 0, larger is more skewed), default 0.99
 //	  hot_share: 0.5            # only with hot: subject 0's share of requests (0 < x <= 1), default 0.5
@@ -38,7 +38,7 @@
 //	  window: 1s                # default 1s; > 0, whole milliseconds; also the token-bucket refill time
 //	  burst: 1000               # default 0, meaning limit; token-bucket and GCRA capacity
 //	  consumer_limit: 100       # default 0, meaning limit; per-consumer limit of resource-consumer
-//	cost: 1                     # default 1; permits each request asks for (1 <= cost <= capacity)
+//	cost: 1                     # default 1; permits each request asks for (1 <= cost <= capacity, 65,535)
 //	clock_skew: [0s, 2s, -2s]   # default none; see Clock skew
 //	algorithms: [all]           # default [all]; see Algorithms
 //	expect:
@@ -50,6 +50,29 @@
 //
 // Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
 // arrival.steps[1].rate, with 0-based list indexes.
+//
+// # Bounds
+//
+// The load a scenario describes has bounds, package load's (load.MaxRate and the others, checked
+// by the same functions here, for the command-line overrides, and when a run starts), so that a
+// value that could never run, or would exhaust the machine, is bad input naming its field:
+//
+//	duration                  at least 100ms (load.MinDuration): a shorter run measures too few
+//	                          requests for its figures to mean anything
+//	warmup + duration         at most 24h (load.MaxSpan)
+//	every rate                a finite number (not .nan or .inf), at most 10,000,000 per second
+//	                          (load.MaxRate), all clients together
+//	clients                   1 to 10,000 (load.MaxClients, Redis's default maxclients)
+//	pipeline_depth            1 to 10,000 (load.MaxPipelineDepth), and clients × pipeline_depth at
+//	                          most 100,000 requests in flight (load.MaxInFlight)
+//	keys.count                1 to 16,777,216 (load.MaxKeys)
+//	cost                      1 to 65,535 (load.MaxCost)
+//	arrival                   steps or spikes repeated over the run at most 1,000,000 pieces
+//	                          (load.MaxSegments); every length at most 24h; align at most 1h
+//	                          (MaxAlign: the run waits up to one period)
+//	zipf_s, hot_share         finite numbers
+//	thresholds                one that no measurement can keep ("p99 < 0ms", "max <= 0us",
+//	                          "errors < 0") is refused
 //
 // # Arrival
 //

@@ -23,6 +23,11 @@ const (
 	DefaultWindow        = time.Second
 )
 
+// MaxAlign is the longest period arrival.align may name: the run waits up to one period before
+// it starts. The bounds of the load itself (duration, rates, clients, pipeline depth, keys,
+// cost) are package load's (load.MaxRate and the others), checked with its Check functions.
+const MaxAlign = time.Hour
+
 // Scenario is one scenario file: what to run, on what, and what must hold. The doc comment of the
 // package describes every field, its YAML spelling and its default. A Scenario built in Go should
 // start from Default and be checked with Validate; Load and Parse return validated scenarios.

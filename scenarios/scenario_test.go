@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
@@ -98,8 +100,8 @@ func TestDefaults(t *testing.T) {
 func TestExplicitZeroIsNotDefault(t *testing.T) {
 	tests := []struct{ yaml, want string }{
 		{"limit: {window: 0s}", "limit.window: must be > 0, got 0s"},
-		{"client_mode: pipeline\npipeline_depth: 0", "pipeline_depth: must be >= 1 with client_mode: pipeline, got 0"},
-		{"clients: 0", "clients: must be >= 1, got 0"},
+		{"client_mode: pipeline\npipeline_depth: 0", "pipeline_depth: must be in [1, 10000], got 0"},
+		{"clients: 0", "clients: must be in [1, 10000], got 0"},
 		{"keys: {distribution: zipf, zipf_s: 0}", "keys.zipf_s: must be > 0"},
 		{"arrival: {rate: 0}", "arrival.rate: must be > 0"},
 		{"arrival: {}", "arrival: needs one of rate, ramp, steps or spike"},
@@ -169,7 +171,7 @@ func TestValidateGoBuilt(t *testing.T) {
 	s.ClientMode = load.ModePlain
 	s.PipelineDepth = 3
 	err := s.validate(designNames, nil)
-	want := "clients: must be >= 1, got -1\npipeline_depth: only applies with client_mode: pipeline (client_mode is plain)\nlimit.window: must be > 0, got 0s"
+	want := "clients: must be in [1, 10000], got -1\npipeline_depth: only applies with client_mode: pipeline (client_mode is plain)\nlimit.window: must be > 0, got 0s"
 	if err == nil || err.Error() != want {
 		t.Errorf("Validate() =\n%v\nwant\n%s", err, want)
 	}
@@ -230,7 +232,7 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 	bad, zero := -1.0, 0
 	s, _ = parseString(t, "apply", text)
 	err = s.apply(Overrides{Rate: &bad, Clients: &zero, Algorithms: []string{"gcar"}}, designNames)
-	want := "testdata/apply.yaml: clients: must be >= 1, got 0 (set by --clients)\n" +
+	want := "testdata/apply.yaml: clients: must be in [1, 10000], got 0 (set by --clients)\n" +
 		"testdata/apply.yaml: arrival.rate: must not be negative, got -1 (set by --rate)\n" +
 		"testdata/apply.yaml: algorithms[0]: unknown algorithm \"gcar\" (did you mean \"gcra\"?) (set by --algorithms)"
 	if err == nil || err.Error() != want {
@@ -267,6 +269,9 @@ func TestArrivalRateAndSegments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if n, segs := tt.a.pieces(tt.span), len(tt.a.Segments(tt.span)); n < segs || n > segs+len(tt.a.Steps)+2 {
+				t.Errorf("pieces(%s) = %d; want a bound of the %d segments, within one period", tt.span, n, segs)
+			}
 			for at, want := range tt.at {
 				if got := tt.a.RateAt(at, tt.span); got != want {
 					t.Errorf("RateAt(%s, %s) = %v; want %v", at, tt.span, got, want)
@@ -290,6 +295,36 @@ func TestArrivalRateAndSegments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPieces: pieces bounds the number of Segments from above, within one period's pieces, for
+// steps and spikes of any lengths, so the validator can refuse a schedule too fine for its
+// run without building it.
+func TestPieces(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ms := func(label string, lo int64) time.Duration {
+			return time.Duration(rapid.Int64Range(lo, 5000).Draw(rt, label)) * time.Millisecond
+		}
+		var a Arrival
+		perPeriod := 2
+		if rapid.Bool().Draw(rt, "steps") {
+			for i := range rapid.IntRange(1, 5).Draw(rt, "steps") {
+				a.Steps = append(a.Steps, Step{For: ms(fmt.Sprintf("for%d", i), 1), Rate: 1})
+			}
+			perPeriod = len(a.Steps)
+		} else {
+			every := ms("every", 0)
+			a.Spike = &Spike{Base: 1, Peak: 2, At: ms("at", 0), For: min(ms("for", 1), max(every, time.Millisecond)), Every: every}
+			if a.Spike.Every > 0 && a.Spike.For > a.Spike.Every {
+				a.Spike.For = a.Spike.Every
+			}
+		}
+		span := ms("span", 1) * 10
+		n, segs := a.pieces(span), len(a.Segments(span))
+		if n < segs || n > segs+perPeriod+1 {
+			rt.Fatalf("pieces(%s) = %d for %d segments of %s; want a bound within %d", span, n, segs, a.String(), perPeriod+1)
+		}
+	})
 }
 
 func TestAlignStart(t *testing.T) {

@@ -196,6 +196,19 @@ func metricNames() []string {
 
 func metricList() string { return strings.Join(metricNames(), ", ") }
 
+// Unmeetable returns why no measurement can keep t, or nil. Every metric is >= 0 and a latency
+// is > 0 (a request takes time), so "p99 < 0ms", "p99 <= 0ms" and "errors < 0" never hold;
+// "errors <= 0" (no errors at all) may.
+func (t Threshold) Unmeetable() error {
+	switch {
+	case t.Op == Less && t.Value <= 0:
+		return fmt.Errorf("%q can never hold: %s is never below 0", t.Text, t.Metric)
+	case t.Op == LessEqual && t.Value <= 0 && t.Metric.IsLatency():
+		return fmt.Errorf("%q can never hold: a latency is always above 0", t.Text)
+	}
+	return nil
+}
+
 // Holds reports whether v, in the metric's unit (see Value), keeps the bound.
 func (t Threshold) Holds(v float64) bool {
 	switch t.Op {

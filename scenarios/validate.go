@@ -110,6 +110,16 @@ func (c *checker) add(field, format string, a ...any) {
 	c.probs = append(c.probs, Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
 }
 
+// bound adds err, a load bound's verdict on field (see load.CheckRate and the others), as a
+// problem; it reports whether there was none.
+func (c *checker) bound(field string, err error) bool {
+	if err != nil {
+		c.add(field, "%v", err)
+		return false
+	}
+	return true
+}
+
 func (c *checker) positiveDuration(field string, d time.Duration) {
 	if d <= 0 {
 		c.add(field, "must be > 0, got %s", d)
@@ -125,22 +135,23 @@ func (c *checker) check() {
 		c.add("name", "must not be empty")
 	}
 	c.topologies()
-	c.positiveDuration("duration", s.Duration)
-	if s.Warmup < 0 {
-		c.add("warmup", "must be >= 0, got %s", s.Warmup)
+	durOK := c.bound("duration", load.CheckDuration(s.Duration))
+	warmOK := c.bound("warmup", load.CheckWarmup(s.Warmup))
+	if durOK && warmOK {
+		c.bound("duration", load.CheckSpan(s.Warmup, s.Duration))
 	}
-	if s.Clients < 1 {
-		c.add("clients", "must be >= 1, got %d", s.Clients)
-	}
+	c.bound("clients", load.CheckClients(s.Clients))
 	switch s.ClientMode {
 	case load.ModePlain, load.ModeAutoPipeline:
 		if s.PipelineDepth != 0 {
 			c.add("pipeline_depth", "only applies with client_mode: pipeline (client_mode is %s)", s.ClientMode)
 		}
 	case load.ModePipeline:
-		if s.PipelineDepth < 1 {
-			c.add("pipeline_depth", "must be >= 1 with client_mode: pipeline, got %d", s.PipelineDepth)
+		clients := s.Clients
+		if load.CheckClients(clients) != nil {
+			clients = 0 // reported above; check the depth alone
 		}
+		c.bound("pipeline_depth", load.CheckPipelineDepth(s.PipelineDepth, clients))
 	default:
 		c.add("client_mode", "unknown client mode %q; use plain, pipeline or autopipeline", s.ClientMode)
 	}
@@ -149,9 +160,7 @@ func (c *checker) check() {
 	}
 	c.keys()
 	c.limit()
-	if s.Cost < 1 {
-		c.add("cost", "must be >= 1, got %d", s.Cost)
-	} else if s.Cost > c.s.Limit.Capacity() && s.Limit.Limit > 0 {
+	if c.bound("cost", load.CheckCost(s.Cost)) && s.Cost > c.s.Limit.Capacity() && s.Limit.Limit > 0 {
 		c.add("cost", "%d is more than the limit's capacity %d: every request would be denied", s.Cost, s.Limit.Capacity())
 	}
 	c.clockSkew()
@@ -183,6 +192,9 @@ func (c *checker) threshold(f string, t Threshold, names []string) {
 	if t.Algorithm != "" && !contains(names, t.Algorithm) {
 		c.add(f, "%s", unknownName(fmt.Sprintf("%q is not run by this scenario", t.Algorithm), t.Algorithm, names))
 	}
+	if err := t.Unmeetable(); err != nil {
+		c.add(f, "%v", err)
+	}
 }
 
 func (c *checker) topologies() {
@@ -203,15 +215,11 @@ func (c *checker) topologies() {
 }
 
 func (c *checker) rate(field string, r float64, positive bool) {
-	switch {
-	case r < 0:
-		c.add(field, "must not be negative, got %g", r)
-	case positive && r == 0:
-		c.add(field, "must be > 0")
-	}
+	c.bound(field, load.CheckRate(r, positive))
 }
 
 func (c *checker) arrival(a *Arrival) {
+	before := len(c.probs)
 	forms := 0
 	if a.Rate != 0 || c.s.present("arrival.rate") {
 		forms++
@@ -251,14 +259,19 @@ func (c *checker) arrival(a *Arrival) {
 			c.add("arrival.steps", "must hold at least one step")
 		}
 		anyRate := false
+		var period time.Duration
 		for i, st := range a.Steps {
 			f := fmt.Sprintf("arrival.steps[%d]", i)
 			c.positiveDuration(f+".for", st.For)
 			c.rate(f+".rate", st.Rate, false)
 			anyRate = anyRate || st.Rate > 0
+			period = min(period+max(st.For, 0), load.MaxSpan+1) // no overflow
 		}
 		if len(a.Steps) > 0 && !anyRate {
 			c.add("arrival.steps", "every step has rate 0: nothing would be sent")
+		}
+		if period > load.MaxSpan {
+			c.add("arrival.steps", "the steps last more than %s, longer than any run", load.MaxSpan)
 		}
 	case Spiked:
 		sp := a.Spike
@@ -273,31 +286,55 @@ func (c *checker) arrival(a *Arrival) {
 		} else if sp.Every > 0 && sp.For > sp.Every {
 			c.add("arrival.spike.for", "%s is longer than every (%s)", sp.For, sp.Every)
 		}
+		for _, d := range []struct {
+			field string
+			d     time.Duration
+		}{{"arrival.spike.at", sp.At}, {"arrival.spike.for", sp.For}, {"arrival.spike.every", sp.Every}} {
+			if d.d > load.MaxSpan {
+				c.add(d.field, "must be at most %s, the longest run; got %s", load.MaxSpan, d.d)
+			}
+		}
 	}
 	switch al := a.Align; {
 	case al.Every < 0:
 		c.add("arrival.align.every", "must be >= 0, got %s", al.Every)
 	case al.Every == 0 && (al.Offset != 0 || c.s.present("arrival.align")):
 		c.add("arrival.align.every", "must be > 0")
+	case al.Every > MaxAlign:
+		c.add("arrival.align.every", "must be at most %s (the run waits up to one period before it starts), got %s", MaxAlign, al.Every)
 	case al.Offset < 0 || al.Offset >= al.Every && al.Every > 0:
 		c.add("arrival.align.offset", "must be in [0, %s), got %s", al.Every, al.Offset)
+	}
+	// The schedule is built piece by piece over the whole run: steps or spikes too short for
+	// the run's length would be millions of pieces. (Counted only when the pieces and the run
+	// are valid.)
+	if span := c.s.TotalDuration(); len(c.probs) == before && load.CheckDuration(c.s.Duration) == nil &&
+		load.CheckWarmup(c.s.Warmup) == nil {
+		if n := a.pieces(span); n > load.MaxSegments {
+			c.add("arrival", "the schedule repeats to %d pieces over warmup + duration (%s); at most %d: make the steps or the spike's period longer",
+				n, span, load.MaxSegments)
+		}
 	}
 }
 
 func (c *checker) keys() {
 	k := c.s.Keys
-	if k.Count < 1 {
-		c.add("keys.count", "must be >= 1, got %d", k.Count)
-	}
+	c.bound("keys.count", load.CheckKeyCount(k.Count))
 	switch k.Distribution {
 	case load.Uniform:
 	case load.Zipf:
+		// The load takes any exponent >= 0; a scenario asks for uniform by name. (NaN
+		// compares false: the load's check reports it.)
 		if k.ZipfS <= 0 {
 			c.add("keys.zipf_s", "must be > 0 for a zipf distribution (0 would be uniform), got %g", k.ZipfS)
+		} else {
+			c.bound("keys.zipf_s", load.CheckExponent(k.ZipfS))
 		}
 	case load.Hot:
 		if k.HotShare <= 0 || k.HotShare > 1 {
 			c.add("keys.hot_share", "must be in (0, 1] for a hot distribution, got %g", k.HotShare)
+		} else {
+			c.bound("keys.hot_share", load.CheckShare(k.HotShare))
 		}
 	default:
 		c.add("keys.distribution", "unknown distribution %q; use uniform, zipf or hot", k.Distribution)

@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -28,7 +28,7 @@ type capacityFlags struct {
 	step, warmup        time.Duration
 	subjects, clients   int
 	procs               int
-	noPin, quiet        bool
+	noPin, quiet, force bool
 	awake               bool
 }
 
@@ -43,7 +43,8 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
 	fs.IntVar(&f.subjects, "subjects", capacity.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
-	fs.StringVar(&f.out, "out", "", "results directory (default results/capacity-<algorithm>-<UTC time>/)")
+	fs.StringVar(&f.out, "out", "", "results directory (default a new results/capacity-<algorithm>-<UTC time>/); refused when it holds a capacity result already, unless --force")
+	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each local redis-server; Go's default against an external server)")
 	fs.BoolVar(&f.noPin, "no-pin", false, "do not pin Redis and the load generator to separate CPUs")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states during the sweep (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and round trips no longer pay to wake them; --awake=false leaves them alone")
@@ -83,6 +84,17 @@ flags:
 	if err != nil {
 		return badInput(err)
 	}
+	var out *outDir
+	if f.out == "" {
+		out, err = newOutDir("results", "capacity-"+keyName(f.algorithm)+"-"+timeStamp(time.Now()))
+	} else {
+		out, err = explicitOutDir("--out", f.out, capacity.File, f.force)
+	}
+	if err != nil {
+		return err
+	}
+	defer out.release()
+	dir := out.path
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))
@@ -94,10 +106,6 @@ flags:
 		opts.Logf("%s", st.ProcsNote)
 	}
 	opts.CPUs = st
-	dir := f.out
-	if dir == "" {
-		dir = filepath.Join("results", "capacity-"+keyName(f.algorithm)+"-"+time.Now().UTC().Format("20060102T150405Z"))
-	}
 
 	c, runErr := capacity.Run(ctx, opts)
 	var writeErr error
@@ -170,14 +178,15 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	if f.procs < 0 {
 		bad("--procs must be >= 0, got %d", f.procs)
 	}
-	if f.step < 100*time.Millisecond {
-		bad("--step must be at least 100ms, got %s", f.step)
+	// A step is a run's measured part, and its warmup a run's: the load's bounds.
+	if err := load.CheckDuration(f.step); err != nil {
+		bad("--step %v", err)
 	}
-	if f.warmup < 0 {
-		bad("--warmup must be >= 0, got %s", f.warmup)
+	if err := load.CheckWarmup(f.warmup); err != nil {
+		bad("--warmup %v", err)
 	}
-	if f.subjects < 0 {
-		bad("--subjects must be >= 0, got %d", f.subjects)
+	if f.subjects < 0 || f.subjects > load.MaxKeys {
+		bad("--subjects must be in [0, %d], got %d", load.MaxKeys, f.subjects)
 	}
 	// The sweep runs on one topology: the flag's, else the scenario's first.
 	envf := f.env

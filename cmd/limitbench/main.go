@@ -16,9 +16,14 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -52,10 +57,14 @@ var exitCodes = []struct {
 	{errEnvironment, exitEnv},
 	// Ctrl-C or SIGTERM: what was measured is written, and the run did not pass.
 	{runner.ErrInterrupted, exitFailed},
+	// A refused permission is the environment's problem, whatever else the error says.
+	{runner.ErrPermission, exitEnv},
 	{scenarios.ErrInvalid, exitBadInput},
 	{runner.ErrBadScript, exitBadInput},
 	{redisenv.ErrBadConfig, exitBadInput},
 	{algorithms.ErrUnknownAlgorithm, exitBadInput},
+	// A load out of bounds; scenarios.Load reports it first, with its file, line and field.
+	{load.ErrBadPlan, exitBadInput},
 	{redisenv.ErrUnavailable, exitEnv},
 	{runner.ErrLost, exitEnv},
 	{runner.ErrRedis, exitEnv},
@@ -141,6 +150,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitBadInput
 	}
+	redis.SetLogger(newRedisLog(stderr, cmd.name, os.Getenv(redisLogEnv) == "1"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal the command stops cleanly (servers stopped, results written); a
@@ -158,6 +168,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "limitbench %s: %v\n", cmd.name, err)
 	}
 	return code
+}
+
+// redisLogEnv names the environment variable that, set to 1, shows go-redis's own log lines.
+const redisLogEnv = "LIMITBENCH_REDIS_LOG"
+
+// sentinelNewMaster is the format of the line go-redis's failover client logs when a Sentinel
+// names a new master (go-redis v9 sentinel.go), with the master's name and address.
+const sentinelNewMaster = "sentinel: new master=%q addr=%q"
+
+// redisLog is go-redis's logger (redis.SetLogger) while a command runs, so that what the user
+// sees is limitbench's words. What go-redis logs is either also returned as an error (a dial
+// that failed, a command Redis refused), which the command reports in its own words with the
+// address and the exit code, or detail of its connection pool; none of it is shown. The one line
+// that says what no error does, a Sentinel naming the master (when a failover client first
+// asks, and after a failover), is shown as the command's own, once per master and address
+// ("limitbench env: Sentinel: the master of mymaster is 127.0.0.1:7001"). With raw (the
+// environment variable LIMITBENCH_REDIS_LOG=1) every line is shown as go-redis wrote it, after
+// "go-redis: ", for debugging. Safe for concurrent use.
+type redisLog struct {
+	mu      sync.Mutex
+	w       io.Writer
+	command string
+	raw     bool
+	masters map[string]string // the address last shown for each master name
+}
+
+func newRedisLog(w io.Writer, command string, raw bool) *redisLog {
+	return &redisLog{w: w, command: command, raw: raw, masters: map[string]string{}}
+}
+
+// Printf implements go-redis's logging interface.
+func (l *redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.raw:
+		fmt.Fprintf(l.w, "go-redis: %s\n", strings.TrimRight(fmt.Sprintf(format, v...), "\n"))
+	case format == sentinelNewMaster && len(v) == 2:
+		name, addr := fmt.Sprint(v[0]), fmt.Sprint(v[1])
+		if l.masters[name] != addr {
+			l.masters[name] = addr
+			fmt.Fprintf(l.w, "limitbench %s: Sentinel: the master of %s is %s\n", l.command, name, addr)
+		}
+	}
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors instead of exiting and prints

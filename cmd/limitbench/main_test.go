@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
@@ -28,6 +29,7 @@ func TestExitCode(t *testing.T) {
 		{"bad script", wrap(runner.ErrBadScript), exitBadInput},
 		{"bad environment config", wrap(redisenv.ErrBadConfig), exitBadInput},
 		{"unknown algorithm", wrap(algorithms.ErrUnknownAlgorithm), exitBadInput},
+		{"load out of bounds", runner.MarkRedis(fmt.Errorf("run gcra: %w", load.ErrBadPlan)), exitBadInput},
 		{"failed verdicts", failed(errors.New("2 problem(s)")), exitFailed},
 		{"interrupted", wrap(runner.ErrInterrupted), exitFailed},
 		{"interrupted while starting", fmt.Errorf("%w: %w", runner.ErrInterrupted, redisenv.ErrUnavailable), exitFailed},

@@ -35,6 +35,7 @@ type runFlags struct {
 	clients              int
 	seed                 int64
 	out                  string
+	force                bool
 	quiet                bool
 	repeat               int
 	noReference          bool
@@ -51,7 +52,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
-	fs.StringVar(&f.out, "out", "", "results directory (default results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each)")
+	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
+	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
@@ -93,6 +95,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
+	dirs, err := runDirs(loaded, f.out, f.force, time.Now())
+	defer func() {
+		for _, d := range dirs {
+			d.release()
+		}
+	}()
+	if err != nil {
+		return err
+	}
 	var topologies []redisenv.Topology
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
@@ -105,15 +116,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	var failures []string
 	var firstErr error
-	for _, s := range loaded {
-		dir := f.out
-		switch {
-		case dir == "":
-			dir = filepath.Join("results", s.Name+"-"+time.Now().UTC().Format("20060102T150405Z"))
-		case len(loaded) > 1:
-			dir = filepath.Join(dir, s.Name)
-		}
-		fails, err := runOne(ctx, s, env, f, dir, stdout, stderr)
+	for i, s := range loaded {
+		fails, err := runOne(ctx, s, env, f, dirs[i].path, stdout, stderr)
 		failures = append(failures, fails...)
 		if err != nil {
 			firstErr = err
@@ -127,6 +131,40 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return failed(fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  ")))
 	}
 	return nil
+}
+
+// runDirs reserves the results directory of each scenario (see outdir.go): out, or out/<name>
+// of each with several scenarios, or by default a new results/<name>-<UTC time of now>. The
+// directories it reserved come back even with an error, to be released.
+func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time) ([]*outDir, error) {
+	var dirs []*outDir
+	if out != "" && len(loaded) > 1 {
+		seen := map[string]string{}
+		for _, s := range loaded {
+			if other, dup := seen[s.Name]; dup {
+				return nil, badInput(fmt.Errorf("%s and %s are both named %s and would write to %s; give them different names",
+					other, s.File, s.Name, filepath.Join(out, s.Name)))
+			}
+			seen[s.Name] = s.File
+		}
+	}
+	for _, s := range loaded {
+		var d *outDir
+		var err error
+		switch {
+		case out == "":
+			d, err = newOutDir("results", s.Name+"-"+timeStamp(now))
+		case len(loaded) > 1:
+			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), report.ResultFile, force)
+		default:
+			d, err = explicitOutDir("--out", out, report.ResultFile, force)
+		}
+		if err != nil {
+			return dirs, err
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs, nil
 }
 
 // overrides turns the flags the user set into scenario overrides.
@@ -217,17 +255,23 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	out, runErr := runner.Run(ctx, opts)
 	res := out.Result
 	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
+	// Redis lost or refusing a permission during the run: what was measured is written too.
+	envLost := runErr != nil && (errors.Is(runErr, runner.ErrLost) || errors.Is(runErr, runner.ErrPermission))
 	var writeErr error
 	written := false
 	// An interrupted run always leaves a result.json, even with nothing measured, so that a script
-	// waiting for one finds it marked cut short.
-	if len(res.Entries) > 0 || interrupted {
-		if interrupted {
+	// waiting for one finds it marked cut short; so does a run whose Redis was lost.
+	if len(res.Entries) > 0 || interrupted || envLost {
+		switch {
+		case interrupted:
 			res.CutShort = true
 			res.CutShortNote = "interrupted: the results cover what was measured before the signal"
 			if len(res.Entries) == 0 {
 				res.CutShortNote = "interrupted before anything was measured"
 			}
+		case envLost && len(res.Entries) == 0:
+			res.CutShort = true
+			res.CutShortNote = "stopped before anything was measured: " + runErr.Error()
 		}
 		writeErr = report.WriteAll(dir, res)
 		written = writeErr == nil
@@ -251,6 +295,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
 	case interrupted:
 		return out.Failures, failed(fmt.Errorf("%w; no results were written", runErr))
+	case envLost && written:
+		return out.Failures, fmt.Errorf("%w; results so far are in %s", runErr, dir)
 	}
 	return out.Failures, runErr // main's exitCodes: a bad script or configuration, or Redis
 }

@@ -3,15 +3,34 @@
 //
 // # Node watch
 //
-// A Watcher polls every node (INFO server and INFO replication: run_id, uptime, role,
-// master_repl_offset, connected replicas, a replica's master and link) on its own connections
-// at a fixed interval and records time-stamped Events: a restart (run_id changed, or uptime went
-// back), a promotion or demotion, a replica following another master, its link going down or up,
-// a replication offset going back (writes the node had are gone), a node becoming unreachable and
-// reachable again. So faults nobody injected are seen too. Events come from Changes, a pure
-// function of consecutive Snapshots (time is an argument), table-tested without Redis. An event
-// carries the interval in which the change happened: after the last poll that did not show it,
-// at or before the first poll that did.
+// A Watcher polls every node (INFO server, INFO replication and INFO commandstats: run_id,
+// uptime, role, master_repl_offset, connected replicas, a replica's master and link, and the
+// calls of the commands in Disruptive) on its own connections at a fixed interval and records
+// time-stamped Events: a restart (run_id changed, or uptime went back), a promotion or
+// demotion, a replica following another master, its link going down or up, a replication
+// offset going back (writes the node had are gone), a node becoming unreachable and reachable
+// again, and someone running FLUSHALL, FLUSHDB or SWAPDB (flushed), SCRIPT FLUSH or CLIENT
+// KILL. So faults nobody injected are seen too. Events come from Changes, a pure function of
+// consecutive Snapshots (time is an argument), table-tested without Redis. An event carries the
+// interval in which the change happened: after the last poll that did not show it was sent, at
+// or before the first poll that did came back, so the interval holds the change whatever the
+// round trips. Each event says what it means for the limiters' state (Event.StateLost: a master
+// restarted or flushed, a replica promoted) and in words (Event.Describe).
+//
+// The interval is kept short where it matters: a poll the node does not answer is followed by
+// another after a tenth of the interval; a load that meets connection errors pokes the watch
+// (Poke) so that the polls come at once; a connection the server closed (CLIENT KILL) is dialled
+// again within the poll, so it is not taken for an outage; and Stop polls every node once more,
+// so that a change until then is seen. Summary gives what the watch saw as a result entry's
+// section: each node's run id, role and uptime before and after, and every event.
+//
+// # Guard
+//
+// A Guard watches a run's outcomes (load.Plan.OnOutcome) and stops the run when the environment
+// is gone: Redis unreachable for good (DefaultLostRequests requests in a row that could not
+// reach it over at least DefaultLostAfter: longer than a restart takes, so a restart is
+// measured rather than taken for a loss; timeouts do not count, a paused server is still there)
+// or a permission refused (NOPERM: an ACL that forbids the run's keys or commands).
 //
 // # Network faults
 //

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,8 +24,9 @@ import (
 type Snapshot struct {
 	// Node is the node's host:port.
 	Node string
-	// At is when the poll ended (the reply arrived or the poll failed).
-	At time.Time
+	// Sent is when the poll began; At is when it ended (the reply arrived or the poll failed).
+	// The node answered at some instant in [Sent, At].
+	Sent, At time.Time
 	// Err says why the node did not answer; "" when it did. The fields below are then zero.
 	Err string
 	// RunID is the server's run_id, new at every start.
@@ -39,6 +43,22 @@ type Snapshot struct {
 	MasterAddr string
 	// LinkUp is a replica's master_link_status:up; false for a master.
 	LinkUp bool
+	// Commands counts, from INFO commandstats, the calls of each command that disrupts what a
+	// limiter relies on (see Disruptive), by its commandstats name; nil when INFO commandstats
+	// was not read. Redis counts the subcommands of SCRIPT and CLIENT apart from version 7.
+	Commands map[string]int64
+}
+
+// Disruptive maps each command the watch counts (its INFO commandstats name) to the event kind
+// a call of it means: FLUSHALL, FLUSHDB and SWAPDB (of any database: INFO does not say which)
+// empty the keys a limiter keeps its state in, SCRIPT FLUSH empties the script cache, and CLIENT
+// KILL closes connections.
+var Disruptive = map[string]EventKind{
+	"flushall":     EventFlushed,
+	"flushdb":      EventFlushed,
+	"swapdb":       EventFlushed,
+	"script|flush": EventScriptsFlushed,
+	"client|kill":  EventClientsKilled,
 }
 
 // Reachable reports whether the node answered the poll.
@@ -83,10 +103,30 @@ func ParseSnapshot(node string, at time.Time, info string) (Snapshot, error) {
 	s.Uptime = time.Duration(num("uptime_in_seconds")) * time.Second
 	s.ReplOffset = num("master_repl_offset")
 	s.ConnectedReplicas = int(num("connected_slaves"))
+	if strings.Contains(info, "# Commandstats") {
+		s.Commands = map[string]int64{}
+		for name := range Disruptive {
+			if v, ok := fields["cmdstat_"+name]; ok {
+				s.Commands[name] = commandCalls(v)
+			}
+		}
+	}
 	if s.Err != "" {
 		return Snapshot{}, fmt.Errorf("%s: %s", node, s.Err)
 	}
 	return s, nil
+}
+
+// commandCalls returns the calls field of a commandstats value such as
+// "calls=10,usec=52,usec_per_call=5.20,rejected_calls=0,failed_calls=0"; 0 when absent.
+func commandCalls(v string) int64 {
+	for kv := range strings.SplitSeq(v, ",") {
+		if n, ok := strings.CutPrefix(kv, "calls="); ok {
+			c, _ := strconv.ParseInt(n, 10, 64)
+			return c
+		}
+	}
+	return 0
 }
 
 // EventKind names what changed on a node.
@@ -116,10 +156,23 @@ const (
 	// had and took a shorter history from a new master (From, To: the offsets). Writes only it
 	// had are lost.
 	EventOffsetBack EventKind = "offset-back"
+	// EventFlushed: someone ran FLUSHALL, FLUSHDB or SWAPDB on the node (From, To: the command
+	// and how many calls). Its keys, the limiters' state among them, may be gone.
+	EventFlushed EventKind = "flushed"
+	// EventScriptsFlushed: someone ran SCRIPT FLUSH (From, To: the command and how many calls):
+	// the script cache is empty, and a script run by its digest answers NOSCRIPT until loaded
+	// again. Keys are kept.
+	EventScriptsFlushed EventKind = "scripts-flushed"
+	// EventClientsKilled: someone ran CLIENT KILL (From, To: the command and how many calls):
+	// connections may have been closed with requests in flight. Keys are kept.
+	EventClientsKilled EventKind = "clients-killed"
 )
 
-// Event is one change seen on one node. It happened after After (the last poll that did not
-// show it; zero when there was none) and at or before At (the first poll that did).
+// Event is one change seen on one node. It happened after After (when the last poll that did
+// not show it began; zero when there was none, or, for a node that answers for the first time,
+// any time since the watch began) and at or before At (when the first poll that did ended): the
+// node answered each poll somewhere within it, so (After, At] holds the change whatever the
+// polls' round trips.
 type Event struct {
 	Node  string
 	Kind  EventKind
@@ -127,6 +180,89 @@ type Event struct {
 	At    time.Time
 	// From and To say what changed, as the kind describes; either may be empty.
 	From, To string
+	// Role is the node's role before the change (redisenv.RoleMaster or RoleReplica); "" when
+	// unknown (the node never answered before).
+	Role string
+}
+
+// Describe says what e is in words, for reasons and reports: "127.0.0.1:7000 restarted (run id
+// 4f2a1b2c → 9c1e0d3f)", "127.0.0.1:7001 was promoted to master (it followed 127.0.0.1:7000)".
+func (e Event) Describe() string {
+	short := func(id string) string {
+		if len(id) > 8 {
+			return id[:8]
+		}
+		return id
+	}
+	n := e.Node
+	switch e.Kind {
+	case EventUnreachable:
+		return n + " stopped answering (" + e.To + ")"
+	case EventReachable:
+		if e.Role == "" {
+			return n + " answers for the first time"
+		}
+		return n + " answers again"
+	case EventRestarted:
+		if _, err := time.ParseDuration(e.From); err == nil {
+			return n + " restarted (uptime " + e.From + " → " + e.To + ")"
+		}
+		return n + " restarted (run id " + short(e.From) + " → " + short(e.To) + ")"
+	case EventPromoted:
+		return n + " was promoted to master (it followed " + e.From + ")"
+	case EventDemoted:
+		return n + " became a replica of " + e.To
+	case EventMasterChanged:
+		return n + " follows " + e.To + " instead of " + e.From
+	case EventLinkDown:
+		return n + " lost its link to its master"
+	case EventLinkUp:
+		return n + " has its link to its master again"
+	case EventOffsetBack:
+		return n + " dropped replicated writes (offset " + e.From + " → " + e.To + ")"
+	case EventFlushed:
+		return n + " was flushed (" + e.From + ")"
+	case EventScriptsFlushed:
+		return n + " had its scripts flushed (" + e.From + ")"
+	case EventClientsKilled:
+		return n + " had clients killed (" + e.From + ")"
+	}
+	return e.String()
+}
+
+// Deposes reports whether e shows its node no longer serving as a master with the state it had:
+// demoted, or gone (unreachable with its connections refused: the process that held the state
+// has ended; one started again is a restart, with no clients of the old one left). A paused or
+// cut-off node is not deposed: once it answers again it may admit on its old state until it
+// learns that it was replaced.
+func (e Event) Deposes() bool {
+	switch e.Kind {
+	case EventDemoted:
+		return true
+	case EventUnreachable:
+		return e.To == "connection refused"
+	}
+	return false
+}
+
+// StateLost reports whether e may have taken the state of the limiters the node holds away from
+// the clients, so that admissions after it cannot be checked against those before it: a master
+// restarted (without persistence it comes back empty; with an AOF it may miss the last writes),
+// flushed, or a replica promoted (it has only the writes that reached it before); and a node
+// that answers for the first time after the watch began (Role ""), since a restart before its
+// first answer could not be seen. Nothing else changes the state clients see: a pause, an outage
+// that ends with the same run id, a script flush, killed clients, a replica's restart or link.
+func (e Event) StateLost() bool {
+	switch e.Kind {
+	case EventRestarted, EventFlushed:
+		return e.Role == redisenv.RoleMaster
+	case EventPromoted:
+		return true
+	case EventReachable:
+		// The node answers for the first time: what happened to it before is unknown.
+		return e.Role == ""
+	}
+	return false
 }
 
 // String returns "node kind (from -> to)".
@@ -140,60 +276,83 @@ func (e Event) String() string {
 
 // Changes returns the events between two polls of one node, in this order: reachable or
 // unreachable, restarted, promoted or demoted, master-changed, link-down or link-up,
-// offset-back. prev is the poll before cur and up the last poll before cur in which the node
-// answered (equal to prev when prev answered); either is the zero Snapshot when there was none.
-// Reachability compares cur with prev; everything else compares cur with up, so a restart across
-// an outage is seen, and dated after up.At. It is a pure function.
+// offset-back, then flushed, scripts-flushed and clients-killed. prev is the poll before cur and
+// up the last poll before cur in which the node answered (equal to prev when prev answered);
+// either is the zero Snapshot when there was none. Reachability compares cur with prev;
+// everything else compares cur with up, so a restart across an outage is seen, and dated after
+// up.Sent. A command counter that went down (CONFIG RESETSTAT, or a restart) only starts a new
+// count. It is a pure function.
 func Changes(prev, up, cur Snapshot) []Event {
 	var out []Event
-	ev := func(kind EventKind, after time.Time, from, to string) {
-		out = append(out, Event{Node: cur.Node, Kind: kind, After: after, At: cur.At, From: from, To: to})
+	ev := func(kind EventKind, after time.Time, from, to, role string) {
+		out = append(out, Event{Node: cur.Node, Kind: kind, After: after, At: cur.At, From: from, To: to, Role: role})
 	}
 	if !cur.Reachable() {
 		if prev.At.IsZero() || prev.Reachable() {
-			ev(EventUnreachable, prev.At, "", cur.Err)
+			ev(EventUnreachable, prev.Sent, "", cur.Err, prev.Role)
 		}
 		return out
 	}
 	if !prev.At.IsZero() && !prev.Reachable() {
-		ev(EventReachable, prev.At, prev.Err, "")
+		after := prev.Sent
+		if up.At.IsZero() {
+			after = time.Time{} // it never answered before: it may have changed any time since the watch began
+		}
+		ev(EventReachable, after, prev.Err, "", up.Role)
 	}
 	if up.At.IsZero() || !up.Reachable() {
 		return out
 	}
+	role := up.Role
 	restarted := false
 	switch {
 	case up.RunID != cur.RunID:
 		restarted = true
-		ev(EventRestarted, up.At, up.RunID, cur.RunID)
+		ev(EventRestarted, up.Sent, up.RunID, cur.RunID, role)
 	case cur.Uptime < up.Uptime:
 		restarted = true
-		ev(EventRestarted, up.At, up.Uptime.String(), cur.Uptime.String())
+		ev(EventRestarted, up.Sent, up.Uptime.String(), cur.Uptime.String(), role)
 	}
 	switch {
 	case up.Role == redisenv.RoleReplica && cur.Role == redisenv.RoleMaster:
-		ev(EventPromoted, up.At, up.MasterAddr, "")
+		ev(EventPromoted, up.Sent, up.MasterAddr, "", role)
 	case up.Role == redisenv.RoleMaster && cur.Role == redisenv.RoleReplica:
-		ev(EventDemoted, up.At, "", cur.MasterAddr)
+		ev(EventDemoted, up.Sent, "", cur.MasterAddr, role)
 	case cur.Role == redisenv.RoleReplica:
 		if up.MasterAddr != cur.MasterAddr {
-			ev(EventMasterChanged, up.At, up.MasterAddr, cur.MasterAddr)
+			ev(EventMasterChanged, up.Sent, up.MasterAddr, cur.MasterAddr, role)
 		}
 		if up.LinkUp && !cur.LinkUp {
-			ev(EventLinkDown, up.At, "", "")
+			ev(EventLinkDown, up.Sent, "", "", role)
 		} else if !up.LinkUp && cur.LinkUp {
-			ev(EventLinkUp, up.At, "", "")
+			ev(EventLinkUp, up.Sent, "", "", role)
 		}
 	}
 	if !restarted && cur.ReplOffset < up.ReplOffset {
-		ev(EventOffsetBack, up.At, strconv.FormatInt(up.ReplOffset, 10), strconv.FormatInt(cur.ReplOffset, 10))
+		ev(EventOffsetBack, up.Sent, strconv.FormatInt(up.ReplOffset, 10), strconv.FormatInt(cur.ReplOffset, 10), role)
+	}
+	if !restarted && up.Commands != nil && cur.Commands != nil {
+		names := slices.Sorted(maps.Keys(cur.Commands))
+		for _, kind := range []EventKind{EventFlushed, EventScriptsFlushed, EventClientsKilled} {
+			for _, name := range names {
+				if Disruptive[name] != kind {
+					continue
+				}
+				if was := up.Commands[name]; cur.Commands[name] > was {
+					ev(kind, up.Sent, strings.ToUpper(strings.ReplaceAll(name, "|", " ")),
+						strconv.FormatInt(cur.Commands[name]-was, 10), role)
+				}
+			}
+		}
 	}
 	return out
 }
 
 // WatchOptions configures a Watcher. Zero values take the defaults.
 type WatchOptions struct {
-	// Interval is the time between the starts of two polls of one node; default 100 ms.
+	// Interval is the time between the starts of two polls of one node; default 100 ms. After a
+	// poll the node did not answer, the next comes after a tenth of it (at least 5 ms, at most
+	// Interval), so that the end of an outage is dated closely.
 	Interval time.Duration
 	// Timeout bounds one poll (dial, INFO server, INFO replication); default 500 ms. A node
 	// that does not answer within it is unreachable: a paused node is seen after Timeout.
@@ -212,13 +371,17 @@ type WatchOptions struct {
 
 // Watcher polls a fixed set of nodes until Stop. Its methods are safe for concurrent use.
 type Watcher struct {
-	opts   WatchOptions
-	nodes  []string
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	opts     WatchOptions
+	nodes    []string
+	cancel   context.CancelFunc
+	pokes    []chan struct{} // per node: poll now
+	stopping chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 
 	mu     sync.Mutex
 	events []Event
+	first  map[string]Snapshot // the first poll of each node that answered
 	last   map[string]Snapshot
 	polls  int
 }
@@ -236,9 +399,12 @@ func Watch(ctx context.Context, nodes []string, o WatchOptions) *Watcher {
 		o.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &Watcher{opts: o, nodes: slices.Clone(nodes), cancel: cancel, last: map[string]Snapshot{}}
-	for _, n := range w.nodes {
-		w.wg.Go(func() { w.watch(ctx, n) })
+	w := &Watcher{opts: o, nodes: slices.Clone(nodes), cancel: cancel, stopping: make(chan struct{}),
+		pokes: make([]chan struct{}, len(nodes)),
+		first: map[string]Snapshot{}, last: map[string]Snapshot{}}
+	for i, n := range w.nodes {
+		w.pokes[i] = make(chan struct{}, 1)
+		w.wg.Go(func() { w.watch(ctx, n, w.pokes[i]) })
 	}
 	return w
 }
@@ -256,8 +422,8 @@ func WatchTarget(ctx context.Context, t *redisenv.Target, o WatchOptions) *Watch
 	return Watch(ctx, nodes, o)
 }
 
-// watch polls one node until ctx ends.
-func (w *Watcher) watch(ctx context.Context, node string) {
+// watch polls one node until ctx ends or Stop, and at once when poked.
+func (w *Watcher) watch(ctx context.Context, node string, poke <-chan struct{}) {
 	var o *redis.Options
 	if w.opts.NodeOptions != nil {
 		o = w.opts.NodeOptions(node)
@@ -271,20 +437,22 @@ func (w *Watcher) watch(ctx context.Context, node string) {
 	o.ReadTimeout = w.opts.Timeout
 	o.WriteTimeout = w.opts.Timeout
 	o.PoolTimeout = w.opts.Timeout
+	// One dial per attempt: go-redis otherwise retries a refused dial for up to 0.5 s, which
+	// hides an outage from the poll and dates a restart late.
+	o.DialerRetries = 1
 	o.DisableIdentity = true
 	c := redis.NewClient(o)
 	defer c.Close()
 	var prev, up Snapshot
-	ticker := time.NewTicker(w.opts.Interval)
-	defer ticker.Stop()
-	for {
-		cur := w.poll(ctx, c, node)
-		if ctx.Err() != nil {
-			return // a poll cut short by Stop says nothing about the node
-		}
+	timer := time.NewTimer(w.opts.Interval)
+	defer timer.Stop()
+	record := func(cur Snapshot) {
 		events := Changes(prev, up, cur)
 		w.mu.Lock()
 		w.events = append(w.events, events...)
+		if _, ok := w.first[node]; !ok && cur.Reachable() {
+			w.first[node] = cur
+		}
 		w.last[node] = cur
 		w.polls++
 		w.mu.Unlock()
@@ -297,32 +465,91 @@ func (w *Watcher) watch(ctx context.Context, node string) {
 		if cur.Reachable() {
 			up = cur
 		}
+	}
+	for {
+		began := time.Now()
+		cur := w.poll(ctx, c, node)
+		if ctx.Err() != nil {
+			return // a poll cut short by the context says nothing about the node
+		}
+		record(cur)
+		next := w.opts.Interval
+		if !cur.Reachable() {
+			next = max(w.opts.Interval/10, min(5*time.Millisecond, w.opts.Interval))
+		}
+		timer.Reset(max(0, next-time.Since(began)))
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-w.stopping:
+			// One more poll, begun after Stop was called: what happened until then is seen.
+			if cur := w.poll(ctx, c, node); ctx.Err() == nil {
+				record(cur)
+			}
+			return
+		case <-poke:
+			timer.Stop()
+		case <-timer.C:
 		}
 	}
 }
 
-// poll asks node for INFO server and INFO replication, pipelined (Redis before 7 takes one
-// section per INFO).
+// Poke asks for a poll of every node now, without waiting for the interval: a load that meets
+// connection errors pokes the watch, so that a restart is dated closely. Pokes while a poll is
+// due anyway are merged; it never blocks.
+func (w *Watcher) Poke() {
+	for _, p := range w.pokes {
+		select {
+		case p <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// poll asks node for INFO server, INFO replication and INFO commandstats, pipelined (Redis
+// before 7 takes one section per INFO), within the poll timeout. A connection that breaks (the
+// server closed it: CLIENT KILL, or a restart since the last poll) is tried once more on a fresh
+// one, so that a killed connection is not taken for an unreachable node; a timeout is not.
 func (w *Watcher) poll(ctx context.Context, c *redis.Client, node string) Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
 	defer cancel()
-	pipe := c.Pipeline()
-	server := pipe.Info(ctx, "server")
-	repl := pipe.Info(ctx, "replication")
-	_, err := pipe.Exec(ctx)
+	sent := w.opts.Now()
+	var server, repl, cmds *redis.StringCmd
+	var err error
+	for try := 0; try < 2; try++ {
+		pipe := c.Pipeline()
+		server = pipe.Info(ctx, "server")
+		repl = pipe.Info(ctx, "replication")
+		cmds = pipe.Info(ctx, "commandstats")
+		if _, err = pipe.Exec(ctx); err == nil || !brokenConn(err) {
+			break
+		}
+	}
 	at := w.opts.Now()
 	if err != nil {
-		return Snapshot{Node: node, At: at, Err: pollError(err)}
+		return Snapshot{Node: node, Sent: sent, At: at, Err: pollError(err)}
 	}
-	s, err := ParseSnapshot(node, at, server.Val()+"\n"+repl.Val())
+	s, err := ParseSnapshot(node, at, server.Val()+"\n"+repl.Val()+"\n"+cmds.Val())
 	if err != nil {
-		return Snapshot{Node: node, At: at, Err: err.Error()}
+		return Snapshot{Node: node, Sent: sent, At: at, Err: err.Error()}
 	}
+	s.Sent = sent
 	return s
+}
+
+// brokenConn reports whether err is a connection the server closed or reset (not a timeout, not
+// a refused dial, not an error reply).
+func brokenConn(err error) bool {
+	var ne net.Error
+	var re redis.Error
+	switch {
+	case errors.As(err, &re), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return false
+	case strings.Contains(err.Error(), "connection refused"):
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // pollError shortens the error of a failed poll to what happened.
@@ -361,6 +588,17 @@ func (w *Watcher) Last(node string) Snapshot {
 	return w.last[node]
 }
 
+// First returns the first poll of node that it answered (the zero Snapshot before it answered
+// one).
+func (w *Watcher) First(node string) Snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first[node]
+}
+
+// Nodes returns the nodes watched, in the order given to Watch.
+func (w *Watcher) Nodes() []string { return slices.Clone(w.nodes) }
+
 // Polls returns the number of polls completed, all nodes together.
 func (w *Watcher) Polls() int {
 	w.mu.Lock()
@@ -368,10 +606,39 @@ func (w *Watcher) Polls() int {
 	return w.polls
 }
 
-// Stop ends the polling, waits for the pollers to return, closes their connections and
-// returns every event found (Events). It is idempotent.
+// WaitPolled waits until every node has been polled once (answered or not), so that a change
+// after it is measured against a first poll; it returns ctx's error when ctx ends first.
+func (w *Watcher) WaitPolled(ctx context.Context) error {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		done := true
+		w.mu.Lock()
+		for _, n := range w.nodes {
+			if _, ok := w.last[n]; !ok {
+				done = false
+			}
+		}
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Stop ends the polling: each node is polled once more, the poll begun after Stop was called
+// (unless the context given to Watch has ended), so that every change until Stop is seen. It
+// waits for the pollers to return (at most a poll in progress and the last one, each bounded by
+// the timeout), closes their connections and returns every event found (Events). It is
+// idempotent.
 func (w *Watcher) Stop() []Event {
-	w.cancel()
+	w.stopOnce.Do(func() { close(w.stopping) })
 	w.wg.Wait()
+	w.cancel()
 	return w.Events()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
@@ -32,6 +33,9 @@ func TestParseSnapshot(t *testing.T) {
 		{"no role", "run_id:x\n", Snapshot{}, `role ""`},
 		{"sentinel role", "run_id:x\nrole:sentinel\n", Snapshot{}, `role "sentinel"`},
 		{"bad number", "run_id:x\nrole:master\nmaster_repl_offset:12a\n", Snapshot{}, "not a number"},
+		{"commandstats", "run_id:x\nrole:master\n# Commandstats\ncmdstat_flushall:calls=2,usec=9,usec_per_call=4.50,rejected_calls=0,failed_calls=0\n" +
+			"cmdstat_script|flush:calls=1,usec=3\ncmdstat_get:calls=9\n",
+			Snapshot{Node: "n", At: at, RunID: "x", Role: redisenv.RoleMaster, Commands: map[string]int64{"flushall": 2, "script|flush": 1}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,21 +59,25 @@ func TestParseSnapshot(t *testing.T) {
 func TestChanges(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// Each poll is sent 2 ms before it ends; an event is dated after the send of the poll
+	// before it.
 	m := func(ms int, run string, up time.Duration, off int64) Snapshot {
-		return Snapshot{Node: "n", At: at(ms), RunID: run, Uptime: up, Role: redisenv.RoleMaster, ReplOffset: off}
+		return Snapshot{Node: "n", Sent: at(ms - 2), At: at(ms), RunID: run, Uptime: up, Role: redisenv.RoleMaster, ReplOffset: off}
 	}
 	r := func(ms int, run, master string, link bool, off int64) Snapshot {
-		return Snapshot{Node: "n", At: at(ms), RunID: run, Uptime: time.Minute, Role: redisenv.RoleReplica,
+		return Snapshot{Node: "n", Sent: at(ms - 2), At: at(ms), RunID: run, Uptime: time.Minute, Role: redisenv.RoleReplica,
 			MasterAddr: master, LinkUp: link, ReplOffset: off}
 	}
-	down := func(ms int, err string) Snapshot { return Snapshot{Node: "n", At: at(ms), Err: err} }
-	ev := func(kind EventKind, after, ms int, from, to string) Event {
-		e := Event{Node: "n", Kind: kind, At: at(ms), From: from, To: to}
+	down := func(ms int, err string) Snapshot { return Snapshot{Node: "n", Sent: at(ms - 2), At: at(ms), Err: err} }
+	const master, replica = redisenv.RoleMaster, redisenv.RoleReplica
+	ev := func(kind EventKind, after, ms int, from, to, role string) Event {
+		e := Event{Node: "n", Kind: kind, At: at(ms), From: from, To: to, Role: role}
 		if after >= 0 {
-			e.After = at(after)
+			e.After = at(after - 2)
 		}
 		return e
 	}
+	cmds := func(s Snapshot, c map[string]int64) Snapshot { s.Commands = c; return s }
 	tests := []struct {
 		name          string
 		prev, up, cur Snapshot
@@ -77,32 +85,46 @@ func TestChanges(t *testing.T) {
 	}{
 		{"first poll answers", Snapshot{}, Snapshot{}, m(0, "a", time.Second, 10), nil},
 		{"first poll fails", Snapshot{}, Snapshot{}, down(0, "timeout"),
-			[]Event{ev(EventUnreachable, -1, 0, "", "timeout")}},
+			[]Event{ev(EventUnreachable, -1, 0, "", "timeout", "")}},
+		{"first answer after failed polls: since the watch began", down(100, "timeout"), Snapshot{}, m(200, "a", time.Second, 10),
+			[]Event{ev(EventReachable, -1, 200, "timeout", "", "")}},
 		{"nothing changed", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), m(100, "a", time.Second, 20), nil},
 		{"unreachable", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), down(100, "connection refused"),
-			[]Event{ev(EventUnreachable, 0, 100, "", "connection refused")}},
+			[]Event{ev(EventUnreachable, 0, 100, "", "connection refused", master)}},
 		{"still unreachable", down(100, "timeout"), m(0, "a", time.Second, 10), down(200, "timeout"), nil},
 		{"reachable again, same server (a pause)", down(600, "timeout"), m(0, "a", time.Second, 10), m(700, "a", 2*time.Second, 10),
-			[]Event{ev(EventReachable, 600, 700, "timeout", "")}},
+			[]Event{ev(EventReachable, 600, 700, "timeout", "", master)}},
 		{"restart across an outage", down(100, "connection refused"), m(0, "a", time.Hour, 500), m(200, "b", 0, 0),
-			[]Event{ev(EventReachable, 100, 200, "connection refused", ""), ev(EventRestarted, 0, 200, "a", "b")}},
+			[]Event{ev(EventReachable, 100, 200, "connection refused", "", master), ev(EventRestarted, 0, 200, "a", "b", master)}},
 		{"restart between two polls: no offset-back", m(0, "a", time.Hour, 500), m(0, "a", time.Hour, 500), m(100, "b", 0, 0),
-			[]Event{ev(EventRestarted, 0, 100, "a", "b")}},
+			[]Event{ev(EventRestarted, 0, 100, "a", "b", master)}},
 		{"uptime went back, same run id", m(0, "a", time.Hour, 5), m(0, "a", time.Hour, 5), m(100, "a", time.Second, 5),
-			[]Event{ev(EventRestarted, 0, 100, "1h0m0s", "1s")}},
+			[]Event{ev(EventRestarted, 0, 100, "1h0m0s", "1s", master)}},
 		{"promoted", r(0, "a", "127.0.0.1:1", true, 50), r(0, "a", "127.0.0.1:1", true, 50), m(100, "a", time.Minute, 60),
-			[]Event{ev(EventPromoted, 0, 100, "127.0.0.1:1", "")}},
+			[]Event{ev(EventPromoted, 0, 100, "127.0.0.1:1", "", replica)}},
 		{"demoted, history cut", m(0, "a", time.Minute, 900), m(0, "a", time.Minute, 900), r(100, "a", "127.0.0.1:2", false, 700),
-			[]Event{ev(EventDemoted, 0, 100, "", "127.0.0.1:2"), ev(EventOffsetBack, 0, 100, "900", "700")}},
+			[]Event{ev(EventDemoted, 0, 100, "", "127.0.0.1:2", master), ev(EventOffsetBack, 0, 100, "900", "700", master)}},
 		{"master changed", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5), r(100, "a", "127.0.0.1:2", true, 5),
-			[]Event{ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2")}},
+			[]Event{ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica)}},
 		{"link down", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5), r(100, "a", "127.0.0.1:1", false, 5),
-			[]Event{ev(EventLinkDown, 0, 100, "", "")}},
+			[]Event{ev(EventLinkDown, 0, 100, "", "", replica)}},
 		{"link up", r(0, "a", "127.0.0.1:1", false, 5), r(0, "a", "127.0.0.1:1", false, 5), r(100, "a", "127.0.0.1:1", true, 9),
-			[]Event{ev(EventLinkUp, 0, 100, "", "")}},
+			[]Event{ev(EventLinkUp, 0, 100, "", "", replica)}},
 		{"restarted replica of another master, link down", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5),
 			r(100, "b", "127.0.0.1:2", false, 0),
-			[]Event{ev(EventRestarted, 0, 100, "a", "b"), ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2"), ev(EventLinkDown, 0, 100, "", "")}},
+			[]Event{ev(EventRestarted, 0, 100, "a", "b", replica), ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica), ev(EventLinkDown, 0, 100, "", "", replica)}},
+		{"flushed, scripts flushed, clients killed", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 1, "script|flush": 2}),
+			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 1, "script|flush": 2}),
+			cmds(m(100, "a", time.Hour, 5), map[string]int64{"flushall": 1, "flushdb": 3, "script|flush": 4, "client|kill": 1}),
+			[]Event{ev(EventFlushed, 0, 100, "FLUSHDB", "3", master), ev(EventScriptsFlushed, 0, 100, "SCRIPT FLUSH", "2", master),
+				ev(EventClientsKilled, 0, 100, "CLIENT KILL", "1", master)}},
+		{"counters reset (CONFIG RESETSTAT): no event", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 4}),
+			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 4}), cmds(m(100, "a", time.Hour, 5), map[string]int64{}), nil},
+		{"counters not read: no event", m(0, "a", time.Hour, 5), m(0, "a", time.Hour, 5),
+			cmds(m(100, "a", time.Hour, 5), map[string]int64{"flushall": 4}), nil},
+		{"a restart resets the counters: no flush", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}),
+			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}), cmds(m(100, "b", 0, 0), map[string]int64{"flushall": 2}),
+			[]Event{ev(EventRestarted, 0, 100, "a", "b", master)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +133,43 @@ func TestChanges(t *testing.T) {
 				t.Errorf("Changes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestEventMeaning(t *testing.T) {
+	tests := []struct {
+		e                  Event
+		stateLost, deposes bool
+		describe           string
+	}{
+		{Event{Node: "n", Kind: EventRestarted, From: "4f2a1b2c5e6f", To: "9c1e0d3f7a8b", Role: redisenv.RoleMaster}, true, false,
+			"n restarted (run id 4f2a1b2c → 9c1e0d3f)"},
+		{Event{Node: "n", Kind: EventRestarted, From: "1h0m0s", To: "1s", Role: redisenv.RoleMaster}, true, false, "n restarted (uptime 1h0m0s → 1s)"},
+		{Event{Node: "n", Kind: EventRestarted, From: "a", To: "b", Role: redisenv.RoleReplica}, false, false, "n restarted (run id a → b)"},
+		{Event{Node: "n", Kind: EventFlushed, From: "FLUSHALL", To: "1", Role: redisenv.RoleMaster}, true, false, "n was flushed (FLUSHALL)"},
+		{Event{Node: "n", Kind: EventPromoted, From: "m:1", Role: redisenv.RoleReplica}, true, false, "n was promoted to master (it followed m:1)"},
+		{Event{Node: "n", Kind: EventDemoted, To: "m:2", Role: redisenv.RoleMaster}, false, true, "n became a replica of m:2"},
+		{Event{Node: "n", Kind: EventUnreachable, To: "connection refused", Role: redisenv.RoleMaster}, false, true, "n stopped answering (connection refused)"},
+		{Event{Node: "n", Kind: EventUnreachable, To: "timeout", Role: redisenv.RoleMaster}, false, false, "n stopped answering (timeout)"},
+		{Event{Node: "n", Kind: EventReachable, Role: redisenv.RoleMaster}, false, false, "n answers again"},
+		{Event{Node: "n", Kind: EventReachable}, true, false, "n answers for the first time"},
+		{Event{Node: "n", Kind: EventScriptsFlushed, From: "SCRIPT FLUSH", To: "1", Role: redisenv.RoleMaster}, false, false,
+			"n had its scripts flushed (SCRIPT FLUSH)"},
+		{Event{Node: "n", Kind: EventClientsKilled, From: "CLIENT KILL", To: "2", Role: redisenv.RoleMaster}, false, false,
+			"n had clients killed (CLIENT KILL)"},
+		{Event{Node: "n", Kind: EventOffsetBack, From: "9", To: "7", Role: redisenv.RoleReplica}, false, false,
+			"n dropped replicated writes (offset 9 → 7)"},
+	}
+	for _, tt := range tests {
+		if got := tt.e.StateLost(); got != tt.stateLost {
+			t.Errorf("%v: StateLost() = %v; want %v", tt.e, got, tt.stateLost)
+		}
+		if got := tt.e.Deposes(); got != tt.deposes {
+			t.Errorf("%v: Deposes() = %v; want %v", tt.e, got, tt.deposes)
+		}
+		if got := tt.e.Describe(); got != tt.describe {
+			t.Errorf("%v: Describe() = %q; want %q", tt.e, got, tt.describe)
+		}
 	}
 }
 
@@ -213,6 +272,57 @@ func TestWatchRestartAndPause(t *testing.T) {
 	}
 }
 
+// TestWatchCommandsAndStop: FLUSHALL, SCRIPT FLUSH and CLIENT KILL on a watched server are each
+// seen as their event; CLIENT KILL closes the watcher's own connection too, which must not be
+// taken for an unreachable node; and a restart just before Stop is seen by the poll Stop makes,
+// dated after the restart began. Issue 14, item 2: a flush or a restart at the end of a run is
+// never missed.
+func TestWatchCommandsAndStop(t *testing.T) {
+	target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := target.Masters()[0]
+	w := WatchTarget(ctx, target, WatchOptions{Interval: 20 * time.Millisecond, Timeout: time.Second})
+	defer w.Stop()
+	if err := w.WaitPolled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := target.Client.(*redis.Client)
+	for _, step := range []struct {
+		run  func() error
+		kind EventKind
+	}{
+		{func() error { return c.FlushAll(ctx).Err() }, EventFlushed},
+		{func() error { return c.ScriptFlush(ctx).Err() }, EventScriptsFlushed},
+		{func() error { return c.ClientKillByFilter(ctx, "TYPE", "normal").Err() }, EventClientsKilled},
+	} {
+		since := time.Now()
+		if err := step.run(); err != nil && step.kind != EventClientsKilled {
+			t.Fatalf("%s: %v", step.kind, err)
+		}
+		waitEvent(t, w, addr, step.kind, since, 5*time.Second)
+	}
+	for _, e := range w.Stop() {
+		if e.Kind == EventUnreachable || e.Kind == EventReachable {
+			t.Errorf("unexpected %v: CLIENT KILL closed the watcher's connection, the node stayed reachable", e)
+		}
+	}
+	// A poll interval long enough that only Stop's poll can see the restart.
+	w2 := WatchTarget(ctx, target, WatchOptions{Interval: time.Hour})
+	if err := w2.WaitPolled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := target.Restart(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	events := w2.Stop()
+	e, ok := find(events, addr, EventRestarted, before)
+	if !ok || !e.StateLost() || !e.After.Before(before) {
+		t.Errorf("events after a restart just before Stop: %v; want a restart that lost the state, dated after a poll sent before it", events)
+	}
+}
+
 // TestWatchClusterFailover sees a cluster failover as a promotion and a demotion.
 func TestWatchClusterFailover(t *testing.T) {
 	if testing.Short() {
@@ -240,5 +350,29 @@ func TestWatchClusterFailover(t *testing.T) {
 		if e.Kind == EventRestarted {
 			t.Errorf("unexpected %v", e)
 		}
+	}
+}
+
+// TestWatchPoke: Poke polls every node at once, without waiting for the interval.
+func TestWatchPoke(t *testing.T) {
+	target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := WatchTarget(ctx, target, WatchOptions{Interval: time.Hour})
+	defer w.Stop()
+	if err := w.WaitPolled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Poke()
+	for w.Polls() < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("%d polls after Poke; want 2", w.Polls())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s := w.Summary(time.Now())
+	if len(s.Nodes) != 1 || s.Nodes[0].RunIDBefore == "" || s.Nodes[0].RunIDAfter != s.Nodes[0].RunIDBefore ||
+		s.Nodes[0].RoleBefore != redisenv.RoleMaster || s.Polls != 2 || s.IntervalMS != 3.6e6 {
+		t.Errorf("Summary = %+v; want one master, the same run id before and after, 2 polls every hour", s)
 	}
 }

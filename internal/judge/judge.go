@@ -1,7 +1,8 @@
 // Package judge holds a run to its scenario's expectations and thresholds, the one place where
 // they are judged: which algorithms must be flagged (expect.violations) or may be
 // (expect.may_violate), and each threshold ("p99 < 5ms", "gcra: efficiency > 0.95") checked against
-// the figures of every entry it applies to. It owns the value of each threshold metric in an entry
+// the figures of every entry it applies to, with the default errors threshold (DefaultErrors)
+// wherever the scenario sets none. It owns the value of each threshold metric in an entry
 // (Evaluate, also the capacity sweep's objective) and the failures that make a run exit 1. What a
 // threshold does to a verdict is the verifier's (verify.Summary.AddThreshold); the verdicts
 // themselves come from the verifier.
@@ -19,6 +20,23 @@ import (
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
+
+// DefaultErrors is the errors threshold of every entry for which the scenario sets none (no
+// "errors" threshold for all algorithms or for the entry's): at most 1% of the measured requests
+// may end in an error or an unknown outcome. A run whose requests mostly fail tells little about
+// the algorithm: the verifier checked only what completed. When it breaks, the verdict is
+// inconclusive (a pass cannot stand; a fail stays a fail), never fail, and the run exits 1; a
+// scenario's own errors threshold replaces it and, like every threshold, fails the verdict when
+// it breaks ("errors <= 100%" turns the check off).
+var DefaultErrors = mustThreshold("errors <= 1%")
+
+func mustThreshold(s string) scenarios.Threshold {
+	t, err := scenarios.ParseThreshold(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // Run judges res against s and returns its failures, one sentence each: a failed verdict the
 // scenario did not expect or tolerate, an expected violation that was not found (or an expected
@@ -85,35 +103,80 @@ func Expectations(e *report.Entry, s *scenarios.Scenario) {
 	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
 }
 
-// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm),
-// records the checks in e.Verification (which applies them to the verdict, see
-// verify.Summary.AddThreshold) and returns one failure per threshold that is broken or cannot be
-// evaluated.
+// checkThresholds checks each of ths that applies to e (all, or those naming e's algorithm), and
+// DefaultErrors when none of them is an errors threshold, records the checks in e.Verification
+// (which applies them to the verdict, see verify.Summary.AddThreshold) and returns one failure
+// per threshold that is broken or cannot be evaluated (the default only when it is broken).
 func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 	var fails []string
+	errorsSet := false
 	for _, th := range ths {
 		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
 			continue
 		}
-		val, missing := Evaluate(e, th.Metric)
-		c := verify.ThresholdCheck{Threshold: th.Text, Value: val}
-		var reason string
-		switch {
-		case missing != "":
-			c.Status, c.Shown, c.Value = verify.ThresholdUnevaluated, missing, 0
-			reason = fmt.Sprintf("threshold %q cannot be evaluated: %s", th.Text, missing)
-		case th.Holds(val):
-			c.Status, c.Shown = verify.ThresholdHeld, FormatMetric(th.Metric, val)
-		default:
-			c.Status, c.Shown = verify.ThresholdBroken, FormatMetric(th.Metric, val)
-			reason = fmt.Sprintf("threshold %q broken: %s = %s", th.Text, th.Metric, c.Shown)
-		}
-		e.Verification.AddThreshold(c, reason)
-		if reason != "" {
+		errorsSet = errorsSet || th.Metric == scenarios.ErrorRate
+		if reason := check(e, th, false); reason != "" {
 			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 		}
 	}
+	if !errorsSet {
+		if _, missing := Evaluate(e, scenarios.ErrorRate); missing == "" {
+			if reason := check(e, DefaultErrors, true); reason != "" {
+				fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
+			}
+		}
+	}
 	return fails
+}
+
+// check checks th (the default errors threshold when def) against e, records it in
+// e.Verification and returns the reason it does not hold ("" when it holds).
+func check(e *report.Entry, th scenarios.Threshold, def bool) string {
+	val, missing := Evaluate(e, th.Metric)
+	c := verify.ThresholdCheck{Threshold: th.Text, Value: val, Default: def}
+	name := fmt.Sprintf("threshold %q", th.Text)
+	if def {
+		name = fmt.Sprintf("default threshold %q (set an errors threshold to change it)", th.Text)
+	}
+	var reason string
+	switch {
+	case missing != "":
+		c.Status, c.Shown, c.Value = verify.ThresholdUnevaluated, missing, 0
+		reason = fmt.Sprintf("%s cannot be evaluated: %s", name, missing)
+	case th.Holds(val):
+		c.Status, c.Shown = verify.ThresholdHeld, FormatMetric(th.Metric, val)
+	default:
+		c.Status, c.Shown = verify.ThresholdBroken, FormatMetric(th.Metric, val)
+		reason = fmt.Sprintf("%s broken: %s = %s", name, th.Metric, c.Shown)
+		if th.Metric == scenarios.ErrorRate && len(e.ErrorClasses) > 0 {
+			reason += "; " + ErrorsText(e.ErrorClasses, 3)
+		}
+	}
+	e.Verification.AddThreshold(c, reason)
+	return reason
+}
+
+// ErrorsText describes the first n error classes of classes (the most frequent first, as
+// result.json lists them) in words, each with the text of its first error: `58812 OOM
+// (failed; first: "gcra: OOM command not allowed when used memory > 'maxmemory'.")`, and how
+// many classes more.
+func ErrorsText(classes []load.ErrorClass, n int) string {
+	var parts []string
+	for i, c := range classes {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more %s", len(classes)-n, plural(len(classes)-n, "class", "classes")))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (%s; first: %q)", c.Count, c.Kind, c.Outcome, c.First))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Value returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and

@@ -78,6 +78,83 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// Issue 14, item 3: a run dominated by errors no longer passes. Without an errors threshold of
+// its own, every entry is held to DefaultErrors: broken, a pass becomes inconclusive (never
+// fail) and the run fails with the error classes and their first texts; a fail stays a fail. A
+// scenario's errors threshold, for all algorithms or for one, replaces the default and fails
+// the verdict when it breaks.
+func TestJudgeDefaultErrors(t *testing.T) {
+	oom := load.ErrorClass{Kind: "OOM", Outcome: "failed", Count: 590,
+		First: "gcra: OOM command not allowed when used memory > 'maxmemory'.", FirstAtS: 0.4}
+	dominated := func(alg string) report.Entry {
+		e := measured(alg)
+		e.Allowed, e.Denied, e.Errors = 100, 310, 590
+		e.ErrorClasses = []load.ErrorClass{oom}
+		return e
+	}
+	failing := dominated("sliding-log")
+	failing.Verification.Verdict, failing.Verification.DefiniteViolations = verify.Fail, 3
+	empty := report.Entry{Algorithm: "idle", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive}}
+	tests := []struct {
+		name       string
+		thresholds []string
+		e          report.Entry
+		verdict    verify.Verdict
+		fail       string // substring of the one failure about errors; "" for none
+		check      verify.ThresholdCheck
+	}{
+		{"few errors pass", nil, measured("gcra"), verify.Pass, "",
+			verify.ThresholdCheck{Threshold: "errors <= 1%", Status: verify.ThresholdHeld, Value: 0.01, Shown: "0.01", Default: true}},
+		{"dominated by errors", nil, dominated("gcra"), verify.Inconclusive,
+			`gcra-single: default threshold "errors <= 1%" (set an errors threshold to change it) broken: errors = 0.59; 590 OOM (failed; first: "gcra: OOM command not allowed when used memory > 'maxmemory'.")`,
+			verify.ThresholdCheck{Threshold: "errors <= 1%", Status: verify.ThresholdBroken, Value: 0.59, Shown: "0.59", Default: true}},
+		{"a fail stays a fail", nil, failing, verify.Fail, "broken: errors = 0.59",
+			verify.ThresholdCheck{Threshold: "errors <= 1%", Status: verify.ThresholdBroken, Value: 0.59, Shown: "0.59", Default: true}},
+		{"own threshold for all replaces it", []string{"errors < 60%"}, dominated("gcra"), verify.Pass, "",
+			verify.ThresholdCheck{Threshold: "errors < 60%", Status: verify.ThresholdHeld, Value: 0.59, Shown: "0.59"}},
+		{"own threshold breaks: fail", []string{"gcra: errors < 10%"}, dominated("gcra"), verify.Fail, `threshold "gcra: errors < 10%" broken`,
+			verify.ThresholdCheck{Threshold: "gcra: errors < 10%", Status: verify.ThresholdBroken, Value: 0.59, Shown: "0.59"}},
+		{"another algorithm's threshold does not replace it", []string{"gcra: errors < 60%"}, dominated("token-bucket"), verify.Inconclusive,
+			"default threshold", verify.ThresholdCheck{Threshold: "errors <= 1%", Status: verify.ThresholdBroken, Value: 0.59, Shown: "0.59", Default: true}},
+		{"nothing measured: no default", nil, empty, verify.Inconclusive, "", verify.ThresholdCheck{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scenarios.Default()
+			s.Thresholds = thresholds(t, tt.thresholds...)
+			res := &report.Result{Entries: []report.Entry{tt.e}}
+			fails := Run(s, res)
+			v := res.Entries[0].Verification
+			errFails := 0
+			found := false
+			for _, f := range fails {
+				if strings.Contains(f, "errors") {
+					errFails++
+				}
+				found = found || tt.fail != "" && strings.Contains(f, tt.fail)
+			}
+			if tt.fail == "" && errFails > 0 || tt.fail != "" && (errFails != 1 || !found) {
+				t.Errorf("failures %q; want one about errors with %q", fails, tt.fail)
+			}
+			if v.Verdict != tt.verdict {
+				t.Errorf("verdict %s (%q); want %s", v.Verdict, v.Reasons, tt.verdict)
+			}
+			var got verify.ThresholdCheck
+			for _, c := range v.Thresholds {
+				if strings.Contains(c.Threshold, "errors") {
+					got = c
+				}
+			}
+			if diff := cmp.Diff(tt.check, got); diff != "" {
+				t.Errorf("errors threshold check (-want +got):\n%s", diff)
+			}
+			if want := tt.check.Default && tt.check.Status == verify.ThresholdBroken; res.Entries[0].Label() == "fail" && want && tt.verdict != verify.Fail {
+				t.Errorf("label fail for a broken default threshold")
+			}
+		})
+	}
+}
+
 func TestJudgeThresholds(t *testing.T) {
 	s := scenarios.Default()
 	s.Name = "judge"
@@ -109,11 +186,12 @@ func TestJudgeThresholds(t *testing.T) {
 		outcome string
 		checks  []verify.ThresholdStatus
 	}{
-		"gcra":                   {verify.Pass, "pass", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
-		"sliding-log":            {verify.Fail, "fail", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdBroken}},
-		"fixed-window-published": {verify.Fail, report.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld}},
-		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld}},
-		"mine":                   {verify.Inconclusive, "inconclusive", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdUnevaluated}},
+		// The last check of each is the default errors threshold (1% of 1000 requests failed).
+		"gcra":                   {verify.Pass, "pass", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld, verify.ThresholdHeld}},
+		"sliding-log":            {verify.Fail, "fail", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdBroken, verify.ThresholdHeld}},
+		"fixed-window-published": {verify.Fail, report.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"mine":                   {verify.Inconclusive, "inconclusive", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdUnevaluated, verify.ThresholdHeld}},
 		"reference":              {verify.Pass, report.LabelReference, nil},
 	}
 	for i := range res.Entries {

@@ -31,7 +31,9 @@
 //
 // Falling behind: a tick is late when it is sent more than Plan.LateAfter (default 100 ms)
 // after its intended time, and missed when it was due in the measured part but never sent (the
-// generator could not catch up before the end). A run is behind schedule when late + missed
+// generator could not catch up before the end: after the end, a tick is sent only while it is
+// not yet late, so a run overruns its end by at most LateAfter and a tick is missed only where
+// it would otherwise have been late). A run is behind schedule when late + missed
 // ticks exceed 1 % of the scheduled ones; its verdict is then inconclusive. Latency from the
 // intended time shows smaller delays in full.
 //

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"math"
 	"runtime"
 	"time"
 )
@@ -46,14 +47,10 @@ func (r *runner) keepTime(finished <-chan struct{}) {
 		}
 		now := time.Since(r.start)
 		from := max(now, last+keeperGap)
-		// The first tick due at or after from: the cursor moves once per tick in all, where a
-		// search per wake would cost O(log n) calls of At.
-		at, ok := r.p.Arrival.At(next)
-		for ok && at < from {
-			next++
-			at, ok = r.p.Arrival.At(next)
-		}
-		if !ok || at >= r.end+endGrace {
+		var at time.Duration
+		var ok bool
+		next, at, ok = firstDue(r.p.Arrival, next, from)
+		if !ok || at >= r.end {
 			return
 		}
 		d := at - now
@@ -70,4 +67,48 @@ func (r *runner) keepTime(finished <-chan struct{}) {
 		last = time.Since(r.start)
 		runtime.Gosched()
 	}
+}
+
+// keeperSteps is how many ticks firstDue steps over one by one before it searches.
+const keeperSteps = 8
+
+// firstDue returns the first tick n >= next that p schedules at or after from, with its time,
+// and false when the schedule ends first. It steps over the first keeperSteps ticks one by one
+// (a wake usually finds the next tick a few ticks on, so the cursor moves about once per tick
+// in all) and then gallops and bisects, so that however many ticks a wake passes over (a
+// billion per second at a rate no plan allows, or a keeper that was not scheduled for a while)
+// it calls At O(log n) times, and the keeper never stops looking at the end of the run.
+func firstDue(p Pacer, next uint64, from time.Duration) (uint64, time.Duration, bool) {
+	for range keeperSteps {
+		at, ok := p.At(next)
+		if !ok || at >= from {
+			return next, at, ok
+		}
+		next++
+	}
+	// At(next-1) < from. Gallop: find hi with At(hi) >= from (or no tick hi).
+	due := func(n uint64) bool {
+		at, ok := p.At(n)
+		return ok && at < from
+	}
+	lo, step := next-1, uint64(1)
+	hi := next
+	for due(hi) {
+		lo = hi
+		if step > math.MaxUint64/4 || hi > math.MaxUint64-step {
+			return 0, 0, false
+		}
+		hi += step
+		step *= 2
+	}
+	for hi-lo > 1 { // due(lo), !due(hi)
+		mid := lo + (hi-lo)/2
+		if due(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	at, ok := p.At(hi)
+	return hi, at, ok
 }

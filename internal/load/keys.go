@@ -28,7 +28,7 @@ const (
 // Keys says which subjects requests go to: a scenario's keys, and the keys of result.json's
 // settings. The zero value is one subject.
 type Keys struct {
-	// Count is the number of subjects (default 1, at most 1<<31).
+	// Count is the number of subjects (default 1, at most MaxKeys).
 	Count int `json:"count"`
 	// Distribution is uniform (default), zipf or hot.
 	Distribution Distribution `json:"distribution"`
@@ -56,9 +56,6 @@ func (k Keys) String() string {
 	return fmt.Sprintf("%d %s, uniform", k.Count, noun)
 }
 
-// maxAliasSubjects bounds the zipf table (12 bytes per subject).
-const maxAliasSubjects = 1 << 24
-
 func (k Keys) withDefaults() Keys {
 	if k.Count == 0 {
 		k.Count = 1
@@ -75,22 +72,18 @@ func (k Keys) withDefaults() Keys {
 // validate appends every problem with k to errs.
 func (k Keys) validate(errs []error) []error {
 	k = k.withDefaults()
-	if k.Count < 1 || k.Count > 1<<31 {
-		errs = append(errs, fmt.Errorf("%w: keys.count must be in [1, 2^31], got %d", ErrBadPlan, k.Count))
+	field := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadPlan, name, err))
+		}
 	}
+	field("keys.count", CheckKeyCount(k.Count))
 	switch k.Distribution {
 	case Uniform:
 	case Zipf:
-		if math.IsNaN(k.ZipfS) || math.IsInf(k.ZipfS, 0) || k.ZipfS < 0 {
-			errs = append(errs, fmt.Errorf("%w: keys.zipf_s must be finite and >= 0, got %v", ErrBadPlan, k.ZipfS))
-		}
-		if k.Count > maxAliasSubjects {
-			errs = append(errs, fmt.Errorf("%w: keys.count for zipf must be <= %d, got %d", ErrBadPlan, maxAliasSubjects, k.Count))
-		}
+		field("keys.zipf_s", CheckExponent(k.ZipfS))
 	case Hot:
-		if !(k.HotShare >= 0 && k.HotShare <= 1) {
-			errs = append(errs, fmt.Errorf("%w: keys.hot_share must be in [0, 1], got %v", ErrBadPlan, k.HotShare))
-		}
+		field("keys.hot_share", CheckShare(k.HotShare))
 	default:
 		errs = append(errs, fmt.Errorf("%w: keys.distribution %q (want uniform, zipf or hot)", ErrBadPlan, k.Distribution))
 	}

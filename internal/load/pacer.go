@@ -74,19 +74,23 @@ type seg struct {
 	end    float64 // H(start + length)
 }
 
-// NewProfile returns the piecewise-linear Profile of segs. Rates must be finite and >= 0 and
-// durations > 0; at least one segment is required.
+// NewProfile returns the piecewise-linear Profile of segs. Rates must pass CheckRate (finite,
+// in [0, MaxRate]) and durations be > 0; at least one segment and at most MaxSegments are
+// required.
 func NewProfile(segs ...Segment) *Profile {
 	p := &Profile{}
 	var errs []error
-	if len(segs) == 0 {
+	switch {
+	case len(segs) == 0:
 		errs = append(errs, fmt.Errorf("%w: no segments", ErrBadPacer))
+	case len(segs) > MaxSegments:
+		return &Profile{err: fmt.Errorf("%w: %d segments; at most %d", ErrBadPacer, len(segs), MaxSegments)}
 	}
 	var start, hits float64
 	for i, s := range segs {
 		for _, r := range []float64{s.From, s.To} {
-			if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-				errs = append(errs, fmt.Errorf("%w: segment %d: rate %v must be finite and >= 0", ErrBadPacer, i, r))
+			if err := CheckRate(r, false); err != nil {
+				errs = append(errs, fmt.Errorf("%w: segment %d: rate %w", ErrBadPacer, i, err))
 			}
 		}
 		if s.Duration <= 0 {

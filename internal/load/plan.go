@@ -43,7 +43,8 @@ type Plan struct {
 	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
 	// the total across all clients, or ClosedLoop{}. Required.
 	Arrival Pacer
-	// Duration is the measured part of the run (> 0).
+	// Duration is the measured part of the run: at least MinDuration, and Warmup + Duration at
+	// most MaxSpan.
 	Duration time.Duration
 	// Warmup runs before the measured part, on the same schedule (the pacer's time 0 is the
 	// start of the warmup). Its requests are sent and their outcomes measured, but they are
@@ -52,7 +53,7 @@ type Plan struct {
 	// therefore checks the measured part alone; dropping admissions can hide a violation
 	// that straddles the boundary but never invent one.
 	Warmup time.Duration
-	// Clients is the number of logical clients and of worker goroutines (1 to 65535). Open
+	// Clients is the number of logical clients and of worker goroutines (1 to MaxClients). Open
 	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
 	// worker w is client w. The client's connection pool should hold at least Clients
 	// connections (PoolSize): then, in plain and pipeline mode on a single server, each worker
@@ -61,7 +62,8 @@ type Plan struct {
 	Clients int
 	// Mode is plain (default), pipeline or autopipeline.
 	Mode Mode
-	// PipelineDepth is, in pipeline mode, the most requests per round trip (default 16).
+	// PipelineDepth is, in pipeline mode, the most requests per round trip (default 16, at
+	// most MaxPipelineDepth, and Clients × PipelineDepth at most MaxInFlight).
 	PipelineDepth int
 	// Keys chooses the subject of each request.
 	Keys Keys
@@ -69,7 +71,7 @@ type Plan struct {
 	Seed uint64
 	// Skew offsets each client's clock (Request.ClientTime).
 	Skew Skew
-	// Cost is the permits asked for by each request (default 1, at most 65535).
+	// Cost is the permits asked for by each request (default 1, at most MaxCost).
 	Cost int64
 	// LateAfter is how far behind its intended time a tick may be sent before it counts as
 	// late (default 100 ms: scheduler jitter of a loaded machine, tens of milliseconds, is
@@ -135,26 +137,32 @@ func (p Plan) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
 		}
 	}
-	if p.Duration <= 0 {
-		bad("duration must be > 0, got %s", p.Duration)
+	field := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadPlan, name, err))
+		}
 	}
-	if p.Warmup < 0 {
-		bad("warmup must be >= 0, got %s", p.Warmup)
+	field("duration", CheckDuration(p.Duration))
+	field("warmup", CheckWarmup(p.Warmup))
+	if CheckDuration(p.Duration) == nil && CheckWarmup(p.Warmup) == nil {
+		field("duration", CheckSpan(p.Warmup, p.Duration))
 	}
-	if p.Clients < 1 || p.Clients > 65535 {
-		bad("clients must be in [1, 65535], got %d", p.Clients)
-	}
+	field("clients", CheckClients(p.Clients))
 	switch p.Mode {
 	case "", ModePlain, ModePipeline, ModeAutoPipeline:
 	default:
 		bad("mode %q (want plain, pipeline or autopipeline)", p.Mode)
 	}
-	if p.PipelineDepth < 0 || p.PipelineDepth > 100_000 {
-		bad("pipeline depth must be in [1, 100000], got %d", p.PipelineDepth)
+	if p.Mode == ModePipeline {
+		depth := p.PipelineDepth
+		if depth == 0 {
+			depth = DefaultPipelineDepth
+		}
+		field("pipeline depth", CheckPipelineDepth(depth, p.Clients))
 	}
 	errs = p.Keys.validate(errs)
-	if p.Cost < 0 || p.Cost > 65535 {
-		bad("cost must be in [1, 65535], got %d", p.Cost)
+	if p.Cost != 0 {
+		field("cost", CheckCost(p.Cost))
 	}
 	if p.LateAfter < 0 {
 		bad("late_after must be >= 0, got %s", p.LateAfter)

@@ -14,9 +14,6 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 )
 
-// endGrace is how long after the end a tick due before it may still be sent.
-const endGrace = 10 * time.Millisecond
-
 // Progress is a live view of a running Run, for a progress line.
 type Progress struct {
 	// Elapsed since the start, warmup included.

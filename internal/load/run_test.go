@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,12 +129,26 @@ func TestRunOpenLoop(t *testing.T) {
 			if got := rec.hist.Latency().TotalCount(); uint64(got) != cn.Allowed+cn.Denied {
 				t.Errorf("latency histogram holds %d; want %d", got, cn.Allowed+cn.Denied)
 			}
-			var offered uint64
-			for _, b := range rec.tl.Bins {
-				offered += b.Offered
+			// The timeline counts every measured request in the 100 ms bin of its intended
+			// time: five bins, and fewer only when the generator missed the last ticks (a
+			// loaded machine can stall it past the end; the run is then behind, below).
+			var want []uint64
+			for _, o := range rec.outs.outs {
+				i := int((o.Intended - p.Warmup) / p.Bin)
+				for len(want) <= i {
+					want = append(want, 0)
+				}
+				want[i]++
 			}
-			if offered != cn.Requests || len(rec.tl.Bins) != 5 {
-				t.Errorf("timeline: %d bins offering %d; want 5 bins offering %d", len(rec.tl.Bins), offered, cn.Requests)
+			var got []uint64
+			for _, b := range rec.tl.Bins {
+				got = append(got, b.Offered)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("timeline's requests per bin (-from the outcomes +timeline):\n%s", diff)
+			}
+			if len(got) != 5 && (cn.Missed == 0 || len(got) > 5) {
+				t.Errorf("timeline: %d bins with %d ticks missed; want 5 bins of 100 ms over 500 ms", len(got), cn.Missed)
 			}
 			if res.Behind {
 				// A loaded 2-core machine may legitimately fall behind; say so rather than fail.
@@ -280,7 +295,7 @@ func TestRunClassifiesErrors(t *testing.T) {
 	// A closed client: failed too.
 	closed := newClient(env, 1)
 	closed.Close()
-	res, _, err = recorded(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: 50 * ms, Clients: 1})
+	res, _, err = recorded(context.Background(), closed, lim, Plan{Arrival: Constant(100), Duration: MinDuration, Clients: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -442,6 +457,58 @@ func TestPlanValidate(t *testing.T) {
 	}
 	if err := (Plan{Arrival: ClosedLoop{}, Duration: time.Second, Clients: 1}).Validate(); err != nil {
 		t.Errorf("minimal plan: Validate() = %v; want nil", err)
+	}
+}
+
+// TestPlanBounds: every bound of bounds.go holds at its limit and breaks just past it, naming
+// the field; NaN and infinite rates are refused.
+func TestPlanBounds(t *testing.T) {
+	ok := Plan{Arrival: Constant(100), Duration: time.Second, Clients: 4}
+	tests := []struct {
+		name  string
+		edit  func(*Plan)
+		field string // "" when the plan is valid
+	}{
+		{"minimal", func(*Plan) {}, ""},
+		{"shortest duration", func(p *Plan) { p.Duration = MinDuration }, ""},
+		{"too short", func(p *Plan) { p.Duration = MinDuration - 1 }, "duration"},
+		{"one nanosecond", func(p *Plan) { p.Duration = 1 }, "duration"},
+		{"longest span", func(p *Plan) { p.Warmup, p.Duration = time.Hour, MaxSpan-time.Hour }, ""},
+		{"span too long", func(p *Plan) { p.Warmup, p.Duration = time.Hour, MaxSpan }, "duration"},
+		{"warmup too long", func(p *Plan) { p.Warmup = MaxSpan + 1 }, "warmup"},
+		{"most clients", func(p *Plan) { p.Clients = MaxClients }, ""},
+		{"too many clients", func(p *Plan) { p.Clients = MaxClients + 1 }, "clients"},
+		{"a billion clients", func(p *Plan) { p.Clients = 1_000_000_000 }, "clients"},
+		{"deepest pipeline", func(p *Plan) { p.Mode, p.Clients, p.PipelineDepth = ModePipeline, 1, MaxPipelineDepth }, ""},
+		{"too deep", func(p *Plan) { p.Mode, p.Clients, p.PipelineDepth = ModePipeline, 1, MaxPipelineDepth+1 }, "pipeline depth"},
+		{"most in flight", func(p *Plan) { p.Mode, p.Clients, p.PipelineDepth = ModePipeline, 100, MaxInFlight/100 }, ""},
+		{"too many in flight", func(p *Plan) { p.Mode, p.Clients, p.PipelineDepth = ModePipeline, 100, MaxInFlight/100+1 }, "pipeline depth"},
+		{"depth ignored outside pipeline mode", func(p *Plan) { p.PipelineDepth = 100_000_000 }, ""},
+		{"most keys", func(p *Plan) { p.Keys.Count = MaxKeys }, ""},
+		{"too many keys", func(p *Plan) { p.Keys.Count = MaxKeys + 1 }, "keys.count"},
+		{"a trillion keys", func(p *Plan) { p.Keys.Count = 1_000_000_000_000 }, "keys.count"},
+		{"highest cost", func(p *Plan) { p.Cost = MaxCost }, ""},
+		{"cost too high", func(p *Plan) { p.Cost = MaxCost + 1 }, "cost"},
+		{"highest rate", func(p *Plan) { p.Arrival = Constant(MaxRate) }, ""},
+		{"rate too high", func(p *Plan) { p.Arrival = Constant(1e15) }, "arrival"},
+		{"NaN rate", func(p *Plan) { p.Arrival = Constant(math.NaN()) }, "arrival"},
+		{"infinite rate", func(p *Plan) { p.Arrival = Ramp(0, math.Inf(1), time.Second) }, "arrival"},
+		{"too many segments", func(p *Plan) { p.Arrival = Steps(time.Millisecond, make([]float64, MaxSegments+1)...) }, "arrival"},
+		{"NaN zipf exponent", func(p *Plan) { p.Keys = Keys{Count: 3, Distribution: Zipf, ZipfS: math.NaN()} }, "keys.zipf_s"},
+		{"NaN hot share", func(p *Plan) { p.Keys = Keys{Count: 3, Distribution: Hot, HotShare: math.NaN()} }, "keys.hot_share"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ok
+			tt.edit(&p)
+			err := p.Validate()
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate() = %v; want nil", err)
+			case tt.field != "" && (!errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), tt.field+":")):
+				t.Errorf("Validate() = %v; want ErrBadPlan naming %s", err, tt.field)
+			}
+		})
 	}
 }
 

@@ -294,9 +294,11 @@ func (w *worker) openLoop() {
 		}
 		now := time.Now()
 		elapsed := now.Sub(r.start)
-		if elapsed >= r.end+min(r.p.LateAfter, endGrace) {
-			// So far behind that the run is over: this tick is missed, not sent. (A tick due
-			// before the end is still sent up to endGrace after it.)
+		if elapsed >= r.end && elapsed-at > r.p.LateAfter {
+			// The run is over and this tick would be late: it is missed, not sent. A tick due
+			// before the end that is not yet late is still sent after it, so that a stall of
+			// the machine near the end costs no more than one anywhere else (where ticks up
+			// to LateAfter behind are sent and are not late).
 			return
 		}
 		w.prepare(&w.outs[0], n, at)

@@ -90,7 +90,19 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 			}
 			spec.seeds = append(spec.seeds, a)
 		}
-		for _, a := range u.Query()["addr"] { // go-redis style extra cluster seeds
+		query, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return bad("URL %s: malformed options: %v", u.Redacted(), err)
+		}
+		for name := range query {
+			if name != "addr" {
+				return bad("URL %s: unknown option %q (the only option is addr, an extra cluster seed)", u.Redacted(), name)
+			}
+		}
+		if u.Fragment != "" {
+			return bad("URL %s: unexpected fragment #%s", u.Redacted(), u.Fragment)
+		}
+		for _, a := range query["addr"] { // go-redis style extra cluster seeds
 			if err := checkHostPort(a); err != nil {
 				return bad("URL %s: addr %q: %v", u.Redacted(), a, err)
 			}
@@ -163,6 +175,15 @@ func isAuthError(err error) bool {
 		strings.Contains(s, "invalid password") || strings.Contains(s, "invalid username-password")
 }
 
+// isDBError reports whether err is Redis refusing the database the connection selects.
+func isDBError(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "DB index is out of range") || strings.Contains(s, "invalid DB index")
+}
+
 // externalTimeout bounds reaching and checking an external server, so that an address that
 // accepts connections and never answers fails within 5 s, set-up and reporting included.
 const externalTimeout = 4 * time.Second
@@ -222,6 +243,12 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 				user = "default"
 			}
 			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, r.err)
+		case isDBError(r.err):
+			// The server answered and has no such database: the URL is wrong, not the server
+			// unreachable (every seed of a cluster would say the same).
+			closeRest(n - 1)
+			return nil, fmt.Errorf("%w: %s has no database %d (%v); the URL's /db must be below the server's databases setting (16 by default)",
+				ErrBadConfig, seed, spec.db, r.err)
 		}
 		errs[r.i] = fmt.Errorf("%s: %w", seed, r.err)
 	}

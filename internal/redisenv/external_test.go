@@ -167,6 +167,9 @@ func TestExternalErrors(t *testing.T) {
 		{"closed port", redisenv.Config{URL: "redis://" + closedPort(t)}, redisenv.ErrUnavailable, "cannot reach"},
 		{"silent server", redisenv.Config{URL: silentListener(t)}, redisenv.ErrUnavailable, "cannot reach"},
 		{"wrong password", redisenv.Config{URL: wrong.String()}, redisenv.ErrBadConfig, "wrong user or password"},
+		// A database the server does not have is a wrong URL, not an unreachable server.
+		{"database out of range", redisenv.Config{URL: redisURL(single) + "/99"}, redisenv.ErrBadConfig,
+			"has no database 99 (ERR DB index is out of range)"},
 		{"cluster asked, single found", redisenv.Config{URL: redisURL(single), Topology: redisenv.TopologyCluster},
 			redisenv.ErrBadConfig, "is not a Redis Cluster"},
 		{"single asked, cluster found", redisenv.Config{URL: cluster.Masters()[0], Password: cluster.Password},

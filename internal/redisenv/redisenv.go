@@ -132,8 +132,10 @@ type Config struct {
 	//	h1:p1[,h2:p2...]                                    seeds, credentials from Username/Password
 	//
 	// User "default" is the same as no user. A password with reserved characters (@ : / ? # ,
-	// %) must be percent-encoded in a URL. Seeds are tried at once and the first that answers
-	// is used; for a cluster it tells the others. A cluster has only database 0.
+	// %) must be percent-encoded in a URL. Any option but addr, and a fragment, are refused.
+	// Seeds are tried at once and the first that answers is used; for a cluster it tells the
+	// others. A cluster has only database 0; a database the server does not have (above its
+	// databases setting) is ErrBadConfig once the server answers.
 	URL string
 	// Username and Password authenticate to an external target whose URL carries no user
 	// information (a plain seed list, or a URL without "user:password@").

@@ -129,7 +129,7 @@ func checkCustomScripts(ctx context.Context, c redis.UniversalClient, algs []alg
 		var rerr redis.Error
 		switch {
 		case err == nil:
-		case errors.As(err, &rerr):
+		case errors.As(err, &rerr) && !noPermission(err):
 			errs = append(errs, ca.badScript(err))
 		default:
 			return fmt.Errorf("load custom script: %w", err)

@@ -227,6 +227,26 @@ func TestCustomNeverMatches(t *testing.T) {
 	}
 }
 
+// Issue 14, item 3: a custom script that raises an error on every call gave "inconclusive: no
+// request was admitted" and its error text appeared nowhere. Now its error class and first text
+// are in the entry and in the failure (the default errors threshold breaks), still never a fail.
+func TestCustomScriptErrorShown(t *testing.T) {
+	needRedis(t)
+	out, err := runShort(t, writeScenario(t, "error('the limiter broke')", "{equals: 1}"), time.Second)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	e := entry(t, out.Result, "mine", "single")
+	if e.Verification.Verdict != verify.Inconclusive || len(e.ErrorClasses) != 1 || e.ErrorClasses[0].Kind != "ERR" ||
+		!strings.Contains(e.ErrorClasses[0].First, "the limiter broke") || e.ErrorClasses[0].Count != uint64(e.Errors) {
+		t.Fatalf("verdict %s, error classes %+v, %d errors; want inconclusive and every error in class ERR with the script's text",
+			e.Verification.Verdict, e.ErrorClasses, e.Errors)
+	}
+	if !strings.Contains(strings.Join(out.Failures, "\n"), "the limiter broke") {
+		t.Errorf("failures %q do not show the script's error text", out.Failures)
+	}
+}
+
 // TestCustomSyntaxError: a Lua syntax error stops the run with ErrBadScript, naming the scenario
 // file's line and field, the script's file and line, and Redis's own message.
 func TestCustomSyntaxError(t *testing.T) {

@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -23,11 +28,13 @@ import (
 // leaves.
 const clockDrift = 100e-6
 
-// recording is the aggregators one measurement feeds: latency histograms and the timeline of the
-// measured part, and the admission logs of the measured part and of the warmup (nil without one).
+// recording is the aggregators one measurement feeds: latency histograms, the timeline and the
+// errors by class of the measured part, and the admission logs of the measured part and of the
+// warmup (nil without one).
 type recording struct {
 	hist      *load.Histograms
 	tl        *load.Timeline
+	errs      *load.Errors
 	log, warm *verify.AdmissionLog
 }
 
@@ -37,6 +44,7 @@ func newRecording(p load.Plan, sharedClock bool, server *load.ClockOffset, clien
 	r := &recording{
 		hist: load.NewHistograms(p.MaxLatency),
 		tl:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
+		errs: load.NewErrors(),
 		log:  verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock),
 	}
 	if p.Warmup > 0 {
@@ -47,7 +55,7 @@ func newRecording(p load.Plan, sharedClock bool, server *load.ClockOffset, clien
 
 // sinks returns the aggregators as load.Run takes them.
 func (r *recording) sinks() load.Sinks {
-	s := load.Sinks{Measured: []load.Aggregator{r.hist, r.tl, r.log}}
+	s := load.Sinks{Measured: []load.Aggregator{r.hist, r.tl, r.errs, r.log}}
 	if r.warm != nil {
 		s.Warmup = []load.Aggregator{r.warm}
 	}
@@ -55,15 +63,18 @@ func (r *recording) sinks() load.Sinks {
 }
 
 // verification returns what the verifier needs of the measurement res recorded in r, for an
-// algorithm with contract and model; fresh says that the algorithm held no state when the
-// measurement began (see verify.Measurement.Fresh).
-func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model, fresh bool) verify.Measurement {
+// algorithm with contract and model, with the node watch's events, which happened during the
+// measurement (warmup included) and around it; fresh says that the algorithm held no state when
+// the measurement began (see verify.Measurement.Fresh).
+func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model,
+	events []faults.Event, fresh bool) verify.Measurement {
 	m := verify.Measurement{
 		Contract: contract, Model: model, Fresh: fresh,
 		Log: r.log.Log(res.Subjects, res.Clients),
 		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
 			Dropped: res.Counts.Dropped},
-		Start: r.log.Micros(res.Plan.Warmup),
+		Start:       r.log.Micros(res.Plan.Warmup),
+		Disruptions: r.disruptions(events, res),
 	}
 	if r.warm != nil {
 		m.Warmup = r.warm.Log(res.Subjects, res.Clients)
@@ -71,12 +82,37 @@ func (r *recording) verification(res *load.Result, contract algorithms.Contract,
 	return m
 }
 
+// disruptions returns the node watch's events as the verifier takes them: on the admission log's
+// clock, described in words with when they were seen (seconds from the start of the measured
+// part of res), each with what it means for the limiter's state (faults.Event.StateLost,
+// Deposes; a promotion's former master).
+func (r *recording) disruptions(events []faults.Event, res *load.Result) []verify.Disruption {
+	var out []verify.Disruption
+	measured := res.Start.Add(res.Plan.Warmup)
+	for _, e := range events {
+		after, at := e.After.Sub(res.Start), e.At.Sub(res.Start)
+		if e.After.IsZero() {
+			// Any time since the watch began, before the load: from the load's start (every
+			// request of the log was sent after it), or At when that is earlier.
+			after = min(0, at)
+		}
+		lo, hi := r.log.Span(after, at)
+		d := verify.Disruption{Lo: lo, Hi: hi, Node: e.Node, Kind: string(e.Kind), StateLost: e.StateLost(), Deposes: e.Deposes(),
+			What: fmt.Sprintf("%s (seen at %.3fs)", e.Describe(), e.At.Sub(measured).Seconds())}
+		if e.Kind == faults.EventPromoted {
+			d.Former = e.From
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // Measure runs algorithm a once on tgt (whose topology is topo) under o.Scenario's load, on a
 // fresh key prefix of run runID numbered rep, and returns its entry: load's figures, the
 // verifier's sections and what the decisions cost the server. A non-nil entry comes back even
 // with an error when something was measured. o.Progress, when set, sees the measurement live.
 func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
-	runID string) (*report.Entry, error) {
+	runID string) (e *report.Entry, err error) {
 	s := o.Scenario
 	name := a.Describe().Name
 	prefix := KeyPrefix(runID, name, strconv.Itoa(rep))
@@ -87,12 +123,22 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
 		defer cancel()
-		_ = tgt.CleanupPrefix(cctx, prefix)
+		if w := cleanup(cctx, tgt, prefix); w != nil {
+			if e != nil {
+				e.Warnings = append(e.Warnings, *w)
+			} else if o.Logf != nil {
+				o.Logf("warning: %s on %s: %s", name, topo, w.Message)
+			}
+		}
 	}()
+	// The node watch starts before the script is loaded and its first poll is in before the
+	// load starts, so that a restart from then on is seen.
+	watch := faults.WatchTarget(ctx, tgt, faults.WatchOptions{})
+	defer watch.Stop()
 	lim, err := a.Prepare(ctx, tgt.Client, s.Limit, prefix)
 	if err != nil {
 		var rerr redis.Error
-		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) {
+		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) && !noPermission(err) {
 			return nil, ca.badScript(err)
 		}
 		if _, custom := a.(*customAlgorithm); custom && errors.Is(err, algorithms.ErrBadCustom) {
@@ -138,25 +184,55 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		case <-time.After(wait):
 		}
 	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_ = watch.WaitPolled(pctx) // a node that does not answer its first poll is an event of its own
+	cancel()
+	// The guard stops the load when Redis is lost or refuses a permission (see faults.Guard).
+	loadCtx, stopLoad := context.WithCancelCause(ctx)
+	defer stopLoad(nil)
+	guard := faults.NewGuard(faults.GuardOptions{}, stopLoad)
+	p.OnOutcome = func(o *load.Outcome) {
+		guard.Observe(o)
+		if o.Err != nil && load.Unreachable(load.ErrorKindOf(o.Err)) {
+			watch.Poke() // date a restart closely
+		}
+	}
 	rec := newRecording(p, sharedClock, serverClock, clientClock)
-	res, err := load.Run(ctx, client, lim, p, rec.sinks())
+	res, err := load.Run(loadCtx, client, lim, p, rec.sinks())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
+	events := watch.Stop()
 	// The prefix was claimed empty before the warmup, and every key of the algorithm is under
 	// it, except a custom script's empty key, which could hold state from before.
 	ca, custom := a.(*customAlgorithm)
 	fresh := !custom || !ca.HasEmptyKey()
-	vm := rec.verification(res, contract, a.Model(s.Limit), fresh)
+	vm := rec.verification(res, contract, a.Model(s.Limit), events, fresh)
+	gerr := guard.Err()
+	if gerr != nil {
+		vm.Warnings.StopReason = stopReason(gerr)
+	}
+	entry := func(srv *report.Server) *report.Entry {
+		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim, contract, s.Limit)
+		w := watch.Summary(res.Start.Add(p.Warmup))
+		e.Watch = &w
+		return &e
+	}
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)
 	defer cancel()
+	if gerr != nil && errors.Is(gerr, faults.ErrNoPermission) {
+		return entry(nil), fmt.Errorf("%w: %s on %s: %w (%s)", ErrPermission, name, topo, gerr, permissionHint)
+	}
+	if gerr != nil {
+		// The load was stopped: even if Redis answers again by now, the measurement is cut short.
+		return entry(nil), fmt.Errorf("%w: during %s on %s: %w", ErrLost, name, topo, gerr)
+	}
 	if err := alive(statCtx, tgt); err != nil {
-		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, nil), lim, contract, s.Limit)
-		return &e, fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
+		return entry(nil), fmt.Errorf("%w: after %s on %s: %w", ErrLost, name, topo, err)
 	}
 	after, err := ReadStats(statCtx, tgt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read server stats: %w", ErrLost, err)
+		return entry(nil), LostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
 	}
 	srv := serverCost(before, after, res)
 	keys, bytes, err := KeyMemory(statCtx, tgt, prefix)
@@ -166,8 +242,84 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			srv.BytesPerKey = math.Round(float64(bytes) / float64(n))
 		}
 	}
-	e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, &srv), lim, contract, s.Limit)
-	return &e, nil
+	return entry(&srv), nil
+}
+
+// stopReason says, for the verdict, why the guard stopped a run.
+func stopReason(err error) string {
+	if errors.Is(err, faults.ErrNoPermission) {
+		return "Redis refused a permission the run needs"
+	}
+	return "Redis was lost"
+}
+
+// cleanup removes the keys under prefix (Target.CleanupPrefix). On an external server, when that
+// fails, it counts the keys left and returns a warning that says how many, where, why and how to
+// remove them; nil when every key went, or when the server is one limitbench started (its keys
+// go with it).
+func cleanup(ctx context.Context, tgt *redisenv.Target, prefix string) *report.Warning {
+	err := tgt.CleanupPrefix(ctx, prefix)
+	if err == nil || tgt.Info.Backend != redisenv.BackendExternal {
+		return nil
+	}
+	left := map[string]int64{}
+	var mu sync.Mutex
+	cerr := tgt.ScanPrefix(ctx, prefix, func(_ context.Context, c *redis.Client, keys []string) error {
+		mu.Lock()
+		left[c.Options().Addr] += int64(len(keys))
+		mu.Unlock()
+		return nil
+	})
+	var total int64
+	var where, cmds []string
+	for _, addr := range slices.Sorted(maps.Keys(left)) {
+		total += left[addr]
+		where = append(where, fmt.Sprintf("%d on %s", left[addr], addr))
+		cmds = append(cmds, removeCommand(tgt, addr, prefix))
+	}
+	w := &report.Warning{Kind: report.WarningKeysLeft, Prefix: prefix, Keys: total, Remove: strings.Join(cmds, "; ")}
+	switch {
+	case cerr != nil:
+		w.Keys = -1
+		for _, a := range tgt.Masters() {
+			cmds = append(cmds, removeCommand(tgt, a, prefix))
+		}
+		w.Remove = strings.Join(cmds, "; ")
+		why := fmt.Sprintf("%v, nor counted: %v", err, cerr)
+		if cerr.Error() == err.Error() {
+			why = err.Error()
+		}
+		w.Message = fmt.Sprintf("the keys under %s could not be removed (%s); if they are still there, remove them as a user allowed to SCAN and UNLINK, with REDISCLI_AUTH set to its password: %s",
+			prefix, why, w.Remove)
+	case total == 0:
+		return nil // the cleanup failed, then the keys went (they expired)
+	default:
+		keys := "keys"
+		if total == 1 {
+			keys = "key"
+		}
+		w.Message = fmt.Sprintf("%d %s under %s were left behind (%s): %v; remove them as a user allowed to SCAN and UNLINK, with REDISCLI_AUTH set to its password: %s",
+			total, keys, prefix, strings.Join(where, ", "), err, w.Remove)
+	}
+	return w
+}
+
+// removeCommand returns a shell command that removes the keys under prefix from the master at
+// addr of tgt, as the user USER (a placeholder) whose password is in REDISCLI_AUTH.
+func removeCommand(tgt *redisenv.Target, addr, prefix string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = addr, "6379"
+	}
+	cli := fmt.Sprintf("redis-cli -h %s -p %s --user USER", host, port)
+	if tgt.TLS() {
+		cli += " --tls"
+	}
+	if db := tgt.DB(); db != 0 {
+		cli += fmt.Sprintf(" -n %d", db)
+	}
+	pattern := "'" + strings.ReplaceAll(prefix, "'", `'\''`) + "*'"
+	return fmt.Sprintf("%s --scan --pattern %s | xargs -r -n 500 %s unlink", cli, pattern, cli)
 }
 
 // KeyPrefix returns the key prefix of one measurement of algorithm name in run runID:
@@ -188,9 +340,12 @@ func keySafe(name string) string {
 	}, name)
 }
 
-// LostOr returns err marked as ErrLost when the target no longer answers, or as
-// ErrInterrupted when ctx was cancelled.
+// LostOr returns err marked as ErrPermission when Redis refused a permission (a NOPERM reply),
+// as ErrInterrupted when ctx was cancelled, or as ErrLost when the target no longer answers.
 func LostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
+	if noPermission(err) {
+		return fmt.Errorf("%w: %w (%s)", ErrPermission, err, permissionHint)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
@@ -200,6 +355,24 @@ func LostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
 		return fmt.Errorf("%w: %w", ErrLost, err)
 	}
 	return err
+}
+
+// permissionHint says what the user of a run needs, for a message about a refused permission.
+const permissionHint = "the run's user needs its keys, ~limitbench:*, and the commands EVAL, EVALSHA, SCRIPT LOAD, " +
+	"SCAN, UNLINK, INFO, MEMORY USAGE, TIME and PING, with those of the algorithms that send plain commands"
+
+// noPermission reports whether err holds a NOPERM reply: an ACL that forbids the run's user a
+// command or a key.
+func noPermission(err error) bool {
+	if err == nil {
+		return false
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOPERM") {
+		return true
+	}
+	// ForEachMaster joins the masters' errors, each wrapped with its address.
+	return strings.Contains(err.Error(), "NOPERM ")
 }
 
 // alive pings every master of tgt.
@@ -223,6 +396,7 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	// histogram, and the report says so.
 	_ = e.SetHistograms(rec.hist.Latency(), rec.hist.Service())
 	e.Verification, e.Accuracy = vm.Sections()
+	e.ErrorClasses = rec.errs.Classes(res.Plan.Warmup)
 	series := rec.tl.Series()
 	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
 	return e

@@ -1,10 +1,14 @@
 // Package runner orchestrates a run and owns nothing else: for each topology of a scenario it
 // starts one Redis environment (redisenv), resolves the algorithms, and for every algorithm
 // (interleaved with the reference script, repeated as asked) prepares it on a fresh key prefix,
-// feeds load.Run the aggregators of one measurement (load's histograms and timeline, verify's
-// admission logs), reads what the decisions cost Redis (INFO, MEMORY USAGE), and assembles the
-// entry from what each owner gives: report.NewEntry (load's figures), verify.Measurement.Sections
-// (verdict, accuracy) and its per-bin limits. Repeats are merged and expectations and thresholds
+// watches every node meanwhile (faults.Watcher: restarts, failovers, flushes), feeds load.Run the
+// aggregators of one measurement (load's histograms, timeline and errors by class, verify's
+// admission logs) with a faults.Guard that stops the load when Redis is gone or refuses a
+// permission, reads what the decisions cost Redis (INFO, MEMORY USAGE), removes the keys (and,
+// on an external Redis, warns of any it could not), and assembles the entry from what each owner
+// gives: report.NewEntry (load's figures), verify.Measurement.Sections (verdict, accuracy, the
+// history verified in epochs where the watch saw the state lost) and its per-bin limits, the
+// watch's Summary. Repeats are merged and expectations and thresholds
 // judged by their owners (report.MergeRepeats, judge). Writing the files, the exit code and the
 // process's CPU policy are the command's.
 //
@@ -43,6 +47,10 @@ var (
 	// ErrBadScript means a custom script does not load in Redis (its Lua does not compile, or its
 	// keys do not fit the topology).
 	ErrBadScript = errors.New("bad custom script")
+	// ErrPermission means Redis refused the run's user a command or a key the run needs (a
+	// NOPERM reply: an ACL). It is the environment's problem, not a verdict: the message names the
+	// permission, and the Conclusion holds what was measured before.
+	ErrPermission = errors.New("the Redis user lacks a permission the run needs")
 	// ErrRedis means Redis answered a step of the run other than as the run needs: a key prefix
 	// already in use, an error reply to loading a script or to reading its figures, a load it
 	// refused. Run marks with it every error that matches no other sentinel (see MarkRedis).
@@ -53,7 +61,10 @@ var (
 // err marked as ErrRedis, with err's message. Run and the capacity sweep return their errors
 // through it, so that a caller can tell every error apart by its sentinel.
 func MarkRedis(err error) error {
-	for _, known := range []error{ErrLost, ErrInterrupted, ErrBadScript, ErrRedis, redisenv.ErrUnavailable,
+	if noPermission(err) && !errors.Is(err, ErrPermission) {
+		return fmt.Errorf("%w: %w (%s)", ErrPermission, err, permissionHint)
+	}
+	for _, known := range []error{ErrLost, ErrInterrupted, ErrBadScript, ErrPermission, ErrRedis, redisenv.ErrUnavailable,
 		redisenv.ErrBadConfig, algorithms.ErrUnknownAlgorithm} {
 		if err == nil || errors.Is(err, known) {
 			return err

@@ -97,6 +97,22 @@ func (l *AdmissionLog) Micros(d time.Duration) int64 {
 	return l.Origin + int64(d/time.Microsecond) + l.Shift()
 }
 
+// Span returns the span [lo, hi] on the log's clock, µs since the Unix epoch, of something that
+// happened after run offset after and at or before run offset at (offsets from the run's start,
+// Origin, on the harness's clock, as load.Outcome times are): a Disruption's Lo and Hi. It is
+// widened outward to whole µs, by MismatchSlack on each side (the server's clock, which dates
+// the admissions of a server-clock algorithm, may step or lag the harness's by that much before
+// a decision counts as mismatched), and, on an external server's clock, by the offset's error.
+func (l *AdmissionLog) Span(after, at time.Duration) (lo, hi int64) {
+	lo = l.Origin + floorMicros(after) - MismatchSlack.Microseconds()
+	hi = l.Origin + ceilMicros(at) + 1 + MismatchSlack.Microseconds()
+	if l.onServerClock() {
+		lo += floorMicros(l.Server.Offset - l.Server.Err)
+		hi += ceilMicros(l.Server.Offset + l.Server.Err)
+	}
+	return lo, hi
+}
+
 // ceilMicros returns d in microseconds, rounded up.
 func ceilMicros(d time.Duration) int64 {
 	us := int64(d / time.Microsecond) // truncates toward zero: already up for d < 0

@@ -23,6 +23,12 @@ import (
 //     window [kW, (k+1)W); A(S) = L.
 //   - token-bucket(C, r): every S is certain; A(S) = C + r·(max hi − min lo), the allowance of
 //     the longest interval any placement can take S to.
+//   - first-hit-window(L, W): where its windows lie depends on every request, so its score is
+//     the larger of two nearby ratios: the sliding-window(L, W) ratio (the same admissions in
+//     one span shorter than W) and the ratio of its condition (b), token-bucket(2L, L/W) (see
+//     the package doc). Neither decides alone: the score is then moved to the next float above
+//     1 when Check reports a definite violation of the limit, and held at 1 when it reports
+//     none, so that the comparison with 1 means for it what it means for the other kinds.
 //
 // The limit's Score is the largest P(S)/A(S) over certain sets S, P the permits of S (0 when
 // there is no admission). P(S) > A(S) is exactly Check's definite violation, so a Score above
@@ -84,6 +90,19 @@ func ApproachOf(c algorithms.Contract, log *Log) (Approach, error) {
 	if err := log.validate(); err != nil {
 		return Approach{}, fmt.Errorf("approach: %w", err)
 	}
+	// First-hit windows depend on denied, unknown and failed requests too: Check says whether a
+	// limit is definitely violated before the admissions are moved to the front.
+	firstHit := make([]bool, len(lims))
+	for i, lim := range lims {
+		if lim.kind != algorithms.FirstHitWindow {
+			continue
+		}
+		rep, err := Check(lim.c, log)
+		if err != nil {
+			return Approach{}, fmt.Errorf("approach: %w", err)
+		}
+		firstHit[i] = rep.Limits[0].Definite > 0
+	}
 	ev := log.Events
 	n := partition(ev, Admitted)
 	adm := ev[:n]
@@ -94,7 +113,7 @@ func ApproachOf(c algorithms.Contract, log *Log) (Approach, error) {
 	}
 	var out Approach
 	var st sorter
-	for _, lim := range lims {
+	for i, lim := range lims {
 		if lim.kind == algorithms.TokenBucket && n > 0 {
 			if err := lim.overflow(hi-lo, permits); err != nil {
 				return Approach{}, fmt.Errorf("approach: %w", err)
@@ -114,6 +133,14 @@ func ApproachOf(c algorithms.Contract, log *Log) (Approach, error) {
 				i = j
 			}
 			la.Score, la.Closest = a.score, a.closest
+		}
+		if lim.kind == algorithms.FirstHitWindow {
+			switch {
+			case firstHit[i]:
+				la.Score = max(la.Score, math.Nextafter(1, 2))
+			case la.Score > 1:
+				la.Score = 1
+			}
 		}
 		out.Score = max(out.Score, la.Score)
 		out.Limits = append(out.Limits, la)
@@ -153,6 +180,14 @@ func (a *approacher) scope(g []Event) {
 		a.fixed(g)
 	case algorithms.TokenBucket:
 		a.bucket(g)
+	case algorithms.FirstHitWindow:
+		// Two nearby limits score the same admissions; the approacher keeps the better set.
+		fh := a.lim
+		a.lim.kind = algorithms.SlidingWindow
+		a.sliding(g)
+		a.lim = fh.bucket()
+		a.bucket(g)
+		a.lim = fh
 	}
 }
 

@@ -167,6 +167,38 @@ func TestApproachAlsoMatchesCheck(t *testing.T) {
 	})
 }
 
+// TestApproachFirstHitMatchesCheck: for first-hit-window limits, alone or beside another, the
+// score is above 1 exactly when Check reports a definite violation, whatever the denied, unknown
+// and failed requests around the admissions, with and without Log.Fresh.
+func TestApproachFirstHitMatchesCheck(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := algorithms.Contract{Kind: algorithms.FirstHitWindow,
+			Limit:       rapid.Int64Range(1, 5).Draw(t, "limit"),
+			Window:      us(rapid.Int64Range(1, 20).Draw(t, "window")),
+			Granularity: us(rapid.Int64Range(0, 2).Draw(t, "granularity")),
+			Scope:       algorithms.Scope(rapid.IntRange(0, 2).Draw(t, "scope"))}
+		if rapid.Bool().Draw(t, "also") {
+			c.Also = []algorithms.Contract{genContract(t, "also")}
+		}
+		log := genLog(t, 12)
+		log.Fresh = rapid.Bool().Draw(t, "fresh")
+		ap, err := ApproachOf(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("ApproachOf: %v", err)
+		}
+		rep, err := Check(c, cloneLog(log))
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if (ap.Score > 1) != (rep.Definite() > 0) {
+			t.Fatalf("%s: score %v; Check: %d definite", c, ap.Score, rep.Definite())
+		}
+		if (ap.Limits[0].Score > 1) != (rep.Limits[0].Definite > 0) {
+			t.Fatalf("%s: first-hit score %v; Check: %d definite", c, ap.Limits[0].Score, rep.Limits[0].Definite)
+		}
+	})
+}
+
 // quadraticApproach is the largest ratio of a token-bucket contract over the sets
 // {lo ≥ A, hi ≤ B} for every pair of a Lo and a Hi of a scope's admissions (those sets hold the
 // best ratio, see approacher.bucket), each with its own span, exact: for logs of hundreds.
@@ -304,7 +336,7 @@ func TestApproachTable(t *testing.T) {
 // score 0.
 func TestApproachErrors(t *testing.T) {
 	log := &Log{Subjects: []string{"s"}, Clients: []string{"c"}, Events: []Event{mustEvent(0, 0, 0, 0, 1, Admitted)}}
-	if _, err := ApproachOf(algorithms.Contract{Kind: "first-hit-window", Limit: 1, Window: time.Second}, cloneLog(log)); err == nil {
+	if _, err := ApproachOf(algorithms.Contract{Kind: "leaky-window", Limit: 1, Window: time.Second}, cloneLog(log)); err == nil {
 		t.Error("ApproachOf(unknown kind) = nil error")
 	}
 	bad := cloneLog(log)

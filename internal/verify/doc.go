@@ -1,8 +1,9 @@
 // Package verify decides whether a rate limiter kept its contract, from a log of the decisions it
 // made under load. It owns the admission log (AdmissionLog, the load.Aggregator that records a
 // run's outcomes, and the Event and Log it hands the checker), the over-admission checker
-// (Check), the exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision
-// times through an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith), and
+// (Check), its check in epochs where Redis may have lost the state (Disruption, CheckEpochs), the
+// exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision times through
+// an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith, JudgeEpochs), and
 // its own sections of a result entry: the verification (Summary, with the thresholds checked
 // against it and what they do to the verdict) and the accuracy (AccuracySummary), which
 // Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
@@ -190,6 +191,25 @@
 //     admission, the schedule fell behind, unknown outcomes could hide a definite violation,
 //     any clock mismatch, or any dropped outcome.
 //   - pass otherwise. A canceled run is judged on what it measured, with a reason that says so.
+//
+// # When Redis loses the state: epochs
+//
+// A restart without persistence, a flush or a promotion of a lagging replica takes the
+// limiter's state away: after it, a correct limiter admits as if nothing came before, so a
+// window that reaches across the loss can hold more than the contract allows. The node watch
+// (package faults) sees such changes; they come here as Disruptions on the log's clock, each
+// with the span [Lo, Hi] that holds the instant it happened. CheckEpochs cuts the history at
+// every span that may have lost the state (Cuts: overlapping spans merge; a promotion lasts
+// until its former master is seen deposed) and checks each epoch apart (Split), besides the
+// history as one. An admission belongs to the epoch its whole interval [Lo, Hi] lies in, strictly
+// between two cuts; one that meets a cut could be on either side and is in none (Unplaced). So
+// every admission of an epoch was decided on a state that held the epoch's earlier admissions
+// and nothing lost, and a correct limiter keeps its contract over each epoch alone: cutting can
+// only remove violations, never make one, and a definite violation within an epoch is the
+// algorithm's. JudgeEpochs fails on such a violation; otherwise the verdict is inconclusive, with
+// a reason naming each cut and the definite violations of the history as one that no epoch shows
+// (Attributed: they reach across a loss and are the disruption's, not the algorithm's). A loss
+// that ended before the measured part does not cut it.
 //
 // # Accuracy and replay
 //

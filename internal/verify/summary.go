@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -26,6 +27,10 @@ type Measurement struct {
 	// without a warmup): its keys were new, as on a run's own key prefix. Only
 	// first-hit-window uses it (see Log.Fresh).
 	Fresh bool
+	// Disruptions are what happened to Redis during the measurement (warmup included) that the
+	// algorithm did not cause, on the logs' clock; those that may have lost the state cut the
+	// measured history into epochs verified apart (CheckEpochs).
+	Disruptions []Disruption
 }
 
 // Sections returns the measurement's verification and accuracy sections of a result entry: the
@@ -34,13 +39,7 @@ type Measurement struct {
 // exact limiter (its error a reason instead) and a note when decisions replayed through the
 // reference model differ. A canceled measurement without a log says so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
-	var v Summary
-	if m.Log == nil {
-		v = Summarize(m.Contract, m.Log, m.Warnings, m.Start)
-	} else {
-		rep, err := m.check()
-		v = summarize(m.Contract, rep, err, m.Warnings, m.Start)
-	}
+	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions, m.check)
 	var acc AccuracySummary
 	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
 		if r, err := m.accuracy(); err == nil {
@@ -59,13 +58,15 @@ func (m Measurement) Sections() (Summary, AccuracySummary) {
 	return v, acc
 }
 
-// check checks the measured log against the contract. A first-hit-window limit is checked on
-// the warmup's events and the measured ones together, with From at Start and Fresh as m.Fresh:
-// its windows depend on every request before, and a warmup request decided after the measured
-// part began may have opened one. The report's counts are the measured part's.
-func (m Measurement) check() (Report, error) {
-	rep, err := Check(m.Contract, m.Log)
-	if err != nil {
+// check checks log, the measured log or a part of it, against the contract. A first-hit-window
+// limit is checked, on the first part of the history (first), with the warmup's events before
+// it, From at Start and Fresh as m.Fresh: its windows depend on every request before, and a
+// warmup request decided after the measured part began may have opened one. On a later part
+// (after a loss of the state) it is checked on that part alone, its first window possibly
+// opened before it. The report's counts are the measured part's.
+func (m Measurement) check(log *Log, first bool) (Report, error) {
+	rep, err := Check(m.Contract, log)
+	if err != nil || !first {
 		return rep, err
 	}
 	lims, _ := flatten(m.Contract) // Check has validated it
@@ -73,7 +74,7 @@ func (m Measurement) check() (Report, error) {
 		if lim.kind != algorithms.FirstHitWindow {
 			continue
 		}
-		all, err := m.withWarmup()
+		all, err := m.withWarmup(log)
 		if err != nil {
 			return Report{}, err
 		}
@@ -91,25 +92,25 @@ func (m Measurement) check() (Report, error) {
 // accuracy compares the run's decisions, the warmup's first (see withWarmup), with an exact
 // limiter's.
 func (m Measurement) accuracy() (AccuracyReport, error) {
-	log, err := m.withWarmup()
+	log, err := m.withWarmup(m.Log)
 	if err != nil {
 		return AccuracyReport{}, err
 	}
 	return Accuracy(m.Contract, log, time.Second)
 }
 
-// withWarmup returns the measured log preceded by the warmup's events, with From set to Start:
+// withWarmup returns log (the measured log, or its first epoch) preceded by the warmup's events, with From set to Start:
 // the ideal limiter sees every request the algorithm saw, so both start the measured part in the
 // same state, and only the measured part is counted. The warmup's events are moved to the
 // measured log's Base when theirs differs (the runner gives both one Base); it returns an error
 // when one does not fit there.
-func (m Measurement) withWarmup() (*Log, error) {
+func (m Measurement) withWarmup(log *Log) (*Log, error) {
 	if m.Warmup == nil || len(m.Warmup.Events) == 0 {
-		return m.Log, nil
+		return log, nil
 	}
-	events := make([]Event, 0, len(m.Warmup.Events)+len(m.Log.Events))
+	events := make([]Event, 0, len(m.Warmup.Events)+len(log.Events))
 	events = append(events, m.Warmup.Events...)
-	if d := m.Warmup.Base - m.Log.Base; d != 0 {
+	if d := m.Warmup.Base - log.Base; d != 0 {
 		for i, e := range events {
 			s, err := e.Shift(d)
 			if err != nil {
@@ -118,8 +119,8 @@ func (m Measurement) withWarmup() (*Log, error) {
 			events[i] = s
 		}
 	}
-	events = append(events, m.Log.Events...)
-	return &Log{Subjects: m.Log.Subjects, Clients: m.Log.Clients, Base: m.Log.Base, Events: events, From: m.Start}, nil
+	events = append(events, log.Events...)
+	return &Log{Subjects: log.Subjects, Clients: log.Clients, Base: log.Base, Events: events, From: m.Start}, nil
 }
 
 // replay replays the decisions of the run (the warmup's first) through the reference model and
@@ -129,6 +130,10 @@ func (m Measurement) replay() string {
 	if m.Model == nil || m.Log == nil {
 		return ""
 	}
+	if len(Cuts(m.Disruptions, math.MinInt64)) > 0 {
+		// The reference model keeps the state the server lost: it would differ, and say nothing.
+		return ""
+	}
 	if m.Warmup != nil {
 		for _, e := range m.Warmup.Events {
 			if k := e.Kind(); e.Lo() != e.Hi() || (k != Admitted && k != Denied) {
@@ -136,7 +141,7 @@ func (m Measurement) replay() string {
 			}
 		}
 	}
-	log, err := m.withWarmup()
+	log, err := m.withWarmup(m.Log)
 	if err != nil {
 		return ""
 	}
@@ -217,6 +222,32 @@ type Summary struct {
 	// ViolationTimesOmitted counts the rest).
 	ViolationTimesS       []float64 `json:"violation_times_s,omitempty"`
 	ViolationTimesOmitted int64     `json:"violation_times_omitted,omitempty"`
+	// Disruptions lists what happened to Redis during the measurement that the algorithm did not
+	// cause (Measurement.Disruptions), as seen by the node watch.
+	Disruptions []DisruptionReport `json:"disruptions,omitempty"`
+	// Epochs is the number of parts the measured history was cut into where the limiter's state
+	// may have been lost, each verified apart (CheckEpochs); 0 when it was verified as one. The
+	// definite violations above are then the epochs' own.
+	Epochs int `json:"epochs,omitempty"`
+	// AttributedViolations counts the definite violations of the history as one that reach
+	// across a loss of the state (EpochReport.Attributed): the disruption's, not the algorithm's.
+	AttributedViolations int64 `json:"attributed_violations,omitempty"`
+	// Unplaced counts the admissions and unknown outcomes decided while the state was being lost,
+	// which no epoch checks (EpochReport.Unplaced).
+	Unplaced int64 `json:"unplaced,omitempty"`
+}
+
+// DisruptionReport is a Disruption in a result entry, its times in seconds from the start of
+// the measured part (negative before it).
+type DisruptionReport struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	What string `json:"what"`
+	// FromS and ToS bound when it happened.
+	FromS float64 `json:"from_s"`
+	ToS   float64 `json:"to_s"`
+	// StateLost: the limiter's state may have been lost (see Disruption).
+	StateLost bool `json:"state_lost,omitempty"`
 }
 
 // ThresholdStatus is the result of checking one threshold against one entry.
@@ -243,12 +274,16 @@ type ThresholdCheck struct {
 	Value float64 `json:"value"`
 	// Shown is Value formatted with its unit, or why the threshold could not be evaluated.
 	Shown string `json:"shown"`
+	// Default is true for a threshold the scenario did not set but every run is held to (the
+	// default errors threshold): broken, it makes a pass inconclusive rather than fail.
+	Default bool `json:"default,omitempty"`
 }
 
-// ThresholdBroken reports whether any of s's thresholds is broken.
+// ThresholdBroken reports whether any of s's thresholds that fail a verdict is broken (a
+// default threshold does not fail one).
 func (s *Summary) ThresholdBroken() bool {
 	for _, t := range s.Thresholds {
-		if t.Status == ThresholdBroken {
+		if t.Status == ThresholdBroken && !t.Default {
 			return true
 		}
 	}
@@ -256,17 +291,17 @@ func (s *Summary) ThresholdBroken() bool {
 }
 
 // AddThreshold records c and what it does to the verdict: a broken threshold makes the verdict
-// fail, and one that cannot be evaluated turns a pass into inconclusive (it never leaves a pass
-// standing); either adds reason, which says so in words, to Reasons. A held threshold changes
-// nothing else.
+// fail, and one that cannot be evaluated, or a broken default threshold (c.Default), turns a pass
+// into inconclusive (it never leaves a pass standing); each adds reason, which says so in words,
+// to Reasons. A held threshold changes nothing else.
 func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
-	switch c.Status {
-	case ThresholdUnevaluated:
+	switch {
+	case c.Status == ThresholdUnevaluated, c.Status == ThresholdBroken && c.Default:
 		s.Reasons = append(s.Reasons, reason)
 		if s.Verdict == Pass {
 			s.Verdict = Inconclusive
 		}
-	case ThresholdBroken:
+	case c.Status == ThresholdBroken:
 		s.Reasons = append(s.Reasons, reason)
 		s.Verdict = Fail
 	}
@@ -278,45 +313,66 @@ func (s *Summary) AddThreshold(c ThresholdCheck, reason string) {
 // excess and where it was (its window from start), and the time of each definite violation in
 // seconds from start, where start is the beginning of the measured part on the log's clock (µs
 // since the Unix epoch). A nil log (nothing recorded) or a log Check refuses gives an
-// inconclusive verdict that says why.
+// inconclusive verdict that says why. It is Measurement.Sections' verification without
+// disruptions.
 func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) Summary {
+	return summarize(contract, log, w, start, nil, plainCheck(contract))
+}
+
+// summarize is Summarize with the disruptions ds and check for each history (see epochCheck):
+// the history is checked with CheckEpochs and
+// judged with JudgeEpochs, so that where ds may have lost the state, the definite violations,
+// the worst excess and the violation times are the epochs' own, and the violations that reach
+// across a loss are counted apart.
+func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption, check epochCheck) Summary {
 	v := Summary{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
+	}
+	for _, d := range ds {
+		v.Disruptions = append(v.Disruptions, DisruptionReport{Node: d.Node, Kind: d.Kind, What: d.What,
+			FromS: round3(float64(d.Lo-start) / 1e6), ToS: round3(float64(d.Hi-start) / 1e6), StateLost: d.StateLost})
 	}
 	if log == nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"no admission log was recorded"}
 		return v
 	}
-	rep, err := Check(contract, log)
-	return summarize(contract, rep, err, w, start)
-}
-
-// summarize is Summarize of a checked log: rep, or err from the check.
-func summarize(contract algorithms.Contract, rep Report, err error, w Warnings, start int64) Summary {
-	v := Summary{Contract: contract.String()}
-	if contract.Kind == algorithms.NoContract {
-		v.Contract = string(algorithms.NoContract)
-	}
+	er, err := checkEpochs(log, ds, start, check)
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
 		return v
 	}
-	j := JudgeWith(rep, w)
+	j := JudgeEpochs(er, w)
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
-	v.DefiniteViolations = rep.Definite()
-	v.PossibleViolations = rep.Possible()
+	var kept []string
+	for _, d := range ds {
+		if !d.StateLost {
+			kept = append(kept, d.What)
+		}
+	}
+	if len(kept) > 0 {
+		v.Reasons = append(v.Reasons, "note: Redis changed under the load, its state kept: "+strings.Join(kept, "; "))
+	}
+	v.DefiniteViolations = er.Definite()
+	v.PossibleViolations = er.Whole.Possible()
+	reports := []Report{er.Whole}
+	if len(er.Cuts) > 0 {
+		reports = er.Epochs
+		v.Epochs, v.AttributedViolations, v.Unplaced = len(er.Epochs), er.Attributed, er.Unplaced
+	}
 	var worst Where
-	for _, l := range rep.Limits {
-		if l.Worst.Excess > worst.Excess {
-			worst = l.Worst
+	for _, rep := range reports {
+		for _, l := range rep.Limits {
+			if l.Worst.Excess > worst.Excess {
+				worst = l.Worst
+			}
+			for _, viol := range l.Violations {
+				v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
+			}
+			v.ViolationTimesOmitted += l.ViolationsDropped
 		}
-		for _, viol := range l.Violations {
-			v.ViolationTimesS = append(v.ViolationTimesS, round3(float64(viol.At-start)/1e6))
-		}
-		v.ViolationTimesOmitted += l.ViolationsDropped
 	}
 	sort.Float64s(v.ViolationTimesS)
 	if worst.Excess > 0 {

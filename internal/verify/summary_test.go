@@ -64,7 +64,7 @@ func TestWithWarmupRebases(t *testing.T) {
 		Log: &Log{Subjects: names, Clients: names, Base: start + 1000,
 			Events: []Event{ev(0, 0, Admitted), ev(500, 500, Denied)}},
 	}
-	log, err := m.withWarmup()
+	log, err := m.withWarmup(m.Log)
 	if err != nil {
 		t.Fatalf("withWarmup: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestWithWarmupRebases(t *testing.T) {
 	}
 
 	m.Warmup.Base = start - 7*24*time.Hour.Microseconds()
-	if _, err := m.withWarmup(); !errors.Is(err, ErrBadLog) {
+	if _, err := m.withWarmup(m.Log); !errors.Is(err, ErrBadLog) {
 		t.Errorf("withWarmup of a warmup 7 days earlier = %v; want ErrBadLog", err)
 	}
 }

@@ -42,6 +42,9 @@ type Warnings struct {
 	// Dropped counts outcomes an aggregator discarded (load.Counts.Dropped; not ticks that were
 	// never sent, which Behind covers): some may have been admissions missing from the log.
 	Dropped uint64
+	// StopReason, on a canceled run, says why it stopped when it was not an interruption (Redis
+	// was lost, a permission was refused); "" otherwise.
+	StopReason string
 }
 
 // Judge is JudgeWith(r, Warnings{Behind: fellBehind}): the verdict when the load generator
@@ -72,13 +75,27 @@ func Judge(r Report, fellBehind bool) Judgement {
 // A canceled run changes no verdict: the log holds what was measured, and the verdict is about
 // that; a reason says so whatever the verdict (the only reason a pass can carry).
 func JudgeWith(r Report, w Warnings) Judgement {
-	var fail, unsure []string
-	verified := false
+	fail, unsure := violations(r, w)
+	if len(fail) > 0 {
+		return Judgement{Verdict: Fail, Reasons: append(fail, canceledNote(w)...)}
+	}
+	unsure = append(unsure, support(r, w)...)
+	if len(unsure) > 0 {
+		return Judgement{Verdict: Inconclusive, Reasons: append(unsure, canceledNote(w)...)}
+	}
+	return Judgement{Verdict: Pass, Reasons: canceledNote(w)}
+}
+
+// violations returns what the limits of r say about the verdict, with the warnings w: a reason
+// to fail per limit with a definite violation that w's clock mismatches cannot explain, and a
+// reason for inconclusive per limit whose violation they can, whose chained first-hit
+// violations w's dropped outcomes or mismatches leave in doubt, or whose unknown outcomes could
+// hide one (see JudgeWith).
+func violations(r Report, w Warnings) (fail, unsure []string) {
 	for _, l := range r.Limits {
 		if l.Contract.Kind == algorithms.NoContract {
 			continue
 		}
-		verified = true
 		n, wh := l.Definite, l.Worst
 		if l.Chained > 0 && (w.Dropped > 0 || w.ClockMismatch > 0) {
 			unsure = append(unsure, fmt.Sprintf("%d definite violations of %s follow from the requests that opened its windows, "+
@@ -100,12 +117,16 @@ func JudgeWith(r Report, w Warnings) Judgement {
 				l.Contract, l.UnknownExcess))
 		}
 	}
-	var note []string
-	if w.Canceled {
-		note = append(note, "the run was canceled: the verdict covers only what was measured before")
-	}
-	if len(fail) > 0 {
-		return Judgement{Verdict: Fail, Reasons: append(fail, note...)}
+	return fail, unsure
+}
+
+// support returns the reasons why a run without a failing limit cannot support a pass: no
+// contract, no admission, a schedule that fell behind, clock mismatches, dropped outcomes.
+func support(r Report, w Warnings) []string {
+	var unsure []string
+	verified := false
+	for _, l := range r.Limits {
+		verified = verified || l.Contract.Kind != algorithms.NoContract
 	}
 	if !verified {
 		unsure = append(unsure, "no contract: nothing was verified")
@@ -122,10 +143,19 @@ func JudgeWith(r Report, w Warnings) Judgement {
 	if w.Dropped > 0 {
 		unsure = append(unsure, fmt.Sprintf("%d outcomes were dropped by the recorders, and admissions among them would be missing from the check", w.Dropped))
 	}
-	if len(unsure) > 0 {
-		return Judgement{Verdict: Inconclusive, Reasons: append(unsure, note...)}
+	return unsure
+}
+
+// canceledNote is the note a canceled run's verdict carries, whatever it is: why it stopped
+// (Warnings.StopReason) or that it was canceled.
+func canceledNote(w Warnings) []string {
+	switch {
+	case !w.Canceled:
+		return nil
+	case w.StopReason != "":
+		return []string{"the run stopped early (" + w.StopReason + "): the verdict covers only what was measured before"}
 	}
-	return Judgement{Verdict: Pass, Reasons: note}
+	return []string{"the run was canceled: the verdict covers only what was measured before"}
 }
 
 func scopeName(subject, client string) string {
