@@ -35,6 +35,11 @@ type CustomSpec struct {
 	Path string
 	// Source is the Lua text.
 	Source string
+	// Function, when not empty, says that Script is a Redis function library (Redis 7, its
+	// first line "#!lua name=..."), loaded with FUNCTION LOAD REPLACE on every master, and that
+	// each request calls this function of it with FCALL. Empty: Script is a script, called with
+	// EVALSHA.
+	Function string
 	// Keys and Args are the templates of KEYS and ARGV; see CustomTemplates. At least one key.
 	Keys, Args []string
 	// Allowed reads the reply.
@@ -67,12 +72,14 @@ type customJSON struct {
 	Allowed           string            `json:"allowed"`
 	Contract          string            `json:"contract"`
 	ContractTemplates map[string]string `json:"contract_templates,omitempty"`
+	Function          string            `json:"function,omitempty"`
 }
 
 // MarshalJSON writes s as result.json describes a custom script (see CustomSpec).
 func (s CustomSpec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(customJSON{Name: s.Name, Script: s.Script, Keys: s.Keys, Args: s.Args,
-		Allowed: s.Allowed.String(), Contract: s.Contract.String(), ContractTemplates: s.ContractTemplates})
+		Allowed: s.Allowed.String(), Contract: s.Contract.String(), ContractTemplates: s.ContractTemplates,
+		Function: s.Function})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, parsing the rule and the contract back
@@ -91,7 +98,7 @@ func (s *CustomSpec) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c,
-		ContractTemplates: w.ContractTemplates}
+		ContractTemplates: w.ContractTemplates, Function: w.Function}
 	return nil
 }
 
@@ -204,12 +211,21 @@ func (a *Custom) Spec() CustomSpec { return a.spec }
 func (a *Custom) Describe() Description {
 	return Description{
 		Name:           a.spec.Name,
-		Origin:         "custom script " + a.spec.path(),
+		Origin:         a.origin(),
 		Clock:          a.clock,
 		KeysPerSubject: len(a.spec.Keys),
 		Memory:         "unknown",
 		Cost:           a.multi,
 	}
+}
+
+// origin is Describe's Origin: "custom script my.lua", or "custom function allow of library
+// my_lib.lua (FCALL)".
+func (a *Custom) origin() string {
+	if a.spec.Function != "" {
+		return "custom function " + a.spec.Function + " of library " + a.spec.path() + " (FCALL)"
+	}
+	return "custom script " + a.spec.path()
 }
 
 // Contract implements Algorithm: the spec's contract, with the numbers written as templates
@@ -249,6 +265,7 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, err)
 	}
+	lim.function = a.spec.Function
 	return lim, nil
 }
 
@@ -266,12 +283,87 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	return err
 }
 
+// load loads the script (SCRIPT LOAD) or, for a function, the library (FUNCTION LOAD REPLACE) on
+// every master of c. For a function it returns a nil script: requests go by FCALL.
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
+	if a.spec.Function != "" {
+		if err := a.loadLibrary(ctx, c); err != nil {
+			return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
+		}
+		return nil, nil
+	}
 	s, err := newScript(ctx, c, a.spec.Source)
 	if err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
+}
+
+// loadLibrary runs FUNCTION LOAD REPLACE of the spec's library on every master of c, and checks
+// that the library registers the spec's function (FUNCTION LIST).
+func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error {
+	load := func(ctx context.Context, m redis.Cmdable) error {
+		lib, err := m.FunctionLoadReplace(ctx, a.spec.Source).Result()
+		if err != nil {
+			return err
+		}
+		libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib}).Result()
+		if err != nil {
+			return err
+		}
+		for _, l := range libs {
+			for _, f := range l.Functions {
+				if l.Name == lib && f.Name == a.spec.Function {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("library %s registers no function %s", lib, a.spec.Function)
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
+	}
+	return load(ctx, c)
+}
+
+// Unload removes the function library that Prepare loaded from every master of c (FUNCTION
+// DELETE of the name on the library's "#!lua name=" line), so that a run leaves no library
+// behind; a master that no longer has it is not an error. It does nothing for a script (the
+// script cache is Redis's to manage).
+func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
+	if a.spec.Function == "" {
+		return nil
+	}
+	name := libraryName(a.spec.Source)
+	if name == "" {
+		return nil // FUNCTION LOAD refused it: nothing was loaded
+	}
+	del := func(ctx context.Context, m redis.Cmdable) error {
+		err := m.FunctionDelete(ctx, name).Err()
+		if err != nil && strings.Contains(err.Error(), "Library not found") {
+			return nil
+		}
+		return err
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
+	}
+	return del(ctx, c)
+}
+
+// libraryName returns the library name that src's first line gives ("#!lua name=mylib"), or ""
+// when it gives none.
+func libraryName(src string) string {
+	line, _, _ := strings.Cut(src, "\n")
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	for _, f := range strings.Fields(line)[1:] {
+		if v, ok := strings.CutPrefix(f, "name="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // ScriptError is a custom script that could not be loaded into Redis. Err is what Redis (or the
@@ -303,11 +395,14 @@ func (e *ScriptError) Unwrap() error { return e.Err }
 // scriptLine returns N when err is Redis's compile error for line N ("... user_script:N: ..."),
 // else 0.
 func scriptLine(err error) int {
-	const mark = "user_script:"
 	msg := err.Error()
+	mark := "user_script:"
 	i := strings.Index(msg, mark)
 	if i < 0 {
-		return 0
+		mark = "user_function:" // FUNCTION LOAD's compile errors
+		if i = strings.Index(msg, mark); i < 0 {
+			return 0
+		}
 	}
 	rest := msg[i+len(mark):]
 	j := 0
@@ -418,13 +513,15 @@ type ReplyReporter interface {
 // customLimiter is a Custom prepared for one Limit and prefix.
 type customLimiter struct {
 	a      *Custom
-	script *script
-	prefix string
-	clock  Clock
-	keys   []boundKey
-	args   []template
-	uuid   bool // a template uses {{uuid}}
-	now    bool // a template uses {{now_*}}
+	script *script // nil when function is set
+	// function is the library function each request calls with FCALL; empty: script, by EVALSHA.
+	function string
+	prefix   string
+	clock    Clock
+	keys     []boundKey
+	args     []template
+	uuid     bool // a template uses {{uuid}}
+	now      bool // a template uses {{now_*}}
 	// rule reads the reply; ruleVars says its value changes per request.
 	rule     *boundRule
 	ruleVars bool
@@ -529,7 +626,12 @@ func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pe
 			return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
 		}
 	}
-	cmd := l.script.run(ctx, c, keys, args...)
+	var cmd call
+	if l.function != "" {
+		cmd = call{Cmd: c.FCall(ctx, l.function, keys, args...)}
+	} else {
+		cmd = l.script.run(ctx, c, keys, args...)
+	}
 	return func() (Decision, error) { return l.result(cmd, v) }
 }
 

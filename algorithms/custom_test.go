@@ -734,3 +734,117 @@ func TestCustomContractTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomFunction: a custom algorithm that names a function library and a function is loaded
+// with FUNCTION LOAD REPLACE on every master (twice in a row, as a second run does) and called
+// with FCALL, on a pipeline and on the client, on a single node and a cluster; a library that
+// does not register the function, or does not compile, fails Prepare naming the file and, for a
+// compile error, its line.
+func TestCustomFunction(t *testing.T) {
+	const lib = "#!lua name=lbtest\n" +
+		"redis.register_function('take', function(keys, args)\n" +
+		"  local n = redis.call('INCR', keys[1])\n" +
+		"  redis.call('PEXPIRE', keys[1], 60000)\n" +
+		"  return n\n" +
+		"end)\n"
+	topologies(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		l := Limit{Limit: 3, Window: time.Minute}
+		spec := customSpec(lib, ReplyRule{Op: RuleAtMost, Value: "{{limit}}"})
+		spec.Path, spec.Function = "lib.lua", "take"
+		spec.Contract = Contract{Kind: FirstHitWindow, Limit: 3, Window: time.Minute}
+		a := newCustom(t, spec)
+		if got := a.Describe().Origin; got != "custom function take of library lib.lua (FCALL)" {
+			t.Errorf("Origin = %q", got)
+		}
+		if _, err := a.Prepare(ctx, env.Target.Client, l, env.Prefix); err != nil {
+			t.Fatalf("Prepare: %v", err)
+		}
+		lim, err := a.Prepare(ctx, env.Target.Client, l, env.Prefix)
+		if err != nil {
+			t.Fatalf("Prepare again (FUNCTION LOAD REPLACE): %v", err)
+		}
+		err = env.Target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "lbtest"}).Result()
+			if err != nil || len(libs) != 1 {
+				return fmt.Errorf("%s: FUNCTION LIST lbtest = %v, %v; want the library", c.Options().Addr, libs, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		for _, subject := range []string{"a", "b", "c"} {
+			pipe := env.Target.Client.Pipeline()
+			var pends []Pending
+			for range 5 {
+				pends = append(pends, lim.Do(ctx, pipe, Request{Subject: subject, Cost: 1}))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatalf("Exec: %v", err)
+			}
+			var got []bool
+			for _, p := range pends {
+				d, err := p()
+				if err != nil {
+					t.Fatalf("FCALL on a pipeline: %v", err)
+				}
+				got = append(got, d.Allowed)
+			}
+			d, err := lim.Do(ctx, env.Target.Client, Request{Subject: subject, Cost: 1})()
+			if err != nil {
+				t.Fatalf("FCALL: %v", err)
+			}
+			got = append(got, d.Allowed)
+			if diff := cmp.Diff([]bool{true, true, true, false, false, false}, got); diff != "" {
+				t.Errorf("subject %s: decisions (-want +got):\n%s", subject, diff)
+			}
+		}
+
+		for range 2 { // the second finds nothing to remove, which is not an error
+			if err := a.Unload(ctx, env.Target.Client); err != nil {
+				t.Fatalf("Unload: %v", err)
+			}
+		}
+		err = env.Target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "lbtest"}).Result()
+			if err != nil || len(libs) != 0 {
+				return fmt.Errorf("%s: after Unload, FUNCTION LIST lbtest = %v, %v; want none", c.Options().Addr, libs, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+
+		spec.Function = "give"
+		_, err = newCustom(t, spec).Prepare(ctx, env.Target.Client, l, env.Prefix)
+		if err == nil || !strings.Contains(err.Error(), "lib.lua: library lbtest registers no function give") {
+			t.Errorf("Prepare with a function the library lacks: %v; want it named", err)
+		}
+		bad := customSpec("#!lua name=lbbad\nlocal x = = 1\n", ReplyRule{Op: RuleEquals, Value: "1"})
+		bad.Path, bad.Function = "bad.lua", "f"
+		_, err = newCustom(t, bad).Prepare(ctx, env.Target.Client, l, env.Prefix)
+		var serr *ScriptError
+		if !errors.As(err, &serr) || serr.Line != 2 || serr.Location() != "bad.lua:2" {
+			t.Errorf("Prepare of a library that does not compile: %v; want a *ScriptError at bad.lua:2", err)
+		}
+		if err := newCustom(t, spec).Unload(ctx, env.Target.Client); err != nil {
+			t.Errorf("Unload after a refused load: %v", err)
+		}
+	})
+}
+
+func TestLibraryName(t *testing.T) {
+	for src, want := range map[string]string{
+		"#!lua name=mylib\nredis.register_function('f', f)": "mylib",
+		"#!lua engine=x name=b2\n":                          "b2",
+		"#!lua\n":                                           "",
+		"redis.register_function('f', f)":                   "",
+		"":                                                  "",
+	} {
+		if got := libraryName(src); got != want {
+			t.Errorf("libraryName(%q) = %q; want %q", src, got, want)
+		}
+	}
+}

@@ -87,9 +87,6 @@ func isInt(v tvar) bool {
 	return false
 }
 
-// isClock reports whether v reads the client's clock.
-func isClock(v tvar) bool { return v == tNowMS || v == tNowS || v == tNowUS || v == tNowSFloat }
-
 // intNames is the list of integer names, for messages.
 const intNames = "cost, limit, window_ms, window_s, burst, now_ms, now_s, now_us"
 

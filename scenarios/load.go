@@ -439,7 +439,7 @@ func (d *decoder) clockSkew(n *yaml.Node, c *load.Skew) {
 	}
 }
 
-var customFields = []string{"name", "script", "keys", "args", "allowed", "time", "contract"}
+var customFields = []string{"name", "script", "library", "function", "keys", "args", "allowed", "time", "contract"}
 
 func (d *decoder) algorithms(n *yaml.Node) []AlgorithmEntry {
 	var out []AlgorithmEntry
@@ -463,8 +463,30 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 	c := &algorithms.CustomSpec{}
 	m := d.mapping(n, f, customFields)
 	set(&c.Name, m["name"], f+".name", d.str)
-	if sn := m["script"]; sn != nil {
-		if p, ok := d.str(sn, f+".script"); ok {
+	// library: and function: name a Redis function library and the function each request calls,
+	// in place of script:. The library's file is read as a script's is.
+	field, sn := "script", m["script"]
+	if ln := m["library"]; ln != nil {
+		if sn != nil {
+			d.fail(ln, f+".library", "script: and library: both given; a custom algorithm is a script (EVALSHA) or a function of a library (FCALL), not both")
+		}
+		field, sn = "library", ln
+		if fn := m["function"]; fn == nil {
+			d.fail(ln, f+".function", "a function library needs function: the name of the function each request calls (FCALL)")
+		}
+	}
+	if fn := m["function"]; fn != nil {
+		if s, ok := d.str(fn, f+".function"); ok {
+			c.Function = s
+			if m["library"] == nil {
+				d.fail(fn, f+".function", "function: needs library: the Lua file of the function library that registers it")
+			} else if s == "" {
+				d.fail(fn, f+".function", "function: must name a function of the library")
+			}
+		}
+	}
+	if sn != nil {
+		if p, ok := d.str(sn, f+"."+field); ok {
 			c.Script = p
 			c.Path = p
 			if !filepath.IsAbs(p) {
@@ -473,11 +495,11 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 			src, err := os.ReadFile(c.Path)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				d.fail(sn, f+".script", "script file %s not found (the path is relative to the scenario file)", c.Path)
+				d.fail(sn, f+"."+field, field+" file %s not found (the path is relative to the scenario file)", c.Path)
 			case err != nil:
-				d.fail(sn, f+".script", "cannot read script: %v", err)
+				d.fail(sn, f+"."+field, "cannot read %s: %v", field, err)
 			case len(bytes.TrimSpace(src)) == 0:
-				d.fail(sn, f+".script", "script file %s is empty", c.Path)
+				d.fail(sn, f+"."+field, field+" file %s is empty", c.Path)
 			default:
 				c.Source = string(src)
 			}

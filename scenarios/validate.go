@@ -422,10 +422,14 @@ func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 	if cu.Name == "" {
 		c.add(f+".name", "a custom script needs a name")
 	}
+	field := "script"
+	if cu.Function != "" {
+		field = "library"
+	}
 	if cu.Script == "" {
-		c.add(f+".script", "a custom script needs script: the path of its Lua file, relative to the scenario")
-	} else if cu.Source == "" && !c.s.present(f+".script") {
-		c.add(f+".script", "script %s was not read (set Source, or load the scenario with Load)", cu.Script)
+		c.add(f+"."+field, "a custom script needs script: the path of its Lua file, relative to the scenario (or library: and function: for a Redis function)")
+	} else if cu.Source == "" && !c.s.present(f+"."+field) {
+		c.add(f+"."+field, "%s %s was not read (set Source, or load the scenario with Load)", field, cu.Script)
 	}
 	if len(cu.Keys) == 0 {
 		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")

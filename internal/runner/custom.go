@@ -40,6 +40,9 @@ func customAlgorithmOf(s *scenarios.Scenario, c *algorithms.CustomSpec) (algorit
 		for i, e := range s.Algorithms {
 			if e.Custom == c {
 				ca.field = fmt.Sprintf("algorithms[%d].script", i)
+				if c.Function != "" {
+					ca.field = fmt.Sprintf("algorithms[%d].library", i)
+				}
 			}
 		}
 	}

@@ -130,6 +130,12 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 				o.Logf("warning: %s on %s: %s", name, topo, w.Message)
 			}
 		}
+		if ca, custom := a.(*customAlgorithm); custom {
+			// A function library is removed as the keys are; the next measurement loads it again.
+			if err := ca.Unload(cctx, tgt.Client); err != nil && o.Logf != nil {
+				o.Logf("warning: %s on %s: the function library could not be removed: %v", name, topo, err)
+			}
+		}
 	}()
 	// The node watch starts before the script is loaded and its first poll is in before the
 	// load starts, so that a restart from then on is seen.
