@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -265,7 +266,9 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, err)
 	}
-	lim.function = a.spec.Function
+	if a.spec.Function != "" {
+		lim.function, lim.lib = a.spec.Function, &library{a: a, on: c}
+	}
 	return lim, nil
 }
 
@@ -349,6 +352,40 @@ func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
 	}
 	return del(ctx, c)
+}
+
+// library is a custom algorithm's function library as one limiter loaded it.
+type library struct {
+	a  *Custom
+	on redis.UniversalClient
+	// gen counts the loads since the first; mu serialises them.
+	mu  sync.Mutex
+	gen atomic.Uint64
+}
+
+// after returns what passes a call's decision and error through, having loaded the library again
+// on every master when the error says the function is gone (a restart, FUNCTION FLUSH), unless a
+// load since gen (the load generation when the call was sent) already did. The call keeps its
+// error; a failed load is added to it.
+func (b *library) after(gen uint64) func(Decision, error) (Decision, error) {
+	return func(d Decision, err error) (Decision, error) {
+		if err == nil || !strings.Contains(err.Error(), "Function not found") {
+			return d, err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.gen.Load() != gen {
+			return d, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
+		defer cancel()
+		rerr := b.a.loadLibrary(ctx, b.on)
+		b.gen.Add(1)
+		if rerr != nil {
+			return d, fmt.Errorf("%w (loading the function library again failed: %w)", err, rerr)
+		}
+		return d, err
+	}
 }
 
 // libraryName returns the library name that src's first line gives ("#!lua name=mylib"), or ""
@@ -516,12 +553,14 @@ type customLimiter struct {
 	script *script // nil when function is set
 	// function is the library function each request calls with FCALL; empty: script, by EVALSHA.
 	function string
-	prefix   string
-	clock    Clock
-	keys     []boundKey
-	args     []template
-	uuid     bool // a template uses {{uuid}}
-	now      bool // a template uses {{now_*}}
+	// lib loads the library again when a call finds the function gone; nil for a script.
+	lib    *library
+	prefix string
+	clock  Clock
+	keys   []boundKey
+	args   []template
+	uuid   bool // a template uses {{uuid}}
+	now    bool // a template uses {{now_*}}
 	// rule reads the reply; ruleVars says its value changes per request.
 	rule     *boundRule
 	ruleVars bool
@@ -626,12 +665,12 @@ func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pe
 			return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
 		}
 	}
-	var cmd call
 	if l.function != "" {
-		cmd = call{Cmd: c.FCall(ctx, l.function, keys, args...)}
-	} else {
-		cmd = l.script.run(ctx, c, keys, args...)
+		gen := l.lib.gen.Load()
+		cmd := call{Cmd: c.FCall(ctx, l.function, keys, args...)}
+		return func() (Decision, error) { return l.lib.after(gen)(l.result(cmd, v)) }
 	}
+	cmd := l.script.run(ctx, c, keys, args...)
 	return func() (Decision, error) { return l.result(cmd, v) }
 }
 

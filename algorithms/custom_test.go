@@ -801,6 +801,22 @@ func TestCustomFunction(t *testing.T) {
 			}
 		}
 
+		// FUNCTION FLUSH (as a restart without persistence does): the first call fails with Redis's
+		// error and loads the library again on every master; the next calls find it.
+		if err := env.Target.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.FunctionFlush(ctx).Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Do(ctx, env.Target.Client, Request{Subject: "d", Cost: 1})(); err == nil ||
+			!strings.Contains(err.Error(), "Function not found") {
+			t.Errorf("FCALL after FUNCTION FLUSH: %v; want Redis's Function not found", err)
+		}
+		for i := range 2 {
+			if _, err := lim.Do(ctx, env.Target.Client, Request{Subject: fmt.Sprint("e", i), Cost: 1})(); err != nil {
+				t.Errorf("FCALL after the library was loaded again: %v", err)
+			}
+		}
 		for range 2 { // the second finds nothing to remove, which is not an error
 			if err := a.Unload(ctx, env.Target.Client); err != nil {
 				t.Fatalf("Unload: %v", err)

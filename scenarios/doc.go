@@ -125,6 +125,11 @@
 //	    time: {element: 3, unit: ms}       # optional: where the reply holds the time it used
 //	    contract: {kind: token-bucket, capacity: 5, rate: 1, per: 1s}
 //
+// In place of script:, library: my_lib.lua and function: allow name a Redis function library (its
+// first line "#!lua name=my_lib") and the function each request calls with FCALL; the library is
+// loaded with FUNCTION LOAD REPLACE on every master and removed after each measurement. script:
+// and library: together, or one of library: and function: without the other, are errors.
+//
 // Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a
 // cluster hash tag), {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}} (rounded up),
 // {{burst}}, {{rate}} (per second, e.g. 2.5), {{now_ms}}, {{now_s}}, {{now_us}}, {{now_s_float}}
