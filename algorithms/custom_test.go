@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func customSpec(src string, rule ReplyRule) CustomSpec {
 	}
 }
 
-func newCustom(t *testing.T, spec CustomSpec) *Custom {
+func newCustom(t testing.TB, spec CustomSpec) *Custom {
 	t.Helper()
 	a, err := NewCustom(spec)
 	if err != nil {
@@ -863,4 +864,77 @@ func TestLibraryName(t *testing.T) {
 			t.Errorf("libraryName(%q) = %q; want %q", src, got, want)
 		}
 	}
+}
+
+// BenchmarkCustomFCallVsEvalSha calls the same sliding log (examples/custom/function_lib.lua's
+// allow) as a function with FCALL and as a script with EVALSHA, in alternating rounds on one
+// redis-server, and reports Redis's own microseconds per call of each (INFO commandstats) and
+// their ratio. Every call admits (a fresh subject each), so both run the same commands.
+func BenchmarkCustomFCallVsEvalSha(b *testing.B) {
+	env := redistest.Single(b)
+	ctx := context.Background()
+	lib, err := os.ReadFile("../examples/custom/function_lib.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := string(lib)[strings.Index(string(lib), "local function log"):strings.Index(string(lib), "redis.register_function")]
+	src := body + "return log(KEYS, ARGV, false)\n"
+	l := Limit{Limit: 1 << 30, Window: time.Hour}
+	prep := func(spec CustomSpec) Limiter {
+		spec.Keys, spec.Args = []string{"log:{{tag}}"}, []string{"{{limit}}", "{{window_ms}}", "{{uuid}}"}
+		spec.Allowed = ReplyRule{Element: 1, Op: RuleEquals, Value: "1"}
+		lim, err := newCustom(b, spec).Prepare(ctx, env.Target.Client, l, env.Prefix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return lim
+	}
+	fn := customSpec(string(lib), ReplyRule{})
+	fn.Function = "allow"
+	paths := []struct {
+		cmd string
+		lim Limiter
+	}{{"fcall", prep(fn)}, {"evalsha", prep(customSpec(src, ReplyRule{}))}}
+	usec := func(cmd string) (calls, us float64) {
+		info, err := env.Target.Client.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
+				for _, kv := range strings.Split(rest, ",") {
+					k, v, _ := strings.Cut(kv, "=")
+					f, _ := strconv.ParseFloat(v, 64)
+					switch k {
+					case "calls":
+						calls = f
+					case "usec":
+						us = f
+					}
+				}
+			}
+		}
+		return calls, us
+	}
+	const perRound = 2000
+	var total [2]struct{ calls, us float64 }
+	b.ResetTimer()
+	for i := range b.N {
+		for j, p := range paths {
+			c0, u0 := usec(p.cmd)
+			for k := range perRound {
+				d, err := p.lim.Do(ctx, env.Target.Client, Request{Subject: fmt.Sprint(i, "-", k, "-", j), Cost: 1})()
+				if err != nil || !d.Allowed {
+					b.Fatalf("%s: %+v, %v; want an admission", p.cmd, d, err)
+				}
+			}
+			c1, u1 := usec(p.cmd)
+			total[j].calls += c1 - c0
+			total[j].us += u1 - u0
+		}
+	}
+	f, e := total[0].us/total[0].calls, total[1].us/total[1].calls
+	b.ReportMetric(f, "fcall-server-µs/call")
+	b.ReportMetric(e, "evalsha-server-µs/call")
+	b.ReportMetric(f/e, "fcall/evalsha")
 }
