@@ -96,24 +96,41 @@ func Cuts(ds []Disruption, from int64) []Cut {
 }
 
 // Split returns the epochs of log between the cuts (in time order, as Cuts returns them):
-// len(cuts)+1 logs sharing log's names and Base. Epoch i holds every event whose [Lo, Hi] lies
-// strictly between cut i−1's Hi and cut i's Lo (an unknown outcome's interval is [Lo, Lo] here).
-// An event that may also have run in a later epoch (an unknown outcome, which may have run any
-// time after it was sent, or any event that meets a cut) is added to each later epoch it may have
-// run in as an unknown outcome: it may or may not have reached that epoch's state (first-hit
-// windows start at any request that did). unplaced counts the admissions and unknown outcomes
-// that meet a cut, which no epoch holds as they are. log is not changed.
+// len(cuts)+1 logs sharing log's names and Base, epoch i holding the admissions and unknown
+// outcomes whose [Lo, Hi] lies strictly between cut i−1's Hi and cut i's Lo (an unknown
+// outcome, which may have run any time after it was sent, goes with the epoch its Lo is in),
+// and the number of admissions and unknown outcomes it left out because they meet a cut.
+// Denials and failures are left out: only first-hit windows read them (see SplitAll). log is
+// not changed.
 //
-// Every admission of an epoch was decided strictly between two losses of the state, on a state
-// that held the epoch's earlier admissions: a correct limiter keeps its contract over each epoch
-// alone. Unknown outcomes never make a violation, so the copies only widen what an epoch allows.
+// Every event of an epoch was decided strictly between two losses of the state, on a state that
+// held the epoch's earlier admissions: a correct limiter keeps its contract over each epoch
+// alone.
 func Split(log *Log, cuts []Cut) (epochs []*Log, unplaced int64) {
+	return split(log, cuts, false)
+}
+
+// SplitAll is Split for a contract with a first-hit-window limit, whose windows start at any
+// request that reached the limiter: epoch i also holds the denials and failures strictly
+// between the cuts, and every event that may also have run in a later epoch (an unknown
+// outcome, or any event that meets a cut) is added to each epoch it may have run in as an
+// unknown outcome at its Lo, which may or may not have reached that epoch's state. Unknown
+// outcomes never make a violation, so the copies only widen what an epoch allows.
+func SplitAll(log *Log, cuts []Cut) (epochs []*Log, unplaced int64) {
+	return split(log, cuts, true)
+}
+
+// split is Split, or SplitAll when all.
+func split(log *Log, cuts []Cut, all bool) (epochs []*Log, unplaced int64) {
 	epochs = make([]*Log, len(cuts)+1)
 	for i := range epochs {
 		epochs[i] = &Log{Subjects: log.Subjects, Clients: log.Clients, Base: log.Base}
 	}
 	for _, e := range log.Events {
 		k := e.Kind()
+		if !all && k != Admitted && k != Unknown {
+			continue
+		}
 		lo, hi := log.Base+e.Lo(), log.Base+e.Hi()
 		if k == Unknown {
 			hi = lo
@@ -136,6 +153,9 @@ func Split(log *Log, cuts []Cut) (epochs []*Log, unplaced int64) {
 		} else {
 			epochs[i].Events = append(epochs[i].Events, e)
 			i++ // it is in epoch i as it is
+		}
+		if !all {
+			continue
 		}
 		if k == Unknown {
 			last = len(cuts)
@@ -184,7 +204,7 @@ func (r *EpochReport) Definite() int64 {
 // so verifying epochs apart never flags a limiter the whole history does not. Like Check it
 // reorders log.Events.
 func CheckEpochs(c algorithms.Contract, log *Log, ds []Disruption, from int64) (EpochReport, error) {
-	return checkEpochs(log, ds, from, plainCheck(c))
+	return checkEpochs(c, log, ds, from, plainCheck(c))
 }
 
 // epochCheck checks one history: the whole one or an epoch, first when it is the whole history
@@ -197,13 +217,17 @@ func plainCheck(c algorithms.Contract) epochCheck {
 }
 
 // checkEpochs is CheckEpochs with check for each history.
-func checkEpochs(log *Log, ds []Disruption, from int64, check epochCheck) (EpochReport, error) {
+func checkEpochs(c algorithms.Contract, log *Log, ds []Disruption, from int64, check epochCheck) (EpochReport, error) {
 	cuts := Cuts(ds, from)
 	var r EpochReport
 	var epochs []*Log
 	if len(cuts) > 0 {
 		// Split before Check reorders the events (it does not need them in order).
-		epochs, r.Unplaced = Split(log, cuts)
+		if hasFirstHit(c) {
+			epochs, r.Unplaced = SplitAll(log, cuts)
+		} else {
+			epochs, r.Unplaced = Split(log, cuts)
+		}
 	}
 	whole, err := check(log, true)
 	if err != nil {
@@ -287,4 +311,12 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// hasFirstHit reports whether c or one of its Also is a first-hit-window limit.
+func hasFirstHit(c algorithms.Contract) bool {
+	if c.Kind == algorithms.FirstHitWindow {
+		return true
+	}
+	return slices.ContainsFunc(c.Also, hasFirstHit)
 }

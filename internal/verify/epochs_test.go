@@ -59,22 +59,32 @@ func TestSplit(t *testing.T) {
 		mustEvent(200, 201, 0, 0, 1, Admitted), // ends on the cut's Hi: meets it
 		mustEvent(202, 202, 0, 0, 1, Admitted), // after
 		mustEvent(80, 5000, 0, 0, 1, Unknown),  // an unknown outcome goes by its Lo: before, and may run after
-		mustEvent(300, 301, 0, 0, 1, Denied),   // denials and failures are kept: first-hit windows start at them
+		mustEvent(300, 301, 0, 0, 1, Denied),   // denials and failures: only first-hit windows read them
 		mustEvent(300, 301, 0, 0, 1, Failed),
 	}}
 	unknown := func(lo int64) Event { return mustEvent(lo, lo, 0, 0, 1, Unknown) }
-	epochs, unplaced := Split(log, []Cut{{Lo: 1100, Hi: 1201}})
-	if unplaced != 3 || len(epochs) != 2 {
-		t.Fatalf("Split: %d epochs, %d unplaced; want 2 and 3", len(epochs), unplaced)
-	}
-	// What meets the cut may have run on either side: an unknown outcome at its Lo on both.
-	want := [][]Event{
-		{log.Events[0], log.Events[1], unknown(90), unknown(150), unknown(200), log.Events[6]},
-		{unknown(90), unknown(150), unknown(200), log.Events[5], unknown(80), log.Events[7], log.Events[8]},
-	}
-	for i, e := range epochs {
-		if !slices.Equal(want[i], e.Events) || e.Base != log.Base || len(e.Subjects) != 1 {
-			t.Errorf("epoch %d = %v (base %d); want %v", i, e.Events, e.Base, want[i])
+	cuts := []Cut{{Lo: 1100, Hi: 1201}}
+	for _, tt := range []struct {
+		name  string
+		split func(*Log, []Cut) ([]*Log, int64)
+		want  [][]Event
+	}{
+		{"admissions and unknown outcomes", Split, [][]Event{{log.Events[0], log.Events[1], log.Events[6]}, {log.Events[5]}}},
+		// What meets the cut may have run on either side, and an unknown outcome any time after
+		// its Lo: an unknown outcome at its Lo in each epoch it may have run in.
+		{"every request, for first-hit windows", SplitAll, [][]Event{
+			{log.Events[0], log.Events[1], unknown(90), unknown(150), unknown(200), log.Events[6]},
+			{unknown(90), unknown(150), unknown(200), log.Events[5], unknown(80), log.Events[7], log.Events[8]},
+		}},
+	} {
+		epochs, unplaced := tt.split(log, cuts)
+		if unplaced != 3 || len(epochs) != 2 {
+			t.Fatalf("%s: %d epochs, %d unplaced; want 2 and 3", tt.name, len(epochs), unplaced)
+		}
+		for i, e := range epochs {
+			if !slices.Equal(tt.want[i], e.Events) || e.Base != log.Base || len(e.Subjects) != 1 {
+				t.Errorf("%s: epoch %d = %v (base %d); want %v", tt.name, i, e.Events, e.Base, tt.want[i])
+			}
 		}
 	}
 }

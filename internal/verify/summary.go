@@ -338,7 +338,7 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		v.Reasons = []string{"no admission log was recorded"}
 		return v
 	}
-	er, err := checkEpochs(log, ds, start, check)
+	er, err := checkEpochs(contract, log, ds, start, check)
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
