@@ -24,8 +24,9 @@ var ErrBadCustom = errors.New("invalid custom script")
 //
 // Its JSON form is a description: {"name", "script" (as written), "keys", "args", "allowed" and
 // "contract" (as ReplyRule.String and Contract.String render them, the contract's templated
-// numbers as zeros), "contract_templates"}. It does not hold the source or the time rule, so a
-// spec read back from JSON describes the script but cannot run it.
+// numbers as zeros), "contract_templates", "function" (the function FCALL calls, when "script"
+// is a function library)}. It does not hold the source or the time rule, so a spec read back
+// from JSON describes the script but cannot run it.
 type CustomSpec struct {
 	// Name identifies the algorithm in reports; it must differ from every built-in algorithm.
 	Name string

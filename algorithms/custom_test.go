@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -937,4 +938,29 @@ func BenchmarkCustomFCallVsEvalSha(b *testing.B) {
 	b.ReportMetric(f, "fcall-server-µs/call")
 	b.ReportMetric(e, "evalsha-server-µs/call")
 	b.ReportMetric(f/e, "fcall/evalsha")
+}
+
+// TestCustomSpecJSONFunction: result.json records a function's call path ("function") beside its
+// library ("script"), and reads it back; a script's spec has no "function".
+func TestCustomSpecJSONFunction(t *testing.T) {
+	spec := customSpec("#!lua name=l\n", ReplyRule{Element: 1, Op: RuleAtMost, Value: "{{limit}}"})
+	spec.Script, spec.Function = "lib.lua", "allow"
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"script":"lib.lua"`) || !strings.Contains(string(b), `"function":"allow"`) {
+		t.Errorf("JSON %s lacks the library or the function", b)
+	}
+	var back CustomSpec
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Function != "allow" || back.Script != "lib.lua" {
+		t.Errorf("read back: function %q, script %q; want allow, lib.lua", back.Function, back.Script)
+	}
+	spec.Function = ""
+	if b, _ := json.Marshal(spec); strings.Contains(string(b), `"function"`) {
+		t.Errorf("a script's JSON %s has a function", b)
+	}
 }
