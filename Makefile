@@ -37,10 +37,13 @@ check: redis-server
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -benchtime 2x -timeout 30m ./bench/
 
-# limitbench's throughput over redis-benchmark's for the same script, connections and pipeline
-# depth (depth 1 and 16), printed as ratio-d1 and ratio-d16.
+# limitbench's load generator against redis-benchmark for the same script, connections and
+# pipeline depth (depth 1 and 16): throughput (ratio-d1, ratio-d16), CPU per request (cpu-ratio-d1,
+# cpu-ratio-d16), allocations per request, recording on over off. On a redis-server process it
+# starts, or with LOADGEN_REDIS=redis://127.0.0.1:PORT on that server as an external backend
+# (keys lb:{N} are written there). About 2 minutes.
 bench-loadgen: redis-server
-	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 15m -v ./bench/
+	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 15m -v ./bench/ $(if $(LOADGEN_REDIS),-args -loadgen-redis=$(LOADGEN_REDIS))
 
 # The CI gate's power and false-alarm rate (issue 13): real limitbench run and gate comparisons of a
 # script against itself and against copies made 10 to 300% costlier, on a quiet machine and beside

@@ -6,7 +6,10 @@
 // and arguments (template.go) and the rules that read their replies (reply_rule.go).
 //
 // An Algorithm is stateless and safe for concurrent use. Prepare binds it to one Limit and one key
-// prefix on one Redis and returns a Limiter, which is also safe for concurrent use.
+// prefix on one Redis and returns a Limiter, which is also safe for concurrent use. A Limiter's
+// Calls send its requests: each Call builds its commands once and sends them again with what
+// varies replaced, so that a load generator keeping one Call per request in flight spends its CPU
+// on Redis's requests, not on building them (see Call); Do is the one-off form.
 package algorithms
 
 import (
@@ -171,17 +174,70 @@ type Decision struct {
 	Clock Clock
 }
 
-// Pending is the result of a request sent or queued by Limiter.Do. On a pipeline it may only be
-// called after the pipeline has executed.
+// Pending is the decision on one request sent by Do, to be read once the request has run: at
+// once on a client, after Exec on a pipeline.
 type Pending func() (Decision, error)
 
-// Limiter is an Algorithm prepared for one Limit and key prefix. It is safe for concurrent use.
+// Limiter is an Algorithm prepared for one Limit and key prefix. It is safe for concurrent use;
+// the Calls it makes are not.
 type Limiter interface {
 	// Keys returns the Redis keys one request touches, all sharing one hash tag.
 	Keys(req Request) []string
-	// Do sends the request's commands on c (a client: they run now) or queues them (a pipeline:
-	// they run at Exec) and returns the pending decision.
-	Do(ctx context.Context, c redis.Cmdable, req Request) Pending
+	// NewCall returns a Call that sends this limiter's requests one at a time.
+	NewCall() Call
+}
+
+// Call sends the requests of one Limiter, one at a time, and decodes their replies. It builds its
+// commands and their argument lists once and replaces only what varies from request to request,
+// so that against a single server (a client, a connection of it, or a pipeline on either) a
+// request allocates nothing but what go-redis allocates to read its reply. Against a cluster and
+// through an autopipeliner it makes a command per request: go-redis keeps a command's cluster slot
+// on the command, and an autopipeliner may still hold a command it has run.
+//
+// A Call is not safe for concurrent use, and holds one request at a time: a load generator keeps
+// one Call per request it has in flight (a pipeline of depth d needs d Calls).
+type Call interface {
+	// Send sends req on c, the client the limiter was prepared on or a connection, pipeline or
+	// autopipeliner of it: at once on a client or connection, at Exec on a pipeline. On a client,
+	// connection or autopipeliner, a script the server has lost (NOSCRIPT: its script cache was
+	// flushed, or it restarted) is sent again with EVAL, as (*redis.Script).Run does; a pipeline
+	// sends a bare EVALSHA, the NOSCRIPT is the request's error, and Result loads the script again
+	// on every master so that the requests after it find it. A request that cannot be sent (a bad
+	// subject or cost) is not sent, and its error is Result's.
+	Send(ctx context.Context, c redis.Cmdable, req Request)
+	// Result returns the decision on the request Send sent last: on a client or connection once
+	// Send has returned, on a pipeline once Exec has. An error reply, a failed request and a reply
+	// that cannot be decoded are errors (a reply of the wrong shape or values wraps ErrBadReply),
+	// never an admission. Some algorithms send a request again from Result (fixed-window and
+	// sliding-counter, when a window boundary passed in flight on a client), so it may take a
+	// round trip. Call it once for each Send.
+	Result() (Decision, error)
+}
+
+// PendingCall returns a Call that sends each request with do and reads the Pending do returned:
+// for a Limiter that has no commands to reuse (a test's, say), at the price of what do allocates.
+func PendingCall(do func(ctx context.Context, c redis.Cmdable, req Request) Pending) Call {
+	return &pendingCall{do: do}
+}
+
+type pendingCall struct {
+	do      func(ctx context.Context, c redis.Cmdable, req Request) Pending
+	pending Pending
+}
+
+func (c *pendingCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	c.pending = c.do(ctx, rc, req)
+}
+
+func (c *pendingCall) Result() (Decision, error) { return c.pending() }
+
+// Do sends req on c with a Call of its own (see Call) and returns the pending decision: for a
+// request now and then (tests, setting up); a load generator keeps its Calls, since Do makes a
+// Call per request.
+func Do(ctx context.Context, lim Limiter, c redis.Cmdable, req Request) Pending {
+	call := lim.NewCall()
+	call.Send(ctx, c, req)
+	return call.Result
 }
 
 // Description is what `limitbench list` shows of an algorithm.

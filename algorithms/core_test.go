@@ -81,7 +81,7 @@ func at(subject string, t time.Time) Request {
 
 func decide(t *testing.T, c redis.Cmdable, lim Limiter, req Request) Decision {
 	t.Helper()
-	d, err := lim.Do(context.Background(), c, req)()
+	d, err := Do(context.Background(), lim, c, req)()
 	if err != nil {
 		t.Fatalf("Do(%+v): %v", req, err)
 	}
@@ -181,7 +181,7 @@ func TestPipeline(t *testing.T) {
 				p := env.Target.Client.Pipeline()
 				var pend []Pending
 				for i := range 5 {
-					pend = append(pend, lim.Do(ctx, p, at("p", base.Add(time.Duration(i)*time.Microsecond))))
+					pend = append(pend, Do(ctx, lim, p, at("p", base.Add(time.Duration(i)*time.Microsecond))))
 				}
 				if _, err := p.Exec(ctx); err != nil {
 					t.Fatalf("Exec: %v", err)
@@ -209,7 +209,7 @@ func TestCost(t *testing.T) {
 		lim := prepare(t, env, a, Limit{Limit: 5, Window: time.Second})
 		req := at("c-"+name, base)
 		req.Cost = 3
-		d, err := lim.Do(context.Background(), env.Target.Client, req)()
+		d, err := Do(context.Background(), lim, env.Target.Client, req)()
 		if !a.Describe().Cost {
 			if !errors.Is(err, ErrCostUnsupported) {
 				t.Errorf("%s: cost 3 gave %+v, %v; want ErrCostUnsupported", name, d, err)
@@ -272,7 +272,7 @@ func TestDifferential(t *testing.T) {
 							cost = 1 + rng.Int64N(3)
 						}
 						req := Request{Subject: s, Cost: cost, FixedTime: time.UnixMicro(now)}
-						batch = append(batch, sent{s, cost, lim.Do(context.Background(), p, req)})
+						batch = append(batch, sent{s, cost, Do(context.Background(), lim, p, req)})
 					}
 					if _, err := p.Exec(context.Background()); err != nil {
 						t.Fatalf("Exec: %v", err)
@@ -378,7 +378,7 @@ func hammer(t *testing.T, env *redistest.Env, lim Limiter, d time.Duration) ([]i
 			var mine []int64
 			var n int64
 			for time.Now().Before(deadline) {
-				dec, err := lim.Do(ctx, env.Target.Client, Request{Subject: "hot", Cost: 1, ClientTime: time.Now()})()
+				dec, err := Do(ctx, lim, env.Target.Client, Request{Subject: "hot", Cost: 1, ClientTime: time.Now()})()
 				n++
 				if err != nil {
 					mu.Lock()

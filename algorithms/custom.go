@@ -250,8 +250,8 @@ func (a *Custom) HasEmptyKey() bool { return slices.Contains(a.spec.Keys, "") }
 func (a *Custom) Model(Limit) Model { return nil }
 
 // Prepare implements Algorithm: it validates l, loads the script on every master of c (see Check)
-// and binds the templates' constants (limit, window, burst, rate, prefix) once, so that Do only
-// fills in the per-request values.
+// and binds the templates' constants (limit, window, burst, rate, prefix) once, so that a Call
+// only fills in the per-request values.
 func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.spec.Name, err)
@@ -270,6 +270,7 @@ func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, 
 	if a.spec.Function != "" {
 		lim.function, lim.lib = a.spec.Function, &library{a: a, on: c}
 	}
+	lim.fresh = isCluster(c)
 	return lim, nil
 }
 
@@ -556,6 +557,7 @@ type customLimiter struct {
 	function string
 	// lib loads the library again when a call finds the function gone; nil for a script.
 	lib    *library
+	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	clock  Clock
 	keys   []boundKey
@@ -589,45 +591,40 @@ func (l *customLimiter) vars(req Request, cost int64) reqVars {
 	return r
 }
 
+// expandKey returns key template k expanded for r in buf (reused), with the prefix prepended
+// when k may lack it and does. An expression that fails for r is an error wrapping ErrTemplate.
+func (l *customLimiter) expandKey(buf []byte, k boundKey, r *reqVars) ([]byte, error) {
+	buf, err := k.t.expand(buf[:0], r)
+	if err != nil {
+		return buf, err
+	}
+	if k.prepend && (len(buf) < len(l.prefix) || string(buf[:len(l.prefix)]) != l.prefix) {
+		n := len(l.prefix)
+		buf = append(buf, l.prefix...) // room for the prefix
+		copy(buf[n:], buf[:len(buf)-n])
+		copy(buf, l.prefix)
+	}
+	return buf, nil
+}
+
 // expandKeys returns the keys for r; an expression that fails for r is an error wrapping
 // ErrTemplate.
 func (l *customLimiter) expandKeys(r *reqVars) ([]string, error) {
 	keys := make([]string, len(l.keys))
 	var arr [128]byte
-	buf := arr[:0]
 	for i, k := range l.keys {
-		var err error
-		if buf, err = k.t.expand(buf[:0], r); err != nil {
+		b, err := l.expandKey(arr[:0], k, r)
+		if err != nil {
 			return nil, fmt.Errorf("keys[%d]: %w", i, err)
 		}
-		s := string(buf)
-		if k.prepend && !strings.HasPrefix(s, l.prefix) {
-			s = l.prefix + s
-		}
-		keys[i] = s
+		keys[i] = string(b)
 	}
 	return keys, nil
 }
 
-// expandArgs returns the arguments for r; an expression that fails for r is an error wrapping
-// ErrTemplate.
-func (l *customLimiter) expandArgs(r *reqVars) ([]any, error) {
-	args := make([]any, len(l.args))
-	var arr [128]byte
-	buf := arr[:0]
-	for i, t := range l.args {
-		var err error
-		if buf, err = t.expand(buf[:0], r); err != nil {
-			return nil, fmt.Errorf("args[%d]: %w", i, err)
-		}
-		args[i] = string(buf)
-	}
-	return args, nil
-}
-
 // Keys implements Limiter: the key templates expanded for req (with a fresh {{uuid}} and the
-// current time when req has no ClientTime); nil when an expression fails for req (Do then sends
-// nothing).
+// current time when req has no ClientTime); nil when an expression fails for req (a Call then
+// sends nothing).
 func (l *customLimiter) Keys(req Request) []string {
 	cost := req.Cost
 	if cost <= 0 {
@@ -641,44 +638,125 @@ func (l *customLimiter) Keys(req Request) []string {
 	return keys
 }
 
-// Do implements Limiter. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
-// script would charge one permit while the verifier counts several, so Do returns an error
-// wrapping ErrCostUnsupported. A template expression that fails for req (division by zero,
-// overflow) is an error wrapping ErrTemplate, and nothing is sent.
-func (l *customLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	cost, err := requestCost(l.a.spec.Name, req, l.a.multi)
-	if err != nil {
-		return failedPending(err)
+// customCall is the Call of a customLimiter: the keys and the arguments are the templates
+// expanded for each request in buffers of the Call's own; an argument whose template is a
+// constant for the limiter is sent as it is. Its command, built once, is the script's EVALSHA or,
+// for a function, its FCALL (see newFCallCmd), reused as evalCmd says.
+type customCall struct {
+	scriptCall
+	l    *customLimiter
+	keys []argBuf
+	args []argBuf // one per argument template, unused for a constant one
+	cmd  *evalCmd
+	// v is the allowed rule's value for the request sent last, when it changes per request
+	// (ruleVars); gen is the function library's load generation when it was sent.
+	v   ruleValue
+	gen uint64
+}
+
+// NewCall implements Limiter.
+func (l *customLimiter) NewCall() Call {
+	c := &customCall{scriptCall: scriptCall{name: l.a.spec.Name}, l: l, keys: make([]argBuf, len(l.keys)), args: make([]argBuf, len(l.args))}
+	keys := make([]*argBuf, len(l.keys))
+	for i := range keys {
+		keys[i] = &c.keys[i]
 	}
-	r := l.vars(req, cost)
-	keys, err := l.expandKeys(&r)
-	if err != nil {
-		return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
-	}
-	args, err := l.expandArgs(&r)
-	if err != nil {
-		return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
-	}
-	var v ruleValue
-	if l.ruleVars {
-		// The rule's value is taken before sending: a failure leaves the request unsent.
-		if v, err = l.rule.value(&r); err != nil {
-			return failedPending(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+	args := make([]any, len(l.args))
+	for i, t := range l.args {
+		if lit, ok := t.literal(); ok {
+			args[i] = lit
+		} else {
+			args[i] = &c.args[i]
 		}
 	}
 	if l.function != "" {
-		gen := l.lib.gen.Load()
-		cmd := call{Cmd: c.FCall(ctx, l.function, keys, args...)}
-		return func() (Decision, error) { return l.lib.after(gen)(l.result(cmd, v)) }
+		c.cmd = newFCallCmd(l.function, l.fresh, keys, args...)
+	} else {
+		c.cmd = newEvalCmd(l.script, l.fresh, keys, args...)
 	}
-	cmd := l.script.run(ctx, c, keys, args...)
-	return func() (Decision, error) { return l.result(cmd, v) }
+	return c
 }
 
-// result reads cmd's reply with the rules (v is the allowed rule's value for the request, when
-// it changes per request) and counts it.
-func (l *customLimiter) result(cmd call, v ruleValue) (Decision, error) {
-	raw, err := cmd.Result()
+// newFCallCmd returns the FCALL of function with keys and args (as newEvalCmd takes them): an
+// evalCmd without a script, so a reply NOSCRIPT is not followed by EVAL nor a reload (a function
+// that is gone answers "Function not found", which customCall.Result handles).
+func newFCallCmd(function string, fresh bool, keys []*argBuf, args ...any) *evalCmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "fcall", function, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return &evalCmd{keys: len(keys), fresh: fresh, args: append(a, args...)}
+}
+
+// Send implements Call. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
+// script would charge one permit while the verifier counts several, so the request is not sent
+// and its error wraps ErrCostUnsupported. A template expression that fails for req (division by
+// zero, overflow), in a key, an argument or the allowed rule's value, is an error wrapping
+// ErrTemplate, and nothing is sent. The rule's value is taken before sending and kept for Result.
+func (c *customCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	l := c.l
+	cost, err := requestCost(l.a.spec.Name, req, l.a.multi)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	r := l.vars(req, cost)
+	if err := c.fill(&r); err != nil {
+		c.fail(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+		return
+	}
+	c.v = ruleValue{}
+	if l.ruleVars {
+		if c.v, err = l.rule.value(&r); err != nil {
+			c.fail(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+			return
+		}
+	}
+	if l.lib != nil {
+		// The generation before sending: a load after it is one this call may have missed.
+		c.gen = l.lib.gen.Load()
+	}
+	c.send(ctx, rc, c.cmd)
+}
+
+// fill expands the key and argument templates for r into the Call's buffers; an expression that
+// fails for r is an error wrapping ErrTemplate.
+func (c *customCall) fill(r *reqVars) error {
+	var err error
+	for i, k := range c.l.keys {
+		if c.keys[i].b, err = c.l.expandKey(c.keys[i].b, k, r); err != nil {
+			return fmt.Errorf("keys[%d]: %w", i, err)
+		}
+	}
+	for i, t := range c.l.args {
+		if c.args[i].b, err = t.expand(c.args[i].b[:0], r); err != nil {
+			return fmt.Errorf("args[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Result implements Call: the reply read with the rules (the allowed rule with the value Send
+// took) and counted (see ReplyStats). For a function, an error saying the function is gone (a
+// restart, FUNCTION FLUSH) loads the library again on every master before Result returns it (see
+// library.after).
+func (c *customCall) Result() (Decision, error) {
+	l := c.l
+	if c.err != nil {
+		return Decision{}, c.err
+	}
+	d, err := l.result(c.sent, c.v)
+	if l.lib != nil {
+		return l.lib.after(c.gen)(d, err)
+	}
+	return d, err
+}
+
+// result reads the reply of cmd with the rules (v is the allowed rule's value for the request,
+// when it changes per request) and counts it.
+func (l *customLimiter) result(cmd *evalCmd, v ruleValue) (Decision, error) {
+	raw, err := cmd.result()
 	if err == redis.Nil {
 		raw, err = nil, nil
 	}

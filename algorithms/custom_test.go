@@ -50,14 +50,27 @@ func bindCustom(t testing.TB, a *Custom, l Limit, prefix string) *customLimiter 
 	return lim
 }
 
-// expandArgs expands lim's arguments for r.
-func expandArgs(t testing.TB, lim *customLimiter, r *reqVars) []any {
+// expandArgs returns the script arguments a Call of lim sends for req with cost, as go-redis writes
+// them: the constant ones as they are, the others expanded into the Call's buffers.
+func expandArgs(t testing.TB, lim *customLimiter, req Request, cost int64) []string {
 	t.Helper()
-	args, err := lim.expandArgs(r)
-	if err != nil {
-		t.Fatalf("expandArgs: %v", err)
+	c := lim.NewCall().(*customCall)
+	r := lim.vars(req, cost)
+	if err := c.fill(&r); err != nil {
+		t.Fatalf("fill: %v", err)
 	}
-	return args
+	var out []string
+	for _, a := range c.cmd.args[3+len(lim.keys):] {
+		switch a := a.(type) {
+		case string:
+			out = append(out, a)
+		case *argBuf:
+			out = append(out, a.String())
+		default:
+			t.Fatalf("argument of type %T", a)
+		}
+	}
+	return out
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -96,8 +109,7 @@ func TestCustomTemplates(t *testing.T) {
 			spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 			spec.Args = []string{tt.tmpl}
 			lim := bindCustom(t, newCustom(t, spec), l, prefix)
-			r := lim.vars(req, 3)
-			if got := expandArgs(t, lim, &r)[0]; got != tt.want {
+			if got := expandArgs(t, lim, req, 3)[0]; got != tt.want {
 				t.Errorf("expand(%q) = %q; want %q", tt.tmpl, got, tt.want)
 			}
 		})
@@ -132,9 +144,8 @@ func TestCustomTemplates(t *testing.T) {
 		spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 		spec.Args = []string{"{{uuid}}", "{{uuid}}"}
 		lim := bindCustom(t, newCustom(t, spec), l, prefix)
-		r1, r2 := lim.vars(req, 1), lim.vars(req, 1)
-		a1, a2 := expandArgs(t, lim, &r1), expandArgs(t, lim, &r2)
-		if !uuidRE.MatchString(a1[0].(string)) {
+		a1, a2 := expandArgs(t, lim, req, 1), expandArgs(t, lim, req, 1)
+		if !uuidRE.MatchString(a1[0]) {
 			t.Errorf("{{uuid}} = %q; want a version-4 UUID", a1[0])
 		}
 		if a1[0] != a1[1] {
@@ -318,7 +329,7 @@ func TestRuleTemplates(t *testing.T) {
 	spec := customSpec("return 1", ReplyRule{Op: RuleAtMost, Value: "{{limit / (cost - 1)}}"})
 	spec.Args = []string{"{{cost}}"}
 	lim := bindCustom(t, newCustom(t, spec), l, "p:")
-	_, err := lim.Do(context.Background(), nil, Request{Subject: "s", Cost: 1})()
+	_, err := Do(context.Background(), lim, nil, Request{Subject: "s", Cost: 1})()
 	if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), "allowed.at_most: template cannot be expanded: {{limit / (cost - 1)}}: division by zero") {
 		t.Errorf("Do with a rule dividing by zero = %v; want ErrTemplate naming allowed.at_most", err)
 	}
@@ -327,6 +338,41 @@ func TestRuleTemplates(t *testing.T) {
 		_, err := NewCustom(customSpec("return 1", ReplyRule{Op: RuleAtMost, Value: v}))
 		if !errors.Is(err, ErrBadCustom) || !strings.Contains(err.Error(), "allowed.at_most: must be a number") {
 			t.Errorf("NewCustom(at_most %q) = %v; want ErrBadCustom naming allowed.at_most", v, err)
+		}
+	}
+}
+
+// TestCustomCallRuleValue: a rule value that changes per request is the one its Call's Send took,
+// request after request through one Call, and in a pipeline of Calls read after Exec.
+func TestCustomCallRuleValue(t *testing.T) {
+	env := redistest.Single(t)
+	ctx := context.Background()
+	spec := customSpec("return 2", ReplyRule{Op: RuleEquals, Value: "{{cost}}"})
+	spec.Args = []string{"{{cost}}"}
+	lim, err := newCustom(t, spec).Prepare(ctx, env.Target.Client, Limit{Limit: 5, Window: time.Second}, env.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs := []int64{2, 1, 2, 3, 2}
+	call := lim.NewCall()
+	for _, cost := range costs {
+		call.Send(ctx, env.Target.Client, Request{Subject: "s", Cost: cost})
+		if d, err := call.Result(); err != nil || d.Allowed != (cost == 2) {
+			t.Errorf("client, cost %d: %+v, %v; want allowed %v", cost, d, err, cost == 2)
+		}
+	}
+	pipe := env.Target.Client.Pipeline()
+	calls := make([]Call, len(costs))
+	for i, cost := range costs {
+		calls[i] = lim.NewCall()
+		calls[i].Send(ctx, pipe, Request{Subject: "s", Cost: cost})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, cost := range costs {
+		if d, err := calls[i].Result(); err != nil || d.Allowed != (cost == 2) {
+			t.Errorf("pipeline, cost %d: %+v, %v; want allowed %v", cost, d, err, cost == 2)
 		}
 	}
 }
@@ -365,7 +411,7 @@ func TestUnreadableGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := lim.Do(ctx, env.Target.Client, Request{Subject: "s"})()
+		d, err := Do(ctx, lim, env.Target.Client, Request{Subject: "s"})()
 		if !errors.Is(err, ErrBadReply) || d.Allowed {
 			t.Errorf("%s with allowed %s, time %v = %+v, %v; want ErrBadReply", tt.src, tt.rule, tt.time, d, err)
 			continue
@@ -468,7 +514,7 @@ func TestCustomRedisReplies(t *testing.T) {
 				t.Fatalf("Prepare: %v", err)
 			}
 			for range 2 {
-				d, err := lim.Do(ctx, env.Target.Client, Request{Subject: "s", Cost: 1})()
+				d, err := Do(ctx, lim, env.Target.Client, Request{Subject: "s", Cost: 1})()
 				if tt.bad {
 					if !errors.Is(err, ErrBadReply) || d.Allowed {
 						t.Fatalf("Do = %+v, %v; want ErrBadReply", d, err)
@@ -498,7 +544,7 @@ func TestCustomRedisReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = lim.Do(ctx, env.Target.Client, Request{Subject: "s"})()
+		_, _ = Do(ctx, lim, env.Target.Client, Request{Subject: "s"})()
 		if _, first := lim.(UnreadableReporter).Unreadable(); first != `["x", 2]` {
 			t.Errorf("first unreadable reply = %q; want %q", first, `["x", 2]`)
 		}
@@ -584,7 +630,7 @@ func TestCustomPipeline(t *testing.T) {
 			pipe := env.Target.Client.Pipeline()
 			var pends []Pending
 			for range 12 {
-				pends = append(pends, lim.Do(ctx, pipe, Request{Subject: subject, Cost: 1}))
+				pends = append(pends, Do(ctx, lim, pipe, Request{Subject: subject, Cost: 1}))
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Fatalf("Exec: %v", err)
@@ -609,7 +655,7 @@ func TestCustomPipeline(t *testing.T) {
 		// Cost 2 on a fresh subject: 2 admissions use 4 of 5 permits, the third is denied.
 		var got []bool
 		for range 3 {
-			d, err := lim.Do(ctx, env.Target.Client, Request{Subject: "c", Cost: 2})()
+			d, err := Do(ctx, lim, env.Target.Client, Request{Subject: "c", Cost: 2})()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -626,13 +672,14 @@ func TestCustomPipeline(t *testing.T) {
 func TestCustomCostWithoutTemplate(t *testing.T) {
 	spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 	lim := bindCustom(t, newCustom(t, spec), Limit{Limit: 5, Window: time.Second}, "p:")
-	_, err := lim.Do(context.Background(), nil, Request{Subject: "s", Cost: 2})()
+	_, err := Do(context.Background(), lim, nil, Request{Subject: "s", Cost: 2})()
 	if !errors.Is(err, ErrCostUnsupported) {
 		t.Errorf("Do(cost 2) = %v; want ErrCostUnsupported", err)
 	}
 }
 
-// BenchmarkCustomExpand measures the per-request template work of Do (no Redis).
+// BenchmarkCustomExpand measures the per-request template work of a Call's Send (no Redis): it
+// allocates nothing.
 func BenchmarkCustomExpand(b *testing.B) {
 	spec := customSpec("return 1", ReplyRule{Op: RuleEquals, Value: "1"})
 	spec.Keys = []string{"rl:{{tag}}:tokens", "rl:{{tag}}:ts"}
@@ -643,11 +690,13 @@ func BenchmarkCustomExpand(b *testing.B) {
 	}
 	lim := bindCustom(b, a, Limit{Limit: 100, Window: time.Second}, "limitbench:run:my-limiter:1:")
 	req := Request{Subject: "user-1234", Client: "c7", Cost: 1, ClientTime: time.Now()}
+	c := lim.NewCall().(*customCall)
 	b.ReportAllocs()
 	for b.Loop() {
 		r := lim.vars(req, 1)
-		_, _ = lim.expandKeys(&r)
-		_, _ = lim.expandArgs(&r)
+		if err := c.fill(&r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -675,7 +724,7 @@ func TestCustomEmptyKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, err := lim.Do(context.Background(), env.Target.Client, Request{Subject: "u"})(); err != nil || !d.Allowed {
+		if d, err := Do(context.Background(), lim, env.Target.Client, Request{Subject: "u"})(); err != nil || !d.Allowed {
 			t.Errorf("Do = %+v, %v; want allowed", d, err)
 		}
 	})
@@ -780,7 +829,7 @@ func TestCustomFunction(t *testing.T) {
 			pipe := env.Target.Client.Pipeline()
 			var pends []Pending
 			for range 5 {
-				pends = append(pends, lim.Do(ctx, pipe, Request{Subject: subject, Cost: 1}))
+				pends = append(pends, Do(ctx, lim, pipe, Request{Subject: subject, Cost: 1}))
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Fatalf("Exec: %v", err)
@@ -793,13 +842,27 @@ func TestCustomFunction(t *testing.T) {
 				}
 				got = append(got, d.Allowed)
 			}
-			d, err := lim.Do(ctx, env.Target.Client, Request{Subject: subject, Cost: 1})()
+			d, err := Do(ctx, lim, env.Target.Client, Request{Subject: subject, Cost: 1})()
 			if err != nil {
 				t.Fatalf("FCALL: %v", err)
 			}
 			got = append(got, d.Allowed)
 			if diff := cmp.Diff([]bool{true, true, true, false, false, false}, got); diff != "" {
 				t.Errorf("subject %s: decisions (-want +got):\n%s", subject, diff)
+			}
+		}
+
+		// One Call sent again and again (as the load engine sends), the subject changing: each
+		// request goes to its own subject's key (on a cluster, to its slot).
+		call := lim.NewCall()
+		for i, subject := range []string{"r1", "r2", "r1", "r2", "r1", "r2", "r1", "r2"} {
+			call.Send(ctx, env.Target.Client, Request{Subject: subject, Cost: 1})
+			d, err := call.Result()
+			if err != nil {
+				t.Fatalf("FCALL through a reused Call: %v", err)
+			}
+			if want := i < 6; d.Allowed != want {
+				t.Errorf("reused Call, request %d (subject %s): allowed %v; want %v", i, subject, d.Allowed, want)
 			}
 		}
 
@@ -810,12 +873,12 @@ func TestCustomFunction(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lim.Do(ctx, env.Target.Client, Request{Subject: "d", Cost: 1})(); err == nil ||
+		if _, err := Do(ctx, lim, env.Target.Client, Request{Subject: "d", Cost: 1})(); err == nil ||
 			!strings.Contains(err.Error(), "Function not found") {
 			t.Errorf("FCALL after FUNCTION FLUSH: %v; want Redis's Function not found", err)
 		}
 		for i := range 2 {
-			if _, err := lim.Do(ctx, env.Target.Client, Request{Subject: fmt.Sprint("e", i), Cost: 1})(); err != nil {
+			if _, err := Do(ctx, lim, env.Target.Client, Request{Subject: fmt.Sprint("e", i), Cost: 1})(); err != nil {
 				t.Errorf("FCALL after the library was loaded again: %v", err)
 			}
 		}
@@ -924,7 +987,7 @@ func BenchmarkCustomFCallVsEvalSha(b *testing.B) {
 		for j, p := range paths {
 			c0, u0 := usec(p.cmd)
 			for k := range perRound {
-				d, err := p.lim.Do(ctx, env.Target.Client, Request{Subject: fmt.Sprint(i, "-", k, "-", j), Cost: 1})()
+				d, err := Do(ctx, p.lim, env.Target.Client, Request{Subject: fmt.Sprint(i, "-", k, "-", j), Cost: 1})()
 				if err != nil || !d.Allowed {
 					b.Fatalf("%s: %+v, %v; want an admission", p.cmd, d, err)
 				}

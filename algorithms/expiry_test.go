@@ -220,7 +220,7 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 				hadState[subject] = false
 			}
 		}
-		d, err := lim.Do(ctx, c, req)()
+		d, err := Do(ctx, lim, c, req)()
 		if err != nil {
 			r.err = fmt.Errorf("request %d: %w", i, err)
 			return r

@@ -61,7 +61,7 @@ func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient
 	if err != nil {
 		return nil, fmt.Errorf("fixed-window: %w", err)
 	}
-	return &fixedWindowLimiter{script: s, prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
+	return &fixedWindowLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
 }
 
 // Model implements Algorithm.
@@ -69,6 +69,7 @@ func (FixedWindowCounter) Model(l Limit) Model { return newFixedWindowModel(l) }
 
 type fixedWindowLimiter struct {
 	script   *script
+	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -78,7 +79,8 @@ type fixedWindowLimiter struct {
 // key is the counter of window k: prefix + "fw:{" + subject + "}:" + k in base 36 (short, since
 // Redis keeps the name in memory).
 func (f *fixedWindowLimiter) key(subject string, k int64) string {
-	return subjectKey(f.prefix, "fw", subject) + ":" + strconv.FormatInt(k, 36)
+	var b argBuf
+	return b.windowKey(f.prefix, "fw", subject, k).String()
 }
 
 // Keys implements Limiter: the counter of the window req is predicted to be decided in (that of
@@ -87,15 +89,68 @@ func (f *fixedWindowLimiter) Keys(req Request) []string {
 	return []string{f.key(req.Subject, f.windows.predict(req, f.windowUs))}
 }
 
-// Do implements Limiter.
-func (f *fixedWindowLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// fixedWindowCall is the Call of a fixedWindowLimiter: the script's arguments are the window's
+// counter, its start and end in µs (both 16 digits for every time from 2001 to 2286, as the
+// script compares them), then the cost and the limit when the cost is not 1 or a fixed time
+// follows, and the fixed time in tests.
+type fixedWindowCall struct {
+	windowCall
+	f          *fixedWindowLimiter
+	subject    string
+	key        argBuf
+	start, end int64
+	cost       int64
+	one, n, at *evalCmd // cost 1, cost n, and cost with a fixed time
+}
+
+// NewCall implements Limiter.
+func (f *fixedWindowLimiter) NewCall() Call {
+	c := &fixedWindowCall{windowCall: windowCall{scriptCall: scriptCall{name: "fixed-window"}, windows: &f.windows, w: f.windowUs}, f: f}
+	keys := []*argBuf{&c.key}
+	c.one = newEvalCmd(f.script, f.fresh, keys, &c.start, &c.end)
+	c.n = newEvalCmd(f.script, f.fresh, keys, &c.start, &c.end, &c.cost, f.limit)
+	c.at = newEvalCmd(f.script, f.fresh, keys, &c.start, &c.end, &c.cost, f.limit, &c.fixed)
+	return c
+}
+
+func (c *fixedWindowCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 	cost, err := checkRequest("fixed-window", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
-	return f.windows.do(ctx, c, "fixed-window", req, f.windowUs,
-		func(k, fixed int64) call { return f.send(ctx, c, req.Subject, k, cost, fixed) },
-		func(raw any, k int64) (Decision, bool, error) { return f.decode(raw, k, cost) })
+	c.subject, c.cost = req.Subject, cost
+	c.begin(ctx, rc, req, c)
+}
+
+// sendFor implements windowSender.
+func (c *fixedWindowCall) sendFor(k int64) {
+	f := c.f
+	c.key.windowKey(f.prefix, "fw", c.subject, k)
+	c.start, c.end = k*f.windowUs, (k+1)*f.windowUs
+	e := c.one
+	switch {
+	case c.fixed != 0:
+		e = c.at
+	case c.cost != 1:
+		e = c.n
+	}
+	c.send(c.ctx, c.rc, e)
+}
+
+// decodeFor implements windowSender.
+func (c *fixedWindowCall) decodeFor(raw any, k int64) (Decision, bool, error) {
+	return c.f.decode(raw, k, c.cost)
+}
+
+func (c *fixedWindowCall) Result() (Decision, error) { return c.result(c) }
+
+// windowKey builds prefix + tag + ":{" + subject + "}:" + k in base 36 in a and returns a: the
+// key of window k of the window-keyed scripts.
+func (a *argBuf) windowKey(prefix, tag, subject string, k int64) *argBuf {
+	a.subjectKey(prefix, tag, subject)
+	a.b = strconv.AppendInt(append(a.b, ':'), k, 36)
+	return a
 }
 
 // serverWindows predicts in which aligned window [kW, (k+1)W) of the server's clock a request
@@ -129,63 +184,74 @@ func (s *serverWindows) predict(req Request, w int64) int64 {
 	return floorDiv(time.Now().UnixMicro()+s.offset.Load(), w)
 }
 
-// do sends req with send for its predicted window k (and its FixedTime in µs, 0 for none) and
-// returns its Pending, which decodes the reply with decode. A reply that missed its window (the
-// server's TIME is in another) is sent again for the window the server reported, up to
-// serverWindowTries times, on a client; in a pipeline, which has no second round trip, the
-// decision decode returned for the miss stands (a denial). Every reply on the server's clock
-// updates the offset. With a FixedTime the window is exact, so a miss is an error wrapping
-// ErrBadReply.
-func (s *serverWindows) do(ctx context.Context, c redis.Cmdable, name string, req Request, w int64,
-	send func(k, fixed int64) call, decode func(raw any, k int64) (Decision, bool, error)) Pending {
-	fixed := fixedMicros(req)
-	if fixed != 0 && (fixed < minMicros || fixed >= maxMicros) {
-		return failedPending(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", name, fixed, int64(minMicros), int64(maxMicros)))
-	}
-	k := s.predict(req, w)
-	sent := time.Now().UnixMicro()
-	cmd := send(k, fixed)
-	_, pipelined := c.(redis.Pipeliner)
-	return func() (Decision, error) {
-		for try := 1; ; try++ {
-			raw, err := cmd.Result()
-			if err != nil {
-				return Decision{}, fmt.Errorf("%s: %w", name, err)
-			}
-			d, missed, err := decode(raw, k)
-			if err != nil {
-				return Decision{}, fmt.Errorf("%s: %w", name, err)
-			}
-			if fixed == 0 {
-				// The server read TIME between the send and now: take the midpoint.
-				s.offset.Store(d.TimeMicros - (sent+time.Now().UnixMicro())/2)
-			}
-			switch {
-			case !missed:
-				return d, nil
-			case fixed != 0:
-				return Decision{}, fmt.Errorf("%s: %w", name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", fixed, k), raw))
-			case pipelined || try == serverWindowTries:
-				return d, nil
-			}
-			k = floorDiv(d.TimeMicros, w)
-			sent = time.Now().UnixMicro()
-			cmd = send(k, 0)
-		}
-	}
+// windowSender is the part of the window-keyed scripts' Calls that differs: how a request is
+// sent for a window and how its reply is read.
+type windowSender interface {
+	// sendFor sends the request for window k (with windowCall's fixed time when it has one).
+	sendFor(k int64)
+	// decodeFor decodes raw, the reply of the request sent for window k; missed says the
+	// server's TIME was in another window, so nothing was counted.
+	decodeFor(raw any, k int64) (d Decision, missed bool, err error)
 }
 
-// send runs the script for window k.
-func (f *fixedWindowLimiter) send(ctx context.Context, c redis.Cmdable, subject string, k, cost, fixed int64) call {
-	start, end := k*f.windowUs, (k+1)*f.windowUs
-	// Both 16 digits for every time from 2001 to 2286, as the script compares them.
-	args := []any{strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
-	if fixed != 0 {
-		args = append(args, cost, f.limit, fixed)
-	} else if cost != 1 {
-		args = append(args, cost, f.limit)
+// windowCall is what the Calls of the window-keyed scripts share: the window the request was sent
+// for, when, and what Result needs to send it again.
+type windowCall struct {
+	scriptCall
+	windows *serverWindows
+	w       int64 // the window, µs
+	// k is the window the request was last sent for, at sentAt (µs, local clock); fixed is its
+	// FixedTime in µs (0: none).
+	k, sentAt, fixed int64
+	ctx              context.Context
+	rc               redis.Cmdable
+}
+
+// begin sends req with s for its predicted window (see result).
+func (c *windowCall) begin(ctx context.Context, rc redis.Cmdable, req Request, s windowSender) {
+	c.fixed = fixedMicros(req)
+	if c.fixed != 0 && (c.fixed < minMicros || c.fixed >= maxMicros) {
+		c.fail(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", c.name, c.fixed, int64(minMicros), int64(maxMicros)))
+		return
 	}
-	return f.script.run(ctx, c, []string{f.key(subject, k)}, args...)
+	c.ctx, c.rc = ctx, rc
+	c.k = c.windows.predict(req, c.w)
+	c.sentAt = time.Now().UnixMicro()
+	s.sendFor(c.k)
+}
+
+// result decodes the reply with s. A reply that missed its window (the server's TIME is in
+// another) is sent again for the window the server reported, up to serverWindowTries times, on a
+// client; in a pipeline, which has no second round trip, the decision decodeFor returned for the
+// miss stands (a denial). Every reply on the server's clock updates the offset. With a FixedTime
+// the window is exact, so a miss is an error wrapping ErrBadReply.
+func (c *windowCall) result(s windowSender) (Decision, error) {
+	for try := 1; ; try++ {
+		raw, err := c.reply()
+		if err != nil {
+			return Decision{}, err
+		}
+		d, missed, err := s.decodeFor(raw, c.k)
+		if err != nil {
+			return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+		}
+		if c.fixed == 0 {
+			// The server read TIME between the send and now: take the midpoint.
+			c.windows.offset.Store(d.TimeMicros - (c.sentAt+time.Now().UnixMicro())/2)
+		}
+		_, pipelined := c.rc.(redis.Pipeliner)
+		switch {
+		case !missed:
+			return d, nil
+		case c.fixed != 0:
+			return Decision{}, fmt.Errorf("%s: %w", c.name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", c.fixed, c.k), raw))
+		case pipelined || try == serverWindowTries:
+			return d, nil
+		}
+		c.k = floorDiv(d.TimeMicros, c.w)
+		c.sentAt = time.Now().UnixMicro()
+		s.sendFor(c.k)
+	}
 }
 
 // decode decodes the reply of scripts/fixed_window.lua, "<count> <s> <µs>", for a request of cost

@@ -58,7 +58,7 @@ func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClie
 	if err != nil {
 		return nil, fmt.Errorf("fixed-window-published: %w", err)
 	}
-	return &fixedWindowPublishedLimiter{script: s, prefix: prefix, limit: l.Limit}, nil
+	return &fixedWindowPublishedLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit}, nil
 }
 
 // Model implements Algorithm: nil, the published variants have no reference model.
@@ -66,6 +66,7 @@ func (FixedWindowPublished) Model(Limit) Model { return nil }
 
 type fixedWindowPublishedLimiter struct {
 	script *script
+	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	limit  int64
 }
@@ -79,11 +80,38 @@ func (f *fixedWindowPublishedLimiter) key(subject string, t time.Time) string {
 	return subjectKey(f.prefix, "fwp", subject) + ":" + strconv.Itoa(t.UTC().Minute())
 }
 
-func (f *fixedWindowPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// fixedWindowPublishedCall is the Call of a fixedWindowPublishedLimiter: the script's arguments
+// are the minute's key, the limit, the expiry in seconds and the client's time in µs.
+type fixedWindowPublishedCall struct {
+	scriptCall
+	f   *fixedWindowPublishedLimiter
+	key argBuf
+	now int64
+	cmd *evalCmd
+}
+
+// NewCall implements Limiter.
+func (f *fixedWindowPublishedLimiter) NewCall() Call {
+	c := &fixedWindowPublishedCall{scriptCall: scriptCall{name: "fixed-window-published"}, f: f}
+	c.cmd = newEvalCmd(f.script, f.fresh, []*argBuf{&c.key}, f.limit, publishedExpirySeconds, &c.now)
+	return c
+}
+
+func (c *fixedWindowPublishedCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 	if _, err := checkRequest("fixed-window-published", req, false); err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	now := clientTime(req)
-	cmd := f.script.run(ctx, c, []string{f.key(req.Subject, now)}, f.limit, publishedExpirySeconds, now.UnixMicro())
-	return scriptPending("fixed-window-published", cmd, ClockClient)
+	c.key.subjectKey(c.f.prefix, "fwp", req.Subject).b = strconv.AppendInt(append(c.key.b, ':'), int64(now.UTC().Minute()), 10)
+	c.now = now.UnixMicro()
+	c.send(ctx, rc, c.cmd)
+}
+
+func (c *fixedWindowPublishedCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(decodeDecision(raw, ClockClient))
 }

@@ -215,7 +215,7 @@ func TestFixedWindowMissedWindow(t *testing.T) {
 		}
 		lim.windows.offset.Store(ahead)
 		p := c.Pipeline()
-		pend := lim.Do(ctx, p, req)
+		pend := Do(ctx, lim, p, req)
 		if _, err := p.Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestFixedWindowMissedWindow(t *testing.T) {
 			t.Errorf("in a pipeline: %+v, %v; want a denial with retry-after 0 and the server's time", d, err)
 		}
 		p = c.Pipeline()
-		pend = lim.Do(ctx, p, req)
+		pend = Do(ctx, lim, p, req)
 		if _, err := p.Exec(ctx); err != nil {
 			t.Fatal(err)
 		}

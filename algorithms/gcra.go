@@ -57,7 +57,7 @@ func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, pre
 		return nil, fmt.Errorf("gcra: %w", err)
 	}
 	interval, tolerance := gcraParams(l)
-	return &gcraLimiter{script: s, prefix: prefix, interval: interval, tolerance: tolerance}, nil
+	return &gcraLimiter{script: s, fresh: isCluster(c), prefix: prefix, interval: interval, tolerance: tolerance}, nil
 }
 
 // Model implements Algorithm.
@@ -65,6 +65,7 @@ func (GCRA) Model(l Limit) Model { return newGCRAModel(l) }
 
 type gcraLimiter struct {
 	script              *script
+	fresh               bool // prepared on a cluster client: see evalCmd
 	prefix              string
 	interval, tolerance int64
 }
@@ -73,22 +74,50 @@ func (g *gcraLimiter) Keys(req Request) []string {
 	return []string{subjectKey(g.prefix, "gcra", req.Subject)}
 }
 
-func (g *gcraLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// gcraCall is the Call of a gcraLimiter: the script's arguments are the key, n·T and C·T, and
+// the fixed time in tests.
+type gcraCall struct {
+	scriptCall
+	g          *gcraLimiter
+	key        argBuf
+	inc, fixed int64
+	now, at    *evalCmd // without and with a fixed time
+}
+
+func (g *gcraLimiter) NewCall() Call {
+	c := &gcraCall{scriptCall: scriptCall{name: "gcra"}, g: g}
+	keys := []*argBuf{&c.key}
+	c.now = newEvalCmd(g.script, g.fresh, keys, &c.inc, g.tolerance)
+	c.at = newEvalCmd(g.script, g.fresh, keys, &c.inc, g.tolerance, &c.fixed)
+	return c
+}
+
+func (c *gcraCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	g := c.g
 	cost, err := checkRequest("gcra", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	if cost > g.tolerance/g.interval {
 		// Never admissible; still ask Redis so that the decision carries a time.
 		cost = g.tolerance/g.interval + 1
 	}
-	inc := cost * g.interval
-	args := []any{inc, g.tolerance}
-	if fixed := fixedMicros(req); fixed != 0 {
-		args = append(args, fixed)
+	c.key.subjectKey(g.prefix, "gcra", req.Subject)
+	c.inc = cost * g.interval
+	e := c.now
+	if c.fixed = fixedMicros(req); c.fixed != 0 {
+		e = c.at
 	}
-	cmd := g.script.run(ctx, c, g.Keys(req), args...)
-	return decodedPending("gcra", cmd, func(raw any) (Decision, error) { return g.decode(raw, inc) })
+	c.send(ctx, rc, e)
+}
+
+func (c *gcraCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(c.g.decode(raw, c.inc))
 }
 
 // decode decodes the reply of scripts/gcra.lua, "<allowed 0|1> <TAT µs> <s> <µs>", for a request

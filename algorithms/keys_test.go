@@ -63,14 +63,14 @@ func TestBadKeys(t *testing.T) {
 			}
 			lim := prepare(t, env, a, l)
 			for _, subject := range []string{"", "}x", "a}b"} {
-				d, err := lim.Do(ctx, c, Request{Subject: subject, Client: "c", Cost: 1, ClientTime: base, FixedTime: base})()
+				d, err := Do(ctx, lim, c, Request{Subject: subject, Client: "c", Cost: 1, ClientTime: base, FixedTime: base})()
 				if !errors.Is(err, ErrBadKey) || d.Allowed {
 					t.Errorf("%s: subject %q: %+v, %v; want ErrBadKey and no admission", name, subject, d, err)
 				}
 			}
 			for _, subject := range []string{"a{b", "{x"} {
 				req := Request{Subject: subject, Client: "c", Cost: 1, ClientTime: base, FixedTime: base}
-				if d, err := lim.Do(ctx, c, req)(); err != nil || !d.Allowed {
+				if d, err := Do(ctx, lim, c, req)(); err != nil || !d.Allowed {
 					t.Errorf("%s: subject %q (keys %q): %+v, %v; want allowed", name, subject, lim.Keys(req), d, err)
 				}
 			}

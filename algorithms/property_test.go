@@ -54,7 +54,7 @@ func TestScriptsAgreeWithModels(t *testing.T) {
 							Cost:      rapid.Int64Range(1, l.Limit+1).Draw(rt, "cost"),
 							FixedTime: time.UnixMicro(now),
 						}
-						batch = append(batch, sent{req, lim.Do(context.Background(), p, req)})
+						batch = append(batch, sent{req, Do(context.Background(), lim, p, req)})
 					}
 					if _, err := p.Exec(context.Background()); err != nil {
 						rt.Fatalf("Exec: %v", err)

@@ -129,6 +129,7 @@ func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, pref
 	return &redissonLimiter{
 		name:      name,
 		script:    s,
+		fresh:     isCluster(c),
 		prefix:    prefix,
 		rate:      l.Limit,
 		interval:  l.Window.Milliseconds(),
@@ -141,6 +142,7 @@ func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, pref
 type redissonLimiter struct {
 	name      string
 	script    *script
+	fresh     bool // prepared on a cluster client: see evalCmd
 	prefix    string
 	rate      int64
 	interval  int64 // ms
@@ -166,19 +168,53 @@ func (r *redissonLimiter) Keys(req Request) []string {
 	return []string{base, base + ":value", base + ":permits"}
 }
 
-// Do implements Limiter. The grant's id is a random signed 64-bit integer sent in decimal, which
+// redissonCall is the Call of a redissonLimiter: the script's arguments are the config hash, the
+// counter and the grants set, the rate, the interval in ms, the type, the cost, the client's time
+// in ms and the grant's id.
+type redissonCall struct {
+	scriptCall
+	r                      *redissonLimiter
+	config, value, permits argBuf
+	cost, ms, id           int64
+	cmd                    *evalCmd
+}
+
+// NewCall implements Limiter.
+func (r *redissonLimiter) NewCall() Call {
+	c := &redissonCall{scriptCall: scriptCall{name: r.name}, r: r}
+	c.cmd = newEvalCmd(r.script, r.fresh, []*argBuf{&c.config, &c.value, &c.permits}, r.rate, r.interval, r.typ, &c.cost, &c.ms, &c.id)
+	return c
+}
+
+// Send implements Call. The grant's id is a random signed 64-bit integer sent in decimal, which
 // the script packs as a 4-byte float, as the article's Redisson does (scripts/redisson.lua says
 // what that costs).
-func (r *redissonLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+func (c *redissonCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	r := c.r
 	cost, err := checkRequest(r.name, req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	next := r.id
 	if next == nil {
 		next = randomID
 	}
-	ms := clientTime(req).UnixMilli()
-	cmd := r.script.run(ctx, c, r.Keys(req), r.rate, r.interval, r.typ, cost, ms, next())
-	return scriptPending(r.name, cmd, ClockClient)
+	c.config.subjectKey(r.prefix, r.name, req.Subject)
+	c.value.subjectKey(r.prefix, r.name, req.Subject).b = append(c.value.b, ":value"...)
+	c.permits.subjectKey(r.prefix, r.name, req.Subject).b = append(c.permits.b, ":permits"...)
+	if r.perClient {
+		c.value.b = append(append(c.value.b, ':'), req.Client...)
+		c.permits.b = append(append(c.permits.b, ':'), req.Client...)
+	}
+	c.cost, c.ms, c.id = cost, clientTime(req).UnixMilli(), next()
+	c.send(ctx, rc, c.cmd)
+}
+
+func (c *redissonCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(decodeDecision(raw, ClockClient))
 }

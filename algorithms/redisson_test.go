@@ -92,7 +92,7 @@ func TestRedissonCost(t *testing.T) {
 				}
 			}
 			req.Cost = -1
-			if _, err := lim.Do(context.Background(), cl, req)(); !errors.Is(err, ErrCostUnsupported) {
+			if _, err := Do(context.Background(), lim, cl, req)(); !errors.Is(err, ErrCostUnsupported) {
 				t.Errorf("cost -1: %v, want ErrCostUnsupported", err)
 			}
 		})
@@ -209,7 +209,7 @@ func TestRedissonDifferential(t *testing.T) {
 						key = s + "/" + c
 					}
 					req := Request{Subject: s, Client: c, Cost: cost, ClientTime: now}
-					batch = append(batch, sent{key, cost, lim.Do(context.Background(), p, req)})
+					batch = append(batch, sent{key, cost, Do(context.Background(), lim, p, req)})
 				}
 				if _, err := p.Exec(context.Background()); err != nil {
 					t.Fatalf("Exec: %v", err)
@@ -307,7 +307,7 @@ func TestBadReplies(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(lname+"/"+tt.name, func(t *testing.T) {
 				lim := mk(&script{Script: redis.NewScript(tt.lua)})
-				d, err := lim.Do(ctx, env.Target.Client, clientAt("bad", "c", base))()
+				d, err := Do(ctx, lim, env.Target.Client, clientAt("bad", "c", base))()
 				if err == nil || d.Allowed {
 					t.Fatalf("reply %s: %+v, %v; want an error and no admission", tt.lua, d, err)
 				}

@@ -51,7 +51,7 @@ func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, 
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	return &referenceLimiter{script: s, prefix: prefix, ttlMillis: l.Window.Milliseconds()}, nil
+	return &referenceLimiter{script: s, fresh: isCluster(c), prefix: prefix, ttlMillis: l.Window.Milliseconds()}, nil
 }
 
 // Model implements Algorithm: none.
@@ -59,6 +59,7 @@ func (referenceAlgorithm) Model(Limit) Model { return nil }
 
 type referenceLimiter struct {
 	script    *script
+	fresh     bool // prepared on a cluster client: see evalCmd
 	prefix    string
 	ttlMillis int64
 }
@@ -67,20 +68,38 @@ func (r *referenceLimiter) Keys(req Request) []string {
 	return []string{subjectKey(r.prefix, "ref", req.Subject)}
 }
 
-func (r *referenceLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// referenceCall is the Call of a referenceLimiter: the script's arguments are the key and the
+// expiry in ms.
+type referenceCall struct {
+	scriptCall
+	r   *referenceLimiter
+	key argBuf
+	cmd *evalCmd
+}
+
+func (r *referenceLimiter) NewCall() Call {
+	c := &referenceCall{scriptCall: scriptCall{name: "reference"}, r: r}
+	c.cmd = newEvalCmd(r.script, r.fresh, []*argBuf{&c.key}, r.ttlMillis)
+	return c
+}
+
+func (c *referenceCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 	if err := CheckSubject(req.Subject); err != nil {
-		return failedPending(fmt.Errorf("reference: %w", err))
+		c.fail(fmt.Errorf("reference: %w", err))
+		return
 	}
-	cmd := r.script.run(ctx, c, r.Keys(req), r.ttlMillis)
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err != nil {
-			return Decision{}, fmt.Errorf("reference: %w", err)
-		}
-		n, ok := raw.(int64)
-		if !ok || n < 1 {
-			return Decision{}, fmt.Errorf("reference: %w", badReply("want a positive integer", raw))
-		}
-		return Decision{Allowed: true}, nil
+	c.key.subjectKey(c.r.prefix, "ref", req.Subject)
+	c.send(ctx, rc, c.cmd)
+}
+
+func (c *referenceCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
 	}
+	n, ok := raw.(int64)
+	if !ok || n < 1 {
+		return Decision{}, fmt.Errorf("reference: %w", badReply("want a positive integer", raw))
+	}
+	return Decision{Allowed: true}, nil
 }

@@ -85,6 +85,7 @@ func (ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l 
 	}
 	return &twoListLimiter{
 		script:   s,
+		fresh:    isCluster(c),
 		prefix:   prefix,
 		rlimit:   l.Limit,
 		climit:   l.Consumer(),
@@ -98,6 +99,7 @@ func (ResourceConsumer) Model(l Limit) Model { return newTwoLevelModel(l) }
 // twoListLimiter is a prepared ResourceConsumer.
 type twoListLimiter struct {
 	script         *script
+	fresh          bool // prepared on a cluster client: see evalCmd
 	prefix         string
 	rlimit, climit int64
 	windowUs       int64
@@ -111,24 +113,57 @@ func (r *twoListLimiter) Keys(req Request) []string {
 	return []string{base + ":r", base + ":c:" + req.Client}
 }
 
-// Do implements Limiter.
-func (r *twoListLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// twoListCall is the Call of a twoListLimiter: the script's arguments are the two keys, Lr − 1,
+// Lc − 1 and W, then the cost when it is not 1 or a fixed time follows, and the fixed time in
+// tests.
+type twoListCall struct {
+	scriptCall
+	r             *twoListLimiter
+	res, consumer argBuf
+	cost, fixed   int64
+	one, n, at    *evalCmd // cost 1, cost n, and cost with a fixed time
+}
+
+// NewCall implements Limiter.
+func (r *twoListLimiter) NewCall() Call {
+	c := &twoListCall{scriptCall: scriptCall{name: "resource-consumer"}, r: r}
+	keys := []*argBuf{&c.res, &c.consumer}
+	c.one = newEvalCmd(r.script, r.fresh, keys, r.rlimit-1, r.climit-1, r.windowUs)
+	c.n = newEvalCmd(r.script, r.fresh, keys, r.rlimit-1, r.climit-1, r.windowUs, &c.cost)
+	c.at = newEvalCmd(r.script, r.fresh, keys, r.rlimit-1, r.climit-1, r.windowUs, &c.cost, &c.fixed)
+	return c
+}
+
+func (c *twoListCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	r := c.r
 	cost, err := checkRequest("resource-consumer", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	if never := min(r.rlimit, r.climit) + 1; cost > never {
 		// Never admissible; still ask Redis so that the decision carries a time.
 		cost = never
 	}
-	args := []any{r.rlimit - 1, r.climit - 1, r.windowUs}
-	if fixed := fixedMicros(req); fixed != 0 {
-		args = append(args, cost, fixed)
-	} else if cost != 1 {
-		args = append(args, cost)
+	c.res.subjectKey(r.prefix, "rc", req.Subject).b = append(c.res.b, ":r"...)
+	c.consumer.subjectKey(r.prefix, "rc", req.Subject).b = append(append(c.consumer.b, ":c:"...), req.Client...)
+	c.cost, c.fixed = cost, fixedMicros(req)
+	e := c.one
+	switch {
+	case c.fixed != 0:
+		e = c.at
+	case cost != 1:
+		e = c.n
 	}
-	cmd := r.script.run(ctx, c, r.Keys(req), args...)
-	return decodedPending("resource-consumer", cmd, func(raw any) (Decision, error) { return r.decode(raw, cost) })
+	c.send(ctx, rc, e)
+}
+
+func (c *twoListCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(c.r.decode(raw, c.cost))
 }
 
 // decode decodes the reply of scripts/resource_consumer.lua, "<allowed 0|1> <x> <y> <s> <µs>", for
@@ -169,6 +204,7 @@ func (r *twoListLimiter) decode(raw any, cost int64) (Decision, error) {
 type resourceConsumerLimiter struct {
 	name   string
 	script *script
+	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	// args are the script's arguments after the time and before the cost.
 	args []any
@@ -181,16 +217,41 @@ func (r *resourceConsumerLimiter) Keys(req Request) []string {
 	return []string{base + ":resource", base + ":consumer:" + req.Client}
 }
 
-// Do implements Limiter.
-func (r *resourceConsumerLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// resourceConsumerCall is the Call of a resourceConsumerLimiter: the script's arguments are the
+// two keys, the fixed time (0: Redis TIME), the limiter's arguments and the cost.
+type resourceConsumerCall struct {
+	scriptCall
+	r                  *resourceConsumerLimiter
+	resource, consumer argBuf
+	fixed, cost        int64
+	cmd                *evalCmd
+}
+
+// NewCall implements Limiter.
+func (r *resourceConsumerLimiter) NewCall() Call {
+	c := &resourceConsumerCall{scriptCall: scriptCall{name: r.name}, r: r}
+	args := append(append([]any{&c.fixed}, r.args...), &c.cost)
+	c.cmd = newEvalCmd(r.script, r.fresh, []*argBuf{&c.resource, &c.consumer}, args...)
+	return c
+}
+
+func (c *resourceConsumerCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	r := c.r
 	cost, err := checkRequest(r.name, req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
-	args := make([]any, 0, len(r.args)+2)
-	args = append(args, fixedMicros(req))
-	args = append(args, r.args...)
-	args = append(args, cost)
-	cmd := r.script.run(ctx, c, r.Keys(req), args...)
-	return scriptPending(r.name, cmd, ClockServer)
+	c.resource.subjectKey(r.prefix, r.name, req.Subject).b = append(c.resource.b, ":resource"...)
+	c.consumer.subjectKey(r.prefix, r.name, req.Subject).b = append(append(c.consumer.b, ":consumer:"...), req.Client...)
+	c.fixed, c.cost = fixedMicros(req), cost
+	c.send(ctx, rc, c.cmd)
+}
+
+func (c *resourceConsumerCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(decodeDecision(raw, ClockServer))
 }

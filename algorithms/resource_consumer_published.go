@@ -62,6 +62,7 @@ func (ResourceConsumerPublished) Prepare(ctx context.Context, c redis.UniversalC
 	}
 	seconds := int64((l.Window + time.Second - 1) / time.Second)
 	return &resourceConsumerLimiter{
+		fresh:  isCluster(c),
 		name:   name,
 		script: s,
 		prefix: prefix,

@@ -215,7 +215,7 @@ func TestResourceConsumerDifferential(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					cost = 1 + rng.Int64N(3)
 				}
-				batch = append(batch, sent{s, c, cost, lim.Do(context.Background(), p, fixedAt(s, c, time.UnixMicro(now)).withCost(cost))})
+				batch = append(batch, sent{s, c, cost, Do(context.Background(), lim, p, fixedAt(s, c, time.UnixMicro(now)).withCost(cost))})
 			}
 			if _, err := p.Exec(context.Background()); err != nil {
 				t.Fatalf("Exec: %v", err)
@@ -277,7 +277,7 @@ func TestResourceConsumerConcurrency(t *testing.T) {
 				var mine []int64
 				n := 0
 				for time.Now().Before(deadline) {
-					d, err := lim.Do(ctx, env.Target.Client, Request{Subject: "hot", Client: client, Cost: 1})()
+					d, err := Do(ctx, lim, env.Target.Client, Request{Subject: "hot", Client: client, Cost: 1})()
 					n++
 					if err != nil {
 						mu.Lock()
@@ -346,7 +346,7 @@ func TestTwoLevelPipeline(t *testing.T) {
 				var pend []Pending
 				for i := range 5 {
 					at := base.Add(time.Duration(i) * time.Millisecond)
-					pend = append(pend, lim.Do(ctx, p, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: at, FixedTime: at}))
+					pend = append(pend, Do(ctx, lim, p, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: at, FixedTime: at}))
 				}
 				if _, err := p.Exec(ctx); err != nil {
 					t.Fatalf("Exec: %v", err)

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,8 @@ import (
 )
 
 // script is a Lua script an algorithm runs: loaded with SCRIPT LOAD on every master of the
-// client it was prepared on, and loaded again there when a pipeline finds it gone (see run).
+// client it was prepared on, and loaded again there when a pipeline finds it gone (see
+// evalCmd.result).
 // It is safe for concurrent use.
 type script struct {
 	*redis.Script
@@ -30,7 +32,7 @@ const reloadTimeout = 5 * time.Second
 
 // loadScript reads file (a name in scripts.FS, for example "gcra.lua") and loads it with SCRIPT
 // LOAD on every master of c: each master of a *redis.ClusterClient (ForEachMaster), otherwise c
-// itself. Loading everywhere up front is what lets run use a bare EVALSHA inside pipelines,
+// itself. Loading everywhere up front is what lets a Call send a bare EVALSHA inside pipelines,
 // where go-redis cannot fall back to EVAL on NOSCRIPT.
 func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*script, error) {
 	src, err := scripts.FS.ReadFile(file)
@@ -60,18 +62,179 @@ func loadEverywhere(ctx context.Context, c redis.UniversalClient, s *redis.Scrip
 	return s.Load(ctx, c).Err()
 }
 
-// run sends s on c and returns the call, whose Result is read after a pipeline's Exec. On a
-// client it is (*redis.Script).Run: EVALSHA, then EVAL when the server answers NOSCRIPT (a
-// script cache flushed or a server restarted after Prepare), which loads the script again. On
-// a pipeline (redis.Pipeliner) it queues a bare EVALSHA, since a queued command has no reply to
-// fall back on; when its reply is NOSCRIPT, Result loads the script again on every master
-// before it returns the error (see call.Result), so the request fails, as it did, and the
-// requests after it find the script.
-func (s *script) run(ctx context.Context, c redis.Cmdable, keys []string, args ...any) call {
-	if _, ok := c.(redis.Pipeliner); ok {
-		return call{Cmd: s.EvalSha(ctx, c, keys, args...), s: s, gen: s.gen.Load()}
+// processor is what a Call needs of the Cmdable it sends on: every go-redis client, connection,
+// pipeline and autopipeliner has Process.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// argBuf is a command argument a Call builds in place for each request: a key, or a custom
+// script's argument. go-redis writes it with MarshalBinary, which hands over the bytes without
+// copying them, and formats it with String where it needs the text (a cluster client hashing the
+// first key to its slot, when the command does not hold the key as a string; see evalCmd).
+type argBuf struct{ b []byte }
+
+// MarshalBinary returns the bytes of a (not a copy: they are valid until a is built again).
+func (a *argBuf) MarshalBinary() ([]byte, error) { return a.b, nil }
+
+// String returns the bytes of a as a new string.
+func (a *argBuf) String() string { return string(a.b) }
+
+// subjectKey builds prefix + tag + ":{" + subject + "}" in a (see subjectKey) and returns a.
+func (a *argBuf) subjectKey(prefix, tag, subject string) *argBuf {
+	a.b = append(append(append(append(append(a.b[:0], prefix...), tag...), ":{"...), subject...), '}')
+	return a
+}
+
+// evalCmd is one EVALSHA of a script as a Call sends it, request after request. Its arguments,
+// built once, are "evalsha", the script's SHA, the number of keys, the keys (*argBuf) and the
+// script's arguments, each a value that stays or a pointer to the Call's field that holds what
+// varies (*argBuf, *int64: go-redis writes what they point to). A request sets those fields, and
+// send sends the same command object again, reset, on a single server's client, connection or
+// pipeline. It makes a new command each time on a cluster (fresh: go-redis keeps the slot of a
+// command's first key on the command once it has computed it, so a reused command would go to
+// the first request's slot) and on an autopipeliner (which may still hold a command it has run);
+// such a command holds its first key as a string, so that the cluster client reads it without
+// formatting. A pipelined EVALSHA answered NOSCRIPT loads the script again when its result is read
+// (see result).
+type evalCmd struct {
+	script *script
+	keys   int
+	fresh  bool
+	args   []any
+	// cmd is the EVALSHA sent again and again (nil until the first send, and when fresh); last is
+	// the command last sent, whose reply result reads (cmd, a fresh command, or the EVAL sent
+	// after NOSCRIPT).
+	cmd, last *redis.Cmd
+	// pipelined says last was queued on a pipeline, when the script's load generation was gen.
+	pipelined bool
+	gen       uint64
+}
+
+// newEvalCmd returns the EVALSHA of s with keys and args (values, *argBuf or *int64) for a Call of
+// a limiter prepared on a cluster client (fresh) or not. s may be nil for a limiter that is never
+// sent (tests); the command then has no SHA.
+func newEvalCmd(s *script, fresh bool, keys []*argBuf, args ...any) *evalCmd {
+	sha := ""
+	if s != nil {
+		sha = s.Hash()
 	}
-	return call{Cmd: s.Run(ctx, c, keys, args...)}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sha, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return &evalCmd{script: s, keys: len(keys), fresh: fresh, args: append(a, args...)}
+}
+
+// isCluster reports whether a limiter prepared on c must build a command per request (evalCmd's
+// fresh): c is a cluster client.
+func isCluster(c redis.UniversalClient) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
+}
+
+// send sends the command on c, with what its pointers point to now (see Call.Send): on a client,
+// a connection or an autopipeliner, a NOSCRIPT reply is followed by EVAL with the script's source,
+// as (*redis.Script).Run does, which loads the script again; on a pipeline the bare EVALSHA is
+// queued (and result loads the script again if it meets NOSCRIPT).
+func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
+	e.pipelined = false
+	p, ok := c.(processor)
+	if !ok {
+		e.last = redis.NewCmdResult(nil, fmt.Errorf("cannot send a command on %T", c))
+		return
+	}
+	_, auto := c.(*redis.AutoPipeliner)
+	switch {
+	case e.fresh || auto:
+		args := slices.Clone(e.args)
+		if e.keys > 0 {
+			args[3] = e.args[3].(*argBuf).String()
+		}
+		e.last = redis.NewCmd(ctx, args...)
+	case e.cmd == nil:
+		e.cmd = redis.NewCmd(ctx, e.args...)
+		e.last = e.cmd
+	default:
+		e.cmd.SetErr(nil)
+		e.cmd.SetVal(nil)
+		e.last = e.cmd
+	}
+	if e.keys > 0 {
+		e.last.SetFirstKeyPos(3)
+	}
+	if _, pipelined := c.(redis.Pipeliner); pipelined {
+		// The generation before the queueing: a reload after it is one this command may have missed.
+		e.pipelined = e.script != nil
+		if e.pipelined {
+			e.gen = e.script.gen.Load()
+		}
+		_ = p.Process(ctx, e.last) // the command carries its error, read after Exec
+		return
+	}
+	_ = p.Process(ctx, e.last) // the command carries its error
+	// (HasErrorPrefix allocates even for a nil error: ask only when there is one.)
+	if err := e.last.Err(); err == nil || e.script == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return // (no script: a custom function's FCALL, see newFCallCmd)
+	}
+	keys := make([]string, e.keys)
+	for i := range keys {
+		keys[i] = e.args[3+i].(*argBuf).String()
+	}
+	e.last = e.script.Eval(ctx, c, keys, e.args[3+e.keys:]...)
+}
+
+// result returns the reply of the command last sent, redis.Nil for a nil reply. A pipelined
+// EVALSHA answered NOSCRIPT (the script cache was flushed, or the server restarted, since the
+// script was loaded) loads the script again on every master of the client it was prepared on
+// (script.reload) before result returns: the request still fails with NOSCRIPT, since it did not
+// run, and the requests after it find the script. A failed reload is added to the error.
+func (e *evalCmd) result() (any, error) {
+	v, err := e.last.Result()
+	if e.pipelined && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if rerr := e.script.reload(e.gen); rerr != nil {
+			return v, fmt.Errorf("%w (loading the script again failed: %w)", err, rerr)
+		}
+	}
+	return v, err
+}
+
+// scriptCall is what every script's Call holds: the algorithm's name (its errors start with it),
+// the error of a request that could not be sent, and the command last sent.
+type scriptCall struct {
+	name string
+	err  error
+	sent *evalCmd
+}
+
+// fail makes err the error of the request being sent, which is not sent.
+func (s *scriptCall) fail(err error) { s.err, s.sent = err, nil }
+
+// send sends e on c as the request's command.
+func (s *scriptCall) send(ctx context.Context, c redis.Cmdable, e *evalCmd) {
+	s.err, s.sent = nil, e
+	e.send(ctx, c)
+}
+
+// reply returns the raw reply of the request sent last, or its error (the name prefixed).
+func (s *scriptCall) reply() (any, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	raw, err := s.sent.result()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return raw, nil
+}
+
+// decoded returns d, or err prefixed with the name.
+func (s *scriptCall) decoded(d Decision, err error) (Decision, error) {
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return d, nil
 }
 
 // Reloads returns how many times the script was loaded again after a NOSCRIPT reply in a
@@ -93,65 +256,15 @@ func (s *script) reload(gen uint64) error {
 	return err
 }
 
-// call is one script call sent by script.run.
-type call struct {
-	*redis.Cmd
-	// s is the script of a pipelined call, nil otherwise; gen is s's load generation when the
-	// call was queued.
-	s   *script
-	gen uint64
-}
-
-// Result returns the call's reply or error. A pipelined call answered NOSCRIPT loads its script
-// again first (script.reload): the error is still the call's, and a failed reload is added to
-// it.
-func (c call) Result() (any, error) {
-	v, err := c.Cmd.Result()
-	if c.s != nil && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if rerr := c.s.reload(c.gen); rerr != nil {
-			return v, fmt.Errorf("%w (loading the script again failed: %w)", err, rerr)
-		}
-	}
-	return v, err
-}
-
-// Err returns the call's error, as Result does.
-func (c call) Err() error {
-	_, err := c.Result()
-	return err
-}
-
 // maxExact is 2^53: every integer below it is exact in a Lua (IEEE double) number. Prepare checks
 // that the numbers a script multiplies stay below it.
 const maxExact = 1 << 53
-
-// scriptPending returns the Pending of a script whose reply is {allowed 0|1, remaining,
-// retry-after µs, time µs}, decoded by decodeDecision; name prefixes errors.
-func scriptPending(name string, cmd call, clock Clock) Pending {
-	return decodedPending(name, cmd, func(raw any) (Decision, error) { return decodeDecision(raw, clock) })
-}
-
-// decodedPending returns the Pending of a script whose reply decode reads; name prefixes the
-// errors of both the call and the decoding.
-func decodedPending(name string, cmd call, decode func(raw any) (Decision, error)) Pending {
-	return func() (Decision, error) {
-		raw, err := cmd.Result()
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: %w", name, err)
-		}
-		d, err := decode(raw)
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: %w", name, err)
-		}
-		return d, nil
-	}
-}
 
 // decodeDecision decodes the common reply {allowed 0|1, remaining, retry-after µs, time µs}. A
 // reply of another shape, an allowed flag other than 0 or 1, a negative retry-after or a time
 // that is not positive is an error wrapping ErrBadReply with the raw reply, never an admission.
 func decodeDecision(raw any, clock Clock) (Decision, error) {
-	v, err := Ints(raw, 4)
+	v, err := ints(raw, 4)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -172,11 +285,6 @@ func decodeDecision(raw any, clock Clock) (Decision, error) {
 		TimeMicros: v[3],
 		Clock:      clock,
 	}, nil
-}
-
-// failedPending is the Pending of a request that could not be sent.
-func failedPending(err error) Pending {
-	return func() (Decision, error) { return Decision{}, err }
 }
 
 // requestCost returns req.Cost, with 0 meaning 1. A negative cost, or a cost above 1 for an

@@ -63,8 +63,8 @@ func TestDecodeDecision(t *testing.T) {
 	}
 }
 
-// TestScriptPending: a failed or malformed reply from Redis is an error, never an admission.
-func TestScriptPending(t *testing.T) {
+// TestCallResult: a failed or malformed reply from Redis is an error, never an admission.
+func TestCallResult(t *testing.T) {
 	tests := []struct {
 		name    string
 		cmd     *redis.Cmd
@@ -78,7 +78,9 @@ func TestScriptPending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := scriptPending("gcra", call{Cmd: tt.cmd}, ClockServer)()
+			c := (&gcraLimiter{interval: 1, tolerance: 10}).NewCall().(*gcraCall)
+			c.sent = &evalCmd{last: tt.cmd}
+			d, err := c.Result()
 			if err == nil || d.Allowed {
 				t.Fatalf("got %+v, %v; want an error and no admission", d, err)
 			}
@@ -161,40 +163,52 @@ func TestContracts(t *testing.T) {
 }
 
 // TestNoscriptFallback: when the script cache is flushed after Prepare (a restarted or failed-over
-// server), a pipelined request, which is a bare EVALSHA, fails with NOSCRIPT, but a request on a
-// client goes through Script.Run, falls back to EVAL and is decided; that EVAL puts the script
-// back, so the next pipeline works again. Every algorithm, and the reference, on a single node
-// and on a cluster.
+// server), a pipelined request, which is a bare EVALSHA, fails with NOSCRIPT and loads the script
+// again, so that the next pipelined request of the same Call is decided; a request on a client
+// falls back to EVAL, as Script.Run does, and is decided, and that EVAL puts the script back, so
+// the next pipeline works again. Every algorithm, and the reference, on a single node and on a
+// cluster, through one Call that sends its command again each time (as the load generator does).
 func TestNoscriptFallback(t *testing.T) {
 	l := Limit{Limit: 5, Window: time.Second}
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client
-		pipelined := func(lim Limiter, req Request) (Decision, error) {
-			p := c.Pipeline()
-			pend := lim.Do(ctx, p, req)
-			_, _ = p.Exec(ctx) // the command's own error is read through pend
-			return pend()
-		}
-		for _, a := range append(All(), Reference()) {
-			name := a.Describe().Name
-			scripted := name != "sliding-log-published" // the article sends plain commands
-			lim := prepare(t, env, a, l)
+		flush := func() {
 			if err := env.Target.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 				return m.ScriptFlush(ctx).Err()
 			}); err != nil {
 				t.Fatal(err)
 			}
-			req := Request{Subject: "nos", Client: "c", Cost: 1, ClientTime: base, FixedTime: base}
-			_, err := pipelined(lim, req)
+		}
+		for _, a := range append(All(), Reference()) {
+			name := a.Describe().Name
+			scripted := name != "sliding-log-published" // the article sends plain commands
+			lim := prepare(t, env, a, l)
+			call := lim.NewCall()
+			pipelined := func(req Request) (Decision, error) {
+				p := c.Pipeline()
+				call.Send(ctx, p, req)
+				_, _ = p.Exec(ctx) // the command's own error is read through Result
+				return call.Result()
+			}
+			at := func(ms int) Request {
+				t := base.Add(time.Duration(ms) * time.Millisecond)
+				return Request{Subject: "nos", Client: "c", Cost: 1, ClientTime: t, FixedTime: t}
+			}
+			flush()
+			_, err := pipelined(at(0))
 			if got := err != nil && strings.Contains(err.Error(), "NOSCRIPT"); got != scripted {
 				t.Errorf("%s: pipelined EVALSHA after SCRIPT FLUSH: %v; want NOSCRIPT %v", name, err, scripted)
 			}
-			if d, err := lim.Do(ctx, c, req)(); err != nil || !d.Allowed {
+			if d, err := pipelined(at(1)); err != nil || !d.Allowed {
+				t.Errorf("%s: pipeline after a NOSCRIPT: %+v, %v; want allowed (the NOSCRIPT loaded the script again)", name, d, err)
+			}
+			flush()
+			call.Send(ctx, c, at(2))
+			if d, err := call.Result(); err != nil || !d.Allowed {
 				t.Errorf("%s: after SCRIPT FLUSH: %+v, %v; want allowed (EVALSHA, then EVAL)", name, d, err)
 			}
-			req.FixedTime, req.ClientTime = base.Add(time.Millisecond), base.Add(time.Millisecond)
-			if d, err := pipelined(lim, req); err != nil || !d.Allowed {
+			if d, err := pipelined(at(3)); err != nil || !d.Allowed {
 				t.Errorf("%s: pipeline after the fallback: %+v, %v; want allowed (EVAL cached the script)", name, d, err)
 			}
 		}
@@ -240,7 +254,7 @@ func TestPipelineReloadsAfterScriptFlush(t *testing.T) {
 				pipe := target.Client.Pipeline()
 				var ps []Pending
 				for i := range 3 {
-					ps = append(ps, lim.Do(ctx, pipe, Request{Subject: fmt.Sprintf("s%d", i), Client: "c", Cost: 1,
+					ps = append(ps, Do(ctx, lim, pipe, Request{Subject: fmt.Sprintf("s%d", i), Client: "c", Cost: 1,
 						ClientTime: time.Now()}))
 				}
 				_, _ = pipe.Exec(ctx)
@@ -268,7 +282,7 @@ func TestPipelineReloadsAfterScriptFlush(t *testing.T) {
 					}
 				}
 				flush()
-				if _, err := lims[i].Do(ctx, target.Client, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: time.Now()})(); err != nil {
+				if _, err := Do(ctx, lims[i], target.Client, Request{Subject: "p", Client: "c", Cost: 1, ClientTime: time.Now()})(); err != nil {
 					t.Errorf("%s: plain request after SCRIPT FLUSH: %v; want it run through EVAL", name, err)
 				}
 			}

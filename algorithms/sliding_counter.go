@@ -3,7 +3,6 @@ package algorithms
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,7 +65,7 @@ func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l 
 	if err != nil {
 		return nil, fmt.Errorf("sliding-counter: %w", err)
 	}
-	return &slidingCounterLimiter{script: s, prefix: prefix, limit: l.Limit, windowUs: w}, nil
+	return &slidingCounterLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: w}, nil
 }
 
 // Model implements Algorithm.
@@ -74,6 +73,7 @@ func (SlidingCounter) Model(l Limit) Model { return newSlidingCounterModel(l) }
 
 type slidingCounterLimiter struct {
 	script   *script
+	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -82,7 +82,8 @@ type slidingCounterLimiter struct {
 
 // key is the counter of window k: prefix + "sc:{" + subject + "}:" + k in base 36.
 func (s *slidingCounterLimiter) key(subject string, k int64) string {
-	return subjectKey(s.prefix, "sc", subject) + ":" + strconv.FormatInt(k, 36)
+	var b argBuf
+	return b.windowKey(s.prefix, "sc", subject, k).String()
 }
 
 // Keys implements Limiter: the counters of the window req is predicted to be decided in (that of
@@ -92,29 +93,65 @@ func (s *slidingCounterLimiter) Keys(req Request) []string {
 	return []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
 }
 
-// Do implements Limiter.
-func (s *slidingCounterLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// slidingCounterCall is the Call of a slidingCounterLimiter: the script's arguments are the
+// counters of windows k and k − 1, kW and (k + 1)W in µs (16 digits for every time from 2001 to
+// 2286, as the script compares them), W, (L − n)·W, n, the new counter's expiry (k + 2)·W in ms,
+// and the fixed time in tests.
+type slidingCounterCall struct {
+	windowCall
+	s                    *slidingCounterLimiter
+	subject              string
+	cur, prev            argBuf
+	start, end           int64
+	budget, cost, expiry int64
+	now, at              *evalCmd // without and with a fixed time
+}
+
+// NewCall implements Limiter.
+func (s *slidingCounterLimiter) NewCall() Call {
+	c := &slidingCounterCall{windowCall: windowCall{scriptCall: scriptCall{name: "sliding-counter"}, windows: &s.windows, w: s.windowUs}, s: s}
+	keys := []*argBuf{&c.cur, &c.prev}
+	c.now = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry)
+	c.at = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry, &c.fixed)
+	return c
+}
+
+func (c *slidingCounterCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	s := c.s
 	cost, err := checkRequest("sliding-counter", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	if cost > s.limit {
 		// Never admissible (and (cur + cost)·W stays exact); still ask Redis so that the decision
 		// carries a time.
 		cost = s.limit + 1
 	}
-	return s.windows.do(ctx, c, "sliding-counter", req, s.windowUs,
-		func(k, fixed int64) call {
-			keys := []string{s.key(req.Subject, k), s.key(req.Subject, k-1)}
-			// The bounds are 16 digits for every time from 2001 to 2286, as the script compares them.
-			args := []any{k * s.windowUs, (k + 1) * s.windowUs, s.windowUs, (s.limit - cost) * s.windowUs, cost, (k + 2) * s.windowUs / 1000}
-			if fixed != 0 {
-				args = append(args, fixed)
-			}
-			return s.script.run(ctx, c, keys, args...)
-		},
-		func(raw any, k int64) (Decision, bool, error) { return s.decode(raw, k, cost) })
+	c.subject, c.cost = req.Subject, cost
+	c.budget = (s.limit - cost) * s.windowUs
+	c.begin(ctx, rc, req, c)
 }
+
+// sendFor implements windowSender.
+func (c *slidingCounterCall) sendFor(k int64) {
+	s := c.s
+	c.cur.windowKey(s.prefix, "sc", c.subject, k)
+	c.prev.windowKey(s.prefix, "sc", c.subject, k-1)
+	c.start, c.end, c.expiry = k*s.windowUs, (k+1)*s.windowUs, (k+2)*s.windowUs/1000
+	e := c.now
+	if c.fixed != 0 {
+		e = c.at
+	}
+	c.send(c.ctx, c.rc, e)
+}
+
+// decodeFor implements windowSender.
+func (c *slidingCounterCall) decodeFor(raw any, k int64) (Decision, bool, error) {
+	return c.s.decode(raw, k, c.cost)
+}
+
+func (c *slidingCounterCall) Result() (Decision, error) { return c.result(c) }
 
 // decode decodes the reply of scripts/sliding_counter.lua, "<allowed 0|1|2> <cur> <prev> <s> <µs>",
 // for a request of n = cost permits sent for window k and decided at t, e = t − kW µs into it.

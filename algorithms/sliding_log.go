@@ -54,7 +54,7 @@ func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limi
 	if err != nil {
 		return nil, fmt.Errorf("sliding-log: %w", err)
 	}
-	return &slidingLogLimiter{script: s, prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
+	return &slidingLogLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
 }
 
 // Model implements Algorithm.
@@ -62,6 +62,7 @@ func (SlidingLog) Model(l Limit) Model { return newSlidingLogModel(l) }
 
 type slidingLogLimiter struct {
 	script   *script
+	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	limit    int64
 	windowUs int64
@@ -71,23 +72,54 @@ func (s *slidingLogLimiter) Keys(req Request) []string {
 	return []string{subjectKey(s.prefix, "sl", req.Subject)}
 }
 
-func (s *slidingLogLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// slidingLogCall is the Call of a slidingLogLimiter: the script's arguments are the key, L − 1
+// and W, then the cost when it is not 1 or a fixed time follows, and the fixed time in tests.
+type slidingLogCall struct {
+	scriptCall
+	s           *slidingLogLimiter
+	key         argBuf
+	cost, fixed int64
+	one, n, at  *evalCmd // cost 1, cost n, and cost with a fixed time
+}
+
+func (s *slidingLogLimiter) NewCall() Call {
+	c := &slidingLogCall{scriptCall: scriptCall{name: "sliding-log"}, s: s}
+	keys := []*argBuf{&c.key}
+	c.one = newEvalCmd(s.script, s.fresh, keys, s.limit-1, s.windowUs)
+	c.n = newEvalCmd(s.script, s.fresh, keys, s.limit-1, s.windowUs, &c.cost)
+	c.at = newEvalCmd(s.script, s.fresh, keys, s.limit-1, s.windowUs, &c.cost, &c.fixed)
+	return c
+}
+
+func (c *slidingLogCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	s := c.s
 	cost, err := checkRequest("sliding-log", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	if cost > s.limit {
 		// Never admissible; still ask Redis so that the decision carries a time.
 		cost = s.limit + 1
 	}
-	args := []any{s.limit - 1, s.windowUs}
-	if fixed := fixedMicros(req); fixed != 0 {
-		args = append(args, cost, fixed)
-	} else if cost != 1 {
-		args = append(args, cost)
+	c.key.subjectKey(s.prefix, "sl", req.Subject)
+	c.cost, c.fixed = cost, fixedMicros(req)
+	e := c.one
+	switch {
+	case c.fixed != 0:
+		e = c.at
+	case cost != 1:
+		e = c.n
 	}
-	cmd := s.script.run(ctx, c, s.Keys(req), args...)
-	return decodedPending("sliding-log", cmd, func(raw any) (Decision, error) { return s.decode(raw, cost) })
+	c.send(ctx, rc, e)
+}
+
+func (c *slidingLogCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(c.s.decode(raw, c.cost))
 }
 
 // decode decodes the reply of scripts/sliding_log.lua, "<allowed 0|1> <x> <s> <µs>", for a request

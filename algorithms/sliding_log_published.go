@@ -73,31 +73,50 @@ func (s *slidingLogPublishedLimiter) Keys(req Request) []string {
 	return []string{subjectKey(s.prefix, "slp", req.Subject)}
 }
 
-func (s *slidingLogPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
-	if _, err := checkRequest("sliding-log-published", req, false); err != nil {
-		return failedPending(err)
+// slidingLogPublishedCall is the Call of a slidingLogPublishedLimiter. The article sends four
+// plain commands, not a script; they are built for each request.
+type slidingLogPublishedCall struct {
+	s    *slidingLogPublishedLimiter
+	err  error
+	now  int64 // ms
+	cmds [4]redis.Cmder
+	card *redis.IntCmd
+}
+
+// NewCall implements Limiter.
+func (s *slidingLogPublishedLimiter) NewCall() Call { return &slidingLogPublishedCall{s: s} }
+
+func (c *slidingLogPublishedCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	s := c.s
+	if _, c.err = checkRequest("sliding-log-published", req, false); c.err != nil {
+		return
 	}
 	key := s.Keys(req)[0]
-	now := clientTime(req).UnixMilli()
-	windowStart := now - s.window.Milliseconds()
+	c.now = clientTime(req).UnixMilli()
+	windowStart := c.now - s.window.Milliseconds()
 	// The article's uuid(): any unique member will do.
-	member := strconv.FormatInt(now, 10) + "-" + strconv.FormatUint(rand.Uint64(), 16)
-	rem := c.ZRemRangeByScore(ctx, key, "0", strconv.FormatInt(windowStart, 10))
-	add := c.ZAdd(ctx, key, redis.Z{Score: float64(now), Member: member})
-	card := c.ZCard(ctx, key)
-	exp := c.Expire(ctx, key, s.window+time.Minute)
-	return func() (Decision, error) {
-		for _, cmd := range []redis.Cmder{rem, add, card, exp} {
-			if err := cmd.Err(); err != nil {
-				return Decision{}, fmt.Errorf("sliding-log-published: %s: %w", cmd.Name(), err)
-			}
-		}
-		n := card.Val()
-		return Decision{
-			Allowed:    n <= s.limit,
-			Remaining:  max(0, s.limit-n),
-			TimeMicros: now * 1000,
-			Clock:      ClockClient,
-		}, nil
+	member := strconv.FormatInt(c.now, 10) + "-" + strconv.FormatUint(rand.Uint64(), 16)
+	rem := rc.ZRemRangeByScore(ctx, key, "0", strconv.FormatInt(windowStart, 10))
+	add := rc.ZAdd(ctx, key, redis.Z{Score: float64(c.now), Member: member})
+	c.card = rc.ZCard(ctx, key)
+	exp := rc.Expire(ctx, key, s.window+time.Minute)
+	c.cmds = [4]redis.Cmder{rem, add, c.card, exp}
+}
+
+func (c *slidingLogPublishedCall) Result() (Decision, error) {
+	if c.err != nil {
+		return Decision{}, c.err
 	}
+	for _, cmd := range c.cmds {
+		if err := cmd.Err(); err != nil {
+			return Decision{}, fmt.Errorf("sliding-log-published: %s: %w", cmd.Name(), err)
+		}
+	}
+	n := c.card.Val()
+	return Decision{
+		Allowed:    n <= c.s.limit,
+		Remaining:  max(0, c.s.limit-n),
+		TimeMicros: c.now * 1000,
+		Clock:      ClockClient,
+	}, nil
 }

@@ -61,7 +61,7 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 		return nil, fmt.Errorf("token-bucket: %w", err)
 	}
 	capacity := l.Capacity() * unit
-	return &tokenBucketLimiter{script: s, prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: expiryQuantum(capacity, rate)}, nil
+	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: expiryQuantum(capacity, rate)}, nil
 }
 
 // expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
@@ -78,6 +78,7 @@ func (TokenBucketHash) Model(l Limit) Model { return newTokenBucketModel(l) }
 
 type tokenBucketLimiter struct {
 	script               *script
+	fresh                bool // prepared on a cluster client: see evalCmd
 	prefix               string
 	unit, rate, capacity int64
 	quantum              int64 // µs, expiryQuantum
@@ -87,23 +88,51 @@ func (t *tokenBucketLimiter) Keys(req Request) []string {
 	return []string{subjectKey(t.prefix, "tb", req.Subject)}
 }
 
-func (t *tokenBucketLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// tokenBucketCall is the Call of a tokenBucketLimiter: the script's arguments are the key, the
+// units needed, R, C·U and the expiry quantum, and the fixed time in tests.
+type tokenBucketCall struct {
+	scriptCall
+	t           *tokenBucketLimiter
+	key         argBuf
+	need, fixed int64
+	now, at     *evalCmd // without and with a fixed time
+}
+
+func (t *tokenBucketLimiter) NewCall() Call {
+	c := &tokenBucketCall{scriptCall: scriptCall{name: "token-bucket"}, t: t}
+	keys := []*argBuf{&c.key}
+	c.now = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum)
+	c.at = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum, &c.fixed)
+	return c
+}
+
+func (c *tokenBucketCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	t := c.t
 	cost, err := checkRequest("token-bucket", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
 	if limit := t.capacity / t.unit; cost > limit {
 		// Never admissible (and cost·U stays exact); still ask Redis so that the decision
 		// carries a time.
 		cost = limit + 1
 	}
-	need := cost * t.unit
-	args := []any{need, t.rate, t.capacity, t.quantum}
-	if fixed := fixedMicros(req); fixed != 0 {
-		args = append(args, fixed)
+	c.key.subjectKey(t.prefix, "tb", req.Subject)
+	c.need = cost * t.unit
+	e := c.now
+	if c.fixed = fixedMicros(req); c.fixed != 0 {
+		e = c.at
 	}
-	cmd := t.script.run(ctx, c, t.Keys(req), args...)
-	return decodedPending("token-bucket", cmd, func(raw any) (Decision, error) { return t.decode(raw, need) })
+	c.send(ctx, rc, e)
+}
+
+func (c *tokenBucketCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(c.t.decode(raw, c.need))
 }
 
 // decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <s> <µs> <state>" (see
@@ -159,7 +188,7 @@ func tokenBucketReply(raw any, capacity int64) (allowed bool, now, tokens, ts in
 	if !found {
 		return false, 0, 0, 0, badReply("want three fields and the state", raw)
 	}
-	v, err := replyFields(head, 3)
+	v, err := splitFields(head, 3, raw)
 	if err == nil {
 		allowed, err = Bool01(v[0], raw)
 	}
@@ -167,7 +196,7 @@ func tokenBucketReply(raw any, capacity int64) (allowed bool, now, tokens, ts in
 		now, err = timeMicros(v[1], v[2], raw)
 	}
 	if err != nil {
-		return false, 0, 0, 0, fmt.Errorf("%w (reply %q)", err, s)
+		return false, 0, 0, 0, err
 	}
 	switch len(state) {
 	case 0:

@@ -58,6 +58,7 @@ func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClie
 	}
 	return &tokenBucketPublishedLimiter{
 		script:   s,
+		fresh:    isCluster(c),
 		prefix:   prefix,
 		rate:     strconv.FormatFloat(l.RatePerSecond(), 'g', -1, 64),
 		capacity: l.Capacity(),
@@ -69,6 +70,7 @@ func (TokenBucketPublished) Model(Limit) Model { return nil }
 
 type tokenBucketPublishedLimiter struct {
 	script   *script
+	fresh    bool // prepared on a cluster client: see evalCmd
 	prefix   string
 	rate     string // tokens per second, decimal
 	capacity int64
@@ -79,11 +81,40 @@ func (t *tokenBucketPublishedLimiter) Keys(req Request) []string {
 	return []string{base + ":tokens", base + ":ts"}
 }
 
-func (t *tokenBucketPublishedLimiter) Do(ctx context.Context, c redis.Cmdable, req Request) Pending {
+// tokenBucketPublishedCall is the Call of a tokenBucketPublishedLimiter: the script's arguments
+// are the two keys, the rate, the capacity, the client's time in seconds and the cost.
+type tokenBucketPublishedCall struct {
+	scriptCall
+	t          *tokenBucketPublishedLimiter
+	tokens, ts argBuf
+	now, cost  int64
+	cmd        *evalCmd
+}
+
+// NewCall implements Limiter.
+func (t *tokenBucketPublishedLimiter) NewCall() Call {
+	c := &tokenBucketPublishedCall{scriptCall: scriptCall{name: "token-bucket-published"}, t: t}
+	c.cmd = newEvalCmd(t.script, t.fresh, []*argBuf{&c.tokens, &c.ts}, t.rate, t.capacity, &c.now, &c.cost)
+	return c
+}
+
+func (c *tokenBucketPublishedCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
+	t := c.t
 	cost, err := checkRequest("token-bucket-published", req, true)
 	if err != nil {
-		return failedPending(err)
+		c.fail(err)
+		return
 	}
-	cmd := t.script.run(ctx, c, t.Keys(req), t.rate, t.capacity, clientTime(req).Unix(), cost)
-	return scriptPending("token-bucket-published", cmd, ClockClient)
+	c.tokens.subjectKey(t.prefix, "tbp", req.Subject).b = append(c.tokens.b, ":tokens"...)
+	c.ts.subjectKey(t.prefix, "tbp", req.Subject).b = append(c.ts.b, ":ts"...)
+	c.now, c.cost = clientTime(req).Unix(), cost
+	c.send(ctx, rc, c.cmd)
+}
+
+func (c *tokenBucketPublishedCall) Result() (Decision, error) {
+	raw, err := c.reply()
+	if err != nil {
+		return Decision{}, err
+	}
+	return c.decoded(decodeDecision(raw, ClockClient))
 }

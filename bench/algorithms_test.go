@@ -338,7 +338,9 @@ func (r redisRatePeer) key(req algorithms.Request) string {
 func (r redisRatePeer) Keys(req algorithms.Request) []string { return []string{"rate:" + r.key(req)} }
 
 // Do implements algorithms.Limiter.
-func (r redisRatePeer) Do(ctx context.Context, _ redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (r redisRatePeer) NewCall() algorithms.Call { return algorithms.PendingCall(r.do) }
+
+func (r redisRatePeer) do(ctx context.Context, _ redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	res, err := r.lim.AllowN(ctx, r.key(req), r.limit, int(max(req.Cost, 1)))
 	return func() (algorithms.Decision, error) {
 		if err != nil {
@@ -489,7 +491,9 @@ func (p scriptPeer) Keys(req algorithms.Request) []string {
 }
 
 // Do implements algorithms.Limiter.
-func (p scriptPeer) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (p scriptPeer) NewCall() algorithms.Call { return algorithms.PendingCall(p.do) }
+
+func (p scriptPeer) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	keys, args := p.call(p.request(req), p.prefix+"peer:{"+req.Subject+"}")
 	cmd := p.script.Run(ctx, c, keys, args...)
 	return func() (algorithms.Decision, error) {
@@ -523,7 +527,9 @@ func (f floorLimiter) Keys(req algorithms.Request) []string {
 	return []string{k, k + ":p"}
 }
 
-func (f floorLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (f floorLimiter) NewCall() algorithms.Call { return algorithms.PendingCall(f.do) }
+
+func (f floorLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	cmd := f.script.Run(ctx, c, f.Keys(req))
 	return func() (algorithms.Decision, error) {
 		if _, err := cmd.Text(); err != nil {
@@ -555,7 +561,7 @@ func measureBatch(ctx context.Context, c redis.UniversalClient, cg *callgrind, l
 	start := time.Now()
 	for i := first; i < first+benchRoundCalls; i++ {
 		req := algorithms.Request{Subject: "s" + strconv.Itoa(i%benchSubjects), Client: "c1", Cost: 1, ClientTime: time.Now()}
-		d, err := lim.Do(ctx, c, req)()
+		d, err := algorithms.Do(ctx, lim, c, req)()
 		if err != nil {
 			return b, err
 		}
@@ -681,7 +687,7 @@ func subjectBytes(ctx context.Context, c redis.UniversalClient, lim algorithms.L
 	req := algorithms.Request{Subject: "mem-" + strconv.FormatInt(now.UnixNano(), 36), Client: "c1", Cost: 1, ClientTime: now}
 	var last int64
 	for range benchLimit.Limit {
-		d, err := lim.Do(ctx, c, req)()
+		d, err := algorithms.Do(ctx, lim, c, req)()
 		if err != nil {
 			return 0, err
 		}

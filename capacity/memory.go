@@ -105,7 +105,7 @@ func fill(ctx context.Context, tgt *redisenv.Target, lim algorithms.Limiter, n, 
 				for i := first; i < last; i++ {
 					subj := fmt.Sprintf("m%d", i)
 					for range per {
-						pend = append(pend, lim.Do(ctx, pipe, algorithms.Request{Subject: subj, Client: "c0", Cost: 1, ClientTime: time.Now()}))
+						pend = append(pend, algorithms.Do(ctx, lim, pipe, algorithms.Request{Subject: subj, Client: "c0", Cost: 1, ClientTime: time.Now()}))
 					}
 				}
 				_, xerr := pipe.Exec(ctx)

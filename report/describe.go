@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/scenarios"
@@ -70,10 +71,11 @@ func settingsOf(s *scenarios.Scenario) *Settings {
 }
 
 // HarnessEnvironment returns the harness side of an environment: this machine's CPUs, the
-// GOMAXPROCS in effect now, Go's and limitbench's versions, OS and architecture. AddTarget adds
-// the Redis side.
+// GOMAXPROCS in effect now and, when a command applied its CPU policy, why and how many
+// redis-servers it counted on this machine (cpus.Applied), Go's and limitbench's versions, OS and
+// architecture. AddTarget adds the Redis side.
 func HarnessEnvironment() Environment {
-	return Environment{
+	env := Environment{
 		CPUs:           runtime.NumCPU(),
 		GOMAXPROCS:     runtime.GOMAXPROCS(0),
 		GoVersion:      runtime.Version(),
@@ -81,6 +83,10 @@ func HarnessEnvironment() Environment {
 		OS:             runtime.GOOS,
 		Arch:           runtime.GOARCH,
 	}
+	if st, ok := cpus.Applied(); ok {
+		env.GOMAXPROCSNote, env.LocalServers = st.ProcsNote, st.LocalServers
+	}
+	return env
 }
 
 // AddTarget fills the Redis side of env from info, a started environment's: backend, image,

@@ -97,6 +97,15 @@ func fullResult(t *testing.T) *Result {
 		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
 		Timeline:     Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}}},
 		Files:        Files{Histogram: "reference-cluster.hgrm"},
+		// A segment's part (in a real result, with Result.Segment, not with Generators).
+		Partial: &Partial{
+			Counts: load.Counts{Requests: 2000, Allowed: 2000, Denied: 1, Failed: 2, Unknown: 3, AllowedPermits: 2000, Late: 4, Missed: 5,
+				Warmup: 6, Clamped: 7, Dropped: 8, Narrowed: 9, ClockMismatch: 10},
+			Scheduled: 2005, DurationNS: 10e9, WarmupNS: 5e8, BinNS: 5e8, Canceled: true, Behind: true,
+			Histograms: []byte("lbhg"), Timeline: []byte("lbtl"), Errors: []byte("lber"),
+			Log: "reference-cluster.alog", WarmupLog: "reference-cluster-warmup.alog",
+			MeasuredFromUS: 1_790_000_000_500_000, ClockOffsetUS: -1500.25, ClockErrorUS: 6.5, LateStartMS: 12.5, Arrived: 3,
+		},
 	}
 	return &Result{
 		Schema: SchemaVersion,
@@ -124,11 +133,16 @@ func fullResult(t *testing.T) *Result {
 			},
 		},
 		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",
-			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
+			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GOMAXPROCSNote: "load generator on GOMAXPROCS 3: --procs (6 local redis-server(s))",
+			LocalServers: 6, GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
 		StartedAt: start, FinishedAt: start.Add(95 * time.Second),
 		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
 		Reference: "reference",
 		Entries:   []Entry{full, ref},
+		Segment:   &Segment{RunID: "run-001", Index: 1, Count: 3, ScenarioHash: "5b3cfbff", Start: "barrier", TestClockOffsetUS: 150000},
+		Generators: []Generator{{Segment: 2, Requests: 1000, ThroughputRPS: 99.5, Late: 2, LateFraction: 0.002, LateStartMS: 1.5,
+			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
+		MergedFrom: []string{"results/run-001/segment-0"},
 		Files: RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile,
 			Plots:      []string{"latency-cluster.png", "latency-cluster.svg"},
 			Histograms: []string{"my-limiter-cluster.hgrm", "my-limiter-cluster-service.hgrm", "reference-cluster.hgrm"}},

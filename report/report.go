@@ -108,6 +108,7 @@ type view struct {
 	Verdicts    []verdictRow
 	Findings    []findingGroup
 	Topologies  []figureGroup
+	Generators  [][]string // a merged result's per-generator table (generatorTable), else nil
 }
 
 type row struct{ Key, Value string }
@@ -135,7 +136,8 @@ type figureView struct {
 
 func newView(r *Result, figs []Figure, inline bool) view {
 	s, env := r.Scenario, r.Environment
-	v := view{Title: "limitbench report: " + orDefault(s.Name, "unnamed scenario"), Description: s.Description}
+	v := view{Title: "limitbench report: " + orDefault(s.Name, "unnamed scenario"), Description: s.Description,
+		Generators: generatorTable(r)}
 	add := func(rows *[]row, k, val string) {
 		if val != "" {
 			*rows = append(*rows, row{k, val})
@@ -365,6 +367,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 			r.Worst, r.Efficiency, r.Through, r.P50, r.P99)
 	}
 	fmt.Fprintf(&b, "\n%s\n\n", MarkdownText(verdictLegend))
+	writeGeneratorsMarkdown(&b, v.Generators)
 	b.WriteString("## Findings\n\n")
 	for _, g := range v.Findings {
 		fmt.Fprintf(&b, "### %s\n\n", MarkdownText(g.Heading))
@@ -447,6 +450,12 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>` + verdictLegend + `</p>
+{{if .Generators}}<h2>Generators</h2>
+<p>` + generatorsLegend + `</p>
+<div class="wrap"><table class="v">
+<thead><tr>{{range index .Generators 0}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range $i, $r := .Generators}}{{if $i}}<tr>{{range $r}}<td class="n">{{.}}</td>{{end}}</tr>{{end}}{{end}}
+</tbody></table></div>{{end}}
 <h2>Findings</h2>
 {{range .Findings}}<section><h3><span class="badge {{.Class}}">{{.Heading}}</span></h3>
 <ul>{{range .Items}}<li>{{.}}</li>{{end}}</ul></section>

@@ -50,6 +50,12 @@ type Result struct {
 	Entries []Entry `json:"entries"`
 	// Files lists the run-level files written beside result.json, by base name; WriteAll fills it.
 	Files RunFiles `json:"files"`
+	// Segment is set on one generator's part of a segmented run (see Segment).
+	Segment *Segment `json:"segment,omitempty"`
+	// Generators is set on a merged result: one row per segment that went into it.
+	Generators []Generator `json:"generators,omitempty"`
+	// MergedFrom names the directories a merged result was merged from.
+	MergedFrom []string `json:"merged_from,omitempty"`
 }
 
 // Scenario describes the workload, as the scenario file gave it.
@@ -136,8 +142,13 @@ type Environment struct {
 	Nodes int `json:"nodes"`
 	// CPUs is the number of logical CPUs of the harness machine.
 	CPUs int `json:"cpus"`
-	// GOMAXPROCS is the harness's GOMAXPROCS.
-	GOMAXPROCS int `json:"gomaxprocs,omitempty"`
+	// GOMAXPROCS is the harness's GOMAXPROCS; GOMAXPROCSNote says how the command's CPU policy
+	// chose it (cpus.Apply), and LocalServers is how many redis-servers the policy counted on this
+	// machine: those a started backend ran, or an external target's seeds on a loopback address,
+	// localhost or an address of this machine (0: Redis ran elsewhere, or no policy was applied).
+	GOMAXPROCS     int    `json:"gomaxprocs,omitempty"`
+	GOMAXPROCSNote string `json:"gomaxprocs_note,omitempty"`
+	LocalServers   int    `json:"local_servers,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
 	// HarnessVersion is limitbench's version (module version or VCS revision).
@@ -212,6 +223,8 @@ type Entry struct {
 
 	// Files lists this entry's files by base name; WriteAll fills it.
 	Files Files `json:"files"`
+	// Partial holds, in one segment's result, what merging needs (see Partial).
+	Partial *Partial `json:"partial,omitempty"`
 }
 
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and

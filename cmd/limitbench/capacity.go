@@ -45,7 +45,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/capacity-<algorithm>-<UTC time>/); refused when it holds a capacity result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
-	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each local redis-server; Go's default against an external server)")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each redis-server on this machine, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
 	fs.BoolVar(&f.noPin, "no-pin", false, "do not pin Redis and the load generator to separate CPUs")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states during the sweep (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and round trips no longer pay to wake them; --awake=false leaves them alone")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the table")

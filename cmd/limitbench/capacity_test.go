@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -210,4 +212,32 @@ func sizeText(v float64) string {
 		return fmt.Sprintf("%.0f B", v)
 	}
 	return fmt.Sprintf("%.3g KiB", v/1024)
+}
+
+// TestCapacityExternalLoopback: a sweep against an external server on a loopback address leaves it
+// a CPU, as against a started one, and capacity.json's environment says so.
+func TestCapacityExternalLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a capacity sweep")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	server, err := redisenv.Start(context.Background(), redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop(context.Background()) })
+	addr := server.Masters()[0]
+	code, _, c := capacityRun(t, "--backend", "external", "--redis", "redis://:"+server.Password+"@"+addr,
+		"--algorithm", "gcra", "--slo", "p99 < 50ms", "--step", "300ms", "--subjects", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d; want 0", code)
+	}
+	env := c.Environment
+	if want := max(1, runtime.NumCPU()-1); env.GOMAXPROCS != want || env.LocalServers != 1 ||
+		!strings.Contains(env.GOMAXPROCSNote, addr+" (a loopback address)") {
+		t.Errorf("environment: GOMAXPROCS %d, local servers %d, note %q; want %d, 1, naming %s as a loopback address",
+			env.GOMAXPROCS, env.LocalServers, env.GOMAXPROCSNote, want, addr)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
@@ -626,5 +627,49 @@ algorithms:
 	}
 	if c := res.Scenario.Settings.Custom; len(c) != 1 || c[0].Script != "granted.lua" || c[0].Allowed.String() != `{equals: "1"}` {
 		t.Errorf("result.json custom settings = %+v; want granted.lua with its allowed rule", c)
+	}
+}
+
+// TestRunExternalLoopback: a run against an external server on a loopback address leaves a CPU to
+// it, as a run against a started one does, says so on the line that reports GOMAXPROCS, and
+// records it in result.json's environment; --procs overrides the choice.
+func TestRunExternalLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skipf("redis-server is not on PATH: %v", err)
+	}
+	ctx := context.Background()
+	server, err := redisenv.Start(ctx, redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop(context.Background()) })
+	addr := server.Masters()[0]
+	url := "redis://:" + server.Password + "@" + addr
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		procs int
+		note  string
+	}{
+		{"policy", nil, max(1, runtime.NumCPU()-1), addr + " (a loopback address)"},
+		{"--procs", []string{"--procs", "2"}, 2, "GOMAXPROCS 2: --procs"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--backend", "external", "--redis", url, "--duration", "500ms", "--algorithms", "gcra",
+				"--no-reference"}, tt.args...)
+			code, _, stderr, res := runCLI(t, t.TempDir(), false, append(args, suite+"smoke.yaml")...)
+			checkExit(t, code, stderr)
+			env := res.Environment
+			if env.GOMAXPROCS != tt.procs || env.LocalServers != 1 || !strings.Contains(env.GOMAXPROCSNote, tt.note) {
+				t.Errorf("environment: GOMAXPROCS %d, local servers %d, note %q; want %d, 1, a note with %q",
+					env.GOMAXPROCS, env.LocalServers, env.GOMAXPROCSNote, tt.procs, tt.note)
+			}
+			if !strings.Contains(stderr, env.GOMAXPROCSNote) {
+				t.Errorf("stderr lacks the GOMAXPROCS line %q", env.GOMAXPROCSNote)
+			}
+		})
 	}
 }

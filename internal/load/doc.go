@@ -14,6 +14,10 @@
 // timerfd, so the generator's own lateness stays well under the latencies it measures (see
 // keeper.go; Plan.NoKeeper turns it off, and bench/ reports the lateness with and without).
 //
+// A worker keeps one algorithms.Call per request it may have in flight (PipelineDepth of them) and
+// sends every request through them, so that its requests reuse their commands instead of building
+// new ones; the connections the workers hold are opened before the clock starts.
+//
 // Each request produces one Outcome, a plain struct. Aggregators consume outcomes (Aggregator:
 // Add, Merge, Fresh, Finish): this package's Histograms (HDR, latency and service time, allowed
 // and denied apart) and Timeline (per-bin counts), and the verifier's admission log

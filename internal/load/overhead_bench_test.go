@@ -17,10 +17,12 @@ type nopLimiter struct{}
 
 func (nopLimiter) Keys(algorithms.Request) []string { return nil }
 
-func (nopLimiter) Do(context.Context, redis.Cmdable, algorithms.Request) algorithms.Pending {
-	return func() (algorithms.Decision, error) {
-		return algorithms.Decision{Allowed: true, TimeMicros: time.Now().UnixMicro(), Clock: algorithms.ClockServer}, nil
-	}
+func (nopLimiter) NewCall() algorithms.Call { return nopLimiter{} }
+
+func (nopLimiter) Send(context.Context, redis.Cmdable, algorithms.Request) {}
+
+func (nopLimiter) Result() (algorithms.Decision, error) {
+	return algorithms.Decision{Allowed: true, TimeMicros: time.Now().UnixMicro(), Clock: algorithms.ClockServer}, nil
 }
 
 // BenchmarkRunOverhead is the harness's own cost per request (ns/op, allocs/op), closed loop,

@@ -16,9 +16,12 @@ type slowLimiter struct{ d time.Duration }
 
 func (slowLimiter) Keys(algorithms.Request) []string { return nil }
 
-func (l slowLimiter) Do(context.Context, redis.Cmdable, algorithms.Request) algorithms.Pending {
-	time.Sleep(l.d)
-	return func() (algorithms.Decision, error) { return algorithms.Decision{Allowed: true}, nil }
+func (l slowLimiter) NewCall() algorithms.Call { return l }
+
+func (l slowLimiter) Send(context.Context, redis.Cmdable, algorithms.Request) { time.Sleep(l.d) }
+
+func (slowLimiter) Result() (algorithms.Decision, error) {
+	return algorithms.Decision{Allowed: true}, nil
 }
 
 func TestRunFallsBehind(t *testing.T) {
@@ -44,7 +47,9 @@ type stallOnce struct {
 
 func (*stallOnce) Keys(algorithms.Request) []string { return nil }
 
-func (l *stallOnce) Do(context.Context, redis.Cmdable, algorithms.Request) algorithms.Pending {
+func (l *stallOnce) NewCall() algorithms.Call { return algorithms.PendingCall(l.do) }
+
+func (l *stallOnce) do(context.Context, redis.Cmdable, algorithms.Request) algorithms.Pending {
 	if l.calls.Add(1)-1 == l.at {
 		time.Sleep(l.d)
 	}

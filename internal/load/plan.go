@@ -93,6 +93,14 @@ type Plan struct {
 	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
 	// goroutines concurrently. The pointer is valid only during the call.
 	OnOutcome func(*Outcome)
+	// Share is this generator's segment of the load (see Share); the zero Share is the whole
+	// load. Closed loop, Clients must be at least Share.Count.
+	Share Share
+	// Start, when set, is the wall time of the run's offset 0: Run waits until then (or until
+	// its context ends) before the first tick. A Start already past starts the schedule in
+	// the past: the ticks already due are sent at once and count as late when they are more
+	// than LateAfter behind. Zero starts the run when Run is called.
+	Start time.Time
 }
 
 func (p Plan) withDefaults() Plan {
@@ -161,6 +169,12 @@ func (p Plan) Validate() error {
 		field("pipeline depth", CheckPipelineDepth(depth, p.Clients))
 	}
 	errs = p.Keys.validate(errs)
+	if err := p.Share.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadPlan, err))
+	} else if _, closed := p.Arrival.(ClosedLoop); closed && !p.Share.Whole() && p.Clients < p.Share.Count {
+		bad("a closed loop of %d clients cannot be split into %d segments (each segment runs clients of its own)",
+			p.Clients, p.Share.Count)
+	}
 	if p.Cost != 0 {
 		field("cost", CheckCost(p.Cost))
 	}

@@ -149,12 +149,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	r.own = ownConns(c, p)
 	if r.own != nil {
-		// The workers' go-redis Conns share their client's Options but each guards them with a
-		// lock of its own, and setting up a connection writes to them once (when the server
-		// refuses maintenance notifications, go-redis turns them off in the Options): set up
-		// one connection here first, so that the workers' Conns only read them. Its error, if
-		// any, is the first request's to report.
-		_ = r.own.Ping(r.reqCtx).Err()
+		openConns(r.reqCtx, r.own, p.Clients)
 	}
 	if p.Mode == ModeAutoPipeline {
 		ap, err := c.AutoPipeline()
@@ -170,11 +165,13 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	for range nShards - 1 {
 		r.shards = append(r.shards, &shard{sinks: sinks.fresh()})
 	}
-	workers := make([]*worker, p.Clients)
-	for i := range workers {
-		workers[i] = newWorker(r, i)
+	workers := make([]*worker, 0, p.Clients)
+	for i := range p.Clients {
+		if !r.closed || p.Share.Runs(i) {
+			workers = append(workers, newWorker(r, i))
+		}
 	}
-	r.start = time.Now()
+	r.start = waitStart(ctx, p.Start)
 	for _, sh := range r.shards {
 		sh.sinks.start(r.start)
 	}
@@ -217,7 +214,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if r.closed {
 		res.Scheduled = res.Counts.Requests
 	} else if stop > r.warm {
-		res.Scheduled = Scheduled(p.Arrival, stop) - Scheduled(p.Arrival, r.warm)
+		res.Scheduled = p.Share.Of(Scheduled(p.Arrival, stop)) - p.Share.Of(Scheduled(p.Arrival, r.warm))
 		if res.Scheduled > res.Counts.Requests {
 			res.Counts.Missed = res.Scheduled - res.Counts.Requests
 		}
@@ -240,6 +237,38 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		p.Progress(r.snapshot(time.Since(r.start), 0, 0))
 	}
 	return res, nil
+}
+
+// openConns puts n connections of c in its pool, each set up and used once, before a run whose
+// workers hold one each (see ownConns), so that no request of the run waits for a connection to
+// be dialed and set up. It also spares every request go-redis's check for push notifications
+// (RESP3) on a connection that has not been in its pool in the last 5 s, which a new connection
+// never has: two recvfrom system calls per request until the worker's first renewal (connRenew)
+// without it. Errors are left to the requests to report.
+//
+// The workers' go-redis Conns share their client's Options but each guards them with a lock of
+// its own, and setting up a connection writes to them once (when the server refuses maintenance
+// notifications, go-redis turns them off in the Options): the first connection is set up alone,
+// so that the others, and the workers' Conns, only read them.
+func openConns(ctx context.Context, c *redis.Client, n int) {
+	conns := make([]*redis.Conn, n)
+	for i := range conns {
+		conns[i] = c.Conn()
+	}
+	_ = conns[0].Ping(ctx).Err()
+	const dialers = 16
+	var wg sync.WaitGroup
+	for d := range min(dialers, n-1) {
+		wg.Go(func() {
+			for i := 1 + d; i < n; i += dialers {
+				_ = conns[i].Ping(ctx).Err()
+			}
+		})
+	}
+	wg.Wait()
+	for _, cn := range conns {
+		_ = cn.Close() // gives the connection back to the pool
+	}
 }
 
 // runner is the state shared by the workers of one Run.
@@ -316,4 +345,21 @@ func (r *runner) progress(finished <-chan struct{}) {
 			r.p.Progress(s)
 		}
 	}
+}
+
+// waitStart waits until start, or until ctx ends, and returns the run's start: start, or now
+// when start is zero.
+func waitStart(ctx context.Context, start time.Time) time.Time {
+	if start.IsZero() {
+		return time.Now()
+	}
+	if d := time.Until(start); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return start
 }

@@ -18,7 +18,9 @@ type worker struct {
 	counts Counts
 	timer  *time.Timer
 	outs   []Outcome
-	pends  []algorithms.Pending
+	// calls send the worker's requests, one per request of a batch: built once, so that a
+	// request allocates nothing of its own (see algorithms.Call).
+	calls []algorithms.Call
 
 	// cmd takes the worker's plain requests: the runner's cmd, or conn. pipe, in pipeline mode,
 	// is a pipeline on c or on conn; nil otherwise.
@@ -33,15 +35,19 @@ type worker struct {
 func newWorker(r *runner, id int) *worker {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &worker{
+	w := &worker{
 		r:     r,
 		id:    id,
 		sh:    r.shards[id%len(r.shards)],
 		depth: r.p.PipelineDepth,
 		timer: t,
 		outs:  make([]Outcome, r.p.PipelineDepth),
-		pends: make([]algorithms.Pending, r.p.PipelineDepth),
+		calls: make([]algorithms.Call, r.p.PipelineDepth),
 	}
+	for i := range w.calls {
+		w.calls[i] = r.lim.NewCall()
+	}
+	return w
 }
 
 func (w *worker) run() {
@@ -176,12 +182,13 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 	}
 	pipe := w.pipe
 	if pipe == nil {
-		o := &outs[0]
+		o, call := &outs[0], w.calls[0]
 		o.Sent = sent
 		if closed {
 			o.Intended = sent
 		}
-		d, err := r.lim.Do(r.reqCtx, w.cmd, w.request(o, now))()
+		call.Send(r.reqCtx, w.cmd, w.request(o, now))
+		d, err := call.Result()
 		o.Received = time.Since(r.start)
 		o.Decision, o.Err, o.Class = d, err, Classify(err)
 	} else {
@@ -191,14 +198,13 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 			if closed {
 				o.Intended = sent
 			}
-			w.pends[i] = r.lim.Do(r.reqCtx, pipe, w.request(o, now))
+			w.calls[i].Send(r.reqCtx, pipe, w.request(o, now))
 		}
 		_, _ = pipe.Exec(r.reqCtx) // every command carries its own error
 		recv := time.Since(r.start)
 		for i := range outs {
 			o := &outs[i]
-			d, err := w.pends[i]()
-			w.pends[i] = nil
+			d, err := w.calls[i].Result()
 			o.Received = recv
 			o.Decision, o.Err, o.Class = d, err, Classify(err)
 		}
@@ -287,7 +293,7 @@ func (w *worker) record(outs []Outcome) {
 func (w *worker) openLoop() {
 	r := w.r
 	for {
-		n := r.next.Add(1) - 1
+		n := r.p.Share.Tick(r.next.Add(1) - 1)
 		at, ok := r.p.Arrival.At(n)
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
@@ -307,12 +313,12 @@ func (w *worker) openLoop() {
 			// Take every further tick that is already due, up to the depth.
 			for k < w.depth {
 				m := r.next.Load()
-				at2, ok := r.p.Arrival.At(m)
+				at2, ok := r.p.Arrival.At(r.p.Share.Tick(m))
 				if !ok || at2 > elapsed || at2 >= r.end {
 					break
 				}
 				if r.next.CompareAndSwap(m, m+1) {
-					w.prepare(&w.outs[k], m, at2)
+					w.prepare(&w.outs[k], r.p.Share.Tick(m), at2)
 					k++
 				}
 			}

@@ -131,6 +131,17 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 	return spec, nil
 }
 
+// Seeds returns the addresses (host:port) an external target's URL names, as Start tries them;
+// nil for the other backends. An unusable URL is an error wrapping ErrBadConfig (never showing the
+// password).
+func (c Config) Seeds() ([]string, error) {
+	if c.Backend != BackendExternal {
+		return nil, nil
+	}
+	spec, err := parseExternal(c.URL, c.Username, c.Password)
+	return spec.seeds, err
+}
+
 // splitURLSeeds splits "scheme://[userinfo@]h1:p1,h2:p2[/db][?query]" into the URL with its
 // first host alone and the other hosts. A URL with one host comes back unchanged. The user
 // information ends at the authority's last '@', so a password may hold ',' or '@' (percent-encoded

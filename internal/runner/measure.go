@@ -117,12 +117,26 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	name := a.Describe().Name
 	prefix := KeyPrefix(runID, name, strconv.Itoa(rep))
 	cleanCtx := context.WithoutCancel(ctx)
-	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
-		return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+	seg := o.Segment // nil unless this is one segment of a segmented run (see segment.go)
+	if seg == nil {
+		// The segments of a run share their prefix: none claims it, and the last one out
+		// removes the keys.
+		if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
+			return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
 		defer cancel()
+		if seg != nil {
+			last, arrived := seg.leave(cctx, tgt, prefix)
+			if e != nil && e.Partial != nil {
+				e.Partial.Arrived = arrived
+			}
+			if !last {
+				return
+			}
+		}
 		if w := cleanup(cctx, tgt, prefix); w != nil {
 			if e != nil {
 				e.Warnings = append(e.Warnings, *w)
@@ -158,8 +172,9 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 
 	p := s.Plan()
-	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
+	sharedClock, clientClock := tgt.Info.SharedClock && seg == nil, a.Describe().Clock == algorithms.ClockClient
 	var serverClock *load.ClockOffset
+	var realOffset load.ClockOffset // the offset to the server's clock measured by the real clock
 	if !sharedClock {
 		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
 		if err != nil {
@@ -167,6 +182,11 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		}
 		// The offset is measured once; allow for the clocks drifting apart until the run ends.
 		off.Err += time.Duration(float64(s.TotalDuration()+time.Minute) * clockDrift)
+		realOffset = off
+		if seg != nil {
+			// This generator's clock reads ClockOffset ahead: the offset it measures is less.
+			off.Offset -= seg.ClockOffset
+		}
 		serverClock = &off
 	}
 	if o.Progress != nil {
@@ -182,7 +202,17 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if err != nil {
 		return nil, LostOr(ctx, tgt, fmt.Errorf("read server stats: %w", err))
 	}
-	if s.Arrival != nil && s.Arrival.Align.Every > 0 {
+	var met meeting
+	if seg != nil {
+		first := !seg.met
+		seg.met = true
+		p.Share = seg.Share
+		met, err = seg.meet(ctx, tgt, prefix, realOffset, s.TotalDuration(), first)
+		if err != nil {
+			return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+		}
+		p.Start = met.start
+	} else if s.Arrival != nil && s.Arrival.Align.Every > 0 {
 		wait := time.Until(s.Arrival.Align.Start(time.Now()))
 		select {
 		case <-ctx.Done():
@@ -204,7 +234,16 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		}
 	}
 	rec := newRecording(p, sharedClock, serverClock, clientClock)
-	res, err := load.Run(loadCtx, client, lim, p, rec.sinks())
+	var runLim algorithms.Limiter = lim
+	sinks := rec.sinks()
+	if seg != nil {
+		rec.oneClock()
+		if seg.ClockOffset != 0 {
+			runLim = clockShifted{lim, seg.ClockOffset}
+			sinks = rec.shiftedSinks(seg.ClockOffset)
+		}
+	}
+	res, err := load.Run(loadCtx, client, runLim, p, sinks)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
@@ -222,6 +261,16 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim, contract, s.Limit)
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w
+		if seg != nil {
+			part, err := partialOf(&e, res, rec, realOffset, met)
+			if err != nil {
+				e.Warnings = append(e.Warnings, report.Warning{Kind: "partial", Message: err.Error()})
+			}
+			if part != nil {
+				part.ClockOffsetUS -= float64(seg.ClockOffset) / 1e3
+			}
+			e.Partial = part
+		}
 		return &e
 	}
 	statCtx, cancel := context.WithTimeout(cleanCtx, 10*time.Second)

@@ -99,6 +99,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ScenarioFile is recorded in the result; defaults to Scenario.File.
 	ScenarioFile string
+	// Segment, when set, makes the run one segment of a segmented run (see Segment); Repeat
+	// must then be 1.
+	Segment *Segment
 }
 
 // Progress is a live view of one measurement.
@@ -172,6 +175,13 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	}
 
 	runID := NewRunID()
+	if o.Segment != nil {
+		if o.Repeat != 1 {
+			return finish(fmt.Errorf("%w: a segmented run measures each algorithm once (repeat 1)", redisenv.ErrBadConfig))
+		}
+		runID = o.Segment.RunID
+		res.Segment = o.Segment.segmentInfo(report.ScenarioHash(res.Scenario))
+	}
 	var topologies []string
 	for _, topo := range s.Topologies {
 		topologies = append(topologies, string(topo))

@@ -47,6 +47,12 @@ type AdmissionLog struct {
 	SharedClock bool
 	Server      *load.ClockOffset
 	ClientClock bool
+	// OneClock puts every event on the server's clock, Server's, a client-clock algorithm's
+	// too (SharedClock must be false): the generators of a segmented run each have a clock of
+	// their own, and the server's is the one they share, so their logs merge into one history
+	// only there. A client-clock decision is then [Sent, Received] moved to the server's clock
+	// like an error, and never narrowed.
+	OneClock bool
 	// Narrowed counts events narrowed to the server's decision time.
 	Narrowed uint64
 	// Mismatched counts server decision times outside their event's interval by more than
@@ -77,7 +83,7 @@ func NewAdmissionLog(start time.Time, sharedClock bool, server *load.ClockOffset
 
 // onServerClock reports whether the log's times are on an external server's clock.
 func (l *AdmissionLog) onServerClock() bool {
-	return !l.SharedClock && l.Server != nil && !l.ClientClock
+	return !l.SharedClock && l.Server != nil && (!l.ClientClock || l.OneClock)
 }
 
 // Shift returns how many µs a harness time is moved by on the log's clock: the server's offset,
@@ -137,7 +143,7 @@ func (l *AdmissionLog) Add(o *load.Outcome) {
 	// can exceed Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
 	lo, hi := int64(o.Sent/time.Microsecond), ceilMicros(o.Received)+1
 	// A client-clock decision is on the harness's clock whatever the plan says.
-	server := l.onServerClock() && !(o.Class == load.ClassOK && o.Decision.Clock == algorithms.ClockClient)
+	server := l.onServerClock() && (l.OneClock || !(o.Class == load.ClassOK && o.Decision.Clock == algorithms.ClockClient))
 	if server {
 		lo += floorMicros(l.Server.Offset - l.Server.Err)
 		hi += ceilMicros(l.Server.Offset + l.Server.Err)
@@ -239,7 +245,7 @@ func (l *AdmissionLog) Start(start time.Time) { l.Origin = start.UnixMicro() }
 
 // Fresh implements Aggregator: an empty log on the same clock.
 func (l *AdmissionLog) Fresh() load.Aggregator {
-	return &AdmissionLog{Origin: l.Origin, SharedClock: l.SharedClock, Server: l.Server, ClientClock: l.ClientClock}
+	return &AdmissionLog{Origin: l.Origin, SharedClock: l.SharedClock, Server: l.Server, ClientClock: l.ClientClock, OneClock: l.OneClock}
 }
 
 // Finish implements Aggregator: Dropped, Narrowed and Mismatched (as ClockMismatch).
@@ -257,7 +263,8 @@ func (l *AdmissionLog) Finish() load.Counts {
 // clock. Shift is l's.
 func (l *AdmissionLog) Merge(other load.Aggregator) error {
 	o, ok := other.(*AdmissionLog)
-	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || o.onServerClock() != l.onServerClock() {
+	if !ok || o.SharedClock != l.SharedClock || o.ClientClock != l.ClientClock || o.OneClock != l.OneClock ||
+		o.onServerClock() != l.onServerClock() {
 		return fmt.Errorf("%w: merge %T into an admission log on another clock", load.ErrMismatch, other)
 	}
 	if d := o.Origin - l.Origin; d != 0 {
@@ -299,6 +306,9 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	if l.Server != nil {
 		flags |= 4
 	}
+	if l.OneClock {
+		flags |= 8
+	}
 	e.Uvarint(flags)
 	if l.Server != nil {
 		e.Varint(int64(l.Server.Offset))
@@ -332,10 +342,10 @@ func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
 	return load.Decode(l, b, admissionLogKind, admissionLogVersion, func(d *load.Decoder) (AdmissionLog, error) {
 		out := AdmissionLog{Origin: d.Varint()}
 		flags := d.Uvarint()
-		if flags&^7 != 0 {
+		if flags&^15 != 0 {
 			return out, d.Errorf("unknown clock flags %#x", flags)
 		}
-		out.SharedClock, out.ClientClock = flags&1 != 0, flags&2 != 0
+		out.SharedClock, out.ClientClock, out.OneClock = flags&1 != 0, flags&2 != 0, flags&8 != 0
 		if flags&4 != 0 {
 			out.Server = &load.ClockOffset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
 		}

@@ -254,7 +254,9 @@ func (l incrLimiter) Keys(req algorithms.Request) []string {
 	return []string{l.prefix + "{" + req.Subject + "}"}
 }
 
-func (l incrLimiter) Do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
+func (l incrLimiter) NewCall() algorithms.Call { return algorithms.PendingCall(l.do) }
+
+func (l incrLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	cmd := c.Incr(ctx, l.Keys(req)[0])
 	return func() (algorithms.Decision, error) {
 		if err := cmd.Err(); err != nil {

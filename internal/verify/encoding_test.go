@@ -122,7 +122,7 @@ func TestAdmissionLogDecodeRefusesOtherBytes(t *testing.T) {
 		"a later version": edit(4, 2),
 		"truncated":       b[:len(b)-1],
 		"trailing bytes":  append(append([]byte(nil), b...), 0),
-		"unknown flags":   edit(flags, 8|1),
+		"unknown flags":   edit(flags, 16|1),
 	} {
 		var got AdmissionLog
 		if err := got.UnmarshalBinary(bad); !errors.Is(err, load.ErrEncoding) {

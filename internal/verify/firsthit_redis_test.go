@@ -59,7 +59,7 @@ func newRedisLog(t *testing.T, l algorithms.Limit, subjects []string) *redisLog 
 // do sends one request for subject s and logs it.
 func (r *redisLog) do(s int) {
 	sent := time.Now()
-	d, err := r.lim.Do(context.Background(), r.c, algorithms.Request{Subject: r.subjects[s], Client: "c", Cost: 1})()
+	d, err := algorithms.Do(context.Background(), r.lim, r.c, algorithms.Request{Subject: r.subjects[s], Client: "c", Cost: 1})()
 	done := time.Now()
 	k := Denied
 	switch {

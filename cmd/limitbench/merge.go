@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/report"
+)
+
+func init() {
+	register("merge", "merge the partial results of a segmented run into one verified result", runMerge)
+}
+
+// runMerge implements `limitbench merge [--out DIR] [--force] DIR...`: each DIR (or its
+// result.json) is one segment's partial result of `limitbench run --segment I/N`. It checks they
+// are every segment of one run, each once (runner.ErrNotOneRun is bad input, exit 2, naming the
+// directories and segments), merges and verifies them as one history (runner.Merge), writes
+// result.json, the .hgrm files, plots and reports into DIR (default a new
+// results/<scenario>-merged-<UTC time>/), and exits 1 when the merged run failed its verdicts,
+// expectations or thresholds.
+func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("merge", "[--out DIR] [--force] DIR...", stderr)
+	out := fs.String("out", "", "directory to write the merged result to (default a new results/<scenario>-merged-<UTC time>/); refused when it holds a result, unless --force")
+	force := fs.Bool("force", false, forceUsage)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return badInput(errors.New("no partial result given: name each segment's results directory"))
+	}
+	var parts []runner.Part
+	for _, arg := range fs.Args() {
+		dir, path := arg, filepath.Join(arg, report.ResultFile)
+		if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+			dir, path = filepath.Dir(arg), arg
+		}
+		r, err := report.ReadResult(path)
+		if err != nil {
+			return badInput(err) // ReadResult's errors name the file
+		}
+		if err := report.ReadPartialLogs(dir, r); err != nil {
+			return badInput(fmt.Errorf("%s: %w", dir, err))
+		}
+		parts = append(parts, runner.Part{Dir: dir, Result: r})
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := runner.Merge(parts)
+	if err != nil {
+		return badInput(err)
+	}
+	res := c.Result
+	var o *outDir
+	if *out == "" {
+		o, err = newOutDir("results", res.Scenario.Name+"-merged-"+timeStamp(time.Now()))
+	} else {
+		o, err = explicitOutDir("--out", *out, report.ResultFile, *force)
+	}
+	if err != nil {
+		return err
+	}
+	defer o.release()
+	if err := report.WriteAll(o.path, res); err != nil {
+		return fmt.Errorf("write the merged result to %s: %w", o.path, err)
+	}
+	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
+	fmt.Fprintf(stdout, "merged %d segments: %s\n", len(parts), o.path)
+	if len(c.Failures) > 0 {
+		return failed(fmt.Errorf("%d problem(s):\n  %s", len(c.Failures), strings.Join(c.Failures, "\n  ")))
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// segmentFlags are the flags of `limitbench run` that make it one segment of a segmented run.
+type segmentFlags struct {
+	segment     string
+	segments    int
+	runID       string
+	startAt     string
+	lead        time.Duration
+	clockOffset time.Duration
+}
+
+// indexEnv is the environment variable --segments takes the segment from: a Kubernetes Indexed
+// Job sets it in each pod.
+const indexEnv = "JOB_COMPLETION_INDEX"
+
+func (f *segmentFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.segment, "segment", "", "run segment I/N of the load (0 <= I < N): its share of the schedule, disjoint from the others'; `limitbench merge` joins the N results")
+	fs.IntVar(&f.segments, "segments", 0, "run one of N segments, the segment number taken from $"+indexEnv+" (a Kubernetes Indexed Job's)")
+	fs.StringVar(&f.runID, "run-id", "", "the id every segment of one run shares (letters, digits, . _ -; default from the scenario's hash and seed): use a new one for each run")
+	fs.StringVar(&f.startAt, "start-at", "", "segments: start the first measurement at this RFC 3339 time instead of at the barrier in Redis")
+	fs.DurationVar(&f.lead, "lead", runner.DefaultLead, "segments: how long after the first generator reaches a barrier the load starts")
+	fs.DurationVar(&f.clockOffset, "test-clock-offset", 0, "segments, for testing only: move this generator's clock by this much")
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// config returns the runner.Segment the flags set, nil when none; set says which flags were
+// given. Errors are bad input.
+func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario, repeat int) (*runner.Segment, error) {
+	var share load.Share
+	var err error
+	switch {
+	case set["segment"] && set["segments"]:
+		return nil, errors.New("--segment and --segments: give one (--segments takes the segment from $" + indexEnv + ")")
+	case set["segment"]:
+		if share, err = load.ParseShare(f.segment); err != nil {
+			return nil, fmt.Errorf("--segment: %w", err)
+		}
+	case set["segments"]:
+		if f.segments < 1 || f.segments > load.MaxShareCount {
+			return nil, fmt.Errorf("--segments must be in [1, %d], got %d", load.MaxShareCount, f.segments)
+		}
+		v, ok := os.LookupEnv(indexEnv)
+		if !ok {
+			return nil, fmt.Errorf("--segments %d: $%s is not set (or give --segment I/N)", f.segments, indexEnv)
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= f.segments {
+			return nil, fmt.Errorf("--segments %d: $%s is %q; want a whole number in [0, %d]", f.segments, indexEnv, v, f.segments-1)
+		}
+		share = load.Share{Index: i, Count: f.segments}
+	default:
+		for _, name := range []string{"run-id", "start-at", "lead", "test-clock-offset"} {
+			if set[name] {
+				return nil, fmt.Errorf("--%s applies to a segmented run only (--segment or --segments)", name)
+			}
+		}
+		return nil, nil
+	}
+	if len(loaded) != 1 {
+		return nil, fmt.Errorf("a segmented run runs one scenario, got %d", len(loaded))
+	}
+	if repeat != 1 {
+		return nil, fmt.Errorf("--repeat %d: a segmented run measures each algorithm once; repeat the whole run instead", repeat)
+	}
+	p := loaded[0].Plan()
+	p.Share = share
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", loaded[0].File, err)
+	}
+	if f.lead <= 0 {
+		return nil, fmt.Errorf("--lead must be > 0, got %s", f.lead)
+	}
+	g := &runner.Segment{Share: share, RunID: f.runID, Lead: f.lead, ClockOffset: f.clockOffset}
+	if f.startAt != "" {
+		if g.StartAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
+			return nil, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-11-24T22:00:00Z", f.startAt)
+		}
+	}
+	if g.RunID == "" {
+		g.RunID = runner.DefaultRunID(report.ScenarioHash(report.DescribeScenario(loaded[0], "")))
+	} else if !runIDPattern.MatchString(g.RunID) {
+		return nil, fmt.Errorf("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-'", g.RunID)
+	}
+	return g, nil
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
+)
+
+// TestSegmentFlagsGoldens: a bad segment, a segmented run of several scenarios or repeats, a run
+// id that cannot go in a key, a --start-at that is not a time, and the segment flags without a
+// segment are bad input, exit 2, before anything starts.
+func TestSegmentFlagsGoldens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	smoke := suite + "smoke.yaml"
+	runArgs := func(args ...string) []string {
+		return append(append([]string{"run", "--redis", "127.0.0.1:1", "--out", filepath.Join(tmp, "out")}, args...), smoke)
+	}
+	cases := []cliCase{
+		{"segment-out-of-range", runArgs("--segment", "3/3"), exitBadInput},
+		{"segment-not-i-of-n", runArgs("--segment", "two"), exitBadInput},
+		{"segment-and-segments", runArgs("--segment", "0/2", "--segments", "2"), exitBadInput},
+		{"segments-without-index", runArgs("--segments", "3"), exitBadInput},
+		{"segment-repeat", runArgs("--segment", "0/2", "--repeat", "2"), exitBadInput},
+		{"segment-run-id", runArgs("--segment", "0/2", "--run-id", "a b"), exitBadInput},
+		{"segment-start-at", runArgs("--segment", "0/2", "--start-at", "noon"), exitBadInput},
+		{"run-id-without-segment", runArgs("--run-id", "x"), exitBadInput},
+		{"merge-nothing", []string{"merge"}, exitBadInput},
+		{"segment-closed-loop", []string{"run", "--redis", "127.0.0.1:1", "--out", filepath.Join(tmp, "out"), "--clients", "2",
+			"--segment", "0/3", suite + "saturation.yaml"}, exitBadInput},
+	}
+	runGoldens(t, bin, cases, 5*time.Second, map[string]string{"$TMP": tmp})
+}
+
+// TestSegmentsFromTheEnvironment: --segments N takes the segment from $JOB_COMPLETION_INDEX, and
+// refuses a value that is not one.
+func TestSegmentsFromTheEnvironment(t *testing.T) {
+	s, err := scenarios.Load(suite + "smoke.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := []*scenarios.Scenario{s}
+	set := map[string]bool{"segments": true}
+	f := segmentFlags{segments: 3, lead: time.Second}
+	for _, tt := range []struct {
+		env  string
+		want int
+	}{{"0", 0}, {"2", 2}, {"3", -1}, {"-1", -1}, {"x", -1}} {
+		t.Setenv(indexEnv, tt.env)
+		g, err := f.config(set, loaded, 1)
+		switch {
+		case tt.want < 0 && err == nil:
+			t.Errorf("$%s=%s: config = %v; want an error", indexEnv, tt.env, g.Share)
+		case tt.want >= 0 && (err != nil || g.Share.Index != tt.want || g.Share.Count != 3):
+			t.Errorf("$%s=%s: config = %v, %v; want segment %d/3", indexEnv, tt.env, g, err, tt.want)
+		case tt.want >= 0 && !strings.HasPrefix(g.RunID, "seg-"):
+			t.Errorf("$%s=%s: run id %q; want one derived from the scenario's hash", indexEnv, tt.env, g.RunID)
+		}
+	}
+}
+
+// TestSegmentProcessesMerge: three `limitbench run --segment I/3` processes, each with a clock of
+// its own, against one real cluster, then `limitbench merge`: the merged result holds every
+// generator's requests and a per-generator table, `report` reads it, and merge refuses missing,
+// duplicate and mixed segments with exit 2, naming them.
+func TestSegmentProcessesMerge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs Redis under load")
+	}
+	bin := buildBinary(t)
+	tgt := redistest.Cluster(t).Target
+	u := url.URL{Scheme: "redis", User: url.UserPassword("default", tgt.Password), Host: strings.Join(tgt.Masters(), ",")}
+	tmp := t.TempDir()
+	scenario := writeFile(t, tmp, "seg.yaml", `version: 1
+name: seg
+topologies: [cluster]
+duration: 1500ms
+seed: 3
+clients: 4
+arrival: {rate: 120}
+keys: {count: 3, distribution: uniform}
+limit: {limit: 20, window: 1s}
+algorithms: [gcra]
+`)
+	run := func(runID, segment, offset, out string) (int, string) {
+		cmd := exec.Command(bin, "run", "--redis", u.String(), "--no-reference", "--quiet", "--segment", segment, "--run-id", runID,
+			"--lead", "1s", "--test-clock-offset", offset, "--out", out, scenario)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), stderr.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, stderr.String()
+	}
+	dirs := make([]string, 3)
+	var wg sync.WaitGroup
+	for i, off := range []string{"0s", "300ms", "-300ms"} {
+		dirs[i] = filepath.Join(tmp, "s"+string(rune('0'+i)))
+		wg.Go(func() {
+			if code, stderr := run("procs", string(rune('0'+i))+"/3", off, dirs[i]); code != 0 {
+				t.Errorf("segment %d: exit %d:\n%s", i, code, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	merge := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, append([]string{"merge"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), stderr.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, stdout.String()
+	}
+	out := filepath.Join(tmp, "merged")
+	// gcra passes; on a machine too loaded to keep to the schedule the merged verdict is
+	// inconclusive, exit 1, and the merged result is written all the same.
+	if code, msg := merge(append([]string{"--out", out}, dirs...)...); code != 0 && code != exitFailed {
+		t.Fatalf("merge: exit %d:\n%s", code, msg)
+	} else if code != 0 {
+		t.Logf("merge: exit %d: %s", code, msg)
+	}
+	merged, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, report.ResultFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r report.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		sum += r.Entries[0].Requests
+		if _, err := os.Stat(filepath.Join(d, r.Entries[0].Partial.Log)); err != nil {
+			t.Errorf("%s: admission log: %v", d, err)
+		}
+	}
+	if e := merged.Entries[0]; e.Requests != sum || e.Partial != nil || len(merged.Generators) != 3 {
+		t.Errorf("merged: %d requests (segments %d), partial %v, %d generator rows; want the sum, no partial, 3 rows",
+			e.Requests, sum, e.Partial != nil, len(merged.Generators))
+	}
+	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
+	if err != nil || !bytes.Contains(md, []byte("## Generators")) {
+		t.Errorf("report.md has no Generators section (%v)", err)
+	}
+	if msg, err := exec.Command(bin, "report", filepath.Join(out, report.ResultFile)).CombinedOutput(); err != nil {
+		t.Errorf("report of the merged result: %v\n%s", err, msg)
+	}
+
+	// Another run's segment 2, for mixing.
+	other := filepath.Join(tmp, "other")
+	if code, stderr := run("other", "2/3", "0s", other); code != 0 {
+		t.Fatalf("other run: exit %d:\n%s", code, stderr)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing", []string{dirs[0], dirs[2]}, "segment(s) missing: 1/3"},
+		{"duplicate", []string{dirs[0], dirs[1], dirs[1], dirs[2]}, "segment 1/3 is given twice: " + dirs[1] + " and " + dirs[1]},
+		{"mixed", []string{dirs[0], dirs[1], other}, other + ` is of run "other", ` + dirs[0] + ` of run "procs"`},
+	} {
+		code, msg := merge(append([]string{"--out", filepath.Join(tmp, tt.name)}, tt.args...)...)
+		if code != exitBadInput || !strings.Contains(msg, tt.want) {
+			t.Errorf("merge %s: exit %d, %q; want exit 2 saying %q", tt.name, code, msg, tt.want)
+		}
+		if _, err := os.Stat(filepath.Join(tmp, tt.name)); err == nil {
+			t.Errorf("merge %s: a refused merge left its --out directory behind", tt.name)
+		}
+	}
+}
