@@ -166,6 +166,10 @@ type Decision struct {
 	// TimeMicros is the time, in microseconds since the Unix epoch, at which the decision was taken,
 	// as the algorithm saw it (see Clock). Zero when the algorithm does not report it.
 	TimeMicros int64
+	// TimeSpanMicros, when > 0, says the decision time is known only to an interval: it lay in
+	// [TimeMicros, TimeMicros + TimeSpanMicros] (a time a script wrote with fewer digits than it
+	// had; see ReplyTime). Zero means exactly TimeMicros.
+	TimeSpanMicros int64
 	// Clock is the source of TimeMicros.
 	Clock Clock
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,9 +23,10 @@ var ErrBadCustom = errors.New("invalid custom script")
 // plain data; NewCustom checks it.
 //
 // Its JSON form is a description: {"name", "script" (as written), "keys", "args", "allowed" and
-// "contract" (as ReplyRule.String and Contract.String render them)}. It does not hold the source,
-// the time rule or the contract's granularity, so a spec read back from JSON describes the script
-// but cannot run it.
+// "contract" (as ReplyRule.String and Contract.String render them, the contract's templated
+// numbers as zeros), "contract_templates", "function" (the function FCALL calls, when "script"
+// is a function library)}. It does not hold the source or the time rule, so a spec read back
+// from JSON describes the script but cannot run it.
 type CustomSpec struct {
 	// Name identifies the algorithm in reports; it must differ from every built-in algorithm.
 	Name string
@@ -36,14 +37,24 @@ type CustomSpec struct {
 	Path string
 	// Source is the Lua text.
 	Source string
+	// Function, when not empty, says that Script is a Redis function library (Redis 7, its
+	// first line "#!lua name=..."), loaded with FUNCTION LOAD REPLACE on every master, and that
+	// each request calls this function of it with FCALL. Empty: Script is a script, called with
+	// EVALSHA.
+	Function string
 	// Keys and Args are the templates of KEYS and ARGV; see CustomTemplates. At least one key.
 	Keys, Args []string
 	// Allowed reads the reply.
 	Allowed ReplyRule
 	// Time, when set, says where the reply holds the time the script decided at.
 	Time *ReplyTime
-	// Contract is what the script promises (Kind NoContract: benchmark only).
+	// Contract is what the script promises (Kind NoContract: benchmark only). Its numbers that
+	// ContractTemplates names are filled in per Limit by Custom.Contract.
 	Contract Contract
+	// ContractTemplates holds the contract's numbers written as templates, by field name
+	// ("limit", "window", "capacity", "rate", "per"), such as {"limit": "{{limit}}",
+	// "window": "{{window_ms}}ms"}; nil when every number is literal. See FillContract.
+	ContractTemplates map[string]string
 }
 
 // path returns where the script was read from.
@@ -56,18 +67,21 @@ func (s CustomSpec) path() string {
 
 // customJSON is a CustomSpec's form in result.json.
 type customJSON struct {
-	Name     string   `json:"name"`
-	Script   string   `json:"script"`
-	Keys     []string `json:"keys"`
-	Args     []string `json:"args,omitempty"`
-	Allowed  string   `json:"allowed"`
-	Contract string   `json:"contract"`
+	Name              string            `json:"name"`
+	Script            string            `json:"script"`
+	Keys              []string          `json:"keys"`
+	Args              []string          `json:"args,omitempty"`
+	Allowed           string            `json:"allowed"`
+	Contract          string            `json:"contract"`
+	ContractTemplates map[string]string `json:"contract_templates,omitempty"`
+	Function          string            `json:"function,omitempty"`
 }
 
 // MarshalJSON writes s as result.json describes a custom script (see CustomSpec).
 func (s CustomSpec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(customJSON{Name: s.Name, Script: s.Script, Keys: s.Keys, Args: s.Args,
-		Allowed: s.Allowed.String(), Contract: s.Contract.String()})
+		Allowed: s.Allowed.String(), Contract: s.Contract.String(), ContractTemplates: s.ContractTemplates,
+		Function: s.Function})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, parsing the rule and the contract back
@@ -85,7 +99,8 @@ func (s *CustomSpec) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c}
+	*s = CustomSpec{Name: w.Name, Script: w.Script, Keys: w.Keys, Args: w.Args, Allowed: rule, Contract: c,
+		ContractTemplates: w.ContractTemplates, Function: w.Function}
 	return nil
 }
 
@@ -100,8 +115,9 @@ type Custom struct {
 
 var _ Algorithm = (*Custom)(nil)
 
-// NewCustom checks spec and parses its templates. Problems are reported at once, each wrapping
-// ErrBadCustom. The Lua itself is checked by Redis, in Prepare.
+// NewCustom checks spec and parses its templates (keys, args, the allowed rule's value, the
+// contract's templates). Problems are reported at once, each wrapping ErrBadCustom. The Lua
+// itself is checked by Redis, in Prepare.
 func NewCustom(spec CustomSpec) (*Custom, error) {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -129,26 +145,25 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		return out
 	}
 	a.keys, a.args = parse("keys", spec.Keys), parse("args", spec.Args)
-	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
-		if t.uses(tNowMS, tNowS, tNowUS) {
+	r := spec.Allowed
+	rule, _ := parseTemplate(r.Value)
+	for _, t := range append(append([]template{rule}, a.keys...), a.args...) {
+		if t.usesClock() {
 			a.clock = ClockClient
 		}
+	}
+	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
 		if t.uses(tCost) {
 			a.multi = true
 		}
 	}
-	r := spec.Allowed
 	if r.Element < 0 {
 		bad("allowed.element must be >= 0, got %d", r.Element)
 	}
-	switch r.Op {
-	case RuleEquals, RuleNotEquals, RuleGreaterThan, RuleIsNil:
-	case RulePrefix:
-		if r.Value == "" {
-			bad("allowed.prefix must not be empty")
-		}
-	default:
+	if !slices.Contains(RuleOps, r.Op) {
 		bad("unknown allowed rule %q", r.Op)
+	} else if err := r.CheckValue(); err != nil {
+		bad("allowed.%s: %v", r.Op, err)
 	}
 	if t := spec.Time; t != nil {
 		if t.Element < 1 {
@@ -162,9 +177,16 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 		}
 	}
 	switch spec.Contract.Kind {
-	case SlidingWindow, FixedWindow, TokenBucket, NoContract:
+	case SlidingWindow, FixedWindow, FirstHitWindow, TokenBucket, NoContract:
 	default:
 		bad("unknown contract kind %q", spec.Contract.Kind)
+	}
+	for _, f := range sortedKeys(spec.ContractTemplates) {
+		if _, err := parseTemplate(spec.ContractTemplates[f]); err != nil {
+			bad("contract.%s: %v", f, err)
+		} else if !slices.Contains(contractNumberFields, f) {
+			bad("contract.%s cannot be a template (the templated numbers are %s)", f, strings.Join(contractNumberFields, ", "))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -172,15 +194,26 @@ func NewCustom(spec CustomSpec) (*Custom, error) {
 	return a, nil
 }
 
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Spec returns the spec a was built from.
 func (a *Custom) Spec() CustomSpec { return a.spec }
 
-// Describe implements Algorithm. Clock is ClockClient when a key or argument uses {{now_ms}},
-// {{now_s}} or {{now_us}}, else ClockServer (the only clock left to the script is Redis's).
+// Describe implements Algorithm. Clock is ClockClient when a key, an argument or the allowed
+// rule's value uses {{now_ms}}, {{now_s}}, {{now_us}} or {{now_s_float}}, else ClockServer (the
+// only clock left to the script is Redis's).
 func (a *Custom) Describe() Description {
 	return Description{
 		Name:           a.spec.Name,
-		Origin:         "custom script " + a.spec.path(),
+		Origin:         a.origin(),
 		Clock:          a.clock,
 		KeysPerSubject: len(a.spec.Keys),
 		Memory:         "unknown",
@@ -188,27 +221,63 @@ func (a *Custom) Describe() Description {
 	}
 }
 
-// Contract implements Algorithm: the spec's contract, whatever l is.
-func (a *Custom) Contract(Limit) (Contract, error) { return a.spec.Contract, nil }
+// origin is Describe's Origin: "custom script my.lua", or "custom function allow of library
+// my_lib.lua (FCALL)".
+func (a *Custom) origin() string {
+	if a.spec.Function != "" {
+		return "custom function " + a.spec.Function + " of library " + a.spec.path() + " (FCALL)"
+	}
+	return "custom script " + a.spec.path()
+}
+
+// Contract implements Algorithm: the spec's contract, with the numbers written as templates
+// (ContractTemplates) filled in for l (see FillContract).
+func (a *Custom) Contract(l Limit) (Contract, error) {
+	c := a.spec.Contract
+	for _, f := range sortedKeys(a.spec.ContractTemplates) {
+		if err := FillContract(&c, f, a.spec.ContractTemplates[f], l); err != nil {
+			return Contract{}, fmt.Errorf("%w: %s: contract.%s: %w", ErrBadCustom, a.spec.Name, f, err)
+		}
+	}
+	return c, nil
+}
+
+// HasEmptyKey reports whether one of a's key templates is the empty string: a key that stays
+// empty (it is never prefixed), so state the script kept there would outlive the run's prefix.
+func (a *Custom) HasEmptyKey() bool { return slices.Contains(a.spec.Keys, "") }
 
 // Model implements Algorithm: a custom script has no reference model.
 func (a *Custom) Model(Limit) Model { return nil }
 
 // Prepare implements Algorithm: it validates l, loads the script on every master of c (see Check)
-// and binds the templates' constants (limit, window, burst, rate, prefix) once, so that Do only
-// fills in the per-request values.
+// and binds the templates' constants (limit, window, burst, rate, prefix) once, so that a Call
+// only fills in the per-request values.
 func (a *Custom) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.spec.Name, err)
+	}
+	if _, cluster := c.(*redis.ClusterClient); cluster && a.HasEmptyKey() {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, ErrEmptyKeyOnCluster)
 	}
 	s, err := a.load(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	lim := a.bind(l, prefix, s)
+	lim, err := a.bind(l, prefix, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadCustom, a.spec.Name, err)
+	}
+	if a.spec.Function != "" {
+		lim.function, lim.lib = a.spec.Function, &library{a: a, on: c}
+	}
 	lim.fresh = isCluster(c)
 	return lim, nil
 }
+
+// ErrEmptyKeyOnCluster is why a custom script with an empty key template cannot run on a
+// cluster.
+var ErrEmptyKeyOnCluster = errors.New(`an empty key "" stays empty (limitbench never prefixes it), and on a cluster it hashes to slot 0 rather than to the subject's {hash tag}: ` +
+	`with other keys the script fails with CROSSSLOT, alone it runs every subject on one node; give the key a template such as "rl:{{tag}}", or run on a single node`)
 
 // Check loads the script with SCRIPT LOAD on every master of c, as Prepare does, so that a
 // caller can find a script Redis rejects before running anything. A script that does not compile
@@ -219,12 +288,121 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	return err
 }
 
+// load loads the script (SCRIPT LOAD) or, for a function, the library (FUNCTION LOAD REPLACE) on
+// every master of c. For a function it returns a nil script: requests go by FCALL.
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
+	if a.spec.Function != "" {
+		if err := a.loadLibrary(ctx, c); err != nil {
+			return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
+		}
+		return nil, nil
+	}
 	s, err := newScript(ctx, c, a.spec.Source)
 	if err != nil {
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
+}
+
+// loadLibrary runs FUNCTION LOAD REPLACE of the spec's library on every master of c, and checks
+// that the library registers the spec's function (FUNCTION LIST).
+func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error {
+	load := func(ctx context.Context, m redis.Cmdable) error {
+		lib, err := m.FunctionLoadReplace(ctx, a.spec.Source).Result()
+		if err != nil {
+			return err
+		}
+		libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib}).Result()
+		if err != nil {
+			return err
+		}
+		for _, l := range libs {
+			for _, f := range l.Functions {
+				if l.Name == lib && f.Name == a.spec.Function {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("library %s registers no function %s", lib, a.spec.Function)
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
+	}
+	return load(ctx, c)
+}
+
+// Unload removes the function library that Prepare loaded from every master of c (FUNCTION
+// DELETE of the name on the library's "#!lua name=" line), so that a run leaves no library
+// behind; a master that no longer has it is not an error. It does nothing for a script (the
+// script cache is Redis's to manage).
+func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
+	if a.spec.Function == "" {
+		return nil
+	}
+	name := libraryName(a.spec.Source)
+	if name == "" {
+		return nil // FUNCTION LOAD refused it: nothing was loaded
+	}
+	del := func(ctx context.Context, m redis.Cmdable) error {
+		err := m.FunctionDelete(ctx, name).Err()
+		if err != nil && strings.Contains(err.Error(), "Library not found") {
+			return nil
+		}
+		return err
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
+	}
+	return del(ctx, c)
+}
+
+// library is a custom algorithm's function library as one limiter loaded it.
+type library struct {
+	a  *Custom
+	on redis.UniversalClient
+	// gen counts the loads since the first; mu serialises them.
+	mu  sync.Mutex
+	gen atomic.Uint64
+}
+
+// after returns what passes a call's decision and error through, having loaded the library again
+// on every master when the error says the function is gone (a restart, FUNCTION FLUSH), unless a
+// load since gen (the load generation when the call was sent) already did. The call keeps its
+// error; a failed load is added to it.
+func (b *library) after(gen uint64) func(Decision, error) (Decision, error) {
+	return func(d Decision, err error) (Decision, error) {
+		if err == nil || !strings.Contains(err.Error(), "Function not found") {
+			return d, err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.gen.Load() != gen {
+			return d, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
+		defer cancel()
+		rerr := b.a.loadLibrary(ctx, b.on)
+		b.gen.Add(1)
+		if rerr != nil {
+			return d, fmt.Errorf("%w (loading the function library again failed: %w)", err, rerr)
+		}
+		return d, err
+	}
+}
+
+// libraryName returns the library name that src's first line gives ("#!lua name=mylib"), or ""
+// when it gives none.
+func libraryName(src string) string {
+	line, _, _ := strings.Cut(src, "\n")
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	for _, f := range strings.Fields(line)[1:] {
+		if v, ok := strings.CutPrefix(f, "name="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // ScriptError is a custom script that could not be loaded into Redis. Err is what Redis (or the
@@ -256,11 +434,14 @@ func (e *ScriptError) Unwrap() error { return e.Err }
 // scriptLine returns N when err is Redis's compile error for line N ("... user_script:N: ..."),
 // else 0.
 func scriptLine(err error) int {
-	const mark = "user_script:"
 	msg := err.Error()
+	mark := "user_script:"
 	i := strings.Index(msg, mark)
 	if i < 0 {
-		return 0
+		mark = "user_function:" // FUNCTION LOAD's compile errors
+		if i = strings.Index(msg, mark); i < 0 {
+			return 0
+		}
 	}
 	rest := msg[i+len(mark):]
 	j := 0
@@ -275,29 +456,31 @@ func scriptLine(err error) int {
 }
 
 // bind returns the limiter of a for l and prefix, running script s: the templates' constants
-// (limit, window, burst, rate, prefix) become literals.
-func (a *Custom) bind(l Limit, prefix string, s *script) *customLimiter {
-	var consts [tCount]string
-	var bound [tCount]bool
-	set := func(v tvar, s string) { consts[v], bound[v] = s, true }
-	set(tLimit, strconv.FormatInt(l.Limit, 10))
-	set(tWindowMS, strconv.FormatInt(l.Window.Milliseconds(), 10))
-	set(tWindowS, strconv.FormatInt(int64(math.Ceil(l.Window.Seconds())), 10))
-	set(tBurst, strconv.FormatInt(l.Capacity(), 10))
-	set(tRate, strconv.FormatFloat(l.RatePerSecond(), 'f', -1, 64))
-	set(tPrefix, prefix)
+// (limit, window, burst, rate, prefix) become literals and their expressions are compiled. An
+// expression that divides by zero or overflows with these constants is an error.
+func (a *Custom) bind(l Limit, prefix string, s *script) (*customLimiter, error) {
+	b := limitBindings(l, prefix)
 	lim := &customLimiter{a: a, script: s, prefix: prefix, clock: a.clock}
+	var errs []error
 	lim.keys = make([]boundKey, len(a.keys))
 	for i, t := range a.keys {
-		b := t.bind(&consts, bound)
-		k := boundKey{t: b, prepend: true}
-		if len(b) > 0 && b[0].v == tLit {
+		bt, err := t.bind(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("keys[%d]: %w", i, err))
+			continue
+		}
+		k := boundKey{t: bt, prepend: true}
+		switch {
+		case a.spec.Keys[i] == "":
+			// An empty key means "no key" to some libraries: it stays empty.
+			k.prepend = false
+		case len(bt) > 0 && bt[0].v == tLit:
 			// A key whose literal start decides the question needs no check per request.
 			switch {
-			case strings.HasPrefix(b[0].lit, prefix):
+			case strings.HasPrefix(bt[0].lit, prefix):
 				k.prepend = false
-			case !strings.HasPrefix(prefix, b[0].lit):
-				k.t = append(template{{lit: prefix + b[0].lit}}, b[1:]...)
+			case !strings.HasPrefix(prefix, bt[0].lit):
+				k.t = append(template{{lit: prefix + bt[0].lit}}, bt[1:]...)
 				k.prepend = false
 			}
 		}
@@ -305,22 +488,31 @@ func (a *Custom) bind(l Limit, prefix string, s *script) *customLimiter {
 	}
 	lim.args = make([]template, len(a.args))
 	for i, t := range a.args {
-		lim.args[i] = t.bind(&consts, bound)
+		bt, err := t.bind(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("args[%d]: %w", i, err))
+		}
+		lim.args[i] = bt
 	}
-	for _, t := range append(append([]template(nil), a.keys...), a.args...) {
+	rule, err := bindRule(a.spec.Allowed, b)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("allowed.%s: %w", a.spec.Allowed.Op, err))
+	} else {
+		lim.rule = rule
+		lim.ruleVars = !rule.isLt
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	ruleT, _ := parseTemplate(a.spec.Allowed.Value)
+	for _, t := range append(append([]template{ruleT}, a.keys...), a.args...) {
 		lim.uuid = lim.uuid || t.uses(tUUID)
-		lim.now = lim.now || t.uses(tNowMS, tNowS, tNowUS)
+		lim.now = lim.now || t.usesClock()
 	}
 	if tr := a.spec.Time; tr != nil {
-		lim.timeEl = tr.Element
-		lim.unit = tr.Unit.Duration().Microseconds()
-		// A time in ms or s only says the decision lay within one unit of it (truncated or
-		// rounded), but the load engine narrows a server time to a single instant. That is sound
-		// only when the verifier widens by at least the unit (the contract's granularity);
-		// otherwise the time is not reported and the decision keeps its [send, receive] interval.
-		lim.useTime = tr.Unit.Duration() <= time.Microsecond || a.spec.Contract.Granularity >= tr.Unit.Duration()
+		lim.time = &boundTime{el: tr.Element, unit: tr.Unit.Duration(), name: tr.String()}
 	}
-	return lim
+	return lim, nil
 }
 
 // boundKey is a key template with the limiter's constants bound; prepend says the prefix may be
@@ -345,9 +537,11 @@ type ReplyStats struct {
 	Read, Admitted int64
 	// FirstRead is the first readable raw reply, rendered as text ("" when none).
 	FirstRead string
-	// Unreadable counts replies the rule could not read; FirstUnreadable is the first of them.
+	// Unreadable counts replies the rules could not read; FirstUnreadable is the first of them
+	// and FirstReason why: which rule (allowed or time), which element, what was wrong.
 	Unreadable      int64
 	FirstUnreadable string
+	FirstReason     string
 }
 
 // ReplyReporter is implemented by limiters that read replies with a user's rule (custom scripts).
@@ -358,7 +552,11 @@ type ReplyReporter interface {
 // customLimiter is a Custom prepared for one Limit and prefix.
 type customLimiter struct {
 	a      *Custom
-	script *script
+	script *script // nil when function is set
+	// function is the library function each request calls with FCALL; empty: script, by EVALSHA.
+	function string
+	// lib loads the library again when a call finds the function gone; nil for a script.
+	lib    *library
 	fresh  bool // prepared on a cluster client: see evalCmd
 	prefix string
 	clock  Clock
@@ -366,13 +564,14 @@ type customLimiter struct {
 	args   []template
 	uuid   bool // a template uses {{uuid}}
 	now    bool // a template uses {{now_*}}
-	// The time rule: element (0: none), unit in µs, and whether Decision.TimeMicros is set.
-	timeEl  int
-	unit    int64
-	useTime bool
+	// rule reads the reply; ruleVars says its value changes per request.
+	rule     *boundRule
+	ruleVars bool
+	// time reads the decision time from the reply; nil without a time rule.
+	time *boundTime
 
-	read, admitted, unreadable atomic.Int64
-	firstRead, firstUnreadable atomic.Pointer[string]
+	read, admitted, unreadable                 atomic.Int64
+	firstRead, firstUnreadable, firstBadReason atomic.Pointer[string]
 }
 
 var (
@@ -393,47 +592,66 @@ func (l *customLimiter) vars(req Request, cost int64) reqVars {
 }
 
 // expandKey returns key template k expanded for r in buf (reused), with the prefix prepended
-// when k may lack it and does.
-func (l *customLimiter) expandKey(buf []byte, k boundKey, r *reqVars) []byte {
-	buf = k.t.expand(buf[:0], r)
+// when k may lack it and does. An expression that fails for r is an error wrapping ErrTemplate.
+func (l *customLimiter) expandKey(buf []byte, k boundKey, r *reqVars) ([]byte, error) {
+	buf, err := k.t.expand(buf[:0], r)
+	if err != nil {
+		return buf, err
+	}
 	if k.prepend && (len(buf) < len(l.prefix) || string(buf[:len(l.prefix)]) != l.prefix) {
 		n := len(l.prefix)
 		buf = append(buf, l.prefix...) // room for the prefix
 		copy(buf[n:], buf[:len(buf)-n])
 		copy(buf, l.prefix)
 	}
-	return buf
+	return buf, nil
 }
 
-func (l *customLimiter) expandKeys(r *reqVars) []string {
+// expandKeys returns the keys for r; an expression that fails for r is an error wrapping
+// ErrTemplate.
+func (l *customLimiter) expandKeys(r *reqVars) ([]string, error) {
 	keys := make([]string, len(l.keys))
 	var arr [128]byte
 	for i, k := range l.keys {
-		keys[i] = string(l.expandKey(arr[:0], k, r))
+		b, err := l.expandKey(arr[:0], k, r)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+		}
+		keys[i] = string(b)
 	}
-	return keys
+	return keys, nil
 }
 
 // Keys implements Limiter: the key templates expanded for req (with a fresh {{uuid}} and the
-// current time when req has no ClientTime).
+// current time when req has no ClientTime); nil when an expression fails for req (a Call then
+// sends nothing).
 func (l *customLimiter) Keys(req Request) []string {
 	cost := req.Cost
 	if cost <= 0 {
 		cost = 1
 	}
 	r := l.vars(req, cost)
-	return l.expandKeys(&r)
+	keys, err := l.expandKeys(&r)
+	if err != nil {
+		return nil
+	}
+	return keys
 }
 
 // customCall is the Call of a customLimiter: the keys and the arguments are the templates
 // expanded for each request in buffers of the Call's own; an argument whose template is a
-// constant for the limiter is sent as it is.
+// constant for the limiter is sent as it is. Its command, built once, is the script's EVALSHA or,
+// for a function, its FCALL (see newFCallCmd), reused as evalCmd says.
 type customCall struct {
 	scriptCall
 	l    *customLimiter
 	keys []argBuf
 	args []argBuf // one per argument template, unused for a constant one
 	cmd  *evalCmd
+	// v is the allowed rule's value for the request sent last, when it changes per request
+	// (ruleVars); gen is the function library's load generation when it was sent.
+	v   ruleValue
+	gen uint64
 }
 
 // NewCall implements Limiter.
@@ -445,22 +663,37 @@ func (l *customLimiter) NewCall() Call {
 	}
 	args := make([]any, len(l.args))
 	for i, t := range l.args {
-		switch {
-		case len(t) == 0:
-			args[i] = ""
-		case len(t) == 1 && t[0].v == tLit:
-			args[i] = t[0].lit
-		default:
+		if lit, ok := t.literal(); ok {
+			args[i] = lit
+		} else {
 			args[i] = &c.args[i]
 		}
 	}
-	c.cmd = newEvalCmd(l.script, l.fresh, keys, args...)
+	if l.function != "" {
+		c.cmd = newFCallCmd(l.function, l.fresh, keys, args...)
+	} else {
+		c.cmd = newEvalCmd(l.script, l.fresh, keys, args...)
+	}
 	return c
+}
+
+// newFCallCmd returns the FCALL of function with keys and args (as newEvalCmd takes them): an
+// evalCmd without a script, so a reply NOSCRIPT is not followed by EVAL nor a reload (a function
+// that is gone answers "Function not found", which customCall.Result handles).
+func newFCallCmd(function string, fresh bool, keys []*argBuf, args ...any) *evalCmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "fcall", function, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return &evalCmd{keys: len(keys), fresh: fresh, args: append(a, args...)}
 }
 
 // Send implements Call. Cost > 1 is supported only when a template uses {{cost}}; otherwise the
 // script would charge one permit while the verifier counts several, so the request is not sent
-// and its error wraps ErrCostUnsupported.
+// and its error wraps ErrCostUnsupported. A template expression that fails for req (division by
+// zero, overflow), in a key, an argument or the allowed rule's value, is an error wrapping
+// ErrTemplate, and nothing is sent. The rule's value is taken before sending and kept for Result.
 func (c *customCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 	l := c.l
 	cost, err := requestCost(l.a.spec.Name, req, l.a.multi)
@@ -469,37 +702,73 @@ func (c *customCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 		return
 	}
 	r := l.vars(req, cost)
-	c.fill(&r)
+	if err := c.fill(&r); err != nil {
+		c.fail(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+		return
+	}
+	c.v = ruleValue{}
+	if l.ruleVars {
+		if c.v, err = l.rule.value(&r); err != nil {
+			c.fail(fmt.Errorf("%s: %w", l.a.spec.Name, err))
+			return
+		}
+	}
+	if l.lib != nil {
+		// The generation before sending: a load after it is one this call may have missed.
+		c.gen = l.lib.gen.Load()
+	}
 	c.send(ctx, rc, c.cmd)
 }
 
-// fill expands the key and argument templates for r into the Call's buffers.
-func (c *customCall) fill(r *reqVars) {
+// fill expands the key and argument templates for r into the Call's buffers; an expression that
+// fails for r is an error wrapping ErrTemplate.
+func (c *customCall) fill(r *reqVars) error {
+	var err error
 	for i, k := range c.l.keys {
-		c.keys[i].b = c.l.expandKey(c.keys[i].b, k, r)
+		if c.keys[i].b, err = c.l.expandKey(c.keys[i].b, k, r); err != nil {
+			return fmt.Errorf("keys[%d]: %w", i, err)
+		}
 	}
 	for i, t := range c.l.args {
-		c.args[i].b = t.expand(c.args[i].b[:0], r)
+		if c.args[i].b, err = t.expand(c.args[i].b[:0], r); err != nil {
+			return fmt.Errorf("args[%d]: %w", i, err)
+		}
 	}
+	return nil
 }
 
+// Result implements Call: the reply read with the rules (the allowed rule with the value Send
+// took) and counted (see ReplyStats). For a function, an error saying the function is gone (a
+// restart, FUNCTION FLUSH) loads the library again on every master before Result returns it (see
+// library.after).
 func (c *customCall) Result() (Decision, error) {
 	l := c.l
 	if c.err != nil {
 		return Decision{}, c.err
 	}
-	raw, err := c.sent.result()
+	d, err := l.result(c.sent, c.v)
+	if l.lib != nil {
+		return l.lib.after(c.gen)(d, err)
+	}
+	return d, err
+}
+
+// result reads the reply of cmd with the rules (v is the allowed rule's value for the request,
+// when it changes per request) and counts it.
+func (l *customLimiter) result(cmd *evalCmd, v ruleValue) (Decision, error) {
+	raw, err := cmd.result()
 	if err == redis.Nil {
 		raw, err = nil, nil
 	}
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
 	}
-	d, err := l.decode(raw)
+	d, err := l.decode(raw, v)
 	if err != nil {
 		if l.unreadable.Add(1) == 1 || l.firstUnreadable.Load() == nil {
-			s := FormatReply(raw)
+			s, why := FormatReply(raw), strings.TrimPrefix(err.Error(), ErrBadReply.Error()+": ")
 			l.firstUnreadable.CompareAndSwap(nil, &s)
+			l.firstBadReason.CompareAndSwap(nil, &why)
 		}
 		return Decision{}, fmt.Errorf("%s: %w", l.a.spec.Name, err)
 	}
@@ -513,56 +782,25 @@ func (c *customCall) Result() (Decision, error) {
 	return d, nil
 }
 
-// decode reads raw with the allowed rule and the time rule.
-func (l *customLimiter) decode(raw any) (Decision, error) {
-	allowed, err := l.a.spec.Allowed.Decide(raw)
+// decode reads raw with the allowed rule (v its value for the request, when it changes per
+// request) and the time rule. The
+// decision time is the interval the time element allows (see ReplyTime): TimeMicros is its
+// start and TimeSpanMicros its length.
+func (l *customLimiter) decode(raw any, v ruleValue) (Decision, error) {
+	allowed, err := l.rule.decide(raw, v)
 	if err != nil {
 		return Decision{}, err
 	}
 	d := Decision{Allowed: allowed, Clock: l.clock}
-	if l.timeEl == 0 {
+	if l.time == nil {
 		return d, nil
 	}
-	t, err := replyTime(raw, l.timeEl)
+	lo, hi, err := l.time.read(raw)
 	if err != nil {
 		return Decision{}, err
 	}
-	if t > math.MaxInt64/l.unit {
-		return Decision{}, badReply("time element "+strconv.Itoa(l.timeEl)+" is out of range", raw)
-	}
-	if l.useTime {
-		d.TimeMicros = t * l.unit
-	}
+	d.TimeMicros, d.TimeSpanMicros = lo, hi-lo
 	return d, nil
-}
-
-// replyTime reads element el (1-based) of an array reply as a positive integer (or a string
-// holding one).
-func replyTime(raw any, el int) (int64, error) {
-	arr, ok := raw.([]any)
-	if !ok {
-		return 0, badReply("time: want an array reply", raw)
-	}
-	if el > len(arr) {
-		return 0, badReply("time: want element "+strconv.Itoa(el)+", reply has "+strconv.Itoa(len(arr)), raw)
-	}
-	var t int64
-	switch v := arr[el-1].(type) {
-	case int64:
-		t = v
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, badReply("time: element "+strconv.Itoa(el)+" is not an integer", raw)
-		}
-		t = n
-	default:
-		return 0, badReply("time: element "+strconv.Itoa(el)+" is not an integer", raw)
-	}
-	if t <= 0 {
-		return 0, badReply("time: element "+strconv.Itoa(el)+" must be > 0", raw)
-	}
-	return t, nil
 }
 
 // Unreadable implements UnreadableReporter.
@@ -581,5 +819,8 @@ func (l *customLimiter) ReplyStats() ReplyStats {
 		st.FirstRead = *p
 	}
 	st.Unreadable, st.FirstUnreadable = l.Unreadable()
+	if p := l.firstBadReason.Load(); p != nil {
+		st.FirstReason = *p
+	}
 	return st
 }

@@ -175,8 +175,8 @@ func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 	}
 	_ = p.Process(ctx, e.last) // the command carries its error
 	// (HasErrorPrefix allocates even for a nil error: ask only when there is one.)
-	if err := e.last.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return
+	if err := e.last.Err(); err == nil || e.script == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return // (no script: a custom function's FCALL, see newFCallCmd)
 	}
 	keys := make([]string, e.keys)
 	for i := range keys {

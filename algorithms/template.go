@@ -1,19 +1,49 @@
 package algorithms
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// A custom script's keys and arguments are templates: text with placeholders "{{name}}" (spaces
-// allowed inside the braces) that each request fills in. This file is the one template engine:
-// scenarios checks a scenario's templates with CheckTemplate and KeysShareSlot, and a Custom
-// parses, binds and expands them.
+// A custom script's keys, arguments, reply-rule values and contract numbers are templates: text
+// with placeholders "{{...}}" (spaces allowed inside the braces) that each request fills in. A
+// placeholder holds a name ({{tag}}) or an integer expression over the integer names
+// ({{now_ms / window_ms - 1}}). This file is the one template engine: scenarios checks a
+// scenario's templates with CheckTemplate, CheckTemplateWith and KeysShareSlot, and a Custom
+// parses them once (NewCustom), binds the values that are constant for one limiter once
+// (Prepare) and expands them per request without allocating beyond the output.
+//
+// # Expressions
+//
+// An expression is made of whole numbers (decimal digits), the integer names (cost, limit,
+// window_ms, window_s, burst, now_ms, now_s, now_us), the operators + - * / with the usual
+// precedence (* and / before + and -, left to right), unary minus, and parentheses. Arithmetic is
+// on int64:
+//
+//   - a / b is floor division, the largest integer q with q·b <= a (rounded toward negative
+//     infinity, not toward zero): 7 / 2 = 3, -7 / 2 = -4, 7 / -2 = -4, -7 / -2 = 3. It is what
+//     Lua's math.floor(a / b) gives for the window number of a time, and what a key
+//     "id:floor(now / W)" needs for times before the epoch too.
+//   - a result outside the int64 range is an error (overflow), never a wrapped value.
+//   - division by zero is an error.
+//
+// Errors where the operands are constant (numbers, and the names bound per limiter: limit,
+// window_ms, window_s, burst) are found when the template is parsed (numbers alone) or bound
+// (CheckTemplateWith, Prepare): before anything is sent. Where an operand changes per request
+// (cost, now_*), the error is the request's: it wraps ErrTemplate, nothing is sent, and the
+// request counts as failed, never as an admission.
 
-// tvar is a template variable; tLit marks a literal segment.
+// ErrTemplate means a template could not be expanded for one request: an expression over that
+// request's values divided by zero or overflowed. The request was not sent; the load generator
+// counts it as failed.
+var ErrTemplate = errors.New("template cannot be expanded")
+
+// tvar is a template variable; tLit marks a literal segment and tExpr an expression.
 type tvar uint8
 
 const (
@@ -30,8 +60,10 @@ const (
 	tNowMS
 	tNowS
 	tNowUS
+	tNowSFloat
 	tUUID
 	tPrefix
+	tExpr
 	tCount
 )
 
@@ -42,25 +74,42 @@ var templateVars = []struct {
 }{
 	{"subject", tSubject}, {"tag", tTag}, {"client", tClient}, {"cost", tCost}, {"limit", tLimit},
 	{"window_ms", tWindowMS}, {"window_s", tWindowS}, {"burst", tBurst}, {"rate", tRate},
-	{"now_ms", tNowMS}, {"now_s", tNowS}, {"now_us", tNowUS}, {"uuid", tUUID}, {"prefix", tPrefix},
+	{"now_ms", tNowMS}, {"now_s", tNowS}, {"now_us", tNowUS}, {"now_s_float", tNowSFloat},
+	{"uuid", tUUID}, {"prefix", tPrefix},
 }
 
-// CustomTemplates returns the names a custom script's keys and args may use inside {{ }}:
+// isInt reports whether v has an integer value, usable in expressions.
+func isInt(v tvar) bool {
+	switch v {
+	case tCost, tLimit, tWindowMS, tWindowS, tBurst, tNowMS, tNowS, tNowUS:
+		return true
+	}
+	return false
+}
+
+// intNames is the list of integer names, for messages.
+const intNames = "cost, limit, window_ms, window_s, burst, now_ms, now_s, now_us"
+
+// CustomTemplates returns the names a custom script's templates may use inside {{ }}:
 //
-//	subject    the limited subject (Request.Subject)
-//	tag        the subject inside braces, a Redis Cluster hash tag: {subject}
-//	client     the client id (Request.Client)
-//	cost       the permits asked for (Request.Cost, 0 meaning 1)
-//	limit      Limit.Limit
-//	window_ms  Limit.Window in milliseconds
-//	window_s   Limit.Window in whole seconds, rounded up
-//	burst      Limit.Capacity()
-//	rate       Limit.Limit / Limit.Window per second, in decimal (2.5, 100)
-//	now_ms     Request.ClientTime (the client's clock, skew included) in ms since the Unix epoch
-//	now_s      the same in whole seconds (rounded down)
-//	now_us     the same in µs
-//	uuid       a random version-4 UUID, fresh per request (the same within one request)
-//	prefix     the limiter's key prefix (keys that do not start with it get it prepended)
+//	subject      the limited subject (Request.Subject)
+//	tag          the subject inside braces, a Redis Cluster hash tag: {subject}
+//	client       the client id (Request.Client)
+//	cost         the permits asked for (Request.Cost, 0 meaning 1)
+//	limit        Limit.Limit
+//	window_ms    Limit.Window in milliseconds
+//	window_s     Limit.Window in whole seconds, rounded up
+//	burst        Limit.Capacity()
+//	rate         Limit.Limit / Limit.Window per second, in decimal (2.5, 100)
+//	now_ms       Request.ClientTime (the client's clock, skew included) in ms since the Unix epoch
+//	now_s        the same in whole seconds (rounded down)
+//	now_us       the same in µs
+//	now_s_float  the same in seconds with six decimals, the microseconds: 1700000000.123456
+//	uuid         a random version-4 UUID, fresh per request (the same within one request)
+//	prefix       the limiter's key prefix (keys that do not start with it get it prepended)
+//
+// cost, limit, window_ms, window_s, burst, now_ms, now_s and now_us are integers and may be used
+// in expressions (see the package's template engine).
 func CustomTemplates() []string {
 	out := make([]string, len(templateVars))
 	for i, t := range templateVars {
@@ -69,18 +118,24 @@ func CustomTemplates() []string {
 	return out
 }
 
-// segment is one piece of a template: a literal (v == tLit) or a variable.
+// segment is one piece of a template: a literal (v == tLit), a variable, or an expression
+// (v == tExpr: e as parsed, prog once bound).
 type segment struct {
-	lit string
-	v   tvar
+	lit  string
+	v    tvar
+	e    *expr
+	prog program
+	src  string // v == tExpr: the placeholder's text, for messages
+	uses uint32 // the variables the segment reads, one bit each
 }
 
-// template is a parsed key or argument template.
+// template is a parsed template.
 type template []segment
 
-// parseTemplate splits t into literals and variables. A placeholder is "{{", optional spaces, a
-// name without braces, optional spaces, "}}"; an unknown name or an unbalanced "{{" or "}}" is an
-// error.
+// parseTemplate splits t into literals, variables and expressions. A placeholder is "{{",
+// optional spaces, a name or an expression without braces, optional spaces, "}}"; an unknown
+// name, an expression that does not parse or is constant and divides by zero or overflows, or
+// an unbalanced "{{" or "}}" is an error.
 func parseTemplate(t string) (template, error) {
 	var out template
 	rest := t
@@ -99,37 +154,70 @@ func parseTemplate(t string) (template, error) {
 		if j < 0 {
 			return nil, fmt.Errorf("unbalanced {{ }} in %q", t)
 		}
-		lit, name := rest[:i], rest[i+2:i+2+j]
-		if strings.Contains(lit, "}}") || strings.ContainsAny(name, "{}") {
+		lit, body := rest[:i], rest[i+2:i+2+j]
+		if strings.Contains(lit, "}}") || strings.ContainsAny(body, "{}") {
 			return nil, fmt.Errorf("unbalanced {{ }} in %q", t)
 		}
-		name = strings.TrimSpace(name)
-		v := tLit
-		for _, tv := range templateVars {
-			if tv.name == name {
-				v = tv.v
+		name := strings.TrimSpace(body)
+		var seg segment
+		if isName(name) {
+			v := lookupVar(name)
+			if v == tLit {
+				if s := Suggest(name, CustomTemplates()); s != "" {
+					return nil, fmt.Errorf("unknown template {{%s}} in %q (did you mean {{%s}}?)", name, t, s)
+				}
+				return nil, fmt.Errorf("unknown template {{%s}} in %q; known: {{%s}}", name, t,
+					strings.Join(CustomTemplates(), "}} {{"))
 			}
-		}
-		if v == tLit {
-			if s := Suggest(name, CustomTemplates()); s != "" {
-				return nil, fmt.Errorf("unknown template {{%s}} in %q (did you mean {{%s}}?)", name, t, s)
+			seg = segment{v: v, uses: 1 << v}
+		} else {
+			e, err := parseExpr(name)
+			if err == nil {
+				e, err = e.fold(nil)
 			}
-			return nil, fmt.Errorf("unknown template {{%s}} in %q; known: {{%s}}", name, t,
-				strings.Join(CustomTemplates(), "}} {{"))
+			if err != nil {
+				return nil, fmt.Errorf("expression {{%s}} in %q: %w", name, t, err)
+			}
+			seg = segment{v: tExpr, e: e, src: name, uses: e.vars()}
 		}
 		if lit != "" {
 			out = append(out, segment{lit: lit})
 		}
-		out = append(out, segment{v: v})
+		out = append(out, seg)
 		rest = rest[i+2+j+2:]
 	}
 }
 
-// uses reports whether t uses any of vs.
+// isName reports whether s is a name: a letter or _, then letters, digits or _.
+func isName(s string) bool {
+	if s == "" || !(s[0] == '_' || isLetter(s[0])) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c == '_' || isLetter(c) || isDigit(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// lookupVar returns the variable named name, or tLit when there is none.
+func lookupVar(name string) tvar {
+	for _, tv := range templateVars {
+		if tv.name == name {
+			return tv.v
+		}
+	}
+	return tLit
+}
+
+// uses reports whether t reads any of vs (inside expressions too).
 func (t template) uses(vs ...tvar) bool {
 	for _, s := range t {
 		for _, v := range vs {
-			if s.v == v {
+			if s.uses&(1<<v) != 0 {
 				return true
 			}
 		}
@@ -137,13 +225,54 @@ func (t template) uses(vs ...tvar) bool {
 	return false
 }
 
-// bind replaces the variables that are constant for one limiter (bound[v]) by their values
-// consts[v] and merges adjacent literals.
-func (t template) bind(consts *[tCount]string, bound [tCount]bool) template {
+// usesClock reports whether t reads the client's clock.
+func (t template) usesClock() bool { return t.uses(tNowMS, tNowS, tNowUS, tNowSFloat) }
+
+// bindings are the values of the variables that are constant for one limiter.
+type bindings struct {
+	text  [tCount]string
+	ints  [tCount]int64
+	bound [tCount]bool
+}
+
+// limitBindings returns the constants of a limiter for l with key prefix prefix: limit,
+// window_ms, window_s, burst, rate and prefix.
+func limitBindings(l Limit, prefix string) *bindings {
+	b := &bindings{}
+	setInt := func(v tvar, n int64) { b.text[v], b.ints[v], b.bound[v] = strconv.FormatInt(n, 10), n, true }
+	setInt(tLimit, l.Limit)
+	setInt(tWindowMS, l.Window.Milliseconds())
+	setInt(tWindowS, int64(math.Ceil(l.Window.Seconds())))
+	setInt(tBurst, l.Capacity())
+	b.text[tRate], b.bound[tRate] = strconv.FormatFloat(l.RatePerSecond(), 'f', -1, 64), true
+	b.text[tPrefix], b.bound[tPrefix] = prefix, true
+	return b
+}
+
+// bind replaces the variables that are constant for one limiter by their values, folds the
+// expressions (an expression left constant becomes a literal), compiles what is left, and
+// merges adjacent literals. An expression that divides by zero or overflows with these
+// constants is an error.
+func (t template) bind(b *bindings) (template, error) {
 	var out template
 	for _, s := range t {
-		if s.v != tLit && bound[s.v] {
-			s = segment{lit: consts[s.v]}
+		switch {
+		case s.v == tExpr:
+			e, err := s.e.fold(b)
+			if err != nil {
+				return nil, fmt.Errorf("expression {{%s}}: %w", s.src, err)
+			}
+			if e.op == opNum {
+				s = segment{lit: strconv.FormatInt(e.n, 10)}
+				break
+			}
+			p, err := e.compile()
+			if err != nil {
+				return nil, fmt.Errorf("expression {{%s}}: %w", s.src, err)
+			}
+			s.e, s.prog = e, p
+		case s.v != tLit && b.bound[s.v]:
+			s = segment{lit: b.text[s.v]}
 		}
 		if s.v == tLit && s.lit == "" {
 			continue
@@ -154,14 +283,46 @@ func (t template) bind(consts *[tCount]string, bound [tCount]bool) template {
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, nil
+}
+
+// literal returns t's text when t is a constant (no variable left), and whether it is.
+func (t template) literal() (string, bool) {
+	switch {
+	case len(t) == 0:
+		return "", true
+	case len(t) == 1 && t[0].v == tLit:
+		return t[0].lit, true
+	}
+	return "", false
 }
 
 // CheckTemplate returns why t is not a valid template (an unknown name, with the closest known
-// one when there is one, or unbalanced braces), or nil.
+// one when there is one; an expression that does not parse, uses a name that is not an integer,
+// or divides by zero or overflows on its numbers alone; unbalanced braces), or nil.
 func CheckTemplate(t string) error {
 	_, err := parseTemplate(t)
 	return err
+}
+
+// CheckTemplateWith is CheckTemplate, and also binds t's constants for l (limit, window_ms,
+// window_s, burst, rate): an expression that divides by zero or overflows with them is an error,
+// found before anything is sent.
+func CheckTemplateWith(t string, l Limit) error {
+	p, err := parseTemplate(t)
+	if err != nil {
+		return err
+	}
+	b := limitBindings(l, "p:")
+	for _, s := range p {
+		if s.v != tExpr {
+			continue
+		}
+		if _, err := s.e.fold(b); err != nil {
+			return fmt.Errorf("expression {{%s}} in %q: %w with limit %d per %s", s.src, t, err, l.Limit, l.Window)
+		}
+	}
+	return nil
 }
 
 // HashTag returns the Redis Cluster hash tag of key: the text between the first "{" and the next
@@ -177,7 +338,9 @@ func HashTag(key string) string {
 
 // KeysShareSlot returns an error when the key templates keys can fall in different slots of a
 // cluster (CROSSSLOT): when, expanded with values that differ wherever a template may differ from
-// key to key, their hash tags differ. Templates that do not parse are left to CheckTemplate.
+// key to key, their hash tags differ. An expression counts as its own text: two keys share a
+// slot through an expression only when both write the same one. Templates that do not parse are
+// left to CheckTemplate.
 func KeysShareSlot(keys []string) error {
 	if len(keys) < 2 {
 		return nil
@@ -190,12 +353,21 @@ func KeysShareSlot(keys []string) error {
 		}
 		r := reqVars{subject: "s", client: "c", cost: 1, now: time.UnixMilli(1)}
 		copy(r.uuid[:], fmt.Sprintf("uuid-%d", i))
-		consts := [tCount]string{tLimit: "1", tWindowMS: "1", tWindowS: "1", tBurst: "1", tRate: "1", tPrefix: "p:"}
-		var bound [tCount]bool
+		b := &bindings{}
 		for _, v := range []tvar{tLimit, tWindowMS, tWindowS, tBurst, tRate, tPrefix} {
-			bound[v] = true
+			b.text[v], b.ints[v], b.bound[v] = "1", 1, true
 		}
-		tags[i] = HashTag(string(t.bind(&consts, bound).expand(nil, &r)))
+		b.text[tPrefix] = "p:"
+		var out []byte
+		for _, s := range t {
+			if s.v == tExpr {
+				out = append(out, "("+strings.Join(strings.Fields(s.src), "")+")"...)
+				continue
+			}
+			bs, _ := template{s}.bind(b)
+			out, _ = bs.expand(out, &r)
+		}
+		tags[i] = HashTag(string(out))
 	}
 	for i := 1; i < len(keys); i++ {
 		if tags[i] != tags[0] {
@@ -214,9 +386,26 @@ type reqVars struct {
 	uuid            [36]byte
 }
 
-// expand appends the expansion of t to b.
-func (t template) expand(b []byte, r *reqVars) []byte {
-	for _, s := range t {
+// int returns the value of the integer variable v for r (the per-request ones: cost, now_*).
+func (r *reqVars) int(v tvar) int64 {
+	switch v {
+	case tCost:
+		return r.cost
+	case tNowMS:
+		return r.now.UnixMilli()
+	case tNowS:
+		return r.now.Unix()
+	case tNowUS:
+		return r.now.UnixMicro()
+	}
+	return 0
+}
+
+// expand appends the expansion of t to b. An expression that divides by zero or overflows for
+// r is an error wrapping ErrTemplate; b is then returned as far as it was written.
+func (t template) expand(b []byte, r *reqVars) ([]byte, error) {
+	for i := range t {
+		s := &t[i]
 		switch s.v {
 		case tLit:
 			b = append(b, s.lit...)
@@ -228,19 +417,50 @@ func (t template) expand(b []byte, r *reqVars) []byte {
 			b = append(b, '}')
 		case tClient:
 			b = append(b, r.client...)
-		case tCost:
-			b = strconv.AppendInt(b, r.cost, 10)
-		case tNowMS:
-			b = strconv.AppendInt(b, r.now.UnixMilli(), 10)
-		case tNowS:
-			b = strconv.AppendInt(b, r.now.Unix(), 10)
-		case tNowUS:
-			b = strconv.AppendInt(b, r.now.UnixMicro(), 10)
+		case tCost, tNowMS, tNowS, tNowUS:
+			b = strconv.AppendInt(b, r.int(s.v), 10)
+		case tNowSFloat:
+			b = appendSecondsFloat(b, r.now.UnixMicro())
 		case tUUID:
 			b = append(b, r.uuid[:]...)
+		case tExpr:
+			n, err := s.prog.eval(r)
+			if err != nil {
+				return b, fmt.Errorf("%w: {{%s}}: %w", ErrTemplate, s.src, err)
+			}
+			b = strconv.AppendInt(b, n, 10)
 		}
 	}
-	return b
+	return b, nil
+}
+
+// appendSecondsFloat appends us, µs since the Unix epoch, as seconds with six decimals:
+// 1700000000.123456, -0.000001.
+func appendSecondsFloat(b []byte, us int64) []byte {
+	u := uint64(us)
+	if us < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	b = strconv.AppendUint(b, u/1_000_000, 10)
+	b = append(b, '.')
+	frac := u % 1_000_000
+	var d [6]byte
+	for i := 5; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return append(b, d[:]...)
+}
+
+// floorDivMod returns q = ⌊a / b⌋ and m = a − q·b (0 <= m < |b| for b > 0); b must not be 0.
+func floorDivMod(a, b int64) (q, m int64) {
+	q, m = a/b, a%b
+	if m != 0 && (m < 0) != (b < 0) {
+		q--
+		m += b
+	}
+	return q, m
 }
 
 // newUUID fills u with a random version-4 UUID in its 36-character text form.
@@ -263,4 +483,395 @@ func newUUID(u *[36]byte) {
 		u[j], u[j+1] = hex[c>>4], hex[c&0xf]
 		j += 2
 	}
+}
+
+// ---- expressions ----
+
+// Operators of an expression node.
+const (
+	opNum byte = iota // a number, n
+	opVar             // a variable, v
+	opNeg             // -l
+	opAdd             // l + r
+	opSub             // l - r
+	opMul             // l * r
+	opDiv             // l / r, floor division
+)
+
+var opText = [...]string{opAdd: "+", opSub: "-", opMul: "*", opDiv: "/"}
+
+// expr is a parsed integer expression.
+type expr struct {
+	op   byte
+	n    int64
+	v    tvar
+	l, r *expr
+}
+
+// maxExprDepth bounds the nesting of an expression (and so the evaluation stack).
+const maxExprDepth = 16
+
+// exprParser is a recursive-descent parser over the text of one expression.
+type exprParser struct {
+	s     string
+	i     int
+	depth int
+}
+
+// parseExpr parses s: expr := term {(+|-) term}; term := unary {(*|/) unary};
+// unary := - unary | primary; primary := number | name | ( expr ).
+func parseExpr(s string) (*expr, error) {
+	p := &exprParser{s: s}
+	e, err := p.sum()
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i < len(p.s) {
+		if p.s[p.i] == ')' {
+			return nil, fmt.Errorf("unbalanced parentheses: %q has a \")\" without its \"(\"", s)
+		}
+		return nil, fmt.Errorf("unexpected %q after %q", p.s[p.i:], strings.TrimSpace(p.s[:p.i]))
+	}
+	return e, nil
+}
+
+func (p *exprParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
+		p.i++
+	}
+}
+
+// peek returns the next byte after spaces, or 0 at the end.
+func (p *exprParser) peek() byte {
+	p.space()
+	if p.i < len(p.s) {
+		return p.s[p.i]
+	}
+	return 0
+}
+
+func (p *exprParser) sum() (*expr, error) {
+	l, err := p.term()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var op byte
+		switch p.peek() {
+		case '+':
+			op = opAdd
+		case '-':
+			op = opSub
+		default:
+			return l, nil
+		}
+		p.i++
+		r, err := p.term()
+		if err != nil {
+			return nil, err
+		}
+		l = &expr{op: op, l: l, r: r}
+	}
+}
+
+func (p *exprParser) term() (*expr, error) {
+	l, err := p.unary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var op byte
+		switch p.peek() {
+		case '*':
+			op = opMul
+		case '/':
+			op = opDiv
+		default:
+			return l, nil
+		}
+		p.i++
+		r, err := p.unary()
+		if err != nil {
+			return nil, err
+		}
+		l = &expr{op: op, l: l, r: r}
+	}
+}
+
+func (p *exprParser) unary() (*expr, error) {
+	if p.peek() == '-' {
+		p.i++
+		if p.depth++; p.depth > maxExprDepth {
+			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
+		}
+		e, err := p.unary()
+		p.depth--
+		if err != nil {
+			return nil, err
+		}
+		return &expr{op: opNeg, l: e}, nil
+	}
+	return p.primary()
+}
+
+func (p *exprParser) primary() (*expr, error) {
+	c := p.peek()
+	start := p.i
+	switch {
+	case c == 0:
+		if start == 0 {
+			return nil, errors.New("empty")
+		}
+		return nil, fmt.Errorf("expected a number, a name or \"(\" after %q", strings.TrimSpace(p.s))
+	case c == '(':
+		p.i++
+		if p.depth++; p.depth > maxExprDepth {
+			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
+		}
+		e, err := p.sum()
+		p.depth--
+		if err != nil {
+			return nil, err
+		}
+		if p.peek() != ')' {
+			return nil, fmt.Errorf("unbalanced parentheses: a \"(\" in %q has no \")\"", p.s)
+		}
+		p.i++
+		return e, nil
+	case isDigit(c):
+		for p.i < len(p.s) && isDigit(p.s[p.i]) {
+			p.i++
+		}
+		if p.i < len(p.s) && (p.s[p.i] == '_' || p.s[p.i] == '.' || isLetter(p.s[p.i])) {
+			return nil, fmt.Errorf("%q is not a whole number", p.word(start))
+		}
+		n, err := strconv.ParseInt(p.s[start:p.i], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s is out of range (int64)", p.s[start:p.i])
+		}
+		return &expr{op: opNum, n: n}, nil
+	case c == '_' || isLetter(c):
+		for p.i < len(p.s) && (p.s[p.i] == '_' || isLetter(p.s[p.i]) || isDigit(p.s[p.i])) {
+			p.i++
+		}
+		name := p.s[start:p.i]
+		v := lookupVar(name)
+		switch {
+		case v == tLit:
+			var ints []string
+			for _, tv := range templateVars {
+				if isInt(tv.v) {
+					ints = append(ints, tv.name)
+				}
+			}
+			if s := Suggest(name, ints); s != "" {
+				return nil, fmt.Errorf("unknown name %s (did you mean %s?)", name, s)
+			}
+			return nil, fmt.Errorf("unknown name %s; expressions take %s and whole numbers", name, intNames)
+		case !isInt(v):
+			return nil, fmt.Errorf("%s is not an integer; expressions take %s and whole numbers", name, intNames)
+		}
+		return &expr{op: opVar, v: v}, nil
+	}
+	return nil, fmt.Errorf("unexpected %q in %q", c, p.s)
+}
+
+// word returns the run of name or number characters from start, for messages.
+func (p *exprParser) word(start int) string {
+	i := start
+	for i < len(p.s) && (p.s[i] == '_' || p.s[i] == '.' || isLetter(p.s[i]) || isDigit(p.s[i])) {
+		i++
+	}
+	return p.s[start:i]
+}
+
+// vars returns the variables e reads, one bit each.
+func (e *expr) vars() uint32 {
+	if e == nil {
+		return 0
+	}
+	if e.op == opVar {
+		return 1 << e.v
+	}
+	return e.l.vars() | e.r.vars()
+}
+
+// fold returns e with the variables bound in b (nil: none) replaced by their values and every
+// operation on constants computed. Division by a constant zero is an error even where the
+// dividend is not constant; so is a constant result outside int64.
+func (e *expr) fold(b *bindings) (*expr, error) {
+	switch e.op {
+	case opNum:
+		return e, nil
+	case opVar:
+		if b != nil && b.bound[e.v] {
+			return &expr{op: opNum, n: b.ints[e.v]}, nil
+		}
+		return e, nil
+	case opNeg:
+		l, err := e.l.fold(b)
+		if err != nil {
+			return nil, err
+		}
+		if l.op == opNum {
+			n, err := arith(opSub, 0, l.n)
+			if err != nil {
+				return nil, err
+			}
+			return &expr{op: opNum, n: n}, nil
+		}
+		return &expr{op: opNeg, l: l}, nil
+	}
+	l, err := e.l.fold(b)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.r.fold(b)
+	if err != nil {
+		return nil, err
+	}
+	if e.op == opDiv && r.op == opNum && r.n == 0 {
+		return nil, errors.New("division by zero")
+	}
+	if l.op == opNum && r.op == opNum {
+		n, err := arith(e.op, l.n, r.n)
+		if err != nil {
+			return nil, err
+		}
+		return &expr{op: opNum, n: n}, nil
+	}
+	return &expr{op: e.op, l: l, r: r}, nil
+}
+
+// errOverflow is an expression's result outside int64.
+var errOverflow = errors.New("overflow: the result is outside the int64 range")
+
+// arith returns a op b, with floor division; overflow and division by zero are errors.
+func arith(op byte, a, b int64) (int64, error) {
+	switch op {
+	case opAdd:
+		if b > 0 && a > math.MaxInt64-b || b < 0 && a < math.MinInt64-b {
+			return 0, errOverflow
+		}
+		return a + b, nil
+	case opSub:
+		if b < 0 && a > math.MaxInt64+b || b > 0 && a < math.MinInt64+b {
+			return 0, errOverflow
+		}
+		return a - b, nil
+	case opMul:
+		if a == 0 || b == 0 {
+			return 0, nil
+		}
+		c := a * b
+		if c/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+			return 0, errOverflow
+		}
+		return c, nil
+	case opDiv:
+		if b == 0 {
+			return 0, errors.New("division by zero")
+		}
+		if a == math.MinInt64 && b == -1 {
+			return 0, errOverflow
+		}
+		q, _ := floorDivMod(a, b)
+		return q, nil
+	}
+	return 0, fmt.Errorf("unknown operator %d", op)
+}
+
+// String renders e with full parentheses, for tests and messages.
+func (e *expr) String() string {
+	switch e.op {
+	case opNum:
+		return strconv.FormatInt(e.n, 10)
+	case opVar:
+		for _, tv := range templateVars {
+			if tv.v == e.v {
+				return tv.name
+			}
+		}
+		return "?"
+	case opNeg:
+		return "-" + e.l.String()
+	}
+	return "(" + e.l.String() + " " + opText[e.op] + " " + e.r.String() + ")"
+}
+
+// instr is one instruction of a compiled expression: push a number or a variable, or apply an
+// operator to the top of the stack.
+type instr struct {
+	op byte
+	v  tvar
+	n  int64
+}
+
+// program is an expression compiled to postfix order; eval runs it on a stack held in an array
+// of maxStack entries (no allocation).
+type program []instr
+
+// maxStack bounds the evaluation stack. Without parentheses an expression needs at most 3
+// entries (a sum's left operand, a product's left operand, the operand being read); each level
+// of parentheses or unary minus, at most maxExprDepth, adds at most 2.
+const maxStack = 2*maxExprDepth + 3
+
+// compile returns e in postfix order, or an error when it would need more than maxStack entries
+// (which parseExpr's depth bound rules out).
+func (e *expr) compile() (program, error) {
+	var p program
+	var walk func(*expr) int // returns the stack entries the subexpression needs
+	walk = func(e *expr) int {
+		switch e.op {
+		case opNum:
+			p = append(p, instr{op: opNum, n: e.n})
+			return 1
+		case opVar:
+			p = append(p, instr{op: opVar, v: e.v})
+			return 1
+		case opNeg:
+			n := walk(e.l)
+			p = append(p, instr{op: opNeg})
+			return n
+		}
+		l := walk(e.l)
+		r := walk(e.r)
+		p = append(p, instr{op: e.op})
+		return max(l, 1+r)
+	}
+	if walk(e) > maxStack {
+		return nil, fmt.Errorf("too deeply nested (more than %d operands pending)", maxStack)
+	}
+	return p, nil
+}
+
+// eval runs p with the per-request values of r.
+func (p program) eval(r *reqVars) (int64, error) {
+	var st [maxStack]int64
+	sp := 0
+	for _, in := range p {
+		switch in.op {
+		case opNum:
+			st[sp] = in.n
+			sp++
+		case opVar:
+			st[sp] = r.int(in.v)
+			sp++
+		case opNeg:
+			n, err := arith(opSub, 0, st[sp-1])
+			if err != nil {
+				return 0, err
+			}
+			st[sp-1] = n
+		default:
+			n, err := arith(in.op, st[sp-2], st[sp-1])
+			if err != nil {
+				return 0, err
+			}
+			sp--
+			st[sp-1] = n
+		}
+	}
+	return st[0], nil
 }

@@ -26,8 +26,8 @@ func TestCheckTemplate(t *testing.T) {
 			t.Errorf("CheckTemplate(%q) = %v; want %q...", tt.t, err, tt.want)
 		}
 	}
-	if len(CustomTemplates()) != 14 {
-		t.Errorf("CustomTemplates() = %v; want the 14 of issue 8", CustomTemplates())
+	if len(CustomTemplates()) != 15 {
+		t.Errorf("CustomTemplates() = %v; want the 14 of issue 8 and now_s_float", CustomTemplates())
 	}
 }
 
@@ -64,7 +64,9 @@ func TestKeysShareSlot(t *testing.T) {
 func TestParseReplyRule(t *testing.T) {
 	for _, r := range []ReplyRule{
 		{Element: 1, Op: RuleEquals, Value: "1"}, {Op: RuleNotEquals, Value: `a "quoted", text`},
-		{Element: 3, Op: RuleGreaterThan, Number: -0.5}, {Op: RulePrefix, Value: "OK"}, {Element: 2, Op: RuleIsNil},
+		{Element: 3, Op: RuleGreaterThan, Value: "-0.5"}, {Op: RulePrefix, Value: "OK"}, {Element: 2, Op: RuleIsNil},
+		{Element: 1, Op: RuleAtMost, Value: "{{limit}}"}, {Op: RuleAtLeast, Value: "0"}, {Op: RuleLessThan, Value: "{{limit - cost}}"},
+		{Op: RuleEquals, Value: "{{cost}}"},
 	} {
 		got, err := ParseReplyRule(r.String())
 		if err != nil || got != r {
@@ -78,7 +80,7 @@ func TestParseReplyRule(t *testing.T) {
 	}
 }
 
-// TestParseContract: what String renders parses back to the contract (but its granularity).
+// TestParseContract: what String renders, granularity included, parses back to the contract.
 func TestParseContract(t *testing.T) {
 	for _, c := range []Contract{
 		{Kind: SlidingWindow, Limit: 100, Window: time.Second},
@@ -87,6 +89,10 @@ func TestParseContract(t *testing.T) {
 		{Kind: NoContract},
 		{Kind: SlidingWindow, Limit: 10, Window: time.Second, Scope: PerClient},
 		{Kind: SlidingWindow, Limit: 20, Window: time.Second, Also: []Contract{{Kind: SlidingWindow, Limit: 5, Window: time.Second, Scope: PerConsumer}}},
+		{Kind: FirstHitWindow, Limit: 10, Window: time.Second, Granularity: time.Millisecond},
+		{Kind: TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second, Granularity: time.Second},
+		{Kind: SlidingWindow, Limit: 20, Window: time.Second, Granularity: time.Millisecond, Scope: PerClient,
+			Also: []Contract{{Kind: SlidingWindow, Limit: 5, Window: time.Second, Scope: PerConsumer, Granularity: 250 * time.Microsecond}}},
 	} {
 		got, err := ParseContract(c.String())
 		if err != nil {
@@ -97,7 +103,20 @@ func TestParseContract(t *testing.T) {
 			t.Errorf("ParseContract(%s) (-want +got):\n%s", c, d)
 		}
 	}
-	for _, bad := range []string{"sliding-window", "token-bucket(5, 1)", "fixed-window(x, 1s)", "none per nobody", "gcra(1, 2)"} {
+	for _, tt := range []struct {
+		c    Contract
+		want string
+	}{
+		{Contract{Kind: FixedWindow, Limit: 10, Window: time.Second, Granularity: time.Millisecond}, "fixed-window(10, 1s, granularity 1ms)"},
+		{Contract{Kind: FixedWindow, Limit: 10, Window: time.Second}, "fixed-window(10, 1s)"},
+		{Contract{Kind: TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second, Granularity: time.Second}, "token-bucket(5, 1/1s, granularity 1s)"},
+	} {
+		if got := tt.c.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q; want %q", tt.c, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"sliding-window", "token-bucket(5, 1)", "fixed-window(x, 1s)", "none per nobody", "gcra(1, 2)",
+		"fixed-window(10, 1s, granularity x)", "fixed-window(granularity 1s)"} {
 		if _, err := ParseContract(bad); err == nil {
 			t.Errorf("ParseContract(%q) = nil error", bad)
 		}

@@ -352,7 +352,9 @@ func TestGateFlagsPassToFail(t *testing.T) {
 	if code != 1 {
 		t.Errorf("limitbench gate on pass → fail: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "| verdict | pass | fail |") || !strings.Contains(stdout, "**regression**") {
+	// The verdict row names the contract both verdicts were reached under.
+	if !strings.Contains(stdout, "| verdict | pass under token-bucket(10, 100/1s) | fail under token-bucket(10, 100/1s) |") ||
+		!strings.Contains(stdout, "**regression** (pass → fail)") {
 		t.Errorf("limitbench gate stdout lacks the pass → fail regression row:\n%s", stdout)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 )
@@ -260,9 +261,15 @@ func outcomeClass(o string) int {
 func compareOutcome(old, cur *report.Entry) Row {
 	o, onote := outcome(old)
 	n, nnote := outcome(cur)
-	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n}
+	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n,
+		OldContract: old.Verification.Contract, NewContract: cur.Verification.Contract}
 	oc, nc := outcomeClass(o), outcomeClass(n)
 	switch {
+	case !sameContract(row.OldContract, row.NewContract):
+		// A pass under a looser contract (a larger limit, a coarser granularity) is not the
+		// same pass: the outcomes do not compare.
+		row.Verdict = Inconclusive
+		row.Note = "the contract changed (" + orNone(row.OldContract) + " → " + orNone(row.NewContract) + "), so the verdicts do not compare"
 	case o == n:
 		row.Verdict = OK
 	case oc == 1 && nc == -1:
@@ -284,6 +291,42 @@ func compareOutcome(old, cur *report.Entry) Row {
 		row.Note = strings.Trim(row.Note+"; "+notes, "; ")
 	}
 	return row
+}
+
+// sameContract reports whether two contract texts (algorithms.Contract.String) name the same
+// contract. A side whose text names no granularity (a result written before granularity was
+// printed) is compared without it.
+func sameContract(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ca, errA := algorithms.ParseContract(orNone(a))
+	cb, errB := algorithms.ParseContract(orNone(b))
+	if errA != nil || errB != nil {
+		return false
+	}
+	if !strings.Contains(a, "granularity") || !strings.Contains(b, "granularity") {
+		ca, cb = withoutGranularity(ca), withoutGranularity(cb)
+	}
+	return ca.String() == cb.String()
+}
+
+// withoutGranularity returns c with every granularity (its own and its Also's) zero.
+func withoutGranularity(c algorithms.Contract) algorithms.Contract {
+	c.Granularity = 0
+	also := make([]algorithms.Contract, len(c.Also))
+	for i, a := range c.Also {
+		also[i] = withoutGranularity(a)
+	}
+	c.Also = also
+	return c
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func prefixed(p, s string) string {

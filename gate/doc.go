@@ -96,7 +96,10 @@
 // The verdict row: pass → fail (also a repeat that failed under an entry that says pass) and
 // "expected violation caught" → "missed" are regressions whatever the figures; the reverse are
 // improvements; an inconclusive or tolerated outcome on either side is Inconclusive (it cannot
-// rule out pass → fail); an unchanged outcome is OK.
+// rule out pass → fail); an unchanged outcome is OK. Each side's outcome is shown with the contract
+// it was reached under (granularity included), and a verdict row whose contracts differ is
+// Inconclusive: a pass under a looser contract is not the same pass. (A side whose contract text
+// names no granularity, written before granularity was printed, is compared without it.)
 //
 // # Error rates
 //

@@ -150,8 +150,13 @@ type Row struct {
 	NewMedian  float64 `json:"new_median"`
 	OldOutcome string  `json:"old_outcome,omitempty"`
 	NewOutcome string  `json:"new_outcome,omitempty"`
-	Delta      float64 `json:"delta"`
-	DeltaUnit  string  `json:"delta_unit,omitempty"`
+	// OldContract and NewContract are, on the verdict row, the contract each side was verified
+	// against, as algorithms.Contract.String renders it (granularity included); a verdict row
+	// whose contracts differ is Inconclusive.
+	OldContract string  `json:"old_contract,omitempty"`
+	NewContract string  `json:"new_contract,omitempty"`
+	Delta       float64 `json:"delta"`
+	DeltaUnit   string  `json:"delta_unit,omitempty"`
 	// DeltaLow and DeltaHigh bound the change with confidence 1 − Alpha (99%): the Hodges-Lehmann
 	// interval of the shift that goes with the U test (see shiftCI); finite, since Compare
 	// compares at least MinSamples a side.

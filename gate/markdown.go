@@ -129,7 +129,8 @@ func (g *Report) Markdown(w io.Writer) error {
 		}
 		if r.Metric == MetricVerdict {
 			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | — | — | %s |\n",
-				escape(r.Scenario), escape(r.Algorithm), escape(r.Topology), escape(r.OldOutcome), escape(r.NewOutcome), verdict)
+				escape(r.Scenario), escape(r.Algorithm), escape(r.Topology), escape(underContract(r.OldOutcome, r.OldContract)),
+				escape(underContract(r.NewOutcome, r.NewContract)), verdict)
 			continue
 		}
 		metric := string(r.Metric)
@@ -151,6 +152,15 @@ func (g *Report) Markdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// underContract is a verdict row's outcome with the contract it was reached under: "pass under
+// fixed-window(10, 1s, granularity 1ms)"; the outcome alone without a contract.
+func underContract(outcome, contract string) string {
+	if contract == "" || contract == "none" {
+		return outcome
+	}
+	return outcome + " under " + contract
 }
 
 // JSON writes g as indented JSON.

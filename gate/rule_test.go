@@ -150,3 +150,35 @@ func TestRuleFalseAlarmRate(t *testing.T) {
 		t.Errorf("one-sided level = %.4f; the bound above assumes 0.0043", bound)
 	}
 }
+
+// TestVerdictRowContract: the verdict row carries each side's contract; contracts that differ
+// (granularity included) make it Inconclusive, a side written before granularity was printed is
+// compared without it, and the Markdown shows the outcome under its contract.
+func TestVerdictRowContract(t *testing.T) {
+	entry := func(contract string) *report.Entry {
+		e := &report.Entry{Algorithm: "mine", Topology: "single"}
+		e.Verification.Verdict, e.Verification.Contract = "pass", contract
+		return e
+	}
+	for _, tt := range []struct {
+		old, cur string
+		want     Verdict
+	}{
+		{"fixed-window(10, 1s)", "fixed-window(10, 1s)", OK},
+		{"fixed-window(10, 1s, granularity 1ms)", "fixed-window(10, 1s, granularity 1ms)", OK},
+		{"sliding-window(10, 1s)", "sliding-window(10, 1s, granularity 1ms)", OK}, // old text names no granularity
+		{"fixed-window(10, 1s, granularity 1ms)", "fixed-window(10, 1s, granularity 1s)", Inconclusive},
+		{"fixed-window(10, 1s)", "fixed-window(20, 1s)", Inconclusive},
+		{"fixed-window(10, 1s)", "first-hit-window(10, 1s)", Inconclusive},
+		{"", "fixed-window(10, 1s)", Inconclusive},
+	} {
+		row := compareOutcome(entry(tt.old), entry(tt.cur))
+		if row.Verdict != tt.want || row.OldContract != tt.old || row.NewContract != tt.cur {
+			t.Errorf("verdict row %q → %q = %s (%s), contracts %q, %q; want %s", tt.old, tt.cur, row.Verdict, row.Note,
+				row.OldContract, row.NewContract, tt.want)
+		}
+	}
+	if got, want := underContract("pass", "fixed-window(10, 1s, granularity 1ms)"), "pass under fixed-window(10, 1s, granularity 1ms)"; got != want {
+		t.Errorf("underContract = %q; want %q", got, want)
+	}
+}

@@ -19,13 +19,19 @@ func busiest(contract string, r float64) string {
 	if strings.HasPrefix(contract, "token-bucket") {
 		return fmt.Sprintf("at its fullest, its bucket was %s drawn", Percent(r))
 	}
-	s := fmt.Sprintf("its busiest sliding window held %s of its limit", Percent(r))
+	kind := "sliding"
+	if strings.HasPrefix(contract, "first-hit-window") {
+		kind = "first-hit" // Accuracy measures the windows its own requests opened
+	}
+	s := fmt.Sprintf("its busiest %s window held %s of its limit", kind, Percent(r))
 	switch {
 	case r <= 1.005:
 	case strings.HasPrefix(contract, "fixed-window"):
 		s += ", which fixed windows allow across a window boundary (up to 200%)"
-	default:
+	case strings.Contains(contract, "granularity"):
 		s += ", within the clock granularity its contract states"
+	default:
+		s += ", within what its contract allows"
 	}
 	return s
 }

@@ -316,7 +316,8 @@ func TestBusiest(t *testing.T) {
 		{"sliding-window(100, 1s)", 0, ""},
 		{"sliding-window(100, 1s)", 1, "its busiest sliding window held 100% of its limit"},
 		{"fixed-window(100, 1s)", 1.99, "its busiest sliding window held 199% of its limit, which fixed windows allow across a window boundary (up to 200%)"},
-		{"sliding-window(20, 1s) and sliding-window(20, 1s) per subject+client", 2, "its busiest sliding window held 200% of its limit, within the clock granularity its contract states"},
+		{"sliding-window(20, 1s, granularity 1µs) and sliding-window(20, 1s, granularity 1µs) per subject+client", 2, "its busiest sliding window held 200% of its limit, within the clock granularity its contract states"},
+		{"first-hit-window(20, 1s, granularity 1ms)", 1.02, "its busiest first-hit window held 102% of its limit, within the clock granularity its contract states"},
 		{"token-bucket(10, 100/1s)", 0.96, "at its fullest, its bucket was 96% drawn"},
 	}
 	for _, tt := range tests {

@@ -48,9 +48,9 @@ func TestSummaryErrorsAndWarnings(t *testing.T) {
 	if err := WriteSummary(&got, r); err != nil {
 		t.Fatal(err)
 	}
-	want := `ALGORITHM    TOPOLOGY  THROUGHPUT/s  P50  P99  ADMITTED/IDEAL  ERRORS     DEFINITE  VERDICT
-gcra         single    0             0s   0s   -               590 (59%)  0         inconclusive
-sliding-log  single    0             0s   0s   -               0          0         pass
+	want := `ALGORITHM    TOPOLOGY  THROUGHPUT/s  P50  P99  ADMITTED/IDEAL  ERRORS     DEFINITE  VERDICT       CONTRACT
+gcra         single    0             0s   0s   -               590 (59%)  0         inconclusive  none
+sliding-log  single    0             0s   0s   -               0          0         pass          none
 errors: gcra single: 580 OOM (failed, first at 0.41s: "gcra: OOM command not allowed when used memory > 'maxmemory'."); 10 timeout (unknown, first at 2s: "gcra: i/o timeout")
 warning: gcra single: 3 keys under p: were left behind; remove them: X
 `

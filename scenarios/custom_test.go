@@ -31,7 +31,7 @@ func TestCustomEntries(t *testing.T) {
 		{Name: "bucket", Custom: &algorithms.CustomSpec{
 			Name: "bucket", Script: "limiter.lua", Path: "testdata/limiter.lua", Source: string(src),
 			Keys:     []string{"tb:{{tag}}"},
-			Allowed:  algorithms.ReplyRule{Op: algorithms.RuleGreaterThan, Number: 0},
+			Allowed:  algorithms.ReplyRule{Op: algorithms.RuleGreaterThan, Value: "0"},
 			Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second},
 		}},
 		{Name: "nil-means-ok", Custom: &algorithms.CustomSpec{
@@ -39,6 +39,21 @@ func TestCustomEntries(t *testing.T) {
 			Keys:     []string{"n:{{tag}}"},
 			Allowed:  algorithms.ReplyRule{Op: algorithms.RuleIsNil},
 			Contract: algorithms.Contract{Kind: algorithms.NoContract},
+		}},
+		{Name: "counter", Custom: &algorithms.CustomSpec{
+			Name: "counter", Script: "limiter.lua", Path: "testdata/limiter.lua", Source: string(src),
+			Keys:              []string{"c:{{tag}}:{{now_ms / window_ms}}", "c:{{tag}}:{{now_ms / window_ms - 1}}"},
+			Args:              []string{"{{now_s_float}}"},
+			Allowed:           algorithms.ReplyRule{Element: 1, Op: algorithms.RuleAtMost, Value: "{{limit}}"},
+			Time:              &algorithms.ReplyTime{Element: 2, Unit: algorithms.Seconds},
+			Contract:          algorithms.Contract{Kind: algorithms.FirstHitWindow, Granularity: time.Millisecond},
+			ContractTemplates: map[string]string{"limit": "{{limit}}", "window": "{{window_ms}}ms"},
+		}},
+		{Name: "floor", Custom: &algorithms.CustomSpec{
+			Name: "floor", Script: "limiter.lua", Path: "testdata/limiter.lua", Source: string(src),
+			Keys:     []string{"f:{{tag}}"},
+			Allowed:  algorithms.ReplyRule{Op: algorithms.RuleAtLeast, Value: "-1.5"},
+			Contract: algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 10, Window: time.Second},
 		}},
 	}
 	if diff := cmp.Diff(want, s.Algorithms); diff != "" {

@@ -152,24 +152,49 @@
 //	    time: {element: 3, unit: ms}       # optional: where the reply holds the time it used
 //	    contract: {kind: token-bucket, capacity: 5, rate: 1, per: 1s}
 //
-// Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a cluster hash tag),
-// {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}}, {{burst}}, {{rate}} (per second),
-// {{now_ms}}, {{now_s}}, {{now_us}} (the client's clock, skew included), {{uuid}}, {{prefix}} (the
-// run's key prefix; keys that do not start with it get it prepended). Any other name is an error.
-// When topologies include cluster, every key must have the same hash tag (use {{tag}}).
+// In place of script:, library: my_lib.lua and function: allow name a Redis function library (its
+// first line "#!lua name=my_lib") and the function each request calls with FCALL; the library is
+// loaded with FUNCTION LOAD REPLACE on every master and removed after each measurement. script:
+// and library: together, or one of library: and function: without the other, are errors.
+//
+// Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a
+// cluster hash tag), {{client}}, {{cost}}, {{limit}}, {{window_ms}}, {{window_s}} (rounded up),
+// {{burst}}, {{rate}} (per second, e.g. 2.5), {{now_ms}}, {{now_s}}, {{now_us}}, {{now_s_float}}
+// (the client's clock, skew included; now_s_float is seconds with six decimals, as time.time()
+// gives), {{uuid}}, {{prefix}} (the run's key prefix; keys that do not start with it get it
+// prepended). Any other name is an error. Inside the braces an integer expression over cost,
+// limit, window_ms, window_s, burst, now_ms, now_s, now_us and whole numbers, with + - * / (floor
+// division) and parentheses: "rl:{{tag}}:{{now_ms / window_ms}}" is this window's key and
+// "rl:{{tag}}:{{now_ms / window_ms - 1}}" the previous one's. An expression that does not parse,
+// or divides by zero or overflows with the scenario's numbers, is an error at load time naming
+// file, line and field; one that fails on a request's own values (cost, now_*) fails that request,
+// unsent. When topologies include cluster, every key must have the same hash tag (use {{tag}}). A
+// key written "" stays the empty string (some libraries pass it for "no key"), never prefixed; it
+// is refused when topologies include cluster (no slot can be computed for it).
 //
 // allowed: element is a 1-based index into an array reply (omit it for a scalar reply), and exactly
-// one rule decides: equals: V, not_equals: V (the element's text, integers in decimal), greater_than:
-// N, prefix: "S", or is_nil: true. A reply the rule cannot read is an error outcome, never an
-// admission.
+// one rule decides: equals: V, not_equals: V (the element's text, integers in decimal),
+// greater_than: N, at_least: N, at_most: N, less_than: N (numbers: an integer or a string holding
+// one), prefix: "S", or is_nil: true. V and N may be templates, expanded per request: a script
+// that returns its count is read with at_most: "{{limit}}", one that charges cost with
+// at_most: "{{limit - cost}}" or equals: "{{cost}}". A reply the rule cannot read is an unknown
+// outcome, never an admission; its message names the rule, the element and the raw reply.
 //
-// time: element >= 1 of an array reply, unit us, ms or s. Without it the verifier places each
-// decision in its [send, receive] interval.
+// time: element >= 1 of an array reply, unit us, ms or s: the Unix time the script decided at,
+// an integer or a string in any notation Lua's tostring writes ("1700000000.1235",
+// "1.7955344972883e+15"). The decision is placed in the interval the written digits allow (14
+// significant digits of µs leave ±100 µs), never narrowed to a point the digits cannot vouch for.
+// Without it the verifier places each decision in its [send, receive] interval.
 //
-// contract: kind sliding-window {limit, window}, fixed-window {limit, window}, token-bucket
-// {capacity, rate, per} (rate permits every per), or none (benchmark only, no verdict); each
-// parameter its kind takes is required and others are errors. granularity: 1s (optional) states a
-// clock resolution the script is known to have.
+// contract: kind sliding-window {limit, window}, fixed-window {limit, window} (windows aligned on
+// the Unix epoch), first-hit-window {limit, window} (each window begins at the first request that
+// reaches the script after the previous one ended: INCR with an expiry set on the first hit),
+// token-bucket {capacity, rate, per} (rate permits every per), or none (benchmark only, no
+// verdict); each parameter its kind takes is required and others are errors. The numbers may be
+// templates of what is constant for a limit: limit: "{{limit}}", window: "{{window_ms}}ms",
+// capacity: "{{burst}}"; a contract whose numbers differ from the scenario's limit is a note in the
+// output, not an error. granularity: 1s (optional) states a clock resolution the script is known
+// to have; it is printed with the contract everywhere ("fixed-window(20, 1s, granularity 1ms)").
 //
 // # Expectations
 //

@@ -453,7 +453,7 @@ func (d *decoder) clockSkew(n *yaml.Node, c *load.Skew) {
 	}
 }
 
-var customFields = []string{"name", "script", "keys", "args", "allowed", "time", "contract"}
+var customFields = []string{"name", "script", "library", "function", "keys", "args", "allowed", "time", "contract"}
 
 func (d *decoder) algorithms(n *yaml.Node) []AlgorithmEntry {
 	var out []AlgorithmEntry
@@ -477,8 +477,30 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 	c := &algorithms.CustomSpec{}
 	m := d.mapping(n, f, customFields)
 	set(&c.Name, m["name"], f+".name", d.str)
-	if sn := m["script"]; sn != nil {
-		if p, ok := d.str(sn, f+".script"); ok {
+	// library: and function: name a Redis function library and the function each request calls,
+	// in place of script:. The library's file is read as a script's is.
+	field, sn := "script", m["script"]
+	if ln := m["library"]; ln != nil {
+		if sn != nil {
+			d.fail(ln, f+".library", "script: and library: both given; a custom algorithm is a script (EVALSHA) or a function of a library (FCALL), not both")
+		}
+		field, sn = "library", ln
+		if fn := m["function"]; fn == nil {
+			d.fail(ln, f+".function", "a function library needs function: the name of the function each request calls (FCALL)")
+		}
+	}
+	if fn := m["function"]; fn != nil {
+		if s, ok := d.str(fn, f+".function"); ok {
+			c.Function = s
+			if m["library"] == nil {
+				d.fail(fn, f+".function", "function: needs library: the Lua file of the function library that registers it")
+			} else if s == "" {
+				d.fail(fn, f+".function", "function: must name a function of the library")
+			}
+		}
+	}
+	if sn != nil {
+		if p, ok := d.str(sn, f+"."+field); ok {
 			c.Script = p
 			c.Path = p
 			if !filepath.IsAbs(p) {
@@ -487,11 +509,11 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 			src, err := os.ReadFile(c.Path)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				d.fail(sn, f+".script", "script file %s not found (the path is relative to the scenario file)", c.Path)
+				d.fail(sn, f+"."+field, field+" file %s not found (the path is relative to the scenario file)", c.Path)
 			case err != nil:
-				d.fail(sn, f+".script", "cannot read script: %v", err)
+				d.fail(sn, f+"."+field, "cannot read %s: %v", field, err)
 			case len(bytes.TrimSpace(src)) == 0:
-				d.fail(sn, f+".script", "script file %s is empty", c.Path)
+				d.fail(sn, f+"."+field, field+" file %s is empty", c.Path)
 			default:
 				c.Source = string(src)
 			}
@@ -525,18 +547,47 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 				k.Kind = algorithms.ContractKind(s)
 			}
 		}
-		set(&k.Limit, cm["limit"], cf+".limit", d.int64)
-		set(&k.Window, cm["window"], cf+".window", d.duration)
-		set(&k.Capacity, cm["capacity"], cf+".capacity", d.int64)
-		set(&k.RefillPermits, cm["rate"], cf+".rate", d.int64)
-		set(&k.RefillPer, cm["per"], cf+".per", d.duration)
+		// A number written as a template ("{{limit}}") is kept as text, filled in for the
+		// scenario's limit when it is validated and for each run's limit when it runs.
+		tmpl := func(field string) bool {
+			n := cm[field]
+			if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "{{") {
+				return false
+			}
+			if c.ContractTemplates == nil {
+				c.ContractTemplates = map[string]string{}
+			}
+			c.ContractTemplates[field] = n.Value
+			return true
+		}
+		for _, p := range []struct {
+			field string
+			int   *int64
+			dur   *time.Duration
+		}{
+			{"limit", &k.Limit, nil}, {"window", nil, &k.Window}, {"capacity", &k.Capacity, nil},
+			{"rate", &k.RefillPermits, nil}, {"per", nil, &k.RefillPer},
+		} {
+			if tmpl(p.field) {
+				continue
+			}
+			if p.int != nil {
+				set(p.int, cm[p.field], cf+"."+p.field, d.int64)
+			} else {
+				set(p.dur, cm[p.field], cf+"."+p.field, d.duration)
+			}
+		}
 		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
 	}
 	return c
 }
 
 func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
-	m := d.mapping(n, f, []string{"element", "equals", "not_equals", "greater_than", "prefix", "is_nil"})
+	fields := []string{"element"}
+	for _, op := range algorithms.RuleOps {
+		fields = append(fields, string(op))
+	}
+	m := d.mapping(n, f, fields)
 	if m == nil {
 		return
 	}
@@ -549,16 +600,8 @@ func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
 		}
 		rules = append(rules, string(op))
 		rf := f + "." + string(op)
-		switch op {
-		case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RulePrefix:
-			if s, ok := d.str(v, rf); ok {
-				a.Op, a.Value = op, s
-			}
-		case algorithms.RuleGreaterThan:
-			if x, ok := d.float(v, rf); ok {
-				a.Op, a.Number = op, x
-			}
-		case algorithms.RuleIsNil:
+		switch {
+		case op == algorithms.RuleIsNil:
 			if b, ok := d.bool(v, rf); ok {
 				if !b {
 					d.fail(v, rf, "is_nil: false is not a rule; use is_nil: true, or another rule")
@@ -566,11 +609,25 @@ func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
 					a.Op = op
 				}
 			}
+		case op.Numeric() && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!str":
+			// A number: its value as a number reads it (0x10, 1e3), in decimal.
+			if x, ok := d.float(v, rf); ok {
+				a.Op, a.Value = op, strconv.FormatFloat(x, 'g', -1, 64)
+				var i int64
+				if v.ShortTag() == "!!int" && v.Decode(&i) == nil {
+					a.Value = strconv.FormatInt(i, 10)
+				}
+			}
+		default:
+			// Text, or a template such as "{{limit}}" (validation checks it).
+			if s, ok := d.str(v, rf); ok {
+				a.Op, a.Value = op, s
+			}
 		}
 	}
 	switch {
 	case len(rules) == 0:
-		d.fail(n, f, "needs exactly one rule: equals, not_equals, greater_than, prefix or is_nil; got none")
+		d.fail(n, f, "needs exactly one rule: %s; got none", algorithms.RuleNames())
 	case len(rules) > 1:
 		d.fail(n, f, "needs exactly one rule; got %s", strings.Join(rules, " and "))
 	}

@@ -432,26 +432,45 @@ func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 	if cu.Name == "" {
 		c.add(f+".name", "a custom script needs a name")
 	}
+	field := "script"
+	if cu.Function != "" {
+		field = "library"
+	}
 	if cu.Script == "" {
-		c.add(f+".script", "a custom script needs script: the path of its Lua file, relative to the scenario")
-	} else if cu.Source == "" && !c.s.present(f+".script") {
-		c.add(f+".script", "script %s was not read (set Source, or load the scenario with Load)", cu.Script)
+		c.add(f+"."+field, "a custom script needs script: the path of its Lua file, relative to the scenario (or library: and function: for a Redis function)")
+	} else if cu.Source == "" && !c.s.present(f+"."+field) {
+		c.add(f+"."+field, "%s %s was not read (set Source, or load the scenario with Load)", field, cu.Script)
 	}
 	if len(cu.Keys) == 0 {
 		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")
 	}
-	for i, k := range cu.Keys {
-		if err := algorithms.CheckTemplate(k); err != nil {
-			c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%v", err)
+	// Templates: each parses; with the scenario's limit (when valid), none divides by zero or
+	// overflows on the limit's constants.
+	check := func(field, t string) {
+		err := algorithms.CheckTemplate(t)
+		if err == nil && c.s.Limit.Validate() == nil {
+			err = algorithms.CheckTemplateWith(t, c.s.Limit)
 		}
+		if err != nil {
+			c.add(field, "%v", err)
+		}
+	}
+	for i, k := range cu.Keys {
+		check(fmt.Sprintf("%s.keys[%d]", f, i), k)
 	}
 	for i, a := range cu.Args {
-		if err := algorithms.CheckTemplate(a); err != nil {
-			c.add(fmt.Sprintf("%s.args[%d]", f, i), "%v", err)
-		}
+		check(fmt.Sprintf("%s.args[%d]", f, i), a)
 	}
 	if cluster {
-		if err := algorithms.KeysShareSlot(cu.Keys); err != nil {
+		var keys []string
+		for i, k := range cu.Keys {
+			if k == "" {
+				c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%v", algorithms.ErrEmptyKeyOnCluster)
+				continue
+			}
+			keys = append(keys, k)
+		}
+		if err := algorithms.KeysShareSlot(keys); err != nil {
 			c.add(f+".keys", "%v", err)
 		}
 	}
@@ -459,16 +478,19 @@ func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 	if al.Element < 0 {
 		c.add(f+".allowed.element", "must be >= 1 (1-based), or omitted for a scalar reply; got %d", al.Element)
 	}
-	switch al.Op {
-	case algorithms.RuleEquals, algorithms.RuleNotEquals, algorithms.RuleGreaterThan, algorithms.RuleIsNil:
-	case algorithms.RulePrefix:
-		if al.Value == "" {
-			c.add(f+".allowed.prefix", "must not be empty")
-		}
-	case "":
-		c.add(f+".allowed", "needs exactly one rule: equals, not_equals, greater_than, prefix or is_nil")
+	switch {
+	case al.Op == "":
+		c.add(f+".allowed", "needs exactly one rule: %s", algorithms.RuleNames())
+	case !slices.Contains(algorithms.RuleOps, al.Op):
+		c.add(f+".allowed", "unknown rule %q; use %s", al.Op, algorithms.RuleNames())
 	default:
-		c.add(f+".allowed", "unknown rule %q; use equals, not_equals, greater_than, prefix or is_nil", al.Op)
+		if err := al.CheckValue(); err != nil {
+			c.add(f+".allowed."+string(al.Op), "%v", err)
+		} else if al.Op != algorithms.RuleIsNil && c.s.Limit.Validate() == nil {
+			if err := algorithms.CheckTemplateWith(al.Value, c.s.Limit); err != nil {
+				c.add(f+".allowed."+string(al.Op), "%v", err)
+			}
+		}
 	}
 	if t := cu.Time; t != nil {
 		if t.Element < 1 {
@@ -482,10 +504,25 @@ func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
 			c.add(f+".time.unit", "unknown unit %q; use us, ms or s", t.Unit)
 		}
 	}
-	c.contract(f+".contract", cu.Contract)
+	c.contract(f+".contract", cu.Contract, cu.ContractTemplates)
 }
 
-func (c *checker) contract(f string, k algorithms.Contract) {
+// contract checks a custom script's contract. Its numbers written as templates (tmpl, by field)
+// are filled in for the scenario's limit first; one that cannot be is reported at its field.
+func (c *checker) contract(f string, k algorithms.Contract, tmpl map[string]string) {
+	fields := make([]string, 0, len(tmpl))
+	for field := range tmpl {
+		fields = append(fields, field)
+	}
+	slices.Sort(fields)
+	for _, field := range fields {
+		if c.s.Limit.Validate() != nil {
+			continue // limit's own problems are reported; the contract cannot be filled in
+		}
+		if err := algorithms.FillContract(&k, field, tmpl[field], c.s.Limit); err != nil {
+			c.add(f+"."+field, "%v", err)
+		}
+	}
 	type param struct {
 		name string
 		set  bool
@@ -512,20 +549,23 @@ func (c *checker) contract(f string, k algorithms.Contract) {
 	}
 	var need []string
 	switch k.Kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow:
+	case algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.FirstHitWindow:
 		need = []string{"limit", "window"}
 	case algorithms.TokenBucket:
 		need = []string{"capacity", "rate", "per"}
 	case algorithms.NoContract:
 	case "":
-		c.add(f+".kind", "a contract needs kind: sliding-window, fixed-window, token-bucket or none")
+		c.add(f+".kind", "a contract needs kind: sliding-window, fixed-window, first-hit-window, token-bucket or none")
 		return
 	default:
-		c.add(f+".kind", "unknown contract kind %q; use sliding-window, fixed-window, token-bucket or none", k.Kind)
+		c.add(f+".kind", "unknown contract kind %q; use sliding-window, fixed-window, first-hit-window, token-bucket or none", k.Kind)
 		return
 	}
 	for _, p := range params {
 		pf := f + "." + p.name
+		if _, templated := tmpl[p.name]; templated && contains(need, p.name) {
+			continue // filled in above, or reported there
+		}
 		switch {
 		case contains(need, p.name) && !p.set:
 			if c.s.present(pf) {

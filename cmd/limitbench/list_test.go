@@ -68,7 +68,7 @@ func TestListJSON(t *testing.T) {
 		}
 	}
 	for _, e := range got {
-		if e.Name == "resource-consumer" && !strings.Contains(e.Contract, "sliding-window(7, 250ms)") {
+		if e.Name == "resource-consumer" && !strings.Contains(e.Contract, "sliding-window(7, 250ms, granularity 1µs)") {
 			t.Errorf("resource-consumer contract %q, want it rendered for -limit 7 -window 250ms", e.Contract)
 		}
 	}

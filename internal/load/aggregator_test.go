@@ -107,6 +107,7 @@ func TestClassify(t *testing.T) {
 		{"dial refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, ClassFailed},
 		{"redis error reply", fmt.Errorf("lim: %w", redis.ErrNoScript), ClassFailed},
 		{"cost unsupported", algorithms.ErrCostUnsupported, ClassFailed},
+		{"template not expanded, not sent", fmt.Errorf("mine: keys[0]: %w: {{now_ms / cost}}: division by zero", algorithms.ErrTemplate), ClassFailed},
 		{"bad reply may have admitted", fmt.Errorf("lim: %w", algorithms.ErrBadReply), ClassUnknown},
 		{"read timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, ClassUnknown},
 		{"EOF", io.EOF, ClassUnknown},

@@ -52,7 +52,8 @@ func Classify(err error) Class {
 		return ClassUnknown
 	}
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
-		errors.Is(err, redis.ErrClosed) || errors.Is(err, algorithms.ErrCostUnsupported) {
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, algorithms.ErrCostUnsupported) ||
+		errors.Is(err, algorithms.ErrTemplate) {
 		return ClassFailed
 	}
 	var opErr *net.OpError

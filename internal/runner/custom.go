@@ -40,6 +40,9 @@ func customAlgorithmOf(s *scenarios.Scenario, c *algorithms.CustomSpec) (algorit
 		for i, e := range s.Algorithms {
 			if e.Custom == c {
 				ca.field = fmt.Sprintf("algorithms[%d].script", i)
+				if c.Function != "" {
+					ca.field = fmt.Sprintf("algorithms[%d].library", i)
+				}
 			}
 		}
 	}
@@ -69,8 +72,9 @@ func (a *customAlgorithm) badScript(err error) error {
 }
 
 // customNotes returns what a custom script's limiter has to add to its entry's
-// Verification.Reasons, after the measurement: how many replies the allowed rule could not read
-// (each an unknown outcome, never an admission) with the first raw reply, and, when the rule read
+// Verification.Reasons, after the measurement: how many replies its rules could not read (each
+// an unknown outcome, never an admission) with the first one's reason (which rule, which
+// element) and raw reply, and, when the rule read
 // replies but none as an admission, the first raw reply, so that a rule that never matches is
 // visible. It returns nil for every other limiter. Counts include the warmup.
 func customNotes(lim algorithms.Limiter) []string {
@@ -81,9 +85,13 @@ func customNotes(lim algorithms.Limiter) []string {
 	st := rr.ReplyStats()
 	var out []string
 	if st.Unreadable > 0 {
+		why := st.FirstReason
+		if why == "" {
+			why = "raw reply: " + st.FirstUnreadable
+		}
 		out = append(out, fmt.Sprintf(
-			"%d replies could not be read by the allowed rule %s (counted as unknown outcomes, warmup included); first raw reply: %s",
-			st.Unreadable, st.Rule, st.FirstUnreadable))
+			"%d replies could not be read (counted as unknown outcomes, warmup included); the first: %s",
+			st.Unreadable, why))
 	}
 	if st.Read > 0 && st.Admitted == 0 {
 		out = append(out, fmt.Sprintf(
@@ -93,10 +101,17 @@ func customNotes(lim algorithms.Limiter) []string {
 	return out
 }
 
-// withCustomNotes returns e with customNotes(lim) appended to its Verification.Reasons.
-func withCustomNotes(e report.Entry, lim algorithms.Limiter) report.Entry {
+// withCustomNotes returns e with customNotes(lim) appended to its Verification.Reasons and, for a
+// custom script (e.Custom) whose contract's numbers differ from the scenario's limit l, a note
+// that says how (Contract.LimitNote): a looser contract is legitimate, a typo is not.
+func withCustomNotes(e report.Entry, lim algorithms.Limiter, contract algorithms.Contract, l algorithms.Limit) report.Entry {
 	if notes := customNotes(lim); len(notes) > 0 {
 		e.Verification.Reasons = append(e.Verification.Reasons, notes...)
+	}
+	if e.Custom {
+		if note := contract.LimitNote(l); note != "" {
+			e.Verification.Reasons = append(e.Verification.Reasons, note)
+		}
 	}
 	return e
 }

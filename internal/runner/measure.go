@@ -64,11 +64,12 @@ func (r *recording) sinks() load.Sinks {
 
 // verification returns what the verifier needs of the measurement res recorded in r, for an
 // algorithm with contract and model, with the node watch's events, which happened during the
-// measurement (warmup included) and around it.
+// measurement (warmup included) and around it; fresh says that the algorithm held no state when
+// the measurement began (see verify.Measurement.Fresh).
 func (r *recording) verification(res *load.Result, contract algorithms.Contract, model algorithms.Model,
-	events []faults.Event) verify.Measurement {
+	events []faults.Event, fresh bool) verify.Measurement {
 	m := verify.Measurement{
-		Contract: contract, Model: model,
+		Contract: contract, Model: model, Fresh: fresh,
 		Log: r.log.Log(res.Subjects, res.Clients),
 		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
 			Dropped: res.Counts.Dropped},
@@ -143,6 +144,12 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 				o.Logf("warning: %s on %s: %s", name, topo, w.Message)
 			}
 		}
+		if ca, custom := a.(*customAlgorithm); custom {
+			// A function library is removed as the keys are; the next measurement loads it again.
+			if err := ca.Unload(cctx, tgt.Client); err != nil && o.Logf != nil {
+				o.Logf("warning: %s on %s: the function library could not be removed: %v", name, topo, err)
+			}
+		}
 	}()
 	// The node watch starts before the script is loaded and its first poll is in before the
 	// load starts, so that a restart from then on is seen.
@@ -153,6 +160,9 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		var rerr redis.Error
 		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) && !noPermission(err) {
 			return nil, ca.badScript(err)
+		}
+		if _, custom := a.(*customAlgorithm); custom && errors.Is(err, algorithms.ErrBadCustom) {
+			return nil, fmt.Errorf("%w: %w", ErrBadScript, err)
 		}
 		return nil, LostOr(ctx, tgt, fmt.Errorf("prepare %s: %w", name, err))
 	}
@@ -260,7 +270,11 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
 	events := watch.Stop()
-	vm := rec.verification(res, contract, a.Model(s.Limit), events)
+	// The prefix was claimed empty before the warmup, and every key of the algorithm is under
+	// it, except a custom script's empty key, which could hold state from before.
+	ca, custom := a.(*customAlgorithm)
+	fresh := !custom || !ca.HasEmptyKey()
+	vm := rec.verification(res, contract, a.Model(s.Limit), events, fresh)
 	if len(s.Faults) > 0 {
 		vm.Faults = rec.injectedFaults(injected, res)
 		vm.Disruptions = append(vm.Disruptions, rec.injectedDisruptions(injected, res)...)
@@ -269,9 +283,8 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if gerr != nil {
 		vm.Warnings.StopReason = stopReason(gerr)
 	}
-	_, custom := a.(*customAlgorithm)
 	entry := func(srv *report.Server) *report.Entry {
-		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim)
+		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim, contract, s.Limit)
 		addNoScripts(e.Verification.Faults, injected, &ns, res)
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w

@@ -28,7 +28,7 @@ type Stats struct {
 // adminCommands are the commands the harness sends around a measurement; they are left out of
 // the per-decision cost.
 var adminCommands = map[string]bool{
-	"info": true, "config": true, "scan": true, "memory": true, "ping": true, "script": true,
+	"info": true, "config": true, "scan": true, "memory": true, "ping": true, "script": true, "function": true,
 	"cluster": true, "client": true, "hello": true, "auth": true, "command": true, "dbsize": true,
 	"unlink": true, "time": true, "select": true, "readonly": true,
 }

@@ -20,7 +20,8 @@ import (
 //     host), times are on that one clock. An event's interval is [Sent, Received] widened
 //     outward to whole microseconds, and a server-clock decision (Decision.Clock == ClockServer
 //     with a TimeMicros) is narrowed to the single microsecond TimeMicros, exactly the time the
-//     script decided on.
+//     script decided on, or, for a time known only to an interval (Decision.TimeSpanMicros),
+//     to that interval when it is the narrower.
 //   - With Server set (an external server whose offset was measured) and an algorithm that
 //     decides on the server's clock (ClientClock false), times are on the server's clock, the
 //     clock the algorithm's windows are aligned to: a server-clock decision is TimeMicros, and
@@ -155,7 +156,7 @@ func (l *AdmissionLog) Add(o *load.Outcome) {
 			k = Admitted
 		}
 		if d := o.Decision; d.Clock == algorithms.ClockServer && d.TimeMicros > 0 && (l.SharedClock || server) {
-			lo, hi = l.narrow(lo, hi, d.TimeMicros-l.Origin)
+			lo, hi = l.narrow(lo, hi, d.TimeMicros-l.Origin, d.TimeSpanMicros)
 		}
 	case load.ClassFailed:
 		k = Failed
@@ -177,15 +178,20 @@ func (l *AdmissionLog) Add(o *load.Outcome) {
 	l.n++
 }
 
-// narrow returns the interval [t, t] of the server's decision time t, counting a t far outside
-// [lo, hi]. Times are relative to Origin.
-func (l *AdmissionLog) narrow(lo, hi, t int64) (int64, int64) {
+// narrow returns the interval [t, t + span] of the server's decision time (span > 0: a time a
+// script wrote with fewer digits than it had, known only to that interval), counting one far
+// outside [lo, hi]. When the server's interval is wider than [lo, hi], which also holds the
+// decision, [lo, hi] is kept: either interval is sound, and the narrower one finds more. Times
+// are relative to Origin.
+func (l *AdmissionLog) narrow(lo, hi, t, span int64) (int64, int64) {
 	slack := MismatchSlack.Microseconds()
-	if t < lo-slack || t > hi+slack {
+	if t+span < lo-slack || t > hi+slack {
 		l.Mismatched++
+	} else if span > hi-lo {
+		return lo, hi
 	}
 	l.Narrowed++
-	return t, t
+	return t, t + span
 }
 
 // shift adds d µs to the times of l's events (for an Origin d µs earlier), dropping, and

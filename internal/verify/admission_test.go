@@ -49,6 +49,12 @@ func events(log *Log) []event {
 	return out
 }
 
+// spanned returns d with its time known only to [TimeMicros, TimeMicros + span].
+func spanned(d algorithms.Decision, span int64) algorithms.Decision {
+	d.TimeSpanMicros = span
+	return d
+}
+
 func TestAdmissionLog(t *testing.T) {
 	start := time.UnixMicro(1_000_000_000_000_000)
 	origin := start.UnixMicro()
@@ -96,6 +102,12 @@ func TestAdmissionLog(t *testing.T) {
 			with(load.ClassUnknown, algorithms.Decision{}), ev(wide, Unknown, origin+1000+9900, origin+1502+10_100), 0, 0},
 		{"external: client clock stays on the harness clock", false, ext, true,
 			with(load.ClassOK, client), ev(wide, Admitted, 0, 0), 0, 0},
+		{"shared clock narrows to a time known to an interval", true, nil, false,
+			with(load.ClassOK, spanned(server(true, origin+1100), 200)), ev(wide, Admitted, origin+1100, origin+1300), 1, 0},
+		{"shared clock keeps [send, receive] when a time's interval is wider", true, nil, false,
+			with(load.ClassOK, spanned(server(true, origin), 2_000_000)), ev(wide, Admitted, 0, 0), 0, 0},
+		{"shared clock: an interval far outside is a mismatch, still used", true, nil, false,
+			with(load.ClassOK, spanned(server(true, origin+3000), 100)), ev(wide, Admitted, origin+3000, origin+3100), 1, 1},
 		{"failed", true, nil, false, with(load.ClassFailed, algorithms.Decision{}), ev(wide, Failed, 0, 0), 0, 0},
 		{"unknown", true, nil, false, with(load.ClassUnknown, algorithms.Decision{}), ev(wide, Unknown, 0, 0), 0, 0},
 	}
