@@ -30,7 +30,7 @@ type Stats struct {
 var adminCommands = map[string]bool{
 	"info": true, "config": true, "scan": true, "memory": true, "ping": true, "script": true,
 	"cluster": true, "client": true, "hello": true, "auth": true, "command": true, "dbsize": true,
-	"unlink": true, "time": true, "select": true, "readonly": true,
+	"unlink": true, "time": true, "select": true, "readonly": true, "function": true,
 }
 
 // ReadStats reads INFO commandstats, cpu and memory from every master of t.
