@@ -111,7 +111,7 @@ func TestCallReuse(t *testing.T) {
 // TestCallAllocs: on a single server a Call sent again and again allocates no more per request
 // than go-redis does for a command it is given ready-made (an EVALSHA of the same script built
 // once and sent again): everything above that floor would be the Call's own. On a client and on a
-// connection of it.
+// connection of it; for scripts sent with EVALSHA and as functions sent with FCALL.
 func TestCallAllocs(t *testing.T) {
 	env := redistest.Single(t)
 	ctx := context.Background()
@@ -125,36 +125,44 @@ func TestCallAllocs(t *testing.T) {
 		if name == "sliding-log-published" {
 			continue // four plain commands built per request, as the article sends them
 		}
-		t.Run(name, func(t *testing.T) {
-			lim, err := a.Prepare(ctx, client, l, env.Prefix+name+":")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, target := range []struct {
-				name string
-				c    redis.Cmdable
-			}{{"client", client}, {"connection", conn}} {
-				call := lim.NewCall()
-				call.Send(ctx, target.c, req)
-				if _, err := call.Result(); err != nil {
-					t.Fatalf("%s: %v", target.name, err)
+		for _, mode := range []CallMode{CallEvalSha, CallFCall} {
+			t.Run(name+"/"+string(mode), func(t *testing.T) {
+				pctx := ctx
+				if mode == CallFCall {
+					var fns Functions
+					pctx = WithFunctions(ctx, &fns)
+					t.Cleanup(func() { _ = fns.Delete(ctx) })
 				}
-				// The floor: the command this Call sent, sent again as it is.
-				e := call.(interface{ lastSent() *evalCmd }).lastSent()
-				floor := testing.AllocsPerRun(50, func() {
-					e.cmd.SetErr(nil)
-					_ = target.c.(processor).Process(ctx, e.cmd)
-					_, _ = e.cmd.Result()
-				})
-				got := testing.AllocsPerRun(50, func() {
+				lim, err := a.Prepare(pctx, client, l, env.Prefix+name+":"+string(mode)+":")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, target := range []struct {
+					name string
+					c    redis.Cmdable
+				}{{"client", client}, {"connection", conn}} {
+					call := lim.NewCall()
 					call.Send(ctx, target.c, req)
-					_, _ = call.Result()
-				})
-				if got > floor {
-					t.Errorf("%s: %.1f allocations per request; go-redis's floor for the same command is %.1f", target.name, got, floor)
+					if _, err := call.Result(); err != nil {
+						t.Fatalf("%s: %v", target.name, err)
+					}
+					// The floor: the command this Call sent, sent again as it is.
+					e := call.(interface{ lastSent() *evalCmd }).lastSent()
+					floor := testing.AllocsPerRun(50, func() {
+						e.cmd.SetErr(nil)
+						_ = target.c.(processor).Process(ctx, e.cmd)
+						_, _ = e.cmd.Result()
+					})
+					got := testing.AllocsPerRun(50, func() {
+						call.Send(ctx, target.c, req)
+						_, _ = call.Result()
+					})
+					if got > floor {
+						t.Errorf("%s: %.1f allocations per request; go-redis's floor for the same command is %.1f", target.name, got, floor)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -16,12 +16,16 @@ import (
 
 // script is a Lua script an algorithm runs: loaded with SCRIPT LOAD on every master of the
 // client it was prepared on, and loaded again there when a pipeline finds it gone (see
-// evalCmd.result).
+// evalCmd.result). A built-in script prepared with WithFunctions is instead the function fn of
+// the library lib (FunctionLibrary), loaded with FUNCTION LOAD REPLACE and called with FCALL.
 // It is safe for concurrent use.
 type script struct {
 	*redis.Script
 	// on is the client Prepare loaded it with: SCRIPT LOAD goes to each of its masters.
 	on redis.UniversalClient
+	// fn, lib and libCode are the function, its library's name and its library's code; fn is ""
+	// for a script called with EVALSHA.
+	fn, lib, libCode string
 	// gen counts the loads since the first; mu serialises them.
 	mu  sync.Mutex
 	gen atomic.Uint64
@@ -33,11 +37,15 @@ const reloadTimeout = 5 * time.Second
 // loadScript reads file (a name in scripts.FS, for example "gcra.lua") and loads it with SCRIPT
 // LOAD on every master of c: each master of a *redis.ClusterClient (ForEachMaster), otherwise c
 // itself. Loading everywhere up front is what lets a Call send a bare EVALSHA inside pipelines,
-// where go-redis cannot fall back to EVAL on NOSCRIPT.
+// where go-redis cannot fall back to EVAL on NOSCRIPT. With a ctx from WithFunctions the script
+// is loaded instead as the function library of the file's name without ".lua" (loadFunction).
 func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*script, error) {
 	src, err := scripts.FS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read script %s: %w", file, err)
+	}
+	if f := functionsOf(ctx); f != nil {
+		return loadFunction(ctx, c, f, strings.TrimSuffix(file, ".lua"), string(src))
 	}
 	return newScript(ctx, c, string(src))
 }
@@ -54,12 +62,20 @@ func newScript(ctx context.Context, c redis.UniversalClient, src string) (*scrip
 // loadEverywhere runs SCRIPT LOAD of s on every master of c: each master of a
 // *redis.ClusterClient (ForEachMaster), otherwise c itself.
 func loadEverywhere(ctx context.Context, c redis.UniversalClient, s *redis.Script) error {
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			return s.Load(ctx, m).Err()
-		})
+	return onEveryMaster(ctx, c, func(ctx context.Context, m redis.Cmdable) error {
+		return s.Load(ctx, m).Err()
+	})
+}
+
+// loadEverywhere loads s again on every master of the client it was prepared on: SCRIPT LOAD, or
+// FUNCTION LOAD REPLACE of its library.
+func (s *script) loadEverywhere(ctx context.Context) error {
+	if s.fn == "" {
+		return loadEverywhere(ctx, s.on, s.Script)
 	}
-	return s.Load(ctx, c).Err()
+	return onEveryMaster(ctx, s.on, func(ctx context.Context, m redis.Cmdable) error {
+		return m.FunctionLoadReplace(ctx, s.libCode).Err()
+	})
 }
 
 // processor is what a Call needs of the Cmdable it sends on: every go-redis client, connection,
@@ -96,7 +112,9 @@ func (a *argBuf) subjectKey(prefix, tag, subject string) *argBuf {
 // the first request's slot) and on an autopipeliner (which may still hold a command it has run);
 // such a command holds its first key as a string, so that the cluster client reads it without
 // formatting. A pipelined EVALSHA answered NOSCRIPT loads the script again when its result is read
-// (see result).
+// (see result). For a script prepared as a function (script.fn) the command is "fcall", the
+// function's name, the number of keys and the same keys and arguments, and "Function not found"
+// plays the part of NOSCRIPT.
 type evalCmd struct {
 	script *script
 	keys   int
@@ -113,14 +131,18 @@ type evalCmd struct {
 
 // newEvalCmd returns the EVALSHA of s with keys and args (values, *argBuf or *int64) for a Call of
 // a limiter prepared on a cluster client (fresh) or not. s may be nil for a limiter that is never
-// sent (tests); the command then has no SHA.
+// sent (tests); the command then has no SHA. For a script prepared as a function it is the FCALL
+// of the function.
 func newEvalCmd(s *script, fresh bool, keys []*argBuf, args ...any) *evalCmd {
-	sha := ""
-	if s != nil {
+	verb, sha := "evalsha", ""
+	switch {
+	case s != nil && s.fn != "":
+		verb, sha = "fcall", s.fn
+	case s != nil:
 		sha = s.Hash()
 	}
 	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, "evalsha", sha, len(keys))
+	a = append(a, verb, sha, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
@@ -137,7 +159,9 @@ func isCluster(c redis.UniversalClient) bool {
 // send sends the command on c, with what its pointers point to now (see Call.Send): on a client,
 // a connection or an autopipeliner, a NOSCRIPT reply is followed by EVAL with the script's source,
 // as (*redis.Script).Run does, which loads the script again; on a pipeline the bare EVALSHA is
-// queued (and result loads the script again if it meets NOSCRIPT).
+// queued (and result loads the script again if it meets NOSCRIPT). A function's "Function not
+// found" on a client, connection or autopipeliner loads its library again on every master
+// (script.reload) and sends the FCALL once more.
 func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 	e.pipelined = false
 	p, ok := c.(processor)
@@ -173,10 +197,24 @@ func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 		_ = p.Process(ctx, e.last) // the command carries its error, read after Exec
 		return
 	}
+	gen := uint64(0)
+	if e.script != nil {
+		gen = e.script.gen.Load()
+	}
 	_ = p.Process(ctx, e.last) // the command carries its error
 	// (HasErrorPrefix allocates even for a nil error: ask only when there is one.)
-	if err := e.last.Err(); err == nil || e.script == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if err := e.last.Err(); err == nil || e.script == nil || !e.script.missing(err) {
 		return // (no script: a custom function's FCALL, see newFCallCmd)
+	}
+	if e.script.fn != "" {
+		if rerr := e.script.reload(gen); rerr != nil {
+			e.last.SetErr(fmt.Errorf("%w (loading the function library again failed: %w)", e.last.Err(), rerr))
+			return
+		}
+		e.last.SetErr(nil)
+		e.last.SetVal(nil)
+		_ = p.Process(ctx, e.last)
+		return
 	}
 	keys := make([]string, e.keys)
 	for i := range keys {
@@ -192,7 +230,7 @@ func (e *evalCmd) send(ctx context.Context, c redis.Cmdable) {
 // run, and the requests after it find the script. A failed reload is added to the error.
 func (e *evalCmd) result() (any, error) {
 	v, err := e.last.Result()
-	if e.pipelined && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if e.pipelined && err != nil && e.script.missing(err) {
 		if rerr := e.script.reload(e.gen); rerr != nil {
 			return v, fmt.Errorf("%w (loading the script again failed: %w)", err, rerr)
 		}
@@ -238,7 +276,7 @@ func (s *scriptCall) decoded(d Decision, err error) (Decision, error) {
 }
 
 // Reloads returns how many times the script was loaded again after a NOSCRIPT reply in a
-// pipeline.
+// pipeline (or, for a function, after "Function not found" anywhere).
 func (s *script) Reloads() uint64 { return s.gen.Load() }
 
 // reload loads s again on every master after a pipelined call queued at load generation gen
@@ -251,7 +289,7 @@ func (s *script) reload(gen uint64) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 	defer cancel()
-	err := loadEverywhere(ctx, s.on, s.Script)
+	err := s.loadEverywhere(ctx)
 	s.gen.Add(1)
 	return err
 }

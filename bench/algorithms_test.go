@@ -716,11 +716,11 @@ func subjectBytes(ctx context.Context, c redis.UniversalClient, lim algorithms.L
 var adminCommands = map[string]bool{
 	"info": true, "config": true, "ping": true, "client": true, "hello": true, "cluster": true,
 	"command": true, "script": true, "memory": true, "select": true, "auth": true, "scan": true,
-	"del": true, "unlink": true, "dbsize": true, "exists": true, "type": true,
+	"del": true, "unlink": true, "dbsize": true, "exists": true, "type": true, "function": true,
 }
 
 // serverMicros returns the usec INFO commandstats counted since the last CONFIG RESETSTAT: that of
-// EVALSHA and EVAL when scripts ran (commands a script calls are counted inside it, and again on
+// EVALSHA, EVAL and FCALL when scripts or functions ran (commands a script calls are counted inside it, and again on
 // their own lines), else the sum over every non-admin command.
 func serverMicros(ctx context.Context, c redis.UniversalClient) (float64, error) {
 	info, err := c.Info(ctx, "commandstats").Result()
@@ -747,7 +747,7 @@ func serverMicros(ctx context.Context, c redis.UniversalClient) (float64, error)
 			return 0, fmt.Errorf("commandstats %q: no usec", line)
 		}
 		switch {
-		case name == "evalsha" || name == "eval" || name == "evalsha_ro" || name == "eval_ro":
+		case name == "evalsha" || name == "eval" || name == "evalsha_ro" || name == "eval_ro" || name == "fcall" || name == "fcall_ro":
 			scripts += usec
 		case !adminCommands[strings.SplitN(name, "|", 2)[0]]:
 			plain += usec

@@ -170,6 +170,10 @@ type Entry struct {
 	Topology  string `json:"topology"`
 	// Custom is true for a user's own script named by the scenario.
 	Custom bool `json:"custom,omitempty"`
+	// Call is how the script was called: fcall when it ran as a Redis Function (scenario call:
+	// fcall, a built-in algorithm), evalsha otherwise (also for sliding-log-published, which sends
+	// plain commands either way). Empty in results written before it was recorded.
+	Call string `json:"call,omitempty"`
 
 	// Requests is every request sent: Allowed + Denied + Errors + Unknown.
 	Requests int64 `json:"requests"`

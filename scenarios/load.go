@@ -41,7 +41,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 // topFields are the fields of a scenario, in the order the package doc lists them.
 var topFields = []string{
 	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
-	"client_mode", "pipeline_depth", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
+	"client_mode", "pipeline_depth", "call", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
 	"expect", "thresholds", "persistence", "faults",
 }
 
@@ -302,6 +302,11 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 		}
 	}
 	set(&s.PipelineDepth, m["pipeline_depth"], "pipeline_depth", d.int)
+	if n := m["call"]; n != nil {
+		if v, ok := d.str(n, "call"); ok {
+			s.Call = algorithms.CallMode(v)
+		}
+	}
 	if m["pipeline_depth"] == nil && s.ClientMode == load.ModePipeline {
 		s.PipelineDepth = DefaultPipelineDepth
 	}

@@ -18,6 +18,8 @@ type Overrides struct {
 	Clients *int
 	// Seed replaces seed (--seed).
 	Seed *int64
+	// Call replaces call (--call).
+	Call *algorithms.CallMode
 	// Topologies replaces topologies (--topology).
 	Topologies []redisenv.Topology
 	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
@@ -57,6 +59,10 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 	if o.Seed != nil {
 		s.Seed = *o.Seed
 		s.flags["seed"] = "--seed"
+	}
+	if o.Call != nil {
+		s.Call = *o.Call
+		s.flags["call"] = "--call"
 	}
 	if o.Topologies != nil {
 		s.Topologies = append([]redisenv.Topology(nil), o.Topologies...)

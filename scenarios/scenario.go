@@ -54,6 +54,9 @@ type Scenario struct {
 	// PipelineDepth is the number of requests per pipeline; only with ClientMode pipeline, where it
 	// defaults to 16.
 	PipelineDepth int
+	// Call is how built-in algorithms' scripts are called: evalsha (default) or fcall (each
+	// script as a Redis Function; see algorithms.WithFunctions). Custom scripts are not affected.
+	Call algorithms.CallMode
 	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
 	// when the previous one returns).
 	Arrival *Arrival
@@ -118,6 +121,7 @@ func Default() *Scenario {
 		Seed:        DefaultSeed,
 		Clients:     DefaultClients,
 		ClientMode:  load.ModePlain,
+		Call:        algorithms.CallEvalSha,
 		Keys:        load.Keys{Count: 1, Distribution: load.Uniform},
 		Limit:       algorithms.Limit{Limit: DefaultLimit, Window: DefaultWindow},
 		Cost:        1,

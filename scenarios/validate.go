@@ -155,6 +155,9 @@ func (c *checker) check() {
 	default:
 		c.add("client_mode", "unknown client mode %q; use plain, pipeline or autopipeline", s.ClientMode)
 	}
+	if _, err := algorithms.ParseCallMode(string(s.Call)); err != nil || s.Call == "" {
+		c.add("call", "unknown call %q; use evalsha or fcall", s.Call)
+	}
 	if s.Arrival != nil {
 		c.arrival(s.Arrival)
 	}

@@ -42,6 +42,7 @@ func TestCapacityBadInput(t *testing.T) {
 		{"two scenarios", []string{"--algorithm", "gcra", suite + "smoke.yaml", suite + "demo.yaml"}, []string{"one scenario at most"}},
 		{"missing scenario", []string{"--algorithm", "gcra", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"zero clients", []string{"--algorithm", "gcra", "--clients", "0"}, []string{"set by --clients"}},
+		{"bad call", []string{"--algorithm", "gcra", "--call", "eval"}, []string{"set by --call", `unknown call "eval"`}},
 		{"bad flag", []string{"--algorithm", "gcra", "--stpe", "1s"}, []string{"-stpe"}},
 		{"several problems at once", []string{"--algorithm", "gcar", "--slo", "p99 <"}, []string{`"gcar"`, "--slo"}},
 	}

@@ -34,6 +34,7 @@ type runFlags struct {
 	rate                 float64
 	clients              int
 	seed                 int64
+	call                 string
 	out                  string
 	force                bool
 	quiet                bool
@@ -55,6 +56,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
@@ -196,6 +198,10 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["seed"] {
 		o.Seed = &f.seed
+	}
+	if set["call"] {
+		mode := algorithms.CallMode(f.call)
+		o.Call = &mode
 	}
 	if set["topology"] {
 		for _, t := range strings.Split(f.topology, ",") {

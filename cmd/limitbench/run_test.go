@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -47,6 +49,8 @@ func TestRunBadInput(t *testing.T) {
 		{"negative rate", []string{write("rate.yaml", strings.Replace(base, "rate: 10", "rate: -5", 1))}, []string{"rate.yaml:5", "arrival.rate"}},
 		{"zero window", []string{write("window.yaml", base+"limit: {limit: 10, window: 0s}\n")}, []string{"window.yaml:7", "limit.window"}},
 		{"unknown algorithm", []string{write("alg.yaml", strings.Replace(base, "[gcra]", "[gcar]", 1))}, []string{"alg.yaml:6", `did you mean "gcra"`}},
+		{"bad call", []string{write("call.yaml", base+"call: eval\n")}, []string{"call.yaml:7", "call", `unknown call "eval"`}},
+		{"bad --call", []string{"--call", "evil", suite + "smoke.yaml"}, []string{"--call", `unknown call "evil"`}},
 		{"depth without pipeline", []string{write("depth.yaml", base+"pipeline_depth: 8\n")}, []string{"depth.yaml:7", "pipeline_depth"}},
 		{"bad threshold", []string{write("th.yaml", base+"thresholds: [\"p99 << 5ms\"]\n")}, []string{"th.yaml:7", "thresholds"}},
 		{"bad repeat", []string{"--repeat", "0", suite + "smoke.yaml"}, []string{"--repeat must be >= 1"}},
@@ -674,5 +678,45 @@ func TestRunExternalLoopback(t *testing.T) {
 				t.Errorf("stderr lacks the GOMAXPROCS line %q", env.GOMAXPROCSNote)
 			}
 		})
+	}
+}
+
+// TestRunFCall: run --call fcall calls the built-in algorithms (and the reference script) as
+// Redis Functions: each entry records call fcall, the decisions verify, and no function library
+// is left on the server afterwards.
+func TestRunFCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	ctx := context.Background()
+	server, err := redisenv.Start(ctx, redisenv.Config{Backend: redisenv.BackendProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop(context.Background()) })
+	url := "redis://:" + server.Password + "@" + server.Masters()[0]
+	code, _, stderr, res := runCLI(t, t.TempDir(), false, "--backend", "external", "--redis", url, "--duration", "1s",
+		"--algorithms", "gcra,token-bucket,fixed-window,sliding-log", "--call", "fcall", suite+"smoke.yaml")
+	checkExit(t, code, stderr)
+	if len(res.Entries) != 5 {
+		t.Fatalf("%d entries; want 4 algorithms and the reference", len(res.Entries))
+	}
+	for _, e := range res.Entries {
+		if e.Call != "fcall" {
+			t.Errorf("%s: call %q; want fcall", e.Name(), e.Call)
+		}
+		if e.Requests == 0 || e.Errors+e.Unknown > 0 {
+			t.Errorf("%s: %d requests, %d errors, %d unknown", e.Name(), e.Requests, e.Errors, e.Unknown)
+		}
+		if e.Algorithm != algorithms.ReferenceName && e.Verification.Verdict == verify.Fail {
+			t.Errorf("%s failed: %v", e.Name(), e.Verification.Reasons)
+		}
+	}
+	libs, err := server.Client.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(libs) != 0 {
+		t.Errorf("%d function libraries left after the run, first %s", len(libs), libs[0].Name)
 	}
 }

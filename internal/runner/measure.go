@@ -155,7 +155,17 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	// load starts, so that a restart from then on is seen.
 	watch := faults.WatchTarget(ctx, tgt, faults.WatchOptions{})
 	defer watch.Stop()
-	lim, err := a.Prepare(ctx, tgt.Client, s.Limit, prefix)
+	pctx, fns := prepareContext(ctx, s.Call)
+	if fns != nil {
+		defer func() {
+			cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
+			defer cancel()
+			if derr := fns.Delete(cctx); derr != nil && e != nil {
+				e.Warnings = append(e.Warnings, report.Warning{Kind: "function", Message: derr.Error()})
+			}
+		}()
+	}
+	lim, err := a.Prepare(pctx, tgt.Client, s.Limit, prefix)
 	if err != nil {
 		var rerr redis.Error
 		if ca, custom := a.(*customAlgorithm); custom && errors.As(err, &rerr) && !noPermission(err) {
@@ -286,6 +296,10 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	entry := func(srv *report.Server) *report.Entry {
 		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim, contract, s.Limit)
 		addNoScripts(e.Verification.Faults, injected, &ns, res)
+		e.Call = string(algorithms.CallEvalSha)
+		if fns != nil && len(fns.Libraries()) > 0 {
+			e.Call = string(algorithms.CallFCall)
+		}
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w
 		if seg != nil {
@@ -482,4 +496,16 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	series := rec.tl.Series()
 	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
 	return e
+}
+
+// prepareContext returns the context to prepare an algorithm with for the scenario's call mode:
+// with CallFCall, one that makes built-in scripts Redis Functions (algorithms.WithFunctions), and
+// the Functions that records their libraries, to be deleted after the measurement; otherwise ctx
+// and nil.
+func prepareContext(ctx context.Context, call algorithms.CallMode) (context.Context, *algorithms.Functions) {
+	if call != algorithms.CallFCall {
+		return ctx, nil
+	}
+	fns := &algorithms.Functions{}
+	return algorithms.WithFunctions(ctx, fns), fns
 }
