@@ -288,27 +288,39 @@ func parseClusterNodes(raw string) ([]Node, error) {
 		if f[7] != "connected" {
 			return nil, fmt.Errorf("node %s link is %s", n.ID, f[7])
 		}
-		for _, s := range f[8:] {
-			if strings.HasPrefix(s, "[") { // a slot being imported or migrated
-				continue
-			}
-			lo, hi, ok := strings.Cut(s, "-")
-			a, err := strconv.Atoi(lo)
-			if err != nil {
-				return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
-			}
-			b := a
-			if ok {
-				if b, err = strconv.Atoi(hi); err != nil {
-					return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
-				}
-			}
-			n.Slots = append(n.Slots, [2]int{a, b})
+		slots, err := parseSlots(f[8:])
+		if err != nil {
+			return nil, err
 		}
+		n.Slots = slots
 		nodes = append(nodes, n)
 	}
 	sortNodes(nodes)
 	return nodes, nil
+}
+
+// parseSlots parses the slot fields of a CLUSTER NODES line ("5461", "0-5460") into inclusive
+// ranges, leaving out slots being imported or migrated ("[...]").
+func parseSlots(fields []string) ([][2]int, error) {
+	var slots [][2]int
+	for _, s := range fields {
+		if strings.HasPrefix(s, "[") { // a slot being imported or migrated
+			continue
+		}
+		lo, hi, ok := strings.Cut(s, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
+		}
+		b := a
+		if ok {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
+			}
+		}
+		slots = append(slots, [2]int{a, b})
+	}
+	return slots, nil
 }
 
 // sortNodes orders masters by first slot, then replicas by address.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -547,23 +546,11 @@ func parseLiveClusterNodes(raw string) ([]Node, error) {
 		if f[7] != "connected" {
 			n.Down = true
 		}
-		for _, s := range f[8:] {
-			if strings.HasPrefix(s, "[") {
-				continue
-			}
-			lo, hi, ok := strings.Cut(s, "-")
-			a, err := strconv.Atoi(lo)
-			if err != nil {
-				return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
-			}
-			b := a
-			if ok {
-				if b, err = strconv.Atoi(hi); err != nil {
-					return nil, fmt.Errorf("CLUSTER NODES: bad slot %q", s)
-				}
-			}
-			n.Slots = append(n.Slots, [2]int{a, b})
+		slots, err := parseSlots(f[8:])
+		if err != nil {
+			return nil, err
 		}
+		n.Slots = slots
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
