@@ -182,6 +182,8 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 
 	p := s.Plan()
+	// Bins fine enough to show a burst, as fine for every algorithm of the run (see BinFor).
+	p.Bin = load.BinFor(p.Duration, append(contractWindows(contract), o.windows...)...)
 	sharedClock, clientClock := tgt.Info.SharedClock && seg == nil, a.Describe().Clock == algorithms.ClockClient
 	var serverClock *load.ClockOffset
 	var realOffset load.ClockOffset // the offset to the server's clock measured by the real clock
