@@ -248,8 +248,9 @@ func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) 
 
 // accuracySpec plots one entry over time: offered/s, admitted/s and the contract's limit/s, each
 // bin a step from its start to its end (so a cross is on its bin's step), with a red cross at each
-// definite violation, on the admitted step of the bin it fell in, and each injected fault's window
-// shaded (faultWindows).
+// definite violation, on the admitted step of the bin it fell in (one whose time is outside the
+// timeline is counted in the legend instead), and each injected fault's window shaded
+// (faultWindows). The time axis is the timeline's.
 func accuracySpec(r *Result, e *Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
@@ -289,22 +290,36 @@ func accuracySpec(r *Result, e *Entry) figureSpec {
 	}
 	if ts := e.Verification.ViolationTimesS; len(ts) > 0 {
 		xys := make(plotter.XYs, 0, len(ts))
+		outside := 0
 		for _, v := range ts {
-			y := 0.0
-			if i := binOf(v, t.BinS); i >= 0 && i < len(t.Admitted) {
-				y = adm[i].Y
+			i := binOf(v, t.BinS)
+			if i < 0 || i >= len(t.Admitted) {
+				// A window that ends after the last bin (widened by the clock granularity) or
+				// an aligned window that began before the first: no bin to mark it on.
+				outside++
+				continue
 			}
-			xys = append(xys, plotter.XY{X: v, Y: y})
+			xys = append(xys, plotter.XY{X: v, Y: adm[i].Y})
 		}
-		if s, err := plotter.NewScatter(xys); err == nil {
-			s.GlyphStyle.Shape = draw.CrossGlyph{}
-			s.GlyphStyle.Color = color.RGBA{R: 0xe0, A: 0xff}
-			s.GlyphStyle.Radius = vg.Points(4)
+		s, err := plotter.NewScatter(xys)
+		if err != nil || len(xys) == 0 {
+			s = &plotter.Scatter{} // only for the legend: nothing to draw
+		}
+		s.GlyphStyle.Shape = draw.CrossGlyph{}
+		s.GlyphStyle.Color = color.RGBA{R: 0xe0, A: 0xff}
+		s.GlyphStyle.Radius = vg.Points(4)
+		if len(s.XYs) > 0 {
 			p.Add(s)
-			l.Add(fmt.Sprintf("definite violation (%d)", e.Verification.DefiniteViolations), s)
+		}
+		l.Add(fmt.Sprintf("definite violation (%d)", e.Verification.DefiniteViolations), s)
+		if outside > 0 {
+			l.Add(fmt.Sprintf("(%d of them off the time axis)", outside))
 		}
 	}
 	p.X.Min = 0
+	if end > 0 {
+		p.X.Max = end
+	}
 	p.Y.Min = 0
 	return figureSpec{
 		Figure: Figure{

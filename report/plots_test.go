@@ -315,7 +315,8 @@ func TestAccuracyPlotShadesFaultWindows(t *testing.T) {
 }
 
 // TestAccuracyPlotShowsABurst: a 2 s timeline of 20 ms bins with a burst in one bin draws the
-// burst as a step of its own, exactly one bin wide, and the violation at the burst sits on it.
+// burst as a step of its own, exactly one bin wide, and the violations at the burst sit on it; a
+// violation whose time is after the timeline is not drawn but counted in the legend.
 func TestAccuracyPlotShowsABurst(t *testing.T) {
 	r := readFixture(t, "result.json")
 	e := &r.Entries[1]
@@ -334,8 +335,10 @@ func TestAccuracyPlotShowsABurst(t *testing.T) {
 	}
 	tl.Offered[burst], tl.Denied[burst] = 12, 0
 	e.Timeline = tl
-	e.Verification.ViolationTimesS = []float64{0.74, 0.751} // the burst bin's start, and inside it
-	e.Verification.DefiniteViolations = 2
+	// The burst bin's start, inside it, and a window that ends after the timeline (widened by a
+	// clock granularity): no bin to mark it on.
+	e.Verification.ViolationTimesS = []float64{0.74, 0.751, 2.5}
+	e.Verification.DefiniteViolations = 3
 	figs, err := Figures(r)
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +369,10 @@ func TestAccuracyPlotShowsABurst(t *testing.T) {
 	crosses := violationCrosses(svg)
 	sort.Slice(crosses, func(i, j int) bool { return crosses[i][0] < crosses[j][0] })
 	if len(crosses) != 3 {
-		t.Fatalf("%d red crosses; want 3 (two violations, the legend)", len(crosses))
+		t.Fatalf("%d red crosses; want 3 (two violations on the timeline, the legend)", len(crosses))
+	}
+	if !strings.Contains(string(svg), ">(1 of them off the time axis)<") {
+		t.Error("the legend does not say that one violation is off the time axis")
 	}
 	for i, cr := range crosses[:2] {
 		if math.Abs(cr[1]-top[1]) > 0.05 || cr[0] < top[0]-0.05 || cr[0] > top[0]+perBin+0.05 {
