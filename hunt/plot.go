@@ -22,6 +22,8 @@ const MaxPlotBins = 400
 // nothing is recomputed from a model of the limiter. Times are seconds from the trial's time zero
 // (Log.Base, on the log's clock: an event of a client whose clock is ahead lies later).
 type Plot struct {
+	// OriginUs is the trial's time zero, µs since the Unix epoch on the log's clock.
+	OriginUs int64 `json:"origin_us"`
 	// BinS is the width of a bin; FirstS the start of the first bin (a multiple of BinS, negative
 	// when a skewed client's decision lies before time zero). Bin i is [FirstS + i·BinS,
 	// FirstS + (i+1)·BinS).
@@ -98,7 +100,7 @@ func plotOf(log *verify.Log, c algorithms.Contract, w plotWhere) *Plot {
 	binUs := bin.Microseconds()
 	start := floorDiv(first, binUs) * binUs
 	n := int((last-start)/binUs) + 1
-	p := &Plot{BinS: bin.Seconds(), FirstS: float64(start) / 1e6, Requested: make([]int64, n), Admitted: make([]int64, n),
+	p := &Plot{OriginUs: log.Base, BinS: bin.Seconds(), FirstS: float64(start) / 1e6, Requested: make([]int64, n), Admitted: make([]int64, n),
 		AllowedPerBin: ratePerS(c) * bin.Seconds()}
 	for _, e := range ev {
 		i := int((mid(e) - start) / binUs)

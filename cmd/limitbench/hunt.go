@@ -21,6 +21,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -393,7 +394,8 @@ func reproScenario(s *scenarios.Scenario, alg, topo, trace string, frame scenari
 	return b.Bytes()
 }
 
-// write writes hunt.json, report.md and every trace and reproducer into the directory.
+// write writes hunt.json, every trace and reproducer, and the report (report.md, report.html and
+// the figure of each best schedule) into the directory.
 func (h *hunter) write() error {
 	for name, t := range h.traces {
 		if err := load.WriteTrace(filepath.Join(h.dir, name), t); err != nil {
@@ -405,17 +407,15 @@ func (h *hunter) write() error {
 			return err
 		}
 	}
-	var js, md bytes.Buffer
+	var js bytes.Buffer
 	if err := h.file.Write(&js); err != nil {
 		return err
 	}
-	if err := h.file.WriteMarkdown(&md); err != nil {
+	if err := os.WriteFile(filepath.Join(h.dir, huntFile), js.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(h.dir, "report.md"), append([]byte("# limitbench hunt\n\n"), md.Bytes()...), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(h.dir, huntFile), js.Bytes(), 0o644)
+	_, err := report.WriteHunt(h.dir, h.file)
+	return err
 }
 
 // summary prints one line per algorithm and topology.
