@@ -7,12 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // runBin runs the built binary with args and returns its exit code, stdout and stderr.
@@ -196,5 +201,145 @@ func TestHuntInterrupted(t *testing.T) {
 	}
 	if _, ok := by["token-bucket"]; ok {
 		t.Errorf("token-bucket was hunted after the signal")
+	}
+}
+
+// customScenario writes, under tmp, a copy of examples/custom's off_by_one.lua in scripts/ and a
+// scenario in scenarios/ that names it by a relative path, with a limit of 5 per second (so the
+// script's one extra admission is 20% over, above the hunt's shrink margin), and returns the
+// scenario's path.
+func customScenario(t *testing.T, tmp string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/custom/off_by_one.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"scripts", "scenarios"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(tmp, "scripts"), "off_by_one.lua", string(src))
+	return writeFile(t, filepath.Join(tmp, "scenarios"), "custom.yaml", `limit: {limit: 5, window: 1s}
+algorithms:
+  # the flawed sliding log of examples/custom
+  - name: my-off-by-one
+    script: ../scripts/off_by_one.lua   # relative to this file
+    keys: ["log:{{tag}}"]
+    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
+    allowed: {element: 1, equals: 1}
+    time: {element: 3, unit: us}
+    contract: {kind: sliding-window, limit: "{{limit}}", window: 1s}
+expect:
+  may_violate: [my-off-by-one]
+`)
+}
+
+// TestCustomReproScenario: the reproducer scenario of a custom algorithm carries its definition
+// as the scenario wrote it, with the script's path made relative to the results directory, and
+// loads there: the script it reads is the scenario's.
+func TestCustomReproScenario(t *testing.T) {
+	tmp := t.TempDir()
+	scenario := customScenario(t, tmp)
+	s, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "results", "deep")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	algs, err := customEntryYAML(scenario, "my-off-by-one", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(algs, "script: ../../scripts/off_by_one.lua\n") || strings.Contains(algs, "#") {
+		t.Errorf("algorithms field:\n%s\nwant the script relative to %s and no comments", algs, dir)
+	}
+	tr := &load.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"}, Rows: []load.Row{{At: 0, Cost: 1}, {At: time.Millisecond, Cost: 1}}}
+	if err := load.WriteTrace(filepath.Join(dir, "t.csv"), tr); err != nil {
+		t.Fatal(err)
+	}
+	y := reproScenario(s, "my-off-by-one", "single", "t.csv", scenarios.Align{}, tr, algs)
+	repro := writeFile(t, dir, "repro.yaml", string(y))
+	back, err := scenarios.Load(repro)
+	if err != nil {
+		t.Fatalf("reproducer does not load: %v\n%s", err, y)
+	}
+	e := back.ResolveAlgorithms()
+	if len(e) != 1 || e[0].Custom == nil || e[0].Custom.Source != s.Algorithms[0].Custom.Source ||
+		!slices.Equal(e[0].Custom.Args, s.Algorithms[0].Custom.Args) || !cmp.Equal(e[0].Custom.Contract, s.Algorithms[0].Custom.Contract) {
+		t.Errorf("reproducer's algorithm %+v; want the scenario's %+v", e, s.Algorithms[0].Custom)
+	}
+	if !slices.Equal(back.Expect.Violations, []string{"my-off-by-one"}) {
+		t.Errorf("reproducer expects %v", back.Expect.Violations)
+	}
+	if _, err := customEntryYAML(scenario, "nope", dir); err == nil || !strings.Contains(err.Error(), `no custom algorithm "nope"`) {
+		t.Errorf("customEntryYAML of an unknown name: %v", err)
+	}
+}
+
+// TestHuntCustomReproducer: against a real Redis, a hunt of examples/custom's off_by_one.lua
+// (a sliding log that admits one request too many per window) finds the violation, shrinks it,
+// and writes a reproducer scenario beside the trace, in a results directory elsewhere than the
+// scenario; `limitbench run` of that scenario, from another working directory, gives a fail
+// verdict (which the reproducer expects, so it exits 0). Also the report: report.md and a
+// self-contained report.html with the figure of the violating schedule.
+func TestHuntCustomReproducer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and hunts on a real Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	scenario := customScenario(t, tmp)
+	out := filepath.Join(tmp, "results", "hunt")
+	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "6s", "--trials", "16", "--out", out, scenario)
+	if code != exitOK {
+		t.Fatalf("hunt exit %d; want 0 (the violation is tolerated)\n%s\n%s", code, stdout, stderr)
+	}
+	_, by := readHunt(t, out)
+	e := by["my-off-by-one"]
+	if e.Violation == nil || e.Violation.Shrunk == nil || e.Violation.Shrunk.Scenario == "" {
+		t.Fatalf("my-off-by-one: %+v; want a violation with a reproducer scenario\n%s", e, stderr)
+	}
+	sh := e.Violation.Shrunk
+	t.Logf("my-off-by-one: trial %d, %d rows shrunk to %d", e.Violation.Schedule.Trial, e.Violation.Schedule.Size.Rows, sh.Size.Rows)
+	if e.Plot == nil || e.Plot.Window == nil || !e.Plot.Window.Violation || len(e.Plot.Window.Steps) == 0 {
+		t.Errorf("my-off-by-one: plot %+v; want the violating trial's window", e.Plot)
+	}
+	html, err := os.ReadFile(filepath.Join(out, report.HTMLFile))
+	if err != nil || !strings.Contains(string(html), `<img src="data:image/png;base64,`) {
+		t.Errorf("report.html: %v; want the violating schedule's figure inline", err)
+	}
+	for _, f := range []string{"report.md", "hunt-my-off-by-one-single.png", "hunt-my-off-by-one-single.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("hunt did not write %s: %v", f, err)
+		}
+	}
+	y, _ := os.ReadFile(filepath.Join(out, sh.Scenario))
+	if !strings.Contains(string(y), "script: ../../scripts/off_by_one.lua") {
+		t.Errorf("reproducer scenario does not name the script relative to itself:\n%s", y)
+	}
+
+	replay := filepath.Join(tmp, "replay")
+	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", replay, filepath.Join(out, sh.Scenario))
+	data, err := os.ReadFile(filepath.Join(replay, report.ResultFile))
+	if err != nil {
+		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	var res struct {
+		Entries []struct {
+			Algorithm    string `json:"algorithm"`
+			Verification struct {
+				Verdict string   `json:"verdict"`
+				Reasons []string `json:"reasons"`
+			} `json:"verification"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "my-off-by-one" || res.Entries[0].Verification.Verdict != "fail" || code != exitOK {
+		t.Errorf("replay: exit %d, entries %+v; want 0 and my-off-by-one failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
 	}
 }
