@@ -149,14 +149,33 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case runErr != nil:
 		return fmt.Errorf("%w; what was found so far is in %s", runErr, dir.path)
 	}
-	var broken []string
-	for _, e := range h.file.Entries {
-		if e.Violation != nil && !e.ExpectedViolation {
+	return huntVerdict(s, h.file.Entries)
+}
+
+// huntVerdict returns nil when the hunt's entries are what the scenario s expects, else an error
+// that exits 1 naming each surprise: a violation of an algorithm listed neither under
+// expect.violations nor under expect.may_violate, and an algorithm listed under
+// expect.violations (which must be flagged) that held within the budget.
+func huntVerdict(s *scenarios.Scenario, entries []hunt.Entry) error {
+	var broken, held []string
+	for _, e := range entries {
+		switch {
+		case e.Violation != nil && !e.ExpectedViolation:
 			broken = append(broken, fmt.Sprintf("%s on %s broke %s (reproducer: %s)", e.Algorithm, e.Topology, e.Contract, reproOf(e)))
+		case e.Violation == nil && slices.Contains(s.Expect.Violations, e.Algorithm):
+			held = append(held, fmt.Sprintf("%s on %s held %s in %d trials (closest approach %.3f)", e.Algorithm, e.Topology, e.Contract, e.Trials, e.BestScore))
 		}
 	}
+	var errs []error
 	if len(broken) > 0 {
-		return failed(fmt.Errorf("%d violation(s) not listed under expect.may_violate:\n  %s", len(broken), strings.Join(broken, "\n  ")))
+		errs = append(errs, fmt.Errorf("%d violation(s) not listed under expect.may_violate:\n  %s", len(broken), strings.Join(broken, "\n  ")))
+	}
+	if len(held) > 0 {
+		errs = append(errs, fmt.Errorf("%d algorithm(s) listed under expect.violations not broken within the budget (a longer --budget or another --seed may find it):\n  %s",
+			len(held), strings.Join(held, "\n  ")))
+	}
+	if len(errs) > 0 {
+		return failed(errors.Join(errs...))
 	}
 	return nil
 }

@@ -343,3 +343,42 @@ func TestHuntCustomReproducer(t *testing.T) {
 		t.Errorf("replay: exit %d, entries %+v; want 0 and my-off-by-one failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
 	}
 }
+
+// TestHuntVerdict: a hunt exits 1 for a violation the scenario does not expect and for an
+// algorithm it expects to break (expect.violations) that held; may_violate decides nothing.
+func TestHuntVerdict(t *testing.T) {
+	s := &scenarios.Scenario{Expect: scenarios.Expect{Violations: []string{"must"}, MayViolate: []string{"may"}}}
+	broke := func(name string) hunt.Entry {
+		return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 1.5, ExpectedViolation: name != "other",
+			Violation: &hunt.Found{Schedule: hunt.Schedule{Trace: name + ".csv"}}}
+	}
+	held := func(name string) hunt.Entry { return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 0.9} }
+	for _, c := range []struct {
+		name    string
+		entries []hunt.Entry
+		want    []string // substrings of the error; none: no error
+	}{
+		{"as expected", []hunt.Entry{broke("must"), broke("may"), held("other")}, nil},
+		{"may_violate held", []hunt.Entry{broke("must"), held("may")}, nil},
+		{"unexpected violation", []hunt.Entry{broke("must"), broke("other")}, []string{"other on single broke", "not listed under expect.may_violate"}},
+		{"expected violation held", []hunt.Entry{held("must"), broke("may")}, []string{"must on single held", "expect.violations not broken"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := huntVerdict(s, c.entries)
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Errorf("huntVerdict = %v; want nil", err)
+				}
+				return
+			}
+			if exitCode(err) != exitFailed {
+				t.Errorf("huntVerdict = %v (exit %d); want exit %d", err, exitCode(err), exitFailed)
+			}
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("huntVerdict = %v; want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
