@@ -144,27 +144,53 @@ expect:
 	}
 }
 
-// TestHuntFixedWindowPublished: the hunt breaks fixed-window-published, whose window is the
-// minute of the client's clock, with the scenario's skewed clients; a trial waits for a minute
-// boundary, so this takes one to two minutes.
-func TestHuntFixedWindowPublished(t *testing.T) {
+// TestHuntPublishedScenario: the standard hunt, scenarios/hunt-published.yaml, as `make demo` runs
+// it (with fewer trials): against a real Redis it breaks fixed-window-published (the minute of the
+// client's clock; a trial waits for a minute boundary, so this takes one to two minutes) and
+// sliding-log-published, each with a reproducer scenario and the plot of the violating trial, and
+// finds no violation of the corrected versions, whose closest approach is at most 1; so it exits
+// 0, and the published variants the demo can only tolerate are demonstrated. report.html has a
+// section and an inline figure per algorithm.
+func TestHuntPublishedScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
 	bin := buildBinary(t)
-	tmp := t.TempDir()
-	scenario := writeFile(t, tmp, "fw.yaml", "limit: {limit: 20, window: 1s}\nclock_skew: [0s, 2s, -2s]\nalgorithms: [fixed-window-published]\n")
-	out := filepath.Join(tmp, "out")
-	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "1s", "--out", out, scenario)
-	if code != exitFailed {
-		t.Errorf("hunt exit %d; want 1 (a violation the scenario does not expect)\n%s\n%s", code, stdout, stderr)
+	out := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "8s", "--trials", "12", "--out", out, suite+"hunt-published.yaml")
+	t.Logf("hunt of hunt-published.yaml: exit %d in %s\n%s", code, time.Since(start).Round(time.Second), stdout)
+	if code != exitOK {
+		t.Errorf("hunt exit %d; want 0 (the published variants broken, the corrected ones held)\n%s\n%s", code, stdout, stderr)
 	}
 	_, by := readHunt(t, out)
-	e := by["fixed-window-published"]
-	if e.Violation == nil || e.BestScore <= 1 {
-		t.Fatalf("fixed-window-published: %+v; want a definite violation\n%s", e, stderr)
+	for _, n := range []string{"fixed-window-published", "sliding-log-published"} {
+		e := by[n]
+		if e.Violation == nil || e.BestScore <= 1 || e.Violation.Shrunk == nil || e.Violation.Shrunk.Scenario == "" {
+			t.Errorf("%s: %+v; want a definite violation with a reproducer scenario\n%s", n, e, stderr)
+			continue
+		}
+		if e.Plot == nil || e.Plot.Window == nil || !e.Plot.Window.Violation {
+			t.Errorf("%s: plot %+v; want the violating trial's worst window", n, e.Plot)
+		}
+		t.Logf("%s: trial %d score %.3f, %d rows shrunk to %d, worst %+v", n, e.Violation.Schedule.Trial, e.BestScore,
+			e.Violation.Schedule.Size.Rows, e.Violation.Shrunk.Size.Rows, e.Violation.Worst)
 	}
-	t.Logf("fixed-window-published: trial %d score %.3f, worst %+v", e.Violation.Schedule.Trial, e.BestScore, e.Violation.Worst)
+	for _, n := range []string{"fixed-window", "sliding-log", "resource-consumer"} {
+		if e, ok := by[n]; !ok || e.Violation != nil || e.BestScore > 1 || e.Trials == 0 {
+			t.Errorf("%s: %+v; want no violation, a closest approach of at most 1", n, e)
+		}
+	}
+	if _, ok := by["resource-consumer-published"]; !ok {
+		t.Errorf("resource-consumer-published was not hunted")
+	}
+	html, err := os.ReadFile(filepath.Join(out, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), `<img src="data:image/png;base64,`); n != len(by) {
+		t.Errorf("report.html has %d inline figures; want one per algorithm (%d)", n, len(by))
+	}
 }
 
 // TestHuntInterrupted: Ctrl-C stops the hunt, which writes what it found so far, marked cut
