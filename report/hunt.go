@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -160,15 +161,29 @@ func huntFigure(e *hunt.Entry) (Figure, error) {
 	f := Figure{Name: HuntFigureName(e), Kind: KindHunt, Title: title, Topology: e.Topology, Algorithm: e.Algorithm,
 		Algorithms: []string{e.Algorithm}}
 	const legendW = 3 * vg.Inch
-	return RenderFigure(f, 11*vg.Inch, 6.5*vg.Inch, func(dc draw.Canvas) {
+	panels, h := []*plot.Plot{top, bottom}, 6.5*vg.Inch
+	if w == nil || len(w.Steps) == 0 {
+		// Nothing certain to mark (no admission, or none the verifier could place in one window):
+		// the bins alone.
+		top.X.Label.Text = bottom.X.Label.Text
+		top.Title.Text += " (no window to mark)"
+		f.Title = top.Title.Text
+		panels, h = panels[:1], 4*vg.Inch
+	}
+	return RenderFigure(f, 11*vg.Inch, h, func(dc draw.Canvas) {
 		left := dc
 		left.Max.X -= legendW
-		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(10)}
-		cs := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, left)
-		top.Draw(cs[0][0])
-		bottom.Draw(cs[1][0])
+		tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(10)}
+		grid := make([][]*plot.Plot, len(panels))
+		for i, pl := range panels {
+			grid[i] = []*plot.Plot{pl}
+		}
+		cs := plot.Align(grid, tiles, left)
+		for i, pl := range panels {
+			pl.Draw(cs[i][0])
+		}
 		// Each panel's legend in a column to its right, below the title line, never over data.
-		for i, pl := range []*plot.Plot{top, bottom} {
+		for i, pl := range panels {
 			c := cs[i][0]
 			c.Min.X, c.Max.X = dc.Max.X-legendW+vg.Points(8), dc.Max.X
 			if i == 0 {
@@ -284,6 +299,9 @@ func newHuntView(f *hunt.File, figs []Figure, inline bool) huntView {
 		} else if c := e.Closest; c != nil {
 			s.Lines = append(s.Lines, fmt.Sprintf("Never broken. Closest approach %.3f of %s: %d permits admitted where %s were allowed, over %s%s.",
 				c.Score, c.Limit, c.Permits, Number(c.Allowed), huntSpan(e, c.LoUs, c.HiUs), huntScope(c.Subject, c.Client)))
+		} else if e.Plot != nil && slices.ContainsFunc(e.Plot.Admitted, func(n int64) bool { return n > 0 }) {
+			s.Lines = append(s.Lines, fmt.Sprintf("Never broken; closest approach %.3f: the verifier could place no set of the admissions under one allowance of %s for certain (the decision times are known too coarsely), so the hunt could not tell how close it came.",
+				e.BestScore, e.Contract))
 		} else {
 			s.Lines = append(s.Lines, "Never broken; no trial admitted anything.")
 		}

@@ -112,3 +112,54 @@ func TestHuntFiguresOnlyWithPlot(t *testing.T) {
 		t.Errorf("report.md:\n%s", md.String())
 	}
 }
+
+// TestHuntFigureWithoutWindow: a best schedule whose admissions the verifier could place in no
+// certain window (a contract known only to the whole second) is drawn as its bins alone.
+func TestHuntFigureWithoutWindow(t *testing.T) {
+	f := huntFixture(t)
+	f.Entries[1].Plot.Window = nil
+	figs, err := HuntFigures(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 2 || !strings.HasSuffix(figs[1].Title, "(no window to mark)") {
+		for _, fg := range figs {
+			t.Logf("figure %s: %q", fg.Name, fg.Title)
+		}
+		t.Fatalf("%d figures; want 2, the second titled as having no window", len(figs))
+	}
+	full, err := png.DecodeConfig(bytes.NewReader(figs[0].PNG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := png.DecodeConfig(bytes.NewReader(figs[1].PNG))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Height >= full.Height || bare.Width != full.Width {
+		t.Errorf("figure without a window is %dx%d, with one %dx%d; want it shorter (one panel)", bare.Width, bare.Height, full.Width, full.Height)
+	}
+}
+
+// TestHuntSectionWithoutCertainSet: an algorithm whose trials admitted permits that the verifier
+// could place under no allowance for certain is not said to have admitted nothing.
+func TestHuntSectionWithoutCertainSet(t *testing.T) {
+	f := huntFixture(t)
+	e := &f.Entries[1]
+	e.Closest, e.BestScore, e.Plot.Window = nil, 0, nil
+	var md bytes.Buffer
+	if err := WriteHuntMarkdown(&md, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "could place no set of the admissions") || strings.Contains(md.String(), "no trial admitted anything") {
+		t.Errorf("report.md:\n%s", md.String())
+	}
+	e.Plot = nil
+	md.Reset()
+	if err := WriteHuntMarkdown(&md, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "no trial admitted anything") {
+		t.Errorf("report.md without a plot:\n%s", md.String())
+	}
+}
