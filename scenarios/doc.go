@@ -231,5 +231,6 @@
 // # Standard suite
 //
 // smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
-// demo, restart, slow-link and sentinel-failover; each file's description says what it shows.
+// demo, restart, slow-link, sentinel-failover, and hunt-published (for `limitbench hunt`: the
+// published variants a short run trips only by luck); each file's description says what it shows.
 package scenarios
