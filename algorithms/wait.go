@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,10 +20,10 @@ import (
 // round trip on every request's latency (the cost a report shows beside the over-admission saved).
 type Wait struct {
 	// Replicas is WAIT's numreplicas (0: no WAIT; at most MaxWaitReplicas).
-	Replicas int `json:"replicas"`
+	Replicas int
 	// Timeout is WAIT's timeout, whole milliseconds in (0, MaxWaitTimeout]; 0 means DefaultWaitTimeout.
 	// (WAIT's own 0, wait forever, is never sent: a replica that is gone would stop the load.)
-	Timeout time.Duration `json:"-"`
+	Timeout time.Duration
 }
 
 // Bounds and default of Wait.
@@ -228,3 +229,33 @@ type failedCall struct {
 func (f *failedCall) Send(context.Context, redis.Cmdable, Request) {}
 
 func (f *failedCall) Result() (Decision, error) { return Decision{}, f.err }
+
+// waitJSON is Wait's form in result.json: the replicas and the timeout in milliseconds as it
+// applies (EffectiveTimeout).
+type waitJSON struct {
+	Replicas  int   `json:"replicas"`
+	TimeoutMS int64 `json:"timeout_ms"`
+}
+
+// MarshalJSON writes w as {replicas, timeout_ms}, the timeout as it applies (EffectiveTimeout).
+func (w Wait) MarshalJSON() ([]byte, error) {
+	return json.Marshal(waitJSON{Replicas: w.Replicas, TimeoutMS: w.EffectiveTimeout().Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (w *Wait) UnmarshalJSON(b []byte) error {
+	var v waitJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*w = Wait{Replicas: v.Replicas, Timeout: time.Duration(v.TimeoutMS) * time.Millisecond}
+	return nil
+}
+
+// String returns w as "WAIT 1 100" (the command as sent), or "" when it is not Enabled.
+func (w Wait) String() string {
+	if !w.Enabled() {
+		return ""
+	}
+	return fmt.Sprintf("WAIT %d %d", w.Replicas, w.EffectiveTimeout().Milliseconds())
+}

@@ -22,6 +22,9 @@ type Overrides struct {
 	Call *algorithms.CallMode
 	// Topologies replaces topologies (--topology).
 	Topologies []redisenv.Topology
+	// WaitReplicas replaces wait_replicas (--wait-replicas; 0 sends no WAIT, and leaves out the
+	// scenario's wait_timeout with it).
+	WaitReplicas *int
 	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
 	// "all", or the name of one of the scenario's custom entries (which is kept with its script).
 	// Expectations and algorithm-scoped thresholds that name an algorithm no longer run are dropped.
@@ -63,6 +66,14 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 	if o.Call != nil {
 		s.Call = *o.Call
 		s.flags["call"] = "--call"
+	}
+	if o.WaitReplicas != nil {
+		s.Wait.Replicas = *o.WaitReplicas
+		s.flags["wait_replicas"] = "--wait-replicas"
+		if s.Wait.Replicas == 0 {
+			s.Wait.Timeout = 0
+			delete(s.pos, "wait_timeout")
+		}
 	}
 	if o.Topologies != nil {
 		s.Topologies = append([]redisenv.Topology(nil), o.Topologies...)

@@ -79,6 +79,10 @@ type Scenario struct {
 	Persistence redisenv.Persistence
 	// Faults is the fault schedule of every measurement, in the file's order (see Fault).
 	Faults []Fault
+	// Wait follows every request with WAIT Wait.Replicas Wait.Timeout, pipelined with it on its
+	// connection (wait_replicas, wait_timeout; see load.Plan.Wait); default none (Replicas 0),
+	// and wait_timeout 100ms (algorithms.DefaultWaitTimeout).
+	Wait algorithms.Wait
 
 	// File is the path the scenario was read from; empty when built in Go. Custom scripts are
 	// relative to its directory.
@@ -191,6 +195,7 @@ func (s *Scenario) Plan() load.Plan {
 		Bin:           load.BinFor(s.Duration),
 		Skew:          s.ClockSkew,
 		Cost:          s.Cost,
+		Wait:          s.Wait,
 	}
 	if s.Arrival != nil && s.Arrival.Trace != nil {
 		// The trace names every row's subject, client, clock offset and cost.
