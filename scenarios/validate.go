@@ -279,8 +279,12 @@ func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology
 	if topology == redisenv.TopologySingle {
 		hint = "use topology sentinel, or cluster with --replicas"
 	}
+	replicas := "replicas"
+	if have == 1 {
+		replicas = "replica"
+	}
 	return errorsOf([]Problem{s.place(Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
-		"%d: topology %s has %d replicas per master here (%s)", s.Wait.Replicas, topology, have, hint)})})
+		"%d: topology %s has %d %s per master here (%s)", s.Wait.Replicas, topology, have, replicas, hint)})})
 }
 
 func (c *checker) rate(field string, r float64, positive bool) {

@@ -73,7 +73,7 @@ func TestCheckReplicas(t *testing.T) {
 		want string // "" for no problem
 	}{
 		{process, redisenv.TopologySingle, "testdata/wr.yaml:3: wait_replicas: 2: topology single has 0 replicas per master here (use topology sentinel, or cluster with --replicas)"},
-		{process, redisenv.TopologySentinel, "testdata/wr.yaml:3: wait_replicas: 2: topology sentinel has 1 replicas per master here (set --replicas)"},
+		{process, redisenv.TopologySentinel, "testdata/wr.yaml:3: wait_replicas: 2: topology sentinel has 1 replica per master here (set --replicas)"},
 		{redisenv.Config{Backend: redisenv.BackendProcess, Replicas: 2}, redisenv.TopologySentinel, ""},
 		{process, redisenv.TopologyCluster, "testdata/wr.yaml:3: wait_replicas: 2: topology cluster has 0 replicas per master here (set --replicas)"},
 		{redisenv.Config{Backend: redisenv.BackendContainer, Replicas: 3}, redisenv.TopologyCluster, ""},
