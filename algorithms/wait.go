@@ -169,24 +169,25 @@ func (c *WaitCall) Send(ctx context.Context, rc redis.Cmdable, req Request) {
 			c.inner = &failedCall{inner: c.inner, err: c.err}
 			return
 		}
-		c.exec(ctx, node, req)
-		if c.cmd.Err() != nil {
+		if err := c.exec(ctx, node, req); err != nil {
+			// A MOVED reply (the slot has a new master: a failover), or a node gone.
 			rc.ReloadState(ctx)
 		}
 		return
 	}
-	c.exec(ctx, rc, req)
+	_ = c.exec(ctx, rc, req) // every command carries its own error
 }
 
-// exec sends req and its WAIT as one pipeline on rc.
-func (c *WaitCall) exec(ctx context.Context, rc redis.Cmdable, req Request) {
+// exec sends req and its WAIT as one pipeline on rc, and returns the first error of either.
+func (c *WaitCall) exec(ctx context.Context, rc redis.Cmdable, req Request) error {
 	if c.pipe == nil || c.pipeOn != rc {
 		c.pipe, c.pipeOn = rc.Pipeline(), rc
 	}
 	c.inner.Send(ctx, c.pipe, req)
 	c.sent = true
 	_ = c.pipe.Process(ctx, c.cmd)
-	_, _ = c.pipe.Exec(ctx) // every command carries its own error
+	_, err := c.pipe.Exec(ctx) // every command also carries its own error
+	return err
 }
 
 // Result returns the decision on the request Send sent last (see Call.Result).
