@@ -94,7 +94,7 @@ func HarnessEnvironment() Environment {
 		Arch:           runtime.GOARCH,
 	}
 	if st, ok := cpus.Applied(); ok {
-		env.GOMAXPROCSNote, env.LocalServers = st.ProcsNote, st.LocalServers
+		env.GOMAXPROCSNote, env.LocalServers, env.IdleNote = st.ProcsNote, st.LocalServers, st.AwakeNote
 	}
 	return env
 }

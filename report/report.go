@@ -211,6 +211,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		machine = append(machine, env.OS+"/"+env.Arch)
 	}
 	add(&v.Environment, "machine", strings.Join(machine, ", "))
+	add(&v.Environment, "CPU idle states", env.IdleNote)
 	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
 	if r.Reference != "" {
 		add(&v.Environment, "reference script", r.Reference)

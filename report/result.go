@@ -157,6 +157,9 @@ type Environment struct {
 	GOMAXPROCS     int    `json:"gomaxprocs,omitempty"`
 	GOMAXPROCSNote string `json:"gomaxprocs_note,omitempty"`
 	LocalServers   int    `json:"local_servers,omitempty"`
+	// IdleNote says whether the command held the CPUs out of deep idle states while it measured
+	// (cpus.Policy.Awake), or why not; empty when no CPU policy was applied.
+	IdleNote string `json:"idle_note,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
 	// HarnessVersion is limitbench's version (module version or VCS revision).

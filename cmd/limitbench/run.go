@@ -42,6 +42,7 @@ type runFlags struct {
 	repeat               int
 	noReference          bool
 	procs                int
+	awake                bool
 	seg                  segmentFlags
 	segment              *runner.Segment
 }
@@ -64,6 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -121,10 +123,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
 	}
-	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs})
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false"})
 	defer undo()
-	if st.ProcsNote != "" && !f.quiet {
-		fmt.Fprintln(stderr, st.ProcsNote)
+	if !f.quiet {
+		if st.ProcsNote != "" {
+			fmt.Fprintln(stderr, st.ProcsNote)
+		}
+		fmt.Fprintln(stderr, "CPU idle states: "+st.AwakeNote)
 	}
 
 	var failures []string
