@@ -24,6 +24,12 @@ type Wait struct {
 	// Timeout is WAIT's timeout, whole milliseconds in (0, MaxWaitTimeout]; 0 means DefaultWaitTimeout.
 	// (WAIT's own 0, wait forever, is never sent: a replica that is gone would stop the load.)
 	Timeout time.Duration
+	// DenyShort makes a caller that fails closed: an admission whose WAIT came back short (fewer
+	// than Replicas acknowledged it in time, or no answer) is taken as a denial, since a failover
+	// could lose it. The permit stays spent on the server (WAIT undoes nothing), so this can only
+	// lower admissions. false (the default) takes the decision as the script made it, as WAIT
+	// alone does.
+	DenyShort bool
 }
 
 // Bounds and default of Wait.
@@ -66,6 +72,9 @@ func (w Wait) Validate() error {
 	}
 	if err := CheckWaitTimeout(w.Timeout); err != nil {
 		errs = append(errs, err)
+	}
+	if w.DenyShort && w.Replicas == 0 {
+		errs = append(errs, fmt.Errorf("%w: deny_short needs replicas > 0", ErrBadWait))
 	}
 	return errors.Join(errs...)
 }
@@ -231,16 +240,18 @@ func (f *failedCall) Send(context.Context, redis.Cmdable, Request) {}
 
 func (f *failedCall) Result() (Decision, error) { return Decision{}, f.err }
 
-// waitJSON is Wait's form in result.json: the replicas and the timeout in milliseconds as it
-// applies (EffectiveTimeout).
+// waitJSON is Wait's form in result.json: the replicas, the timeout in milliseconds as it
+// applies (EffectiveTimeout) and, when set, deny_short.
 type waitJSON struct {
 	Replicas  int   `json:"replicas"`
 	TimeoutMS int64 `json:"timeout_ms"`
+	DenyShort bool  `json:"deny_short,omitempty"`
 }
 
-// MarshalJSON writes w as {replicas, timeout_ms}, the timeout as it applies (EffectiveTimeout).
+// MarshalJSON writes w as {replicas, timeout_ms, deny_short}, the timeout as it applies
+// (EffectiveTimeout), deny_short left out when false.
 func (w Wait) MarshalJSON() ([]byte, error) {
-	return json.Marshal(waitJSON{Replicas: w.Replicas, TimeoutMS: w.EffectiveTimeout().Milliseconds()})
+	return json.Marshal(waitJSON{Replicas: w.Replicas, TimeoutMS: w.EffectiveTimeout().Milliseconds(), DenyShort: w.DenyShort})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -249,7 +260,7 @@ func (w *Wait) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*w = Wait{Replicas: v.Replicas, Timeout: time.Duration(v.TimeoutMS) * time.Millisecond}
+	*w = Wait{Replicas: v.Replicas, Timeout: time.Duration(v.TimeoutMS) * time.Millisecond, DenyShort: v.DenyShort}
 	return nil
 }
 
@@ -259,4 +270,14 @@ func (w Wait) String() string {
 		return ""
 	}
 	return fmt.Sprintf("WAIT %d %d", w.Replicas, w.EffectiveTimeout().Milliseconds())
+}
+
+// Apply returns d as a caller that sent w's WAIT decides, given whether the WAIT came back
+// short: d itself, except that with DenyShort an admission whose WAIT was short becomes a
+// denial (remaining 0, retry-after 0: ask again now), its decision time kept.
+func (w Wait) Apply(d Decision, short bool) Decision {
+	if w.DenyShort && short && d.Allowed {
+		d.Allowed, d.Remaining, d.RetryAfter = false, 0, 0
+	}
+	return d
 }

@@ -27,6 +27,8 @@ func TestWaitValidate(t *testing.T) {
 		{Wait{Replicas: 1, Timeout: -time.Millisecond}, "timeout must be > 0"},
 		{Wait{Replicas: 1, Timeout: 1500 * time.Microsecond}, "whole milliseconds"},
 		{Wait{Replicas: 1, Timeout: MaxWaitTimeout + time.Millisecond}, "at most 2s"},
+		{Wait{Replicas: 1, DenyShort: true}, ""},
+		{Wait{DenyShort: true}, "deny_short needs replicas > 0"},
 	} {
 		err := tc.w.Validate()
 		switch {
@@ -47,6 +49,8 @@ func TestWaitJSON(t *testing.T) {
 		{Wait{Replicas: 2, Timeout: 250 * time.Millisecond}, `{"replicas":2,"timeout_ms":250}`, Wait{Replicas: 2, Timeout: 250 * time.Millisecond}},
 		// The default timeout is written as it applies.
 		{Wait{Replicas: 1}, `{"replicas":1,"timeout_ms":100}`, Wait{Replicas: 1, Timeout: DefaultWaitTimeout}},
+		{Wait{Replicas: 1, Timeout: time.Second, DenyShort: true}, `{"replicas":1,"timeout_ms":1000,"deny_short":true}`,
+			Wait{Replicas: 1, Timeout: time.Second, DenyShort: true}},
 	} {
 		b, err := json.Marshal(tc.w)
 		if err != nil || string(b) != tc.json {
@@ -153,5 +157,27 @@ func TestWaitCallSentinel(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int64{1, 1, 1}, got); diff != "" {
 		t.Errorf("replicas acknowledged (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitApply(t *testing.T) {
+	allowed := Decision{Allowed: true, Remaining: 4, TimeMicros: 7, Clock: ClockServer}
+	denied := Decision{Remaining: 0, RetryAfter: time.Second, TimeMicros: 7, Clock: ClockServer}
+	asDenial := Decision{TimeMicros: 7, Clock: ClockServer}
+	for _, tc := range []struct {
+		name  string
+		w     Wait
+		d     Decision
+		short bool
+		want  Decision
+	}{
+		{"admit: short admission stands", Wait{Replicas: 1}, allowed, true, allowed},
+		{"deny: acknowledged admission stands", Wait{Replicas: 1, DenyShort: true}, allowed, false, allowed},
+		{"deny: short admission is a denial", Wait{Replicas: 1, DenyShort: true}, allowed, true, asDenial},
+		{"deny: short denial unchanged", Wait{Replicas: 1, DenyShort: true}, denied, true, denied},
+	} {
+		if got := tc.w.Apply(tc.d, tc.short); got != tc.want {
+			t.Errorf("%s: Apply(%+v, %v) = %+v; want %+v", tc.name, tc.d, tc.short, got, tc.want)
+		}
 	}
 }

@@ -16,6 +16,9 @@ func waitText(r *Result) string {
 	w := *st.Wait
 	text := fmt.Sprintf("%s after every request, pipelined with it (wait_replicas %d, wait_timeout %d ms); latencies include it",
 		w, w.Replicas, w.EffectiveTimeout().Milliseconds())
+	if w.DenyShort {
+		text += "; an admission whose WAIT came back short counts as a denial (wait_short: deny)"
+	}
 	var short []string
 	for i := range r.Entries {
 		e := &r.Entries[i]

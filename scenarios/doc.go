@@ -53,6 +53,7 @@
 //	  - {at: 2s, kind: restart, target: master}
 //	wait_replicas: 1            # default 0 (none); follow every request with WAIT 1 (see Waiting for replicas)
 //	wait_timeout: 100ms         # only with wait_replicas; default 100ms; whole ms, at most 2s
+//	wait_short: admit           # only with wait_replicas; default admit; admit | deny (fail closed)
 //
 // Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
 // arrival.steps[1].rate, with 0-based list indexes.
@@ -241,7 +242,9 @@
 // their admissions stand (WAIT undoes nothing), and they are the ones a failover can still lose.
 // wait_timeout (default 100ms, algorithms.DefaultWaitTimeout; whole milliseconds, at most 2s, below
 // the clients' read timeout) bounds how long a request is held while a replica is missing; WAIT's
-// own 0 (forever) is refused. Plain and pipeline mode (each request of a pipeline is followed by
+// own 0 (forever) is refused. wait_short: deny makes the caller fail closed: an admission whose
+// WAIT came back short is recorded as a denial (its permit stays spent on the server); the
+// default, admit, takes the script's decision as WAIT alone does. Plain and pipeline mode (each request of a pipeline is followed by
 // its own WAIT); autopipeline is refused, and so is pipeline mode on topology cluster. N may not
 // exceed the replicas each master has (single: none; sentinel: --replicas, default 1; cluster:
 // --replicas), checked before anything starts (CheckReplicas); on an external Redis, whose replicas

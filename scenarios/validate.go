@@ -240,6 +240,11 @@ func (c *checker) wait() {
 			}
 		}
 	}
+	if s.waitShort != "" && s.waitShort != WaitShortAdmit && s.waitShort != WaitShortDeny {
+		c.add("wait_short", "unknown value %q; use admit or deny", s.waitShort)
+	} else if (w.DenyShort || c.s.present("wait_short")) && w.Replicas == 0 {
+		c.add("wait_short", "only applies with wait_replicas")
+	}
 	if w.Replicas <= 0 {
 		return
 	}

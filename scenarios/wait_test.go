@@ -18,6 +18,10 @@ func TestWaitParsed(t *testing.T) {
 	if s.Wait != want || s.Plan().Wait != want {
 		t.Errorf("Wait = %+v, Plan().Wait = %+v; want %+v", s.Wait, s.Plan().Wait, want)
 	}
+	s, err = parseString(t, "deny", "version: 1\ntopologies: [sentinel]\nwait_replicas: 1\nwait_short: deny\n")
+	if err != nil || !s.Wait.DenyShort {
+		t.Errorf("wait_short: deny: Wait = %+v, err %v; want DenyShort", s.Wait, err)
+	}
 	s, err = parseString(t, "nowait", "version: 1\n")
 	if err != nil || s.Wait.Enabled() {
 		t.Errorf("a scenario without wait_replicas: Wait = %+v, err %v; want none", s.Wait, err)
@@ -42,6 +46,10 @@ func TestWaitInvalid(t *testing.T) {
 			"testdata/timeout-fraction.yaml:4: wait_timeout: must be whole milliseconds, got 1.5ms"},
 		{"timeout-long", "version: 1\ntopologies: [sentinel]\nwait_replicas: 1\nwait_timeout: 5s\n",
 			"testdata/timeout-long.yaml:4: wait_timeout: must be at most 2s (below the clients' read timeout), got 5s"},
+		{"short-unknown", "version: 1\ntopologies: [sentinel]\nwait_replicas: 1\nwait_short: drop\n",
+			"testdata/short-unknown.yaml:4: wait_short: unknown value \"drop\"; use admit or deny"},
+		{"short-alone", "version: 1\nwait_short: deny\n",
+			"testdata/short-alone.yaml:2: wait_short: only applies with wait_replicas"},
 		{"autopipeline", "version: 1\ntopologies: [sentinel]\nclient_mode: autopipeline\nwait_replicas: 1\n",
 			"testdata/autopipeline.yaml:4: wait_replicas: cannot be used with client_mode: autopipeline (its pipelines mix every client's requests on any connection, and WAIT waits for its own connection's writes); use plain or pipeline"},
 		{"cluster-pipeline", "version: 1\ntopologies: [sentinel, cluster]\nclient_mode: pipeline\nwait_replicas: 1\n",
@@ -109,6 +117,16 @@ func TestApplyWaitReplicas(t *testing.T) {
 	two := 2
 	if err := s.apply(Overrides{WaitReplicas: &two}, designNames); err != nil || s.Wait.Replicas != 2 || s.Wait.Timeout != 300*time.Millisecond {
 		t.Errorf("apply(--wait-replicas 2) = %v, Wait %+v; want 2 replicas, 300ms", err, s.Wait)
+	}
+	s, _ = parseString(t, "ow", text)
+	deny, drop := WaitShortDeny, "drop"
+	if err := s.apply(Overrides{WaitShort: &deny}, designNames); err != nil || !s.Wait.DenyShort {
+		t.Errorf("apply(--wait-short deny) = %v, Wait %+v; want DenyShort", err, s.Wait)
+	}
+	s, _ = parseString(t, "ow", text)
+	err = s.apply(Overrides{WaitShort: &drop}, designNames)
+	if want := "testdata/ow.yaml: wait_short: unknown value \"drop\"; use admit or deny (set by --wait-short)"; err == nil || err.Error() != want {
+		t.Errorf("apply(--wait-short drop) =\n%v\nwant\n%s", err, want)
 	}
 	s, _ = parseString(t, "ow", text)
 	bad := 9

@@ -111,7 +111,9 @@ type Plan struct {
 	// latency includes its WAIT, and Counts.WaitShort counts the WAITs that came back with
 	// fewer replicas than asked (or with no answer). Plain and pipeline mode (in a pipeline each
 	// request is followed by its own WAIT); autopipeline cannot send a WAIT on the connection
-	// of its request and is refused, and so is pipeline mode on a cluster client (see Run).
+	// of its request and is refused, and so is pipeline mode on a cluster client (see Run). With
+	// Wait.DenyShort, an admission whose WAIT came back short is recorded as a denial
+	// (Wait.Apply), as a caller that fails closed would take it.
 	Wait algorithms.Wait
 	// Start, when set, is the wall time of the run's offset 0: Run waits until then (or until
 	// its context ends) before the first tick. A Start already past starts the schedule in

@@ -227,3 +227,23 @@ func TestPlanWaitRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestRunWaitDenyShort: with Wait.DenyShort, admissions whose WAIT came back short (two replicas
+// asked of a Sentinel group that has one) are recorded as denials, and nothing else changes.
+func TestRunWaitDenyShort(t *testing.T) {
+	env := redistest.Sentinel(t)
+	c := env.Target.NewClient(redisenv.ClientOptions{PoolSize: 4})
+	defer c.Close()
+	lim := prepareGCRA(t, c, env.Prefix)
+	p := Plan{
+		Arrival: ClosedLoop{}, Duration: 200 * time.Millisecond, Clients: 2, Keys: Keys{Count: 2},
+		Wait: algorithms.Wait{Replicas: 2, Timeout: 20 * time.Millisecond, DenyShort: true},
+	}
+	res, err := Run(context.Background(), c, lim, p, Sinks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Counts.Requests; n == 0 || res.Counts.WaitShort != n || res.Counts.Denied != n || res.Counts.Allowed != 0 {
+		t.Errorf("counts %+v; want every request short and denied", res.Counts)
+	}
+}

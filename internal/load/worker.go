@@ -208,6 +208,7 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 		o.Decision, o.Err, o.Class = d, err, Classify(err)
 		if w.waits != nil {
 			o.WaitShort = w.waits[0].Short()
+			o.Decision = r.p.Wait.Apply(o.Decision, o.WaitShort)
 		}
 	} else {
 		for i := range outs {
@@ -227,6 +228,7 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 			o.Decision, o.Err, o.Class = d, err, Classify(err)
 			if w.waits != nil {
 				o.WaitShort = w.waits[i].Short()
+				o.Decision = r.p.Wait.Apply(o.Decision, o.WaitShort)
 			}
 		}
 	}
