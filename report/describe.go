@@ -73,6 +73,10 @@ func settingsOf(s *scenarios.Scenario) *Settings {
 	for _, f := range s.Faults {
 		st.Faults = append(st.Faults, fmt.Sprintf("%s, recovery %s", f.Name(), f.Recovery))
 	}
+	if s.Wait.Enabled() {
+		w := s.Wait
+		st.Wait = &w
+	}
 	return st
 }
 

@@ -182,6 +182,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		add(&v.Scenario, "tolerated (may violate)", strings.Join(st.Expect.MayViolate, ", "))
 		add(&v.Scenario, "thresholds", strings.Join(st.Thresholds, "; "))
 	}
+	add(&v.Scenario, "wait for replicas", waitText(r))
 	if !r.StartedAt.IsZero() {
 		when := r.StartedAt.UTC().Format(time.RFC3339)
 		if !r.FinishedAt.IsZero() {

@@ -99,6 +99,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		problems = append(problems, err)
+	} else if s.Wait.Enabled() {
+		// Trials have loads of their own; a WAIT they did not send must not be taken for measured.
+		problems = append(problems, fmt.Errorf("%s: wait_replicas applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)", s.File))
 	}
 	if len(problems) > 0 {
 		return badInput(errors.Join(problems...))

@@ -33,6 +33,8 @@ type runFlags struct {
 	duration             time.Duration
 	rate                 float64
 	clients              int
+	waitReplicas         int
+	waitShort            string
 	seed                 int64
 	call                 string
 	out                  string
@@ -56,6 +58,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
+	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
+	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
 	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
@@ -203,6 +207,12 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["seed"] {
 		o.Seed = &f.seed
+	}
+	if set["wait-replicas"] {
+		o.WaitReplicas = &f.waitReplicas
+	}
+	if set["wait-short"] {
+		o.WaitShort = &f.waitShort
 	}
 	if set["call"] {
 		mode := algorithms.CallMode(f.call)
