@@ -36,6 +36,9 @@
 //   - first-hit: a first request opens a window, the allowance is spent at its end and again
 //     right after it (a window that starts at the first hit, held to a sliding contract; and the
 //     edges of first-hit-window contracts).
+//   - overshoot (algorithms that take costs): within one period, requests of a cost the
+//     allowance is not a multiple of, from new clients, so a count checked only for equality
+//     with the limit (`==`) steps over it in whatever order they run and never meets it again.
 //   - poisson, on-off: seeded random arrivals at rates around the limit.
 //
 // # Objective

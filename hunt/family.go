@@ -72,6 +72,12 @@ var Families = []Family{
 		make:    skewAlternation,
 	},
 	{
+		Name:    "overshoot",
+		Aim:     "within one period, requests of a cost the allowance is not a multiple of, from new clients: a count checked only for equality with the limit steps over it and never meets it",
+		Applies: func(t Target) bool { return t.Cost },
+		make:    overshoot,
+	},
+	{
 		Name:    "after-drain",
 		Aim:     "steady overload, then bursts right after the limiter drained",
 		Applies: func(Target) bool { return true },
@@ -481,6 +487,48 @@ func skewAlternation(g *gen) {
 		}
 		g.burst(at, 0, g.count(), ahead, s)
 		g.burst(at+time.Microsecond+g.small(stretch/time.Duration(2*rounds)), 0, 1+g.rng.IntN(2), behind, s)
+	}
+}
+
+// overshoot: just after a period boundary (a tick of a coarse clock, or a window), requests of
+// one cost c, 3 or 2, of which the allowance is not a multiple: a count that takes c at a time
+// from 0 steps over the limit, in whatever order they run, without ever equalling it, and a
+// limit checked only for equality (`==`) never refuses them. For a limit counted per subject
+// each comes from a new client (whose own limits are fresh): ⌈4·allow/c⌉ of them and a few
+// more, past what even a clock of whole seconds allows in a second (three times the limit for
+// a window of 1 s), with room for the shrinker to cut; for a limit counted per client, one
+// client sends them all. An allowance that is a multiple of 6 gets a request of cost 1 first and
+// a pause (a tenth of the period, at most 50 ms) before the others. Rows are up to 1 ms apart,
+// in the first half of the period.
+func overshoot(g *gen) {
+	s := g.subject(0)
+	c := int64(3)
+	if g.a.allow%3 == 0 {
+		c = 2
+	}
+	one := g.a.allow%c == 0
+	n := min(int(min((4*g.a.allow+c-1)/c, int64(g.b.Rows)))+g.rng.IntN(4), g.b.Rows)
+	period := g.a.window
+	if g.frame.Every > 0 {
+		period = g.frame.Every
+	}
+	pause := min(period/10, 50*time.Millisecond)
+	at := g.boundary() + g.small(g.a.unit)
+	gap := max(time.Microsecond, min(time.Millisecond, (period/2-pause)/time.Duration(n)))
+	var cl uint16
+	for i := range n {
+		if i == 0 || g.a.scope == algorithms.PerSubject {
+			cl = g.clients(1, g.skew())[0]
+		}
+		cost := uint16(c)
+		if one && i == 0 {
+			cost = 1
+		}
+		g.add(at, cl, s, cost)
+		at += gap
+		if one && i == 0 {
+			at += pause
+		}
 	}
 }
 

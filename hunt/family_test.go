@@ -115,14 +115,14 @@ func TestFamiliesFor(t *testing.T) {
 		tg   Target
 		want []string
 	}{
-		{mustTarget(t, "fixed-window", l, demoSkews), []string{"window-boundary"}},
-		{mustTarget(t, "sliding-log", l, nil), []string{"window-boundary", "first-hit"}},
-		{mustTarget(t, "gcra", l, nil), []string{"window-boundary", "refill-point"}},
-		{mustTarget(t, "resource-consumer-published", l, nil), []string{"window-boundary", "refill-point", "first-hit"}},
-		{mustTarget(t, "token-bucket-published", l, nil), []string{"window-boundary", "refill-point"}},
-		{mustTarget(t, "token-bucket-published", l, demoSkews), []string{"window-boundary", "refill-point", "skewed-newcomer", "skew-alternation"}},
+		{mustTarget(t, "fixed-window", l, demoSkews), []string{"window-boundary", "overshoot"}},
+		{mustTarget(t, "sliding-log", l, nil), []string{"window-boundary", "first-hit", "overshoot"}},
+		{mustTarget(t, "gcra", l, nil), []string{"window-boundary", "refill-point", "overshoot"}},
+		{mustTarget(t, "resource-consumer-published", l, nil), []string{"window-boundary", "refill-point", "first-hit", "overshoot"}},
+		{mustTarget(t, "token-bucket-published", l, nil), []string{"window-boundary", "refill-point", "overshoot"}},
+		{mustTarget(t, "token-bucket-published", l, demoSkews), []string{"window-boundary", "refill-point", "skewed-newcomer", "skew-alternation", "overshoot"}},
 		{mustTarget(t, "fixed-window-published", l, []time.Duration{3 * time.Second}), []string{"window-boundary", "skewed-newcomer"}},
-		{mustTarget(t, "redisson", l, demoSkews), []string{"window-boundary", "first-hit", "skewed-newcomer", "skew-alternation"}},
+		{mustTarget(t, "redisson", l, demoSkews), []string{"window-boundary", "first-hit", "skewed-newcomer", "skew-alternation", "overshoot"}},
 		{firstHitTarget(l), []string{"window-boundary", "first-hit"}},
 	}
 	for _, tt := range tests {
@@ -201,6 +201,8 @@ func familyCases(t *testing.T) []familyCase {
 		{"skewed-newcomer", flawed[0].target, flawed[0].mk, minuteModel},
 		{"skew-alternation", flawed[1].target, flawed[1].mk, bucketModel},
 		{"spike", fixed, flawed[4].mk, fixedModel},
+		// A count checked for equality, on whole seconds, held to a contract of granularity 1 s.
+		{"overshoot", mustTarget(t, "resource-consumer-published", l, nil), func() limiter { return newEqualsOnly(l) }, model("resource-consumer", l)},
 		{"after-drain", fixed, overBy, fixedModel},
 		{"poisson", fixed, overBy, fixedModel},
 		{"on-off", fixed, overBy, fixedModel},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -271,6 +272,31 @@ func (o *overByOne) decide(subject, _ string, _, trueUs, _ int64) bool {
 		return false
 	}
 	st[1]++
+	return true
+}
+
+// equalsOnly is resource-consumer-published's counting flaw: a log per subject of the whole
+// seconds of the server's clock at which permits were admitted, over the window's whole
+// seconds, that refuses a request only when the count equals the limit, whatever it costs.
+type equalsOnly struct {
+	limit, seconds int64
+	logs           map[string][]int64
+}
+
+func newEqualsOnly(l algorithms.Limit) *equalsOnly {
+	return &equalsOnly{limit: l.Limit, seconds: int64((l.Window + time.Second - 1) / time.Second), logs: map[string][]int64{}}
+}
+
+func (e *equalsOnly) decide(subject, _ string, cost, trueUs, _ int64) bool {
+	sec := trueUs / 1_000_000
+	log := slices.DeleteFunc(e.logs[subject], func(s int64) bool { return s <= sec-e.seconds })
+	e.logs[subject] = log
+	if int64(len(log)) == e.limit {
+		return false
+	}
+	for range cost {
+		e.logs[subject] = append(e.logs[subject], sec)
+	}
 	return true
 }
 

@@ -17,8 +17,12 @@ import (
 // decision times (each widened by the granularity G to [Lo − G, Hi + G], as in Check) puts S
 // under one allowance of the contract, and its allowance A(S) is then:
 //
-//   - sliding-window(L, W): S is certain when max hi − min lo < W over S (every placement puts
-//     it in one window (t−W, t]); A(S) = L.
+//   - sliding-window(L, W): with K = ⌊2G/W⌋ + 1 (1 when 2G < W), S is certain when
+//     max hi − min lo < K·W over S (every placement puts it in K back-to-back windows
+//     (t−W, t]), with A(S) = K·L, or when S is one admission (one instant, in one window), with
+//     A(S) = L: the package doc's conditions (i) and (ii). A coarse granularity so still scores
+//     a burst: under whole seconds (G = 1 s) and a window of 1 s, 2L permits within 1 s score
+//     2/3, and more than 3L score above 1.
 //   - fixed-window(L, W): S is certain when every interval of S lies wholly inside one aligned
 //     window [kW, (k+1)W); A(S) = L.
 //   - token-bucket(C, r): every S is certain; A(S) = C + r·(max hi − min lo), the allowance of
@@ -191,22 +195,44 @@ func (a *approacher) scope(g []Event) {
 	}
 }
 
-// sliding: a certain set ending at its latest hi b lies in {lo > b − W, hi ≤ b, width < W}
-// (widened), which is itself certain; so the best set ends at some hi b and is that whole set.
-// An admission wider than W (widened) is in no certain set; every other one with lo ≤ b − W has
-// hi < lo + W ≤ b, so P{lo > b−W, hi ≤ b} = P{hi ≤ b} − P{lo ≤ b−W}: two pointers.
+// sliding: with K·W and K·L from limit.windows, a certain set of condition (i) ending at its
+// latest hi b lies in {lo > b − K·W, hi ≤ b, width < K·W} (widened), which is itself certain;
+// so the best such set ends at some hi b and is that whole set. An admission as wide as K·W
+// (widened) is in no such set; every other one with lo ≤ b − K·W has hi < lo + K·W ≤ b, so
+// P{lo > b−K·W, hi ≤ b} = P{hi ≤ b} − P{lo ≤ b−K·W}: two pointers. Condition (ii)'s sets are
+// single admissions, allowed L: the one with the most permits is the best of them.
 func (a *approacher) sliding(g []Event) {
-	G, W := a.lim.g, a.lim.w
-	type pt struct{ t, p int64 }
+	G, L := a.lim.g, a.lim.l
+	_, W, KL := a.lim.windows()
 	var los, his []pt // in Lo order, in Hi order
+	var one *Event    // the admission with the most permits
 	for i := range g {
 		e := &g[i]
+		if one == nil || e.Permits > one.Permits {
+			one = e
+		}
 		if e.width()+2*G >= W {
 			continue
 		}
 		los = append(los, pt{e.Lo() - G, int64(e.Permits)})
 		his = append(his, pt{e.Hi() + G, int64(e.Permits)})
 	}
+	a.slidingSets(g, los, his, W, KL)
+	if one != nil {
+		// After the sets of (i), which keep a tie.
+		p := int64(one.Permits)
+		a.offer(g, ratio(p, L), one.Lo()-G, one.Hi()+G, p, float64(L))
+	}
+}
+
+// pt is an instant and the permits of an admission there.
+type pt struct{ t, p int64 }
+
+// slidingSets offers the best set of sliding's condition (i): los and his hold the (widened)
+// lo and hi of the admissions of g narrower than W = K·W, in Lo order, his in any order; KL is
+// K·L.
+func (a *approacher) slidingSets(g []Event, los, his []pt, W, KL int64) {
+	G := a.lim.g
 	if len(his) == 0 {
 		return
 	}
@@ -239,7 +265,7 @@ func (a *approacher) sliding(g []Event) {
 	if best == 0 {
 		return
 	}
-	a.offer(g, ratio(best, a.lim.l), firstLo(bestB), bestB, best, float64(a.lim.l))
+	a.offer(g, ratio(best, KL), firstLo(bestB), bestB, best, float64(KL))
 }
 
 // fixed: the admissions wholly inside one aligned window, window by window. In Lo order the

@@ -45,7 +45,11 @@ func bruteApproach(c algorithms.Contract, log *Log) *big.Rat {
 			var r *big.Rat
 			switch c.Kind {
 			case algorithms.SlidingWindow:
-				if maxHi-minLo < w {
+				// (i): K·L within K·W; (ii): one admission, allowed L.
+				if k := slidingK(c); maxHi-minLo < k*w {
+					r = big.NewRat(sum, k*c.Limit)
+				}
+				if mask&(mask-1) == 0 && (r == nil || big.NewRat(sum, c.Limit).Cmp(r) > 0) {
 					r = big.NewRat(sum, c.Limit)
 				}
 			case algorithms.FixedWindow:
@@ -109,7 +113,8 @@ func TestApproachMatchesBruteForce(t *testing.T) {
 			if cl.Hi < cl.Lo || cl.Permits <= 0 {
 				t.Fatalf("%s: closest %+v", c, cl)
 			}
-			// The closest set is every admission of its scope inside [Lo, Hi], and certain.
+			// The closest set is every admission of its scope inside [Lo, Hi], and certain; for
+			// sliding-window, that or (condition (ii)) one admission with exactly those bounds.
 			key := cl.Subject
 			switch c.Scope {
 			case algorithms.PerClient:
@@ -119,16 +124,21 @@ func TestApproachMatchesBruteForce(t *testing.T) {
 			}
 			g := c.Granularity.Microseconds()
 			var in int64
-			tightLo, tightHi := false, false
+			tightLo, tightHi, single := false, false, false
 			for _, e := range bruteScopes(c, log, Admitted)[key] {
-				if lo, hi := log.Base+e.Lo()-g, log.Base+e.Hi()+g; lo >= cl.Lo && hi <= cl.Hi {
+				lo, hi := log.Base+e.Lo()-g, log.Base+e.Hi()+g
+				if lo >= cl.Lo && hi <= cl.Hi {
 					in += int64(e.Permits)
 					tightLo, tightHi = tightLo || lo == cl.Lo, tightHi || hi == cl.Hi
 				}
+				single = single || (lo == cl.Lo && hi == cl.Hi && int64(e.Permits) == cl.Permits)
 			}
 			w := c.Window.Microseconds()
-			if in != cl.Permits || !tightLo || !tightHi || (c.Kind == algorithms.SlidingWindow && cl.Hi-cl.Lo >= w) ||
-				(c.Kind == algorithms.FixedWindow && floorDiv(cl.Lo, w) != floorDiv(cl.Hi, w)) {
+			switch {
+			case c.Kind == algorithms.SlidingWindow && single && cl.Allowed == float64(c.Limit):
+			case in != cl.Permits || !tightLo || !tightHi ||
+				(c.Kind == algorithms.SlidingWindow && (cl.Hi-cl.Lo >= slidingK(c)*w || cl.Allowed != float64(slidingK(c)*c.Limit))) ||
+				(c.Kind == algorithms.FixedWindow && floorDiv(cl.Lo, w) != floorDiv(cl.Hi, w)):
 				t.Fatalf("%s: closest %+v, but [Lo, Hi] holds %d permits", c, cl, in)
 			}
 		} else if got.Closest != (Closest{}) {

@@ -117,6 +117,7 @@ func brute(c algorithms.Contract, log *Log, kinds ...Kind) bruteResult {
 		defEnds, posEnds := map[int64]bool{}, map[int64]bool{}
 		for mask := 1; mask < 1<<len(evs); mask++ {
 			var sum int64
+			single := mask&(mask-1) == 0
 			minLo, maxLo, minHi, maxHi := int64(1<<62), int64(-1<<62), int64(1<<62), int64(-1<<62)
 			for i := range evs {
 				if mask&(1<<i) == 0 {
@@ -128,7 +129,13 @@ func brute(c algorithms.Contract, log *Log, kinds ...Kind) bruteResult {
 			}
 			switch c.Kind {
 			case algorithms.SlidingWindow:
-				if sum > c.Limit && maxHi-minLo < w {
+				// (i): more than K·L within less than K·W; (ii): one admission of more than L.
+				k := slidingK(c)
+				if sum > k*c.Limit && maxHi-minLo < k*w {
+					defEnds[maxHi] = true
+					r.worstDef = max(r.worstDef, sum-k*c.Limit)
+				}
+				if single && sum > c.Limit {
 					defEnds[maxHi] = true
 					r.worstDef = max(r.worstDef, sum-c.Limit)
 				}
@@ -196,8 +203,11 @@ func bruteHide(c algorithms.Contract, log *Log) int64 {
 				lo, hi := min(minLo, x-g), max(maxHi, x+g)
 				switch c.Kind {
 				case algorithms.SlidingWindow:
-					if hi-lo < w {
-						best = max(best, sum-c.Limit)
+					if k := slidingK(c); hi-lo < k*w {
+						best = max(best, sum-k*c.Limit)
+					}
+					if mask&(mask-1) == 0 {
+						best = max(best, sum-c.Limit) // (ii): the unknown outcome alone
 					}
 				case algorithms.FixedWindow:
 					if floorDiv(lo, w) == floorDiv(hi, w) {
@@ -212,6 +222,11 @@ func bruteHide(c algorithms.Contract, log *Log) int64 {
 		}
 	}
 	return best
+}
+
+// slidingK returns K = ⌊2G/W⌋ + 1 for sliding-window contract c, as the package doc defines it.
+func slidingK(c algorithms.Contract) int64 {
+	return 2*c.Granularity.Microseconds()/c.Window.Microseconds() + 1
 }
 
 // pointViolates reports whether admissions at the given instants (µs, the algorithm's clock)
@@ -422,12 +437,17 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 		d := gcd(c.RefillPermits, c.RefillPer.Microseconds())
 		p, q = c.RefillPermits/d, c.RefillPer.Microseconds()/d
 	}
-	// excess returns the excess of permits over a set of the given span (-1 when none).
-	excess := func(permits, span int64) int64 {
+	// excess returns the excess of permits over a set of the given span (-1 when none), for a
+	// definite violation (sliding-window's condition (i): K·L within K·W) or a possible one.
+	excess := func(permits, span int64, definite bool) int64 {
 		switch c.Kind {
 		case algorithms.SlidingWindow:
-			if permits > c.Limit && span < w {
-				return permits - c.Limit
+			k := int64(1)
+			if definite {
+				k = slidingK(c)
+			}
+			if permits > k*c.Limit && span < k*w {
+				return permits - k*c.Limit
 			}
 		case algorithms.TokenBucket:
 			span = max(0, span)
@@ -444,6 +464,15 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 			ivs[i] = iv{e.Lo() - g, e.Hi() + g, int64(e.Permits)}
 		}
 		defEnds, posEnds := map[int64]bool{}, map[int64]bool{}
+		if c.Kind == algorithms.SlidingWindow {
+			// Condition (ii): one admission of more than L.
+			for _, x := range ivs {
+				if x.p > c.Limit {
+					defEnds[x.hi] = true
+					r.worstDef = max(r.worstDef, x.p-c.Limit)
+				}
+			}
+		}
 		// Definite: for each B, {lo ≥ A, hi ≤ B} by descending lo.
 		byLo := slices.Clone(ivs)
 		slices.SortFunc(byLo, func(a, b iv) int { return cmp.Compare(b.lo, a.lo) })
@@ -459,7 +488,7 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 				if sum == 0 || (i+1 < len(byLo) && byLo[i+1].lo == x.lo) {
 					continue // not yet the whole set {lo ≥ x.lo, hi ≤ b}
 				}
-				if ex := excess(sum, maxHi-minLo); ex >= 0 {
+				if ex := excess(sum, maxHi-minLo, true); ex >= 0 {
 					defEnds[maxHi] = true
 					r.worstDef = max(r.worstDef, ex)
 				}
@@ -480,7 +509,7 @@ func quadratic(c algorithms.Contract, log *Log) bruteResult {
 				if sum == 0 || (i+1 < len(byHi) && byHi[i+1].hi == x.hi) {
 					continue // not yet the whole set {lo ≤ b, hi ≥ x.hi}
 				}
-				if ex := excess(sum, maxLo-minHi); ex >= 0 {
+				if ex := excess(sum, maxLo-minHi, false); ex >= 0 {
 					posEnds[maxLo] = true
 					r.worstPoss = max(r.worstPoss, ex)
 				}

@@ -234,6 +234,9 @@ type worstAt struct {
 	excess int64
 	group  []Event
 	at     int64
+	// single: sliding-window's condition (ii), one admission of more than L permits, ending at
+	// at (see slidingDefinite).
+	single bool
 }
 
 // check checks one limit on the admissions, as Check leaves them, and the unknown outcomes.
@@ -525,15 +528,17 @@ func at(ord []uint32, i int) int {
 }
 
 // definiteAt records a definite violation of the current scope ending at instant b (or in the
-// aligned window starting at b), relative to the log's Base, with the given excess.
-func (s *sweeper) definiteAt(b, excess int64) {
+// aligned window starting at b), relative to the log's Base, with the given excess. It reports
+// whether the violation is the new s.worst.
+func (s *sweeper) definiteAt(b, excess int64) (worst bool) {
 	if s.collecting {
 		s.ends = append(s.ends, fhEnd{b: b, excess: excess, cond: fhCount})
-		return
+		return false
 	}
 	s.definite++
 	if excess > s.worst.excess {
 		s.worst = worstAt{excess: excess, group: s.group, at: b}
+		worst = true
 	}
 	if len(s.rep.Violations) >= MaxViolations {
 		s.rep.ViolationsDropped++
@@ -541,6 +546,7 @@ func (s *sweeper) definiteAt(b, excess int64) {
 	}
 	sub, cli := s.names(&s.group[0])
 	s.rep.Violations = append(s.rep.Violations, Violation{Subject: sub, Client: cli, At: s.base + b, Excess: excess})
+	return worst
 }
 
 // possibleAt records n possible violations of the current scope at b (relative, as in

@@ -64,12 +64,31 @@
 // below are widened bounds. This section is about sliding-window, fixed-window and
 // token-bucket; first-hit-window has one of its own after it.
 //
-// Definite, sliding-window: P(S) > L and max hi − min lo < W over S. Then every placement puts all
-// of S in the window (max hi − W, max hi]. Definite, token-bucket:
-// q·P(S) > q·C + p·(max hi − min lo). Definite, fixed-window: more than L permits whose intervals
-// lie wholly inside one aligned window. These conditions are sufficient, never more: a history can
-// violate a contract under every placement through different windows in different placements, and
-// such a case split is not reported. That is the price of zero false positives.
+// Definite, sliding-window. With K = ⌊2G/W⌋ + 1, a set S violates definitely when
+//
+//   - (i) P(S) > K·L and max hi − min lo < K·W over S: every placement puts S in the K
+//     back-to-back windows (max hi − kW, max hi − (k−1)W], k = 1…K, which are disjoint and
+//     cover (max hi − K·W, max hi] ⊇ [min lo, max hi]; holding at most L each, they hold at most
+//     K·L, so in every placement one of them holds more than L; or
+//   - (ii) S is one admission and P(S) > L: one decision is one instant, inside one window in
+//     every placement, however wide its interval.
+//
+// K is the fewest such windows a set can need: widened, every set spans at least 2G, and
+// (K−1)·W ≤ 2G < K·W, so (i) takes exactly the sets spanning less than K·W, over which K·L is
+// what the contract allows. The bound is tight: K·L permits decided at one instant are
+// consistent with the contract (L at each of K instants W apart, within G of it). With 2G < W,
+// K = 1 and (i) is P(S) > L within a span under W: every placement puts S in the window
+// (max hi − W, max hi]. A coarse granularity raises the bar without removing it: a script on
+// whole seconds of the clock (G = 1 s) with a window of 1 s (K = 3) is proven wrong by more than
+// 3L permits decided within less than 1 s of each other (their widened span then under 3 s), or
+// by one admission of more than L; its up to 2L permits across one tick of its clock are what
+// such a clock allows. Longer sets (a span D needs ⌊D/W⌋ + 1 windows) are not examined.
+//
+// Definite, token-bucket: q·P(S) > q·C + p·(max hi − min lo). Definite, fixed-window: more than L
+// permits whose intervals lie wholly inside one aligned window. These conditions are sufficient,
+// never more: a history can violate a contract under every placement through different windows
+// in different placements, and such a case split is not reported. That is the price of zero
+// false positives.
 //
 // Possible, sliding-window: P(S) > L and max lo − min hi < W (the intervals can all be placed in
 // one window). Possible, token-bucket: q·P(S) > q·C + p·max(0, max lo − min hi). Possible,
@@ -80,7 +99,8 @@
 // b = max hi(S) over definitely violating sets S (the ends of violating windows: L+k admissions at
 // distinct instants inside one window give k), and Possible the number of distinct instants
 // b = max lo(S) over possibly violating sets. For fixed-window both count aligned windows. The
-// worst excess is the largest P(S) − allowed(S), where allowed(S) is L, or
+// worst excess is the largest P(S) − allowed(S), where allowed(S) is L (for sliding-window, K·L
+// under (i) and L under (ii)), or
 // C + ⌊r·(max hi − min lo)⌋ (definite) and C + ⌊r·max(0, max lo − min hi)⌋ (possible) for
 // token-bucket; Where names its scope and the span [min lo, max hi] of the worst set.
 //

@@ -62,16 +62,18 @@ func (s *sweeper) hide(known, unknown []Event) int64 {
 	return best
 }
 
-// slidingHide: for a window ending at b, the known admissions in it for every placement are
-// {lo ≥ b−W+1, hi ≤ b} (as in slidingDefinite) and the unknowns that can join are those with
-// Lo + G ≤ b, provided W − 1 ≥ 2G. Both sums step up only at a known hi or an unknown's Lo + G,
-// so those are the ends to try.
+// slidingHide: with K·W and K·L from limit.windows, for a span ending at b the known
+// admissions of condition (i) in it for every placement are {lo ≥ b−K·W+1, hi ≤ b} (as in
+// slidingDefinite) and the unknowns that can join are those with Lo + G ≤ b (K·W − 1 ≥ 2G
+// always). Both sums step up only at a known hi or an unknown's Lo + G, so those are the ends
+// to try. Condition (ii) adds an unknown outcome alone: its permits − L.
 func (s *sweeper) slidingHide(g []Event, ord []uint32, u []Event) int64 {
-	G, W, L := s.lim.g, s.lim.w, s.lim.l
-	if W-1 < 2*G {
-		return 0
-	}
+	G, L := s.lim.g, s.lim.l
+	_, W, KL := s.lim.windows()
 	var sum, uSum, best int64
+	for i := range u {
+		best = max(best, int64(u[i].Permits)-L)
+	}
 	i, leave, j, n := 0, 0, 0, len(g)
 	for i < n || j < len(u) {
 		b := int64(math.MaxInt64)
@@ -95,7 +97,7 @@ func (s *sweeper) slidingHide(g []Event, ord []uint32, u []Event) int64 {
 			}
 		}
 		if uSum > 0 {
-			best = max(best, sum+uSum-L)
+			best = max(best, sum+uSum-KL)
 		}
 	}
 	return best

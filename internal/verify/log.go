@@ -337,6 +337,26 @@ func newLimit(c algorithms.Contract) (limit, error) {
 	return lim, errors.Join(errs...)
 }
 
+// windows returns K = ⌊2G/W⌋ + 1 for a sliding-window limit: the fewest back-to-back windows of
+// W that the admissions of a set must be counted over once their times are widened by G on each
+// side (a widened set spans at least 2G ≥ (K−1)·W, and K·W > 2G). Sliding-window's condition (i)
+// (see the package doc) takes the sets that span less than K·W and allows them K·L; both are
+// returned, K·W at most 2^62 µs (longer than any set can span: Lo lies within ±2^39 µs of Base
+// and widths are at most MaxWidth, about 2^50 µs; the sweeps subtract K·W from such times) and K·L saturated at math.MaxInt64 (which no set
+// reaches). K is 1, and the pair (W, L), when 2G < W.
+func (lim *limit) windows() (k, kw, kl int64) {
+	k = 2*lim.g/lim.w + 1
+	return k, min(satMul(k, lim.w), 1<<62), satMul(k, lim.l)
+}
+
+// satMul returns a·b for a, b ≥ 0, or math.MaxInt64 when that overflows.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
 func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b

@@ -16,14 +16,18 @@ const windowMin = 16
 // The sweeps below check one scope g, sorted by Lo then Hi; ord is g's Hi order (nil when it is
 // g's own order). lo and hi are widened: lo = Lo − G, hi = Hi + G.
 
-// slidingDefinite finds, for each distinct hi value b of an admission that can belong to a
-// definite set (hi − lo < W), the permits of S(b) = {lo ≥ b−W+1, hi ≤ b, hi − lo < W}: the
-// largest set that ends at b and lies in (b−W, b] for every placement. An admission enters S at
-// its hi and leaves once b > lo + W − 1, so a two-pointer sweep over Hi order (entries) and Lo
-// order (exits) suffices.
+// slidingDefinite finds the definite violations of the package doc's conditions (i) and (ii).
+// With K·W and K·L from limit.windows, for each distinct hi value b of an admission it takes
+// the permits of S(b) = {lo ≥ b−K·W+1, hi ≤ b, hi − lo < K·W}, the largest set of condition
+// (i) that ends at b (it lies in (b−K·W, b] for every placement), and the largest permits of
+// one admission ending at b, condition (ii). An admission enters S at its hi and leaves once
+// b > lo + K·W − 1, so a two-pointer sweep over Hi order (entries) and Lo order (exits)
+// suffices. The excess at b is the larger of P(S(b)) − K·L (when an admission ending at b is
+// in S(b)) and that admission's permits − L.
 func (s *sweeper) slidingDefinite(g []Event, ord []uint32) {
-	G, W, L := s.lim.g, s.lim.w, s.lim.l
-	narrow := W - 2*G // an admission can be in a definite set when its width is below narrow
+	G, L := s.lim.g, s.lim.l
+	_, W, KL := s.lim.windows()
+	narrow := W - 2*G // an admission can be in a set of (i) when its width is below narrow
 	var sum int64
 	leave, n := 0, len(g)
 	for i := 0; i < n; {
@@ -32,7 +36,9 @@ func (s *sweeper) slidingDefinite(g []Event, ord []uint32) {
 		w := e.width()
 		hi := e.Lo() + w
 		in := false
+		var one int64 // the most permits of one admission ending at hi
 		for {
+			one = max(one, int64(e.Permits))
 			if w < narrow {
 				sum += int64(e.Permits)
 				in = true
@@ -55,8 +61,16 @@ func (s *sweeper) slidingDefinite(g []Event, ord []uint32) {
 				sum -= int64(e.Permits)
 			}
 		}
-		if in && sum > L {
-			s.definiteAt(b, sum-L)
+		var excess int64
+		if in && sum > KL {
+			excess = sum - KL
+		}
+		if one-L > excess {
+			if s.definiteAt(b, one-L) {
+				s.worst.single = true
+			}
+		} else if excess > 0 {
+			s.definiteAt(b, excess)
 		}
 	}
 }
@@ -316,10 +330,21 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 	var in func(e *Event) bool
 	switch s.lim.kind {
 	case algorithms.SlidingWindow:
-		if possible {
+		_, KW, _ := s.lim.windows()
+		switch {
+		case possible:
 			in = func(e *Event) bool { return e.Lo()-G <= b && e.Hi()+G > b-W }
-		} else {
-			in = func(e *Event) bool { return e.Lo()-G > b-W && e.Hi()+G <= b && e.width()+2*G < W }
+		case w.single:
+			// Condition (ii): the admission ending at b with the most permits.
+			var one *Event
+			for i := range g {
+				if e := &g[i]; e.Hi()+G == b && (one == nil || e.Permits > one.Permits) {
+					one = e
+				}
+			}
+			in = func(e *Event) bool { return e == one }
+		default:
+			in = func(e *Event) bool { return e.Lo()-G > b-KW && e.Hi()+G <= b && e.width()+2*G < KW }
 		}
 	case algorithms.FixedWindow:
 		B := s.base
@@ -357,6 +382,11 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 			span = max(0, maxLo-minHi)
 		}
 		wh.Allowed = s.lim.cap + s.lim.p*span/s.lim.q
+	case algorithms.SlidingWindow:
+		wh.Allowed = s.lim.l
+		if !possible && !w.single {
+			_, _, wh.Allowed = s.lim.windows()
+		}
 	default:
 		wh.Allowed = s.lim.l
 	}
