@@ -148,7 +148,7 @@ func TestSuiteSpecifics(t *testing.T) {
 				t.Errorf("hunt-published does not expect %s to break", n)
 			}
 		}
-		for _, n := range []string{"fixed-window-published", "sliding-log-published"} {
+		for _, n := range []string{"fixed-window-published", "sliding-log-published", "resource-consumer-published"} {
 			if !contains(h.Expect.Violations, n) {
 				t.Errorf("hunt-published's expect.violations %v lacks %s, which the hunt breaks", h.Expect.Violations, n)
 			}
