@@ -49,6 +49,7 @@
 //	  - "p99 < 5ms"
 //	  - "gcra: efficiency > 0.95"
 //	persistence: none           # default none; none | aof-everysec | aof-always (servers limitbench starts)
+//	replicas: 1                 # default 0 (the --replicas flag decides); replicas per master in cluster and sentinel
 //	faults:                     # default none; see Faults
 //	  - {at: 2s, kind: restart, target: master}
 //

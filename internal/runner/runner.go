@@ -194,6 +194,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	for _, topo := range s.Topologies {
 		cfg := o.Env
 		cfg.Topology = redisenv.Topology(topo)
+		if cfg.Replicas == 0 && s.Replicas > 0 && cfg.Backend != redisenv.BackendExternal && cfg.Topology != redisenv.TopologySingle {
+			cfg.Replicas = s.Replicas // the scenario's, unless --replicas was given
+		}
 		if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
 			cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
 		}
