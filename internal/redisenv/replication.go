@@ -84,17 +84,21 @@ func (t *Target) routeClusterReplication(ctx context.Context, addr, via string) 
 		}
 		return nil
 	}
+	t.setAlias(via, addr)
 	if err := announce(ctx, viaPort); err != nil {
+		t.setAlias(via, "")
 		return nil, err
 	}
 	if err := t.waitReplicasFollow(ctx, replicas, via); err != nil {
 		_ = announce(context.Background(), "0")
+		t.setAlias(via, "")
 		return nil, fmt.Errorf("route replication of %s through %s: %w", addr, via, err)
 	}
 	return func(ctx context.Context) error {
 		if err := announce(ctx, "0"); err != nil {
 			return err
 		}
+		defer t.setAlias(via, "")
 		// Wait for the replicas that still follow this master.
 		var still []string
 		for _, r := range replicas {
@@ -175,9 +179,10 @@ func (t *Target) setAlias(via, addr string) {
 	t.aliases[via] = addr
 }
 
-// realAddr returns the address a stands for: the master's own address for a proxy address that
-// RouteReplication made it known by, else a.
-func (t *Target) realAddr(a string) string {
+// RealAddr returns the address a stands for: the master's own address for a proxy address that
+// RouteReplication made it known by (until its undo), else a. A replica that follows its master
+// through the proxy names the proxy's address in INFO replication.
+func (t *Target) RealAddr(a string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r, ok := t.aliases[a]; ok {

@@ -177,11 +177,11 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 	case scenarios.FaultLatency, scenarios.FaultReset, scenarios.FaultBlackhole:
 		lf := faults.LinkFault{Kind: faults.LinkFaultKind(f.Kind), Latency: f.Latency, Jitter: f.Jitter, Drop: f.Drop}
 		j.Err = each(func(a string) error {
-			p, ok := netw.Proxy(a)
-			if !ok {
-				return fmt.Errorf("no proxy in front of %s", a)
+			p, err := linkProxy(actCtx, tgt, netw, f.Link, a)
+			if err != nil {
+				return err
 			}
-			_, _, err := p.InjectFor(actCtx, lf, f.Duration)
+			_, _, err = p.InjectFor(actCtx, lf, f.Duration)
 			return err
 		})
 	default:
@@ -190,8 +190,77 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 	return j
 }
 
+// linkProxy returns the proxy a network fault on link acts on for the node at addr: the proxy
+// in front of it (LinkClient), or the proxy on the link from it to its replicas
+// (LinkReplication), which proxyReplication put in place before the load; a master that was not
+// a master then (an earlier failover promoted it) gets one now, so the fault acts late by the
+// time its replicas take to reconnect (its recorded window, from when the injector began,
+// includes that time).
+func linkProxy(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, link scenarios.FaultLink, addr string) (*faults.Proxy, error) {
+	if netw == nil {
+		return nil, errors.New("no fault proxies: the load does not go through proxies")
+	}
+	if link != scenarios.LinkReplication {
+		p, ok := netw.Proxy(addr)
+		if !ok {
+			return nil, fmt.Errorf("no proxy in front of %s", addr)
+		}
+		return p, nil
+	}
+	if p, ok := netw.ReplicationProxy(addr); ok {
+		return p, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, replicationSetup)
+	defer cancel()
+	p, err := netw.ProxyReplication(rctx, tgt, addr)
+	if err != nil {
+		return nil, fmt.Errorf("put a proxy on the replication link of %s: %w", addr, err)
+	}
+	return p, nil
+}
+
+// replicationSetup bounds putting a proxy on one master's replication link: the replicas of a
+// cluster master reconnect through it within cluster-node-timeout/2 (2.5 s), a Sentinel group's
+// replicas resync and the Sentinels agree within a few seconds.
+const replicationSetup = 30 * time.Second
+
+// proxyReplication puts a proxy on the replication link of every master that a fault of
+// schedule on the replication link targets now (faults.Network.ProxyReplication), before the
+// load starts, so that the fault acts at its time: its replicas take up to a few seconds to
+// reconnect through it. The masters are set up one after the other (each waits for its own
+// replicas). A master that cannot be routed is an error: the schedule cannot be carried out.
+func proxyReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, schedule []scenarios.Fault) error {
+	seen := map[string]bool{}
+	for i, f := range schedule {
+		if !f.Kind.Network() || f.Link != scenarios.LinkReplication {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nodes, err := tgt.Select(sctx, f.Target)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("faults[%d]: resolve %s: %w", i, f.Target, err)
+		}
+		for _, a := range nodes {
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+			rctx, cancel := context.WithTimeout(ctx, replicationSetup)
+			_, err := netw.ProxyReplication(rctx, tgt, a)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("faults[%d]: put a proxy on the replication link of %s: %w", i, a, err)
+			}
+		}
+	}
+	return nil
+}
+
 // needsNetwork reports whether schedule has a network fault, which needs the load's client to
-// go through a proxy in front of every node.
+// go through a proxy in front of every node (a fault on the replication link too: the Network's
+// Dialer keeps the load's clients off the replication proxy, whose address a cluster master
+// announces).
 func needsNetwork(schedule []scenarios.Fault) bool {
 	for _, f := range schedule {
 		if f.Kind.Network() {
