@@ -31,7 +31,9 @@ import (
 //
 // Clients that should not cross via (the load generator's) must map via to another path, as
 // faults.Network's Dialer does. A single server has no replica (ErrBadConfig); an external target
-// refuses (ErrNotStarted). After a failover undo only closes what still applies: a cluster master
+// refuses (ErrNotStarted). RealAddr names addr for via until undo. undo returns on a cluster
+// once every node that answers names the master by its own port again (a client made after it
+// never reads via). After a failover undo only closes what still applies: a cluster master
 // announces its own port again; Sentinels that name another master are left as they are.
 func (t *Target) RouteReplication(ctx context.Context, addr, via string) (undo func(context.Context) error, err error) {
 	if _, err := t.node(addr); err != nil {
@@ -99,6 +101,11 @@ func (t *Target) routeClusterReplication(ctx context.Context, addr, via string) 
 			return err
 		}
 		defer t.setAlias(via, "")
+		// Every node learns the master's own port again from its next ping; until then a new
+		// client may read the proxy's (closed by then) in CLUSTER SLOTS.
+		if err := t.waitAnnounced(ctx, master.ID, addr); err != nil {
+			return err
+		}
 		// Wait for the replicas that still follow this master.
 		var still []string
 		for _, r := range replicas {
@@ -234,6 +241,39 @@ func (t *Target) remonitor(ctx context.Context, master string, replicas []string
 		return err
 	}
 	return waitSentinelsAgree(ctx, t.Info.Sentinels, t.Password, master, replicas)
+}
+
+// waitAnnounced polls until every node that answers names the node id by addr in CLUSTER NODES.
+func (t *Target) waitAnnounced(ctx context.Context, id, addr string) error {
+	for {
+		last := error(nil)
+		for _, n := range t.Info.Nodes {
+			c := redis.NewClient(t.probeOptions(n.Addr))
+			raw, err := c.Do(ctx, "CLUSTER", "NODES").Text()
+			_ = c.Close()
+			if err != nil {
+				continue // a node that is down or paused learns it when it is back
+			}
+			live, err := parseLiveClusterNodes(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.Addr, err)
+			}
+			for _, ln := range live {
+				if ln.ID == id && ln.Addr != addr {
+					last = fmt.Errorf("%s names %s by %s", n.Addr, addr, ln.Addr)
+				}
+			}
+			if last != nil {
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return errors.Join(fmt.Errorf("the cluster does not name %s by its own port again: %w", addr, err), last)
+		}
+	}
 }
 
 // waitReplicasFollow polls until every replica follows master with its link up.

@@ -210,13 +210,27 @@ func linkProxy(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, 
 	if p, ok := netw.ReplicationProxy(addr); ok {
 		return p, nil
 	}
+	return routeReplication(ctx, tgt, netw, addr)
+}
+
+// routeReplication puts a proxy on the replication link of the master at addr, trying again
+// every 100 ms for up to replicationSetup while it fails: after a failover in the previous
+// measurement, the former master is still resyncing as a replica (its link down, or the
+// cluster still marking it failed) for a second or two.
+func routeReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, addr string) (*faults.Proxy, error) {
 	rctx, cancel := context.WithTimeout(ctx, replicationSetup)
 	defer cancel()
-	p, err := netw.ProxyReplication(rctx, tgt, addr)
-	if err != nil {
-		return nil, fmt.Errorf("put a proxy on the replication link of %s: %w", addr, err)
+	for {
+		p, err := netw.ProxyReplication(rctx, tgt, addr)
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-rctx.Done():
+			return nil, fmt.Errorf("put a proxy on the replication link of %s: %w", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return p, nil
 }
 
 // replicationSetup bounds putting a proxy on one master's replication link: the replicas of a
@@ -227,10 +241,14 @@ const replicationSetup = 30 * time.Second
 // proxyReplication puts a proxy on the replication link of every master that a fault of
 // schedule on the replication link targets now (faults.Network.ProxyReplication), before the
 // load starts, so that the fault acts at its time: its replicas take up to a few seconds to
-// reconnect through it. The masters are set up one after the other (each waits for its own
+// reconnect through it. The masters are set up at the same time (each waits for its own
 // replicas). A master that cannot be routed is an error: the schedule cannot be carried out.
 func proxyReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, schedule []scenarios.Fault) error {
 	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	defer wg.Wait()
 	for i, f := range schedule {
 		if !f.Kind.Network() || f.Link != scenarios.LinkReplication {
 			continue
@@ -246,15 +264,17 @@ func proxyReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Ne
 				continue
 			}
 			seen[a] = true
-			rctx, cancel := context.WithTimeout(ctx, replicationSetup)
-			_, err := netw.ProxyReplication(rctx, tgt, a)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("faults[%d]: put a proxy on the replication link of %s: %w", i, a, err)
-			}
+			wg.Go(func() {
+				if _, err := routeReplication(ctx, tgt, netw, a); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("faults[%d]: %w", i, err))
+					mu.Unlock()
+				}
+			})
 		}
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // needsNetwork reports whether schedule has a network fault, which needs the load's client to
