@@ -33,8 +33,10 @@ import (
 // faults.Network's Dialer does. A single server has no replica (ErrBadConfig); an external target
 // refuses (ErrNotStarted). RealAddr names addr for via until undo. undo returns on a cluster
 // once every node that answers names the master by its own port again (a client made after it
-// never reads via). After a failover undo only closes what still applies: a cluster master
-// announces its own port again; Sentinels that name another master are left as they are.
+// never reads via). After a failover undo restores what still applies: a cluster master
+// announces its own port again; Sentinels that name another master monitor it afresh, and every
+// other server that answers (the former master among them, which the Sentinels knew by via only)
+// follows it.
 func (t *Target) RouteReplication(ctx context.Context, addr, via string) (undo func(context.Context) error, err error) {
 	if _, err := t.node(addr); err != nil {
 		return nil, err
@@ -152,7 +154,24 @@ func (t *Target) routeSentinelReplication(ctx context.Context, addr, via string)
 			return err
 		}
 		if now != addr {
-			return nil // failed over meanwhile: the Sentinels follow another master
+			// Failed over meanwhile: the Sentinels follow another master, and know the former
+			// one by via, which is about to close, so they could never reconfigure it. Do what
+			// they would have: every other server that answers follows the new master, and the
+			// Sentinels monitor it afresh (forgetting via).
+			defer t.setAlias(via, "")
+			var others []string
+			for _, n := range t.Info.Nodes {
+				if n.Addr == now {
+					continue
+				}
+				c := redis.NewClient(t.probeOptions(n.Addr))
+				err := c.Ping(ctx).Err()
+				_ = c.Close()
+				if err == nil {
+					others = append(others, n.Addr)
+				}
+			}
+			return t.remonitor(ctx, now, others)
 		}
 		live, err := t.LiveNodes(ctx)
 		if err != nil {
