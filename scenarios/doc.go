@@ -222,9 +222,14 @@
 // masters, node:HOST:PORT; default master), duration (required for pause, latency, reset and
 // blackhole, refused for the others; the fault must end within the measured part), recovery
 // (default: limit.window), latency and jitter (latency only, whole milliseconds), drop
-// (blackhole only) and mode (failover only: default, force, takeover, kill). latency, reset
-// and blackhole act on the network between the load generator and the targeted nodes (a proxy
-// in front of each node); they are the only kinds allowed on an external Redis (CheckEnvironment).
+// (blackhole only), mode (failover only: default, force, takeover, kill; target masters fails
+// every shard over at once, in mode takeover on a cluster) and link (latency, reset and
+// blackhole only: client, the default, or replication). latency, reset and blackhole act on the
+// network between the load generator and the targeted nodes (a proxy in front of each node), or
+// with link: replication on the link from each targeted master (master, master:N or masters) to
+// its replicas (a proxy the master is announced by, put in place before the load); on the client
+// link they are the only kinds allowed on an external Redis (CheckEnvironment). replicas gives
+// each master of a cluster or Sentinel group that many replicas (a --replicas flag wins).
 //
 // persistence decides what a restart loses: none keeps nothing, aof-everysec may lose the last
 // second, aof-always nothing acknowledged.
@@ -232,5 +237,6 @@
 // # Standard suite
 //
 // smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
-// demo, restart, slow-link and sentinel-failover; each file's description says what it shows.
+// demo, restart, slow-link, sentinel-failover, sentinel-failover-lag and failover; each file's
+// description says what it shows.
 package scenarios

@@ -42,7 +42,7 @@ func TestSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"smoke", "hot-key-overload", "many-keys-zipf", "cluster-spread", "clock-skew",
-		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover"}
+		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover", "failover", "sentinel-failover-lag"}
 	have := map[string]bool{}
 	for _, f := range files {
 		have[strings.TrimSuffix(f, ".yaml")] = true
