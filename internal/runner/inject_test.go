@@ -166,7 +166,8 @@ func TestScheduledPauseAndBlackhole(t *testing.T) {
 }
 
 // Issue 19: a latency fault on the replication link of a master, carried out by the injector
-// on the run's clock (process backend; a Sentinel group and a cluster): while it lasts the
+// on the run's clock (a Sentinel group and a cluster of processes, a Sentinel group of
+// containers): while it lasts the
 // replica's replication offset lags the master's (INFO replication, under a steady stream of
 // writes that the load generator's path carries without delay), after it the lag is gone, its
 // start and end are recorded, and no proxy is left behind.
@@ -178,6 +179,9 @@ func TestInjectReplicationLatency(t *testing.T) {
 	}{
 		{"sentinel", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySentinel}},
 		{"cluster", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Replicas: 1}},
+		// Containers share the host's network: the master's replica dials the proxy on the
+		// host's loopback.
+		{"sentinel container", redisenv.Config{Backend: redisenv.BackendContainer, Image: redisenv.HostImage, Topology: redisenv.TopologySentinel}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := redistest.Start(t, tt.cfg)
