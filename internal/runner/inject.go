@@ -25,9 +25,10 @@ type injection struct {
 	Fault scenarios.Fault
 	// Nodes are the addresses the target resolved to when the fault started.
 	Nodes []string
-	// Start is when the injector began acting (just before the first node was touched); End
-	// when it had finished (every node restarted, resumed, the proxies cleared). Start is zero
-	// when the fault never started (the load ended first, or its target did not resolve).
+	// Start is when the injector began acting (just before the first node was touched, once a
+	// network fault's proxies were in place); End when it had finished (every node restarted,
+	// resumed, the proxies cleared). Start is zero when the fault never started (the load ended
+	// first, its target did not resolve, or a proxy could not be put in place).
 	Start, End time.Time
 	// Err is what went wrong, nil when the fault was carried out as planned.
 	Err error
@@ -109,6 +110,31 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 		return j
 	}
 	j.Nodes = nodes
+	// A network fault's proxies first: one on a replication link may have to be put in place
+	// now (linkProxy), and the fault starts when it can act.
+	proxies := map[string]*faults.Proxy{}
+	if f.Kind.Network() {
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for _, a := range nodes {
+			wg.Go(func() {
+				p, err := linkProxy(context.WithoutCancel(ctx), tgt, netw, f.Link, a)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", a, err))
+					return
+				}
+				proxies[a] = p
+			})
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			j.Err = errors.Join(errs...)
+			return j
+		}
+	}
 	if f.Kind == scenarios.FaultRestart || f.Kind == scenarios.FaultFailover {
 		in.down.Add(1)
 		defer in.down.Add(-1)
@@ -177,11 +203,7 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 	case scenarios.FaultLatency, scenarios.FaultReset, scenarios.FaultBlackhole:
 		lf := faults.LinkFault{Kind: faults.LinkFaultKind(f.Kind), Latency: f.Latency, Jitter: f.Jitter, Drop: f.Drop}
 		j.Err = each(func(a string) error {
-			p, err := linkProxy(actCtx, tgt, netw, f.Link, a)
-			if err != nil {
-				return err
-			}
-			_, _, err = p.InjectFor(actCtx, lf, f.Duration)
+			_, _, err := proxies[a].InjectFor(actCtx, lf, f.Duration)
 			return err
 		})
 	default:
@@ -193,9 +215,8 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 // linkProxy returns the proxy a network fault on link acts on for the node at addr: the proxy
 // in front of it (LinkClient), or the proxy on the link from it to its replicas
 // (LinkReplication), which proxyReplication put in place before the load; a master that was not
-// a master then (an earlier failover promoted it) gets one now, so the fault acts late by the
-// time its replicas take to reconnect (its recorded window, from when the injector began,
-// includes that time).
+// a master then (an earlier failover promoted it) gets one now, so the fault starts late by the
+// time its replicas take to reconnect (its recorded window starts when it acts).
 func linkProxy(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, link scenarios.FaultLink, addr string) (*faults.Proxy, error) {
 	if netw == nil {
 		return nil, errors.New("no fault proxies: the load does not go through proxies")

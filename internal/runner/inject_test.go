@@ -176,23 +176,27 @@ func TestInjectReplicationLatency(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		cfg  redisenv.Config
+		// lazy leaves the proxy to the injector when the fault starts (a master promoted
+		// after the setup), instead of proxyReplication before.
+		lazy bool
 	}{
-		{"sentinel", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySentinel}},
-		{"cluster", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Replicas: 1}},
+		{"sentinel", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySentinel}, false},
+		{"cluster", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Replicas: 1}, false},
+		{"cluster, proxied when the fault starts", redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster, Replicas: 1}, true},
 		// Containers share the host's network: the master's replica dials the proxy on the
 		// host's loopback.
-		{"sentinel container", redisenv.Config{Backend: redisenv.BackendContainer, Image: redisenv.HostImage, Topology: redisenv.TopologySentinel}},
+		{"sentinel container", redisenv.Config{Backend: redisenv.BackendContainer, Image: redisenv.HostImage, Topology: redisenv.TopologySentinel}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := redistest.Start(t, tt.cfg)
-			checkReplicationLag(t, tgt)
+			checkReplicationLag(t, tgt, tt.lazy)
 		})
 	}
 }
 
 // checkReplicationLag injects 400 ms of latency on the replication link of master for 1.5 s and
 // watches the offsets of master and replica meanwhile.
-func checkReplicationLag(t *testing.T, tgt *redisenv.Target) {
+func checkReplicationLag(t *testing.T, tgt *redisenv.Target, lazy bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	schedule := []scenarios.Fault{{At: 500 * time.Millisecond, Kind: scenarios.FaultLatency, Link: scenarios.LinkReplication,
@@ -212,12 +216,12 @@ func checkReplicationLag(t *testing.T, tgt *redisenv.Target) {
 			_ = netw.Close(context.Background())
 		}
 	}()
-	if err := proxyReplication(ctx, tgt, netw, schedule); err != nil {
-		t.Fatalf("proxyReplication: %v", err)
-	}
-	rp, ok := netw.ReplicationProxy(master)
-	if !ok {
-		t.Fatalf("no replication proxy on %s", master)
+	if !lazy {
+		if err := proxyReplication(ctx, tgt, netw, schedule); err != nil {
+			t.Fatalf("proxyReplication: %v", err)
+		}
+	} else if _, ok := netw.ReplicationProxy(master); ok {
+		t.Fatalf("a replication proxy on %s before the fault", master)
 	}
 	mc := redis.NewClient(tgt.NodeOptions(master))
 	defer mc.Close()
@@ -250,14 +254,27 @@ func checkReplicationLag(t *testing.T, tgt *redisenv.Target) {
 		lag int64
 	}
 	var samples []sample
-	for time.Since(origin) < 3500*time.Millisecond {
+	// Until the fault has been over for 1.5 s: it starts late when its proxy is put in place
+	// then (up to cluster-node-timeout/2, 2.5 s).
+	var ended time.Time
+	for ended.IsZero() || time.Since(ended) < 1500*time.Millisecond {
+		if ended.IsZero() && time.Since(origin) > 30*time.Second {
+			t.Fatalf("the fault has not ended 30s after it was due")
+		}
 		if err := mc.Incr(ctx, key).Err(); err != nil {
 			t.Fatalf("INCR on %s: %v", master, err)
 		}
 		samples = append(samples, sample{time.Since(origin), lag()})
 		time.Sleep(10 * time.Millisecond)
+		in.mu.Lock()
+		ended = in.out[0].End
+		in.mu.Unlock()
 	}
 	js := in.Stop()
+	rp, ok := netw.ReplicationProxy(master)
+	if !ok {
+		t.Fatalf("no replication proxy on %s", master)
+	}
 	if len(js) != 1 || js[0].Err != nil || js[0].Start.IsZero() || js[0].End.Sub(js[0].Start) < 1500*time.Millisecond {
 		t.Fatalf("injections %+v; want the fault carried out for 1.5s", js)
 	}
