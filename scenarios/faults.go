@@ -316,11 +316,11 @@ func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topol
 		case external && ft.Link == LinkReplication:
 			add(f+".link", "the replication link is rerouted through a proxy on servers limitbench started; on an external Redis only the client link is allowed")
 		case ft.Link == LinkReplication && !replicas:
-			add(f+".link", "the replication link needs a replica: topology sentinel, or cluster with --replicas (topology %s here)", topology)
+			add(f+".link", "the replication link needs a replica: topology sentinel, or cluster with replicas: N (or --replicas) (topology %s here)", topology)
 		case ft.Kind == FaultFailover && !replicas:
-			add(f+".kind", "failover needs a replica: topology sentinel, or cluster with --replicas (topology %s here)", topology)
+			add(f+".kind", "failover needs a replica: topology sentinel, or cluster with replicas: N (or --replicas) (topology %s here)", topology)
 		case ft.Target.Kind == redisenv.SelectReplica && !replicas:
-			add(f+".target", "%s: topology %s has no replica here (use topology sentinel, or cluster with --replicas)", ft.Target, topology)
+			add(f+".target", "%s: topology %s has no replica here (use topology sentinel, or cluster with replicas: N or --replicas)", ft.Target, topology)
 		case ft.Kind == FaultFailover && ft.Target.Kind == redisenv.SelectMasters && topology == redisenv.TopologyCluster &&
 			ft.Mode != redisenv.FailoverTakeover:
 			add(f+".mode", "a failover of every master at once needs mode takeover on a cluster (the other modes need the masters' votes, and a master votes once per epoch; kill would leave no majority)")
