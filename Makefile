@@ -48,17 +48,21 @@ bench-loadgen: redis-server
 # The CI gate's power and false-alarm rate (issue 13): real limitbench run and gate comparisons of a
 # script against itself and against copies made 10 to 300% costlier, on a quiet machine and beside
 # a process keeping one CPU half busy; prints detections, false alarms, median MDE and the checks.
-# About 13 minutes.
+# About 13 minutes. GATE_RUN_FLAGS adds flags to every run (GATE_RUN_FLAGS=--awake=false: CPUs left to idle).
 bench-gate: redis-server
-	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout 20m -v ./bench/ -args -gate-power
+	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout 20m -v ./bench/ -args -gate-power -gate-power-run-flags '$(GATE_RUN_FLAGS)'
 
 # The offline container image built FROM scratch from the host's redis-server (tag printed).
 redis-image: build
 	$(BIN) env --backend container --image host --build-only
 
-# limitbench run prints "results: DIR" itself, only when it wrote them; open DIR/report.html.
+# The demo run (about 70 s), then the hunt that demonstrates the published variants the run can
+# only tolerate (scenarios/hunt-published.yaml, about 3 minutes: fixed-window-published's trials
+# wait for minute boundaries). Each prints "results: DIR" itself, only when it wrote them; open
+# DIR/report.html. --force: a second make demo writes over the first.
 demo: redis-server build
-	$(BIN) run --out results/demo scenarios/demo.yaml
+	$(BIN) run --force --out results/demo scenarios/demo.yaml
+	$(BIN) hunt --force --budget 10s --out results/demo-hunt scenarios/hunt-published.yaml
 
 clean:
 	rm -rf bin

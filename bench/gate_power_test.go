@@ -21,6 +21,7 @@ var (
 	gatePower       = flag.Bool("gate-power", false, "run BenchmarkGatePower (about 13 minutes; make bench-gate sets it)")
 	gatePowerTrials = flag.Int("gate-power-trials", 10, "BenchmarkGatePower: trials (baseline run, current run, gate) per condition")
 	gatePowerBudget = flag.Duration("gate-power-budget", 14*time.Minute, "BenchmarkGatePower: time for the whole benchmark; no trial starts that would not end within it")
+	gatePowerFlags  = flag.String("gate-power-run-flags", "", "BenchmarkGatePower: extra flags for every `limitbench run` of the benchmark, space-separated (for example --awake=false, to measure what holding the CPUs awake does)")
 	gatePowerOut    = flag.String("gate-power-out", "", "BenchmarkGatePower: keep every run's results and gate report under this directory (default: a temporary one, removed)")
 )
 
@@ -350,6 +351,7 @@ func benchmarkGatePower(b *testing.B) {
 func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.Result {
 	b.Helper()
 	args := append([]string{"run", "--backend", "process", "--quiet", "--out", out}, extra...)
+	args = append(args, strings.Fields(*gatePowerFlags)...)
 	code, stdout, stderr := runLimitbench(b, bin, 5*time.Minute, append(args, scenario)...)
 	if code != 0 && code != 1 {
 		b.Fatalf("limitbench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)

@@ -68,7 +68,7 @@ func capacityFixture() *Result {
 		StepS: 2, WarmupS: 0.5, FollowRatio: 0.95, Resolution: 0.05,
 		Pinning: Pinning{Pinned: true, RedisCPUs: []int{1}, HarnessCPUs: []int{0},
 			Note: "Redis pinned to CPU 1, load generator to CPU 0", CPUsAwake: true,
-			AwakeNote: "held awake during the sweep (wake-up latency limit 0 µs)"},
+			AwakeNote: "held awake while the command runs (wake-up latency limit 0 µs)"},
 		Probe: &Step{Phase: PhaseProbe, AchievedRPS: 16000, LatencyUS: lat(9000), Good: true},
 		Steps: []Step{
 			{Phase: PhaseDouble, OfferedRPS: 4000, AchievedRPS: 4000, LatencyUS: lat(400), Good: true},
@@ -150,7 +150,7 @@ func TestCapacityText(t *testing.T) {
 		"Redis CPU per decision:", "21.50 µs",
 		"bytes per subject:", "72 B (used_memory delta over 10000 subjects, 2 request(s) each); MEMORY USAGE 64 B",
 		"CPU pinning:", "Redis pinned to CPU 1",
-		"CPU idle states:", "held awake during the sweep",
+		"CPU idle states:", "held awake while the command runs",
 		"closed loop", "bad: achieved 87% of offered",
 		"100,000", "703 KiB",
 		"shards = ceil(rate / (12,000 × 0.7)), 30% headroom",

@@ -58,6 +58,15 @@
 // Budget.Trials trials, when Budget.Time has passed (measured with Config.Now), or when its
 // context is canceled; it then returns what it found so far.
 //
+// # hunt.json
+//
+// File is hunt.json: per algorithm and topology (Entry, NewEntry), the trials, the best score and
+// its schedule, the violation, its worst window and its reproducer, or the closest approach, and
+// a Plot of the best schedule's trial: the permits requested and admitted per time bin and the
+// set of admissions the verifier marked, all taken from that trial's own admission log (the best
+// candidates keep theirs, Candidate.Log), never from a model. The report package draws it
+// (report.HuntFigures) and writes report.md and report.html from the File alone.
+//
 // # Shrinking
 //
 // Shrink takes a violating trace and a predicate that replays a trace and says whether it still

@@ -63,6 +63,9 @@ type Entry struct {
 	// ExpectedViolation is set when the scenario lists the algorithm under expect.violations
 	// or expect.may_violate: a violation found does not fail the hunt.
 	ExpectedViolation bool `json:"expected_violation,omitempty"`
+	// Plot is the best schedule's trial as the report draws it (admitted against allowed, from
+	// the trial's own log); nil when no trial ran or its log was not kept.
+	Plot *Plot `json:"plot,omitempty"`
 }
 
 // Align is a scenario's arrival.align in seconds: time zero at a Unix time u with
@@ -194,7 +197,45 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		}
 		e.Violation = f
 	}
+	if b := res.Best; b != nil && b.Log != nil {
+		e.Plot = plotOf(b.Log, res.Target.Contract, markOf(res))
+	}
 	return e
+}
+
+// markOf returns the set the plot of res's best schedule marks: the worst definite violation of
+// the violation's trial, or else the best schedule's closest approach (none when it admitted
+// nothing).
+func markOf(res *Result) plotWhere {
+	if v := res.Violation; v != nil && &v.Candidate == res.Best {
+		var w plotWhere
+		for _, l := range v.Report.Limits {
+			if l.Definite > 0 && (w.lim.Kind == "" || l.Worst.Excess > w.permits-int64(w.allowed)) {
+				x := l.Worst
+				w = plotWhere{lim: l.Contract, violation: true, subject: x.Subject, client: x.Client, lo: x.Lo, hi: x.Hi,
+					permits: x.Permits, allowed: float64(x.Allowed)}
+			}
+		}
+		if w.lim.Kind == algorithms.TokenBucket {
+			w.bucketC, w.bucketR = float64(w.lim.Capacity), ratePerS(w.lim)
+		}
+		if w.lim.Kind != "" {
+			return w
+		}
+	}
+	b := res.Best
+	for _, l := range b.Approach.Limits {
+		if l.Score == b.Score() && l.Score > 0 {
+			c := l.Closest
+			w := plotWhere{lim: l.Contract, violation: l.Score > 1, subject: c.Subject, client: c.Client, lo: c.Lo, hi: c.Hi,
+				permits: c.Permits, allowed: c.Allowed}
+			if w.lim.Kind == algorithms.TokenBucket {
+				w.bucketC, w.bucketR = float64(w.lim.Capacity), ratePerS(w.lim)
+			}
+			return w
+		}
+	}
+	return plotWhere{}
 }
 
 func schedule(c *Candidate, trace string) Schedule {

@@ -243,7 +243,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	domLog := filepath.Join(dir, "net-dom.json")
 	dom := runChromium(t, browser, domLog, "--dump-dom", "file://"+page)
 	checkNoRequests(t, readNetLog(t, domLog))
-	if !bytes.Contains(dom, []byte(`<table class="v">`)) {
+	if !bytes.Contains(dom, []byte(`<table class="v verdicts">`)) {
 		t.Fatalf("the browser's DOM has no verdict table:\n%.2000s", dom)
 	}
 	var imgs []image.Image

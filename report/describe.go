@@ -73,6 +73,10 @@ func settingsOf(s *scenarios.Scenario) *Settings {
 	for _, f := range s.Faults {
 		st.Faults = append(st.Faults, fmt.Sprintf("%s, recovery %s", f.Name(), f.Recovery))
 	}
+	if s.Wait.Enabled() {
+		w := s.Wait
+		st.Wait = &w
+	}
 	return st
 }
 
@@ -90,7 +94,7 @@ func HarnessEnvironment() Environment {
 		Arch:           runtime.GOARCH,
 	}
 	if st, ok := cpus.Applied(); ok {
-		env.GOMAXPROCSNote, env.LocalServers = st.ProcsNote, st.LocalServers
+		env.GOMAXPROCSNote, env.LocalServers, env.IdleNote = st.ProcsNote, st.LocalServers, st.AwakeNote
 	}
 	return env
 }

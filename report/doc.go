@@ -1,8 +1,9 @@
 // Package report owns what a run leaves behind: the result.json schema (limitbench/result/v1) and
 // its reading and writing, the HdrHistogram percentile-distribution files (.hgrm), the gonum plots
 // (latency "nines", accuracy over time, side-by-side comparison), the Markdown and self-contained
-// HTML reports and the summary table, the run-against-run comparison of saved results, and the
-// one file of number and unit formatting every report uses (format.go).
+// HTML reports and the summary table, the run-against-run comparison of saved results, the report
+// of a hunt (hunt.go: its figures, report.md and report.html, from hunt.json alone), and the one
+// file of number and unit formatting every report uses (format.go).
 //
 // The schema embeds each concept in its owner's type rather than a copy: the scenario's keys,
 // skew and client mode (load), limit and custom scripts (algorithms), arrival and expectations

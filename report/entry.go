@@ -24,5 +24,9 @@ func NewEntry(algorithm, topology string, res *load.Result) Entry {
 	if c.Requests > 0 {
 		e.LateFraction = float64(c.Late) / float64(c.Requests)
 	}
+	if res.Plan.Wait.Enabled() {
+		short := int64(c.WaitShort)
+		e.WaitShort = &short
+	}
 	return e
 }

@@ -64,12 +64,13 @@ func Ratio(x float64) string {
 }
 
 // Millis renders microseconds as a number of milliseconds with three significant decimals at
-// most, for columns headed "(ms)": 1234 → "1.23".
+// most, for columns headed "(ms)": 1234 → "1.23"; from 100 ms on whole milliseconds with
+// thousands separators: 12345678 → "12,346".
 func Millis(us float64) string {
 	v := us / MicrosPerMilli
 	switch {
 	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
+		return Count(int64(math.Round(v)))
 	case v >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	case v >= 1:

@@ -95,6 +95,7 @@ func fullResult(t *testing.T) *Result {
 		Files: Files{Histogram: "my-limiter-cluster.hgrm", ServiceHistogram: "my-limiter-cluster-service.hgrm",
 			Accuracy: []string{"accuracy-my-limiter-cluster.png", "accuracy-my-limiter-cluster.svg"}},
 	}
+	waitShort := int64(3)
 	ref := Entry{
 		Algorithm: "reference", Topology: "cluster", Requests: 2000, Allowed: 2000, DurationS: 10, OfferedRPS: 200.5,
 		ThroughputRPS: 200, LatencyUS: lat, ServiceLatencyUS: lat, Histograms: Histograms{Latency: hist(80)},
@@ -102,10 +103,11 @@ func fullResult(t *testing.T) *Result {
 		Server:       Server{USecPerCall: 2, CPUUSecPerDecision: 3.5, BytesPerKey: 32, Keys: 1000},
 		Timeline:     Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100}, Admitted: []int64{100}, Denied: []int64{0}, Errors: []int64{0}}},
 		Files:        Files{Histogram: "reference-cluster.hgrm"},
+		WaitShort:    &waitShort,
 		// A segment's part (in a real result, with Result.Segment, not with Generators).
 		Partial: &Partial{
 			Counts: load.Counts{Requests: 2000, Allowed: 2000, Denied: 1, Failed: 2, Unknown: 3, AllowedPermits: 2000, Late: 4, Missed: 5,
-				Warmup: 6, Clamped: 7, Dropped: 8, Narrowed: 9, ClockMismatch: 10},
+				Warmup: 6, Clamped: 7, Dropped: 8, Narrowed: 9, ClockMismatch: 10, WaitShort: 11},
 			Scheduled: 2005, DurationNS: 10e9, WarmupNS: 5e8, BinNS: 5e8, Canceled: true, Behind: true,
 			Histograms: []byte("lbhg"), Timeline: []byte("lbtl"), Errors: []byte("lber"),
 			Log: "reference-cluster.alog", WarmupLog: "reference-cluster-warmup.alog",
@@ -136,11 +138,12 @@ func fullResult(t *testing.T) *Result {
 				Expect:      scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
 				Thresholds:  []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 				Persistence: "aof-always", Faults: []string{"restart master at 4.4s, recovery 1s"},
+				Wait: &algorithms.Wait{Replicas: 1, Timeout: 50 * time.Millisecond},
 			},
 		},
 		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",
 			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GOMAXPROCSNote: "load generator on GOMAXPROCS 3: --procs (6 local redis-server(s))",
-			LocalServers: 6, GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
+			LocalServers: 6, IdleNote: "held awake while the command runs (wake-up latency limit 0 µs)", GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
 		StartedAt: start, FinishedAt: start.Add(95 * time.Second),
 		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
 		Reference: "reference",

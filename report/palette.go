@@ -34,6 +34,14 @@ var extraColors = []color.RGBA{
 	rgb(0x8c6d31), rgb(0x843c39), rgb(0x7b4173), rgb(0x3182bd),
 }
 
+// FaultColor and RecoveryColor shade a fault's window on plots with a time axis: the time the
+// fault acted, and its recovery after it (see the Faults section). Light yellow (no algorithm is
+// drawn in yellow) and partly transparent, so that the grid and every line show through them.
+var (
+	FaultColor    = color.NRGBA{R: 0xf2, G: 0xc2, B: 0x00, A: 0x5c}
+	RecoveryColor = color.NRGBA{R: 0xf2, G: 0xc2, B: 0x00, A: 0x24}
+)
+
 func rgb(v uint32) color.RGBA {
 	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
 }

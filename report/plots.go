@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // Figure kinds of a run's report.
@@ -244,57 +246,80 @@ func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) 
 	}, nil
 }
 
-// accuracySpec plots one entry over time: offered/s, admitted/s and the contract's limit/s, with a
-// red cross at each definite violation.
+// accuracySpec plots one entry over time: offered/s, admitted/s and the contract's limit/s, each
+// bin a step from its start to its end (so a cross is on its bin's step), with a red cross at each
+// definite violation, on the admitted step of the bin it fell in (one whose time is outside the
+// timeline is counted in the legend instead), and each injected fault's window shaded
+// (faultWindows). The time axis is the timeline's.
 func accuracySpec(r *Result, e *Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
 	p := NewPlot(title, "time since start (s)", "requests per second")
 	l := newLegend()
-	rate := func(counts []int64) plotter.XYs {
-		xys := make(plotter.XYs, len(counts))
-		for i, c := range counts {
-			xys[i] = plotter.XY{X: (float64(i) + 0.5) * t.BinS, Y: float64(c) / t.BinS}
+	end := float64(len(t.Offered)) * t.BinS
+	faultWindows(p, &l, e.Verification.Faults, end)
+	// steps returns per bin i the point (i·BinS, v_i / BinS), and one more at the last bin's end,
+	// to be drawn as PostStep: the rate holds over the whole bin.
+	steps := func(n int, v func(i int) float64) plotter.XYs {
+		xys := make(plotter.XYs, 0, n+1)
+		for i := range n {
+			xys = append(xys, plotter.XY{X: float64(i) * t.BinS, Y: v(i) / t.BinS})
+		}
+		if n > 0 {
+			xys = append(xys, plotter.XY{X: end, Y: xys[n-1].Y})
 		}
 		return xys
 	}
+	counts := func(c []int64) plotter.XYs { return steps(len(c), func(i int) float64 { return float64(c[i]) }) }
 	add := func(name string, xys plotter.XYs, c color.Color, width vg.Length, dashes []vg.Length) {
 		line, err := plotter.NewLine(xys)
 		if err != nil {
 			return // NaN or Inf in the data: leave the series out rather than fail the report
 		}
 		line.Color, line.Width, line.Dashes = c, width, dashes
+		line.StepStyle = plotter.PostStep
 		p.Add(line)
 		l.Add(name, line)
 	}
-	add("offered/s", rate(t.Offered), color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, vg.Points(1.5), nil)
-	add("admitted/s", rate(t.Admitted), AlgorithmColor(e.Algorithm), vg.Points(2), nil)
+	add("offered/s", counts(t.Offered), color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, vg.Points(1.5), nil)
+	adm := counts(t.Admitted)
+	add("admitted/s", adm, AlgorithmColor(e.Algorithm), vg.Points(2), nil)
 	if hasLimit(t.Limit) {
-		xys := make(plotter.XYs, len(t.Limit))
-		for i, v := range t.Limit {
-			xys[i] = plotter.XY{X: (float64(i) + 0.5) * t.BinS, Y: v / t.BinS}
-		}
-		add("contract limit/s", xys, color.Black, vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)})
+		add("contract limit/s", steps(len(t.Limit), func(i int) float64 { return t.Limit[i] }), color.Black,
+			vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)})
 	}
 	if ts := e.Verification.ViolationTimesS; len(ts) > 0 {
-		adm := rate(t.Admitted)
 		xys := make(plotter.XYs, 0, len(ts))
+		outside := 0
 		for _, v := range ts {
-			y := 0.0
-			if i := int(v / t.BinS); i >= 0 && i < len(adm) {
-				y = adm[i].Y
+			i := binOf(v, t.BinS)
+			if i < 0 || i >= len(t.Admitted) {
+				// A window that ends after the last bin (widened by the clock granularity) or
+				// an aligned window that began before the first: no bin to mark it on.
+				outside++
+				continue
 			}
-			xys = append(xys, plotter.XY{X: v, Y: y})
+			xys = append(xys, plotter.XY{X: v, Y: adm[i].Y})
 		}
-		if s, err := plotter.NewScatter(xys); err == nil {
-			s.GlyphStyle.Shape = draw.CrossGlyph{}
-			s.GlyphStyle.Color = color.RGBA{R: 0xe0, A: 0xff}
-			s.GlyphStyle.Radius = vg.Points(4)
+		s, err := plotter.NewScatter(xys)
+		if err != nil || len(xys) == 0 {
+			s = &plotter.Scatter{} // only for the legend: nothing to draw
+		}
+		s.GlyphStyle.Shape = draw.CrossGlyph{}
+		s.GlyphStyle.Color = color.RGBA{R: 0xe0, A: 0xff}
+		s.GlyphStyle.Radius = vg.Points(4)
+		if len(s.XYs) > 0 {
 			p.Add(s)
-			l.Add(fmt.Sprintf("definite violation (%d)", e.Verification.DefiniteViolations), s)
+		}
+		l.Add(fmt.Sprintf("definite violation (%d)", e.Verification.DefiniteViolations), s)
+		if outside > 0 {
+			l.Add(fmt.Sprintf("(%d of them off the time axis)", outside))
 		}
 	}
 	p.X.Min = 0
+	if end > 0 {
+		p.X.Max = end
+	}
 	p.Y.Min = 0
 	return figureSpec{
 		Figure: Figure{
@@ -304,6 +329,81 @@ func accuracySpec(r *Result, e *Entry) figureSpec {
 		w: 10 * vg.Inch, h: 4.5 * vg.Inch,
 		draw: withLegend(p, l, 2.2*vg.Inch),
 	}
+}
+
+// binOf returns the index of the bin of width binS seconds that the time v (seconds) falls in.
+// Times are written to the millisecond and bins are whole milliseconds, so a time on a bin's
+// start that the division puts a hair below it (0.3/0.1 = 2.9999999999999996) counts in that
+// bin, as the timeline counted it.
+func binOf(v, binS float64) int {
+	return int(math.Floor(v/binS + 1e-9))
+}
+
+// faultWindows shades, on p, the window of each injected fault of faults that started: the time
+// it acted (FromS to ToS) in one light colour, its recovery (ToS to UntilS, as the Faults section
+// says) in a lighter one, both under the lines, each with one legend entry in l. Times are
+// seconds from the start of the measured part, like the timeline's; a window is clipped to
+// [0, end] (end <= 0: not clipped on the right). Nothing is added without a started fault.
+func faultWindows(p *plot.Plot, l *plot.Legend, faults []verify.FaultReport, end float64) {
+	var acted, recovery []span
+	for _, f := range faults {
+		if f.ToS == 0 && f.UntilS == 0 {
+			continue // never started (see verify.FaultReport)
+		}
+		acted = append(acted, span{f.FromS, f.ToS})
+		if f.UntilS > f.ToS {
+			recovery = append(recovery, span{f.ToS, f.UntilS})
+		}
+	}
+	for _, b := range []*bands{
+		{spans: acted, color: FaultColor, label: "fault acting"},
+		{spans: recovery, color: RecoveryColor, label: "fault recovery"},
+	} {
+		if len(b.spans) == 0 {
+			continue
+		}
+		b.end = end
+		p.Add(b)
+		l.Add(b.label, b)
+	}
+}
+
+// span is an interval of the x axis, in data units.
+type span struct{ from, to float64 }
+
+// bands is a plotter of vertical bands across the whole height of the data area, one per span,
+// filled with color; its legend thumbnail is a filled square.
+type bands struct {
+	spans []span
+	color color.Color
+	label string
+	end   float64
+}
+
+var (
+	_ plot.Plotter     = (*bands)(nil)
+	_ plot.Thumbnailer = (*bands)(nil)
+)
+
+// Plot implements plot.Plotter.
+func (b *bands) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, s := range b.spans {
+		from, to := math.Max(s.from, math.Max(p.X.Min, 0)), math.Min(s.to, p.X.Max)
+		if b.end > 0 {
+			to = math.Min(to, b.end)
+		}
+		if !(to > from) {
+			continue
+		}
+		x0, x1 := trX(from), trX(to)
+		c.FillPolygon(b.color, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (b *bands) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(b.color, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
 }
 
 func hasLimit(limit []float64) bool {

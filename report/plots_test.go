@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // figureByName returns the figure of figs with name, failing the test when there is none.
@@ -213,5 +216,187 @@ func TestLatencyPlotLines(t *testing.T) {
 	}
 	if lines != len(r.Entries) {
 		t.Errorf("latency SVG has %d algorithm lines; want %d, one per entry", lines, len(r.Entries))
+	}
+}
+
+// svgShade matches a filled, partly transparent rectangle (a fault band or its legend swatch):
+// M x0,y0 L x1,y0 L x1,y1 L x0,y1 Z with a fill-opacity.
+var svgShade = regexp.MustCompile(`<path d="M([-\d.]+),([-\d.]+)L([-\d.]+),[-\d.]+L[-\d.]+,([-\d.]+)L[-\d.]+,[-\d.]+Z"\s+style="fill:#[0-9A-Fa-f]{6};fill-opacity:([\d.]+)"`)
+
+// shades returns the x extents of the filled rectangles of an SVG whose opacity is a's (alpha
+// of 255), left to right.
+func shades(svg []byte, a uint8) [][2]float64 {
+	var out [][2]float64
+	for _, m := range svgShade.FindAllStringSubmatch(string(svg), -1) {
+		op, _ := strconv.ParseFloat(m[5], 64)
+		if math.Abs(op-float64(a)/255) > 0.003 {
+			continue
+		}
+		x0, _ := strconv.ParseFloat(m[1], 64)
+		x1, _ := strconv.ParseFloat(m[3], 64)
+		out = append(out, [2]float64{math.Min(x0, x1), math.Max(x0, x1)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// linePoints returns the points of the stroked paths of colour c with more than two points (data
+// lines, not legend swatches or ticks) of an SVG.
+func linePoints(svg []byte, c string) [][][2]float64 {
+	point := regexp.MustCompile(`[ML]([-\d.]+),([-\d.]+)`)
+	var out [][][2]float64
+	for _, m := range strokePath.FindAllStringSubmatch(string(svg), -1) {
+		if !strings.EqualFold(m[2], c) || strings.Count(m[1], "L") < 2 {
+			continue
+		}
+		var pts [][2]float64
+		for _, p := range point.FindAllStringSubmatch(m[1], -1) {
+			x, _ := strconv.ParseFloat(p[1], 64)
+			y, _ := strconv.ParseFloat(p[2], 64)
+			pts = append(pts, [2]float64{x, y})
+		}
+		out = append(out, pts)
+	}
+	return out
+}
+
+// TestAccuracyPlotShadesFaultWindows: an entry with an injected fault has its window shaded on the
+// accuracy plot, the time it acted in FaultColor and its recovery in RecoveryColor, each once under
+// the lines and once in the legend, at the fault's times on the time axis; a fault that never
+// started shades nothing, and an entry without faults has no shading and no fault legend.
+func TestAccuracyPlotShadesFaultWindows(t *testing.T) {
+	r := readFixture(t, "result.json")
+	e := &r.Entries[1]
+	e.Verification.Faults = []verify.FaultReport{
+		{Name: "restart master at 5s", Kind: "restart", FromS: 5, ToS: 6, UntilS: 8},
+		{Name: "pause replica at 30s", Kind: "pause", Error: "not started"}, // never started: no times
+	}
+	figs, err := Figures(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := figureByName(t, figs, "accuracy-"+e.Name()).SVG
+	for _, want := range []string{">fault acting<", ">fault recovery<"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("accuracy SVG lacks the legend entry %s", want)
+		}
+	}
+	acted, recovery := shades(svg, FaultColor.A), shades(svg, RecoveryColor.A)
+	if len(acted) != 2 || len(recovery) != 2 {
+		t.Fatalf("accuracy SVG has %d fault and %d recovery shades; want 2 each (the window, the legend swatch)", len(acted), len(recovery))
+	}
+	// The band is left of the legend swatch. Time 0 is where the offered line starts.
+	band, rec := acted[0], recovery[0]
+	offered := linePoints(svg, "#999999")
+	if len(offered) != 1 {
+		t.Fatalf("accuracy SVG has %d offered lines; want 1", len(offered))
+	}
+	x0 := offered[0][0][0]
+	perS := (band[1] - band[0]) / (6 - 5)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"fault start", band[0], x0 + 5*perS},
+		{"recovery start", rec[0], band[1]},
+		{"recovery end", rec[1], x0 + 8*perS},
+		{"timeline end", offered[0][len(offered[0])-1][0], x0 + 20*perS}, // 20 bins of 1 s
+	} {
+		if math.Abs(c.got-c.want) > 0.1 {
+			t.Errorf("%s at x=%.2f; want %.2f (t=0 at %.2f, %.2f per second)", c.name, c.got, c.want, x0, perS)
+		}
+	}
+	for _, clean := range r.Entries[2:] {
+		svg := figureByName(t, figs, "accuracy-"+clean.Name()).SVG
+		if n, m := len(shades(svg, FaultColor.A)), len(shades(svg, RecoveryColor.A)); n+m != 0 || strings.Contains(string(svg), ">fault") {
+			t.Errorf("%s: %d fault and %d recovery shades, or a fault legend; want none without faults", clean.Name(), n, m)
+		}
+	}
+}
+
+// TestAccuracyPlotShowsABurst: a 2 s timeline of 20 ms bins with a burst in one bin draws the
+// burst as a step of its own, exactly one bin wide, and the violations at the burst sit on it; a
+// violation whose time is after the timeline is not drawn but counted in the legend.
+func TestAccuracyPlotShowsABurst(t *testing.T) {
+	r := readFixture(t, "result.json")
+	e := &r.Entries[1]
+	const bins, binS, burst = 100, 0.02, 37
+	tl := Timeline{Series: load.Series{BinS: binS}}
+	for i := range bins {
+		adm := int64(2)
+		if i == burst {
+			adm = 12
+		}
+		tl.Offered = append(tl.Offered, 4)
+		tl.Admitted = append(tl.Admitted, adm)
+		tl.Denied = append(tl.Denied, 4-adm)
+		tl.Errors = append(tl.Errors, 0)
+		tl.Limit = append(tl.Limit, 2)
+	}
+	tl.Offered[burst], tl.Denied[burst] = 12, 0
+	e.Timeline = tl
+	// The burst bin's start, inside it, and a window that ends after the timeline (widened by a
+	// clock granularity): no bin to mark it on.
+	e.Verification.ViolationTimesS = []float64{0.74, 0.751, 2.5}
+	e.Verification.DefiniteViolations = 3
+	figs, err := Figures(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := figureByName(t, figs, "accuracy-"+e.Name()).SVG
+	c := AlgorithmColor(e.Algorithm)
+	lines := linePoints(svg, colorHex(c.R, c.G, c.B))
+	if len(lines) != 1 {
+		t.Fatalf("accuracy SVG has %d admitted lines; want 1", len(lines))
+	}
+	pts := lines[0]
+	// A post-step line of n bins: a point per bin start and one at the end, each joined by a
+	// horizontal then a vertical segment.
+	x0, x1 := pts[0][0], pts[len(pts)-1][0]
+	perBin := (x1 - x0) / bins
+	var top [2]float64 // the burst's step: its left end
+	for i := 0; i+1 < len(pts); i++ {
+		if pts[i][1] == pts[i+1][1] && pts[i+1][0] > pts[i][0] && pts[i][1] > top[1] {
+			top = pts[i]
+			if w := pts[i+1][0] - pts[i][0]; math.Abs(w-perBin) > 0.05 {
+				t.Errorf("the highest step is %.2f wide; want one bin, %.2f", w, perBin)
+			}
+		}
+	}
+	if want := x0 + burst*perBin; math.Abs(top[0]-want) > 0.05 {
+		t.Errorf("the highest step starts at x=%.2f; want the burst bin's start %.2f", top[0], want)
+	}
+	crosses := violationCrosses(svg)
+	sort.Slice(crosses, func(i, j int) bool { return crosses[i][0] < crosses[j][0] })
+	if len(crosses) != 3 {
+		t.Fatalf("%d red crosses; want 3 (two violations on the timeline, the legend)", len(crosses))
+	}
+	if !strings.Contains(string(svg), ">(1 of them off the time axis)<") {
+		t.Error("the legend does not say that one violation is off the time axis")
+	}
+	for i, cr := range crosses[:2] {
+		if math.Abs(cr[1]-top[1]) > 0.05 || cr[0] < top[0]-0.05 || cr[0] > top[0]+perBin+0.05 {
+			t.Errorf("cross %d at (%.2f, %.2f); want on the burst's step from (%.2f, %.2f), %.2f wide", i, cr[0], cr[1], top[0], top[1], perBin)
+		}
+	}
+}
+
+func TestBinOf(t *testing.T) {
+	tests := []struct {
+		v, binS float64
+		want    int
+	}{
+		{0, 0.02, 0},
+		{0.3, 0.1, 3}, // 0.3/0.1 = 2.9999999999999996
+		{0.7, 0.1, 7}, // 6.999999999999999
+		{0.74, 0.02, 37},
+		{0.759, 0.02, 37},
+		{0.76, 0.02, 38},
+		{9.5, 1, 9},
+	}
+	for _, tt := range tests {
+		if got := binOf(tt.v, tt.binS); got != tt.want {
+			t.Errorf("binOf(%g, %g) = %d; want %d", tt.v, tt.binS, got, tt.want)
+		}
 	}
 }

@@ -116,6 +116,7 @@ type row struct{ Key, Value string }
 
 type verdictRow struct {
 	Algorithm, Topology, Label, Class, Contract    string
+	ContractParts                                  []string // Contract split at " and " (HTML: one a line)
 	Definite, Possible, Worst, Efficiency, Through string
 	P50, P99                                       string
 }
@@ -181,6 +182,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		add(&v.Scenario, "tolerated (may violate)", strings.Join(st.Expect.MayViolate, ", "))
 		add(&v.Scenario, "thresholds", strings.Join(st.Thresholds, "; "))
 	}
+	add(&v.Scenario, "wait for replicas", waitText(r))
 	if !r.StartedAt.IsZero() {
 		when := r.StartedAt.UTC().Format(time.RFC3339)
 		if !r.FinishedAt.IsZero() {
@@ -210,6 +212,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		machine = append(machine, env.OS+"/"+env.Arch)
 	}
 	add(&v.Environment, "machine", strings.Join(machine, ", "))
+	add(&v.Environment, "CPU idle states", env.IdleNote)
 	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
 	if r.Reference != "" {
 		add(&v.Environment, "reference script", r.Reference)
@@ -223,8 +226,9 @@ func newView(r *Result, figs []Figure, inline bool) view {
 		out := r.LabelOf(e)
 		vr := verdictRow{
 			Algorithm: e.Algorithm, Topology: e.Topology, Label: out, Class: labelClass(out),
-			Contract: orDefault(e.Verification.Contract, "none"),
-			Definite: Count(e.Verification.DefiniteViolations), Possible: Count(e.Verification.PossibleViolations),
+			Contract:      orDefault(e.Verification.Contract, "none"),
+			ContractParts: strings.Split(orDefault(e.Verification.Contract, "none"), " and "),
+			Definite:      Count(e.Verification.DefiniteViolations), Possible: Count(e.Verification.PossibleViolations),
 			Worst: "–", Efficiency: "–", Through: Number(e.ThroughputRPS),
 			P50: Millis(e.LatencyUS.P50), P99: Millis(e.LatencyUS.P99),
 		}
@@ -408,7 +412,8 @@ func WriteHTML(w io.Writer, r *Result, figs []Figure) error {
 // pageCSS is the inline style sheet of report.html and comparison.html.
 const pageCSS = `
 :root{color-scheme:light}
-body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;padding:1rem;max-width:72rem}
+body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;background:#fff;margin:0 auto;padding:1rem;max-width:84rem}
+p,ul,figure{max-width:72rem}
 h1{font-size:1.6rem;margin:.2rem 0 .6rem}h2{font-size:1.3rem;margin-top:2rem;border-bottom:1px solid #ddd}h3{font-size:1.05rem;margin:1.2rem 0 .3rem}
 .wrap{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5rem 0}
 table{border-collapse:collapse;font-size:.9rem;min-width:100%}
@@ -417,6 +422,9 @@ th{background:#f2f2f2}td.c{white-space:nowrap}td.n{text-align:right;font-variant
 table.kv{min-width:0}table.kv th{width:12rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.3rem;font-weight:600;white-space:nowrap}h3 .badge{white-space:normal}
 table.kv td,li,p{overflow-wrap:anywhere}table.v td,table.v th{white-space:nowrap}
+table.verdicts{font-size:.85rem}table.verdicts th,table.verdicts td{white-space:normal;padding:.25rem .4rem}
+table.verdicts th{vertical-align:bottom}table.verdicts th.g{text-align:center}table.verdicts td.n,table.verdicts td.a{white-space:nowrap}
+table.verdicts .badge{white-space:normal}
 .pass{background:#dff3df;color:#145214}.fail{background:#fbdcdc;color:#8a1010}.inconclusive{background:#fdf0c8;color:#6b4e00}.caught{background:#dce8fb;color:#123d80}
 .tolerated{background:#f4e4f7;color:#5e1a6b}.reference{background:#e8e8e8;color:#333}
 .note{background:#fdf0c8;border-left:4px solid #c99700;padding:.5rem .8rem}
@@ -447,10 +455,11 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h2>Environment</h2>
 <div class="wrap"><table class="kv">{{range .Environment}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</table></div>
 <h2>Verdicts</h2>
-<div class="wrap"><table class="v">
-<thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>contract</th><th>definite</th><th>possible</th><th>worst window</th><th>efficiency</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th></tr></thead>
+<div class="wrap"><table class="v verdicts">
+<thead><tr><th rowspan="2">algorithm</th><th rowspan="2">topology</th><th rowspan="2">verdict</th><th rowspan="2">contract</th><th colspan="2" class="g">violations</th><th rowspan="2">worst window</th><th rowspan="2">efficiency</th><th rowspan="2">throughput (/s)</th><th colspan="2" class="g">latency (ms)</th></tr>
+<tr><th>definite</th><th>possible</th><th>p50</th><th>p99</th></tr></thead>
 <tbody>{{range .Verdicts}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{.Contract}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
+<tr><td class="a">{{.Algorithm}}</td><td>{{.Topology}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td class="c">{{range $i, $p := .ContractParts}}{{if $i}}<br>and {{end}}{{$p}}{{end}}</td><td class="n">{{.Definite}}</td><td class="n">{{.Possible}}</td><td class="n">{{.Worst}}</td><td class="n">{{.Efficiency}}</td><td class="n">{{.Through}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>{{end}}
 </tbody></table></div>
 <p>` + verdictLegend + `</p>
 {{if .Generators}}<h2>Generators</h2>

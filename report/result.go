@@ -130,6 +130,9 @@ type Settings struct {
 	// Faults describes each fault of the scenario's schedule, in order (scenarios.Fault.Name),
 	// with its recovery.
 	Faults []string `json:"faults,omitempty"`
+	// Wait is the WAIT that followed every request (scenario wait_replicas, wait_timeout); left
+	// out when none was sent.
+	Wait *algorithms.Wait `json:"wait,omitempty"`
 }
 
 // Environment describes the Redis a run talked to and the machine that drove it.
@@ -154,6 +157,9 @@ type Environment struct {
 	GOMAXPROCS     int    `json:"gomaxprocs,omitempty"`
 	GOMAXPROCSNote string `json:"gomaxprocs_note,omitempty"`
 	LocalServers   int    `json:"local_servers,omitempty"`
+	// IdleNote says whether the command held the CPUs out of deep idle states while it measured
+	// (cpus.Policy.Awake), or why not; empty when no CPU policy was applied.
+	IdleNote string `json:"idle_note,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
 	// HarnessVersion is limitbench's version (module version or VCS revision).
@@ -216,6 +222,10 @@ type Entry struct {
 	// happened to the connection) and outcome, the most frequent first, each with the text of
 	// its first error; empty when no request failed.
 	ErrorClasses []load.ErrorClass `json:"error_classes,omitempty"`
+	// WaitShort counts, when a WAIT followed every request (Settings.Wait), the measured requests
+	// whose WAIT came back with fewer replicas than it asked for (its timeout passed) or with no
+	// answer: their admissions stand, and a failover may still lose them. nil without a WAIT.
+	WaitShort *int64 `json:"wait_short,omitempty"`
 	// Watch is what the node watch saw of every node during the measurement: run id, role and
 	// uptime before and after, and each restart, promotion, flush or outage in between; nil when
 	// the nodes were not watched.

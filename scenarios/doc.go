@@ -52,6 +52,9 @@
 //	replicas: 1                 # default 0 (the --replicas flag decides); replicas per master in cluster and sentinel
 //	faults:                     # default none; see Faults
 //	  - {at: 2s, kind: restart, target: master}
+//	wait_replicas: 1            # default 0 (none); follow every request with WAIT 1 (see Waiting for replicas)
+//	wait_timeout: 100ms         # only with wait_replicas; default 100ms; whole ms, at most 2s
+//	wait_short: admit           # only with wait_replicas; default admit; admit | deny (fail closed)
 //
 // Durations are Go durations: 500ms, 10s, 1m30s, 250us. Field names in messages are paths such as
 // arrival.steps[1].rate, with 0-based list indexes.
@@ -234,9 +237,30 @@
 // persistence decides what a restart loses: none keeps nothing, aof-everysec may lose the last
 // second, aof-always nothing acknowledged.
 //
+// # Waiting for replicas
+//
+// wait_replicas: N follows every request with WAIT N wait_timeout, in the same round trip and on
+// the same connection (algorithms.WaitCall; on a cluster, on the master of the request's key), so
+// that an admission is on N replicas before its caller sees it. Each request's latency includes
+// its WAIT: that is the price. What it buys shows under a failover: an admission a promoted
+// replica has already seen is not lost with the old master. The result counts, per entry, the
+// WAITs that came back with fewer than N replicas (wait.short: the timeout passed, or no answer);
+// their admissions stand (WAIT undoes nothing), and they are the ones a failover can still lose.
+// wait_timeout (default 100ms, algorithms.DefaultWaitTimeout; whole milliseconds, at most 2s, below
+// the clients' read timeout) bounds how long a request is held while a replica is missing; WAIT's
+// own 0 (forever) is refused. wait_short: deny makes the caller fail closed: an admission whose
+// WAIT came back short is recorded as a denial (its permit stays spent on the server); the
+// default, admit, takes the script's decision as WAIT alone does. Plain and pipeline mode (each request of a pipeline is followed by
+// its own WAIT); autopipeline is refused, and so is pipeline mode on topology cluster. N may not
+// exceed the replicas each master has (single: none; sentinel: --replicas, default 1; cluster:
+// --replicas), checked before anything starts (CheckReplicas); on an external Redis, whose replicas
+// limitbench cannot know, N is taken as written and an unsatisfiable WAIT shows as short ones.
+// --wait-replicas overrides it (0: no WAIT), so one scenario runs with and without it.
+//
 // # Standard suite
 //
 // smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
-// demo, restart, slow-link, sentinel-failover, sentinel-failover-lag and failover; each file's
-// description says what it shows.
+// demo, restart, slow-link, sentinel-failover, sentinel-failover-lag, failover, wait-replicas, and
+// hunt-published (for `limitbench hunt`: the published variants a short run trips only by luck);
+// each file's description says what it shows.
 package scenarios

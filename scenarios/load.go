@@ -42,7 +42,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 var topFields = []string{
 	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
 	"client_mode", "pipeline_depth", "call", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
-	"expect", "thresholds", "persistence", "replicas", "faults",
+	"expect", "thresholds", "persistence", "replicas", "faults", "wait_replicas", "wait_timeout", "wait_short",
 }
 
 func parse(name string, data []byte, builtins []string) (*Scenario, error) {
@@ -357,6 +357,14 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	set(&s.Replicas, m["replicas"], "replicas", d.int)
 	if n := m["faults"]; n != nil {
 		s.Faults = d.faults(n)
+	}
+	set(&s.Wait.Replicas, m["wait_replicas"], "wait_replicas", d.int)
+	set(&s.Wait.Timeout, m["wait_timeout"], "wait_timeout", d.duration)
+	if n := m["wait_short"]; n != nil {
+		if v, ok := d.str(n, "wait_short"); ok {
+			s.waitShort = v
+			s.Wait.DenyShort = v == WaitShortDeny
+		}
 	}
 	if n := m["thresholds"]; n != nil {
 		for i, it := range d.list(n, "thresholds", `["p99 < 5ms", "gcra: efficiency > 0.95"]`) {

@@ -22,6 +22,11 @@ type Overrides struct {
 	Call *algorithms.CallMode
 	// Topologies replaces topologies (--topology).
 	Topologies []redisenv.Topology
+	// WaitReplicas replaces wait_replicas (--wait-replicas; 0 sends no WAIT, and leaves out the
+	// scenario's wait_timeout and wait_short with it).
+	WaitReplicas *int
+	// WaitShort replaces wait_short (--wait-short): admit or deny.
+	WaitShort *string
 	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
 	// "all", or the name of one of the scenario's custom entries (which is kept with its script).
 	// Expectations and algorithm-scoped thresholds that name an algorithm no longer run are dropped.
@@ -63,6 +68,20 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 	if o.Call != nil {
 		s.Call = *o.Call
 		s.flags["call"] = "--call"
+	}
+	if o.WaitReplicas != nil {
+		s.Wait.Replicas = *o.WaitReplicas
+		s.flags["wait_replicas"] = "--wait-replicas"
+		if s.Wait.Replicas == 0 {
+			s.Wait.Timeout, s.Wait.DenyShort, s.waitShort = 0, false, ""
+			delete(s.pos, "wait_timeout")
+			delete(s.pos, "wait_short")
+		}
+	}
+	if o.WaitShort != nil {
+		s.waitShort = *o.WaitShort
+		s.Wait.DenyShort = s.waitShort == WaitShortDeny
+		s.flags["wait_short"] = "--wait-short"
 	}
 	if o.Topologies != nil {
 		s.Topologies = append([]redisenv.Topology(nil), o.Topologies...)

@@ -84,6 +84,12 @@ type Scenario struct {
 	Replicas int
 	// Faults is the fault schedule of every measurement, in the file's order (see Fault).
 	Faults []Fault
+	// Wait follows every request with WAIT Wait.Replicas Wait.Timeout, pipelined with it on its
+	// connection (wait_replicas, wait_timeout; see load.Plan.Wait); default none (Replicas 0),
+	// and wait_timeout 100ms (algorithms.DefaultWaitTimeout). wait_short: deny sets
+	// Wait.DenyShort (an admission whose WAIT came back short is taken as a denial); the default,
+	// admit, leaves it false.
+	Wait algorithms.Wait
 
 	// File is the path the scenario was read from; empty when built in Go. Custom scripts are
 	// relative to its directory.
@@ -93,7 +99,15 @@ type Scenario struct {
 	pos map[string]position
 	// flags maps field paths to the command-line flag that last set them (see Apply).
 	flags map[string]string
+	// waitShort is wait_short as the file wrote it ("" when it did not), for validation.
+	waitShort string
 }
+
+// The values of wait_short.
+const (
+	WaitShortAdmit = "admit"
+	WaitShortDeny  = "deny"
+)
 
 // AlgorithmEntry is one entry of the algorithms list: a built-in algorithm by name, "all", or a
 // custom script.
@@ -196,6 +210,7 @@ func (s *Scenario) Plan() load.Plan {
 		Bin:           load.BinFor(s.Duration),
 		Skew:          s.ClockSkew,
 		Cost:          s.Cost,
+		Wait:          s.Wait,
 	}
 	if s.Arrival != nil && s.Arrival.Trace != nil {
 		// The trace names every row's subject, client, clock offset and cost.

@@ -42,7 +42,8 @@ func TestSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"smoke", "hot-key-overload", "many-keys-zipf", "cluster-spread", "clock-skew",
-		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover", "failover", "sentinel-failover-lag"}
+		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover", "sentinel-failover-lag",
+		"failover", "wait-replicas", "hunt-published"}
 	have := map[string]bool{}
 	for _, f := range files {
 		have[strings.TrimSuffix(f, ".yaml")] = true
@@ -132,6 +133,32 @@ func TestSuiteSpecifics(t *testing.T) {
 			if t0/w == (t0+a.Spike.For-1)/w {
 				t.Errorf("spike [%s, %s) does not cross a window edge", t0, t0+a.Spike.For)
 			}
+		}
+	})
+	// Issue 18: the published variants the demo can only tolerate are demonstrated by
+	// `limitbench hunt scenarios/hunt-published.yaml` (cmd/limitbench's TestHuntPublishedScenario
+	// runs it against Redis).
+	t.Run("hunt-published hunts every variant the demo tolerates, beside its corrected version", func(t *testing.T) {
+		demo, h := loadForTest(t, "demo.yaml"), loadForTest(t, "hunt-published.yaml")
+		names := h.names(builtins)
+		for _, n := range demo.Expect.MayViolate {
+			if !contains(names, n) || !contains(names, strings.TrimSuffix(n, "-published")) {
+				t.Errorf("hunt-published runs %v; want %s, which the demo tolerates, and its corrected version", names, n)
+			}
+			if !contains(h.Expect.Violations, n) && !contains(h.Expect.MayViolate, n) {
+				t.Errorf("hunt-published does not expect %s to break", n)
+			}
+		}
+		for _, n := range []string{"fixed-window-published", "sliding-log-published"} {
+			if !contains(h.Expect.Violations, n) {
+				t.Errorf("hunt-published's expect.violations %v lacks %s, which the hunt breaks", h.Expect.Violations, n)
+			}
+		}
+		if h.ClockSkew.IsZero() {
+			t.Error("hunt-published has no clock skew: the client-clock flaws need it")
+		}
+		if !strings.Contains(demo.Description, "hunt-published.yaml") {
+			t.Errorf("the demo's description does not point to hunt-published.yaml: %q", demo.Description)
 		}
 	})
 	t.Run("saturation is a closed loop", func(t *testing.T) {

@@ -168,6 +168,7 @@ func (c *checker) check() {
 	}
 	c.clockSkew()
 	c.faults()
+	c.wait()
 	names := c.algorithms()
 	c.expect(names)
 	for i, t := range s.Thresholds {
@@ -216,6 +217,79 @@ func (c *checker) topologies() {
 		}
 		seen[t] = true
 	}
+}
+
+// wait checks wait_replicas and wait_timeout: in bounds, the timeout only with replicas, and a
+// client mode that can send the WAIT on its request's connection (not autopipeline, and not
+// pipeline on a cluster). Whether the topology has the replicas is CheckReplicas's to say.
+func (c *checker) wait() {
+	s := c.s
+	w := s.Wait
+	if w.Replicas < 0 || w.Replicas > algorithms.MaxWaitReplicas {
+		c.add("wait_replicas", "must be between 0 and %d (the most replicas per master limitbench starts), got %d", algorithms.MaxWaitReplicas, w.Replicas)
+	}
+	if w.Timeout != 0 || c.s.present("wait_timeout") {
+		switch {
+		case w.Replicas == 0:
+			c.add("wait_timeout", "only applies with wait_replicas")
+		case w.Timeout <= 0:
+			c.add("wait_timeout", "must be > 0 (WAIT's 0, wait forever, would stop the load while a replica is missing), got %s", w.Timeout)
+		default:
+			if err := algorithms.CheckWaitTimeout(w.Timeout); err != nil {
+				c.add("wait_timeout", "%s", strings.TrimPrefix(err.Error(), algorithms.ErrBadWait.Error()+": timeout "))
+			}
+		}
+	}
+	if s.waitShort != "" && s.waitShort != WaitShortAdmit && s.waitShort != WaitShortDeny {
+		c.add("wait_short", "unknown value %q; use admit or deny", s.waitShort)
+	} else if (w.DenyShort || c.s.present("wait_short")) && w.Replicas == 0 {
+		c.add("wait_short", "only applies with wait_replicas")
+	}
+	if w.Replicas <= 0 {
+		return
+	}
+	switch s.ClientMode {
+	case load.ModeAutoPipeline:
+		c.add("wait_replicas", "cannot be used with client_mode: autopipeline (its pipelines mix every client's requests on any connection, and WAIT waits for its own connection's writes); use plain or pipeline")
+	case load.ModePipeline:
+		if slices.Contains(s.Topologies, redisenv.TopologyCluster) {
+			c.add("wait_replicas", "cannot be used with client_mode: pipeline on topology cluster (a cluster pipeline sends a WAIT, which has no key, to any master); use client_mode: plain")
+		}
+	}
+}
+
+// CheckReplicas reports, as a problem of s's file, a wait_replicas that topology on env cannot
+// satisfy: more than the replicas each master has (single: none; sentinel: env.Replicas, default
+// 1; cluster: env.Replicas). On an external Redis the replicas are not limitbench's to know (a
+// managed service may not show them, and they may change): wait_replicas is taken as written,
+// and a WAIT that the server cannot satisfy comes back short after wait_timeout, which the
+// result counts (wait.short) and the report shows. nil when it can run.
+func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology) error {
+	if s.Wait.Replicas <= 0 || env.Backend == redisenv.BackendExternal {
+		return nil
+	}
+	have := env.Replicas
+	switch topology {
+	case redisenv.TopologySingle:
+		have = 0
+	case redisenv.TopologySentinel:
+		if have == 0 {
+			have = 1
+		}
+	}
+	if s.Wait.Replicas <= have {
+		return nil
+	}
+	hint := "set --replicas"
+	if topology == redisenv.TopologySingle {
+		hint = "use topology sentinel, or cluster with --replicas"
+	}
+	replicas := "replicas"
+	if have == 1 {
+		replicas = "replica"
+	}
+	return errorsOf([]Problem{s.place(Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
+		"%d: topology %s has %d %s per master here (%s)", s.Wait.Replicas, topology, have, replicas, hint)})})
 }
 
 func (c *checker) rate(field string, r float64, positive bool) {

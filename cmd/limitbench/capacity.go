@@ -153,6 +153,10 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 			return nil, o, err
 		}
 		s = loaded
+		if s.Wait.Enabled() {
+			// The sweep has loads of its own; a WAIT it did not send must not be taken for measured.
+			bad("%s: wait_replicas applies to limitbench run; a capacity sweep does not send WAIT (remove it, or sweep a copy without it)", s.File)
+		}
 	}
 	// Apply the overrides so the scenario is validated as the sweep will run it: a custom
 	// script whose keys do not share a hash tag is refused before a cluster sweep starts.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/hunt"
 	"github.com/limitbench/limitbench/internal/cpus"
@@ -21,6 +23,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -96,6 +99,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		problems = append(problems, err)
+	} else if s.Wait.Enabled() {
+		// Trials have loads of their own; a WAIT they did not send must not be taken for measured.
+		problems = append(problems, fmt.Errorf("%s: wait_replicas applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)", s.File))
 	}
 	if len(problems) > 0 {
 		return badInput(errors.Join(problems...))
@@ -146,14 +152,33 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case runErr != nil:
 		return fmt.Errorf("%w; what was found so far is in %s", runErr, dir.path)
 	}
-	var broken []string
-	for _, e := range h.file.Entries {
-		if e.Violation != nil && !e.ExpectedViolation {
+	return huntVerdict(s, h.file.Entries)
+}
+
+// huntVerdict returns nil when the hunt's entries are what the scenario s expects, else an error
+// that exits 1 naming each surprise: a violation of an algorithm listed neither under
+// expect.violations nor under expect.may_violate, and an algorithm listed under
+// expect.violations (which must be flagged) that held within the budget.
+func huntVerdict(s *scenarios.Scenario, entries []hunt.Entry) error {
+	var broken, held []string
+	for _, e := range entries {
+		switch {
+		case e.Violation != nil && !e.ExpectedViolation:
 			broken = append(broken, fmt.Sprintf("%s on %s broke %s (reproducer: %s)", e.Algorithm, e.Topology, e.Contract, reproOf(e)))
+		case e.Violation == nil && slices.Contains(s.Expect.Violations, e.Algorithm):
+			held = append(held, fmt.Sprintf("%s on %s held %s in %d trials (closest approach %.3f)", e.Algorithm, e.Topology, e.Contract, e.Trials, e.BestScore))
 		}
 	}
+	var errs []error
 	if len(broken) > 0 {
-		return failed(fmt.Errorf("%d violation(s) not listed under expect.may_violate:\n  %s", len(broken), strings.Join(broken, "\n  ")))
+		errs = append(errs, fmt.Errorf("%d violation(s) not listed under expect.may_violate:\n  %s", len(broken), strings.Join(broken, "\n  ")))
+	}
+	if len(held) > 0 {
+		errs = append(errs, fmt.Errorf("%d algorithm(s) listed under expect.violations not broken within the budget (a longer --budget or another --seed may find it):\n  %s",
+			len(held), strings.Join(held, "\n  ")))
+	}
+	if len(errs) > 0 {
+		return failed(errors.Join(errs...))
 	}
 	return nil
 }
@@ -336,9 +361,17 @@ func (h *hunter) add(res *hunt.Result, topo string, t huntTarget) {
 		if sr := v.Shrunk; sr != nil {
 			files.Shrunk = base + "-repro.csv"
 			h.traces[files.Shrunk] = sr.Trace
-			if !t.custom {
+			algs := "algorithms: [" + t.target.Algorithm + "]\n"
+			var err error
+			if t.custom {
+				algs, err = customEntryYAML(h.s.File, t.target.Algorithm, h.dir)
+			}
+			if err != nil {
+				// The trace alone still replays the schedule; say why there is no scenario.
+				h.logf("hunt %s on %s: no reproducer scenario: %v", t.target.Algorithm, topo, err)
+			} else {
 				files.Scenario = base + "-repro.yaml"
-				h.yamls[files.Scenario] = reproScenario(h.s, t.target.Algorithm, topo, files.Shrunk, res.Frame, sr.Trace)
+				h.yamls[files.Scenario] = reproScenario(h.s, t.target.Algorithm, topo, files.Shrunk, res.Frame, sr.Trace, algs)
 			}
 		}
 	}
@@ -367,8 +400,9 @@ func fileSafe(name string) string {
 }
 
 // reproScenario returns a scenario that replays the trace file trace (beside it) against alg on
-// topo with s's limit, at the frame the hunt ran it, and expects the violation.
-func reproScenario(s *scenarios.Scenario, alg, topo, trace string, frame scenarios.Align, t *load.Trace) []byte {
+// topo with s's limit, at the frame the hunt ran it, and expects the violation. algs is its
+// algorithms: field, a built-in's name or a custom algorithm's definition (customEntryYAML).
+func reproScenario(s *scenarios.Scenario, alg, topo, trace string, frame scenarios.Align, t *load.Trace, algs string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by limitbench hunt from %s: replays the schedule that broke %s.\n", s.File, alg)
 	fmt.Fprintf(&b, "# limitbench run %s  (passes when the violation is found again)\n", strings.TrimSuffix(trace, ".csv")+".yaml")
@@ -389,11 +423,98 @@ func reproScenario(s *scenarios.Scenario, alg, topo, trace string, frame scenari
 		fmt.Fprintf(&b, ", consumer_limit: %d", l.ConsumerLimit)
 	}
 	b.WriteString("}\n")
-	fmt.Fprintf(&b, "algorithms: [%s]\nexpect:\n  violations: [%s]\n", alg, alg)
+	b.WriteString(algs)
+	fmt.Fprintf(&b, "expect:\n  violations: [%s]\n", alg)
 	return b.Bytes()
 }
 
-// write writes hunt.json, report.md and every trace and reproducer into the directory.
+// customEntryYAML returns the algorithms: field of a reproducer scenario written into dir for the
+// custom algorithm name of the scenario file scenario: its definition as the file writes it
+// (templates, rules and contract unchanged), with its script: or library: path made relative to
+// dir (an absolute path stays absolute), so that `limitbench run` reads the same script from the
+// reproducer's directory.
+func customEntryYAML(scenario, name, dir string) (string, error) {
+	data, err := os.ReadFile(scenario)
+	if err != nil {
+		return "", err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return "", fmt.Errorf("%s: %w", scenario, err)
+	}
+	var entry *yaml.Node
+	if len(doc.Content) == 1 {
+		if algs := mappingValue(doc.Content[0], "algorithms"); algs != nil && algs.Kind == yaml.SequenceNode {
+			for _, it := range algs.Content {
+				if n := mappingValue(it, "name"); it.Kind == yaml.MappingNode && n != nil && n.Value == name {
+					entry = it
+				}
+			}
+		}
+	}
+	if entry == nil {
+		return "", fmt.Errorf("%s: no custom algorithm %q under algorithms", scenario, name)
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Style: entry.Style}
+	for i := 0; i+1 < len(entry.Content); i += 2 {
+		k, v := *entry.Content[i], *entry.Content[i+1]
+		k.HeadComment, k.LineComment, k.FootComment = "", "", ""
+		v.HeadComment, v.LineComment, v.FootComment = "", "", ""
+		if (k.Value == "script" || k.Value == "library") && v.Kind == yaml.ScalarNode && !filepath.IsAbs(v.Value) {
+			rel, err := relativeTo(filepath.Join(filepath.Dir(scenario), v.Value), dir)
+			if err != nil {
+				return "", err
+			}
+			v.Value, v.Style, v.Tag = rel, 0, "!!str"
+		}
+		out.Content = append(out.Content, &k, &v)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{out}}); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	return "algorithms:\n  " + strings.Join(lines, "\n  ") + "\n", nil
+}
+
+// mappingValue returns the value of key in the mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// relativeTo returns path relative to the directory dir, both taken from the working directory
+// when relative.
+func relativeTo(path, dir string) (string, error) {
+	ap, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(ad, ap)
+	if err != nil {
+		return ap, nil // another volume: the absolute path still works
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// write writes hunt.json, every trace and reproducer, and the report (report.md, report.html and
+// the figure of each best schedule) into the directory.
 func (h *hunter) write() error {
 	for name, t := range h.traces {
 		if err := load.WriteTrace(filepath.Join(h.dir, name), t); err != nil {
@@ -405,17 +526,15 @@ func (h *hunter) write() error {
 			return err
 		}
 	}
-	var js, md bytes.Buffer
+	var js bytes.Buffer
 	if err := h.file.Write(&js); err != nil {
 		return err
 	}
-	if err := h.file.WriteMarkdown(&md); err != nil {
+	if err := os.WriteFile(filepath.Join(h.dir, huntFile), js.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(h.dir, "report.md"), append([]byte("# limitbench hunt\n\n"), md.Bytes()...), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(h.dir, huntFile), js.Bytes(), 0o644)
+	_, err := report.WriteHunt(h.dir, h.file)
+	return err
 }
 
 // summary prints one line per algorithm and topology.

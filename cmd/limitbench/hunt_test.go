@@ -7,12 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // runBin runs the built binary with args and returns its exit code, stdout and stderr.
@@ -139,27 +144,53 @@ expect:
 	}
 }
 
-// TestHuntFixedWindowPublished: the hunt breaks fixed-window-published, whose window is the
-// minute of the client's clock, with the scenario's skewed clients; a trial waits for a minute
-// boundary, so this takes one to two minutes.
-func TestHuntFixedWindowPublished(t *testing.T) {
+// TestHuntPublishedScenario: the standard hunt, scenarios/hunt-published.yaml, as `make demo` runs
+// it (with fewer trials): against a real Redis it breaks fixed-window-published (the minute of the
+// client's clock; a trial waits for a minute boundary, so this takes one to two minutes) and
+// sliding-log-published, each with a reproducer scenario and the plot of the violating trial, and
+// finds no violation of the corrected versions, whose closest approach is at most 1; so it exits
+// 0, and the published variants the demo can only tolerate are demonstrated. report.html has a
+// section and an inline figure per algorithm.
+func TestHuntPublishedScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
 	bin := buildBinary(t)
-	tmp := t.TempDir()
-	scenario := writeFile(t, tmp, "fw.yaml", "limit: {limit: 20, window: 1s}\nclock_skew: [0s, 2s, -2s]\nalgorithms: [fixed-window-published]\n")
-	out := filepath.Join(tmp, "out")
-	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "1s", "--out", out, scenario)
-	if code != exitFailed {
-		t.Errorf("hunt exit %d; want 1 (a violation the scenario does not expect)\n%s\n%s", code, stdout, stderr)
+	out := filepath.Join(t.TempDir(), "out")
+	start := time.Now()
+	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "8s", "--trials", "12", "--out", out, suite+"hunt-published.yaml")
+	t.Logf("hunt of hunt-published.yaml: exit %d in %s\n%s", code, time.Since(start).Round(time.Second), stdout)
+	if code != exitOK {
+		t.Errorf("hunt exit %d; want 0 (the published variants broken, the corrected ones held)\n%s\n%s", code, stdout, stderr)
 	}
 	_, by := readHunt(t, out)
-	e := by["fixed-window-published"]
-	if e.Violation == nil || e.BestScore <= 1 {
-		t.Fatalf("fixed-window-published: %+v; want a definite violation\n%s", e, stderr)
+	for _, n := range []string{"fixed-window-published", "sliding-log-published"} {
+		e := by[n]
+		if e.Violation == nil || e.BestScore <= 1 || e.Violation.Shrunk == nil || e.Violation.Shrunk.Scenario == "" {
+			t.Errorf("%s: %+v; want a definite violation with a reproducer scenario\n%s", n, e, stderr)
+			continue
+		}
+		if e.Plot == nil || e.Plot.Window == nil || !e.Plot.Window.Violation {
+			t.Errorf("%s: plot %+v; want the violating trial's worst window", n, e.Plot)
+		}
+		t.Logf("%s: trial %d score %.3f, %d rows shrunk to %d, worst %+v", n, e.Violation.Schedule.Trial, e.BestScore,
+			e.Violation.Schedule.Size.Rows, e.Violation.Shrunk.Size.Rows, e.Violation.Worst)
 	}
-	t.Logf("fixed-window-published: trial %d score %.3f, worst %+v", e.Violation.Schedule.Trial, e.BestScore, e.Violation.Worst)
+	for _, n := range []string{"fixed-window", "sliding-log", "resource-consumer"} {
+		if e, ok := by[n]; !ok || e.Violation != nil || e.BestScore > 1 || e.Trials == 0 {
+			t.Errorf("%s: %+v; want no violation, a closest approach of at most 1", n, e)
+		}
+	}
+	if _, ok := by["resource-consumer-published"]; !ok {
+		t.Errorf("resource-consumer-published was not hunted")
+	}
+	html, err := os.ReadFile(filepath.Join(out, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), `<img src="data:image/png;base64,`); n != len(by) {
+		t.Errorf("report.html has %d inline figures; want one per algorithm (%d)", n, len(by))
+	}
 }
 
 // TestHuntInterrupted: Ctrl-C stops the hunt, which writes what it found so far, marked cut
@@ -196,5 +227,184 @@ func TestHuntInterrupted(t *testing.T) {
 	}
 	if _, ok := by["token-bucket"]; ok {
 		t.Errorf("token-bucket was hunted after the signal")
+	}
+}
+
+// customScenario writes, under tmp, a copy of examples/custom's off_by_one.lua in scripts/ and a
+// scenario in scenarios/ that names it by a relative path, with a limit of 5 per second (so the
+// script's one extra admission is 20% over, above the hunt's shrink margin), and returns the
+// scenario's path.
+func customScenario(t *testing.T, tmp string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/custom/off_by_one.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"scripts", "scenarios"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(tmp, "scripts"), "off_by_one.lua", string(src))
+	return writeFile(t, filepath.Join(tmp, "scenarios"), "custom.yaml", `limit: {limit: 5, window: 1s}
+algorithms:
+  # the flawed sliding log of examples/custom
+  - name: my-off-by-one
+    script: ../scripts/off_by_one.lua   # relative to this file
+    keys: ["log:{{tag}}"]
+    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
+    allowed: {element: 1, equals: 1}
+    time: {element: 3, unit: us}
+    contract: {kind: sliding-window, limit: "{{limit}}", window: 1s}
+expect:
+  may_violate: [my-off-by-one]
+`)
+}
+
+// TestCustomReproScenario: the reproducer scenario of a custom algorithm carries its definition
+// as the scenario wrote it, with the script's path made relative to the results directory, and
+// loads there: the script it reads is the scenario's.
+func TestCustomReproScenario(t *testing.T) {
+	tmp := t.TempDir()
+	scenario := customScenario(t, tmp)
+	s, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "results", "deep")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	algs, err := customEntryYAML(scenario, "my-off-by-one", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(algs, "script: ../../scripts/off_by_one.lua\n") || strings.Contains(algs, "#") {
+		t.Errorf("algorithms field:\n%s\nwant the script relative to %s and no comments", algs, dir)
+	}
+	tr := &load.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"}, Rows: []load.Row{{At: 0, Cost: 1}, {At: time.Millisecond, Cost: 1}}}
+	if err := load.WriteTrace(filepath.Join(dir, "t.csv"), tr); err != nil {
+		t.Fatal(err)
+	}
+	y := reproScenario(s, "my-off-by-one", "single", "t.csv", scenarios.Align{}, tr, algs)
+	repro := writeFile(t, dir, "repro.yaml", string(y))
+	back, err := scenarios.Load(repro)
+	if err != nil {
+		t.Fatalf("reproducer does not load: %v\n%s", err, y)
+	}
+	e := back.ResolveAlgorithms()
+	if len(e) != 1 || e[0].Custom == nil || e[0].Custom.Source != s.Algorithms[0].Custom.Source ||
+		!slices.Equal(e[0].Custom.Args, s.Algorithms[0].Custom.Args) || !cmp.Equal(e[0].Custom.Contract, s.Algorithms[0].Custom.Contract) {
+		t.Errorf("reproducer's algorithm %+v; want the scenario's %+v", e, s.Algorithms[0].Custom)
+	}
+	if !slices.Equal(back.Expect.Violations, []string{"my-off-by-one"}) {
+		t.Errorf("reproducer expects %v", back.Expect.Violations)
+	}
+	if _, err := customEntryYAML(scenario, "nope", dir); err == nil || !strings.Contains(err.Error(), `no custom algorithm "nope"`) {
+		t.Errorf("customEntryYAML of an unknown name: %v", err)
+	}
+}
+
+// TestHuntCustomReproducer: against a real Redis, a hunt of examples/custom's off_by_one.lua
+// (a sliding log that admits one request too many per window) finds the violation, shrinks it,
+// and writes a reproducer scenario beside the trace, in a results directory elsewhere than the
+// scenario; `limitbench run` of that scenario, from another working directory, gives a fail
+// verdict (which the reproducer expects, so it exits 0). Also the report: report.md and a
+// self-contained report.html with the figure of the violating schedule.
+func TestHuntCustomReproducer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and hunts on a real Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	scenario := customScenario(t, tmp)
+	out := filepath.Join(tmp, "results", "hunt")
+	code, stdout, stderr := runBin(t, bin, "hunt", "--backend", "process", "--budget", "6s", "--trials", "16", "--out", out, scenario)
+	if code != exitOK {
+		t.Fatalf("hunt exit %d; want 0 (the violation is tolerated)\n%s\n%s", code, stdout, stderr)
+	}
+	_, by := readHunt(t, out)
+	e := by["my-off-by-one"]
+	if e.Violation == nil || e.Violation.Shrunk == nil || e.Violation.Shrunk.Scenario == "" {
+		t.Fatalf("my-off-by-one: %+v; want a violation with a reproducer scenario\n%s", e, stderr)
+	}
+	sh := e.Violation.Shrunk
+	t.Logf("my-off-by-one: trial %d, %d rows shrunk to %d", e.Violation.Schedule.Trial, e.Violation.Schedule.Size.Rows, sh.Size.Rows)
+	if e.Plot == nil || e.Plot.Window == nil || !e.Plot.Window.Violation || len(e.Plot.Window.Steps) == 0 {
+		t.Errorf("my-off-by-one: plot %+v; want the violating trial's window", e.Plot)
+	}
+	html, err := os.ReadFile(filepath.Join(out, report.HTMLFile))
+	if err != nil || !strings.Contains(string(html), `<img src="data:image/png;base64,`) {
+		t.Errorf("report.html: %v; want the violating schedule's figure inline", err)
+	}
+	for _, f := range []string{"report.md", "hunt-my-off-by-one-single.png", "hunt-my-off-by-one-single.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("hunt did not write %s: %v", f, err)
+		}
+	}
+	y, _ := os.ReadFile(filepath.Join(out, sh.Scenario))
+	if !strings.Contains(string(y), "script: ../../scripts/off_by_one.lua") {
+		t.Errorf("reproducer scenario does not name the script relative to itself:\n%s", y)
+	}
+
+	replay := filepath.Join(tmp, "replay")
+	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", replay, filepath.Join(out, sh.Scenario))
+	data, err := os.ReadFile(filepath.Join(replay, report.ResultFile))
+	if err != nil {
+		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	var res struct {
+		Entries []struct {
+			Algorithm    string `json:"algorithm"`
+			Verification struct {
+				Verdict string   `json:"verdict"`
+				Reasons []string `json:"reasons"`
+			} `json:"verification"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "my-off-by-one" || res.Entries[0].Verification.Verdict != "fail" || code != exitOK {
+		t.Errorf("replay: exit %d, entries %+v; want 0 and my-off-by-one failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
+	}
+}
+
+// TestHuntVerdict: a hunt exits 1 for a violation the scenario does not expect and for an
+// algorithm it expects to break (expect.violations) that held; may_violate decides nothing.
+func TestHuntVerdict(t *testing.T) {
+	s := &scenarios.Scenario{Expect: scenarios.Expect{Violations: []string{"must"}, MayViolate: []string{"may"}}}
+	broke := func(name string) hunt.Entry {
+		return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 1.5, ExpectedViolation: name != "other",
+			Violation: &hunt.Found{Schedule: hunt.Schedule{Trace: name + ".csv"}}}
+	}
+	held := func(name string) hunt.Entry { return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 0.9} }
+	for _, c := range []struct {
+		name    string
+		entries []hunt.Entry
+		want    []string // substrings of the error; none: no error
+	}{
+		{"as expected", []hunt.Entry{broke("must"), broke("may"), held("other")}, nil},
+		{"may_violate held", []hunt.Entry{broke("must"), held("may")}, nil},
+		{"unexpected violation", []hunt.Entry{broke("must"), broke("other")}, []string{"other on single broke", "not listed under expect.may_violate"}},
+		{"expected violation held", []hunt.Entry{held("must"), broke("may")}, []string{"must on single held", "expect.violations not broken"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := huntVerdict(s, c.entries)
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Errorf("huntVerdict = %v; want nil", err)
+				}
+				return
+			}
+			if exitCode(err) != exitFailed {
+				t.Errorf("huntVerdict = %v (exit %d); want exit %d", err, exitCode(err), exitFailed)
+			}
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("huntVerdict = %v; want it to say %q", err, w)
+				}
+			}
+		})
 	}
 }

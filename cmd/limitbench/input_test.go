@@ -123,6 +123,12 @@ func TestBadInputGoldens(t *testing.T) {
 		{"capacity-out-holds-a-result", []string{"capacity", "--algorithm", "gcra", "--out", heldCapacity}, exitBadInput},
 		{"report-out-holds-a-result", []string{"report", "--out", held, "../../report/testdata/result.json"}, exitBadInput},
 		{"same-names-one-out", []string{"run", "--out", filepath.Join(tmp, "out"), smoke, smoke}, exitBadInput},
+		// Issue 19: WAIT for more replicas than the topology has is refused before anything starts.
+		{"wait-replicas-single", runArgs("--wait-replicas", "1"), exitBadInput},
+		{"capacity-wait-replicas", []string{"capacity", "--algorithm", "gcra", "--out", filepath.Join(tmp, "out"), suite + "wait-replicas.yaml"}, exitBadInput},
+		{"hunt-wait-replicas", []string{"hunt", "--out", filepath.Join(tmp, "out"), suite + "wait-replicas.yaml"}, exitBadInput},
+		{"wait-replicas-beyond-sentinel", []string{"run", "--backend", "process", "--out", filepath.Join(tmp, "out"),
+			"--wait-replicas", "2", suite + "wait-replicas.yaml"}, exitBadInput},
 	}
 	runGoldens(t, bin, cases, 5*time.Second, map[string]string{"$TMP": tmp})
 	if _, err := os.Stat(filepath.Join(tmp, "out")); err == nil {

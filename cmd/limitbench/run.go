@@ -33,6 +33,8 @@ type runFlags struct {
 	duration             time.Duration
 	rate                 float64
 	clients              int
+	waitReplicas         int
+	waitShort            string
 	seed                 int64
 	call                 string
 	out                  string
@@ -41,6 +43,7 @@ type runFlags struct {
 	repeat               int
 	noReference          bool
 	procs                int
+	awake                bool
 	seg                  segmentFlags
 	segment              *runner.Segment
 }
@@ -55,6 +58,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
 	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
+	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
+	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
 	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
@@ -62,6 +67,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -119,10 +125,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
 	}
-	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs})
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false"})
 	defer undo()
-	if st.ProcsNote != "" && !f.quiet {
-		fmt.Fprintln(stderr, st.ProcsNote)
+	if !f.quiet {
+		if st.ProcsNote != "" {
+			fmt.Fprintln(stderr, st.ProcsNote)
+		}
+		fmt.Fprintln(stderr, "CPU idle states: "+st.AwakeNote)
 	}
 
 	var failures []string
@@ -198,6 +207,12 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["seed"] {
 		o.Seed = &f.seed
+	}
+	if set["wait-replicas"] {
+		o.WaitReplicas = &f.waitReplicas
+	}
+	if set["wait-short"] {
+		o.WaitShort = &f.waitShort
 	}
 	if set["call"] {
 		mode := algorithms.CallMode(f.call)

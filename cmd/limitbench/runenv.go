@@ -11,7 +11,8 @@ import (
 // checkEnvironments checks, before anything starts, that env can be started in every topology
 // of every scenario (a Sentinel group on an external Redis cannot: limitbench starts the
 // Sentinels) and that each scenario's faults are allowed on env (see
-// scenarios.Scenario.CheckEnvironment). Its error names the scenario file.
+// scenarios.Scenario.CheckEnvironment), and that the topology has the replicas a wait_replicas
+// asks for (scenarios.Scenario.CheckReplicas). Its error names the scenario file.
 func checkEnvironments(loaded []*scenarios.Scenario, env redisenv.Config) error {
 	var errs []error
 	for _, s := range loaded {
@@ -23,6 +24,9 @@ func checkEnvironments(loaded []*scenarios.Scenario, env redisenv.Config) error 
 				continue
 			}
 			if err := s.CheckEnvironment(env, t); err != nil {
+				errs = append(errs, err)
+			}
+			if err := s.CheckReplicas(env, t); err != nil {
 				errs = append(errs, err)
 			}
 		}

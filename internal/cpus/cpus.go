@@ -102,7 +102,7 @@ func Apply(p Policy) (State, func()) {
 		} else {
 			undo = append(undo, release)
 			st.Awake = true
-			st.AwakeNote = "held awake during the sweep (wake-up latency limit 0 µs)"
+			st.AwakeNote = "held awake while the command runs (wake-up latency limit 0 µs)"
 		}
 	}
 	undo = append(undo, record(st))

@@ -12,7 +12,7 @@ import (
 // bounds is reported as bad input naming its field and never found out by a run that cannot
 // start, never ends or exhausts the machine.
 const (
-	// MinDuration is the shortest measured part of a run: one timeline bin (see BinFor). A
+	// MinDuration is the shortest measured part of a run (50 timeline bins of 2 ms; see BinFor). A
 	// shorter run measures too few requests for its figures to mean anything (one request in
 	// a nanosecond is a throughput of a billion per second).
 	MinDuration = 100 * time.Millisecond

@@ -51,7 +51,7 @@ func Classify(err error) Class {
 		// The script ran; its reply could not be read, so it may have admitted.
 		return ClassUnknown
 	}
-	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, algorithms.ErrNotSent) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, algorithms.ErrCostUnsupported) ||
 		errors.Is(err, algorithms.ErrTemplate) {
 		return ClassFailed
@@ -91,6 +91,9 @@ type Outcome struct {
 	Class    Class
 	// Err is the request's error, nil for ClassOK.
 	Err error
+	// WaitShort, in a run whose plan has a Wait, says the WAIT after the request came back with
+	// fewer replicas than it asked for (its timeout passed), or with an error; false otherwise.
+	WaitShort bool
 }
 
 // Latency returns Received − Intended: the latency a caller of an open-loop schedule saw,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
 )
 
 // ErrBadPlan means a Plan is invalid; Plan.Validate wraps every problem with it.
@@ -104,6 +106,15 @@ type Plan struct {
 	// Share is this generator's segment of the load (see Share); the zero Share is the whole
 	// load. Closed loop, Clients must be at least Share.Count.
 	Share Share
+	// Wait, when enabled (Replicas > 0), follows every request with WAIT Replicas Timeout, in
+	// the same round trip and on the same connection (algorithms.WaitCall): each request's
+	// latency includes its WAIT, and Counts.WaitShort counts the WAITs that came back with
+	// fewer replicas than asked (or with no answer). Plain and pipeline mode (in a pipeline each
+	// request is followed by its own WAIT); autopipeline cannot send a WAIT on the connection
+	// of its request and is refused, and so is pipeline mode on a cluster client (see Run). With
+	// Wait.DenyShort, an admission whose WAIT came back short is recorded as a denial
+	// (Wait.Apply), as a caller that fails closed would take it.
+	Wait algorithms.Wait
 	// Start, when set, is the wall time of the run's offset 0: Run waits until then (or until
 	// its context ends) before the first tick. A Start already past starts the schedule in
 	// the past: the ticks already due are sent at once and count as late when they are more
@@ -206,6 +217,11 @@ func (p Plan) Validate() error {
 	}
 	if p.Cost != 0 {
 		field("cost", CheckCost(p.Cost))
+	}
+	if err := p.Wait.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: wait: %w", ErrBadPlan, err))
+	} else if p.Wait.Enabled() && p.Mode == ModeAutoPipeline {
+		bad("wait: WAIT cannot follow a request in autopipeline mode (its pipelines mix the requests of every client on any connection, and WAIT waits for its own connection's writes); use plain or pipeline")
 	}
 	if p.LateAfter < 0 {
 		bad("late_after must be >= 0, got %s", p.LateAfter)

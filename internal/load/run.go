@@ -52,6 +52,9 @@ type Counts struct {
 	// ClockMismatch counts server decision times inconsistent with the harness clock (see
 	// verify.AdmissionLog).
 	ClockMismatch uint64
+	// WaitShort counts, in a run whose plan has a Wait, the measured requests whose WAIT came
+	// back with fewer replicas than asked (its timeout passed) or with no answer (Outcome.WaitShort).
+	WaitShort uint64
 }
 
 // Errors returns Failed + Unknown.
@@ -71,6 +74,7 @@ func (c *Counts) add(o Counts) {
 	c.Dropped += o.Dropped
 	c.Narrowed += o.Narrowed
 	c.ClockMismatch += o.ClockMismatch
+	c.WaitShort += o.WaitShort
 }
 
 // Result is what one Run measured. Figures cover the measured part only (see Plan.Warmup).
@@ -150,6 +154,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 			r.clients[i] = "c" + strconv.Itoa(i)
 			r.skew[i] = p.Skew.Offset(i, p.Clients)
 		}
+	}
+	if _, cluster := c.(*redis.ClusterClient); cluster && p.Wait.Enabled() && p.Mode == ModePipeline {
+		return nil, fmt.Errorf("%w: wait: WAIT cannot follow each request in pipeline mode on a cluster (the cluster's pipelines send a WAIT, which has no key, to any master); use plain", ErrBadPlan)
 	}
 	r.own = ownConns(c, p)
 	if r.own != nil {

@@ -8,16 +8,86 @@ import (
 // The encoding of a Timeline (see Encoder).
 const timelineKind, timelineVersion = "lbtl", 1
 
-// BinFor returns the timeline bin for a measured part of d: the widest of 1s, 500ms, 250ms and
-// 100ms that divides d, so that the last bin is a whole bin and its rate is not understated; 1s
-// when none does.
-func BinFor(d time.Duration) time.Duration {
-	for _, b := range []time.Duration{time.Second, 500 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond} {
-		if d%b == 0 && d >= b {
-			return b
+// The bounds BinFor keeps the timeline's bin within.
+const (
+	// MinBins is the fewest bins BinFor gives a measured part: about 50 points per line, enough
+	// to see a burst of a 2 s run (20 ms bins) as a burst.
+	MinBins = 50
+	// MaxBins is the most bins BinFor gives a measured part: an hour of 1 s bins. It bounds what
+	// a timeline adds to result.json (five numbers a bin, about 60 bytes of indented JSON: some
+	// 220 kB per entry at most) and to an accuracy plot's SVG, whose 10-inch PNG shows no more
+	// than about a thousand bins anyway. It wins over the contracts' windows: a run longer than
+	// MaxBins windows gets bins wider than its narrowest window.
+	MaxBins = 3600
+	// MinBin is the narrowest bin: 1 ms, a contract window's resolution (windows are whole
+	// milliseconds), finer than any rate the plots can show.
+	MinBin = time.Millisecond
+)
+
+// BinFor returns the timeline bin for a measured part of length d, of a run whose contracts have
+// the given windows (their window lengths, a token bucket's refill period; a window <= 0 is
+// ignored): a round width of the 1-2-5 series (1 ms, 2 ms, 5 ms, 10 ms, … 1 s, 2 s, 5 s, …) that
+//
+//   - gives at least MinBins bins (width <= d/MinBins),
+//   - is no wider than the narrowest window, so a burst inside one window shows in its own bin,
+//   - gives at most MaxBins bins (width >= ⌈d/MaxBins⌉) and is at least MinBin wide,
+//
+// the widest such width that divides d (so that the last bin is a whole bin and its rate is not
+// understated), or the widest such width when none divides d. When the bounds leave no round
+// width, the width is a whole number of milliseconds between them, or the upper bound itself.
+// When MaxBins or MinBin conflict with the others (a run longer than MaxBins of its windows, a
+// window under 1 ms) they win: the width is the narrowest round width from max(⌈d/MaxBins⌉,
+// MinBin) on, the first one that divides d within a factor of 10 if any does. A d <= 0 gives
+// DefaultBin.
+//
+// For example a 2 s run of 1 s windows gets 20 ms bins (100 bins), a 10 s run 200 ms bins (50),
+// a 60 s run 1 s bins (60), an hour of 100 ms windows 1 s bins (3,600: the cap).
+func BinFor(d time.Duration, windows ...time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultBin
+	}
+	hi := d / MinBins
+	for _, w := range windows {
+		if w > 0 && w < hi {
+			hi = w
 		}
 	}
-	return time.Second
+	lo := max((d+MaxBins-1)/MaxBins, MinBin)
+	if hi < lo {
+		ws := roundWidths(lo, 10*lo)
+		for _, w := range ws {
+			if d%w == 0 {
+				return w
+			}
+		}
+		return ws[0] // the 1-2-5 series has a width in every factor of 2.5
+	}
+	ws := roundWidths(lo, hi)
+	if len(ws) == 0 {
+		if ms := hi.Truncate(time.Millisecond); ms >= lo {
+			return ms
+		}
+		return hi
+	}
+	for i := len(ws) - 1; i >= 0; i-- {
+		if d%ws[i] == 0 {
+			return ws[i]
+		}
+	}
+	return ws[len(ws)-1]
+}
+
+// roundWidths returns the widths of the 1-2-5 series of milliseconds within [lo, hi], ascending.
+func roundWidths(lo, hi time.Duration) []time.Duration {
+	var out []time.Duration
+	for m := time.Millisecond; m <= hi; m *= 10 {
+		for _, f := range []time.Duration{1, 2, 5} {
+			if w := f * m; w >= lo && w <= hi {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
 }
 
 // Bin is one interval of a Timeline. Counts are requests, by the bin their intended time fell

@@ -21,6 +21,8 @@ type worker struct {
 	// calls send the worker's requests, one per request of a batch: built once, so that a
 	// request allocates nothing of its own (see algorithms.Call).
 	calls []algorithms.Call
+	// waits are calls as WaitCalls when the plan has a Wait (the same objects); nil otherwise.
+	waits []*algorithms.WaitCall
 
 	// cmd takes the worker's plain requests: the runner's cmd, or conn. pipe, in pipeline mode,
 	// is a pipeline on c or on conn; nil otherwise.
@@ -44,7 +46,15 @@ func newWorker(r *runner, id int) *worker {
 		outs:  make([]Outcome, r.p.PipelineDepth),
 		calls: make([]algorithms.Call, r.p.PipelineDepth),
 	}
+	if r.p.Wait.Enabled() {
+		w.waits = make([]*algorithms.WaitCall, len(w.calls))
+	}
 	for i := range w.calls {
+		if w.waits != nil {
+			w.waits[i] = algorithms.NewWaitCall(r.lim, r.p.Wait)
+			w.calls[i] = w.waits[i]
+			continue
+		}
 		w.calls[i] = r.lim.NewCall()
 	}
 	return w
@@ -196,6 +206,10 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 		d, err := call.Result()
 		o.Received = time.Since(r.start)
 		o.Decision, o.Err, o.Class = d, err, Classify(err)
+		if w.waits != nil {
+			o.WaitShort = w.waits[0].Short()
+			o.Decision = r.p.Wait.Apply(o.Decision, o.WaitShort)
+		}
 	} else {
 		for i := range outs {
 			o := &outs[i]
@@ -212,6 +226,10 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 			d, err := w.calls[i].Result()
 			o.Received = recv
 			o.Decision, o.Err, o.Class = d, err, Classify(err)
+			if w.waits != nil {
+				o.WaitShort = w.waits[i].Short()
+				o.Decision = r.p.Wait.Apply(o.Decision, o.WaitShort)
+			}
 		}
 	}
 	w.record(outs)
@@ -265,6 +283,9 @@ func (w *worker) record(outs []Outcome) {
 		}
 		if o.Sent-o.Intended > r.p.LateAfter {
 			c.Late++
+		}
+		if o.WaitShort {
+			c.WaitShort++
 		}
 	}
 	r.requests.Add(uint64(len(outs)))

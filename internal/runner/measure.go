@@ -182,6 +182,8 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 
 	p := s.Plan()
+	// Bins fine enough to show a burst, as fine for every algorithm of the run (see BinFor).
+	p.Bin = load.BinFor(p.Duration, append(contractWindows(contract), o.windows...)...)
 	sharedClock, clientClock := tgt.Info.SharedClock && seg == nil, a.Describe().Clock == algorithms.ClockClient
 	var serverClock *load.ClockOffset
 	var realOffset load.ClockOffset // the offset to the server's clock measured by the real clock
@@ -497,8 +499,31 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	e.Verification, e.Accuracy = vm.Sections()
 	e.ErrorClasses = rec.errs.Classes(res.Plan.Warmup)
 	series := rec.tl.Series()
-	e.Timeline = report.Timeline{Series: series, Limit: vm.BinLimits(rec.tl.Width, len(series.Offered))}
+	e.Timeline = report.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered))}
 	return e
+}
+
+// binLimits returns the contract's limit for each of n timeline bins of width bin
+// (verify.Measurement.BinLimits: its steady allowance times the scopes offered requests), with
+// the scopes counted over spans of k whole bins about as long as the contract's narrowest window
+// (k = ⌊window / bin⌋, at least 1), each bin taking 1/k of its span's limit. Bins much finer than
+// the window (load.BinFor) would otherwise make the limit line jump with the subjects that
+// happened to send within each bin; so it shows the contract's rate for the subjects in play
+// around it. nil without a contract.
+func binLimits(vm verify.Measurement, bin time.Duration, n int) []float64 {
+	k := 1
+	if ws := contractWindows(vm.Contract); len(ws) > 0 && bin > 0 {
+		k = max(1, int(slices.Min(ws)/bin))
+	}
+	spans := vm.BinLimits(time.Duration(k)*bin, (n+k-1)/k)
+	if spans == nil {
+		return nil
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = report.Round3(spans[i/k] / float64(k))
+	}
+	return out
 }
 
 // prepareContext returns the context to prepare an algorithm with for the scenario's call mode:

@@ -208,6 +208,9 @@ func mergeEntry(parts []Part, i int, st *report.Settings) (*report.Entry, error)
 		Duration: duration, Canceled: canceled, Counts: counts, Scheduled: scheduled,
 		Subjects: st.Keys.Names(), Clients: clientNames(st.Clients),
 	}
+	if st.Wait != nil {
+		res.Plan.Wait = *st.Wait
+	}
 	res.Behind = load.Behind(scheduled, counts.Missed, counts.Late)
 	if s := duration.Seconds(); s > 0 {
 		res.OfferedRate = float64(scheduled) / s

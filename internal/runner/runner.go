@@ -106,6 +106,11 @@ type Options struct {
 	// Segment, when set, makes the run one segment of a segmented run (see Segment); Repeat
 	// must then be 1.
 	Segment *Segment
+
+	// windows are the windows of every contract of the run (see contractWindows), which Run
+	// fills in so that every measurement of a run has the same timeline bin, no wider than the
+	// narrowest window (load.BinFor). Measure adds the measured algorithm's own.
+	windows []time.Duration
 }
 
 // Progress is a live view of one measurement.
@@ -177,6 +182,11 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 		}
 		algs = append(algs, a)
 	}
+	for _, a := range algs {
+		if c, err := a.Contract(s.Limit); err == nil { // Measure reports the error
+			o.windows = append(o.windows, contractWindows(c)...)
+		}
+	}
 
 	runID := NewRunID()
 	if o.Segment != nil {
@@ -223,6 +233,23 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 		}
 	}
 	return finish(nil)
+}
+
+// contractWindows returns the windows of c and of the contracts it holds at the same time (Also):
+// a window's length, a token bucket's refill period (the time its Limit permits refill in); none
+// for NoContract. The timeline's bin is no wider than the narrowest (load.BinFor).
+func contractWindows(c algorithms.Contract) []time.Duration {
+	var out []time.Duration
+	switch c.Kind {
+	case algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.FirstHitWindow:
+		out = append(out, c.Window)
+	case algorithms.TokenBucket:
+		out = append(out, c.RefillPer)
+	}
+	for _, a := range c.Also {
+		out = append(out, contractWindows(a)...)
+	}
+	return out
 }
 
 // Resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
