@@ -49,6 +49,7 @@
 //	  - "p99 < 5ms"
 //	  - "gcra: efficiency > 0.95"
 //	persistence: none           # default none; none | aof-everysec | aof-always (servers limitbench starts)
+//	replicas: 1                 # default 0 (the --replicas flag decides); replicas per master in cluster and sentinel
 //	faults:                     # default none; see Faults
 //	  - {at: 2s, kind: restart, target: master}
 //	wait_replicas: 1            # default 0 (none); follow every request with WAIT 1 (see Waiting for replicas)
@@ -224,9 +225,14 @@
 // masters, node:HOST:PORT; default master), duration (required for pause, latency, reset and
 // blackhole, refused for the others; the fault must end within the measured part), recovery
 // (default: limit.window), latency and jitter (latency only, whole milliseconds), drop
-// (blackhole only) and mode (failover only: default, force, takeover, kill). latency, reset
-// and blackhole act on the network between the load generator and the targeted nodes (a proxy
-// in front of each node); they are the only kinds allowed on an external Redis (CheckEnvironment).
+// (blackhole only), mode (failover only: default, force, takeover, kill; target masters fails
+// every shard over at once, in mode takeover on a cluster) and link (latency, reset and
+// blackhole only: client, the default, or replication). latency, reset and blackhole act on the
+// network between the load generator and the targeted nodes (a proxy in front of each node), or
+// with link: replication on the link from each targeted master (master, master:N or masters) to
+// its replicas (a proxy the master is announced by, put in place before the load); on the client
+// link they are the only kinds allowed on an external Redis (CheckEnvironment). replicas gives
+// each master of a cluster or Sentinel group that many replicas (a --replicas flag wins).
 //
 // persistence decides what a restart loses: none keeps nothing, aof-everysec may lose the last
 // second, aof-always nothing acknowledged.
@@ -254,7 +260,7 @@
 // # Standard suite
 //
 // smoke, hot-key-overload, many-keys-zipf, cluster-spread, clock-skew, boundary-burst, saturation,
-// demo, restart, slow-link, sentinel-failover, wait-replicas, and hunt-published (for `limitbench
-// hunt`: the published variants a short run trips only by luck); each file's description says what
-// it shows.
+// demo, restart, slow-link, sentinel-failover, sentinel-failover-lag, failover, wait-replicas, and
+// hunt-published (for `limitbench hunt`: the published variants a short run trips only by luck);
+// each file's description says what it shows.
 package scenarios

@@ -24,7 +24,8 @@ const (
 	// FaultPause freezes the targeted servers (SIGSTOP, or docker pause) for Duration, then
 	// resumes them: connections stay open, nothing is answered meanwhile.
 	FaultPause FaultKind = "pause"
-	// FaultFailover promotes a replica of the targeted master (cluster or sentinel), in Mode.
+	// FaultFailover promotes a replica of the targeted master (cluster or sentinel), in Mode;
+	// target masters fails every shard over at once (on a cluster in mode takeover only).
 	FaultFailover FaultKind = "failover"
 	// FaultFlushScripts runs SCRIPT FLUSH on the targeted servers: the next EVALSHA meets
 	// NOSCRIPT.
@@ -50,6 +51,32 @@ var FaultKinds = []FaultKind{FaultKill, FaultRestart, FaultPause, FaultFailover,
 // a proxy in front of each node) rather than on a server.
 func (k FaultKind) Network() bool {
 	return k == FaultLatency || k == FaultReset || k == FaultBlackhole
+}
+
+// FaultLink names the link a network fault acts on.
+type FaultLink string
+
+// Links of a network fault.
+const (
+	// LinkClient is the default (""): the link between the load generator and the targeted
+	// nodes (a proxy in front of each node, which the load's clients dial).
+	LinkClient FaultLink = ""
+	// LinkReplication is the link from each targeted master to its replicas (a proxy that the
+	// master is announced by, so that its replicas, and on sentinel the Sentinels, reach it
+	// through it; faults.Network.ProxyReplication). Its target names masters (master, master:N,
+	// masters); the load's clients never cross it. A latency fault there makes the replicas
+	// lag by about the latency (the replication stream is delayed towards the replicas), a
+	// blackhole stops replication for the duration, a reset breaks the link (the replicas
+	// reconnect and resync partially).
+	LinkReplication FaultLink = "replication"
+)
+
+// String returns "client" or "replication".
+func (l FaultLink) String() string {
+	if l == LinkClient {
+		return "client"
+	}
+	return string(l)
 }
 
 // lasts reports whether k has a duration: pause and the network faults. The others act once.
@@ -80,10 +107,14 @@ type Fault struct {
 	// Mode, for failover only: "" (coordinated), force, takeover (cluster) or kill (see
 	// redisenv.FailoverMode).
 	Mode redisenv.FailoverMode
+	// Link, for network faults only: which link the fault acts on, LinkClient (the zero value,
+	// "client" in a file) or LinkReplication ("replication": from each targeted master to its
+	// replicas; needs replicas, a master target and a server limitbench started).
+	Link FaultLink
 }
 
-// Name describes f in a few words: "restart master at 2s", "latency 50ms±10ms on masters at
-// 1s for 2s".
+// Name describes f in a few words: "restart master at 2s", "latency 50ms±10ms masters at 1s
+// for 2s", "latency 300ms replication link of master:0 at 1s for 2s".
 func (f Fault) Name() string {
 	s := string(f.Kind)
 	if f.Kind == FaultLatency {
@@ -98,6 +129,9 @@ func (f Fault) Name() string {
 	if f.Kind == FaultBlackhole && f.Drop {
 		s += " (drop)"
 	}
+	if f.Link == LinkReplication {
+		s += " replication link of"
+	}
 	s += " " + f.Target.String() + " at " + f.At.String()
 	if f.Duration > 0 {
 		s += " for " + f.Duration.String()
@@ -110,7 +144,7 @@ func (f Fault) Name() string {
 func (f Fault) Window() (from, to time.Duration) { return f.At, f.At + f.Duration + f.Recovery }
 
 // faultFields are the fields of a faults entry.
-var faultFields = []string{"at", "kind", "target", "duration", "recovery", "latency", "jitter", "drop", "mode"}
+var faultFields = []string{"at", "kind", "target", "duration", "recovery", "latency", "jitter", "drop", "mode", "link"}
 
 // faults decodes the faults list; an entry without recovery takes the limit's window, filled in
 // by the validation (the window may be given after the faults).
@@ -148,6 +182,14 @@ func (d *decoder) faults(n *yaml.Node) []Fault {
 				ft.Mode = redisenv.FailoverMode(s)
 			}
 		}
+		if v := m["link"]; v != nil {
+			if s, ok := d.str(v, f+".link"); ok {
+				if s == "client" {
+					s = ""
+				}
+				ft.Link = FaultLink(s)
+			}
+		}
 		if m != nil {
 			for _, req := range []string{"at", "kind"} {
 				if m[req] == nil {
@@ -160,10 +202,13 @@ func (d *decoder) faults(n *yaml.Node) []Fault {
 	return out
 }
 
-// faults checks the faults list and persistence.
+// faults checks the faults list, persistence and replicas.
 func (c *checker) faults() {
 	s := c.s
 	c.faultThresholds()
+	if s.Replicas < 0 || s.Replicas > 5 {
+		c.add("replicas", "must be between 0 and 5 (replicas per master), got %d", s.Replicas)
+	}
 	switch s.Persistence {
 	case redisenv.PersistenceNone, redisenv.PersistenceAOFEverySec, redisenv.PersistenceAOFAlways:
 	default:
@@ -222,8 +267,16 @@ func (c *checker) faults() {
 		} else if c.s.present(f + ".mode") {
 			c.add(f+".mode", "only for kind failover, not %s", ft.Kind)
 		}
-		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != "" {
-			c.add(f+".target", "failover acts on a master (master or master:N), not %s", ft.Target)
+		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
+			c.add(f+".target", "failover acts on masters (master, master:N or masters), not %s", ft.Target)
+		}
+		switch {
+		case ft.Link != LinkClient && ft.Link != LinkReplication:
+			c.add(f+".link", "unknown link %q; use client (between the load and Redis) or replication (from a master to its replicas)", ft.Link)
+		case !ft.Kind.Network() && c.s.present(f+".link"):
+			c.add(f+".link", "only for the network faults (latency, reset, blackhole), not %s", ft.Kind)
+		case ft.Link == LinkReplication && ft.Target.Kind != "" && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters:
+			c.add(f+".target", "the replication link is named by its master (master, master:N or masters), not %s", ft.Target)
 		}
 	}
 }
@@ -241,9 +294,10 @@ func (c *checker) faultThresholds() {
 }
 
 // CheckEnvironment reports, as problems of s's file, the faults and persistence that env cannot
-// carry out in topology: on an external Redis only network faults (never kill, pause or flush a
-// server limitbench did not start) and no persistence; a failover needs a replica (cluster with
-// replicas, or sentinel); a replica target too. nil when everything can run.
+// carry out in topology: on an external Redis only network faults on the client link (never
+// kill, pause, flush or reroute a server limitbench did not start) and no persistence; a
+// failover needs a replica (cluster with replicas, or sentinel); a replica target and the
+// replication link too. nil when everything can run.
 func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topology) error {
 	var probs []Problem
 	add := func(field, format string, a ...any) {
@@ -253,16 +307,23 @@ func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topol
 	if external && s.Persistence != redisenv.PersistenceNone && s.Persistence != "" {
 		add("persistence", "applies to servers limitbench starts, not to an external Redis")
 	}
-	replicas := env.Replicas > 0 || topology == redisenv.TopologySentinel
+	replicas := env.Replicas > 0 || (s.Replicas > 0 && !external) || topology == redisenv.TopologySentinel
 	for i, ft := range s.Faults {
 		f := fmt.Sprintf("faults[%d]", i)
 		switch {
 		case external && !ft.Kind.Network():
 			add(f+".kind", "%s acts on a server limitbench started; on an external Redis only latency, reset and blackhole are allowed", ft.Kind)
+		case external && ft.Link == LinkReplication:
+			add(f+".link", "the replication link is rerouted through a proxy on servers limitbench started; on an external Redis only the client link is allowed")
+		case ft.Link == LinkReplication && !replicas:
+			add(f+".link", "the replication link needs a replica: topology sentinel, or cluster with replicas: N (or --replicas) (topology %s here)", topology)
 		case ft.Kind == FaultFailover && !replicas:
-			add(f+".kind", "failover needs a replica: topology sentinel, or cluster with --replicas (topology %s here)", topology)
+			add(f+".kind", "failover needs a replica: topology sentinel, or cluster with replicas: N (or --replicas) (topology %s here)", topology)
 		case ft.Target.Kind == redisenv.SelectReplica && !replicas:
-			add(f+".target", "%s: topology %s has no replica here (use topology sentinel, or cluster with --replicas)", ft.Target, topology)
+			add(f+".target", "%s: topology %s has no replica here (use topology sentinel, or cluster with replicas: N or --replicas)", ft.Target, topology)
+		case ft.Kind == FaultFailover && ft.Target.Kind == redisenv.SelectMasters && topology == redisenv.TopologyCluster &&
+			ft.Mode != redisenv.FailoverTakeover:
+			add(f+".mode", "a failover of every master at once needs mode takeover on a cluster (the other modes need the masters' votes, and a master votes once per epoch; kill would leave no majority)")
 		case ft.Target.Shard > 0 && topology != redisenv.TopologyCluster:
 			add(f+".target", "%s: topology %s has shard 0 only", ft.Target, topology)
 		}

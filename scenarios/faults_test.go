@@ -20,6 +20,9 @@ faults:
   - {at: 4s, kind: blackhole, target: "node:127.0.0.1:7000", duration: 1s, drop: true}
   - {at: 5s, kind: failover, target: "master:1", mode: kill}
   - {at: 6s, kind: failover, mode: default}
+  - {at: 7s, kind: latency, link: replication, target: masters, duration: 2s, latency: 300ms, jitter: 50ms}
+  - {at: 7s, kind: reset, link: client, duration: 1s}
+  - {at: 8s, kind: failover, target: masters, mode: takeover}
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +36,11 @@ faults:
 		{At: 5 * time.Second, Kind: FaultFailover, Target: redisenv.Selector{Kind: redisenv.SelectMaster, Shard: 1},
 			Recovery: 2 * time.Second, Mode: redisenv.FailoverKill},
 		{At: 6 * time.Second, Kind: FaultFailover, Recovery: 2 * time.Second},
+		{At: 7 * time.Second, Kind: FaultLatency, Target: redisenv.Selector{Kind: redisenv.SelectMasters}, Duration: 2 * time.Second,
+			Recovery: 2 * time.Second, Latency: 300 * time.Millisecond, Jitter: 50 * time.Millisecond, Link: LinkReplication},
+		{At: 7 * time.Second, Kind: FaultReset, Duration: time.Second, Recovery: 2 * time.Second},
+		{At: 8 * time.Second, Kind: FaultFailover, Target: redisenv.Selector{Kind: redisenv.SelectMasters}, Recovery: 2 * time.Second,
+			Mode: redisenv.FailoverTakeover},
 	}
 	if diff := cmp.Diff(want, s.Faults); diff != "" {
 		t.Errorf("faults (-want +got):\n%s", diff)
@@ -41,6 +49,9 @@ faults:
 		t.Errorf("persistence %q", s.Persistence)
 	}
 	if got := s.Faults[1].Name(); got != "latency 50ms±10ms masters at 1s for 3s" {
+		t.Errorf("name %q", got)
+	}
+	if got := s.Faults[5].Name(); got != "latency 300ms±50ms replication link of masters at 7s for 2s" {
 		t.Errorf("name %q", got)
 	}
 	if from, to := s.Faults[1].Window(); from != time.Second || to != 4500*time.Millisecond {
@@ -68,10 +79,18 @@ func TestFaultsInvalid(t *testing.T) {
 		{"drop on pause", "- {at: 1s, kind: pause, duration: 1s, drop: true}", []string{"faults[0].drop: only for kind blackhole"}},
 		{"bad mode", "- {at: 1s, kind: failover, mode: gently}", []string{`faults[0].mode: unknown failover mode "gently"`}},
 		{"mode on kill", "- {at: 1s, kind: kill, mode: force}", []string{"faults[0].mode: only for kind failover"}},
-		{"failover of a replica", "- {at: 1s, kind: failover, target: replica}", []string{"faults[0].target: failover acts on a master"}},
+		{"failover of a replica", "- {at: 1s, kind: failover, target: replica}", []string{"faults[0].target: failover acts on masters"}},
 		{"bad target", "- {at: 1s, kind: kill, target: primary}", []string{`faults[0].target: "primary": want master`}},
 		{"negative recovery", "- {at: 1s, kind: kill, recovery: -1s}", []string{"faults[0].recovery: must be >= 0"}},
 		{"not a list", "{at: 1s}", []string{"faults: must be a list"}},
+		{"unknown link", "- {at: 1s, kind: latency, duration: 1s, latency: 5ms, link: backbone}", []string{`faults[0].link: unknown link "backbone"`}},
+		{"link on a restart", "- {at: 1s, kind: restart, link: replication}", []string{"faults[0].link: only for the network faults"}},
+		{"link client on a kill", "- {at: 1s, kind: kill, link: client}", []string{"faults[0].link: only for the network faults"}},
+		{"replication link of a replica", "- {at: 1s, kind: reset, duration: 1s, link: replication, target: replica}",
+			[]string{"faults[0].target: the replication link is named by its master"}},
+		{"replication link of a node", `- {at: 1s, kind: blackhole, duration: 1s, link: replication, target: "node:127.0.0.1:7000"}`,
+			[]string{"faults[0].target: the replication link is named by its master"}},
+		{"failover of a node", `- {at: 1s, kind: failover, target: "node:127.0.0.1:7000"}`, []string{"faults[0].target: failover acts on masters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +111,12 @@ func TestFaultsInvalid(t *testing.T) {
 			}
 		})
 	}
+	for _, bad := range []string{"-1", "6"} {
+		_, err := parseString(t, "replicas", faultBase+"replicas: "+bad+"\n")
+		if err == nil || !strings.Contains(err.Error(), "replicas.yaml:4: replicas: must be between 0 and 5") {
+			t.Errorf("replicas %s: %v", bad, err)
+		}
+	}
 	_, err := parseString(t, "persistence", faultBase+"persistence: sometimes\n")
 	if err == nil || !strings.Contains(err.Error(), `persistence.yaml:4: persistence: unknown persistence "sometimes"`) {
 		t.Errorf("bad persistence: %v", err)
@@ -106,6 +131,8 @@ faults:
   - {at: 2s, kind: failover}
   - {at: 2s, kind: pause, target: replica, duration: 1s}
   - {at: 2s, kind: kill, target: "master:2"}
+  - {at: 3s, kind: latency, link: replication, duration: 1s, latency: 100ms}
+  - {at: 4s, kind: failover, target: masters, mode: force}
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +145,17 @@ faults:
 		not  []string
 	}{
 		{"external", redisenv.Config{Backend: redisenv.BackendExternal}, redisenv.TopologySingle,
-			[]string{"env.yaml:4: persistence: applies to servers", "env.yaml:6: faults[0].kind: restart acts on a server", "faults[2].kind: failover acts", "faults[3].kind: pause", "faults[4].kind: kill"},
+			[]string{"env.yaml:4: persistence: applies to servers", "env.yaml:6: faults[0].kind: restart acts on a server", "faults[2].kind: failover acts",
+				"faults[3].kind: pause", "faults[4].kind: kill", "env.yaml:11: faults[5].link: the replication link is rerouted"},
 			[]string{"faults[1]"}},
 		{"single", redisenv.Config{Backend: redisenv.BackendProcess}, redisenv.TopologySingle,
-			[]string{"faults[2].kind: failover needs a replica", "faults[3].target: replica: topology single has no replica", "faults[4].target: master:2: topology single has shard 0 only"},
+			[]string{"faults[2].kind: failover needs a replica", "faults[3].target: replica: topology single has no replica",
+				"faults[4].target: master:2: topology single has shard 0 only", "faults[5].link: the replication link needs a replica"},
 			[]string{"faults[0]", "faults[1]", "persistence"}},
 		{"sentinel", redisenv.Config{Backend: redisenv.BackendContainer}, redisenv.TopologySentinel,
-			[]string{"faults[4].target"}, []string{"faults[0]", "faults[1]", "faults[2]", "faults[3]"}},
-		{"cluster with replicas", redisenv.Config{Backend: redisenv.BackendProcess, Replicas: 1}, redisenv.TopologyCluster, nil, nil},
+			[]string{"faults[4].target"}, []string{"faults[0]", "faults[1]", "faults[2]", "faults[3]", "faults[5]", "faults[6]"}},
+		{"cluster with replicas", redisenv.Config{Backend: redisenv.BackendProcess, Replicas: 1}, redisenv.TopologyCluster,
+			[]string{"faults[6].mode: a failover of every master at once needs mode takeover"}, []string{"faults[5]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,5 +195,28 @@ func TestFaultExcessThreshold(t *testing.T) {
 	}
 	if _, err := parseString(t, "fe", faultBase+"algorithms: [gcra]\nthresholds: [\"gcra: fault_excess <= 0\"]\nfaults: [{at: 1s, kind: restart}]\n"); err != nil {
 		t.Errorf("fault_excess with faults: %v", err)
+	}
+}
+
+// The scenario's replicas stand in for --replicas: a failover or a replication link on a cluster
+// needs no flag then; on an external Redis they count for nothing.
+func TestFaultsScenarioReplicas(t *testing.T) {
+	s, err := parseString(t, "reps", faultBase+`replicas: 1
+faults:
+  - {at: 1s, kind: latency, link: replication, duration: 1s, latency: 100ms}
+  - {at: 2s, kind: failover, mode: force}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Replicas != 1 {
+		t.Errorf("replicas %d; want 1", s.Replicas)
+	}
+	if err := s.CheckEnvironment(redisenv.Config{Backend: redisenv.BackendProcess}, redisenv.TopologyCluster); err != nil {
+		t.Errorf("cluster with the scenario's replica: %v", err)
+	}
+	err = s.CheckEnvironment(redisenv.Config{Backend: redisenv.BackendExternal}, redisenv.TopologyCluster)
+	if err == nil || !strings.Contains(err.Error(), "faults[0].link") || !strings.Contains(err.Error(), "faults[1].kind") {
+		t.Errorf("external: %v; want both faults refused", err)
 	}
 }

@@ -42,7 +42,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 var topFields = []string{
 	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
 	"client_mode", "pipeline_depth", "call", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
-	"expect", "thresholds", "persistence", "faults", "wait_replicas", "wait_timeout", "wait_short",
+	"expect", "thresholds", "persistence", "replicas", "faults", "wait_replicas", "wait_timeout", "wait_short",
 }
 
 func parse(name string, data []byte, builtins []string) (*Scenario, error) {
@@ -354,6 +354,7 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 			s.Persistence = redisenv.Persistence(v)
 		}
 	}
+	set(&s.Replicas, m["replicas"], "replicas", d.int)
 	if n := m["faults"]; n != nil {
 		s.Faults = d.faults(n)
 	}

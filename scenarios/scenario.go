@@ -77,6 +77,11 @@ type Scenario struct {
 	// Persistence is what the servers limitbench starts keep on disk, which decides what a
 	// restart loses; default none.
 	Persistence redisenv.Persistence
+	// Replicas is how many replicas each master has when limitbench starts a cluster or a
+	// Sentinel group (0 to 5; default 0: the --replicas flag decides, and a Sentinel group gets
+	// 1); a --replicas flag other than 0 overrides it. Single topologies and an external Redis
+	// ignore it. A failover or a fault on the replication link needs a replica.
+	Replicas int
 	// Faults is the fault schedule of every measurement, in the file's order (see Fault).
 	Faults []Fault
 	// Wait follows every request with WAIT Wait.Replicas Wait.Timeout, pipelined with it on its

@@ -42,7 +42,8 @@ func TestSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"smoke", "hot-key-overload", "many-keys-zipf", "cluster-spread", "clock-skew",
-		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover", "wait-replicas", "hunt-published"}
+		"boundary-burst", "saturation", "demo", "restart", "slow-link", "sentinel-failover", "sentinel-failover-lag",
+		"failover", "wait-replicas", "hunt-published"}
 	have := map[string]bool{}
 	for _, f := range files {
 		have[strings.TrimSuffix(f, ".yaml")] = true

@@ -55,7 +55,11 @@
 // through redisenv's Target.RouteReplication): there the announced address is the only way in,
 // since a replica dials the address its master announces (cluster) or the Sentinels give it.
 // The Network's Dialer maps that announced address to the master's client proxy too, so the
-// generator's clients never cross the replication proxy.
+// generator's clients never cross the replication proxy, and the node watch takes a replica that
+// follows the proxy to follow the master itself (WatchOptions.MasterOf, redisenv's
+// Target.RealAddr), so that a promotion names the master it deposes. A scenario asks for it with
+// link: replication on a latency, reset or blackhole fault; the runner puts the proxies in place
+// before the load and the fault acts on them at its time.
 //
 // The proxies come from Shopify's toxiproxy (github.com/Shopify/toxiproxy/v2), run in process:
 // its Proxy and ToxicCollection types are used directly, without its HTTP API or its server

@@ -303,3 +303,48 @@ func waitOK(ctx context.Context, t *testing.T, what string, cond func() error) {
 		}
 	}
 }
+
+// Regression: after a Sentinel failover under a replication proxy the Sentinels knew the former
+// master by the proxy's address only, so once Close shut the proxy they could never reconfigure
+// it: it stayed a master of its own, and the next ProxyReplication found no replica up. Close
+// now has it follow the new master and the Sentinels monitor that afresh.
+func TestReplicationProxySentinelFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fails a Sentinel group over")
+	}
+	target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologySentinel})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	master := target.Info.Nodes[0].Addr
+	n := network(t, target)
+	rp, err := n.ProxyReplication(ctx, target, master)
+	if err != nil {
+		t.Fatalf("ProxyReplication(%s): %v", master, err)
+	}
+	promoted, err := target.Failover(ctx, master, redisenv.FailoverCoordinated)
+	if err != nil {
+		t.Fatalf("Failover(%s): %v", master, err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	mc := redis.NewClient(target.NodeOptions(master))
+	defer mc.Close()
+	checkFollows(ctx, t, mc, promoted)
+	sc := redis.NewSentinelClient(target.NodeOptions(target.Info.Sentinels[0]))
+	defer sc.Close()
+	replicas, err := sc.Replicas(ctx, target.Info.MasterName).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replicas {
+		if a := net.JoinHostPort(r["ip"], r["port"]); a == rp.Addr() {
+			t.Errorf("the Sentinels still list the closed proxy %s as a replica: %v", a, replicas)
+		}
+	}
+	// The next measurement's route goes through.
+	n2 := network(t, target)
+	if _, err := n2.ProxyReplication(ctx, target, promoted); err != nil {
+		t.Errorf("ProxyReplication(%s) after the failover: %v", promoted, err)
+	}
+}

@@ -362,6 +362,11 @@ type WatchOptions struct {
 	// NodeOptions, when set, gives the client options of one node (TLS, database) instead of
 	// a plain client with Username and Password; Watcher sets the pool and timeouts itself.
 	NodeOptions func(addr string) *redis.Options
+	// MasterOf, when set, gives the node a replica's master address stands for: a replica
+	// that follows its master through a replication proxy (Network.ProxyReplication) names the
+	// proxy's address in INFO replication, and the events should name the master. nil keeps
+	// the address as the replica gives it.
+	MasterOf func(addr string) string
 	// OnEvent, when set, is called with each event as it is found, from the goroutine that
 	// polls its node: one node's events arrive in order. It must not block for long.
 	OnEvent func(Event)
@@ -410,7 +415,8 @@ func Watch(ctx context.Context, nodes []string, o WatchOptions) *Watcher {
 }
 
 // WatchTarget watches every node of Info.Nodes of t (not the Sentinels) with t's credentials and
-// TLS settings.
+// TLS settings; a replica that follows its master through a replication proxy is taken to follow
+// the master (redisenv's Target.RealAddr), so that a promotion names the master it deposes.
 func WatchTarget(ctx context.Context, t *redisenv.Target, o WatchOptions) *Watcher {
 	var nodes []string
 	for _, n := range t.Info.Nodes {
@@ -418,6 +424,9 @@ func WatchTarget(ctx context.Context, t *redisenv.Target, o WatchOptions) *Watch
 	}
 	if o.NodeOptions == nil {
 		o.NodeOptions = t.NodeOptions
+	}
+	if o.MasterOf == nil {
+		o.MasterOf = t.RealAddr
 	}
 	return Watch(ctx, nodes, o)
 }
@@ -534,6 +543,9 @@ func (w *Watcher) poll(ctx context.Context, c *redis.Client, node string) Snapsh
 		return Snapshot{Node: node, Sent: sent, At: at, Err: err.Error()}
 	}
 	s.Sent = sent
+	if s.MasterAddr != "" && w.opts.MasterOf != nil {
+		s.MasterAddr = w.opts.MasterOf(s.MasterAddr)
+	}
 	return s
 }
 

@@ -349,7 +349,7 @@ func (t *Target) sentinelsAgreeOnNew(ctx context.Context, old string) (string, e
 		if len(got) != 2 {
 			return "", fmt.Errorf("%s: SENTINEL GET-MASTER-ADDR-BY-NAME = %v", a, got)
 		}
-		m := t.realAddr(net.JoinHostPort(got[0], got[1]))
+		m := t.RealAddr(net.JoinHostPort(got[0], got[1]))
 		if m == old {
 			return "", fmt.Errorf("%s still names %s", a, old)
 		}
@@ -401,7 +401,7 @@ func (t *Target) sentinelMaster(ctx context.Context) (string, error) {
 		if len(got) != 2 {
 			return fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME = %v", got)
 		}
-		m = t.realAddr(net.JoinHostPort(got[0], got[1]))
+		m = t.RealAddr(net.JoinHostPort(got[0], got[1]))
 		return nil
 	})
 	if err != nil {
@@ -466,9 +466,9 @@ func (t *Target) LiveNodes(ctx context.Context) ([]Node, error) {
 			if err != nil {
 				return err
 			}
-			out = []Node{{Addr: t.realAddr(net.JoinHostPort(m["ip"], m["port"])), Role: RoleMaster, Down: sentinelDown(m["flags"])}}
+			out = []Node{{Addr: t.RealAddr(net.JoinHostPort(m["ip"], m["port"])), Role: RoleMaster, Down: sentinelDown(m["flags"])}}
 			for _, r := range reps {
-				out = append(out, Node{Addr: t.realAddr(net.JoinHostPort(r["ip"], r["port"])), Role: RoleReplica,
+				out = append(out, Node{Addr: t.RealAddr(net.JoinHostPort(r["ip"], r["port"])), Role: RoleReplica,
 					Down: sentinelDown(r["flags"]) || r["master-link-status"] != "ok"})
 			}
 			return nil

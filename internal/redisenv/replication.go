@@ -31,8 +31,12 @@ import (
 //
 // Clients that should not cross via (the load generator's) must map via to another path, as
 // faults.Network's Dialer does. A single server has no replica (ErrBadConfig); an external target
-// refuses (ErrNotStarted). After a failover undo only closes what still applies: a cluster master
-// announces its own port again; Sentinels that name another master are left as they are.
+// refuses (ErrNotStarted). RealAddr names addr for via until undo. undo returns on a cluster
+// once every node that answers names the master by its own port again (a client made after it
+// never reads via). After a failover undo restores what still applies: a cluster master
+// announces its own port again; Sentinels that name another master monitor it afresh, and every
+// other server that answers (the former master among them, which the Sentinels knew by via only)
+// follows it.
 func (t *Target) RouteReplication(ctx context.Context, addr, via string) (undo func(context.Context) error, err error) {
 	if _, err := t.node(addr); err != nil {
 		return nil, err
@@ -84,15 +88,24 @@ func (t *Target) routeClusterReplication(ctx context.Context, addr, via string) 
 		}
 		return nil
 	}
+	t.setAlias(via, addr)
 	if err := announce(ctx, viaPort); err != nil {
+		t.setAlias(via, "")
 		return nil, err
 	}
 	if err := t.waitReplicasFollow(ctx, replicas, via); err != nil {
 		_ = announce(context.Background(), "0")
+		t.setAlias(via, "")
 		return nil, fmt.Errorf("route replication of %s through %s: %w", addr, via, err)
 	}
 	return func(ctx context.Context) error {
 		if err := announce(ctx, "0"); err != nil {
+			return err
+		}
+		defer t.setAlias(via, "")
+		// Every node learns the master's own port again from its next ping; until then a new
+		// client may read the proxy's (closed by then) in CLUSTER SLOTS.
+		if err := t.waitAnnounced(ctx, master.ID, addr); err != nil {
 			return err
 		}
 		// Wait for the replicas that still follow this master.
@@ -141,7 +154,24 @@ func (t *Target) routeSentinelReplication(ctx context.Context, addr, via string)
 			return err
 		}
 		if now != addr {
-			return nil // failed over meanwhile: the Sentinels follow another master
+			// Failed over meanwhile: the Sentinels follow another master, and know the former
+			// one by via, which is about to close, so they could never reconfigure it. Do what
+			// they would have: every other server that answers follows the new master, and the
+			// Sentinels monitor it afresh (forgetting via).
+			defer t.setAlias(via, "")
+			var others []string
+			for _, n := range t.Info.Nodes {
+				if n.Addr == now {
+					continue
+				}
+				c := redis.NewClient(t.probeOptions(n.Addr))
+				err := c.Ping(ctx).Err()
+				_ = c.Close()
+				if err == nil {
+					others = append(others, n.Addr)
+				}
+			}
+			return t.remonitor(ctx, now, others)
 		}
 		live, err := t.LiveNodes(ctx)
 		if err != nil {
@@ -175,9 +205,10 @@ func (t *Target) setAlias(via, addr string) {
 	t.aliases[via] = addr
 }
 
-// realAddr returns the address a stands for: the master's own address for a proxy address that
-// RouteReplication made it known by, else a.
-func (t *Target) realAddr(a string) string {
+// RealAddr returns the address a stands for: the master's own address for a proxy address that
+// RouteReplication made it known by (until its undo), else a. A replica that follows its master
+// through the proxy names the proxy's address in INFO replication.
+func (t *Target) RealAddr(a string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r, ok := t.aliases[a]; ok {
@@ -229,6 +260,39 @@ func (t *Target) remonitor(ctx context.Context, master string, replicas []string
 		return err
 	}
 	return waitSentinelsAgree(ctx, t.Info.Sentinels, t.Password, master, replicas)
+}
+
+// waitAnnounced polls until every node that answers names the node id by addr in CLUSTER NODES.
+func (t *Target) waitAnnounced(ctx context.Context, id, addr string) error {
+	for {
+		last := error(nil)
+		for _, n := range t.Info.Nodes {
+			c := redis.NewClient(t.probeOptions(n.Addr))
+			raw, err := c.Do(ctx, "CLUSTER", "NODES").Text()
+			_ = c.Close()
+			if err != nil {
+				continue // a node that is down or paused learns it when it is back
+			}
+			live, err := parseLiveClusterNodes(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.Addr, err)
+			}
+			for _, ln := range live {
+				if ln.ID == id && ln.Addr != addr {
+					last = fmt.Errorf("%s names %s by %s", n.Addr, addr, ln.Addr)
+				}
+			}
+			if last != nil {
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return errors.Join(fmt.Errorf("the cluster does not name %s by its own port again: %w", addr, err), last)
+		}
+	}
 }
 
 // waitReplicasFollow polls until every replica follows master with its link up.

@@ -25,9 +25,10 @@ type injection struct {
 	Fault scenarios.Fault
 	// Nodes are the addresses the target resolved to when the fault started.
 	Nodes []string
-	// Start is when the injector began acting (just before the first node was touched); End
-	// when it had finished (every node restarted, resumed, the proxies cleared). Start is zero
-	// when the fault never started (the load ended first, or its target did not resolve).
+	// Start is when the injector began acting (just before the first node was touched, once a
+	// network fault's proxies were in place); End when it had finished (every node restarted,
+	// resumed, the proxies cleared). Start is zero when the fault never started (the load ended
+	// first, its target did not resolve, or a proxy could not be put in place).
 	Start, End time.Time
 	// Err is what went wrong, nil when the fault was carried out as planned.
 	Err error
@@ -109,6 +110,31 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 		return j
 	}
 	j.Nodes = nodes
+	// A network fault's proxies first: one on a replication link may have to be put in place
+	// now (linkProxy), and the fault starts when it can act.
+	proxies := map[string]*faults.Proxy{}
+	if f.Kind.Network() {
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for _, a := range nodes {
+			wg.Go(func() {
+				p, err := linkProxy(context.WithoutCancel(ctx), tgt, netw, f.Link, a)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", a, err))
+					return
+				}
+				proxies[a] = p
+			})
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			j.Err = errors.Join(errs...)
+			return j
+		}
+	}
 	if f.Kind == scenarios.FaultRestart || f.Kind == scenarios.FaultFailover {
 		in.down.Add(1)
 		defer in.down.Add(-1)
@@ -177,11 +203,7 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 	case scenarios.FaultLatency, scenarios.FaultReset, scenarios.FaultBlackhole:
 		lf := faults.LinkFault{Kind: faults.LinkFaultKind(f.Kind), Latency: f.Latency, Jitter: f.Jitter, Drop: f.Drop}
 		j.Err = each(func(a string) error {
-			p, ok := netw.Proxy(a)
-			if !ok {
-				return fmt.Errorf("no proxy in front of %s", a)
-			}
-			_, _, err := p.InjectFor(actCtx, lf, f.Duration)
+			_, _, err := proxies[a].InjectFor(actCtx, lf, f.Duration)
 			return err
 		})
 	default:
@@ -190,8 +212,96 @@ func (in *injector) inject(ctx context.Context, tgt *redisenv.Target, netw *faul
 	return j
 }
 
+// linkProxy returns the proxy a network fault on link acts on for the node at addr: the proxy
+// in front of it (LinkClient), or the proxy on the link from it to its replicas
+// (LinkReplication), which proxyReplication put in place before the load; a master that was not
+// a master then (an earlier failover promoted it) gets one now, so the fault starts late by the
+// time its replicas take to reconnect (its recorded window starts when it acts).
+func linkProxy(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, link scenarios.FaultLink, addr string) (*faults.Proxy, error) {
+	if netw == nil {
+		return nil, errors.New("no fault proxies: the load does not go through proxies")
+	}
+	if link != scenarios.LinkReplication {
+		p, ok := netw.Proxy(addr)
+		if !ok {
+			return nil, fmt.Errorf("no proxy in front of %s", addr)
+		}
+		return p, nil
+	}
+	if p, ok := netw.ReplicationProxy(addr); ok {
+		return p, nil
+	}
+	return routeReplication(ctx, tgt, netw, addr)
+}
+
+// routeReplication puts a proxy on the replication link of the master at addr, trying again
+// every 100 ms for up to replicationSetup while it fails: after a failover in the previous
+// measurement, the former master is still resyncing as a replica (its link down, or the
+// cluster still marking it failed) for a second or two.
+func routeReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, addr string) (*faults.Proxy, error) {
+	rctx, cancel := context.WithTimeout(ctx, replicationSetup)
+	defer cancel()
+	for {
+		p, err := netw.ProxyReplication(rctx, tgt, addr)
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-rctx.Done():
+			return nil, fmt.Errorf("put a proxy on the replication link of %s: %w", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// replicationSetup bounds putting a proxy on one master's replication link: the replicas of a
+// cluster master reconnect through it within cluster-node-timeout/2 (2.5 s), a Sentinel group's
+// replicas resync and the Sentinels agree within a few seconds.
+const replicationSetup = 30 * time.Second
+
+// proxyReplication puts a proxy on the replication link of every master that a fault of
+// schedule on the replication link targets now (faults.Network.ProxyReplication), before the
+// load starts, so that the fault acts at its time: its replicas take up to a few seconds to
+// reconnect through it. The masters are set up at the same time (each waits for its own
+// replicas). A master that cannot be routed is an error: the schedule cannot be carried out.
+func proxyReplication(ctx context.Context, tgt *redisenv.Target, netw *faults.Network, schedule []scenarios.Fault) error {
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	defer wg.Wait()
+	for i, f := range schedule {
+		if !f.Kind.Network() || f.Link != scenarios.LinkReplication {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nodes, err := tgt.Select(sctx, f.Target)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("faults[%d]: resolve %s: %w", i, f.Target, err)
+		}
+		for _, a := range nodes {
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+			wg.Go(func() {
+				if _, err := routeReplication(ctx, tgt, netw, a); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("faults[%d]: %w", i, err))
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // needsNetwork reports whether schedule has a network fault, which needs the load's client to
-// go through a proxy in front of every node.
+// go through a proxy in front of every node (a fault on the replication link too: the Network's
+// Dialer keeps the load's clients off the replication proxy, whose address a cluster master
+// announces).
 func needsNetwork(schedule []scenarios.Fault) bool {
 	for _, f := range schedule {
 		if f.Kind.Network() {

@@ -216,6 +216,9 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		}
 		defer func() { _ = netw.Close(cleanCtx) }()
 		copts.Dialer = netw.Dialer()
+		if err := proxyReplication(ctx, tgt, netw, s.Faults); err != nil {
+			return nil, LostOr(ctx, tgt, fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	client := tgt.NewClient(copts)
 	defer client.Close()

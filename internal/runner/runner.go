@@ -3,7 +3,8 @@
 // (interleaved with the reference script, repeated as asked) prepares it on a fresh key prefix,
 // watches every node meanwhile (faults.Watcher: restarts, failovers, flushes), injects the
 // scenario's faults on the run's clock (inject.go: node control, a toxiproxy network in front of
-// every node for the network faults; each fault's start and end recorded and handed to the
+// every node for the network faults, and on the replication link of each master a fault on that
+// link targets, put in place before the load; each fault's start and end recorded and handed to the
 // verifier as verify.InjectedFault, and restarts, kills and failovers as disruptions), feeds load.Run the
 // aggregators of one measurement (load's histograms, timeline and errors by class, verify's
 // admission logs) with a faults.Guard that stops the load when Redis is gone or refuses a
@@ -204,6 +205,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	for _, topo := range s.Topologies {
 		cfg := o.Env
 		cfg.Topology = redisenv.Topology(topo)
+		if cfg.Replicas == 0 && s.Replicas > 0 && cfg.Backend != redisenv.BackendExternal && cfg.Topology != redisenv.TopologySingle {
+			cfg.Replicas = s.Replicas // the scenario's, unless --replicas was given
+		}
 		if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
 			cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
 		}
