@@ -654,3 +654,61 @@ func (w *Watcher) Stop() []Event {
 	w.cancel()
 	return w.Events()
 }
+
+// settled reports whether the last polls of the nodes, each begun at or after since, show
+// replication at rest: at most masters of the nodes that answered are masters, and every one
+// that is a replica has its link to its master up, that master being one of the masters that
+// answered. A node that did not answer (a killed one) is left out; a node not polled since
+// since makes it false. When false, the string says what is not at rest.
+func (w *Watcher) settled(since time.Time, masters int) (bool, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	up := map[string]bool{}
+	var replicas []Snapshot
+	for _, n := range w.nodes {
+		s, ok := w.last[n]
+		if !ok || s.Sent.Before(since) {
+			return false, n + " not polled yet"
+		}
+		switch {
+		case !s.Reachable():
+		case s.Role == redisenv.RoleMaster:
+			up[n] = true
+		default:
+			replicas = append(replicas, s)
+		}
+	}
+	if len(up) > masters {
+		return false, fmt.Sprintf("%d nodes act as masters where the topology has %d", len(up), masters)
+	}
+	for _, s := range replicas {
+		if !s.LinkUp || !up[s.MasterAddr] {
+			return false, fmt.Sprintf("replica %s is not in sync with a master (its master %s, link up %v)", s.Node, s.MasterAddr, s.LinkUp)
+		}
+	}
+	return true, ""
+}
+
+// WaitSettled waits until the nodes' replication is at rest again after a fault: no more
+// masters than masters among the nodes that answer, and every replica's link to one of them up
+// (a former master that the Sentinels have not yet turned into a replica of the promoted one
+// keeps it waiting, as does a replica still resyncing). It polls every node at once and then at
+// the watch's interval, so the events of what happened meanwhile are recorded as usual. It
+// returns nil when settled, and when ctx ends first an error saying what was not.
+func (w *Watcher) WaitSettled(ctx context.Context, masters int) error {
+	since := time.Now()
+	w.Poke()
+	t := time.NewTicker(max(w.opts.Interval/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		ok, why := w.settled(since, masters)
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication not at rest after the faults: %s", why)
+		case <-t.C:
+		}
+	}
+}

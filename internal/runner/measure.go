@@ -107,6 +107,11 @@ func (r *recording) disruptions(events []faults.Event, res *load.Result) []verif
 	return out
 }
 
+// SettleTimeout bounds the wait, after a measurement with faults, for replication to be at rest
+// again (faults.Watcher.WaitSettled): a Sentinel group turns a former master into a replica up to
+// about 10 s after a failover (its INFO period), and a resync takes a few seconds more.
+const SettleTimeout = 20 * time.Second
+
 // Measure runs algorithm a once on tgt (whose topology is topo) under o.Scenario's load, on a
 // fresh key prefix of run runID numbered rep, and returns its entry: load's figures, the
 // verifier's sections and what the decisions cost the server. A non-nil entry comes back even
@@ -278,8 +283,17 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	}
 	res, err := load.Run(loadCtx, client, runLim, p, sinks)
 	var injected []injection
+	var unsettled error
 	if inj != nil {
 		injected = inj.Stop()
+		if err == nil && ctx.Err() == nil {
+			// The watch goes on until replication is at rest again, so that what the faults set
+			// off after the load (a Sentinel turning the former master into a replica, seconds
+			// later) is seen and judged, and the next measurement starts on a settled topology.
+			sctx, cancel := context.WithTimeout(ctx, SettleTimeout)
+			unsettled = watch.WaitSettled(sctx, len(tgt.Masters()))
+			cancel()
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
@@ -307,6 +321,10 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		}
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w
+		if unsettled != nil {
+			e.Warnings = append(e.Warnings, report.Warning{Kind: "unsettled",
+				Message: fmt.Sprintf("%v within %s of the load's end; what happened after that is not judged, and the next measurement may start on it", unsettled, SettleTimeout)})
+		}
 		if seg != nil {
 			part, err := partialOf(&e, res, rec, realOffset, met)
 			if err != nil {
