@@ -142,6 +142,19 @@ type Shrunk struct {
 	Steps   int `json:"steps"`
 	// Minimal: deleting any one row loses the violation.
 	Minimal bool `json:"minimal"`
+	// Confirm is the reproducer's confirmation (hunt.Budget.Confirm); absent when it was not
+	// confirmed.
+	Confirm *ConfirmOut `json:"confirm,omitempty"`
+}
+
+// ConfirmOut is a Confirmation in hunt.json.
+type ConfirmOut struct {
+	// Replays of the reproducer, and how many of them broke the contract.
+	Replays int `json:"replays"`
+	Broke   int `json:"broke"`
+	// Back is how many kept shrink steps the reproducer lies before the smallest, which broke
+	// the contract in fewer replays (0: the smallest held).
+	Back int `json:"back"`
 }
 
 // Files names the files an Entry refers to, relative to hunt.json; empty names are left out.
@@ -194,6 +207,9 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		if sr := v.Shrunk; sr != nil {
 			f.Shrunk = &Shrunk{Trace: files.Shrunk, Scenario: files.Scenario, Size: sizeOut(sr.To),
 				Replays: sr.Calls, Steps: sr.Steps, Minimal: sr.Minimal}
+			if c := v.Confirmation; c != nil {
+				f.Shrunk.Confirm = &ConfirmOut{Replays: c.Replays, Broke: c.Broke, Back: c.Back}
+			}
 		}
 		e.Violation = f
 	}

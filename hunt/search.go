@@ -51,6 +51,15 @@ type Budget struct {
 	// margin keeps it some permits over, so it reproduces more often. The violation the search
 	// found is the reproducer when no smaller schedule keeps the margin.
 	Margin float64
+	// Confirm is how many times the shrunk reproducer is replayed, in one batch, once shrinking
+	// ends (0: not confirmed). It is kept only when every replay breaks the contract (scores
+	// above 1: what a `limitbench run` of it judges a fail); otherwise the schedules shrinking
+	// kept before it are tried the same way, back towards the violation as found, and the first
+	// that breaks the contract in every replay is the reproducer. A shrink step kept on
+	// Replays lucky replays can make a reproducer that fails only sometimes; this finds the
+	// smallest one that held in Confirm more. When none holds, the violation as found is the
+	// reproducer, and Confirmation says how often it broke the contract.
+	Confirm int
 }
 
 // Defaults of Budget.
@@ -154,7 +163,24 @@ type Violation struct {
 	Report verify.Report
 	// Shrunk is the result of shrinking it; nil when shrinking was off.
 	Shrunk *ShrinkResult
+	// Confirmation is the confirmation of the reproducer (Budget.Confirm); nil when it was not
+	// confirmed.
+	Confirmation *Confirmation
 }
+
+// Confirmation is how the reproducer fared when replayed Budget.Confirm times at the end.
+type Confirmation struct {
+	// Replays is Budget.Confirm; Broke counts the replays of the reproducer that broke the
+	// contract (Broke == Replays: confirmed).
+	Replays, Broke int
+	// Back is how many schedules along ShrinkResult.Path the reproducer lies before the
+	// shrinker's last (0: the last held; Steps: the violation as found), and Tried how many
+	// schedules were replayed to find it.
+	Back, Tried int
+}
+
+// Confirmed reports whether every replay of the reproducer broke the contract.
+func (c *Confirmation) Confirmed() bool { return c != nil && c.Broke == c.Replays }
 
 // Result is what a hunt found: everything so far when it was canceled.
 type Result struct {
@@ -244,8 +270,96 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return s.res, err
 		}
+		if budget.Confirm > 0 && ctx.Err() == nil {
+			if err := s.confirm(ctx, v, now, now().Add(budget.Time)); err != nil {
+				return s.res, err
+			}
+		}
 	}
 	return s.res, nil
+}
+
+// confirm replays the reproducer of v Budget.Confirm times and, unless every replay breaks the
+// contract, walks back along the schedules shrinking kept, 1, 2, 4, ... steps, then to the
+// violation as found, until one does; between that one and the last that did not, it bisects
+// for the fewest steps back that hold. It makes that schedule v.Shrunk's Trace. About
+// 2·log2(Steps) + 2 batches are replayed at most, and none is started after deadline (read with
+// now): the walk then ends with the fewest steps back that held so far, or, when none did, with
+// the violation as found.
+func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time, deadline time.Time) error {
+	sr := v.Shrunk
+	path := sr.Path
+	if len(path) == 0 {
+		path = []*load.Trace{sr.Trace}
+	}
+	last := len(path) - 1
+	c := &Confirmation{Replays: s.budget.Confirm}
+	broke := map[int]int{}
+	try := func(back int) (bool, error) {
+		t := path[last-back]
+		batch := make([]*load.Trace, c.Replays)
+		for i := range batch {
+			batch[i] = t
+		}
+		logs, err := s.cfg.Trial(ctx, batch)
+		if err != nil {
+			return false, err
+		}
+		if len(logs) != len(batch) {
+			return false, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(batch))
+		}
+		n := 0
+		for _, l := range logs {
+			ap, err := verify.ApproachOf(s.cfg.Target.Contract, l)
+			if err != nil {
+				return false, err
+			}
+			if ap.Score > 1 {
+				n++
+			}
+		}
+		c.Tried++
+		broke[back] = n
+		return n == c.Replays, nil
+	}
+	// Exponential steps back until one holds (hi), the one before it failing (lo).
+	lo, hi := -1, -1
+	for b := 0; ; b = min(last, max(1, 2*b)) {
+		ok, err := try(b)
+		if err != nil {
+			return err
+		}
+		if ok {
+			hi = b
+			break
+		}
+		lo = b
+		if b == last || ctx.Err() != nil || !now().Before(deadline) {
+			break
+		}
+	}
+	// Bisect between the last that failed and the first that held.
+	for hi > 0 && hi-lo > 1 && ctx.Err() == nil && now().Before(deadline) {
+		mid := lo + (hi-lo)/2
+		ok, err := try(mid)
+		if err != nil {
+			return err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	back := hi
+	if back < 0 {
+		back = last // nothing held: the violation as found
+	}
+	c.Back, c.Broke = back, broke[back]
+	sr.Trace, sr.To = path[last-back], SizeOf(path[last-back])
+	sr.Minimal = sr.Minimal && back == 0
+	v.Confirmation = c
+	return nil
 }
 
 // search is the state of one hunt's search.

@@ -333,3 +333,85 @@ func TestHuntShrinkMargin(t *testing.T) {
 		})
 	}
 }
+
+// flakyTrial wraps trial so that a schedule of fewer than minRows rows breaks the contract only
+// in every other replay of it (the others replay its first row alone, which cannot): a stand-in
+// for a violation that depends on timing.
+func flakyTrial(trial Trial, minRows int) Trial {
+	replays := map[uint64]int{}
+	return func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
+		run := make([]*load.Trace, len(batch))
+		for i, tr := range batch {
+			run[i] = tr
+			if len(tr.Rows) < minRows {
+				h := traceHash(tr)
+				replays[h]++
+				if replays[h]%2 == 0 {
+					one := *tr
+					one.Rows = tr.Rows[:1]
+					run[i] = &one
+				}
+			}
+		}
+		return trial(ctx, run)
+	}
+}
+
+// TestHuntConfirm: the reproducer must break the contract in every one of Budget.Confirm replays
+// at the end. Shrinking with one replay per step keeps schedules that break it only every other
+// time; the confirmation rejects them and walks back to the smallest kept schedule that breaks
+// it every time, or to the violation as found, saying how often that broke it. Without the
+// flakiness the smallest schedule is confirmed as it is.
+func TestHuntConfirm(t *testing.T) {
+	const confirm = 4
+	walkedBack := false
+	for _, c := range flawedCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			minRows := c.rows + 10
+			for _, flaky := range []bool{false, true} {
+				clock := &fakeClock{t: simEpoch}
+				trial := simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil)
+				if flaky {
+					trial = flakyTrial(trial, minRows)
+				}
+				res, err := Hunt(context.Background(), Config{
+					Target: c.target,
+					Budget: Budget{Trials: 300, Shrink: 300, Confirm: confirm},
+					Seed:   1,
+					Trial:  trial,
+					Now:    clock.now,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := res.Violation
+				if v == nil || v.Shrunk == nil || v.Confirmation == nil {
+					t.Fatalf("flaky %v: violation %v; want one shrunk and confirmed", flaky, v)
+				}
+				sr, cf := v.Shrunk, v.Confirmation
+				if len(sr.Path) != sr.Steps+1 || sr.Path[0] != v.Trace.Canonical() && SizeOf(sr.Path[0]) != SizeOf(v.Trace) {
+					t.Errorf("flaky %v: path of %d traces for %d steps; want the input first and each step after", flaky, len(sr.Path), sr.Steps)
+				}
+				want := sr.Path[len(sr.Path)-1-cf.Back]
+				if sr.Trace != want || sr.To != SizeOf(want) {
+					t.Errorf("flaky %v: the reproducer is not the schedule %d steps back along the path", flaky, cf.Back)
+				}
+				switch {
+				case !flaky && (cf.Back != 0 || !cf.Confirmed()):
+					t.Errorf("reliable limiter: confirmation %+v; want the smallest schedule confirmed", *cf)
+				case flaky && len(sr.Trace.Rows) < minRows && (cf.Confirmed() || cf.Back != sr.Steps):
+					t.Errorf("flaky: %d-row reproducer (< %d) with confirmation %+v; want it unconfirmed and the violation as found", len(sr.Trace.Rows), minRows, *cf)
+				case flaky && len(sr.Trace.Rows) >= minRows && !cf.Confirmed():
+					t.Errorf("flaky: %d-row reproducer (>= %d) unconfirmed: %+v", len(sr.Trace.Rows), minRows, *cf)
+				}
+				if flaky && cf.Back > 0 {
+					walkedBack = true
+				}
+				t.Logf("flaky %v: %s shrunk to %s, reproducer %d rows, %+v", flaky, sr.From, SizeOf(sr.Path[len(sr.Path)-1]), len(sr.Trace.Rows), *cf)
+			}
+		})
+	}
+	if !walkedBack {
+		t.Error("no flaky hunt walked back from its smallest schedule: the test shows nothing")
+	}
+}

@@ -115,6 +115,9 @@ type ShrinkResult struct {
 	// row of Trace loses the violation (every such deletion was asked about and failed). False
 	// when the budget, the deadline or a cancellation ended it first.
 	Minimal bool
+	// Path is every trace shrinking kept, in order: the input first, Trace last (so
+	// len(Path) == Steps + 1). A confirmation that rejects Trace walks back along it.
+	Path []*load.Trace
 }
 
 // Shrink returns a smaller trace than t (canonical and valid) for which pred still holds, with the
@@ -145,6 +148,7 @@ func Shrink(ctx context.Context, t *load.Trace, pred Predicate, opt ShrinkOption
 		size:    SizeOf(cur),
 		answers: map[uint64]bool{traceHash(cur): true},
 		start:   opt.Now(),
+		path:    []*load.Trace{cur},
 	}
 	res := &ShrinkResult{From: s.size}
 	var err error
@@ -166,7 +170,7 @@ func Shrink(ctx context.Context, t *load.Trace, pred Predicate, opt ShrinkOption
 			break
 		}
 	}
-	res.Trace, res.To, res.Calls, res.Steps = s.cur, s.size, s.calls, s.steps
+	res.Trace, res.To, res.Calls, res.Steps, res.Path = s.cur, s.size, s.calls, s.steps, s.path
 	return res, err
 }
 
@@ -181,6 +185,7 @@ type shrinker struct {
 	calls   int
 	steps   int
 	start   time.Time
+	path    []*load.Trace // the traces kept, input first
 }
 
 // exhausted reports whether the budget, the deadline or the context ends shrinking.
@@ -269,6 +274,7 @@ func (s *shrinker) run(p pass) (bool, error) {
 // keep makes c, which holds, the current trace.
 func (s *shrinker) keep(c *load.Trace) {
 	s.cur, s.size = c, SizeOf(c)
+	s.path = append(s.path, c)
 	s.steps++
 	if f := s.opt.Progress; f != nil {
 		f(Progress{Phase: "shrink", Trials: s.calls, Elapsed: s.opt.Now().Sub(s.start), Rows: len(s.cur.Rows)})

@@ -289,6 +289,18 @@ func newHuntView(f *hunt.File, figs []Figure, inline bool) huntView {
 				}
 				s.Lines = append(s.Lines, fmt.Sprintf("Shrunk from %d to %d requests%s in %d replays; reproducer trace %s.",
 					vi.Schedule.Size.Rows, sh.Size.Rows, minimal, sh.Replays, sh.Trace))
+				if c := sh.Confirm; c != nil {
+					switch {
+					case c.Broke == c.Replays && c.Back == 0:
+						s.Lines = append(s.Lines, fmt.Sprintf("The reproducer broke the contract again in %d of %d replays.", c.Broke, c.Replays))
+					case c.Broke == c.Replays:
+						s.Lines = append(s.Lines, fmt.Sprintf("The smallest schedule shrinking kept broke the contract in fewer than all of %d replays, so the reproducer is %d %s larger; it broke the contract again in %d of %d.",
+							c.Replays, c.Back, Plural(int64(c.Back), "step", "steps"), c.Broke, c.Replays))
+					default:
+						s.Lines = append(s.Lines, fmt.Sprintf("No shrunk schedule broke the contract in all of %d replays, so the reproducer is the violation as found, which broke it again in %d of %d: its failure depends on timing.",
+							c.Replays, c.Broke, c.Replays))
+					}
+				}
 				if sh.Scenario != "" {
 					r.Repro = "limitbench run " + sh.Scenario
 					s.ReproText, s.Repro = "Replay it with:", r.Repro

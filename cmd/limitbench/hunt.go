@@ -34,6 +34,10 @@ func init() {
 // huntMargin is how far above 1 a shrunk reproducer must score (hunt.Budget.Margin).
 const huntMargin = 0.1
 
+// huntConfirm is how many replays, at the end, the reproducer must break the contract in
+// (hunt.Budget.Confirm).
+const huntConfirm = 5
+
 // huntFile is the file that marks a hunt's results directory.
 const huntFile = "hunt.json"
 
@@ -317,8 +321,9 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 			Bounds: h.bounds,
 			// Each shrink candidate must violate in two replays out of two, by a tenth of the
 			// allowance or more, so that a reproducer that broke the contract by luck, or by a
-			// single permit that timing jitter can take away, is not kept.
-			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2, Margin: huntMargin},
+			// single permit that timing jitter can take away, is not kept; and the reproducer
+			// must then break it in huntConfirm replays more, or an earlier, larger step is.
+			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2, Margin: huntMargin, Confirm: huntConfirm},
 			Seed:   h.f.seed,
 			Trial: func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
 				return runner.HuntTrial(ctx, tgt, t.alg, h.s.Limit, frame, batch)
@@ -380,8 +385,8 @@ func (h *hunter) add(res *hunt.Result, topo string, t huntTarget) {
 	h.file.Entries = append(h.file.Entries, e)
 	switch v := res.Violation; {
 	case v != nil && v.Shrunk != nil:
-		h.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %d to %d requests: %s", e.Algorithm, topo, v.Trial,
-			v.Score(), v.Shrunk.From.Rows, v.Shrunk.To.Rows, filepath.Join(h.dir, reproOf(e)))
+		h.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %d to %d requests%s: %s", e.Algorithm, topo, v.Trial,
+			v.Score(), v.Shrunk.From.Rows, v.Shrunk.To.Rows, confirmText(v.Confirmation), filepath.Join(h.dir, reproOf(e)))
 	case v != nil:
 		h.logf("hunt %s on %s: violation at trial %d (score %.3f)", e.Algorithm, topo, v.Trial, v.Score())
 	default:
@@ -550,5 +555,17 @@ func (h *hunter) summary(w io.Writer) {
 			result += ": " + reproOf(e)
 		}
 		fmt.Fprintf(w, "%-30s %-8s %7d %10.3f  %s\n", e.Algorithm, e.Topology, e.Trials, e.BestScore, result)
+	}
+}
+
+// confirmText says in a few words how the reproducer fared in its confirmation replays.
+func confirmText(c *hunt.Confirmation) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.Confirmed():
+		return fmt.Sprintf(", broke it again in %d of %d replays", c.Broke, c.Replays)
+	default:
+		return fmt.Sprintf(", and the violation as found broke it again in only %d of %d replays (timing-dependent)", c.Broke, c.Replays)
 	}
 }

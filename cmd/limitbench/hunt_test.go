@@ -173,8 +173,11 @@ func TestHuntPublishedScenario(t *testing.T) {
 		if e.Plot == nil || e.Plot.Window == nil || !e.Plot.Window.Violation {
 			t.Errorf("%s: plot %+v; want the violating trial's worst window", n, e.Plot)
 		}
-		t.Logf("%s: trial %d score %.3f, %d rows shrunk to %d, worst %+v", n, e.Violation.Schedule.Trial, e.BestScore,
-			e.Violation.Schedule.Size.Rows, e.Violation.Shrunk.Size.Rows, e.Violation.Worst)
+		if c := e.Violation.Shrunk.Confirm; c == nil || c.Replays != 5 || c.Broke > c.Replays {
+			t.Errorf("%s: confirmation %+v; want the reproducer replayed 5 times at the end", n, c)
+		}
+		t.Logf("%s: trial %d score %.3f, %d rows shrunk to %d, worst %+v, confirmation %+v", n, e.Violation.Schedule.Trial, e.BestScore,
+			e.Violation.Schedule.Size.Rows, e.Violation.Shrunk.Size.Rows, e.Violation.Worst, e.Violation.Shrunk.Confirm)
 	}
 	for _, n := range []string{"fixed-window", "sliding-log", "resource-consumer"} {
 		if e, ok := by[n]; !ok || e.Violation != nil || e.BestScore > 1 || e.Trials == 0 {
