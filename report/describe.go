@@ -95,6 +95,9 @@ func HarnessEnvironment() Environment {
 	}
 	if st, ok := cpus.Applied(); ok {
 		env.GOMAXPROCSNote, env.LocalServers, env.IdleNote = st.ProcsNote, st.LocalServers, st.AwakeNote
+		if st.RedisCPUs != nil {
+			env.PinNote = fmt.Sprintf("redis-servers pinned to CPU(s) %v, the load generator to %v", st.RedisCPUs, st.HarnessCPUs)
+		}
 	}
 	return env
 }

@@ -143,7 +143,7 @@ func fullResult(t *testing.T) *Result {
 		},
 		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",
 			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GOMAXPROCSNote: "load generator on GOMAXPROCS 3: --procs (6 local redis-server(s))",
-			LocalServers: 6, IdleNote: "held awake while the command runs (wake-up latency limit 0 µs)", GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
+			LocalServers: 6, IdleNote: "held awake while the command runs (wake-up latency limit 0 µs)", PinNote: "redis-servers pinned to CPU(s) [3], the load generator to [0 1 2]", GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
 		StartedAt: start, FinishedAt: start.Add(95 * time.Second),
 		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
 		Reference: "reference",

@@ -213,6 +213,7 @@ func newView(r *Result, figs []Figure, inline bool) view {
 	}
 	add(&v.Environment, "machine", strings.Join(machine, ", "))
 	add(&v.Environment, "CPU idle states", env.IdleNote)
+	add(&v.Environment, "CPU pinning", env.PinNote)
 	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
 	if r.Reference != "" {
 		add(&v.Environment, "reference script", r.Reference)

@@ -160,6 +160,9 @@ type Environment struct {
 	// IdleNote says whether the command held the CPUs out of deep idle states while it measured
 	// (cpus.Policy.Awake), or why not; empty when no CPU policy was applied.
 	IdleNote string `json:"idle_note,omitempty"`
+	// PinNote says where the command pinned Redis and the load generator (run --pin, capacity);
+	// empty when nothing was pinned.
+	PinNote string `json:"pin_note,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
 	// HarnessVersion is limitbench's version (module version or VCS revision).

@@ -43,7 +43,8 @@ type runFlags struct {
 	repeat               int
 	noReference          bool
 	procs                int
-	awake                bool
+	awake, pin           bool
+	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
 	seg                  segmentFlags
 	segment              *runner.Segment
 }
@@ -68,6 +69,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
+	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -84,6 +86,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["pin"] {
+		// Repeats are samples for the gate: pinned, Redis's CPU per decision varied from repeat
+		// to repeat about half as much on the 2-CPU VM (BenchmarkGatePower, docs/ci-gate.md).
+		f.pin = f.repeat > 1
+	}
 
 	// Load every scenario first, so that bad input is reported before anything starts.
 	var loaded []*scenarios.Scenario
@@ -125,13 +132,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
 	}
-	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false"})
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false",
+		Pin: f.pin, NotPinned: "--pin=false, or a single repeat"})
 	defer undo()
+	f.redisCPUs = st.RedisCPUs
 	if !f.quiet {
 		if st.ProcsNote != "" {
 			fmt.Fprintln(stderr, st.ProcsNote)
 		}
 		fmt.Fprintln(stderr, "CPU idle states: "+st.AwakeNote)
+		if f.pin && st.RedisCPUs == nil {
+			fmt.Fprintln(stderr, "not pinned: "+st.NotPinned)
+		}
 	}
 
 	var failures []string
@@ -238,7 +250,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	stdout, stderr io.Writer) ([]string, error) {
 	live := isTerminal(stderr) && !f.quiet
 	var mu sync.Mutex
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment}
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			mu.Lock()

@@ -106,6 +106,11 @@ type Options struct {
 	// Segment, when set, makes the run one segment of a segmented run (see Segment); Repeat
 	// must then be 1.
 	Segment *Segment
+	// RedisCPUs, when not empty, are the CPUs the redis-servers of each environment are pinned
+	// to once it has started (redisenv.Target.PinServers; the CPUs cpus.Apply left to Redis). A
+	// server started later (a restart fault's) is not pinned. When they cannot be pinned, the
+	// run goes on and Logf says why.
+	RedisCPUs []int
 
 	// windows are the windows of every contract of the run (see contractWindows), which Run
 	// fills in so that every measurement of a run has the same timeline bin, no wider than the
@@ -220,6 +225,13 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			return finish(fmt.Errorf("start %s environment: %w", topo, err))
 		}
 		res.Environment.AddTarget(tgt.Info)
+		if len(o.RedisCPUs) > 0 {
+			if err := tgt.PinServers(ctx, o.RedisCPUs); err != nil {
+				logf("%s: redis-servers not pinned: %v", topo, err)
+			} else {
+				logf("%s: redis-servers pinned to CPU(s) %v", topo, o.RedisCPUs)
+			}
+		}
 		logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
 			tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
 		err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
