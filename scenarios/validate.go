@@ -269,6 +269,9 @@ func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology
 		return nil
 	}
 	have := env.Replicas
+	if have == 0 && topology != redisenv.TopologySingle {
+		have = s.Replicas // the scenario's replicas:, unless --replicas was given (as the runner does)
+	}
 	switch topology {
 	case redisenv.TopologySingle:
 		have = 0
@@ -280,9 +283,9 @@ func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology
 	if s.Wait.Replicas <= have {
 		return nil
 	}
-	hint := "set --replicas"
+	hint := "set replicas: or --replicas"
 	if topology == redisenv.TopologySingle {
-		hint = "use topology sentinel, or cluster with --replicas"
+		hint = "use topology sentinel, or cluster with replicas: or --replicas"
 	}
 	replicas := "replicas"
 	if have == 1 {

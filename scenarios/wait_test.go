@@ -80,10 +80,10 @@ func TestCheckReplicas(t *testing.T) {
 		topo redisenv.Topology
 		want string // "" for no problem
 	}{
-		{process, redisenv.TopologySingle, "testdata/wr.yaml:3: wait_replicas: 2: topology single has 0 replicas per master here (use topology sentinel, or cluster with --replicas)"},
-		{process, redisenv.TopologySentinel, "testdata/wr.yaml:3: wait_replicas: 2: topology sentinel has 1 replica per master here (set --replicas)"},
+		{process, redisenv.TopologySingle, "testdata/wr.yaml:3: wait_replicas: 2: topology single has 0 replicas per master here (use topology sentinel, or cluster with replicas: or --replicas)"},
+		{process, redisenv.TopologySentinel, "testdata/wr.yaml:3: wait_replicas: 2: topology sentinel has 1 replica per master here (set replicas: or --replicas)"},
 		{redisenv.Config{Backend: redisenv.BackendProcess, Replicas: 2}, redisenv.TopologySentinel, ""},
-		{process, redisenv.TopologyCluster, "testdata/wr.yaml:3: wait_replicas: 2: topology cluster has 0 replicas per master here (set --replicas)"},
+		{process, redisenv.TopologyCluster, "testdata/wr.yaml:3: wait_replicas: 2: topology cluster has 0 replicas per master here (set replicas: or --replicas)"},
 		{redisenv.Config{Backend: redisenv.BackendContainer, Replicas: 3}, redisenv.TopologyCluster, ""},
 		{redisenv.Config{Backend: redisenv.BackendExternal}, redisenv.TopologySingle, ""},
 	} {
@@ -134,5 +134,21 @@ func TestApplyWaitReplicas(t *testing.T) {
 	want := "testdata/ow.yaml: wait_replicas: must be between 0 and 5 (the most replicas per master limitbench starts), got 9 (set by --wait-replicas)"
 	if err == nil || err.Error() != want {
 		t.Errorf("apply(--wait-replicas 9) =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// TestCheckReplicasScenarioReplicas: the scenario's replicas: counts as --replicas does, when
+// --replicas is not given (regression: failover.yaml, with replicas: 1, refused --wait-replicas 1).
+func TestCheckReplicasScenarioReplicas(t *testing.T) {
+	s, err := parseString(t, "wr2", "version: 1\ntopologies: [single, cluster]\nreplicas: 1\nwait_replicas: 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := redisenv.Config{Backend: redisenv.BackendProcess}
+	if err := s.CheckReplicas(process, redisenv.TopologyCluster); err != nil {
+		t.Errorf("cluster with replicas: 1: %v; want wait_replicas 1 allowed", err)
+	}
+	if err := s.CheckReplicas(process, redisenv.TopologySingle); err == nil {
+		t.Error("single: want wait_replicas 1 refused (a single server has no replica whatever replicas: says)")
 	}
 }
