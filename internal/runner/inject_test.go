@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,24 +284,35 @@ func checkReplicationLag(t *testing.T, tgt *redisenv.Target, lazy bool) {
 		t.Errorf("the fault acted on %v; want the master %s", js[0].Nodes, master)
 	}
 	// Every write waits 400 ms ± 20 ms on its way to the replica: from 450 ms into the fault
-	// to its end, every sample lags; before it and from 600 ms after it (the delayed data
-	// drains in 420 ms), none lags more than a little.
+	// to its end, every sample lags, by about 400 ms of writes; from 600 ms after it (the
+	// delayed data drains in 420 ms) the replica has caught up: it lags by less than a quarter
+	// of the fault's median lag (a sample taken right after an INCR may find that write not yet
+	// applied, more so on a loaded machine, which says nothing about the fault).
 	var during, lagging, after, caughtUp int
+	var lags []int64
 	for _, s := range samples {
-		switch {
-		case s.at > start+450*time.Millisecond && s.at < end-50*time.Millisecond:
+		if s.at > start+450*time.Millisecond && s.at < end-50*time.Millisecond {
 			during++
+			lags = append(lags, s.lag)
 			if s.lag > 0 {
 				lagging++
 			}
-		case s.at > end+600*time.Millisecond:
+		}
+	}
+	slices.Sort(lags)
+	var stall int64
+	if len(lags) > 0 {
+		stall = lags[len(lags)/2]
+	}
+	for _, s := range samples {
+		if s.at > end+600*time.Millisecond {
 			after++
-			if s.lag == 0 {
+			if s.lag*4 < stall {
 				caughtUp++
 			}
 		}
 	}
-	t.Logf("fault from %s to %s; %d samples during it, %d lagging; %d after it, %d caught up", start, end, during, lagging, after, caughtUp)
+	t.Logf("fault from %s to %s; %d samples during it, %d lagging (median %d bytes); %d after it, %d caught up", start, end, during, lagging, stall, after, caughtUp)
 	if during < 10 || lagging < during*9/10 {
 		t.Errorf("%d of %d samples during the fault show the replica lagging; want nearly all", lagging, during)
 	}
