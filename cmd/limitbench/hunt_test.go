@@ -108,24 +108,7 @@ expect:
 	}
 
 	// The reproducer replays the violation.
-	replay := filepath.Join(tmp, "replay")
-	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", replay, filepath.Join(out, sh.Scenario))
-	data, err := os.ReadFile(filepath.Join(replay, report.ResultFile))
-	if err != nil {
-		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
-	}
-	var res struct {
-		Entries []struct {
-			Algorithm    string `json:"algorithm"`
-			Verification struct {
-				Verdict string   `json:"verdict"`
-				Reasons []string `json:"reasons"`
-			} `json:"verification"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	code, stdout, stderr, res := replayReproducer(t, bin, filepath.Join(out, sh.Scenario), filepath.Join(tmp, "replay"))
 	switch {
 	case len(res.Entries) == 1 && res.Entries[0].Verification.Verdict == "inconclusive" &&
 		strings.Contains(strings.Join(res.Entries[0].Verification.Reasons, " "), "fell behind"):
@@ -347,24 +330,7 @@ func TestHuntCustomReproducer(t *testing.T) {
 		t.Errorf("reproducer scenario does not name the script relative to itself:\n%s", y)
 	}
 
-	replay := filepath.Join(tmp, "replay")
-	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", replay, filepath.Join(out, sh.Scenario))
-	data, err := os.ReadFile(filepath.Join(replay, report.ResultFile))
-	if err != nil {
-		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
-	}
-	var res struct {
-		Entries []struct {
-			Algorithm    string `json:"algorithm"`
-			Verification struct {
-				Verdict string   `json:"verdict"`
-				Reasons []string `json:"reasons"`
-			} `json:"verification"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
+	code, stdout, stderr, res := replayReproducer(t, bin, filepath.Join(out, sh.Scenario), filepath.Join(tmp, "replay"))
 	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "my-off-by-one" || res.Entries[0].Verification.Verdict != "fail" || code != exitOK {
 		t.Errorf("replay: exit %d, entries %+v; want 0 and my-off-by-one failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
 	}
@@ -407,4 +373,28 @@ func TestHuntVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayedEntry is what the hunt's tests read of an entry of a reproducer's replay.
+type replayedEntry struct {
+	Algorithm    string `json:"algorithm"`
+	Verification struct {
+		Verdict string   `json:"verdict"`
+		Reasons []string `json:"reasons"`
+	} `json:"verification"`
+}
+
+// replayReproducer runs `limitbench run` of a reproducer scenario into dir and returns its exit
+// code, its output and the entries of its result.json.
+func replayReproducer(t *testing.T, bin, scenario, dir string) (code int, stdout, stderr string, res struct{ Entries []replayedEntry }) {
+	t.Helper()
+	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", dir, scenario)
+	data, err := os.ReadFile(filepath.Join(dir, report.ResultFile))
+	if err != nil {
+		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout, stderr, res
 }
