@@ -174,9 +174,8 @@ type Confirmation struct {
 	// contract (Broke == Replays: confirmed).
 	Replays, Broke int
 	// Back is how many schedules along ShrinkResult.Path the reproducer lies before the
-	// shrinker's last (0: the last held; Steps: the violation as found), and Tried how many
-	// schedules were replayed to find it.
-	Back, Tried int
+	// shrinker's last (0: the last held; Steps: the violation as found).
+	Back int
 }
 
 // Confirmed reports whether every replay of the reproducer broke the contract.
@@ -318,7 +317,6 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 				n++
 			}
 		}
-		c.Tried++
 		broke[back] = n
 		return n == c.Replays, nil
 	}
