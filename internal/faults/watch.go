@@ -450,8 +450,16 @@ func (w *Watcher) watch(ctx context.Context, node string, poke <-chan struct{}) 
 	// hides an outage from the poll and dates a restart late.
 	o.DialerRetries = 1
 	o.DisableIdentity = true
+	// A client's pool, once a dial has failed, answers with that error without dialing until a
+	// background dial, tried once a second, succeeds: a node back within that second would still
+	// look down, and a run ending then would miss its restart. So each poll after a failed one
+	// gets a new client (see fresh below).
 	c := redis.NewClient(o)
-	defer c.Close()
+	defer func() { c.Close() }()
+	fresh := func() {
+		c.Close()
+		c = redis.NewClient(o)
+	}
 	var prev, up Snapshot
 	timer := time.NewTimer(w.opts.Interval)
 	defer timer.Stop()
@@ -485,6 +493,7 @@ func (w *Watcher) watch(ctx context.Context, node string, poke <-chan struct{}) 
 		next := w.opts.Interval
 		if !cur.Reachable() {
 			next = max(w.opts.Interval/10, min(5*time.Millisecond, w.opts.Interval))
+			fresh()
 		}
 		timer.Reset(max(0, next-time.Since(began)))
 		select {

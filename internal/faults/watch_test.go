@@ -272,6 +272,44 @@ func TestWatchRestartAndPause(t *testing.T) {
 	}
 }
 
+// TestWatchSeesTheReturnAtOnce is the regression test of a restart the watch missed: after a
+// refused dial, a go-redis client whose pool has one connection answers every request with that
+// error, without dialing, until a background dial succeeds, which it tries once a second. A node
+// that came back within that second was still unreachable to the watch, and a run that ended then
+// saw an outage without its end (no new run id), so a state loss went unseen and the verifier
+// judged both sides of the restart as one history: a correct fixed-window failed with 200
+// admissions in a window of 100. The watch now dials afresh after every poll that failed. The
+// node is killed, seen unreachable for 200 ms, started again, and the watch stopped as soon as it
+// answers another client: the poll Stop makes must see it back, restarted.
+func TestWatchSeesTheReturnAtOnce(t *testing.T) {
+	target := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := target.Masters()[0]
+	w := WatchTarget(ctx, target, WatchOptions{Interval: 20 * time.Millisecond, Timeout: 200 * time.Millisecond})
+	defer w.Stop()
+	for w.Last(addr).At.IsZero() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	first := w.Last(addr)
+	killed := time.Now()
+	if err := target.Kill(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, w, addr, EventUnreachable, killed, 5*time.Second)
+	// A few polls fail while the node is down (go-redis's first background dial is at once).
+	time.Sleep(200 * time.Millisecond)
+	// Restart on a dead server starts it and returns once it answers a PING.
+	if err := target.Restart(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	events := w.Stop()
+	e, ok := find(events, addr, EventRestarted, killed)
+	if !ok || e.From != first.RunID || e.To == "" || e.To == first.RunID {
+		t.Errorf("no restart from run id %s seen by the poll Stop made; last poll %+v; events %v", first.RunID, w.Last(addr), events)
+	}
+}
+
 // TestWatchCommandsAndStop: FLUSHALL, SCRIPT FLUSH and CLIENT KILL on a watched server are each
 // seen as their event; CLIENT KILL closes the watcher's own connection too, which must not be
 // taken for an unreachable node; and a restart just before Stop is seen by the poll Stop makes,
