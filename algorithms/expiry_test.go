@@ -41,9 +41,15 @@ func stateEnd(name string, l Limit, t, cost int64) int64 {
 // keyExpiry is the time in µs at which the keys of a fresh subject whose first admission at t µs
 // wrote a state that ends at end (stateEnd) expire: end itself, except for token-bucket, which
 // sets its expiry once per quantum Q of its state's time, to (⌊t/Q⌋ + 1)·Q + Tfull >= end
-// (scripts/token_bucket.lua).
+// (scripts/token_bucket.lua), and fixed-window, whose key must not outlive its window, since the
+// key's expiry is what ends the window's count: it expires at end − 1 ms (a whole ms), the last
+// ms Redis keeps it in (scripts/fixed_window.lua).
 func keyExpiry(name string, l Limit, t, end int64) int64 {
-	if name != "token-bucket" {
+	switch name {
+	case "fixed-window":
+		return end - 1000
+	case "token-bucket":
+	default:
 		return end
 	}
 	unit, rate := tokenBucketUnits(l)
@@ -84,14 +90,18 @@ func TestRegressionRedis72EarlyExpiry(t *testing.T) {
 					}
 					end := stateEnd(name, l, d.TimeMicros, cost)
 					expiry := keyExpiry(name, l, d.TimeMicros, end)
-					if expiry < end {
+					if expiry < end && name != "fixed-window" {
 						t.Fatalf("keyExpiry %d µs before the state's end %d µs", expiry, end)
 					}
 					// The keys of the request at its decision time; sliding-counter's second, the
-					// previous window's counter, was only read.
+					// previous window's counter, was only read. fixed-window's key is the
+					// subject's (a fixed time would name it by the window).
 					keys := lim.Keys(Request{Subject: req.Subject, Client: req.Client, FixedTime: time.UnixMicro(d.TimeMicros)})
-					if name == "sliding-counter" {
+					switch name {
+					case "sliding-counter":
 						keys = keys[:1]
+					case "fixed-window":
+						keys = lim.Keys(Request{Subject: req.Subject, Client: req.Client})
 					}
 					for _, k := range keys {
 						pexp, err := c.PExpireTime(ctx, k).Result()
@@ -195,13 +205,10 @@ type expiryRun struct {
 }
 
 // missesWindows reports whether lim predicts the server's window and denies a request that
-// missed it serverWindowTries times (fixed-window, sliding-counter).
+// missed it serverWindowTries times (sliding-counter).
 func missesWindows(lim Limiter) bool {
-	switch lim.(type) {
-	case *fixedWindowLimiter, *slidingCounterLimiter:
-		return true
-	}
-	return false
+	_, ok := lim.(*slidingCounterLimiter)
+	return ok
 }
 
 // runExpirySequence sends n requests to lim, one at a time, with real sleeps: mostly up to W/(2L)
@@ -214,6 +221,7 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 	c := env.Target.Client
 	w := l.Window
 	hadState := map[string]bool{}
+	windows := map[string]int64{} // the window of each subject's last reported decision time
 	for i := range n {
 		if rng.IntN(7) == 0 {
 			time.Sleep(2*w + 3*time.Millisecond + time.Duration(rng.Int64N(int64(w-3*time.Millisecond))))
@@ -235,10 +243,31 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 				hadState[subject] = false
 			}
 		}
+		sent := time.Now().UnixMicro()
 		d, err := Do(ctx, lim, c, req)()
+		received := time.Now().UnixMicro()
 		if err != nil {
 			r.err = fmt.Errorf("request %d: %w", i, err)
 			return r
+		}
+		if d.TimeMicros != 0 {
+			windows[subject] = floorDiv(d.TimeMicros, w.Microseconds())
+		} else {
+			// fixed-window reports the time of a window's first call only; the others counted
+			// in the key that call opened, so in its window, which must still be the window of
+			// the time they ran at (in [sent, received]; Redis reads this host's clock): a key
+			// that outlived its window would count the next window's requests in it.
+			k, ok := windows[subject]
+			if !ok {
+				r.err = fmt.Errorf("request %d: a decision without a time for a subject whose window is unknown: %+v", i, d)
+				return r
+			}
+			start, end := k*w.Microseconds(), (k+1)*w.Microseconds()
+			if sent >= end || received < start {
+				r.err = fmt.Errorf("request %d: counted in the key of window [%d, %d) µs, sent at %d µs and answered at %d µs: the key outlived its window", i, start, end, sent, received)
+				return r
+			}
+			d.TimeMicros = start
 		}
 		if !d.Allowed && d.RetryAfter == 0 && cost <= l.Limit && missesWindows(lim) {
 			// The window scripts' Call denies, writing nothing, a request that missed the

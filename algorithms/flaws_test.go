@@ -155,9 +155,10 @@ func TestServerClockIgnoresSkew(t *testing.T) {
 	}
 }
 
-// TestFixedWindowKeys: each window counts in a key of its own, named by the window, that expires
-// with it (fixed times: the time left in the window plus a minute); a clock that steps back into
-// an earlier window counts in that window's key again.
+// TestFixedWindowKeys: with fixed times (tests), each window counts in a key of its own, named by
+// the window, that expires with it plus a minute; a clock that steps back into an earlier window
+// counts in that window's key again. (On the server's clock the key is the subject's; see
+// TestFixedWindowEndsWithItsKey.)
 func TestFixedWindowKeys(t *testing.T) {
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
@@ -191,51 +192,67 @@ func TestFixedWindowKeys(t *testing.T) {
 	})
 }
 
-// TestFixedWindowMissedWindow: a request sent for a window the server's clock is not in (here the
-// limiter believes the server an hour ahead) writes nothing; on a client it is sent again for the
-// window the server reported and decided there, in a pipeline it is denied with retry-after 0, and
-// either way the limiter learns the server's offset, so the next request hits its window.
-func TestFixedWindowMissedWindow(t *testing.T) {
+// TestFixedWindowEndsWithItsKey: on the server's clock the counter is the subject's key, and the
+// window's first call sets it to expire in the window's last ms, (k+1)W − 1, so that Redis ends the
+// count when the window ends. It is also the regression test of a first call in a window's last
+// ms: PEXPIREAT to the current ms deletes the key at once (Redis 7.0), so the calls after it in
+// that ms would count from 0 again and the window could admit L more; SET … PXAT keeps it. Two
+// calls in one MULTI run in the same ms almost always; with W = 2 ms half the first calls fall in
+// a window's last ms, and the second call of each such pair must find the count (or, if the ms
+// passed in between, open the next window).
+func TestFixedWindowEndsWithItsKey(t *testing.T) {
 	topologies(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := env.Target.Client
-		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second}).(*fixedWindowLimiter)
-		ahead := time.Hour.Microseconds()
-		lim.windows.offset.Store(ahead)
-		req := Request{Subject: "m", Cost: 1}
-		wrong := lim.Keys(req)[0]
-		if d := decide(t, c, lim, req); !d.Allowed || d.Remaining != 2 {
-			t.Fatalf("on a client: %+v, want allowed with 2 remaining", d)
+		lim := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 3, Window: time.Second})
+		d := decide(t, c, lim, Request{Subject: "e", Cost: 1})
+		if !d.Allowed || d.TimeMicros == 0 || d.Clock != ClockServer {
+			t.Fatalf("first call: %+v, want allowed with the server's time", d)
 		}
-		if n := c.Exists(ctx, wrong).Val(); n != 0 {
-			t.Errorf("the missed window's key %s exists", wrong)
+		key := lim.Keys(Request{Subject: "e"})[0]
+		if want := env.Prefix + "fw:{e}"; key != want {
+			t.Errorf("key %q, want %q", key, want)
 		}
-		if off := lim.windows.offset.Load(); off > time.Second.Microseconds() || off < -time.Second.Microseconds() {
-			t.Errorf("offset %d µs after a reply, want about 0", off)
+		endMs := (d.TimeMicros/1_000_000 + 1) * 1000
+		if got := c.PExpireTime(ctx, key).Val(); got != time.Duration(endMs-1)*time.Millisecond {
+			t.Errorf("decision at %d µs: PEXPIRETIME %d ms, want %d ms (the window's last ms)", d.TimeMicros, got.Milliseconds(), endMs-1)
 		}
-		lim.windows.offset.Store(ahead)
-		p := c.Pipeline()
-		pend := Do(ctx, lim, p, req)
-		if _, err := p.Exec(ctx); err != nil {
-			t.Fatal(err)
+		if d := decide(t, c, lim, Request{Subject: "e", Cost: 1}); !d.Allowed || d.Remaining != 1 || d.TimeMicros != 0 {
+			t.Errorf("second call: %+v, want allowed with 1 remaining and no time", d)
 		}
-		d, err := pend()
-		if err != nil || d.Allowed || d.RetryAfter != 0 || d.TimeMicros == 0 {
-			t.Errorf("in a pipeline: %+v, %v; want a denial with retry-after 0 and the server's time", d, err)
+
+		short := prepare(t, env, lookup(t, "fixed-window"), Limit{Limit: 1000, Window: 2 * time.Millisecond})
+		lastMs := 0
+		deadline := time.Now().Add(5 * time.Second)
+		for i := 0; lastMs < 20 && time.Now().Before(deadline); i++ {
+			req := Request{Subject: fmt.Sprint("last", i), Cost: 1}
+			p := c.TxPipeline()
+			first, second := Do(ctx, short, p, req), Do(ctx, short, p, req)
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			d1, err1 := first()
+			d2, err2 := second()
+			if err1 != nil || err2 != nil {
+				t.Fatalf("pair %d: %v, %v", i, err1, err2)
+			}
+			if d1.TimeMicros == 0 || (d1.TimeMicros/1000)%2 != 1 {
+				continue // not a first call in a window's last ms
+			}
+			lastMs++
+			nextWindow := d2.TimeMicros != 0 && d2.TimeMicros/2000 > d1.TimeMicros/2000
+			if !nextWindow && (d2.TimeMicros != 0 || d2.Remaining != 998) {
+				t.Errorf("pair %d: first call at %d µs (a window's last ms), the second %+v; want it counted second in that window (998 remaining) or in the next window", i, d1.TimeMicros, d2)
+			}
 		}
-		p = c.Pipeline()
-		pend = Do(ctx, lim, p, req)
-		if _, err := p.Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if d, err := pend(); err != nil || !d.Allowed {
-			t.Errorf("in a pipeline after the offset was learnt: %+v, %v; want allowed", d, err)
+		if lastMs < 20 {
+			t.Errorf("only %d first calls fell in a window's last ms in 5 s", lastMs)
 		}
 	})
 }
 
-// TestFixedWindowDenials: a denial of cost 1 finds the window full and leaves its increment in the
-// counter (one INCRBY per call), a larger denied cost takes its increment back; either way the
+// TestFixedWindowDenials: a denial that finds the window full leaves its increment in the counter
+// (one INCRBY per call), a denied cost that found room takes its increment back; either way the
 // decisions and the remaining permits are those of a count that stops at the limit.
 func TestFixedWindowDenials(t *testing.T) {
 	env := redistest.Single(t)
@@ -254,8 +271,8 @@ func TestFixedWindowDenials(t *testing.T) {
 		{2, true, 0, "3"},
 		{1, false, 0, "4"}, // full: left in place
 		{1, false, 0, "5"},
-		{2, false, 0, "5"}, // taken back
-		{1, false, 0, "6"},
+		{2, false, 0, "7"}, // full before it: left in place too
+		{1, false, 0, "8"},
 	}
 	for i, s := range steps {
 		req := at("d", base.Add(time.Duration(i)*time.Millisecond))

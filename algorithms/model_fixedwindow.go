@@ -2,8 +2,8 @@ package algorithms
 
 // fixedWindowModel is the reference model of `fixed-window` (scripts/fixed_window.lua): per
 // subject, the permits counted in its latest window with a count and in the window before it (the
-// script keeps one counter per window, in a key named by the window, until the window ends).
-// Client is ignored.
+// script keeps one counter per subject until its window ends on the server's clock; with fixed
+// times, in tests, one per window, in a key named by the window). Client is ignored.
 type fixedWindowModel struct {
 	limit, windowUs int64
 	state           map[string]fixedWindowState

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,34 +169,40 @@ func TestTokenBucketReplies(t *testing.T) {
 	})
 }
 
-// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second for a
-// request sent for window k = 1700000000: t0 is in it, 750 ms before its end.
+// TestFixedWindowReplies decodes replies of scripts/fixed_window.lua at L = 5 per second: a
+// window's first call replies "<count> <s> <µs>" (t0), the others the count as an integer, which
+// the cases write as "int N".
 func TestFixedWindowReplies(t *testing.T) {
 	f := &fixedWindowLimiter{limit: 5, windowUs: 1_000_000}
-	const k = 1_700_000_000
 	cases := []replyCase{
 		{name: "first", raw: "1 1700000000 250000", cost: 1, want: server(true, 4, 0)},
-		{name: "the fifth", raw: "5 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "cost 2", raw: "3 1700000000 250000", cost: 2, want: server(true, 2, 0)},
-		{name: "denied, full", raw: "6 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, full with earlier denials", raw: "9 1700000000 250000", cost: 1, want: server(false, 0, 750*time.Millisecond)},
-		{name: "denied, 2 left for a cost of 3", raw: "6 1700000000 250000", cost: 3, want: server(false, 2, 750*time.Millisecond)},
-		{name: "denied, cost above the limit", raw: "6 1700000000 250000", cost: 6, want: server(false, 5, 0)},
-		{name: "missed the window", raw: "0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
-		{name: "counted below its cost", raw: "1 1700000000 250000", cost: 2, bad: true},
-		{name: "counted at a time in another window", raw: "1 1700000001 250000", cost: 1, bad: true},
-		{name: "missed at a time inside the window", raw: "0 1700000000 250000", cost: 1, bad: true},
+		{name: "first of cost 3", raw: "3 1700000000 250000", cost: 3, want: server(true, 2, 0)},
+		{name: "first, cost above the limit", raw: "6 1700000000 250000", cost: 6, want: server(false, 5, 0)},
+		{name: "second", raw: "int 2", cost: 1, want: Decision{Allowed: true, Remaining: 3}},
+		{name: "the fifth", raw: "int 5", cost: 1, want: Decision{Allowed: true}},
+		{name: "cost 2", raw: "int 3", cost: 2, want: Decision{Allowed: true, Remaining: 2}},
+		{name: "denied, full", raw: "int 6", cost: 1, want: Decision{}},
+		{name: "denied, full with earlier denials", raw: "int 9", cost: 1, want: Decision{}},
+		{name: "denied, 2 left for a cost of 3", raw: "int 6", cost: 3, want: Decision{Remaining: 2}},
+		{name: "a first call's count without a time", raw: "int 1", cost: 1, bad: true},
+		{name: "a count below its cost", raw: "int 1", cost: 2, bad: true},
+		{name: "a later call's count with a time", raw: "2 1700000000 250000", cost: 1, bad: true},
+		{name: "a first call counted below its cost", raw: "1 1700000000 250000", cost: 2, bad: true},
 		{name: "no time", raw: "1 0 0", cost: 1, bad: true},
 		{name: "µs past a second", raw: "1 1700000000 1000000", cost: 1, bad: true},
 		{name: "the earlier script's reply", raw: "1 1 1700000000 1700000000 250000", cost: 1, bad: true},
 		{name: "negative", raw: "-1 1700000000 250000", cost: 1, bad: true},
+		{name: "a negative integer", raw: "int -1", cost: 1, bad: true},
 	}
 	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
-		d, missed, err := f.decode(raw, k, cost)
-		if err == nil && missed != (d.TimeMicros == t0+1_000_000) {
-			t.Errorf("decode(%v): missed %v", raw, missed)
+		if s, ok := raw.(string); ok && strings.HasPrefix(s, "int ") {
+			n, err := strconv.ParseInt(s[4:], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = n
 		}
-		return d, err
+		return f.decode(raw, cost, 0)
 	})
 }
 

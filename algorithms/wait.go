@@ -119,8 +119,8 @@ var ErrNotSent = errors.New("request not sent")
 //
 // Since the inner request is always sent in a pipeline, it behaves as in a pipeline: a NOSCRIPT is
 // the request's error (and the script is loaded again for the next; see Call.Send), and the
-// window-keyed scripts (fixed-window, sliding-counter) do not send a request again when a window
-// boundary passed in flight: it stays a denial. A request that cannot be sent (a bad subject or
+// window-keyed script (sliding-counter) does not send a request again when a window boundary
+// passed in flight: it stays a denial. A request that cannot be sent (a bad subject or
 // cost) is not sent; its WAIT still is (it returns at once: the connection wrote nothing new). A
 // request whose node the cluster client cannot name is not sent, and its error wraps ErrNotSent.
 //
