@@ -531,7 +531,7 @@ func (f floorLimiter) NewCall() algorithms.Call { return algorithms.PendingCall(
 func (f floorLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Request) algorithms.Pending {
 	cmd := f.script.Run(ctx, c, f.Keys(req))
 	return func() (algorithms.Decision, error) {
-		if _, err := cmd.Text(); err != nil {
+		if err := cmd.Err(); err != nil {
 			return algorithms.Decision{}, fmt.Errorf("floor: %w", err)
 		}
 		return algorithms.Decision{Allowed: true}, nil

@@ -22,7 +22,7 @@
 -- stopped at L.
 --
 -- Cost: INCR (INCRBY for a cost above 1) and nothing else on all but the first call of a window,
--- which adds TIME and SET … PXAT: the commands of the public first-hit window (INCRBY, PEXPIRE
+-- which adds TIME and PEXPIREAT: the commands of the public first-hit window (INCRBY, PEXPIRE
 -- when new), with the server's clock read once per window and subject instead of never. Memory:
 -- the same (one integer per subject). The earlier versions read TIME on every call to find the
 -- window (a hash of window fields, then a key named by the window that the script checked against
@@ -32,7 +32,7 @@
 --
 -- Clock: Redis TIME, read on a window's first call; Redis's own clock ends the window by
 -- removing the key. Skew between clients has no effect: no client time is sent. The key expires
--- at an absolute time, (k+1)W − 1 in ms (SET … PXAT): Redis removes a key once its ms clock is
+-- at an absolute time, (k+1)W − 1 in ms (PEXPIREAT, or SET … PXAT in the window's last ms): Redis removes a key once its ms clock is
 -- strictly past the expiry, so the key lives exactly while the server's time is in window k (a
 -- relative PEXPIRE would count from the clock reading Redis takes when the script starts, before
 -- the TIME call, and could end the window early if the server were preempted in between). Within
@@ -80,10 +80,11 @@ else
   end
 end
 
--- The window's first call: the key expires at the end of the window the time is in. SET … PXAT,
--- not PEXPIREAT: PEXPIREAT deletes a key at once when its time is the current ms (Redis 7.0), so a
--- first call in a window's last ms would lose the count and every call after it in that ms would
--- start again from 0; SET keeps the key until its ms has passed.
+-- The window's first call: the key expires at the end of the window the time is in, in its last
+-- ms. PEXPIREAT deletes a key at once when its time is the current ms (Redis 7.0), so a first call
+-- in a window's last ms would lose the count and every call after it in that ms would start again
+-- from 0: there, and only there, SET … PXAT (which keeps the key until its ms has passed) stands
+-- in for it, since SET costs more than PEXPIREAT.
 local w = ARGV[1] + 0
 local sec, usec, ms
 if ARGV[4] then
@@ -95,14 +96,19 @@ else
   sec, usec = t[1], t[2]
   ms = sec * 1000 + math.floor(usec / 1000)
 end
-local count = n
+local last = ms - ms % w + w - 1
 if cost and n > ARGV[3] + 0 then
   -- A cost above L on a new window never fits: take it back.
-  count = 0
-end
-if ARGV[4] then
-  redis.call('SET', key, count, 'PX', w - ms % w + 60000)
+  if ARGV[4] then
+    redis.call('SET', key, '0', 'PX', w - ms % w + 60000)
+  else
+    redis.call('SET', key, '0', 'PXAT', last)
+  end
+elseif ARGV[4] then
+  redis.call('PEXPIRE', key, w - ms % w + 60000)
+elseif ms < last then
+  redis.call('PEXPIREAT', key, last)
 else
-  redis.call('SET', key, count, 'PXAT', ms - ms % w + w - 1)
+  redis.call('SET', key, n, 'PXAT', last)
 end
-return string.format('%d %d %d', n, sec, usec)
+return n .. ' ' .. sec .. ' ' .. usec
