@@ -24,7 +24,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
@@ -440,13 +439,11 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 		b.Skip("the raw client and redis-benchmark run without TLS")
 	}
 	// GOMAXPROCS as `limitbench run` sets it against this server (as BenchmarkLoadgen does).
-	st, undo := cpus.Apply(cpus.Policy{Env: e.cfg, Topologies: []redisenv.Topology{redisenv.TopologySingle}})
-	defer undo()
-	b.Log(st.ProcsNote)
+	defer e.applyProcs(b)()
 	const (
-		clients = 32
-		rounds  = 5
-		measure = 1500 * time.Millisecond
+		clients = loadgenClients
+		rounds  = loadgenRounds
+		measure = loadgenMeasure
 	)
 	gens := []floorGen{
 		rawGen(b, e, clients),

@@ -121,6 +121,23 @@ type loadgenEnv struct {
 	sha    string
 }
 
+// The shape of BenchmarkLoadgen's and BenchmarkLoadgenFloor's comparisons: connections, paired
+// rounds, and the time each side measures in a round.
+const (
+	loadgenClients = 32
+	loadgenRounds  = 5
+	loadgenMeasure = 1500 * time.Millisecond
+)
+
+// applyProcs sets GOMAXPROCS as `limitbench run` sets it against e's server, logs the policy's
+// note, and returns the function that restores it.
+func (e *loadgenEnv) applyProcs(b *testing.B) (undo func()) {
+	b.Helper()
+	st, undo := cpus.Apply(cpus.Policy{Env: e.cfg, Topologies: []redisenv.Topology{redisenv.TopologySingle}})
+	b.Log(st.ProcsNote)
+	return undo
+}
+
 func startLoadgenEnv(b *testing.B) *loadgenEnv {
 	b.Helper()
 	cfg := redisenv.Config{Backend: redisenv.BackendProcess}
@@ -257,14 +274,11 @@ func median(xs []float64) float64 {
 //	go test -run '^$' -bench '^BenchmarkLoadgen$' -benchtime 1x -timeout 15m ./bench/ [-args -loadgen-redis URL]
 func BenchmarkLoadgen(b *testing.B) {
 	e := startLoadgenEnv(b)
-	// GOMAXPROCS as `limitbench run` sets it against this server.
-	st, undo := cpus.Apply(cpus.Policy{Env: e.cfg, Topologies: []redisenv.Topology{redisenv.TopologySingle}})
-	defer undo()
-	b.Log(st.ProcsNote)
+	defer e.applyProcs(b)()
 	const (
-		clients = 32
-		rounds  = 5
-		measure = 1500 * time.Millisecond
+		clients = loadgenClients
+		rounds  = loadgenRounds
+		measure = loadgenMeasure
 	)
 	c := e.target.NewClient(redisenv.ClientOptions{PoolSize: clients})
 	// Warm the connections and the script cache.
