@@ -32,10 +32,11 @@
 --
 -- Clock: Redis TIME, read on a window's first call; Redis's own clock ends the window by
 -- removing the key. Skew between clients has no effect: no client time is sent. The key expires
--- at an absolute time, (k+1)W − 1 in ms (PEXPIREAT, or SET … PXAT in the window's last ms): Redis removes a key once its ms clock is
--- strictly past the expiry, so the key lives exactly while the server's time is in window k (a
--- relative PEXPIRE would count from the clock reading Redis takes when the script starts, before
--- the TIME call, and could end the window early if the server were preempted in between). Within
+-- at an absolute time, (k+1)W − 1 in ms (PEXPIREAT, or SET … PXAT in the window's last ms):
+-- Redis removes a key once its ms clock is strictly past the expiry, so the key lives exactly
+-- while the server's time is in window k (a relative PEXPIRE would count from the clock reading
+-- Redis takes when the script starts, before the TIME call, and could end the window early if
+-- the server were preempted in between). Within
 -- a script Redis judges expiry by the time the script started (all versions this targets), which
 -- is before the script's TIME, so a call sees the key of the window it started in. The decision
 -- time of a first call is its TIME; the other calls report none (the caller knows the time only
