@@ -181,9 +181,10 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 func (c *Comparison) WriteHTML(w io.Writer) error {
 	type run struct{ Role, Label, Env string }
 	data := struct {
+		Title    string
 		Runs     []run
 		Sections []DeltaSection
-	}{Sections: c.Sections()}
+	}{Title: "limitbench comparison", Sections: c.Sections()}
 	for i, l := range c.Labels {
 		role := "run"
 		if i == 0 {
@@ -213,17 +214,7 @@ func WriteComparison(dir string, c *Comparison) error {
 	return WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
-var htmlComparison = template.Must(template.New("comparison").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>limitbench comparison</title>
-<style>` + pageCSS + `</style>
-</head>
-<body>
-<h1>limitbench comparison</h1>
-<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
+var htmlComparison = template.Must(template.New("comparison").Parse(pageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
 <ul>{{range .Runs}}<li><strong>{{.Role}}:</strong> {{.Label}} ({{.Env}})</li>{{end}}</ul>
 {{range .Sections}}<h2>{{.Run}} against {{.Baseline}}</h2>
 <div class="wrap"><table class="v">

@@ -448,17 +448,7 @@ func WriteHunt(dir string, f *hunt.File) ([]string, error) {
 	return names, nil
 }
 
-var htmlHunt = template.Must(template.New("hunt").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>` + pageCSS + `</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-<p>{{.Intro}}</p>
+var htmlHunt = template.Must(template.New("hunt").Parse(pageHead + `<p>{{.Intro}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
 <h2>Hunt</h2>
 <div class="wrap"><table class="v">

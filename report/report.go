@@ -438,7 +438,9 @@ ul{padding-left:1.3rem}
 @page{margin:1.5cm}
 `
 
-var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// pageHead opens report.html, the hunt's report.html and comparison.html: the document head
+// with pageCSS and the page's heading, both the template's .Title.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -448,7 +450,9 @@ var htmlReport = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-{{if .Description}}<p>{{.Description}}</p>{{end}}
+`
+
+var htmlReport = template.Must(template.New("report").Parse(pageHead + `{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><strong>Summary:</strong> {{.Summary}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
 <h2>Scenario</h2>
