@@ -100,18 +100,23 @@ func (s *slidingCounterLimiter) Keys(req Request) []string {
 // 2286, as the script compares them), W, (L − n)·W, n, the new counter's expiry (k + 2)·W in ms,
 // and the fixed time in tests.
 type slidingCounterCall struct {
-	windowCall
+	scriptCall
 	s                    *slidingCounterLimiter
 	subject              string
 	cur, prev            argBuf
 	start, end           int64
 	budget, cost, expiry int64
 	now, at              *evalCmd // without and with a fixed time
+	// k is the window the request was last sent for, at sentAt (µs, local clock); fixed is its
+	// FixedTime in µs (0: none); ctx and rc are what Result needs to send it again.
+	k, sentAt, fixed int64
+	ctx              context.Context
+	rc               redis.Cmdable
 }
 
 // NewCall implements Limiter.
 func (s *slidingCounterLimiter) NewCall() Call {
-	c := &slidingCounterCall{windowCall: windowCall{scriptCall: scriptCall{name: "sliding-counter"}, windows: &s.windows, w: s.windowUs}, s: s}
+	c := &slidingCounterCall{scriptCall: scriptCall{name: "sliding-counter"}, s: s}
 	keys := []*argBuf{&c.cur, &c.prev}
 	c.now = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry)
 	c.at = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry, &c.fixed)
@@ -132,10 +137,18 @@ func (c *slidingCounterCall) Send(ctx context.Context, rc redis.Cmdable, req Req
 	}
 	c.subject, c.cost = req.Subject, cost
 	c.budget = (s.limit - cost) * s.windowUs
-	c.begin(ctx, rc, req, c)
+	c.fixed = fixedMicros(req)
+	if c.fixed != 0 && (c.fixed < minMicros || c.fixed >= maxMicros) {
+		c.fail(fmt.Errorf("sliding-counter: fixed time %d µs is outside [%d, %d)", c.fixed, int64(minMicros), int64(maxMicros)))
+		return
+	}
+	c.ctx, c.rc = ctx, rc
+	c.k = s.windows.predict(req, s.windowUs)
+	c.sentAt = time.Now().UnixMicro()
+	c.sendFor(c.k)
 }
 
-// sendFor implements windowSender.
+// sendFor sends the request for window k (with its fixed time when it has one).
 func (c *slidingCounterCall) sendFor(k int64) {
 	s := c.s
 	c.cur.windowKey(s.prefix, "sc", c.subject, k)
@@ -148,12 +161,40 @@ func (c *slidingCounterCall) sendFor(k int64) {
 	c.send(c.ctx, c.rc, e)
 }
 
-// decodeFor implements windowSender.
-func (c *slidingCounterCall) decodeFor(raw any, k int64) (Decision, bool, error) {
-	return c.s.decode(raw, k, c.cost)
+// Result decodes the reply. A reply that missed its window (the server's TIME is in another) is
+// sent again for the window the server reported, up to serverWindowTries times, on a client; in a
+// pipeline, which has no second round trip, the decision decode returned for the miss stands (a
+// denial). Every reply on the server's clock updates the offset. With a FixedTime the window is
+// exact, so a miss is an error wrapping ErrBadReply.
+func (c *slidingCounterCall) Result() (Decision, error) {
+	s := c.s
+	for try := 1; ; try++ {
+		raw, err := c.reply()
+		if err != nil {
+			return Decision{}, err
+		}
+		d, missed, err := s.decode(raw, c.k, c.cost)
+		if err != nil {
+			return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+		}
+		if c.fixed == 0 {
+			// The server read TIME between the send and now: take the midpoint.
+			s.windows.offset.Store(d.TimeMicros - (c.sentAt+time.Now().UnixMicro())/2)
+		}
+		_, pipelined := c.rc.(redis.Pipeliner)
+		switch {
+		case !missed:
+			return d, nil
+		case c.fixed != 0:
+			return Decision{}, fmt.Errorf("%s: %w", c.name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", c.fixed, c.k), raw))
+		case pipelined || try == serverWindowTries:
+			return d, nil
+		}
+		c.k = floorDiv(d.TimeMicros, s.windowUs)
+		c.sentAt = time.Now().UnixMicro()
+		c.sendFor(c.k)
+	}
 }
-
-func (c *slidingCounterCall) Result() (Decision, error) { return c.result(c) }
 
 // decode decodes the reply of scripts/sliding_counter.lua, "<allowed 0|1|2> <cur> <prev> <s> <µs>",
 // for a request of n = cost permits sent for window k and decided at t, e = t − kW µs into it.
@@ -214,7 +255,7 @@ func (s *slidingCounterLimiter) decode(raw any, k, cost int64) (Decision, bool, 
 }
 
 // windowKey builds prefix + tag + ":{" + subject + "}:" + k in base 36 in a and returns a: the
-// key of window k of the window-keyed scripts.
+// key of window k (sliding-counter's counters; fixed-window's with a fixed time).
 func (a *argBuf) windowKey(prefix, tag, subject string, k int64) *argBuf {
 	a.subjectKey(prefix, tag, subject)
 	a.b = strconv.AppendInt(append(a.b, ':'), k, 36)
@@ -222,9 +263,8 @@ func (a *argBuf) windowKey(prefix, tag, subject string, k int64) *argBuf {
 }
 
 // serverWindows predicts in which aligned window [kW, (k+1)W) of the server's clock a request
-// will be decided, for the scripts whose keys are named by the window (fixed-window,
-// sliding-counter): a script reads TIME and refuses, writing nothing, a request whose window is
-// not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
+// will be decided, for sliding-counter, whose keys are named by the window: its script reads TIME
+// and refuses, writing nothing, a request whose window is not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
 type serverWindows struct {
 	// offset is the server's clock minus this process's, in µs, as the last reply showed it (the
 	// server's TIME minus the midpoint of the local times the request was sent and its reply read
@@ -236,7 +276,7 @@ type serverWindows struct {
 // reported before it is denied: a window boundary passed in flight each time.
 const serverWindowTries = 3
 
-// minMicros and maxMicros bound the times the window scripts compare as 16-digit strings:
+// minMicros and maxMicros bound the times sliding_counter.lua compares as 16-digit strings:
 // 2001-09-09 to 2286-11-20.
 const (
 	minMicros = 1_000_000_000_000_000
@@ -250,74 +290,4 @@ func (s *serverWindows) predict(req Request, w int64) int64 {
 		return floorDiv(fixed, w)
 	}
 	return floorDiv(time.Now().UnixMicro()+s.offset.Load(), w)
-}
-
-// windowSender is the part of the window-keyed scripts' Calls that differs: how a request is
-// sent for a window and how its reply is read.
-type windowSender interface {
-	// sendFor sends the request for window k (with windowCall's fixed time when it has one).
-	sendFor(k int64)
-	// decodeFor decodes raw, the reply of the request sent for window k; missed says the
-	// server's TIME was in another window, so nothing was counted.
-	decodeFor(raw any, k int64) (d Decision, missed bool, err error)
-}
-
-// windowCall is what the Calls of the window-keyed scripts share: the window the request was sent
-// for, when, and what Result needs to send it again.
-type windowCall struct {
-	scriptCall
-	windows *serverWindows
-	w       int64 // the window, µs
-	// k is the window the request was last sent for, at sentAt (µs, local clock); fixed is its
-	// FixedTime in µs (0: none).
-	k, sentAt, fixed int64
-	ctx              context.Context
-	rc               redis.Cmdable
-}
-
-// begin sends req with s for its predicted window (see result).
-func (c *windowCall) begin(ctx context.Context, rc redis.Cmdable, req Request, s windowSender) {
-	c.fixed = fixedMicros(req)
-	if c.fixed != 0 && (c.fixed < minMicros || c.fixed >= maxMicros) {
-		c.fail(fmt.Errorf("%s: fixed time %d µs is outside [%d, %d)", c.name, c.fixed, int64(minMicros), int64(maxMicros)))
-		return
-	}
-	c.ctx, c.rc = ctx, rc
-	c.k = c.windows.predict(req, c.w)
-	c.sentAt = time.Now().UnixMicro()
-	s.sendFor(c.k)
-}
-
-// result decodes the reply with s. A reply that missed its window (the server's TIME is in
-// another) is sent again for the window the server reported, up to serverWindowTries times, on a
-// client; in a pipeline, which has no second round trip, the decision decodeFor returned for the
-// miss stands (a denial). Every reply on the server's clock updates the offset. With a FixedTime
-// the window is exact, so a miss is an error wrapping ErrBadReply.
-func (c *windowCall) result(s windowSender) (Decision, error) {
-	for try := 1; ; try++ {
-		raw, err := c.reply()
-		if err != nil {
-			return Decision{}, err
-		}
-		d, missed, err := s.decodeFor(raw, c.k)
-		if err != nil {
-			return Decision{}, fmt.Errorf("%s: %w", c.name, err)
-		}
-		if c.fixed == 0 {
-			// The server read TIME between the send and now: take the midpoint.
-			c.windows.offset.Store(d.TimeMicros - (c.sentAt+time.Now().UnixMicro())/2)
-		}
-		_, pipelined := c.rc.(redis.Pipeliner)
-		switch {
-		case !missed:
-			return d, nil
-		case c.fixed != 0:
-			return Decision{}, fmt.Errorf("%s: %w", c.name, badReply(fmt.Sprintf("fixed time %d µs outside the window %d it is in", c.fixed, c.k), raw))
-		case pipelined || try == serverWindowTries:
-			return d, nil
-		}
-		c.k = floorDiv(d.TimeMicros, c.w)
-		c.sentAt = time.Now().UnixMicro()
-		s.sendFor(c.k)
-	}
 }
