@@ -49,13 +49,12 @@ func keyExpiry(name string, l Limit, t, end int64) int64 {
 	case "fixed-window":
 		return end - 1000
 	case "token-bucket":
-	default:
-		return end
+		unit, rate := tokenBucketUnits(l)
+		capacity := l.Capacity() * unit
+		q := expiryQuantum(capacity, rate)
+		return (t/q+1)*q + (capacity+rate-1)/rate
 	}
-	unit, rate := tokenBucketUnits(l)
-	capacity := l.Capacity() * unit
-	q := expiryQuantum(capacity, rate)
-	return (t/q+1)*q + (capacity+rate-1)/rate
+	return end
 }
 
 // TestRegressionRedis72EarlyExpiry is the regression test of the early-expiry bug: the scripts set
