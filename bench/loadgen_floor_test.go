@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -31,6 +32,10 @@ import (
 // loadgenFloorProfile, when set, is a directory where BenchmarkLoadgenFloor writes a CPU profile
 // of each Go generator at each depth (floor-<generator>-d<depth>.pprof), taken in an extra run
 // after the measured rounds so that profiling disturbs none of them.
+// loadgenFloorGens, when set, is a regular expression: BenchmarkLoadgenFloor runs only the Go
+// generators whose names it matches (and redis-benchmark).
+var loadgenFloorGens = flag.String("loadgen-floor-gens", "", "BenchmarkLoadgenFloor: a regular expression of the Go generators to run (raw, go-redis, go-redis-t1, go-redis-t2, go-redis-p2, limitbench; default: all)")
+
 var loadgenFloorProfile = flag.String("loadgen-floor-profile", "", "BenchmarkLoadgenFloor: a directory to write a CPU profile of each Go generator at each depth to (default: none)")
 
 // floorGen is one Go load generator of BenchmarkLoadgenFloor: run drives the server with
@@ -428,7 +433,7 @@ func limitbenchGen(b *testing.B, e *loadgenEnv, clients int) floorGen {
 // With -loadgen-floor-profile DIR it also writes a CPU profile of each Go generator at each
 // depth to DIR (floor-<generator>-d<depth>.pprof), from an extra run after the rounds:
 //
-//	go test -run '^$' -bench '^BenchmarkLoadgenFloor$' -benchtime 1x -timeout 15m -v ./bench/ [-args -loadgen-floor-profile DIR] [-loadgen-redis URL]
+//	go test -run '^$' -bench '^BenchmarkLoadgenFloor$' -benchtime 1x -timeout 15m -v ./bench/ [-args -loadgen-floor-profile DIR] [-loadgen-floor-gens REGEXP] [-loadgen-redis URL]
 //	go tool pprof -top bench.test DIR/floor-raw-d1.pprof
 func BenchmarkLoadgenFloor(b *testing.B) {
 	if _, _, ok := cpuUsed(); !ok {
@@ -452,6 +457,22 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 		goRedisGen(b, e, "go-redis-t2", clients, -2, -2, 0),
 		goRedisGen(b, e, "go-redis-p2", clients, 0, 0, 2),
 		limitbenchGen(b, e, clients),
+	}
+	if *loadgenFloorGens != "" {
+		re, err := regexp.Compile(*loadgenFloorGens)
+		if err != nil {
+			b.Fatalf("-loadgen-floor-gens: %v", err)
+		}
+		gens = slices.DeleteFunc(gens, func(g floorGen) bool {
+			if !re.MatchString(g.name) {
+				g.close()
+				return true
+			}
+			return false
+		})
+		if len(gens) == 0 {
+			b.Fatalf("-loadgen-floor-gens %q matches no generator", *loadgenFloorGens)
+		}
 	}
 	for _, g := range gens {
 		defer g.close()

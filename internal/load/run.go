@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -159,7 +160,10 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		return nil, fmt.Errorf("%w: wait: WAIT cannot follow each request in pipeline mode on a cluster (the cluster's pipelines send a WAIT, which has no key, to any master); use plain", ErrBadPlan)
 	}
 	r.own = ownConns(c, p)
-	if r.own != nil {
+	// A closed client keeps its requests from being sent (redis.ErrClosed): a run on one goes
+	// through it, so that its requests fail as they should.
+	r.wire = r.own != nil && wireable(r.own) && !errors.Is(r.own.Ping(r.reqCtx).Err(), redis.ErrClosed)
+	if r.own != nil && !r.wire {
 		openConns(r.reqCtx, r.own, p.Clients)
 	}
 	if p.Mode == ModeAutoPipeline {
@@ -181,6 +185,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		if !r.closed || p.Share.Runs(i) {
 			workers = append(workers, newWorker(r, i))
 		}
+	}
+	if r.wire {
+		openWires(r.reqCtx, workers)
 	}
 	r.start = waitStart(ctx, p.Start)
 	for _, sh := range r.shards {
@@ -291,6 +298,8 @@ type runner struct {
 	closed bool
 	// own is c when every worker holds a connection of its own (see ownConns); else nil.
 	own *redis.Client
+	// wire says the workers send on wire connections of their own (see wire.go), to own's server.
+	wire bool
 
 	start     time.Time
 	warm, end time.Duration // offsets from start

@@ -32,6 +32,9 @@ type worker struct {
 	// connAt; nil otherwise.
 	conn   *redis.Conn
 	connAt time.Duration
+	// wc is the worker's wire connection when the runner's wire is set (see wire.go); nil
+	// otherwise.
+	wc *wireConn
 }
 
 func newWorker(r *runner, id int) *worker {
@@ -45,6 +48,9 @@ func newWorker(r *runner, id int) *worker {
 		timer: t,
 		outs:  make([]Outcome, r.p.PipelineDepth),
 		calls: make([]algorithms.Call, r.p.PipelineDepth),
+	}
+	if r.wire {
+		w.wc = newWireConn(r.own.Options())
 	}
 	if r.p.Wait.Enabled() {
 		w.waits = make([]*algorithms.WaitCall, len(w.calls))
@@ -68,6 +74,9 @@ func (w *worker) run() {
 		// Closing a go-redis Conn only gives its connection back to the pool (or, when it
 		// failed, removes it from the pool); it has no error worth reporting.
 		defer func() { _ = w.conn.Close() }()
+		if w.wc != nil {
+			defer w.wc.close()
+		}
 	case w.r.p.Mode == ModePipeline:
 		w.pipe = w.r.c.Pipeline()
 	}
@@ -124,6 +133,9 @@ const connRenew = time.Second
 // now.
 func (w *worker) takeConn(at time.Duration) {
 	w.conn = w.r.own.Conn()
+	if w.wc != nil {
+		w.conn.AddHook(w.wc)
+	}
 	w.connAt = at
 	w.cmd = w.conn
 	if w.r.p.Mode == ModePipeline {

@@ -1,0 +1,353 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/limitbench/limitbench/algorithms"
+)
+
+// A wire connection is a worker's own connection to a single server on which the load's requests
+// are written and their replies read by limitbench itself, not by go-redis: the requests that
+// make a run's figures, in plain and pipeline mode, where each worker holds a connection of its
+// own (see ownConns and wireable). Everything else (preparing the limiters, loading a script
+// again after NOSCRIPT, the harness's own checks, clusters, Sentinel, autopipeline) stays with
+// go-redis.
+//
+// Why: go-redis's request path costs more generator CPU per request than redis-benchmark (a
+// pool, hooks, a check for push notifications before every reply, and a reader that reads one
+// element at a time), and at pipeline depth 16 about twice as much. BenchmarkLoadgenFloor shows
+// that go-redis alone is over the targets of CPU per request, and that a Go client writing and
+// reading RESP directly is under them. A wire connection does only that: it writes the commands
+// the algorithms' Calls build (their go-redis argument lists, unchanged), reads the replies into
+// the same values go-redis's reader gives (resp.go), and sets them on the Calls' own commands,
+// so that every decoder, every error class and the NOSCRIPT handling are the same on both paths.
+//
+// What go-redis would do that a wire connection does too: it dials with the client's Dialer (so
+// TLS, a Unix socket and the fault proxies apply), says HELLO with the client's protocol and
+// credentials (AUTH after a refused HELLO), selects the client's database, sets read and write
+// deadlines from ReadTimeout and WriteTimeout, and after a network error or a reply it cannot
+// read closes the connection and dials again at the next request. It never retries a request.
+
+// wireConn is one wire connection. Not safe for concurrent use: one worker holds it.
+type wireConn struct {
+	opt *redis.Options
+	nc  net.Conn // nil until dialed, and after an error closed it
+	rd  *respReader
+	enc cmdEncoder
+	out []byte
+	// rdl and wdl are the read and write deadlines last set on nc.
+	rdl, wdl time.Time
+	// one holds the command ProcessHook sends.
+	one [1]redis.Cmder
+}
+
+// newWireConn returns a wire connection to the server of opt, an initialised client's Options
+// (Options of a redis.Client); it dials at its first request.
+func newWireConn(opt *redis.Options) *wireConn {
+	return &wireConn{opt: opt, rd: newRespReader(nil)}
+}
+
+// wireable reports whether the workers of a run on c (a client ownConns chose) may hold wire
+// connections: c is a client of one server, not go-redis's failover client (which follows the
+// Sentinels and drops its connections to a master that was replaced), and it authenticates with
+// a plain user name and password (no credentials provider, no OnConnect hook, which a wire
+// connection could not honour).
+func wireable(c *redis.Client) bool {
+	o := c.Options()
+	// go-redis's failover client is a redis.Client whose Addr says so (sentinel.go).
+	return o.Addr != "FailoverClient" && o.Dialer != nil && o.OnConnect == nil && o.CredentialsProvider == nil &&
+		o.CredentialsProviderContext == nil && o.StreamingCredentialsProvider == nil &&
+		(o.Protocol == 2 || o.Protocol == 3)
+}
+
+// close closes the connection, if it is open.
+func (c *wireConn) close() {
+	if c.nc != nil {
+		_ = c.nc.Close() // nothing is in flight: there is no error worth reporting
+		c.nc = nil
+	}
+}
+
+// dial opens the connection and says hello, unless it is open. Its error is the dial's (a
+// *net.OpError with Op "dial", as go-redis returns it), or the handshake's wrapped with
+// algorithms.ErrNotSent: no request was sent on it.
+func (c *wireConn) dial(ctx context.Context) error {
+	if c.nc != nil {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.opt.DialTimeout)
+	defer cancel()
+	nc, err := c.opt.Dialer(dctx, c.opt.Network, c.opt.Addr)
+	if err != nil {
+		return err
+	}
+	c.nc, c.rdl, c.wdl = nc, time.Time{}, time.Time{}
+	c.rd.reset(nc)
+	if err := c.hello(ctx); err != nil {
+		c.close()
+		return fmt.Errorf("%w: the connection to %s could not be set up: %w", algorithms.ErrNotSent, c.opt.Addr, err)
+	}
+	return nil
+}
+
+// hello sets up a new connection as go-redis does: HELLO with the client's protocol and
+// credentials (on a server that refuses HELLO, AUTH with them and RESP2), then SELECT of the
+// client's database.
+func (c *wireConn) hello(ctx context.Context) error {
+	hello := []any{"hello", c.opt.Protocol}
+	if c.opt.Password != "" {
+		user := c.opt.Username
+		if user == "" {
+			user = "default"
+		}
+		hello = append(hello, "auth", user, c.opt.Password)
+	}
+	if c.opt.ClientName != "" {
+		hello = append(hello, "setname", c.opt.ClientName)
+	}
+	var setup []*redis.Cmd
+	cmd := redis.NewCmd(ctx, hello...)
+	c.roundTrip(ctx, []redis.Cmder{cmd})
+	if err := cmd.Err(); err != nil {
+		if _, refused := err.(replyError); !refused || c.nc == nil {
+			return err
+		}
+		// A server before Redis 6, or one that refuses the protocol: RESP2 and AUTH.
+		if c.opt.Password != "" {
+			if c.opt.Username != "" {
+				setup = append(setup, redis.NewCmd(ctx, "auth", c.opt.Username, c.opt.Password))
+			} else {
+				setup = append(setup, redis.NewCmd(ctx, "auth", c.opt.Password))
+			}
+		}
+		if c.opt.ClientName != "" {
+			setup = append(setup, redis.NewCmd(ctx, "client", "setname", c.opt.ClientName))
+		}
+	}
+	if c.opt.DB > 0 {
+		setup = append(setup, redis.NewCmd(ctx, "select", c.opt.DB))
+	}
+	if len(setup) == 0 {
+		return nil
+	}
+	cmds := make([]redis.Cmder, len(setup))
+	for i, s := range setup {
+		cmds[i] = s
+	}
+	c.roundTrip(ctx, cmds)
+	for _, s := range setup {
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("%s: %w", s.Args()[0], err)
+		}
+	}
+	return nil
+}
+
+// exec sends cmds in one write and reads their replies in order, dialing first when the
+// connection is not open; every command carries its own reply or error (see roundTrip).
+func (c *wireConn) exec(ctx context.Context, cmds []redis.Cmder) {
+	if err := c.dial(ctx); err != nil {
+		for _, cmd := range cmds {
+			cmd.SetErr(err)
+		}
+		return
+	}
+	c.roundTrip(ctx, cmds)
+}
+
+// deadlineSlack is how far a deadline may lag behind the one a request would set before it is
+// set again: setting a deadline costs a lock and a timer update in Go's network poller, so a
+// request sets none while the one in place is within 1/deadlineSlack of its timeout of what it
+// wants. A request therefore times out between (1 − 1/64) × and 1 × the client's timeout after
+// it was sent.
+const deadlineSlack = 64
+
+// deadline returns the deadline a request sent at now with timeout d (a client's ReadTimeout or
+// WriteTimeout) and context ctx should have, and whether it has one: none for a negative d
+// (go-redis's "no timeout"), unless ctx has a deadline.
+func deadline(ctx context.Context, now time.Time, d time.Duration) (time.Time, bool) {
+	var dl time.Time
+	if d > 0 {
+		dl = now.Add(d)
+	}
+	if cd, ok := ctx.Deadline(); ok && (dl.IsZero() || cd.Before(dl)) {
+		dl = cd
+	}
+	return dl, !dl.IsZero()
+}
+
+// refresh sets nc's deadline (set, the one last set in *last) to want unless *last is within
+// 1/deadlineSlack of timeout d before it, or want is none and none is set.
+func refresh(set func(time.Time) error, last *time.Time, want time.Time, ok bool, d time.Duration) error {
+	if !ok {
+		if last.IsZero() {
+			return nil
+		}
+		*last = time.Time{}
+		return set(time.Time{})
+	}
+	if !last.IsZero() && !last.After(want) && want.Sub(*last) <= d/deadlineSlack {
+		return nil
+	}
+	*last = want
+	return set(want)
+}
+
+// roundTrip writes cmds and reads their replies on the open connection. A reply sets its
+// command's value (or its error, for an error reply or a null: redis.Nil). A network error, or
+// a reply that cannot be read, is the error of its command and of every command after it, and
+// closes the connection; a command that cannot be written is not sent, and neither are the
+// others.
+func (c *wireConn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
+	out := c.out[:0]
+	for i, cmd := range cmds {
+		var err error
+		if out, err = c.enc.append(out, i, cmd.Args()); err != nil {
+			for _, cmd := range cmds {
+				cmd.SetErr(fmt.Errorf("%w: %w", algorithms.ErrNotSent, err))
+			}
+			return
+		}
+	}
+	c.out = out
+	now := time.Now()
+	wd, wok := deadline(ctx, now, c.opt.WriteTimeout)
+	err := refresh(c.nc.SetWriteDeadline, &c.wdl, wd, wok, c.opt.WriteTimeout)
+	if err == nil {
+		rd, rok := deadline(ctx, now, c.opt.ReadTimeout)
+		err = refresh(c.nc.SetReadDeadline, &c.rdl, rd, rok, c.opt.ReadTimeout)
+	}
+	if err == nil {
+		err = c.rd.send(c.nc, out)
+	}
+	if err != nil {
+		c.fail(cmds, err)
+		return
+	}
+	for i, cmd := range cmds {
+		v, err := c.rd.reply()
+		if err == nil {
+			setReply(cmd, v)
+			continue
+		}
+		if _, isReply := err.(replyError); isReply || err == redis.Nil {
+			cmd.SetErr(err)
+			continue
+		}
+		c.fail(cmds[i:], err)
+		return
+	}
+}
+
+// fail closes the connection after err, and makes err the error of cmds.
+func (c *wireConn) fail(cmds []redis.Cmder, err error) {
+	c.close()
+	for _, cmd := range cmds {
+		cmd.SetErr(err)
+	}
+}
+
+// setReply sets v as the value of cmd, a command type wireCmd accepts. A value of the wrong type
+// for cmd is its error, as go-redis's reader gives one.
+func setReply(cmd redis.Cmder, v any) {
+	switch cmd := cmd.(type) {
+	case *redis.Cmd:
+		cmd.SetErr(nil)
+		cmd.SetVal(v)
+	case *redis.IntCmd:
+		n, ok := v.(int64)
+		if !ok {
+			cmd.SetErr(fmt.Errorf("redis: unexpected reply of type %T to %s, want an integer", v, cmd.Name()))
+			return
+		}
+		cmd.SetErr(nil)
+		cmd.SetVal(n)
+	case *redis.StatusCmd:
+		s, ok := v.(string)
+		if !ok {
+			cmd.SetErr(fmt.Errorf("redis: unexpected reply of type %T to %s, want a status", v, cmd.Name()))
+			return
+		}
+		cmd.SetErr(nil)
+		cmd.SetVal(s)
+	}
+}
+
+// wireCmd reports whether a wire connection can send cmd: its reply type is one setReply sets.
+func wireCmd(cmd redis.Cmder) bool {
+	switch cmd.(type) {
+	case *redis.Cmd, *redis.IntCmd, *redis.StatusCmd:
+		return true
+	}
+	return false
+}
+
+// wireConn is a go-redis hook (redis.Hook) on the worker's go-redis Conn: the Conn's commands
+// and pipelines go out on the wire connection instead of a connection of the client's pool, so
+// that every Call, and every method of the Conn a Call uses (EvalSha, Eval after NOSCRIPT,
+// Pipeline for a WAIT after its request), sends on the same wire connection. A command of a type
+// setReply cannot set, and a transaction (MULTI ... EXEC), go on to go-redis (next), which sends
+// them on a connection of the pool that the Conn then holds.
+var _ redis.Hook = (*wireConn)(nil)
+
+// DialHook implements redis.Hook: dials are go-redis's own.
+func (c *wireConn) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook: it sends cmd on the wire connection and returns its error.
+func (c *wireConn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !wireCmd(cmd) {
+			return next(ctx, cmd)
+		}
+		c.one[0] = cmd
+		c.exec(ctx, c.one[:])
+		c.one[0] = nil
+		return cmd.Err()
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook: it sends cmds in one write on the wire connection
+// and returns the first error among them, as go-redis's pipelines do.
+func (c *wireConn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 {
+			return nil
+		}
+		if cmds[0].Name() == "multi" {
+			return next(ctx, cmds)
+		}
+		for _, cmd := range cmds {
+			if !wireCmd(cmd) {
+				return next(ctx, cmds)
+			}
+		}
+		c.exec(ctx, cmds)
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// openWires dials the wire connections of ws before the run's clock starts, so that no request
+// of the run waits for a connection to be set up. Errors are left to the requests to report.
+func openWires(ctx context.Context, ws []*worker) {
+	const dialers = 16
+	var wg sync.WaitGroup
+	for d := range min(dialers, len(ws)) {
+		wg.Go(func() {
+			for i := d; i < len(ws); i += dialers {
+				_ = ws[i].wc.dial(ctx)
+			}
+		})
+	}
+	wg.Wait()
+}
