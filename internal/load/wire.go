@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -335,6 +336,78 @@ func (c *wireConn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		}
 		return nil
 	}
+}
+
+// wirePipe is a worker's pipeline on its wire connection: Process queues a command in a slice
+// that every batch reuses, and Exec sends the queue in one write and reads the replies (go-redis's
+// Pipeline makes a new slice for every batch). Its other methods (EvalSha and the like) are those
+// of a go-redis pipeline on the worker's Conn, whose commands Exec sends after the queue's, on
+// the same wire connection through the Conn's hook, so that nothing queued is left behind.
+type wirePipe struct {
+	redis.Pipeliner
+	c    *wireConn
+	cmds []redis.Cmder
+	// done holds the commands the last Exec sent (its result).
+	done []redis.Cmder
+}
+
+// newWirePipe returns a pipeline on c whose other methods are those of inner, a pipeline of the
+// go-redis Conn that c is the hook of.
+func newWirePipe(inner redis.Pipeliner, c *wireConn) *wirePipe {
+	return &wirePipe{Pipeliner: inner, c: c}
+}
+
+// Process queues cmd and returns nil (the command carries its error after Exec).
+func (p *wirePipe) Process(ctx context.Context, cmd redis.Cmder) error {
+	if !wireCmd(cmd) {
+		return p.Pipeliner.Process(ctx, cmd)
+	}
+	p.cmds = append(p.cmds, cmd)
+	return nil
+}
+
+// BatchProcess queues cmds.
+func (p *wirePipe) BatchProcess(ctx context.Context, cmds ...redis.Cmder) error {
+	for _, cmd := range cmds {
+		_ = p.Process(ctx, cmd)
+	}
+	return nil
+}
+
+// Len returns the number of commands queued.
+func (p *wirePipe) Len() int { return len(p.cmds) + p.Pipeliner.Len() }
+
+// Cmds returns the commands queued.
+func (p *wirePipe) Cmds() []redis.Cmder {
+	return append(slices.Clone(p.cmds), p.Pipeliner.Cmds()...)
+}
+
+// Discard empties the queue.
+func (p *wirePipe) Discard() {
+	clear(p.cmds)
+	p.cmds = p.cmds[:0]
+	p.Pipeliner.Discard()
+}
+
+// Exec sends the queued commands, reads their replies and empties the queue. Like go-redis's Exec
+// it returns the commands (in a slice valid until the next Exec) and the first error among them.
+func (p *wirePipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
+	if len(p.cmds) > 0 {
+		p.c.exec(ctx, p.cmds)
+	}
+	p.done = append(p.done[:0], p.cmds...)
+	clear(p.cmds)
+	p.cmds = p.cmds[:0]
+	if p.Pipeliner.Len() > 0 {
+		more, _ := p.Pipeliner.Exec(ctx) // the commands carry their errors
+		p.done = append(p.done, more...)
+	}
+	for _, cmd := range p.done {
+		if err := cmd.Err(); err != nil {
+			return p.done, err
+		}
+	}
+	return p.done, nil
 }
 
 // openWires dials the wire connections of ws before the run's clock starts, so that no request

@@ -411,3 +411,44 @@ func TestRespReaderAcrossReads(t *testing.T) {
 		}
 	}
 }
+
+func TestWireConnAsHook(t *testing.T) {
+	// A go-redis Conn with a wire connection as its hook sends every command, its pipelines'
+	// too, on the wire connection; a wirePipe sends what was queued through its other methods
+	// as well, on the same connection, in the same Exec.
+	env := redistest.Single(t)
+	ctx := context.Background()
+	c, wc := wireClient(t, env, nil)
+	conn := c.Conn()
+	defer conn.Close()
+	conn.AddHook(wc)
+	id := redis.NewCmd(ctx, "client", "id")
+	if err := conn.Process(ctx, id); err != nil {
+		t.Fatalf("CLIENT ID: %v", err)
+	}
+	k := env.Prefix + "{h}"
+	pipe := newWirePipe(conn.Pipeline(), wc)
+	queued := redis.NewCmd(ctx, "client", "id")
+	_ = pipe.Process(ctx, queued)
+	viaMethod := pipe.ClientID(ctx)
+	incr := pipe.Incr(ctx, k)
+	if pipe.Len() != 3 {
+		t.Errorf("Len %d; want 3", pipe.Len())
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err != nil || len(cmds) != 3 {
+		t.Fatalf("Exec: %d commands, %v; want 3, nil", len(cmds), err)
+	}
+	if queued.Val() != id.Val() || viaMethod.Val() != id.Val().(int64) {
+		t.Errorf("connection ids: Process %v, pipelined %v and %v; want one connection", id.Val(), queued.Val(), viaMethod.Val())
+	}
+	if incr.Val() != 1 {
+		t.Errorf("INCR queued through a method: %v, %v; want 1", incr.Val(), incr.Err())
+	}
+	if pipe.Len() != 0 {
+		t.Errorf("Len %d after Exec; want 0", pipe.Len())
+	}
+	if gets := poolGets(c); gets != 0 {
+		t.Errorf("the client's pool handed out %d connections; want none", gets)
+	}
+}

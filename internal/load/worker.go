@@ -140,6 +140,9 @@ func (w *worker) takeConn(at time.Duration) {
 	w.cmd = w.conn
 	if w.r.p.Mode == ModePipeline {
 		w.pipe = w.conn.Pipeline()
+		if w.wc != nil {
+			w.pipe = newWirePipe(w.pipe, w.wc)
+		}
 	}
 }
 
