@@ -232,8 +232,10 @@ type respReader struct {
 	n      int
 	err    error
 	readFn func(fd uintptr) bool
-	// chunk is where the elements of small aggregates are taken from (elements).
+	// chunk is where the elements of small aggregates are taken from (elements); boxes holds
+	// the integers and slices the replies are made of.
 	chunk []any
+	boxes boxes
 }
 
 // chunkLen is the number of elements of a chunk, and the most an aggregate takes from one.
@@ -474,7 +476,7 @@ func (rd *respReader) reply() (any, error) {
 		switch rd.buf[rd.pos] {
 		case ':':
 			if n, ok := rd.number(); ok {
-				return n, nil
+				return rd.boxes.int64(n), nil
 			}
 		case '*':
 			at := rd.pos
@@ -496,7 +498,11 @@ func (rd *respReader) reply() (any, error) {
 	case '-':
 		return nil, replyError(l[1:])
 	case ':':
-		return parseInt(l[1:])
+		n, err := parseInt(l[1:])
+		if err != nil {
+			return nil, err
+		}
+		return rd.boxes.int64(n), nil
 	case '_':
 		return nil, redis.Nil
 	case '#':
@@ -640,7 +646,7 @@ func (rd *respReader) aggregate(n int) (any, error) {
 			return nil, err
 		}
 	}
-	return v, nil
+	return rd.boxes.slice(v), nil
 }
 
 // element reads a reply inside an aggregate: a null is nil and an error reply is its replyError,

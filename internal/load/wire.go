@@ -46,6 +46,10 @@ type wireConn struct {
 	rdl, wdl time.Time
 	// one holds the command ProcessHook sends.
 	one [1]redis.Cmder
+	// sent, when set, is when the worker read the clock before it handed its requests to the
+	// Calls: the next round trip takes it as its send time for the deadlines instead of reading
+	// the clock again, and clears it.
+	sent time.Time
 }
 
 // newWireConn returns a wire connection to the server of opt, an initialised client's Options
@@ -217,7 +221,11 @@ func (c *wireConn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
 		}
 	}
 	c.out = out
-	now := time.Now()
+	now := c.sent
+	c.sent = time.Time{}
+	if now.IsZero() {
+		now = time.Now()
+	}
 	wd, wok := deadline(ctx, now, c.opt.WriteTimeout)
 	err := refresh(c.nc.SetWriteDeadline, &c.wdl, wd, wok, c.opt.WriteTimeout)
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -450,5 +451,37 @@ func TestWireConnAsHook(t *testing.T) {
 	}
 	if gets := poolGets(c); gets != 0 {
 		t.Errorf("the client's pool handed out %d connections; want none", gets)
+	}
+}
+
+func TestBoxes(t *testing.T) {
+	// Interfaces made by boxes hold their values as Go's own would, across chunks and garbage
+	// collections, while the boxes go on to hand out other values.
+	var b boxes
+	var ints, slices []any
+	for i := range 3 * boxChunk {
+		n := int64(i)*1_000_003 - 500
+		ints = append(ints, b.int64(n))
+		slices = append(slices, b.slice([]any{n, "s"}))
+		if i%100 == 0 {
+			runtime.GC()
+		}
+	}
+	runtime.GC()
+	for i := range 3 * boxChunk {
+		n := int64(i)*1_000_003 - 500
+		if v, ok := ints[i].(int64); !ok || v != n || ints[i] != any(n) {
+			t.Fatalf("int %d: %T %v; want int64 %d", i, ints[i], ints[i], n)
+		}
+		s, ok := slices[i].([]any)
+		if !ok || len(s) != 2 || s[0] != any(n) || s[1] != "s" {
+			t.Fatalf("slice %d: %T %v; want [%d s]", i, slices[i], slices[i], n)
+		}
+	}
+	if fmt.Sprint(b.int64(-7), b.int64(1<<40), b.slice([]any{int64(1)})) != "-7 1099511627776 [1]" {
+		t.Errorf("formatted: %v %v %v", b.int64(-7), b.int64(1<<40), b.slice([]any{int64(1)}))
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { _ = b.int64(123456) }); allocs > 0.01 {
+		t.Errorf("%.2f allocations per boxed int64; want about 1/%d", allocs, boxChunk)
 	}
 }

@@ -210,6 +210,9 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 	if w.conn != nil && sent-w.connAt >= connRenew {
 		w.renewConn(sent)
 	}
+	if w.wc != nil {
+		w.wc.sent = now
+	}
 	pipe := w.pipe
 	if pipe == nil {
 		o, call := &outs[0], w.calls[0]
