@@ -17,25 +17,19 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 )
 
-// replyErr is an error reply as go-redis returns one (a redis.Error).
-type replyErr string
-
-func (e replyErr) Error() string { return string(e) }
-func (replyErr) RedisError()     {}
-
 func TestErrorKindOf(t *testing.T) {
 	tests := []struct {
 		err  error
 		want string
 	}{
 		{nil, ""},
-		{fmt.Errorf("gcra: %w", replyErr("OOM command not allowed when used memory > 'maxmemory'.")), "OOM"},
-		{replyErr("NOSCRIPT No matching script. Please use EVAL."), "NOSCRIPT"},
-		{replyErr("NOPERM this user has no permissions to run the 'evalsha' command"), "NOPERM"},
-		{replyErr("ERR user_script:1: boom script: 8290, on @user_script:1."), "ERR"},
-		{replyErr("MOVED 3999 127.0.0.1:6381"), "MOVED"},
-		{replyErr("my own words"), KindErrorReply},
-		{replyErr("Busy"), KindErrorReply},
+		{fmt.Errorf("gcra: %w", replyError("OOM command not allowed when used memory > 'maxmemory'.")), "OOM"},
+		{replyError("NOSCRIPT No matching script. Please use EVAL."), "NOSCRIPT"},
+		{replyError("NOPERM this user has no permissions to run the 'evalsha' command"), "NOPERM"},
+		{replyError("ERR user_script:1: boom script: 8290, on @user_script:1."), "ERR"},
+		{replyError("MOVED 3999 127.0.0.1:6381"), "MOVED"},
+		{replyError("my own words"), KindErrorReply},
+		{replyError("Busy"), KindErrorReply},
 		{fmt.Errorf("gcra: %w: [1]", algorithms.ErrBadReply), KindBadReply},
 		{algorithms.ErrCostUnsupported, KindCost},
 		{redis.ErrPoolTimeout, KindPoolTimeout},
@@ -64,7 +58,7 @@ func TestErrorKindOf(t *testing.T) {
 
 // errorOutcomes is a run's outcomes: decisions and errors of several classes, out of order.
 func errorOutcomes() []Outcome {
-	oom := replyErr("OOM command not allowed when used memory > 'maxmemory'.")
+	oom := replyError("OOM command not allowed when used memory > 'maxmemory'.")
 	var out []Outcome
 	for i := range 40 {
 		at := time.Duration(40-i) * ms // replies come back out of order across workers

@@ -83,7 +83,7 @@ type Outcome struct {
 	// Cost is the number of permits asked for.
 	Cost uint16
 	// Intended is when the schedule wanted the request sent; Sent is when the worker handed it
-	// to go-redis; Received is when its reply (or error) came back. Intended == Sent in a
+	// to its connection; Received is when its reply (or error) came back. Intended == Sent in a
 	// closed loop.
 	Intended, Sent, Received time.Duration
 	// Decision is the decoded reply; meaningful only when Class is ClassOK.

@@ -222,6 +222,7 @@ func appendBulkInt(b []byte, n int64) []byte {
 type respReader struct {
 	r        io.Reader
 	rc       syscall.RawConn // nil when r gives no file descriptor
+	network  string          // r's network, for errors
 	buf      []byte
 	pos, end int
 	// pending is the request the next read writes first (send); rest is what of it the socket
@@ -266,7 +267,10 @@ func newRespReader(r io.Reader) *respReader {
 
 // reset forgets what is buffered and reads from r from now on.
 func (rd *respReader) reset(r io.Reader) {
-	rd.r, rd.rc, rd.pos, rd.end = r, nil, 0, 0
+	rd.r, rd.rc, rd.pos, rd.end, rd.network = r, nil, 0, 0, "tcp"
+	if nc, ok := r.(net.Conn); ok {
+		rd.network = nc.LocalAddr().Network()
+	}
 	if sc, ok := r.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			rd.rc = rc
@@ -316,7 +320,7 @@ func (rd *respReader) readFD(fd uintptr) bool {
 				return true
 			}
 			rd.pending = nil
-			rd.n, rd.err = 0, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)}
+			rd.n, rd.err = 0, &net.OpError{Op: "write", Net: rd.network, Err: os.NewSyscallError("write", err)}
 			return true
 		}
 		rd.pending = nil // written: wait for the reply
@@ -335,7 +339,7 @@ func (rd *respReader) readFD(fd uintptr) bool {
 				rd.err = io.EOF
 			}
 		default:
-			rd.n, rd.err = 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", err)}
+			rd.n, rd.err = 0, &net.OpError{Op: "read", Net: rd.network, Err: os.NewSyscallError("read", err)}
 		}
 		return true
 	}

@@ -87,9 +87,10 @@ func (w *worker) run() {
 	}
 }
 
-// ownConns returns c as a *redis.Client when each worker of p should hold one connection of c's
-// pool for the run, and nil when workers should take a connection from the pool for every
-// request (or batch) as go-redis does by default.
+// ownConns returns c as a *redis.Client when each worker of p should hold one connection of its
+// own for the run, and nil when workers should take a connection from the pool for every
+// request (or batch) as go-redis does by default. The connection is a wire connection when c
+// allows one (wireable, see wire.go), else one of c's pool, held through a go-redis Conn.
 //
 // A connection of its own spares each request go-redis's pool work: a health check on every
 // Get (a recvfrom system call with MSG_PEEK, and a deadline reset), the pool's turn semaphore
