@@ -40,7 +40,7 @@ func stateEnd(name string, l Limit, t, cost int64) int64 {
 
 // keyExpiry is the time in µs at which the keys of a fresh subject whose first admission at t µs
 // wrote a state that ends at end (stateEnd) expire: end itself, except for token-bucket, which
-// sets its expiry once per quantum Q of its state's time, to (⌊t/Q⌋ + 1)·Q + Tfull >= end
+// sets its expiry once per quantum Q of the time F its bucket is full again, to (⌊F/Q⌋ + 1)·Q > F
 // (scripts/token_bucket.lua), and fixed-window, whose key must not outlive its window, since the
 // key's expiry is what ends the window's count: it expires at end − 1 ms (a whole ms), the last
 // ms Redis keeps it in (scripts/fixed_window.lua).
@@ -50,9 +50,8 @@ func keyExpiry(name string, l Limit, t, end int64) int64 {
 		return end - 1000
 	case "token-bucket":
 		unit, rate := tokenBucketUnits(l)
-		capacity := l.Capacity() * unit
-		q := expiryQuantum(capacity, rate)
-		return (t/q+1)*q + (capacity+rate-1)/rate
+		q := expiryQuantum(l.Capacity()*unit, rate)
+		return floorDiv(end, q)*q + q
 	}
 	return end
 }
@@ -289,9 +288,9 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 }
 
 // TestTokenBucketExpiryQuantum: on the server's clock token-bucket sets its key's expiry on the
-// first admission of each quantum Q of its state's time and keeps it (SET … KEEPTTL) on the others;
-// after every admission the key expires at ⌈X/1000⌉ ms, X = (⌊ts/Q⌋ + 1)·Q + Tfull, which is never
-// before the bucket is full again (ts + ⌈(C·U − tokens)/R⌉), and the expiry was set again in
+// first admission whose bucket is full again (at F = ts + (C·U − tokens)/R) in a new quantum Q and
+// keeps it (SET … KEEPTTL) on the others; after every admission the key expires at X/1000 ms, X =
+// (⌊F/Q⌋ + 1)·Q, which is never before F and less than Q after it, and the expiry was set again in
 // several quanta.
 func TestTokenBucketExpiryQuantum(t *testing.T) {
 	l := Limit{Limit: 10, Window: 80 * time.Millisecond} // Tfull 80 ms, Q 20 ms
@@ -301,7 +300,7 @@ func TestTokenBucketExpiryQuantum(t *testing.T) {
 		lim := prepare(t, env, lookup(t, "token-bucket"), l)
 		unit, rate := tokenBucketUnits(l)
 		capacity := l.Capacity() * unit
-		q, full := expiryQuantum(capacity, rate), (capacity+rate-1)/rate
+		q := expiryQuantum(capacity, rate)
 		req := Request{Subject: "q", Cost: 1}
 		key := lim.Keys(req)[0]
 		quanta := map[int64]bool{}
@@ -324,14 +323,14 @@ func TestTokenBucketExpiryQuantum(t *testing.T) {
 				t.Fatalf("PEXPIRETIME %s: %v", key, err)
 			}
 			got := int64(pexp / time.Millisecond)
-			x := (ts/q+1)*q + full
-			if want := (x + 999) / 1000; got != want {
-				t.Errorf("request %d: state (%d, %d): expires at %d ms, want %d ms (quantum %d)", i, tokens, ts, got, want, ts/q)
+			k := quantumStart(ts, capacity-tokens, rate, q)
+			if want := (k + q) / 1000; got != want {
+				t.Errorf("request %d: state (%d, %d): expires at %d ms, want %d ms (quantum %d)", i, tokens, ts, got, want, k/q)
 			}
-			if end := ts + (capacity-tokens+rate-1)/rate; got*1000 < end {
-				t.Errorf("request %d: expires at %d ms, before the bucket is full again at %d µs", i, got, end)
+			if end := ts + (capacity-tokens+rate-1)/rate; got*1000 < end || got*1000 >= end+q {
+				t.Errorf("request %d: expires at %d ms, not in [%d, %d) µs, the quantum after the bucket is full again", i, got, end, end+q)
 			}
-			quanta[ts/q] = true
+			quanta[k/q] = true
 		}
 		if len(quanta) < 3 {
 			t.Errorf("admissions in %d quanta of %d µs; want several", len(quanta), q)

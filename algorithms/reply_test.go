@@ -136,12 +136,16 @@ func TestTokenBucketReplies(t *testing.T) {
 	const at = "1700000000 250000 "
 	t0f := float64(t0)
 	cases := []replyCase{
-		{name: "first of a fresh subject", raw: "1 " + at + tbState(400_000, t0f), cost: 1, want: server(true, 4, 0)},
+		{name: "first of a fresh subject", raw: tbState(400_000, t0f), cost: 1, want: server(true, 4, 0)},
+		{name: "the second, the state alone", raw: tbState(300_000, t0f), cost: 1, want: server(true, 3, 0)},
+		{name: "the state alone, with a space byte", raw: tbState(255_000, t0f), cost: 1, want: server(true, 2, 0)},
+		{name: "the time with a state counted then", raw: "1 " + at + tbState(400_000, t0f), cost: 1, want: server(true, 4, 0)},
 		{name: "the fifth", raw: "1 " + at + tbState(0, t0f), cost: 1, want: server(true, 0, 0)},
 		{name: "clock stepped back", raw: "1 " + at + tbState(150_000, t0f+50_000), cost: 1, want: server(true, 1, 0)},
 		{name: "denied, empty", raw: "0 " + at + tbState(0, t0f), cost: 1, want: server(false, 0, 100*time.Millisecond)},
 		{name: "denied, refilled since", raw: "0 " + at + tbState(20_000, t0f-50_000), cost: 2, want: server(false, 0, 130*time.Millisecond)},
-		{name: "denied, cost above capacity, no state", raw: "0 " + at, cost: 6, want: server(false, 5, 0)},
+		{name: "denied, cost above capacity, a full bucket for no state", raw: "0 " + at + tbState(500_000, t0f), cost: 6, want: server(false, 5, 0)},
+		{name: "denied, cost above capacity, no state", raw: "0 " + at, cost: 6, bad: true},
 		{name: "denied, stored state in the future", raw: "0 " + at + tbState(50_000, t0f+50_000), cost: 1, want: server(false, 0, 50*time.Millisecond)},
 		{name: "state with a space byte", raw: "1 " + at + tbState(255_000, t0f), cost: 1, want: server(true, 2, 0)}, // 255000.0 packs a 0x20 byte
 		{name: "denied with enough", raw: "0 " + at + tbState(100_000, t0f), cost: 1, bad: true},
@@ -156,6 +160,10 @@ func TestTokenBucketReplies(t *testing.T) {
 		{name: "time past 2^53", raw: "1 " + at + tbState(0, 1<<54), cost: 1, bad: true},
 		{name: "state of 15 bytes", raw: "1 " + at + tbState(0, t0f)[:15], cost: 1, bad: true},
 		{name: "state of 17 bytes", raw: "1 " + at + tbState(0, t0f) + "x", cost: 1, bad: true},
+		{name: "the state alone, over capacity", raw: tbState(600_000, t0f), cost: 1, bad: true},
+		{name: "the state alone, fractional", raw: tbState(0.5, t0f), cost: 1, bad: true},
+		{name: "the state alone, no time", raw: tbState(0, 0), cost: 1, bad: true},
+		{name: "16 bytes of text", raw: "0 1700000000 25 ", cost: 1, bad: true},
 		{name: "the decimal state of the earlier script", raw: "1 400000 1700000000250000 1700000000 250000", cost: 1, bad: true},
 		{name: "no time", raw: "1 0 0 " + tbState(0, t0f), cost: 1, bad: true},
 		{name: "two fields", raw: "1 1700000000", cost: 1, bad: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +14,9 @@ import (
 // window's index, holds the permits admitted in it; a request is admitted when
 // prev·(W − e)/W + cur + cost <= Limit, in exact integers, with cur and prev the counters of the
 // server's current and previous windows and e the server time into the current window. The
-// limiter predicts the window from its clock and the server's offset, as fixed-window does
-// (serverWindows): a request that missed its window is sent again on a client, denied in a
-// pipeline. Denials are not counted. Cost > 1 is supported.
+// limiter predicts the window from its clock and the server's offset (serverClock): a request
+// that missed its window is sent again on a client, denied in a pipeline. Denials are not
+// counted. Cost > 1 is supported.
 //
 // Its contract is fixed-window(Limit, Window), exactly (cur never passes Limit). As a sliding
 // window it is approximate: the estimate assumes the previous window's permits were evenly spread.
@@ -79,7 +78,7 @@ type slidingCounterLimiter struct {
 	prefix   string
 	limit    int64
 	windowUs int64
-	windows  serverWindows
+	windows  serverClock
 }
 
 // key is the counter of window k: prefix + "sc:{" + subject + "}:" + k in base 36.
@@ -179,7 +178,7 @@ func (c *slidingCounterCall) Result() (Decision, error) {
 		}
 		if c.fixed == 0 {
 			// The server read TIME between the send and now: take the midpoint.
-			s.windows.offset.Store(d.TimeMicros - (c.sentAt+time.Now().UnixMicro())/2)
+			s.windows.observe(d.TimeMicros, c.sentAt)
 		}
 		_, pipelined := c.rc.(redis.Pipeliner)
 		switch {
@@ -262,16 +261,6 @@ func (a *argBuf) windowKey(prefix, tag, subject string, k int64) *argBuf {
 	return a
 }
 
-// serverWindows predicts in which aligned window [kW, (k+1)W) of the server's clock a request
-// will be decided, for sliding-counter, whose keys are named by the window: its script reads TIME
-// and refuses, writing nothing, a request whose window is not the server's. Its zero value predicts from the local clock. It is safe for concurrent use.
-type serverWindows struct {
-	// offset is the server's clock minus this process's, in µs, as the last reply showed it (the
-	// server's TIME minus the midpoint of the local times the request was sent and its reply read
-	// at).
-	offset atomic.Int64
-}
-
 // serverWindowTries is how many times a request on a client is sent for the window the server
 // reported before it is denied: a window boundary passed in flight each time.
 const serverWindowTries = 3
@@ -282,12 +271,3 @@ const (
 	minMicros = 1_000_000_000_000_000
 	maxMicros = 10_000_000_000_000_000
 )
-
-// predict returns the index of the window of w µs that req is predicted to be decided in: that of
-// its FixedTime (tests), else of the local time plus the server's offset.
-func (s *serverWindows) predict(req Request, w int64) int64 {
-	if fixed := fixedMicros(req); fixed != 0 {
-		return floorDiv(fixed, w)
-	}
-	return floorDiv(time.Now().UnixMicro()+s.offset.Load(), w)
-}

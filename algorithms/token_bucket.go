@@ -12,9 +12,11 @@ import (
 
 // TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One key per
 // subject holds the tokens, as exact integers in units of 1/U permit, and the server time in µs
-// they were counted at (one string "<tokens> <ts>", read with GET and written with SET … PXAT; the
-// type keeps the name it had when the state was a hash); Limit permits refill per Window up to Capacity(). Nothing is written on a
-// denial; the key expires when the bucket would be full. Cost > 1 is supported.
+// they were counted at (16 packed bytes, written with SET … NX … GET into a missing key, which is a
+// full bucket, else read by that SET and written with another; the type keeps the name it had when
+// the state was a hash); Limit permits refill per Window up to Capacity(). Nothing is written on
+// a denial; the key expires soon after the bucket would be full. Cost > 1 is supported. Needs
+// Redis >= 7.0 (SET with NX and GET).
 type TokenBucketHash struct{}
 
 var _ Algorithm = (*TokenBucketHash)(nil)
@@ -30,7 +32,7 @@ func (TokenBucketHash) Describe() Description {
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
 		Corrected: "one key instead of two, written with its expiry in one SET; server TIME in µs instead of the client's whole seconds; " +
-			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (at most 5/4 of the refill time)",
+			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (and less than a quarter of the refill time longer)",
 		Cost: true,
 	}
 }
@@ -61,16 +63,29 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 		return nil, fmt.Errorf("token-bucket: %w", err)
 	}
 	capacity := l.Capacity() * unit
-	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: expiryQuantum(capacity, rate)}, nil
+	q := expiryQuantum(capacity, rate)
+	if q > (maxExact-capacity)/rate {
+		return nil, fmt.Errorf("token-bucket: %w: capacity %d refilled %d per %s needs more than 53 bits for its expiry", ErrBadLimit, l.Capacity(), l.Limit, l.Window)
+	}
+	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: q}, nil
 }
 
 // expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
 // rate units per µs: a quarter of Tfull = ⌈capacity/rate⌉ µs (the time an empty bucket takes to
-// refill), rounded up, and at least 1000 µs. The script sets a key's expiry once per quantum of
-// its state's time, so a key lives at most Tfull + Q after its last admission.
+// refill), rounded up to a whole ms, and at least 1 ms. The script sets a key's expiry once per
+// quantum of the time its bucket is full again, to the end of that quantum, so a key lives less
+// than Q after its bucket is full again, at most Tfull + Q after its last admission.
 func expiryQuantum(capacity, rate int64) int64 {
 	full := (capacity + rate - 1) / rate
-	return max(1000, (full+3)/4)
+	return max(1000, ((full+3)/4+999)/1000*1000)
+}
+
+// quantumStart is kQ, the start of the quantum of q µs that the time F = ts + d/rate µs, at which
+// a bucket counted at ts µs and missing d units is full again, falls in: ts − a + q·⌊(a·rate +
+// d)/(q·rate)⌋ with a = ts mod q, as scripts/token_bucket.lua computes it.
+func quantumStart(ts, d, rate, q int64) int64 {
+	a := ts - floorDiv(ts, q)*q
+	return ts - a + q*((a*rate+d)/(q*rate))
 }
 
 // Model implements Algorithm.
@@ -82,6 +97,7 @@ type tokenBucketLimiter struct {
 	prefix               string
 	unit, rate, capacity int64
 	quantum              int64 // µs, expiryQuantum
+	clock                serverClock
 }
 
 func (t *tokenBucketLimiter) Keys(req Request) []string {
@@ -89,20 +105,21 @@ func (t *tokenBucketLimiter) Keys(req Request) []string {
 }
 
 // tokenBucketCall is the Call of a tokenBucketLimiter: the script's arguments are the key, the
-// units needed, R, C·U and the expiry quantum, and the fixed time in tests.
+// units needed, R, C·U, the expiry quantum, the estimated expiry of a missing key's state in ms,
+// and the fixed time in tests. sentAt is when the request was sent (local µs).
 type tokenBucketCall struct {
 	scriptCall
-	t           *tokenBucketLimiter
-	key         argBuf
-	need, fixed int64
-	now, at     *evalCmd // without and with a fixed time
+	t                           *tokenBucketLimiter
+	key                         argBuf
+	need, expiry, fixed, sentAt int64
+	now, at                     *evalCmd // without and with a fixed time
 }
 
 func (t *tokenBucketLimiter) NewCall() Call {
 	c := &tokenBucketCall{scriptCall: scriptCall{name: "token-bucket"}, t: t}
 	keys := []*argBuf{&c.key}
-	c.now = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum)
-	c.at = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum, &c.fixed)
+	c.now = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum, &c.expiry)
+	c.at = newEvalCmd(t.script, t.fresh, keys, &c.need, t.rate, t.capacity, t.quantum, &c.expiry, &c.fixed)
 	return c
 }
 
@@ -120,6 +137,11 @@ func (c *tokenBucketCall) Send(ctx context.Context, rc redis.Cmdable, req Reques
 	}
 	c.key.subjectKey(t.prefix, "tb", req.Subject)
 	c.need = cost * t.unit
+	// The expiry the script gives the state of an admission into a missing key, at the end of the
+	// quantum its bucket is full again in, estimated on the server's clock: the script formats
+	// its own only when this one is wrong.
+	c.sentAt = time.Now().UnixMicro()
+	c.expiry = (quantumStart(t.clock.now(req, c.sentAt), c.need, t.rate, t.quantum) + t.quantum) / 1000
 	e := c.now
 	if c.fixed = fixedMicros(req); c.fixed != 0 {
 		e = c.at
@@ -132,11 +154,15 @@ func (c *tokenBucketCall) Result() (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	return c.decoded(c.t.decode(raw, c.need))
+	d, err := c.decoded(c.t.decode(raw, c.need))
+	if err == nil && c.fixed == 0 {
+		c.t.clock.observe(d.TimeMicros, c.sentAt)
+	}
+	return d, err
 }
 
-// decode decodes the reply of scripts/token_bucket.lua, "<allowed 0|1> <s> <µs> <state>" (see
-// tokenBucketReply), for a request of need = n·U units. The bucket is refilled from ts to the
+// decode decodes the reply of scripts/token_bucket.lua, the state alone or "<allowed 0|1> <s> <µs>
+// <state>" (see tokenBucketReply), for a request of need = n·U units. The bucket is refilled from ts to the
 // decision time t (as the script did; nothing when ts >= t) to b units (the state after an
 // admission is already at t), and
 //
@@ -149,7 +175,7 @@ func (c *tokenBucketCall) Result() (Decision, error) {
 // time, a denial the refilled bucket would have allowed) is an error wrapping ErrBadReply, never
 // an admission.
 func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
-	allowed, now, tokens, ts, err := tokenBucketReply(raw, t.capacity)
+	allowed, now, tokens, ts, err := tokenBucketReply(raw)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -174,15 +200,19 @@ func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
 	return d, nil
 }
 
-// tokenBucketReply reads the reply of scripts/token_bucket.lua: "<allowed 0|1> <s> <µs> " and then
-// the stored state, 16 bytes of struct.pack('<dd', tokens, ts) (two little-endian IEEE doubles
-// holding integers below 2^53), or nothing for a denial without a stored state, which reads as a
-// full bucket (capacity units at time 0). Any other shape, a double that is not such an integer,
-// or a missing state after an admission is an error wrapping ErrBadReply that shows the raw reply.
-func tokenBucketReply(raw any, capacity int64) (allowed bool, now, tokens, ts int64, err error) {
+// tokenBucketReply reads the reply of scripts/token_bucket.lua: the state after an admission
+// decided at its ts, 16 bytes of struct.pack('<dd', tokens, ts) (two little-endian IEEE doubles
+// holding integers below 2^53), or "<allowed 0|1> <s> <µs> " and then such a state. Any other
+// shape, or a double that is not such an integer, is an error wrapping ErrBadReply that shows the
+// raw reply.
+func tokenBucketReply(raw any) (allowed bool, now, tokens, ts int64, err error) {
 	s, ok := raw.(string)
 	if !ok {
 		return false, 0, 0, 0, badReply("want a string", raw)
+	}
+	if len(s) == 16 {
+		tokens, ts, err := packedState(s, raw)
+		return true, ts, tokens, ts, err
 	}
 	head, state, found := cutN(s, ' ', 3)
 	if !found {
@@ -198,21 +228,24 @@ func tokenBucketReply(raw any, capacity int64) (allowed bool, now, tokens, ts in
 	if err != nil {
 		return false, 0, 0, 0, err
 	}
-	switch len(state) {
-	case 0:
-		if allowed {
-			return false, 0, 0, 0, badReply("admitted without a state", raw)
-		}
-		return false, now, capacity, 0, nil
-	case 16:
-		tokens, ok1 := exactInt(state[:8])
-		ts, ok2 := exactInt(state[8:])
-		if !ok1 || !ok2 || tokens < 0 || ts <= 0 {
-			return false, 0, 0, 0, badReply("state is not two non-negative integers below 2^53", raw)
-		}
-		return allowed, now, tokens, ts, nil
+	if len(state) != 16 {
+		return false, 0, 0, 0, badReply(fmt.Sprintf("state of %d bytes, want 16", len(state)), raw)
 	}
-	return false, 0, 0, 0, badReply(fmt.Sprintf("state of %d bytes, want 16 or none", len(state)), raw)
+	if tokens, ts, err = packedState(state, raw); err != nil {
+		return false, 0, 0, 0, err
+	}
+	return allowed, now, tokens, ts, nil
+}
+
+// packedState reads a state of scripts/token_bucket.lua, 16 bytes: tokens >= 0 and ts > 0,
+// both integers below 2^53.
+func packedState(state string, raw any) (tokens, ts int64, err error) {
+	tokens, ok1 := exactInt(state[:8])
+	ts, ok2 := exactInt(state[8:])
+	if !ok1 || !ok2 || tokens < 0 || ts <= 0 {
+		return 0, 0, badReply("state is not two non-negative integers below 2^53", raw)
+	}
+	return tokens, ts, nil
 }
 
 // cutN splits s after the n-th sep: the text before it and the rest; found is false when s has

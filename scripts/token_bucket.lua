@@ -8,110 +8,152 @@
 -- are exact integers in units of 1/U permit (U = W/g µs, refill R = L/g units per µs, g =
 -- gcd(L, W in µs)), so refill is exact and nothing rounds toward admission; nothing is written on
 -- a denial (refill is linear up to the cap, so the state can be rebuilt later); the key expires
--- once the bucket would be full again, after which a missing key means a full bucket.
+-- soon after the bucket would be full again, after which a missing key means a full bucket.
 --
 -- Structure: one string of 16 bytes, the two integers of the state (tokens, then ts) as
--- little-endian IEEE doubles (struct.pack('<dd'); both stay below 2^53, so they are exact), read
--- with GET and written with SET: an admission is TIME, GET and SET, a denial TIME and GET. This is
--- the cheapest exact structure: a hash {t, ts} (the earlier version) needs HMGET, HSET and a
--- separate PEXPIREAT, one command more per admission; decimal text costs a string.format to write
--- and a search and two substrings to read (about a tenth of a call, by instruction count); and a
--- single number (a GCRA "theoretical arrival time" in units of 1/R µs) would pass 2^53, the last
--- integer a Lua number holds exactly, for any R above 4.
+-- little-endian IEEE doubles (struct.pack('<dd'); both stay below 2^53, so they are exact). A
+-- missing key is a full bucket, so the state after an admission into it does not depend on
+-- anything stored: the script writes that state with SET … NX … GET, which creates the key when
+-- there is none and otherwise writes nothing and returns the stored state. An admission into a
+-- bucket that had refilled completely (the key had expired: the common case for a subject that
+-- comes back less often than the bucket refills) is then TIME and one SET; one into a bucket in
+-- use is TIME, that SET (as a read) and a SET of the new state; a denial is TIME and that SET. The
+-- alternatives cost more: a GET before every write is one command more for the refilled bucket; a
+-- hash {t, ts} (an earlier version) needs HMGET, HSET and a separate PEXPIREAT; decimal text costs
+-- a string.format to write and a search and two substrings to read; and a single number (a GCRA
+-- "theoretical arrival time" in units of 1/R µs) would pass 2^53, the last integer a Lua number
+-- holds exactly, for any R above 4. SET with both NX and GET needs Redis >= 7.0.
 --
--- Clock: Redis TIME in µs (ARGV[5], when given, replaces it, for tests only). Skew between
+-- Clock: Redis TIME in µs (ARGV[6], when given, replaces it, for tests only). Skew between
 -- clients has no effect. A server clock that steps back refills nothing until it passes the
 -- stored time again.
 --
 -- Expiry: a bucket that has refilled completely means the same as no key, so the key must live
--- until the bucket is full again, F = ts + ⌈(C·U − tokens)/R⌉ µs, which is at most ts + Tfull,
--- Tfull = ⌈C·U/R⌉ (the time an empty bucket takes to refill). Setting an expiry costs as much as a
--- command of its own (SET's expiry replaces the key's entry in the expiry table), so the expiry is
--- set once per quantum Q of ts (Q = ARGV[4], a quarter of Tfull, at least 1 ms), to
--- X = (⌊ts/Q⌋ + 1)·Q + Tfull > ts + Tfull >= F, and every other write of the same quantum keeps it
--- (SET … KEEPTTL): the first write of a quantum, the only one that sets X, comes from a state of
--- an earlier quantum (or none), and every write of the quantum stores a ts in it, so the key's
--- expiry is always the X of the quantum of the ts it holds. A key then lives at most Q + Tfull
--- (5/4 of Tfull) after its last admission, instead of Tfull, and an admission sets the expiry
--- about once per Q instead of every time. X is an absolute time taken from the same TIME as the
--- decision: PXAT ⌈X/1000⌉. A relative PX would count from Redis's own clock reading, and since
--- Redis 7.2 that is a snapshot taken when the script started, before its TIME call (a few µs, more
--- if the server is preempted; the ms truncation adds up to 1 ms): the key could then vanish before
--- F and a request in the gap would find a full bucket a fraction of a permit early. Redis removes
--- a key once its ms clock is strictly past the expiry, so the key lives until ⌈X/1000⌉ + 1 ms > F,
--- on every version (PXAT needs Redis >= 6.2, KEEPTTL 6.0). With a fixed time (tests) the expiry is
--- relative and set on every write, ⌈(F − t)/1000⌉ ms plus one minute, so that a test whose fixed
--- times run ahead of the real clock never loses a key to a stall of the real one.
+-- until the bucket is full again, F = ts + (C·U − tokens)/R µs. Setting an expiry costs as much
+-- as a command of its own (SET's expiry replaces the key's entry in the expiry table, and its
+-- value must be formatted), so the key expires at the end of the quantum Q (ARGV[4], a quarter of
+-- the time an empty bucket takes to refill, a whole number of ms) that F falls in: X = kQ + Q with
+-- kQ = Q·⌊F/Q⌋, computed in exact integers as ts − a + Q·⌊(a·R + C·U − tokens)/(Q·R)⌋, a = ts mod
+-- Q. F never decreases from one write to the next (refill and admission move it to max(F, t) +
+-- n·U/R), so a write whose F is in the same quantum as the stored state's keeps the key's expiry
+-- (SET … KEEPTTL), and only the first write of a quantum sets one: the key's expiry is always the
+-- X of the state it holds, X > F. A key then lives less than Q after its bucket is full again, and
+-- an admission sets the expiry about once per Q instead of every time. X is an absolute time taken
+-- from the same TIME as the decision: PXAT X/1000 (whole ms, since Q and so X are). A relative PX
+-- would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken when
+-- the script started, before its TIME call (a few µs, more if the server is preempted): the key
+-- could then vanish before F and a request in the gap would find a full bucket a fraction of a
+-- permit early. Redis removes a key once its ms clock is strictly past the expiry, so the key
+-- lives until X/1000 + 1 ms > F, on every version. The caller sends its estimate of X/1000 for
+-- the state a missing key would get (ARGV[5], from its clock and the server's last reported TIME);
+-- the script uses it as it is when it is right, and otherwise formats X itself, so that a request
+-- formats no number unless the estimate missed or a bucket in use starts a quantum. With a fixed
+-- time (tests) the expiry is relative and set on every write, ⌈(X − t)/1000⌉ ms plus one minute,
+-- so that a test whose fixed times run ahead of the real clock never loses a key to a stall of
+-- the real one.
 --
 -- Cost: the script does what the decision needs and no more, since each step is a measurable
 -- share of a call (bench/BenchmarkAlgorithms compares it with a public token bucket): numbers are
 -- read by arithmetic on the strings (tonumber parses its argument twice), arguments arrive
--- precomputed, the state is packed rather than formatted, and the reply is one string made of
--- strings the script already has (TIME's two fields, the state it read or wrote), which Redis
--- sends for a fraction of what a table costs; the Go decoder (algorithms/token_bucket.go) refills
--- that state to the decision time and derives the remaining permits and the retry-after from it.
+-- precomputed, the state is packed rather than formatted, and the reply is a string the script
+-- already has: the state alone for an admission at the time TIME gave (its ts is that time), which
+-- Redis sends for a fraction of what a table costs; the Go decoder (algorithms/token_bucket.go)
+-- refills that state to the decision time and derives the remaining permits and the retry-after
+-- from it.
 --
 -- KEYS[1]  string: struct.pack('<dd', tokens, ts): tokens in units of 1/U permit, and the time
 --          in µs they were counted at
 -- ARGV[1]  n·U, units the request takes (n >= 1 permits)
 -- ARGV[2]  R, units refilled per µs
--- ARGV[3]  C·U, capacity in units (< 2^53)
--- ARGV[4]  Q, the expiry quantum in µs (>= 1000)
--- ARGV[5]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
--- Reply:   the string "<allowed 0|1> <s> <µs> <state>": the time the decision used as TIME gives
---          it, seconds and microseconds, then the bucket after the decision as stored, 16 bytes
---          (the state written when allowed; the one stored, not refilled, when denied), or nothing
---          when denied without a stored state (a full bucket).
+-- ARGV[3]  C·U, capacity in units (< 2^53, and Q·R + C·U < 2^53)
+-- ARGV[4]  Q, the expiry quantum in µs (a multiple of 1000)
+-- ARGV[5]  the caller's estimate of X/1000 for the state after an admission into a full bucket,
+--          in ms since the Unix epoch (any number: a wrong one only costs a string.format)
+-- ARGV[6]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
+-- Reply:   for an admission whose state's ts is the decision time, the state after it, 16 bytes;
+--          otherwise the string "<allowed 0|1> <s> <µs> <state>": the time the decision used as
+--          TIME gives it, seconds and microseconds, then the bucket after the decision, 16 bytes
+--          (the state written when allowed; the one stored, not refilled, when denied, or a full
+--          bucket at the decision time when there was none). Every reply of the second form is
+--          longer than 16 bytes.
 -- Memory:  O(1) per subject.
-local now, sec, usec
-if ARGV[5] then
-  now = ARGV[5] + 0
+local now, sec, usec, fixed
+if ARGV[6] then
+  fixed = true
+  now = ARGV[6] + 0
   sec, usec = string.format('%d', math.floor(now / 1000000)), string.format('%d', now % 1000000)
 else
   local t = redis.call('TIME')
   sec, usec = t[1], t[2]
   now = sec * 1000000 + usec
 end
-local need = ARGV[1] + 0
-local rate = ARGV[2] + 0
-local cap = ARGV[3] + 0
+local need, rate, cap, q = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
+local qr = q * rate
 
-local st = redis.call('GET', KEYS[1])
-local tokens, ts, old = cap, now, nil
-if st then
-  tokens, ts = struct.unpack('<dd', st)
-  old = ts
-  if now > ts then
-    -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
-    -- 2^53 > cap − tokens, so the comparison stays right.
-    local add = (now - ts) * rate
-    if add >= cap - tokens then
-      tokens = cap
-    else
-      tokens = tokens + add
-    end
-    ts = now
+-- quantum returns kQ, the start of the quantum that F = ts + d/R falls in (d = C·U − tokens).
+local function quantum(ts, d)
+  local a = ts % q
+  local x = a * rate + d
+  return ts - a + q * ((x - x % qr) / qr)
+end
+
+-- expiry returns the SET option and value that make a key expire at the end of the quantum that
+-- starts at k.
+local function expiry(k)
+  if fixed then
+    return 'PX', string.format('%d', math.ceil((k + q - now) / 1000) + 60000)
+  end
+  local e = ARGV[5]
+  if e * 1000 ~= k + q then
+    e = string.format('%d', (k + q) / 1000)
+  end
+  return 'PXAT', e
+end
+
+local st
+local tokens, ts = cap - need, now
+if tokens >= 0 then
+  -- The state after admitting the request into a full bucket, written only if there is no key.
+  local v = struct.pack('<dd', tokens, now)
+  local opt, at = expiry(quantum(now, need))
+  st = redis.call('SET', KEYS[1], v, 'NX', opt, at, 'GET')
+  if not st then
+    return v
+  end
+else
+  st = redis.call('GET', KEYS[1])
+  if not st then
+    return '0 ' .. sec .. ' ' .. usec .. ' ' .. struct.pack('<dd', cap, now)
   end
 end
 
+tokens, ts = struct.unpack('<dd', st)
+local told, tsold = tokens, ts
+if now > ts then
+  -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
+  -- 2^53 > cap − tokens, so the comparison stays right.
+  local add = (now - ts) * rate
+  if add >= cap - tokens then
+    tokens = cap
+  else
+    tokens = tokens + add
+  end
+  ts = now
+end
+
 if tokens < need then
-  return '0 ' .. sec .. ' ' .. usec .. ' ' .. (st or '')
+  return '0 ' .. sec .. ' ' .. usec .. ' ' .. st
 end
 
 tokens = tokens - need
 local v = struct.pack('<dd', tokens, ts)
-if ARGV[5] then
-  -- Full again at ts + ⌈(cap − tokens)/R⌉ µs (ts, not now: after a clock step back ts is later).
-  local full = ts + math.ceil((cap - tokens) / rate)
-  redis.call('SET', KEYS[1], v, 'PX', string.format('%d', math.ceil((full - now) / 1000) + 60000))
+local k = quantum(ts, cap - tokens)
+if not fixed and k == quantum(tsold, cap - told) then
+  redis.call('SET', KEYS[1], v, 'KEEPTTL')
 else
-  -- The quantum's start kQ, as ts − ts mod Q (Lua's % is floored, and costs no call).
-  local q = ARGV[4] + 0
-  local kq = ts - ts % q
-  if old and old - old % q == kq then
-    redis.call('SET', KEYS[1], v, 'KEEPTTL')
-  else
-    redis.call('SET', KEYS[1], v, 'PXAT', string.format('%d', math.ceil((kq + q + math.ceil(cap / rate)) / 1000)))
-  end
+  redis.call('SET', KEYS[1], v, expiry(k))
+end
+if ts == now then
+  return v
 end
 return '1 ' .. sec .. ' ' .. usec .. ' ' .. v
