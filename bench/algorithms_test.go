@@ -3,6 +3,7 @@ package bench
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -251,12 +252,10 @@ redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
 return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, "gcra", true},
 	{"floor-token-bucket", `local t = redis.call('TIME')
-redis.call('GET', KEYS[1])
-redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
-return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[1] .. ' ' .. t[2]`, "token-bucket", true},
+return redis.call('SET', KEYS[1], t[2], 'NX', 'PXAT', t[1] .. '999', 'GET') or t[1]`, "token-bucket", true},
 	{"floor-sliding-counter", `local t = redis.call('TIME')
 local v = redis.call('MGET', KEYS[1], KEYS[2])
-redis.call('INCRBY', KEYS[1], '1')
+redis.call('SET', KEYS[1], '1', 'PXAT', t[1] .. '999')
 return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0') .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-counter", true},
 	{"floor-sliding-log", `local t = redis.call('TIME')
 redis.call('LINDEX', KEYS[1], '99')
@@ -350,27 +349,11 @@ func (r redisRatePeer) do(ctx context.Context, _ redis.Cmdable, req algorithms.R
 }
 
 // peerTokenBucket: KEYS[1] hash {tokens, ts}; ARGV now (client ms), capacity, refill per ms, cost,
-// TTL ms (the time to refill completely). Replies 1 (admitted) or 0.
-const peerTokenBucket = `local now = tonumber(ARGV[1])
-local capacity = tonumber(ARGV[2])
-local rate = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
-local st = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens, ts = tonumber(st[1]), tonumber(st[2])
-if tokens == nil or ts == nil then
-  tokens, ts = capacity, now
-end
-local elapsed = now - ts
-if elapsed < 0 then elapsed = 0 end
-tokens = math.min(capacity, tokens + elapsed * rate)
-local allowed = 0
-if tokens >= cost then
-  tokens = tokens - cost
-  allowed = 1
-end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return allowed`
+// TTL ms (the time to refill completely). Replies 1 (admitted) or 0. The same file is the peer of
+// testdata/token-bucket-peer.yaml.
+//
+//go:embed testdata/token_bucket_peer.lua
+var peerTokenBucket string
 
 func peerTokenBucketCall(req algorithms.Request, key string) ([]string, []any) {
 	ms := req.ClientTime.UnixMilli()
@@ -424,12 +407,10 @@ func peerMovingWindow2Call(req algorithms.Request, key string) ([]string, []any)
 }
 
 // peerFirstHit: KEYS[1] counter; ARGV cost, W ms. Replies the count after the increment; the
-// caller admits when it is at most L.
-const peerFirstHit = `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
-if n == tonumber(ARGV[1]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return n`
+// caller admits when it is at most L. The same file is the peer of testdata/fixed-window-peer.yaml.
+//
+//go:embed testdata/incr_expire.lua
+var peerFirstHit string
 
 func peerFirstHitCall(req algorithms.Request, key string) ([]string, []any) {
 	return []string{key}, []any{req.Cost, benchLimit.Window.Milliseconds()}

@@ -530,6 +530,9 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 	}
 
 	if dir := *loadgenFloorProfile; dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatalf("-loadgen-floor-profile: %v", err)
+		}
 		for _, g := range gens {
 			for _, depth := range []int{1, 16} {
 				path := filepath.Join(dir, fmt.Sprintf("floor-%s-d%d.pprof", g.name, depth))
