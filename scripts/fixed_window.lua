@@ -112,4 +112,5 @@ elseif ms < last then
 else
   redis.call('SET', key, n, 'PXAT', last)
 end
-return n .. ' ' .. sec .. ' ' .. usec
+-- n is the cost here (a window's first call), so the reply takes its string rather than format n.
+return (ARGV[2] or '1') .. ' ' .. sec .. ' ' .. usec
