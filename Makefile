@@ -41,9 +41,10 @@ bench: redis-server
 # pipeline depth (depth 1 and 16): throughput (ratio-d1, ratio-d16), CPU per request (cpu-ratio-d1,
 # cpu-ratio-d16), allocations per request, recording on over off. On a redis-server process it
 # starts, or with LOADGEN_REDIS=redis://127.0.0.1:PORT on that server as an external backend
-# (keys lb:{N} are written there). About 2 minutes.
+# (keys lb:{N} are written there). LOADGEN_ROUNDS=N: N paired rounds instead of 5. About 2 minutes.
+LOADGEN_ARGS = $(strip $(if $(LOADGEN_REDIS),-loadgen-redis=$(LOADGEN_REDIS)) $(if $(LOADGEN_ROUNDS),-loadgen-rounds=$(LOADGEN_ROUNDS)))
 bench-loadgen: redis-server
-	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 15m -v ./bench/ $(if $(LOADGEN_REDIS),-args -loadgen-redis=$(LOADGEN_REDIS))
+	$(GO) test -run '^$$' -bench '^BenchmarkLoadgen$$' -benchtime 1x -timeout 30m -v ./bench/ $(if $(LOADGEN_ARGS),-args $(LOADGEN_ARGS))
 
 # The CI gate's power and false-alarm rate (issue 13): real limitbench run and gate comparisons of a
 # script against itself and against copies made 10 to 300% costlier, on a quiet machine and beside

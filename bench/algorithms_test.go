@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,12 +25,23 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// benchLimit is the limit every algorithm is benchmarked at.
+// benchLimit is the limit every algorithm is benchmarked at: 100 per window, where each
+// sub-benchmark of BenchmarkAlgorithms sets the window (benchWindow) so that its subjects come
+// back after the share of it that -algorithms-revisit says.
 var benchLimit = algorithms.Limit{Limit: 100, Window: time.Second}
 
-// benchSubjects is how many subjects the calls go round: at the sequential rate of one client
-// each subject stays below its limit most of the time, so most calls take the admitting path.
+// benchSubjects is how many subjects the calls go round: one client sends them one call at a
+// time, so each subject stays far below its limit and most calls take the admitting path.
 const benchSubjects = 1000
+
+// benchRevisit is the regime of BenchmarkAlgorithms: the time after which a subject comes back,
+// as a share of its window. How often a call finds its subject's state new, expired or refilled
+// (a window's first call, a bucket that refilled, a key that expired) depends on it, and so does
+// what the call costs; at a fixed window it would depend on how fast the machine answers, and
+// make x-peer a property of the machine. The default 0.05 is the regime of issue 17's table (200
+// subjects at 4,000/s, 20 calls per subject and one-second window): subjects in use. 2 is the cold
+// regime: every call finds its subject's state gone or refilled.
+var benchRevisit = flag.Float64("algorithms-revisit", 0.05, "BenchmarkAlgorithms: the time after which a subject comes back, as a share of its window (0.05: 20 calls per subject and window, subjects in use; 2: every call finds its subject's state gone or refilled)")
 
 // benchRounds and benchRoundCalls shape one iteration of BenchmarkAlgorithms: benchRounds rounds,
 // each benchRoundCalls calls of the reference and as many of the algorithm, in alternating order.
@@ -38,12 +50,15 @@ const benchSubjects = 1000
 const (
 	benchRounds     = 5
 	benchRoundCalls = 100
+	// benchCycle is the number of rounds after which a subject comes back.
+	benchCycle = benchSubjects / benchRoundCalls
 )
 
 // BenchmarkAlgorithms measures, for the bare INCR + PEXPIRE reference script
 // (algorithms.Reference(), scripts/reference.lua), every registered algorithm and the public
-// designs of their families (peers), on a single Redis at limit 100 per second, one client sending
-// one request at a time:
+// designs of their families (peers), on a single Redis at limit 100 per window, one client sending
+// one request at a time, in the regime of -algorithms-revisit (benchRevisit: by default each
+// subject comes back 20 times per window; the window is set to make it so, benchWindow):
 //
 //   - server-µs/call: Redis time per call from INFO commandstats: the usec of EVALSHA/EVAL for
 //     scripted algorithms (which includes the commands the script calls), else the sum over the
@@ -62,6 +77,8 @@ const (
 //     enough that it is about 1: the algorithms take their admitting path, as the reference (which
 //     admits everything) always does, and all see the same subjects in the same order;
 //   - bytes/subject: MEMORY USAGE of the keys of one subject that has just used its 100 permits;
+//   - revisit/window: the time after which a subject came back, as a share of the window (the
+//     median round's wall time times benchCycle): the regime the figures were measured in;
 //   - server-Ir/call and x-peer-Ir, only when redis-server runs under callgrind (callgrindEnv):
 //     the instructions redis-server executed inside EVALSHA per call, and their ratio to the
 //     cheapest peer's, the median over the paired rounds: the same comparison as x-peer, free
@@ -69,7 +86,10 @@ const (
 //
 // One round is benchRoundCalls calls of each participant of the sub-benchmark (the reference, the
 // algorithm, and the peers of its family), one participant after the other in an order that
-// rotates from round to round, so that a drift of the machine's other load favours none. Each
+// rotates from round to round, so that a drift of the machine's other load favours none; a round's
+// calls go to the next benchRoundCalls subjects, so a subject comes back every benchCycle rounds,
+// and the first benchCycle rounds, in which each subject is met for the first time, are not
+// measured. Each
 // batch resets INFO commandstats (CONFIG RESETSTAT) before it and reads it after, so ns/op is the
 // time of one iteration (benchRounds rounds), not of one call. Compare algorithms by x-peer and
 // x-reference, which survive a change of machine.
@@ -87,13 +107,10 @@ func BenchmarkAlgorithms(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if cg != nil {
-		// Under valgrind the server runs tens of times slower, so each subject comes round tens
-		// of times later; a window as many times longer keeps the share of calls that find a
-		// new window, a first hit or an expired key what it is at full speed.
-		defer func(w time.Duration) { benchLimit.Window = w }(benchLimit.Window)
-		benchLimit.Window = callgrindWindow
+	if *benchRevisit <= 0 {
+		b.Fatalf("-algorithms-revisit must be above 0, got %g", *benchRevisit)
 	}
+	defer func(w time.Duration) { benchLimit.Window = w }(benchLimit.Window)
 	type benchCase struct {
 		name    string
 		prepare func(prefix string) (algorithms.Limiter, error)
@@ -120,54 +137,82 @@ func BenchmarkAlgorithms(b *testing.B) {
 	}
 	for i, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			// Prefixes of one length for every participant: MEMORY USAGE counts the key names.
-			prefix := fmt.Sprintf("%sa%02d:", env.Prefix, i)
-			lim, err := bc.prepare(prefix + "x:")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ref, err := algorithms.Reference().Prepare(ctx, c, benchLimit, prefix+"r:")
-			if err != nil {
-				b.Fatal(err)
-			}
-			// parts are the participants of each round: the algorithm, the reference, its peers.
-			parts := []algorithms.Limiter{lim, ref}
-			for j, p := range bc.peers {
-				pl, err := p.prepare(ctx, c, fmt.Sprintf("%sp%d:", prefix, j))
+			// prepare prepares the participants of each round under prefix: the algorithm, the
+			// reference, its peers.
+			prepare := func(prefix string) []algorithms.Limiter {
+				lim, err := bc.prepare(prefix + "x:")
 				if err != nil {
 					b.Fatal(err)
 				}
-				parts = append(parts, pl)
+				ref, err := algorithms.Reference().Prepare(ctx, c, benchLimit, prefix+"r:")
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts := []algorithms.Limiter{lim, ref}
+				for j, p := range bc.peers {
+					pl, err := p.prepare(ctx, c, fmt.Sprintf("%sp%d:", prefix, j))
+					if err != nil {
+						b.Fatal(err)
+					}
+					parts = append(parts, pl)
+				}
+				return parts
 			}
-			bytes, err := subjectBytes(ctx, c, lim)
+			// run runs round r of parts and returns what each batch measured and the round's
+			// wall time.
+			run := func(parts []algorithms.Limiter, r int) ([]batch, time.Duration) {
+				ms, took, err := runRound(ctx, c, cg, parts, r)
+				if re := (roundError{}); errors.As(err, &re) {
+					b.Fatalf("%s: %v", participantName(bc.name, bc.peers, re.part), err)
+				}
+				return ms, took
+			}
+			// The window: rounds of the participants timed at a provisional one, under a prefix of
+			// their own (benchWindow).
+			benchLimit.Window = time.Second
+			var took []float64
+			cal := prepare(fmt.Sprintf("%sc%02d:", env.Prefix, i))
+			for r := range benchCalibration {
+				_, d := run(cal, r)
+				took = append(took, float64(d))
+			}
+			benchLimit.Window = benchWindow(time.Duration(median(took)))
+			// Prefixes of one length for every participant: MEMORY USAGE counts the key names.
+			parts := prepare(fmt.Sprintf("%sa%02d:", env.Prefix, i))
+			bytes, err := subjectBytes(ctx, c, parts[0])
 			if err != nil {
 				b.Fatal(err)
 			}
 			var (
 				perCall        = make([][]float64, len(parts)) // server µs per call, per participant and round
 				irPerCall      = make([][]float64, len(parts)) // server instructions per call (callgrind)
+				roundTime      []float64                       // each round's wall time, in windows
 				wall           time.Duration
-				round, allowed int
+				next           int // the next round's number: it rotates the order and the subjects
+				round, allowed int // measured rounds, and their algorithm's admissions
 			)
+			// One cycle of rounds unmeasured, so that the measured calls meet their subjects in
+			// the regime, not for the first time.
+			for ; next < benchCycle; next++ {
+				_, d := run(parts, next)
+				roundTime = append(roundTime, float64(d)/float64(benchLimit.Window))
+			}
 			for b.Loop() {
 				for range benchRounds {
-					first := round * benchRoundCalls
-					for k := range parts {
-						j := (k + round) % len(parts)
-						m, err := measureBatch(ctx, c, cg, parts[j], first)
-						if err != nil {
-							b.Fatalf("%s: %v", participantName(bc.name, bc.peers, j), err)
-						}
+					ms, d := run(parts, next)
+					next++
+					roundTime = append(roundTime, float64(d)/float64(benchLimit.Window))
+					for j, m := range ms {
 						perCall[j] = append(perCall[j], m.usec/benchRoundCalls)
 						irPerCall[j] = append(irPerCall[j], m.ir/benchRoundCalls)
-						if j == 0 {
-							wall += m.wall
-							allowed += m.allowed
-						}
 					}
+					wall += ms[0].wall
+					allowed += ms[0].allowed
 					round++
 				}
 			}
+			revisit := median(roundTime) * benchCycle
+			b.ReportMetric(revisit, "revisit/window")
 			b.ReportMetric(median(slices.Clone(perCall[0])), "server-µs/call")
 			if r, ok := pairedRatio(perCall[0], perCall[1]); ok {
 				b.ReportMetric(r, "x-reference")
@@ -182,8 +227,8 @@ func BenchmarkAlgorithms(b *testing.B) {
 				}
 				if r, ok := pairedRatio(perCall[0], perCall[cheapest]); ok {
 					b.ReportMetric(r, "x-peer")
-					b.Logf("x-peer %s = %.2f against %s (median of %d paired rounds; %.2f against the reference)",
-						bc.name, r, bc.peers[cheapest-2].name, round, median(slices.Clone(ratios(perCall[0], perCall[1]))))
+					b.Logf("x-peer %s = %.2f against %s (median of %d paired rounds; %.2f against the reference; window %s, a subject back after %.3f of it)",
+						bc.name, r, bc.peers[cheapest-2].name, round, median(slices.Clone(ratios(perCall[0], perCall[1]))), benchLimit.Window, revisit)
 				}
 				if r, ok := pairedRatio(irPerCall[0], irPerCall[cheapest]); ok && cg != nil {
 					b.ReportMetric(r, "x-peer-Ir")
@@ -569,14 +614,52 @@ func measureBatch(ctx context.Context, c redis.UniversalClient, cg *callgrind, l
 //
 // with LIMITBENCH_CALLGRIND=/tmp/lb-callgrind. Instruction counts do not depend on the machine's
 // other load, so server-Ir/call and x-peer-Ir are a deterministic cross-check of server-µs/call
-// and x-peer (for scripted designs only: plain commands are not collected). The limit is then 100
-// per minute (callgrindWindow), so that the slower server sees each subject as often, relative to
-// its window, as at full speed.
+// and x-peer (for scripted designs only: plain commands are not collected). The window grows with
+// the slower server (benchWindow), so that it sees each subject as often, relative to its window,
+// as at full speed.
 const callgrindEnv = "LIMITBENCH_CALLGRIND"
 
-// callgrindWindow is the window of benchLimit when redis-server runs under callgrind: 100 permits
-// per minute instead of per second, for a server about 60 times slower.
-const callgrindWindow = time.Minute
+// benchCalibration is the number of rounds benchWindow's round time is the median of.
+const benchCalibration = 3
+
+// benchWindow returns the window at which the subjects of a sub-benchmark whose rounds take
+// round each come back after *benchRevisit of it: a subject comes back every benchCycle rounds.
+// The sub-benchmark times its rounds at a provisional window under a prefix of their own; the
+// state they meet is new, so they run a little slower than the measured ones, and the subjects
+// come back a little earlier than asked (the sub-benchmark reports where they did:
+// revisit/window). Under callgrind the window grows with the server's slowness, so the regime
+// stays the same. The window is whole ms.
+func benchWindow(round time.Duration) time.Duration {
+	w := time.Duration(float64(round*benchCycle) / *benchRevisit)
+	return max(time.Millisecond, w.Round(time.Millisecond))
+}
+
+// roundError is the error of one participant of a round.
+type roundError struct {
+	part int // its index in the round's participants
+	err  error
+}
+
+func (e roundError) Error() string { return e.err.Error() }
+func (e roundError) Unwrap() error { return e.err }
+
+// runRound sends round r of parts: a batch of each (measureBatch, on the subjects from
+// r·benchRoundCalls), one participant after the other from participant r mod len(parts). It
+// returns what each batch measured, in parts' order, and the round's wall time; an error is a
+// roundError.
+func runRound(ctx context.Context, c redis.UniversalClient, cg *callgrind, parts []algorithms.Limiter, r int) ([]batch, time.Duration, error) {
+	ms := make([]batch, len(parts))
+	start := time.Now()
+	for k := range parts {
+		j := (k + r) % len(parts)
+		m, err := measureBatch(ctx, c, cg, parts[j], r*benchRoundCalls)
+		if err != nil {
+			return nil, 0, roundError{part: j, err: err}
+		}
+		ms[j] = m
+	}
+	return ms, time.Since(start), nil
+}
 
 // callgrind reads the instruction counts of a redis-server running under callgrind; a nil
 // *callgrind does nothing and reads 0.

@@ -447,9 +447,9 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 	defer e.applyProcs(b)()
 	const (
 		clients = loadgenClients
-		rounds  = loadgenRounds
 		measure = loadgenMeasure
 	)
+	rounds := *loadgenRounds
 	gens := []floorGen{
 		rawGen(b, e, clients),
 		goRedisGen(b, e, "go-redis", clients, 0, 0, 0),

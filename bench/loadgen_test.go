@@ -121,13 +121,14 @@ type loadgenEnv struct {
 	sha    string
 }
 
-// The shape of BenchmarkLoadgen's and BenchmarkLoadgenFloor's comparisons: connections, paired
-// rounds, and the time each side measures in a round.
+// The shape of BenchmarkLoadgen's and BenchmarkLoadgenFloor's comparisons: connections and the
+// time each side measures in a round; loadgenRounds is the number of paired rounds.
 const (
 	loadgenClients = 32
-	loadgenRounds  = 5
 	loadgenMeasure = 1500 * time.Millisecond
 )
+
+var loadgenRounds = flag.Int("loadgen-rounds", 5, "BenchmarkLoadgen, BenchmarkLoadgenFloor: the number of paired rounds each figure is the median of")
 
 // applyProcs sets GOMAXPROCS as `limitbench run` sets it against e's server, logs the policy's
 // note, and returns the function that restores it.
@@ -277,9 +278,9 @@ func BenchmarkLoadgen(b *testing.B) {
 	defer e.applyProcs(b)()
 	const (
 		clients = loadgenClients
-		rounds  = loadgenRounds
 		measure = loadgenMeasure
 	)
+	rounds := *loadgenRounds
 	c := e.target.NewClient(redisenv.ClientOptions{PoolSize: clients})
 	// Warm the connections and the script cache.
 	e.limitbench(b, c, load.Plan{Arrival: load.ClosedLoop{}, Duration: 300 * time.Millisecond, Clients: clients}, false)
