@@ -300,7 +300,7 @@ return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, "gcra", true},
 return redis.call('SET', KEYS[1], t[2], 'NX', 'PXAT', t[1] .. '999', 'GET') or t[1]`, "token-bucket", true},
 	{"floor-sliding-counter", `local t = redis.call('TIME')
 local v = redis.call('MGET', KEYS[1], KEYS[2])
-redis.call('SET', KEYS[1], '1', 'PXAT', t[1] .. '999')
+redis.call('INCRBY', KEYS[1], '1')
 return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0') .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-counter", true},
 	{"floor-sliding-log", `local t = redis.call('TIME')
 redis.call('LINDEX', KEYS[1], '99')

@@ -14,15 +14,13 @@
 -- as Cloudflare's counters are named by the minute; the script is given the keys of window k and
 -- of window k − 1 with the bounds of window k (the caller predicts k from its clock and the
 -- server's last reported TIME), reads TIME, and when the time is in window k reads both counters
--- with one MGET and, on an admission, INCRBYs the current one, or, when MGET found none, SETs it
--- with its expiry at the end of window k + 1, where it stops counting as the previous counter
--- (one command where INCRBY and an expiry of its own would be two). When the
+-- with one MGET and, on an admission, INCRBYs the current one, setting it to expire when it stops
+-- counting (the end of window k + 1, where it is the previous counter) when it is new. When the
 -- time is not in window k (the prediction missed: a window boundary passed while the request was
 -- in flight), it writes nothing and answers so with the time, and the caller asks again for the
 -- window of that time (or, in a pipeline, which has no second round trip, reports a denial). This
--- is the cheapest exact structure: TIME, MGET and INCRBY (or SET), the commands of the public
--- counters named by the window plus the clock read they do without, less the expiry they set with
--- a command of its own. The hash of the earlier version
+-- is the cheapest exact structure: TIME, MGET and INCRBY, the commands of the public counters
+-- named by the window plus the clock read they do without. The hash of the earlier version
 -- ({w, c, p}, one key) needed HMGET, then HSET of all three fields on every admission, and the
 -- shift of cur into prev computed in Lua.
 --
@@ -33,12 +31,12 @@
 -- removed them. The script, like the other server-clock scripts, assumes TIME does not step back.
 --
 -- Expiry: the counter of window k is read until window k + 1 ends, at E = (k + 2)·W, and never
--- after, so its key is kept until E, as an absolute time: SET … PXAT E/1000 (E is whole ms, given
--- by the caller, so that the script formats no number), when the counter is created. A relative
--- expiry would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken
+-- after, so its key is kept until E, as an absolute time: PEXPIREAT E/1000 (E is whole ms, given by
+-- the caller, so that the script formats no number), set when the counter is created. A relative
+-- PEXPIRE would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken
 -- when the script started, before its TIME call: if the server is preempted across a ms boundary
--- in between, the key would vanish early and the counter with it. Redis removes a key once its ms
--- clock is strictly past the expiry, so the key lives until E + 1 ms, on every version. With a fixed time (tests) the expiry is relative, E − t plus
+-- in between, the key would vanish early and the counter with it. Redis removes a key once its ms clock is strictly past the expiry, so the key lives
+-- until E + 1 ms, on every version. With a fixed time (tests) the expiry is relative, E − t plus
 -- one minute, so that a test whose fixed times run ahead of the real clock never loses a key to a
 -- stall of the real one.
 --
@@ -86,12 +84,13 @@ if used > ARGV[4] + 0 then
   return '0 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
 end
 
--- A counter that MGET did not find is new: it is set, with its expiry, when it stops counting.
-if cur then
-  redis.call('INCRBY', KEYS[1], ARGV[5])
-elseif ARGV[7] then
-  redis.call('SET', KEYS[1], ARGV[5], 'PX', string.format('%d', math.ceil((2 * ARGV[3] - (now - ARGV[1])) / 1000) + 60000))
-else
-  redis.call('SET', KEYS[1], ARGV[5], 'PXAT', ARGV[6])
+-- A counter that MGET did not find is new: it expires when it stops counting.
+redis.call('INCRBY', KEYS[1], ARGV[5])
+if not cur then
+  if ARGV[7] then
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil((2 * ARGV[3] - (now - ARGV[1])) / 1000) + 60000))
+  else
+    redis.call('PEXPIREAT', KEYS[1], ARGV[6])
+  end
 end
 return '1 ' .. (cur or '0') .. ' ' .. (prev or '0') .. ' ' .. sec .. ' ' .. usec
