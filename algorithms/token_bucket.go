@@ -32,7 +32,7 @@ func (TokenBucketHash) Describe() Description {
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
 		Corrected: "one key instead of two, written with its expiry in one SET; server TIME in µs instead of the client's whole seconds; " +
-			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (and less than a quarter of the refill time longer)",
+			"stored time never goes back; exact integer tokens; nothing written on denial; the key lives until the bucket is full again (and less than half the refill time longer)",
 		Cost: true,
 	}
 }
@@ -73,19 +73,28 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 // expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
 // rate units per µs: a quarter of Tfull = ⌈capacity/rate⌉ µs (the time an empty bucket takes to
 // refill), rounded up to a whole ms, and at least 1 ms. The script sets a key's expiry once per
-// quantum of the time its bucket is full again, to the end of that quantum, so a key lives less
-// than Q after its bucket is full again, at most Tfull + Q after its last admission.
+// quantum of the time its bucket is full again, at or after the end of that quantum, so a key
+// lives less than 2Q after its bucket is full again, at most Tfull + 2Q after its last admission.
 func expiryQuantum(capacity, rate int64) int64 {
 	full := (capacity + rate - 1) / rate
 	return max(1000, ((full+3)/4+999)/1000*1000)
 }
 
-// quantumStart is kQ, the start of the quantum of q µs that the time F = ts + d/rate µs, at which
-// a bucket counted at ts µs and missing d units is full again, falls in: ts − a + q·⌊(a·rate +
-// d)/(q·rate)⌋ with a = ts mod q, as scripts/token_bucket.lua computes it.
-func quantumStart(ts, d, rate, q int64) int64 {
+// quantumEnd is the end of the quantum of q µs that the time F = ts + d/rate µs, at which a bucket
+// counted at ts µs and missing d units is full again, falls in: kQ + Q with kQ = ts − a +
+// q·⌊(a·rate + d)/(q·rate)⌋ and a = ts mod q, as scripts/token_bucket.lua computes it.
+func quantumEnd(ts, d, rate, q int64) int64 {
 	a := ts - floorDiv(ts, q)*q
-	return ts - a + q*((a*rate+d)/(q*rate))
+	return ts - a + q*((a*rate+d)/(q*rate)) + q
+}
+
+// freshExpiry is the expiry in ms that scripts/token_bucket.lua takes from its caller for the state
+// of an admission of need units into a full bucket at now µs (the server's time, estimated): the
+// script takes it when it is at least a quantum after the time F = now + need/rate the bucket is
+// full again and less than two, which this one is, ⌈(F + 3Q/2)/1000⌉, while the estimate is within
+// about Q/2 of the server's time.
+func freshExpiry(now, need, rate, q int64) int64 {
+	return (now + (need+rate-1)/rate + q + q/2 + 999) / 1000
 }
 
 // Model implements Algorithm.
@@ -137,11 +146,10 @@ func (c *tokenBucketCall) Send(ctx context.Context, rc redis.Cmdable, req Reques
 	}
 	c.key.subjectKey(t.prefix, "tb", req.Subject)
 	c.need = cost * t.unit
-	// The expiry the script gives the state of an admission into a missing key, at the end of the
-	// quantum its bucket is full again in, estimated on the server's clock: the script formats
-	// its own only when this one is wrong.
+	// An expiry for the state of an admission into a missing key, estimated on the server's
+	// clock: the script formats its own only when this one is out of its range.
 	c.sentAt = time.Now().UnixMicro()
-	c.expiry = (quantumStart(t.clock.now(req, c.sentAt), c.need, t.rate, t.quantum) + t.quantum) / 1000
+	c.expiry = freshExpiry(t.clock.now(req, c.sentAt), c.need, t.rate, t.quantum)
 	e := c.now
 	if c.fixed = fixedMicros(req); c.fixed != 0 {
 		e = c.at

@@ -31,26 +31,28 @@
 -- Expiry: a bucket that has refilled completely means the same as no key, so the key must live
 -- until the bucket is full again, F = ts + (C·U − tokens)/R µs. Setting an expiry costs as much
 -- as a command of its own (SET's expiry replaces the key's entry in the expiry table, and its
--- value must be formatted), so the key expires at the end of the quantum Q (ARGV[4], a quarter of
--- the time an empty bucket takes to refill, a whole number of ms) that F falls in: X = kQ + Q with
--- kQ = Q·⌊F/Q⌋, computed in exact integers as ts − a + Q·⌊(a·R + C·U − tokens)/(Q·R)⌋, a = ts mod
--- Q. F never decreases from one write to the next (refill and admission move it to max(F, t) +
--- n·U/R), so a write whose F is in the same quantum as the stored state's keeps the key's expiry
--- (SET … KEEPTTL), and only the first write of a quantum sets one: the key's expiry is always the
--- X of the state it holds, X > F. A key then lives less than Q after its bucket is full again, and
--- an admission sets the expiry about once per Q instead of every time. X is an absolute time taken
--- from the same TIME as the decision: PXAT X/1000 (whole ms, since Q and so X are). A relative PX
--- would count from Redis's own clock reading, and since Redis 7.2 that is a snapshot taken when
--- the script started, before its TIME call (a few µs, more if the server is preempted): the key
--- could then vanish before F and a request in the gap would find a full bucket a fraction of a
--- permit early. Redis removes a key once its ms clock is strictly past the expiry, so the key
--- lives until X/1000 + 1 ms > F, on every version. The caller sends its estimate of X/1000 for
--- the state a missing key would get (ARGV[5], from its clock and the server's last reported TIME);
--- the script uses it as it is when it is right, and otherwise formats X itself, so that a request
--- formats no number unless the estimate missed or a bucket in use starts a quantum. With a fixed
--- time (tests) the expiry is relative and set on every write, ⌈(X − t)/1000⌉ ms plus one minute,
--- so that a test whose fixed times run ahead of the real clock never loses a key to a stall of
--- the real one.
+-- value must be formatted), so the key lives at least until the end of the quantum Q (ARGV[4], a
+-- quarter of the time an empty bucket takes to refill, a whole number of ms) that F falls in,
+-- kQ + Q with kQ = Q·⌊F/Q⌋, computed in exact integers as ts − a + Q·⌊(a·R + C·U − tokens)/(Q·R)⌋,
+-- a = ts mod Q, and less than 2Q after F. F never decreases from one write to the next (refill
+-- and admission move it to max(F, t) + n·U/R), so a write whose F is before the end of the stored
+-- state's quantum (and so in that quantum) keeps the key's expiry (SET … KEEPTTL), and only a
+-- write whose F has passed it sets one: the key's expiry is always at or after the end of the
+-- quantum of the F of the state it holds, and less than 2Q after that F. A key then lives less
+-- than 2Q after its bucket is full again, and an admission sets the expiry about once per Q
+-- instead of every time. The expiry is an absolute time taken from the same TIME as the decision
+-- (PXAT, whole ms). A relative PX would count from Redis's own clock reading, and since Redis 7.2
+-- that is a snapshot taken when the script started, before its TIME call (a few µs, more if the
+-- server is preempted): the key could then vanish before F and a request in the gap would find a
+-- full bucket a fraction of a permit early. Redis removes a key once its ms clock is strictly
+-- past the expiry, so the key lives until past it, on every version. The caller sends an
+-- estimate E of a good expiry for the state a missing key would get (ARGV[5], from its clock and
+-- the server's last reported TIME: F + 3Q/2 for that state); the script takes it as it is when F
+-- + Q <= E·1000 < F + 2Q, checked in exact integers, and otherwise formats kQ + Q itself, so that
+-- a request formats no number unless the estimate missed or a bucket in use passes a quantum.
+-- With a fixed time (tests) the expiry is relative and set on every write, ⌈(kQ + Q − t)/1000⌉ ms
+-- plus one minute, so that a test whose fixed times run ahead of the real clock never loses a key
+-- to a stall of the real one.
 --
 -- Cost: the script does what the decision needs and no more, since each step is a measurable
 -- share of a call (bench/BenchmarkAlgorithms compares it with a public token bucket): numbers are
@@ -67,8 +69,9 @@
 -- ARGV[2]  R, units refilled per µs
 -- ARGV[3]  C·U, capacity in units (< 2^53, and Q·R + C·U < 2^53)
 -- ARGV[4]  Q, the expiry quantum in µs (a multiple of 1000)
--- ARGV[5]  the caller's estimate of X/1000 for the state after an admission into a full bucket,
---          in ms since the Unix epoch (any number: a wrong one only costs a string.format)
+-- ARGV[5]  the caller's estimate of an expiry for the state after an admission into a full
+--          bucket, in ms since the Unix epoch (any number: one out of range only costs a
+--          string.format)
 -- ARGV[6]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
 -- Reply:   for an admission whose state's ts is the decision time, the state after it, 16 bytes;
 --          otherwise the string "<allowed 0|1> <s> <µs> <state>": the time the decision used as
@@ -90,35 +93,38 @@ end
 local need, rate, cap, q = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 local qr = q * rate
 
--- quantum returns kQ, the start of the quantum that F = ts + d/R falls in (d = C·U − tokens).
+-- quantum returns the end of the quantum that F = ts + d/R falls in (d = C·U − tokens): kQ + Q with
+-- kQ = ts − a + Q·⌊(a·R + d)/(Q·R)⌋, a = ts mod Q, in exact integers.
 local function quantum(ts, d)
   local a = ts % q
   local x = a * rate + d
-  return ts - a + q * ((x - x % qr) / qr)
+  return ts - a + q * ((x - x % qr) / qr) + q
 end
 
--- expiry returns the SET option and value that make a key expire at the end of the quantum that
--- starts at k.
-local function expiry(k)
-  if fixed then
-    return 'PX', string.format('%d', math.ceil((k + q - now) / 1000) + 60000)
-  end
+-- expiry returns the SET option and value that keep a key whose state is full again at F = ts +
+-- d/R until the end of F's quantum or later, and less than 2Q after F: the caller's estimate E
+-- when F + Q <= E·1000 < F + 2Q, in exact integers (E·1000 − ts)·R − d − Q·R in [0, Q·R), else
+-- the end of F's quantum.
+local function expiry(ts, d)
   local e = ARGV[5]
-  if e * 1000 ~= k + q then
-    e = string.format('%d', (k + q) / 1000)
+  local x = (e * 1000 - ts) * rate - d - qr
+  if fixed then
+    return 'PX', string.format('%d', math.ceil((quantum(ts, d) - now) / 1000) + 60000)
+  elseif x < 0 or x >= qr then
+    e = string.format('%d', quantum(ts, d) / 1000)
   end
   return 'PXAT', e
 end
 
-local st
+local st, fresh
 local tokens, ts = cap - need, now
 if tokens >= 0 then
   -- The state after admitting the request into a full bucket, written only if there is no key.
-  local v = struct.pack('<dd', tokens, now)
-  local opt, at = expiry(quantum(now, need))
-  st = redis.call('SET', KEYS[1], v, 'NX', opt, at, 'GET')
+  fresh = struct.pack('<dd', tokens, now)
+  local opt, at = expiry(now, need)
+  st = redis.call('SET', KEYS[1], fresh, 'NX', opt, at, 'GET')
   if not st then
-    return v
+    return fresh
   end
 else
   st = redis.call('GET', KEYS[1])
@@ -128,13 +134,14 @@ else
 end
 
 tokens, ts = struct.unpack('<dd', st)
-local told, tsold = tokens, ts
+local told, tsold, v = tokens, ts, nil
 if now > ts then
   -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
   -- 2^53 > cap − tokens, so the comparison stays right.
   local add = (now - ts) * rate
   if add >= cap - tokens then
-    tokens = cap
+    -- Full again: the state after the request is the one packed for a missing key.
+    tokens, v = cap, fresh
   else
     tokens = tokens + add
   end
@@ -146,12 +153,13 @@ if tokens < need then
 end
 
 tokens = tokens - need
-local v = struct.pack('<dd', tokens, ts)
-local k = quantum(ts, cap - tokens)
-if not fixed and k == quantum(tsold, cap - told) then
+v = v or struct.pack('<dd', tokens, ts)
+-- The key lives at least until the end of the quantum of the stored state's F; a new F before it
+-- is in that quantum too.
+if not fixed and (quantum(tsold, cap - told) - ts) * rate > cap - tokens then
   redis.call('SET', KEYS[1], v, 'KEEPTTL')
 else
-  redis.call('SET', KEYS[1], v, expiry(k))
+  redis.call('SET', KEYS[1], v, expiry(ts, cap - tokens))
 end
 if ts == now then
   return v
