@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -333,4 +334,80 @@ func TestTokenBucketExpiryQuantum(t *testing.T) {
 			t.Errorf("%d expiries set over the admissions; want several", len(expiries))
 		}
 	})
+}
+
+// TestTokenBucketKeptHint: token-bucket reads a subject's state first (GET) when the last reply
+// said its key is still kept, and otherwise tries to write a missing key's state first (SET … NX
+// … GET); a hint that is wrong (the key went away) costs only the command: the request is
+// decided as for a missing key, a full bucket, and the key gets its expiry.
+func TestTokenBucketKeptHint(t *testing.T) {
+	env := redistest.Single(t)
+	ctx := context.Background()
+	c := env.Target.Client
+	l := Limit{Limit: 10, Window: time.Minute}
+	lim := prepare(t, env, lookup(t, "token-bucket"), l)
+	unit, rate := tokenBucketUnits(l)
+	capacity := l.Capacity() * unit
+	q := expiryQuantum(capacity, rate)
+	req := Request{Subject: "hint", Cost: 1}
+	key := lim.Keys(req)[0]
+	gets := func() int64 {
+		t.Helper()
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+		return 0
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		del       bool  // delete the key before the request
+		gets      int64 // the request's GETs
+		remaining int64
+	}{
+		{false, 0, 9}, // a new subject: written with SET … NX … GET
+		{false, 1, 8}, // kept: read first
+		{true, 1, 9},  // kept by the hint, gone in fact: read first, decided as a full bucket
+		{false, 1, 8},
+	} {
+		if want.del {
+			if err := c.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := decide(t, c, lim, req)
+		if !d.Allowed || d.Remaining != want.remaining {
+			t.Fatalf("request %d: %+v; want allowed with %d remaining", i, d, want.remaining)
+		}
+		if got := gets(); got != want.gets {
+			t.Errorf("request %d: %d GETs; want %d", i, got, want.gets)
+		}
+		pexp, err := c.PExpireTime(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Get(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ConfigResetStat(ctx).Err(); err != nil { // the GET above is the test's
+			t.Fatal(err)
+		}
+		tokens, _ := exactInt(st[:8])
+		ts, _ := exactInt(st[8:])
+		if lo := quantumEnd(ts, capacity-tokens, rate, q); int64(pexp/time.Millisecond)*1000 < lo {
+			t.Errorf("request %d: key expires at %s, before the end of its quantum at %d µs", i, pexp, lo)
+		}
+	}
 }

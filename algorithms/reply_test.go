@@ -132,7 +132,7 @@ func tbState(tokens, ts float64) string {
 // TestTokenBucketReplies decodes replies of scripts/token_bucket.lua at 10 permits per second,
 // C = 5: U = 100,000 units per permit, R = 1 unit per µs, C·U = 500,000.
 func TestTokenBucketReplies(t *testing.T) {
-	tb := &tokenBucketLimiter{unit: 100_000, rate: 1, capacity: 500_000}
+	tb := &tokenBucketLimiter{unit: 100_000, rate: 1, capacity: 500_000, quantum: expiryQuantum(500_000, 1)}
 	const at = "1700000000 250000 "
 	t0f := float64(t0)
 	cases := []replyCase{

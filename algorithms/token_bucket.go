@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,11 +14,12 @@ import (
 
 // TokenBucketHash is `token-bucket`: seed 003 corrected (scripts/token_bucket.lua). One key per
 // subject holds the tokens, as exact integers in units of 1/U permit, and the server time in µs
-// they were counted at (16 packed bytes, written with SET … NX … GET into a missing key, which is a
-// full bucket, else read by that SET and written with another; the type keeps the name it had when
-// the state was a hash); Limit permits refill per Window up to Capacity(). Nothing is written on
-// a denial; the key expires soon after the bucket would be full. Cost > 1 is supported. Needs
-// Redis >= 7.0 (SET with NX and GET).
+// they were counted at (16 packed bytes; the type keeps the name it had when the state was a hash);
+// Limit permits refill per Window up to Capacity(). A request for a subject whose key the last
+// reply said is kept reads the state with GET; any other first writes the state of an admission
+// into a full bucket with SET … NX … GET, which creates a missing key (a full bucket) and
+// otherwise returns the stored state. Nothing is written on a denial; the key expires soon after
+// the bucket would be full. Cost > 1 is supported. Needs Redis >= 7.0 (SET with NX and GET).
 type TokenBucketHash struct{}
 
 var _ Algorithm = (*TokenBucketHash)(nil)
@@ -67,7 +70,7 @@ func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l
 	if q > (maxExact-capacity)/rate {
 		return nil, fmt.Errorf("token-bucket: %w: capacity %d refilled %d per %s needs more than 53 bits for its expiry", ErrBadLimit, l.Capacity(), l.Limit, l.Window)
 	}
-	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: q}, nil
+	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: q, seed: maphash.MakeSeed()}, nil
 }
 
 // expiryQuantum is the Q of scripts/token_bucket.lua for a capacity of capacity units refilled at
@@ -107,20 +110,32 @@ type tokenBucketLimiter struct {
 	unit, rate, capacity int64
 	quantum              int64 // µs, expiryQuantum
 	clock                serverClock
+	// kept holds, for the subjects that hash to each slot, until when on the server's clock the
+	// last reply said the subject's key is kept (keptUntil): a request sent before then reads the
+	// stored state first rather than try to write a missing key's. A hint only: a wrong one costs
+	// a command, never a decision.
+	kept [keptSlots]atomic.Int64
+	seed maphash.Seed
 }
+
+// keptSlots is the number of slots of tokenBucketLimiter.kept: subjects beyond it share slots,
+// and a shared slot's hint is only as good as its last writer's.
+const keptSlots = 4096
 
 func (t *tokenBucketLimiter) Keys(req Request) []string {
 	return []string{subjectKey(t.prefix, "tb", req.Subject)}
 }
 
 // tokenBucketCall is the Call of a tokenBucketLimiter: the script's arguments are the key, the
-// units needed, R, C·U, the expiry quantum, the estimated expiry of a missing key's state in ms,
-// and the fixed time in tests. sentAt is when the request was sent (local µs).
+// units needed, R, C·U, the expiry quantum, the estimated expiry of a missing key's state in ms
+// (0: read the stored state first), and the fixed time in tests. sentAt is when the request was
+// sent (local µs), kept the request's subject's slot of the limiter's kept.
 type tokenBucketCall struct {
 	scriptCall
 	t                           *tokenBucketLimiter
 	key                         argBuf
 	need, expiry, fixed, sentAt int64
+	kept                        *atomic.Int64
 	now, at                     *evalCmd // without and with a fixed time
 }
 
@@ -146,10 +161,16 @@ func (c *tokenBucketCall) Send(ctx context.Context, rc redis.Cmdable, req Reques
 	}
 	c.key.subjectKey(t.prefix, "tb", req.Subject)
 	c.need = cost * t.unit
-	// An expiry for the state of an admission into a missing key, estimated on the server's
-	// clock: the script formats its own only when this one is out of its range.
+	// A subject whose key the last reply said is still kept reads its state first (expiry 0);
+	// any other first tries to write a missing key's state, with an expiry estimated on the
+	// server's clock (the script formats its own only when this one is out of its range).
 	c.sentAt = time.Now().UnixMicro()
-	c.expiry = freshExpiry(t.clock.now(req, c.sentAt), c.need, t.rate, t.quantum)
+	c.kept = &t.kept[maphash.String(t.seed, req.Subject)%keptSlots]
+	if now := t.clock.now(req, c.sentAt); now < c.kept.Load() {
+		c.expiry = 0
+	} else {
+		c.expiry = freshExpiry(now, c.need, t.rate, t.quantum)
+	}
 	e := c.now
 	if c.fixed = fixedMicros(req); c.fixed != 0 {
 		e = c.at
@@ -162,9 +183,13 @@ func (c *tokenBucketCall) Result() (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	d, err := c.decoded(c.t.decode(raw, c.need))
-	if err == nil && c.fixed == 0 {
-		c.t.clock.observe(d.TimeMicros, c.sentAt)
+	d, kept, err := c.t.decodeKept(raw, c.need)
+	d, err = c.decoded(d, err)
+	if err == nil {
+		c.kept.Store(kept)
+		if c.fixed == 0 {
+			c.t.clock.observe(d.TimeMicros, c.sentAt)
+		}
 	}
 	return d, err
 }
@@ -183,29 +208,38 @@ func (c *tokenBucketCall) Result() (Decision, error) {
 // time, a denial the refilled bucket would have allowed) is an error wrapping ErrBadReply, never
 // an admission.
 func (t *tokenBucketLimiter) decode(raw any, need int64) (Decision, error) {
+	d, _, err := t.decodeKept(raw, need)
+	return d, err
+}
+
+// decodeKept is decode, and also returns until when the subject's key is kept, on the server's
+// clock: at least until the end of the expiry quantum that the time its state's bucket is full
+// again falls in (scripts/token_bucket.lua).
+func (t *tokenBucketLimiter) decodeKept(raw any, need int64) (Decision, int64, error) {
 	allowed, now, tokens, ts, err := tokenBucketReply(raw)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, 0, err
 	}
 	if tokens > t.capacity {
-		return Decision{}, badReply(fmt.Sprintf("%d tokens in a bucket of %d", tokens, t.capacity), raw)
+		return Decision{}, 0, badReply(fmt.Sprintf("%d tokens in a bucket of %d", tokens, t.capacity), raw)
 	}
+	kept := quantumEnd(ts, t.capacity-tokens, t.rate, t.quantum)
 	if now > ts {
 		if allowed {
-			return Decision{}, badReply(fmt.Sprintf("admitted with state counted at %d µs, before the decision time", ts), raw)
+			return Decision{}, 0, badReply(fmt.Sprintf("admitted with state counted at %d µs, before the decision time", ts), raw)
 		}
 		tokens = refill(tokens, now-ts, t.rate, t.capacity)
 	}
 	d := Decision{Allowed: allowed, Remaining: tokens / t.unit, TimeMicros: now, Clock: ClockServer}
 	if !allowed {
 		if tokens >= need {
-			return Decision{}, badReply(fmt.Sprintf("denied with %d tokens, enough for %d", tokens, need), raw)
+			return Decision{}, 0, badReply(fmt.Sprintf("denied with %d tokens, enough for %d", tokens, need), raw)
 		}
 		if need <= t.capacity {
 			d.RetryAfter = time.Duration((need-tokens+t.rate-1)/t.rate) * time.Microsecond
 		}
 	}
-	return d, nil
+	return d, kept, nil
 }
 
 // tokenBucketReply reads the reply of scripts/token_bucket.lua: the state after an admission

@@ -13,16 +13,20 @@
 -- Structure: one string of 16 bytes, the two integers of the state (tokens, then ts) as
 -- little-endian IEEE doubles (struct.pack('<dd'); both stay below 2^53, so they are exact). A
 -- missing key is a full bucket, so the state after an admission into it does not depend on
--- anything stored: the script writes that state with SET … NX … GET, which creates the key when
--- there is none and otherwise writes nothing and returns the stored state. An admission into a
--- bucket that had refilled completely (the key had expired: the common case for a subject that
--- comes back less often than the bucket refills) is then TIME and one SET; one into a bucket in
--- use is TIME, that SET (as a read) and a SET of the new state; a denial is TIME and that SET. The
--- alternatives cost more: a GET before every write is one command more for the refilled bucket; a
--- hash {t, ts} (an earlier version) needs HMGET, HSET and a separate PEXPIREAT; decimal text costs
--- a string.format to write and a search and two substrings to read; and a single number (a GCRA
--- "theoretical arrival time" in units of 1/R µs) would pass 2^53, the last integer a Lua number
--- holds exactly, for any R above 4. SET with both NX and GET needs Redis >= 7.0.
+-- anything stored, and a call takes one of two ways. Unless the caller expects the key to be
+-- there, the script writes that state with SET … NX … GET, which creates the key when there is
+-- none and otherwise writes nothing and returns the stored state: an admission into a bucket
+-- whose key had expired (a subject that comes back less often than its bucket refills) is then
+-- TIME and one SET. When the caller expects the key (its last reply said the key is kept until a
+-- time that has not come: ARGV[5] is 0), the script reads it with GET: a call into a bucket in use
+-- is TIME, GET and, on an admission, one SET, and a denial TIME and GET. Either way a wrong
+-- expectation costs a command, never a decision. The alternatives cost more: a GET before every
+-- write is one command more for the expired bucket; SET … NX … GET on every call costs a little
+-- more than a GET for a bucket in use, where half the calls may be denials; a hash {t, ts} (an
+-- earlier version) needs HMGET, HSET and a separate PEXPIREAT; decimal text costs a string.format
+-- to write and a search and two substrings to read; and a single number (a GCRA "theoretical
+-- arrival time" in units of 1/R µs) would pass 2^53, the last integer a Lua number holds
+-- exactly, for any R above 4. SET with both NX and GET needs Redis >= 7.0.
 --
 -- Clock: Redis TIME in µs (ARGV[6], when given, replaces it, for tests only). Skew between
 -- clients has no effect. A server clock that steps back refills nothing until it passes the
@@ -57,7 +61,9 @@
 -- Cost: the script does what the decision needs and no more, since each step is a measurable
 -- share of a call (bench/BenchmarkAlgorithms compares it with a public token bucket): numbers are
 -- read by arithmetic on the strings (tonumber parses its argument twice), arguments arrive
--- precomputed, the state is packed rather than formatted, and the reply is a string the script
+-- precomputed, the state is packed rather than formatted, the arithmetic is written out where it
+-- is needed rather than in local functions (Lua makes a closure of each on every call, which cost
+-- a tenth of a call in BenchmarkAlgorithms), and the reply is a string the script
 -- already has: the state alone for an admission at the time TIME gave (its ts is that time), which
 -- Redis sends for a fraction of what a table costs; the Go decoder (algorithms/token_bucket.go)
 -- refills that state to the decision time and derives the remaining permits and the retry-after
@@ -71,7 +77,8 @@
 -- ARGV[4]  Q, the expiry quantum in µs (a multiple of 1000)
 -- ARGV[5]  the caller's estimate of an expiry for the state after an admission into a full
 --          bucket, in ms since the Unix epoch (any number: one out of range only costs a
---          string.format)
+--          string.format), or 0 when the caller expects the key to be there: the script then
+--          reads it with GET first
 -- ARGV[6]  optional, tests only: fixed time in µs since the Unix epoch, used instead of TIME
 -- Reply:   for an admission whose state's ts is the decision time, the state after it, 16 bytes;
 --          otherwise the string "<allowed 0|1> <s> <µs> <state>": the time the decision used as
@@ -93,73 +100,91 @@ end
 local need, rate, cap, q = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0
 local qr = q * rate
 
--- quantum returns the end of the quantum that F = ts + d/R falls in (d = C·U − tokens): kQ + Q with
--- kQ = ts − a + Q·⌊(a·R + d)/(Q·R)⌋, a = ts mod Q, in exact integers.
-local function quantum(ts, d)
-  local a = ts % q
-  local x = a * rate + d
-  return ts - a + q * ((x - x % qr) / qr) + q
-end
-
--- expiry returns the SET option and value that keep a key whose state is full again at F = ts +
--- d/R until the end of F's quantum or later, and less than 2Q after F: the caller's estimate E
--- when F + Q <= E·1000 < F + 2Q, in exact integers (E·1000 − ts)·R − d − Q·R in [0, Q·R), else
--- the end of F's quantum.
-local function expiry(ts, d)
-  local e = ARGV[5]
-  local x = (e * 1000 - ts) * rate - d - qr
-  if fixed then
-    return 'PX', string.format('%d', math.ceil((quantum(ts, d) - now) / 1000) + 60000)
-  elseif x < 0 or x >= qr then
-    e = string.format('%d', quantum(ts, d) / 1000)
-  end
-  return 'PXAT', e
-end
-
-local st, fresh
-local tokens, ts = cap - need, now
+-- The state after admitting the request into a full bucket (a missing key), the time its bucket is
+-- full again, F = ts + d/R (d = C·U − tokens), and the expiry for it (see Expiry: E when F + Q <=
+-- E·1000 < F + 2Q, in exact integers (E·1000 − ts)·R − d − Q·R in [0, Q·R), else the end of F's
+-- quantum, kQ + Q). These are written inline rather than as local functions, which Lua would
+-- allocate as closures on every call.
+local tokens, ts, d = cap - need, now, need
+local st, v, e, x
 if tokens >= 0 then
-  -- The state after admitting the request into a full bucket, written only if there is no key.
-  fresh = struct.pack('<dd', tokens, now)
-  local opt, at = expiry(now, need)
-  st = redis.call('SET', KEYS[1], fresh, 'NX', opt, at, 'GET')
+  v = struct.pack('<dd', tokens, now)
+end
+if v and ARGV[5] ~= '0' then
+  -- Written only if there is no key; otherwise SET returns the stored state.
+  e = ARGV[5]
+  x = (e * 1000 - ts) * rate - d - qr
+  if fixed or x < 0 or x >= qr then
+    local a = ts % q
+    x = a * rate + d
+    x = ts - a + q * ((x - x % qr) / qr) + q
+    if fixed then
+      st = redis.call('SET', KEYS[1], v, 'NX', 'PX', string.format('%d', math.ceil((x - now) / 1000) + 60000), 'GET')
+    else
+      st = redis.call('SET', KEYS[1], v, 'NX', 'PXAT', string.format('%d', x / 1000), 'GET')
+    end
+  else
+    st = redis.call('SET', KEYS[1], v, 'NX', 'PXAT', e, 'GET')
+  end
   if not st then
-    return fresh
+    return v
   end
 else
+  -- The caller expects a key (it sent 0 as E), or the request never fits.
   st = redis.call('GET', KEYS[1])
-  if not st then
+  if not st and not v then
     return '0 ' .. sec .. ' ' .. usec .. ' ' .. struct.pack('<dd', cap, now)
   end
 end
 
-tokens, ts = struct.unpack('<dd', st)
-local told, tsold, v = tokens, ts, nil
-if now > ts then
-  -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
-  -- 2^53 > cap − tokens, so the comparison stays right.
-  local add = (now - ts) * rate
-  if add >= cap - tokens then
-    -- Full again: the state after the request is the one packed for a missing key.
-    tokens, v = cap, fresh
+local kept
+if st then
+  tokens, ts = struct.unpack('<dd', st)
+  -- The key is kept at least until the end of the quantum of the stored state's F.
+  local a = ts % q
+  x = a * rate + cap - tokens
+  kept = ts - a + q * ((x - x % qr) / qr) + q
+  if now > ts then
+    -- Refill min(cap, tokens + R·elapsed). Past 2^53 the product is inexact but still at least
+    -- 2^53 > cap − tokens, so the comparison stays right.
+    local add = (now - ts) * rate
+    if add >= cap - tokens then
+      -- Full again: the state after the request is v, the one packed for a missing key.
+      tokens = cap
+    else
+      tokens, v = tokens + add, nil
+    end
+    ts = now
   else
-    tokens = tokens + add
+    v = nil
   end
-  ts = now
+  if tokens < need then
+    return '0 ' .. sec .. ' ' .. usec .. ' ' .. st
+  end
+  tokens = tokens - need
+  v = v or struct.pack('<dd', tokens, ts)
+  d = cap - tokens
 end
 
-if tokens < need then
-  return '0 ' .. sec .. ' ' .. usec .. ' ' .. st
-end
-
-tokens = tokens - need
-v = v or struct.pack('<dd', tokens, ts)
--- The key lives at least until the end of the quantum of the stored state's F; a new F before it
--- is in that quantum too.
-if not fixed and (quantum(tsold, cap - told) - ts) * rate > cap - tokens then
+-- A new F before the end of the stored state's quantum is in that quantum too: the key keeps its
+-- expiry. Otherwise it gets one for the new state (a missing key's read first gets one too).
+if not fixed and kept and (kept - ts) * rate > d then
   redis.call('SET', KEYS[1], v, 'KEEPTTL')
 else
-  redis.call('SET', KEYS[1], v, expiry(ts, cap - tokens))
+  e = ARGV[5]
+  x = (e * 1000 - ts) * rate - d - qr
+  if fixed or x < 0 or x >= qr then
+    local a = ts % q
+    x = a * rate + d
+    x = ts - a + q * ((x - x % qr) / qr) + q
+    if fixed then
+      redis.call('SET', KEYS[1], v, 'PX', string.format('%d', math.ceil((x - now) / 1000) + 60000))
+    else
+      redis.call('SET', KEYS[1], v, 'PXAT', string.format('%d', x / 1000))
+    end
+  else
+    redis.call('SET', KEYS[1], v, 'PXAT', e)
+  end
 end
 if ts == now then
   return v
