@@ -111,7 +111,7 @@ type tokenBucketLimiter struct {
 	quantum              int64 // µs, expiryQuantum
 	clock                serverClock
 	// kept holds, for the subjects that hash to each slot, until when on the server's clock the
-	// last reply said the subject's key is kept (keptUntil): a request sent before then reads the
+	// last reply said the subject's key is kept (decodeKept): a request sent before then reads the
 	// stored state first rather than try to write a missing key's. A hint only: a wrong one costs
 	// a command, never a decision.
 	kept [keptSlots]atomic.Int64
