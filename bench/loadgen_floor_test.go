@@ -30,13 +30,15 @@ import (
 )
 
 // loadgenFloorProfile, when set, is a directory where BenchmarkLoadgenFloor writes a CPU profile
-// of each Go generator at each depth (floor-<generator>-d<depth>.pprof), taken in an extra run
-// after the measured rounds so that profiling disturbs none of them.
+// of each Go generator at each depth (floor-<generator>-d<depth>.pprof) and the profile of every
+// allocation it made (floor-<generator>-d<depth>.allocs.pprof, to read with -base
+// floor-<generator>-d<depth>.allocs-base.pprof), taken in an extra run after the measured rounds
+// so that profiling disturbs none of them.
 // loadgenFloorGens, when set, is a regular expression: BenchmarkLoadgenFloor runs only the Go
 // generators whose names it matches (and redis-benchmark).
 var loadgenFloorGens = flag.String("loadgen-floor-gens", "", "BenchmarkLoadgenFloor: a regular expression of the Go generators to run (raw, go-redis, go-redis-t1, go-redis-t2, go-redis-p2, limitbench; default: all)")
 
-var loadgenFloorProfile = flag.String("loadgen-floor-profile", "", "BenchmarkLoadgenFloor: a directory to write a CPU profile of each Go generator at each depth to (default: none)")
+var loadgenFloorProfile = flag.String("loadgen-floor-profile", "", "BenchmarkLoadgenFloor: a directory to write a CPU and an allocation profile of each Go generator at each depth to (default: none)")
 
 // floorGen is one Go load generator of BenchmarkLoadgenFloor: run drives the server with
 // clients workers at the given pipeline depth until end and returns how many requests were
@@ -533,9 +535,15 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatalf("-loadgen-floor-profile: %v", err)
 		}
+		// Every allocation from here on is recorded; the allocation profile of a run is the one
+		// written after it less the one written before.
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 1
 		for _, g := range gens {
 			for _, depth := range []int{1, 16} {
 				path := filepath.Join(dir, fmt.Sprintf("floor-%s-d%d.pprof", g.name, depth))
+				allocs := strings.TrimSuffix(path, ".pprof") + ".allocs"
+				writeAllocs(b, allocs+"-base.pprof")
 				f, err := os.Create(path)
 				if err != nil {
 					b.Fatal(err)
@@ -551,8 +559,9 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 				if err := f.Close(); err != nil {
 					b.Fatal(err)
 				}
+				writeAllocs(b, allocs+".pprof")
 				n := float64(r.n)
-				b.Logf("profile of %s at depth %d (%.0f/s, %.2f µs per request): %s", g.name, depth, r.rps, r.cpu, path)
+				b.Logf("profile of %s at depth %d (%.0f/s, %.2f µs per request): %s, allocations %s.pprof (-base %s-base.pprof)", g.name, depth, r.rps, r.cpu, path, allocs, allocs)
 				if ok0 && ok1 {
 					b.Logf("  per request: %.2f read and %.2f write system calls, %.2f voluntary and %.3f involuntary context switches",
 						float64(sys1.reads-sys0.reads)/n, float64(sys1.writes-sys0.writes)/n,
@@ -560,6 +569,23 @@ func BenchmarkLoadgenFloor(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// writeAllocs writes the profile of every allocation so far (the "allocs" profile) to path.
+func writeAllocs(b *testing.B, path string) {
+	b.Helper()
+	runtime.GC() // the profile shows allocations as of the last collection
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
 
