@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
@@ -296,7 +298,6 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 func TestTokenBucketExpiryQuantum(t *testing.T) {
 	l := Limit{Limit: 10, Window: 80 * time.Millisecond} // Tfull 80 ms, Q 20 ms
 	topologies(t, func(t *testing.T, env *redistest.Env) {
-		ctx := context.Background()
 		c := env.Target.Client
 		lim := prepare(t, env, lookup(t, "token-bucket"), l)
 		unit, rate := tokenBucketUnits(l)
@@ -310,20 +311,7 @@ func TestTokenBucketExpiryQuantum(t *testing.T) {
 			if d := decide(t, c, lim, req); !d.Allowed {
 				continue
 			}
-			st, err := c.Get(ctx, key).Result()
-			if err != nil {
-				t.Fatalf("GET %s: %v", key, err)
-			}
-			tokens, ok1 := exactInt(st[:8])
-			ts, ok2 := exactInt(st[8:])
-			if len(st) != 16 || !ok1 || !ok2 {
-				t.Fatalf("state %q is not two packed integers", st)
-			}
-			pexp, err := c.PExpireTime(ctx, key).Result()
-			if err != nil {
-				t.Fatalf("PEXPIRETIME %s: %v", key, err)
-			}
-			got := int64(pexp / time.Millisecond)
+			tokens, ts, got := tokenBucketKey(t, c, key)
 			end := ts + (capacity-tokens+rate-1)/rate
 			if lo := quantumEnd(ts, capacity-tokens, rate, q); got*1000 < lo || got*1000 >= end+2*q {
 				t.Errorf("request %d: state (%d, %d): expires at %d ms, not in [%d, %d) µs: from the end of the quantum the bucket is full again in, at %d µs, to two quanta after", i, tokens, ts, got, lo, end+2*q, end)
@@ -393,21 +381,36 @@ func TestTokenBucketKeptHint(t *testing.T) {
 		if got := gets(); got != want.gets {
 			t.Errorf("request %d: %d GETs; want %d", i, got, want.gets)
 		}
-		pexp, err := c.PExpireTime(ctx, key).Result()
-		if err != nil {
+		tokens, ts, expiry := tokenBucketKey(t, c, key)
+		if err := c.ConfigResetStat(ctx).Err(); err != nil { // the GET tokenBucketKey sent
 			t.Fatal(err)
 		}
-		st, err := c.Get(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.ConfigResetStat(ctx).Err(); err != nil { // the GET above is the test's
-			t.Fatal(err)
-		}
-		tokens, _ := exactInt(st[:8])
-		ts, _ := exactInt(st[8:])
-		if lo := quantumEnd(ts, capacity-tokens, rate, q); int64(pexp/time.Millisecond)*1000 < lo {
-			t.Errorf("request %d: key expires at %s, before the end of its quantum at %d µs", i, pexp, lo)
+		if lo := quantumEnd(ts, capacity-tokens, rate, q); expiry*1000 < lo {
+			t.Errorf("request %d: key expires at %d ms, before the end of its quantum at %d µs", i, expiry, lo)
 		}
 	}
+}
+
+// tokenBucketKey returns the state token-bucket's key holds, tokens and ts, and its expiry in ms
+// (PEXPIRETIME).
+func tokenBucketKey(t *testing.T, c redis.Cmdable, key string) (tokens, ts, expiry int64) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := c.Get(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	if len(st) != 16 {
+		t.Fatalf("state %q is not two packed integers", st)
+	}
+	tokens, ok1 := exactInt(st[:8])
+	ts, ok2 := exactInt(st[8:])
+	if !ok1 || !ok2 {
+		t.Fatalf("state %q is not two packed integers", st)
+	}
+	pexp, err := c.PExpireTime(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("PEXPIRETIME %s: %v", key, err)
+	}
+	return tokens, ts, int64(pexp / time.Millisecond)
 }
