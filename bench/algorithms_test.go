@@ -161,9 +161,9 @@ func BenchmarkAlgorithms(b *testing.B) {
 			// run runs round r of parts and returns what each batch measured and the round's
 			// wall time.
 			run := func(parts []algorithms.Limiter, r int) ([]batch, time.Duration) {
-				ms, took, err := runRound(ctx, c, cg, parts, r)
-				if re := (roundError{}); errors.As(err, &re) {
-					b.Fatalf("%s: %v", participantName(bc.name, bc.peers, re.part), err)
+				ms, took, failed, err := runRound(ctx, c, cg, parts, r)
+				if err != nil {
+					b.Fatalf("%s: %v", participantName(bc.name, bc.peers, failed), err)
 				}
 				return ms, took
 			}
@@ -653,31 +653,20 @@ func benchWindow(round time.Duration) time.Duration {
 	return max(time.Millisecond, w.Round(time.Millisecond))
 }
 
-// roundError is the error of one participant of a round.
-type roundError struct {
-	part int // its index in the round's participants
-	err  error
-}
-
-func (e roundError) Error() string { return e.err.Error() }
-func (e roundError) Unwrap() error { return e.err }
-
 // runRound sends round r of parts: a batch of each (measureBatch, on the subjects from
 // r·benchRoundCalls), one participant after the other from participant r mod len(parts). It
-// returns what each batch measured, in parts' order, and the round's wall time; an error is a
-// roundError.
-func runRound(ctx context.Context, c redis.UniversalClient, cg *callgrind, parts []algorithms.Limiter, r int) ([]batch, time.Duration, error) {
-	ms := make([]batch, len(parts))
+// returns what each batch measured, in parts' order, and the round's wall time; on an error,
+// failed is the index of the participant whose batch failed.
+func runRound(ctx context.Context, c redis.UniversalClient, cg *callgrind, parts []algorithms.Limiter, r int) (ms []batch, took time.Duration, failed int, err error) {
+	ms = make([]batch, len(parts))
 	start := time.Now()
 	for k := range parts {
 		j := (k + r) % len(parts)
-		m, err := measureBatch(ctx, c, cg, parts[j], r*benchRoundCalls)
-		if err != nil {
-			return nil, 0, roundError{part: j, err: err}
+		if ms[j], err = measureBatch(ctx, c, cg, parts[j], r*benchRoundCalls); err != nil {
+			return nil, 0, j, err
 		}
-		ms[j] = m
 	}
-	return ms, time.Since(start), nil
+	return ms, time.Since(start), 0, nil
 }
 
 // callgrind reads the instruction counts of a redis-server running under callgrind; a nil
