@@ -368,7 +368,8 @@ type hammerRun struct {
 }
 
 // hammer runs 64 goroutines calling lim on one subject for d. An admission without a decision
-// time (fixed-window reports the time of a window's first call only) is timed by the midpoint of
+// time (fixed-window reports the time of a window's first call only, sliding-counter none when
+// it found both its counters) is timed by the midpoint of
 // the µs it was sent and answered in when both are in one window of the limiter's contract (Redis
 // reads this host's clock, so it was decided in that window), and left out of the times, counted
 // in t.Log, when they are not: the times are those the contract can be checked on.
@@ -383,7 +384,10 @@ func hammer(t *testing.T, env *redistest.Env, lim Limiter, d time.Duration) hamm
 		wg      sync.WaitGroup
 	)
 	var w int64 // the fixed window in µs of a limiter that may not time its decisions, or 0
-	if f, ok := lim.(*fixedWindowLimiter); ok {
+	switch f := lim.(type) {
+	case *fixedWindowLimiter:
+		w = f.windowUs
+	case *slidingCounterLimiter:
 		w = f.windowUs
 	}
 	var untimed int64

@@ -45,12 +45,13 @@ func stateEnd(name string, l Limit, t, cost int64) int64 {
 // admission of cost permits at t µs wrote a state that ends at end (stateEnd) expire: end itself,
 // except for token-bucket, which keeps a key at least until the end of the quantum Q that the time
 // F its bucket is full again falls in, and less than 2Q after F (its caller's estimate when that
-// is in range, else the quantum's end; scripts/token_bucket.lua), and fixed-window, whose key
-// must not outlive its window, since the key's expiry is what ends the window's count: it expires
-// at end − 1 ms (a whole ms), the last ms Redis keeps it in (scripts/fixed_window.lua).
+// is in range, else the quantum's end; scripts/token_bucket.lua), and fixed-window and
+// sliding-counter, whose keys must not outlive the time their state is read until, since a key's
+// expiry is what tells the script the window has ended: they expire at end − 1 ms (a whole ms),
+// the last ms Redis keeps them in (scripts/fixed_window.lua, scripts/sliding_counter.lua).
 func keyExpiry(name string, l Limit, t, cost, end int64) (lo, hi int64) {
 	switch name {
-	case "fixed-window":
+	case "fixed-window", "sliding-counter":
 		return end - 1000, end - 1000
 	case "token-bucket":
 		unit, rate := tokenBucketUnits(l)
@@ -92,7 +93,7 @@ func TestRegressionRedis72EarlyExpiry(t *testing.T) {
 					}
 					end := stateEnd(name, l, d.TimeMicros, cost)
 					lo, hi := keyExpiry(name, l, d.TimeMicros, cost, end)
-					if lo < end && name != "fixed-window" {
+					if lo < end && name != "fixed-window" && name != "sliding-counter" {
 						t.Fatalf("keyExpiry %d µs before the state's end %d µs", lo, end)
 					}
 					// The keys of the request at its decision time; sliding-counter's second, the
@@ -182,7 +183,10 @@ func TestDifferentialExpiry(t *testing.T) {
 					if r.err != nil {
 						t.Fatal(r.err)
 					}
-					t.Logf("%d of %d allowed; %d requests found expired keys; %d missed the server's window each time", r.allowed, requests, r.expired, r.missed)
+					t.Logf("%d of %d allowed; %d requests found expired keys; %d missed the server's window each time; %d decided without a time", r.allowed, requests, r.expired, r.missed, r.untimed)
+					if r.untimed == 0 && (name == "fixed-window" || name == "sliding-counter") {
+						t.Errorf("no decision without a time; the path that reads no TIME was not compared")
+					}
 					if r.missed > requests/10 {
 						t.Errorf("%d of %d requests missed the server's window each time; the comparison covered too few", r.missed, requests)
 					}
@@ -203,7 +207,10 @@ type expiryRun struct {
 	allowed, expired int
 	// missed counts the requests denied because they missed the server's window each time.
 	missed int
-	err    error
+	// untimed counts the decisions without a time (fixed-window's, sliding-counter's), replayed
+	// at a time of their window.
+	untimed int
+	err     error
 }
 
 // missesWindows reports whether lim predicts the server's window and denies a request that
@@ -255,10 +262,11 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 		if d.TimeMicros != 0 {
 			windows[subject] = floorDiv(d.TimeMicros, w.Microseconds())
 		} else {
-			// fixed-window reports the time of a window's first call only; the others counted
-			// in the key that call opened, so in its window, which must still be the window of
-			// the time they ran at (in [sent, received]; Redis reads this host's clock): a key
-			// that outlived its window would count the next window's requests in it.
+			// fixed-window reports the time of a window's first call only, and sliding-counter
+			// none when it found both its counters; the others counted in the key that call
+			// opened, so in its window, which must still be the window of the time they ran at
+			// (in [sent, received]; Redis reads this host's clock): a key that outlived its
+			// window would count the next window's requests in it.
 			k, ok := windows[subject]
 			if !ok {
 				r.err = fmt.Errorf("request %d: a decision without a time for a subject whose window is unknown: %+v", i, d)
@@ -270,6 +278,20 @@ func runExpirySequence(env *redistest.Env, lim Limiter, m Model, l Limit, rng *r
 				return r
 			}
 			d.TimeMicros = start
+			r.untimed++
+			if sc, ok := lim.(*slidingCounterLimiter); ok {
+				// sliding-counter weighed the previous window at its estimate of the server's
+				// time, which it took between sent and received (moved by its offset, which only
+				// replies with a time change) and kept in the window: replay an admission at
+				// the latest such time and a denial at the earliest, since a later time only
+				// weighs the previous window less. The model agrees with the script exactly
+				// when the script's decision is the model's at some time it could have used.
+				off := sc.windows.offset.Load()
+				d.TimeMicros = min(max(sent+off, start), end-1)
+				if d.Allowed {
+					d.TimeMicros = min(max(received+off, start), end-1)
+				}
+			}
 		}
 		if !d.Allowed && d.RetryAfter == 0 && cost <= l.Limit && missesWindows(lim) {
 			// The window scripts' Call denies, writing nothing, a request that missed the
@@ -339,23 +361,7 @@ func TestTokenBucketKeptHint(t *testing.T) {
 	q := expiryQuantum(capacity, rate)
 	req := Request{Subject: "hint", Cost: 1}
 	key := lim.Keys(req)[0]
-	gets := func() int64 {
-		t.Helper()
-		info, err := c.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(info) {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
-				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-		}
-		return 0
-	}
+	gets := func() int64 { return commandCalls(t, c, "get") }
 	if err := c.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -413,4 +419,102 @@ func tokenBucketKey(t *testing.T, c redis.Cmdable, key string) (tokens, ts, expi
 		t.Fatalf("PEXPIRETIME %s: %v", key, err)
 	}
 	return tokens, ts, int64(pexp / time.Millisecond)
+}
+
+// commandCalls returns how many times the server c talks to ran command (lower case) since its
+// statistics were last reset (INFO commandstats).
+func commandCalls(t *testing.T, c redis.Cmdable, command string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// TestSlidingCounterKeysProveWindow: sliding-counter reads no TIME when it finds both its
+// counters, whose expiries prove the server is in the window the limiter predicted, and decides
+// then on the limiter's estimate (a reply without a time); when the limiter's prediction is off
+// by a window either way, the counters it names cannot both be there (the previous window's
+// expired when the predicted window ended; the next window's is not written before it starts), so
+// the script reads TIME, writes nothing, and the request is sent again for the server's window.
+func TestSlidingCounterKeysProveWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for window boundaries")
+	}
+	t.Parallel()
+	env := redistest.Single(t)
+	c := env.Target.Client
+	l := Limit{Limit: 100, Window: time.Second}
+	lim := prepare(t, env, lookup(t, "sliding-counter"), l)
+	sc := lim.(*slidingCounterLimiter)
+	w := sc.windowUs
+	req := Request{Subject: "proof", Cost: 1}
+	// intoNextWindow sleeps until 20 ms into the next window on this host's clock, which Redis
+	// reads too, and returns that window's index.
+	intoNextWindow := func() int64 {
+		now := time.Now().UnixMicro()
+		k := floorDiv(now, w) + 1
+		time.Sleep(time.Duration(k*w+20_000-now) * time.Microsecond)
+		return k
+	}
+	timed := func(i int, d Decision, k int64) {
+		t.Helper()
+		if !d.Allowed || d.Clock != ClockServer || floorDiv(d.TimeMicros, w) != k {
+			t.Fatalf("request %d: %+v; want admitted at a server time in window %d", i, d, k)
+		}
+	}
+	k := intoNextWindow()
+	timed(0, decide(t, c, lim, req), k) // creates the counter of window k
+	k = intoNextWindow()
+	timed(1, decide(t, c, lim, req), k) // creates the counter of window k, reads k − 1's
+	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < 7; i++ {
+		if d := decide(t, c, lim, req); !d.Allowed || d.TimeMicros != 0 {
+			t.Fatalf("request %d with both counters there: %+v; want admitted without a time", i, d)
+		}
+	}
+	if n := commandCalls(t, c, "time"); n != 0 {
+		t.Errorf("%d TIME calls with both counters there; want none", n)
+	}
+	k = intoNextWindow()
+	// Predicting the window before the server's, whose counter and its predecessor's were both
+	// written: the previous one has expired, so TIME shows the miss, and the request sent again
+	// for window k finds no counter of k and reads TIME again. Then predicting the window after
+	// the server's, whose counter is not there: TIME shows the miss, and the request sent again
+	// for window k finds both counters (the first request wrote k's).
+	for i, step := range []struct {
+		off, times int64
+	}{{-w, 2}, {w, 1}} {
+		sc.windows.offset.Store(step.off)
+		if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d := decide(t, c, lim, req)
+		if step.times == 2 {
+			timed(7+i, d, k)
+		} else if !d.Allowed || d.TimeMicros != 0 {
+			t.Fatalf("request %d: %+v; want admitted without a time", 7+i, d)
+		}
+		if n := commandCalls(t, c, "time"); n != step.times {
+			t.Errorf("offset %d µs: %d TIME calls; want %d", step.off, n, step.times)
+		}
+		if n := c.Exists(context.Background(), sc.key(req.Subject, k+1)).Val(); n != 0 {
+			t.Errorf("offset %d µs: the counter of window %d was written", step.off, k+1)
+		}
+	}
+	if n := c.Get(context.Background(), sc.key(req.Subject, k)).Val(); n != "2" {
+		t.Errorf("the counter of window %d is %q; want 2", k, n)
+	}
 }

@@ -265,35 +265,52 @@ func TestResourceConsumerReplies(t *testing.T) {
 }
 
 // TestSlidingCounterReplies decodes replies of scripts/sliding_counter.lua at L = 4 per second
-// for a request sent for window k = 1700000000: t0 is 250 ms into it, so the previous window's
-// permits weigh 3/4.
+// for a request sent for window k = 1700000000 with W − e = 750 ms left, as the limiter estimated
+// it: t0 is 250 ms into the window, so the previous window's permits weigh 3/4, on the server's
+// time (replies that carry it) and on the estimate (the three-field replies, when both counters
+// existed).
 func TestSlidingCounterReplies(t *testing.T) {
 	s := &slidingCounterLimiter{limit: 4, windowUs: 1_000_000}
-	const k = 1_700_000_000
+	const k, left = 1_700_000_000, 750_000
+	noTime := func(d Decision) Decision { d.TimeMicros, d.Clock = 0, 0; return d }
 	cases := []replyCase{
-		{name: "first", raw: "1 0 0 1700000000 250000", cost: 1, want: server(true, 3, 0)},
-		{name: "under the previous window's weight", raw: "1 1 2 1700000000 250000", cost: 1, want: server(true, 0, 0)},
-		{name: "cost 2", raw: "1 0 0 1700000000 250000", cost: 2, want: server(true, 2, 0)},
+		{name: "first", raw: "1700000000250000", cost: 1, want: server(true, 3, 0)},
+		{name: "first, cost 2", raw: "1700000000250000", cost: 2, want: server(true, 2, 0)},
+		{name: "first with a previous window", raw: "1 0 2 1700000000250000", cost: 1, want: server(true, 1, 0)},
+		{name: "under the previous window's weight", raw: "1 1 2 1700000000250000", cost: 1, want: server(true, 0, 0)},
+		{name: "cost 2", raw: "1 0 0 1700000000250000", cost: 2, want: server(true, 2, 0)},
 		// 4·750000 + 2·10^6 > 4·10^6: wait until 4·(10^6 − e) <= (4 − 1 − 1)·10^6, e = 500000.
-		{name: "denied by the previous window", raw: "0 1 4 1700000000 250000", cost: 1, want: server(false, 0, 250*time.Millisecond)},
-		{name: "at the previous window's weight exactly", raw: "1 0 4 1700000000 250000", cost: 1, want: server(true, 0, 0)},
+		{name: "denied by the previous window", raw: "0 1 4 1700000000250000", cost: 1, want: server(false, 0, 250*time.Millisecond)},
+		{name: "at the previous window's weight exactly", raw: "1 0 4 1700000000250000", cost: 1, want: server(true, 0, 0)},
 		// cur 2, prev 4: 3·10^6 + 3·10^6 > 4·10^6; 2 + 1 <= 4, so in this window when
 		// 4·(10^6 − e) <= (4 − 2 − 1)·10^6: e >= 750000, 500 ms from now.
-		{name: "denied, room later in this window", raw: "0 2 4 1700000000 250000", cost: 1, want: server(false, 0, 500*time.Millisecond)},
+		{name: "denied, room later in this window", raw: "0 2 4 1700000000250000", cost: 1, want: server(false, 0, 500*time.Millisecond)},
 		// cur 4: the next window, where 4·(10^6 − e'') <= 3·10^6: e'' >= 250000.
-		{name: "denied, full: the next window", raw: "0 4 0 1700000000 250000", cost: 1, want: server(false, 0, time.Second)},
-		{name: "denied, cost above the limit", raw: "0 0 0 1700000000 250000", cost: 5, want: server(false, 4, 0)},
-		{name: "missed the window", raw: "2 0 0 1700000001 250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
-		{name: "missed at a time inside the window", raw: "2 0 0 1700000000 250000", cost: 1, bad: true},
-		{name: "decided at a time in another window", raw: "1 0 0 1700000001 250000", cost: 1, bad: true},
-		{name: "admitted past the estimate", raw: "1 1 4 1700000000 250000", cost: 1, bad: true},
-		{name: "denied within the estimate", raw: "0 0 0 1700000000 250000", cost: 1, bad: true},
-		{name: "counter past the limit", raw: "0 5 0 1700000000 250000", cost: 1, bad: true},
-		{name: "allowed 3", raw: "3 0 0 1700000000 250000", cost: 1, bad: true},
-		{name: "table", raw: "1 3 0 1700000000250000", cost: 1, bad: true},
+		{name: "denied, full: the next window", raw: "0 4 0 1700000000250000", cost: 1, want: server(false, 0, time.Second)},
+		{name: "denied, cost above the limit", raw: "0 0 0 1700000000250000", cost: 5, want: server(false, 4, 0)},
+		{name: "missed the window", raw: "2 0 0 1700000001250000", cost: 1, want: Decision{TimeMicros: t0 + 1_000_000, Clock: ClockServer}},
+		// Both counters existed: decided on the estimate, with no time.
+		{name: "kept: under the previous window's weight", raw: "1 1 2", cost: 1, want: noTime(server(true, 0, 0))},
+		{name: "kept: denied, room later in this window", raw: "0 2 4", cost: 1, want: noTime(server(false, 0, 500*time.Millisecond))},
+		{name: "kept: denied, full", raw: "0 4 1", cost: 1, want: noTime(server(false, 0, time.Second))},
+		{name: "kept: admitted past the estimate", raw: "1 1 4", cost: 1, bad: true},
+		{name: "kept: denied within the estimate", raw: "0 1 1", cost: 1, bad: true},
+		{name: "kept: missed", raw: "2 1 1", cost: 1, bad: true},
+		{name: "kept: counter past the limit", raw: "0 5 1", cost: 1, bad: true},
+		{name: "first, cost above the limit", raw: "1700000000250000", cost: 5, bad: true},
+		{name: "first at a time in another window", raw: "1700000001250000", cost: 1, bad: true},
+		{name: "first at time 0", raw: "0", cost: 1, bad: true},
+		{name: "missed at a time inside the window", raw: "2 0 0 1700000000250000", cost: 1, bad: true},
+		{name: "decided at a time in another window", raw: "1 0 0 1700000001250000", cost: 1, bad: true},
+		{name: "admitted past the estimate", raw: "1 1 4 1700000000250000", cost: 1, bad: true},
+		{name: "denied within the estimate", raw: "0 0 0 1700000000250000", cost: 1, bad: true},
+		{name: "counter past the limit", raw: "0 5 0 1700000000250000", cost: 1, bad: true},
+		{name: "allowed 3", raw: "3 0 0 1700000000250000", cost: 1, bad: true},
+		{name: "two fields", raw: "1 1700000000250000", cost: 1, bad: true},
+		{name: "five fields", raw: "1 0 0 1700000000 250000", cost: 1, bad: true},
 	}
 	checkReplies(t, cases, func(raw any, cost int64) (Decision, error) {
-		d, _, err := s.decode(raw, k, cost)
+		d, _, err := s.decode(raw, k, left, cost)
 		return d, err
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,10 +14,12 @@ import (
 // (scripts/sliding_counter.lua). One counter per subject and aligned window, a key named by the
 // window's index, holds the permits admitted in it; a request is admitted when
 // prev·(W − e)/W + cur + cost <= Limit, in exact integers, with cur and prev the counters of the
-// server's current and previous windows and e the server time into the current window. The
-// limiter predicts the window from its clock and the server's offset (serverClock): a request
-// that missed its window is sent again on a client, denied in a pipeline. Denials are not
-// counted. Cost > 1 is supported.
+// server's current and previous windows and e the time into the current window. The limiter
+// predicts the window from its clock and the server's offset (serverClock): a request that missed
+// its window is sent again on a client, denied in a pipeline. The script reads TIME only when a
+// counter is missing: when both exist, their expiries prove on Redis's clock that the server is in
+// the predicted window, and e is the limiter's estimate of the server's time, which weighs prev
+// and nothing else. Denials are not counted. Cost > 1 is supported.
 //
 // Its contract is fixed-window(Limit, Window), exactly (cur never passes Limit). As a sliding
 // window it is approximate: the estimate assumes the previous window's permits were evenly spread.
@@ -95,20 +98,22 @@ func (s *slidingCounterLimiter) Keys(req Request) []string {
 }
 
 // slidingCounterCall is the Call of a slidingCounterLimiter: the script's arguments are the
-// counters of windows k and k − 1, kW and (k + 1)W in µs (16 digits for every time from 2001 to
-// 2286, as the script compares them), W, (L − n)·W, n, the new counter's expiry (k + 2)·W in ms,
-// and the fixed time in tests.
+// counters of windows k and k − 1, W − e (the estimated µs left in window k), W, (L − n)·W, n, kW
+// and (k + 1)W in µs (16 digits for every time from 2001 to 2286, as the script compares them),
+// the new counter's expiry (k + 2)·W − 1 in ms, and the fixed time in tests.
 type slidingCounterCall struct {
 	scriptCall
 	s                    *slidingCounterLimiter
 	subject              string
 	cur, prev            argBuf
-	start, end           int64
+	left, start, end     int64
 	budget, cost, expiry int64
 	now, at              *evalCmd // without and with a fixed time
-	// k is the window the request was last sent for, at sentAt (µs, local clock); fixed is its
-	// FixedTime in µs (0: none); ctx and rc are what Result needs to send it again.
+	// k is the window the request was last sent for, at sentAt (µs, local clock), with left
+	// = W − e from the server time estimated then; fixed is its FixedTime in µs (0: none); req,
+	// ctx and rc are what Result needs to send it again.
 	k, sentAt, fixed int64
+	req              Request
 	ctx              context.Context
 	rc               redis.Cmdable
 }
@@ -117,8 +122,8 @@ type slidingCounterCall struct {
 func (s *slidingCounterLimiter) NewCall() Call {
 	c := &slidingCounterCall{scriptCall: scriptCall{name: "sliding-counter"}, s: s}
 	keys := []*argBuf{&c.cur, &c.prev}
-	c.now = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry)
-	c.at = newEvalCmd(s.script, s.fresh, keys, &c.start, &c.end, s.windowUs, &c.budget, &c.cost, &c.expiry, &c.fixed)
+	c.now = newEvalCmd(s.script, s.fresh, keys, &c.left, s.windowUs, &c.budget, &c.cost, &c.start, &c.end, &c.expiry)
+	c.at = newEvalCmd(s.script, s.fresh, keys, &c.left, s.windowUs, &c.budget, &c.cost, &c.start, &c.end, &c.expiry, &c.fixed)
 	return c
 }
 
@@ -141,18 +146,22 @@ func (c *slidingCounterCall) Send(ctx context.Context, rc redis.Cmdable, req Req
 		c.fail(fmt.Errorf("sliding-counter: fixed time %d µs is outside [%d, %d)", c.fixed, int64(minMicros), int64(maxMicros)))
 		return
 	}
-	c.ctx, c.rc = ctx, rc
-	c.k = s.windows.predict(req, s.windowUs)
+	c.ctx, c.rc, c.req = ctx, rc, req
 	c.sentAt = time.Now().UnixMicro()
-	c.sendFor(c.k)
+	t := s.windows.now(req, c.sentAt)
+	c.sendFor(floorDiv(t, s.windowUs), t)
 }
 
-// sendFor sends the request for window k (with its fixed time when it has one).
-func (c *slidingCounterCall) sendFor(k int64) {
+// sendFor sends the request for window k, in which the server's time is estimated to be t (its
+// fixed time, when it has one): t only sets W − e, which is kept between 1 and W when t is not
+// in window k.
+func (c *slidingCounterCall) sendFor(k, t int64) {
 	s := c.s
+	c.k = k
 	c.cur.windowKey(s.prefix, "sc", c.subject, k)
 	c.prev.windowKey(s.prefix, "sc", c.subject, k-1)
-	c.start, c.end, c.expiry = k*s.windowUs, (k+1)*s.windowUs, (k+2)*s.windowUs/1000
+	c.start, c.end, c.expiry = k*s.windowUs, (k+1)*s.windowUs, (k+2)*s.windowUs/1000-1
+	c.left = min(max(c.end-t, 1), s.windowUs)
 	e := c.now
 	if c.fixed != 0 {
 		e = c.at
@@ -172,13 +181,16 @@ func (c *slidingCounterCall) Result() (Decision, error) {
 		if err != nil {
 			return Decision{}, err
 		}
-		d, missed, err := s.decode(raw, c.k, c.cost)
+		d, missed, err := s.decode(raw, c.k, c.left, c.cost)
 		if err != nil {
 			return Decision{}, fmt.Errorf("%s: %w", c.name, err)
 		}
-		if c.fixed == 0 {
+		if c.fixed == 0 && d.TimeMicros != 0 {
 			// The server read TIME between the send and now: take the midpoint.
 			s.windows.observe(d.TimeMicros, c.sentAt)
+		}
+		if c.fixed != 0 && d.TimeMicros != c.fixed {
+			return Decision{}, fmt.Errorf("%s: %w", c.name, badReply(fmt.Sprintf("decided at %d µs for the fixed time %d µs", d.TimeMicros, c.fixed), raw))
 		}
 		_, pipelined := c.rc.(redis.Pipeliner)
 		switch {
@@ -189,14 +201,19 @@ func (c *slidingCounterCall) Result() (Decision, error) {
 		case pipelined || try == serverWindowTries:
 			return d, nil
 		}
-		c.k = floorDiv(d.TimeMicros, s.windowUs)
 		c.sentAt = time.Now().UnixMicro()
-		c.sendFor(c.k)
+		c.sendFor(floorDiv(d.TimeMicros, s.windowUs), s.windows.now(c.req, c.sentAt))
 	}
 }
 
-// decode decodes the reply of scripts/sliding_counter.lua, "<allowed 0|1|2> <cur> <prev> <s> <µs>",
-// for a request of n = cost permits sent for window k and decided at t, e = t − kW µs into it.
+// decode decodes the reply of scripts/sliding_counter.lua for a request of n = cost permits sent
+// for window k with left = W − e as the limiter estimated it:
+//
+//   - "<allowed 0|1> <cur> <prev>": both counters existed, so the server was in window k (their
+//     expiries prove it on Redis's clock); decided on e = W − left, with no time;
+//   - "<allowed 0|1|2> <cur> <prev> <t>": decided at t (µs, the server's TIME), e = t − kW;
+//   - "<t>": admitted at t with no counter before it (cur = prev = 0).
+//
 // With the budget B = L·W − prev·(W − e):
 //
 //   - 2 with cur = prev = 0, t outside window k: the request missed its window, nothing was
@@ -208,30 +225,51 @@ func (c *slidingCounterCall) Result() (Decision, error) {
 //     cur = 0), at least 1 µs; 0 for n > L (never).
 //
 // Any other reply (counters past L, a decision the counters contradict, a time outside the
-// window) is an error wrapping ErrBadReply, never an admission.
-func (s *slidingCounterLimiter) decode(raw any, k, cost int64) (Decision, bool, error) {
-	v, err := replyFields(raw, 5)
-	if err != nil {
-		return Decision{}, false, err
+// window, another number of fields) is an error wrapping ErrBadReply, never an admission.
+func (s *slidingCounterLimiter) decode(raw any, k, left, cost int64) (Decision, bool, error) {
+	str, ok := raw.(string)
+	if !ok {
+		return Decision{}, false, badReply("want a string of 1, 3 or 4 integers", raw)
 	}
-	now, err := timeMicros(v[3], v[4], raw)
+	n := 4
+	switch strings.Count(str, " ") {
+	case 0:
+		n = 1
+	case 2:
+		n = 3
+	}
+	v, err := splitFields(str, n, raw)
 	if err != nil {
 		return Decision{}, false, err
 	}
 	w, l := s.windowUs, s.limit
-	cur, prev, e := v[1], v[2], now-k*w
-	inside := e >= 0 && e < w
-	d := Decision{TimeMicros: now, Clock: ClockServer}
-	if v[0] == 2 && cur == 0 && prev == 0 && !inside {
+	var d Decision
+	var allowed, cur, prev, e int64
+	switch n {
+	case 1:
+		allowed, d.TimeMicros = 1, v[0]
+	case 3:
+		allowed, cur, prev, e = v[0], v[1], v[2], w-left
+	default:
+		allowed, cur, prev, d.TimeMicros = v[0], v[1], v[2], v[3]
+	}
+	inside := true
+	if d.TimeMicros != 0 {
+		d.Clock, e = ClockServer, d.TimeMicros-k*w
+		inside = e >= 0 && e < w
+	} else if n != 3 {
+		return Decision{}, false, badReply("a time of 0 µs", raw)
+	}
+	if n != 3 && allowed == 2 && cur == 0 && prev == 0 && !inside {
 		return d, true, nil
 	}
-	if v[0] > 1 || !inside || cur > l || prev > l {
-		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d (limit %d, window %d µs, cost %d)", v[0], cur, prev, e, k, l, w, cost), raw)
+	if allowed > 1 || !inside || cur > l || prev > l || e < 0 || e >= w {
+		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d (limit %d, window %d µs, cost %d)", allowed, cur, prev, e, k, l, w, cost), raw)
 	}
 	budget := l*w - prev*(w-e)
 	fits := cur+cost <= l && (cur+cost)*w <= budget
-	if (v[0] == 1) != fits {
-		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d, which the counters contradict (limit %d, cost %d)", v[0], cur, prev, e, k, l, cost), raw)
+	if (allowed == 1) != fits {
+		return Decision{}, false, badReply(fmt.Sprintf("allowed=%d with cur %d, prev %d at %d µs into window %d, which the counters contradict (limit %d, cost %d)", allowed, cur, prev, e, k, l, cost), raw)
 	}
 	if fits {
 		d.Allowed, d.Remaining = true, (budget-(cur+cost)*w)/w

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +32,11 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 var benchLimit = algorithms.Limit{Limit: 100, Window: time.Second}
 
 // benchSubjects is how many subjects the calls go round: one client sends them one call at a
-// time, so each subject stays far below its limit and most calls take the admitting path.
-const benchSubjects = 1000
+// time, so each subject stays far below its limit and most calls take the admitting path. 200,
+// as in issue 17's table: few enough that the measured rounds span whole windows (at the default
+// regime, 100 rounds are 2.5 windows), so that a window's first calls are measured at their
+// share in use.
+const benchSubjects = 200
 
 // benchRevisit is the regime of BenchmarkAlgorithms: the time after which a subject comes back,
 // as a share of its window. How often a call finds its subject's state new, expired or refilled
@@ -88,8 +92,9 @@ const (
 // algorithm, and the peers of its family), one participant after the other in an order that
 // rotates from round to round, so that a drift of the machine's other load favours none; a round's
 // calls go to the next benchRoundCalls subjects, so a subject comes back every benchCycle rounds,
-// and the first benchCycle rounds, in which each subject is met for the first time, are not
-// measured. Each
+// and the first rounds, one window and one cycle of them (benchWarmup), are not measured: each
+// subject has met the window before the measured rounds and this one, as subjects in use have.
+// Each
 // batch resets INFO commandstats (CONFIG RESETSTAT) before it and reads it after, so ns/op is the
 // time of one iteration (benchRounds rounds), not of one call. Compare algorithms by x-peer and
 // x-reference, which survive a change of machine.
@@ -184,17 +189,18 @@ func BenchmarkAlgorithms(b *testing.B) {
 				next           int // the next round's number: it rotates the order and the subjects
 				round, allowed int // measured rounds, and their algorithm's admissions
 			)
-			// One cycle of rounds unmeasured, so that the measured calls meet their subjects in
-			// the regime, not for the first time. When the subjects came back far from where
-			// they should (the machine's speed changed since the window was set), the window is
-			// set again from these rounds and the participants start afresh, up to
+			// A window and a cycle of rounds unmeasured (benchWarmup), so that the measured calls
+			// meet their subjects in the regime: not for the first time, and with what the window
+			// before left (sliding-counter's previous counter). When the subjects came back far
+			// from where they should (the machine's speed changed since the window was set), the
+			// window is set again from these rounds and the participants start afresh, up to
 			// len(benchAttempts) times.
 			for attempt, letter := range benchAttempts {
 				benchLimit.Window = w
 				// Prefixes of one length for every participant: MEMORY USAGE counts the key names.
 				parts = prepare(fmt.Sprintf("%s%c%02d:", env.Prefix, letter, i))
 				roundTime, next = roundTime[:0], 0
-				for ; next < benchCycle; next++ {
+				for ; next < benchWarmup(); next++ {
 					_, d := run(parts, next)
 					roundTime = append(roundTime, float64(d)/float64(w))
 				}
@@ -639,6 +645,13 @@ const benchCalibration = 3
 // attempts at its regime (c is the calibration's): one each, since a window set again needs
 // participants prepared afresh.
 const benchAttempts = "abd"
+
+// benchWarmup is the number of unmeasured rounds before the measured ones: a window's worth at
+// the regime of -algorithms-revisit, and a cycle more, so that every subject was met in the
+// window before the first measured round and again in its window.
+func benchWarmup() int {
+	return benchCycle + int(math.Ceil(benchCycle / *benchRevisit))
+}
 
 // benchWindow returns the window at which the subjects of a sub-benchmark whose rounds take
 // round each come back after *benchRevisit of it: a subject comes back every benchCycle rounds.
