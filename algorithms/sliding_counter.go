@@ -38,8 +38,9 @@ func (SlidingCounter) Describe() Description {
 		KeysPerSubject: 2, // the counters of the current and the previous window
 		Memory:         "O(1)",
 		Corrected: "exact integer comparison prev·(W−e) + (cur+n)·W <= L·W, denials not counted; " +
-			"fixed-window(L, W) exactly, sliding-window(L, W) only approximately; server TIME, with " +
-			"counters named by the window as Cloudflare's are",
+			"fixed-window(L, W) exactly, sliding-window(L, W) only approximately; counters named by " +
+			"the window as Cloudflare's are, on the server's clock: TIME when a counter is missing, " +
+			"else the counters' expiries prove the window",
 		Cost: true,
 	}
 }

@@ -299,7 +299,9 @@ func pairedRatio(a, b []float64) (float64, bool) {
 // design's state, with arguments taken as they are from TIME's reply, and a reply of one string of
 // them, as the algorithms do; it does no arithmetic, number conversion or formatting, which the
 // algorithms cannot avoid. fixed-window reads TIME only on a window's first call, so its floor is
-// the INCR of every other call, replied as it comes. peerOf names the algorithm whose peers the row is compared with (its
+// the INCR of every other call, replied as it comes; sliding-counter reads it only when a counter
+// is missing, so its floor is the MGET and INCRBY of a subject in use, replied with the counters.
+// peerOf names the algorithm whose peers the row is compared with (its
 // x-peer is the least that design can cost against them). Without arithmetic a key can only expire
 // at the end of the second, so a floor's subject often still has its key when it comes round
 // again, where the algorithms' (gone 10 ms after one admission at limit 100) often do not; by
@@ -311,16 +313,19 @@ var floors = []struct {
 	{"floor", `local t = redis.call('TIME')
 return '1 ' .. t[1] .. ' ' .. t[2]`, "", false},
 	{"floor-fixed-window", `return redis.call('INCR', KEYS[1])`, "fixed-window", true},
+	// A window's first call of any fixed window aligned on the server's clock: TIME and one
+	// command that creates the counter with its expiry (cold, every call is one).
+	{"floor-first-fixed-window", `local t = redis.call('TIME')
+return redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', t[1] .. '999', 'GET') or t[1]`, "fixed-window", true},
 	{"floor-gcra", `local t = redis.call('TIME')
 redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[2], 'PXAT', t[1] .. '999')
 return '1 ' .. t[2] .. ' ' .. t[1] .. ' ' .. t[2]`, "gcra", true},
 	{"floor-token-bucket", `local t = redis.call('TIME')
 return redis.call('SET', KEYS[1], t[2], 'NX', 'PXAT', t[1] .. '999', 'GET') or t[1]`, "token-bucket", true},
-	{"floor-sliding-counter", `local t = redis.call('TIME')
-local v = redis.call('MGET', KEYS[1], KEYS[2])
+	{"floor-sliding-counter", `local v = redis.call('MGET', KEYS[1], KEYS[2])
 redis.call('INCRBY', KEYS[1], '1')
-return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0') .. ' ' .. t[1] .. ' ' .. t[2]`, "sliding-counter", true},
+return '1 ' .. (v[1] or '0') .. ' ' .. (v[2] or '0')`, "sliding-counter", true},
 	{"floor-sliding-log", `local t = redis.call('TIME')
 redis.call('LINDEX', KEYS[1], '99')
 local n = redis.call('LPUSH', KEYS[1], t[2])
@@ -656,8 +661,8 @@ func benchWarmup() int {
 // benchWindow returns the window at which the subjects of a sub-benchmark whose rounds take
 // round each come back after *benchRevisit of it: a subject comes back every benchCycle rounds.
 // The sub-benchmark times its rounds at a provisional window under a prefix of its own, and then
-// checks the first, unmeasured, cycle of rounds at this window: when the subjects came back
-// further than 1.5 times from where they should, it sets the window again from that cycle and
+// checks the first, unmeasured, rounds at this window (benchWarmup): when the subjects came back
+// further than 1.5 times from where they should, it sets the window again from those rounds and
 // starts afresh (benchAttempts). It reports where they came back in the measured rounds
 // (revisit/window). Under callgrind the window grows with the server's slowness, so the regime
 // stays the same. The window is whole ms.
