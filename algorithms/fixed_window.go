@@ -47,15 +47,9 @@ func (FixedWindowCounter) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("fixed-window: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("fixed-window: %w", err)
-	}
-	s, err := loadScript(ctx, c, "fixed_window.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "fixed_window.lua")
 	if err != nil {
-		return nil, fmt.Errorf("fixed-window: %w", err)
+		return nil, err
 	}
 	return &fixedWindowLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
 }

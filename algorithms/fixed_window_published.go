@@ -2,7 +2,6 @@ package algorithms
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -48,15 +47,9 @@ func (FixedWindowPublished) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("fixed-window-published: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("fixed-window-published: %w", err)
-	}
-	s, err := loadScript(ctx, c, "fixed_window_published.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "fixed_window_published.lua")
 	if err != nil {
-		return nil, fmt.Errorf("fixed-window-published: %w", err)
+		return nil, err
 	}
 	return &fixedWindowPublishedLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit}, nil
 }

@@ -42,19 +42,14 @@ func (GCRA) Contract(l Limit) (Contract, error) {
 // Prepare implements Algorithm. The burst tolerance Capacity()·T must stay below 2^50 µs (about 35
 // years) so that TAT arithmetic is exact.
 func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("gcra: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("gcra: %w", err)
-	}
-	interval, _ := gcraParams(l)
-	if l.Capacity() > (1<<50)/interval {
-		return nil, fmt.Errorf("gcra: %w: capacity %d × %d µs is too long a burst", ErrBadLimit, l.Capacity(), interval)
-	}
-	s, err := loadScript(ctx, c, "gcra.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "gcra.lua", func() error {
+		if interval, _ := gcraParams(l); l.Capacity() > (1<<50)/interval {
+			return fmt.Errorf("%w: capacity %d × %d µs is too long a burst", ErrBadLimit, l.Capacity(), interval)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("gcra: %w", err)
+		return nil, err
 	}
 	interval, tolerance := gcraParams(l)
 	return &gcraLimiter{script: s, fresh: isCluster(c), prefix: prefix, interval: interval, tolerance: tolerance}, nil

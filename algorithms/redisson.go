@@ -60,8 +60,8 @@ func (Redisson) Describe() Description {
 func (Redisson) Contract(l Limit) (Contract, error) { return redissonContract(l, PerSubject) }
 
 // Prepare implements Algorithm.
-func (Redisson) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	return prepareRedisson(ctx, c, l, prefix, "redisson", false)
+func (a Redisson) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	return prepareRedisson(ctx, a, c, l, prefix, false)
 }
 
 // Model implements Algorithm. It returns nil: Redisson is a published design, and with skewed
@@ -88,8 +88,8 @@ func (RedissonPerClient) Describe() Description {
 func (RedissonPerClient) Contract(l Limit) (Contract, error) { return redissonContract(l, PerClient) }
 
 // Prepare implements Algorithm.
-func (RedissonPerClient) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	return prepareRedisson(ctx, c, l, prefix, "redisson-per-client", true)
+func (a RedissonPerClient) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	return prepareRedisson(ctx, a, c, l, prefix, true)
 }
 
 // Model implements Algorithm; nil, as for Redisson.
@@ -108,26 +108,23 @@ func redissonContract(l Limit, scope Scope) (Contract, error) {
 	}, nil
 }
 
-func prepareRedisson(ctx context.Context, c redis.UniversalClient, l Limit, prefix, name string, perClient bool) (Limiter, error) {
-	if err := l.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if l.Limit >= maxExact {
-		return nil, fmt.Errorf("%s: %w: limit must be < 2^53, got %d", name, ErrBadLimit, l.Limit)
-	}
-	s, err := loadScript(ctx, c, "redisson.lua")
+// prepareRedisson prepares a, either variant of Redisson's limiter (perClient: PER_CLIENT).
+func prepareRedisson(ctx context.Context, a Algorithm, c redis.UniversalClient, l Limit, prefix string, perClient bool) (Limiter, error) {
+	s, err := prepareScript(ctx, a, c, l, prefix, "redisson.lua", func() error {
+		if l.Limit >= maxExact {
+			return fmt.Errorf("%w: limit must be < 2^53, got %d", ErrBadLimit, l.Limit)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	typ := "0"
 	if perClient {
 		typ = "1"
 	}
 	return &redissonLimiter{
-		name:      name,
+		name:      a.Describe().Name,
 		script:    s,
 		fresh:     isCluster(c),
 		prefix:    prefix,

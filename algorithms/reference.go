@@ -40,16 +40,10 @@ func (referenceAlgorithm) Contract(l Limit) (Contract, error) {
 }
 
 // Prepare implements Algorithm.
-func (referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if err := l.Validate(); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	s, err := loadScript(ctx, c, "reference.lua")
+func (a referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	s, err := prepareScript(ctx, a, c, l, prefix, "reference.lua")
 	if err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
+		return nil, err
 	}
 	return &referenceLimiter{script: s, fresh: isCluster(c), prefix: prefix, ttlMillis: l.Window.Milliseconds()}, nil
 }

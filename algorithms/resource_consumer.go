@@ -71,17 +71,10 @@ func twoLevelContract(l Limit, g time.Duration) Contract {
 }
 
 // Prepare implements Algorithm.
-func (ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	const name = "resource-consumer"
-	if err := l.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	s, err := loadScript(ctx, c, "resource_consumer.lua")
+func (a ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	s, err := prepareScript(ctx, a, c, l, prefix, "resource_consumer.lua")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	return &twoListLimiter{
 		script:   s,

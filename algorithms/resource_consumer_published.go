@@ -2,7 +2,6 @@ package algorithms
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,22 +47,15 @@ func (ResourceConsumerPublished) Contract(l Limit) (Contract, error) {
 }
 
 // Prepare implements Algorithm.
-func (ResourceConsumerPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	const name = "resource-consumer-published"
-	if err := l.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	s, err := loadScript(ctx, c, "resource_consumer_published.lua")
+func (a ResourceConsumerPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
+	s, err := prepareScript(ctx, a, c, l, prefix, "resource_consumer_published.lua")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	seconds := int64((l.Window + time.Second - 1) / time.Second)
 	return &resourceConsumerLimiter{
 		fresh:  isCluster(c),
-		name:   name,
+		name:   "resource-consumer-published",
 		script: s,
 		prefix: prefix,
 		args:   []any{seconds, l.Limit, l.Consumer()},

@@ -34,6 +34,31 @@ type script struct {
 // reloadTimeout bounds one reload of a script after NOSCRIPT.
 const reloadTimeout = 5 * time.Second
 
+// prepareScript is the preamble every built-in algorithm's Prepare shares: it checks l against a's
+// contract (Algorithm.Contract), the key prefix (CheckPrefix) and, in order, each of bounds (an
+// algorithm's own limits on l, such as the bits its arithmetic needs), and only then loads file
+// (loadScript). Every error is wrapped with a's name, as "gcra: ...".
+func prepareScript(ctx context.Context, a Algorithm, c redis.UniversalClient, l Limit, prefix, file string,
+	bounds ...func() error) (*script, error) {
+	name := a.Describe().Name
+	if _, err := a.Contract(l); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, b := range bounds {
+		if err := b(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	s, err := loadScript(ctx, c, file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
 // loadScript reads file (a name in scripts.FS, for example "gcra.lua") and loads it with SCRIPT
 // LOAD on every master of c: each master of a *redis.ClusterClient (ForEachMaster), otherwise c
 // itself. Loading everywhere up front is what lets a Call send a bare EVALSHA inside pipelines,

@@ -56,19 +56,15 @@ func (SlidingCounter) Contract(l Limit) (Contract, error) {
 // Prepare implements Algorithm. Limit·Window in µs must stay below 2^53 so that the script's
 // comparison is exact.
 func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("sliding-counter: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("sliding-counter: %w", err)
-	}
 	w := l.Window.Microseconds()
-	if l.Limit > maxExact/(2*w) {
-		return nil, fmt.Errorf("sliding-counter: %w: limit %d × window %s needs more than 53 bits", ErrBadLimit, l.Limit, l.Window)
-	}
-	s, err := loadScript(ctx, c, "sliding_counter.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "sliding_counter.lua", func() error {
+		if l.Limit > maxExact/(2*w) {
+			return fmt.Errorf("%w: limit %d × window %s needs more than 53 bits", ErrBadLimit, l.Limit, l.Window)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sliding-counter: %w", err)
+		return nil, err
 	}
 	return &slidingCounterLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: w}, nil
 }

@@ -44,15 +44,9 @@ func (SlidingLog) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("sliding-log: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("sliding-log: %w", err)
-	}
-	s, err := loadScript(ctx, c, "sliding_log.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "sliding_log.lua")
 	if err != nil {
-		return nil, fmt.Errorf("sliding-log: %w", err)
+		return nil, err
 	}
 	return &slidingLogLimiter{script: s, fresh: isCluster(c), prefix: prefix, limit: l.Limit, windowUs: l.Window.Microseconds()}, nil
 }

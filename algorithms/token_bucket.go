@@ -51,24 +51,20 @@ func (TokenBucketHash) Contract(l Limit) (Contract, error) {
 // Prepare implements Algorithm. The capacity in units, Capacity()·W/gcd(Limit, W in µs), must stay
 // below 2^53 so that the script's arithmetic is exact.
 func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("token-bucket: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("token-bucket: %w", err)
-	}
-	unit, rate := tokenBucketUnits(l)
-	if l.Capacity() > maxExact/unit {
-		return nil, fmt.Errorf("token-bucket: %w: capacity %d with window %s needs more than 53 bits", ErrBadLimit, l.Capacity(), l.Window)
-	}
-	s, err := loadScript(ctx, c, "token_bucket.lua")
+	var unit, rate, capacity, q int64
+	s, err := prepareScript(ctx, a, c, l, prefix, "token_bucket.lua", func() error {
+		unit, rate = tokenBucketUnits(l)
+		if l.Capacity() > maxExact/unit {
+			return fmt.Errorf("%w: capacity %d with window %s needs more than 53 bits", ErrBadLimit, l.Capacity(), l.Window)
+		}
+		capacity = l.Capacity() * unit
+		if q = expiryQuantum(capacity, rate); q > (maxExact-capacity)/rate {
+			return fmt.Errorf("%w: capacity %d refilled %d per %s needs more than 53 bits for its expiry", ErrBadLimit, l.Capacity(), l.Limit, l.Window)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("token-bucket: %w", err)
-	}
-	capacity := l.Capacity() * unit
-	q := expiryQuantum(capacity, rate)
-	if q > (maxExact-capacity)/rate {
-		return nil, fmt.Errorf("token-bucket: %w: capacity %d refilled %d per %s needs more than 53 bits for its expiry", ErrBadLimit, l.Capacity(), l.Limit, l.Window)
+		return nil, err
 	}
 	return &tokenBucketLimiter{script: s, fresh: isCluster(c), prefix: prefix, unit: unit, rate: rate, capacity: capacity, quantum: q, seed: maphash.MakeSeed()}, nil
 }

@@ -2,7 +2,6 @@ package algorithms
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -46,15 +45,9 @@ func (TokenBucketPublished) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	if _, err := a.Contract(l); err != nil {
-		return nil, fmt.Errorf("token-bucket-published: %w", err)
-	}
-	if err := CheckPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("token-bucket-published: %w", err)
-	}
-	s, err := loadScript(ctx, c, "token_bucket_published.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix, "token_bucket_published.lua")
 	if err != nil {
-		return nil, fmt.Errorf("token-bucket-published: %w", err)
+		return nil, err
 	}
 	return &tokenBucketPublishedLimiter{
 		script:   s,
