@@ -43,6 +43,12 @@ func TestDocs(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("checked: %v", c.checked)
+	for _, what := range []string{"limitbench command", "scenario", "file excerpt", "link"} {
+		if c.checked[what] == 0 { // the pages were not read as the checker expects
+			t.Errorf("no %s was checked in any page", what)
+		}
+	}
 	if n := len(strings.Split(strings.TrimRight(readRepoFile(t, "README.md"), "\n"), "\n")); n > 300 {
 		t.Errorf("README.md has %d lines; the front door stays at most 300 (depth goes to docs/)", n)
 	}
@@ -207,12 +213,14 @@ type docChecker struct {
 	flags     map[string]map[string]bool // subcommand -> flag name -> takes a value
 	makefile  map[string]bool            // Makefile targets
 	scenarios map[string]string          // scenario name -> the repository file that defines it
+	checked   map[string]int             // what was checked, counted, so that a page misread is seen
 	probs     []string
 }
 
 func newDocChecker(t *testing.T) *docChecker {
 	t.Helper()
-	c := &docChecker{t: t, flags: map[string]map[string]bool{}, makefile: map[string]bool{}, scenarios: map[string]string{}}
+	c := &docChecker{t: t, flags: map[string]map[string]bool{}, makefile: map[string]bool{}, scenarios: map[string]string{},
+		checked: map[string]int{}}
 	for _, m := range regexp.MustCompile(`(?m)^([A-Za-z0-9_-]+):`).FindAllStringSubmatch(readRepoFile(t, "Makefile"), -1) {
 		c.makefile[m[1]] = true
 	}
@@ -251,6 +259,7 @@ func (c *docChecker) checkPage(t *testing.T, path, text string) []string {
 		}
 	}
 	for _, l := range d.links {
+		c.checked["link"]++
 		c.checkLink(d, l)
 	}
 	return c.probs
@@ -318,6 +327,7 @@ func (c *docChecker) checkYAML(d *doc, f fence) {
 		}
 	}
 	if path, ok := f.attrs["file"]; ok {
+		c.checked["file excerpt"]++
 		b, err := os.ReadFile(filepath.Join(repoRoot, path))
 		if err != nil {
 			c.addf(f.at, "the block says it shows %s: %v", path, err)
@@ -333,6 +343,7 @@ func (c *docChecker) checkYAML(d *doc, f fence) {
 		}
 		return
 	}
+	c.checked["scenario"]++
 	dir := filepath.Dir(d.path)
 	if v, ok := f.attrs["dir"]; ok {
 		dir = v
@@ -498,6 +509,7 @@ func (c *docChecker) checkLimitbench(at string, args []string) {
 		return // the usage, or a line of output that names the command
 	}
 	sub := args[0]
+	c.checked["limitbench command"]++
 	if _, ok := commands[sub]; !ok {
 		c.addf(at, "limitbench %s: no such subcommand", sub)
 		return
