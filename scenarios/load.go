@@ -17,6 +17,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -56,17 +57,17 @@ func parse(name string, data []byte, builtins []string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		return nil, errorsOf([]Problem{{File: name, Msg: "empty scenario file"}})
+		return nil, errorsOf([]problem.Problem{{File: name, Msg: "empty scenario file"}})
 	case err != nil:
-		return nil, errorsOf([]Problem{yamlProblem(name, err)})
+		return nil, errorsOf([]problem.Problem{yamlProblem(name, err)})
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		p := Problem{File: name, Msg: "more than one YAML document; a scenario file holds one"}
+		p := problem.Problem{File: name, Msg: "more than one YAML document; a scenario file holds one"}
 		if err == nil {
 			p.Line = extra.Line
 		}
-		return nil, errorsOf([]Problem{p})
+		return nil, errorsOf([]problem.Problem{p})
 	}
 	root := doc.Content[0]
 	d.scenario(root, s)
@@ -78,10 +79,10 @@ func parse(name string, data []byte, builtins []string) (*Scenario, error) {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlProblem turns a YAML syntax error into a Problem with its line.
-func yamlProblem(file string, err error) Problem {
+// yamlProblem turns a YAML syntax error into a problem with its line.
+func yamlProblem(file string, err error) problem.Problem {
 	msg := err.Error()
-	p := Problem{File: file}
+	p := problem.Problem{File: file}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		fmt.Sscan(m[1], &p.Line)
 		msg = m[2]
@@ -93,12 +94,12 @@ func yamlProblem(file string, err error) Problem {
 // decoder walks YAML nodes into a Scenario, recording where each field is and every problem.
 type decoder struct {
 	file  string
-	probs []Problem
+	probs []problem.Problem
 	pos   map[string]position
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, a ...any) {
-	d.probs = append(d.probs, Problem{File: d.file, Line: n.Line, Column: n.Column, Field: field,
+	d.probs = append(d.probs, problem.Problem{File: d.file, Line: n.Line, Column: n.Column, Field: field,
 		Msg: fmt.Sprintf(format, a...)})
 }
 

@@ -44,12 +44,12 @@ func (d *decoder) trace(n *yaml.Node, a *Arrival) {
 			if p.Field != "" {
 				field += " " + p.Field
 			}
-			msg := p.Msg
 			if p.Column > 0 {
-				// Problem.String prints no column; a trace's problems need it.
-				msg = fmt.Sprintf("column %d: %s", p.Column, msg)
+				// A scenario's problems name no column (see Errors); a trace's need it.
+				p.Msg = fmt.Sprintf("column %d: %s", p.Column, p.Msg)
 			}
-			d.probs = append(d.probs, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: field, Msg: msg})
+			p.Field = field
+			d.probs = append(d.probs, p)
 		}
 	case err != nil:
 		d.fail(n, "arrival.trace", "%v", err)

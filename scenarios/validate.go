@@ -8,6 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -23,10 +24,10 @@ func (s *Scenario) Validate() error {
 
 // validate checks s with builtins as the known algorithm names; problems found while decoding
 // (pre) come first, and problems in the subtree of a field that failed to decode are dropped.
-func (s *Scenario) validate(builtins []string, pre []Problem) error {
+func (s *Scenario) validate(builtins []string, pre []problem.Problem) error {
 	c := &checker{s: s, builtins: builtins}
 	c.check()
-	probs := append([]Problem(nil), pre...)
+	probs := append([]problem.Problem(nil), pre...)
 	for _, p := range c.probs {
 		if overlapsAny(p.Field, pre) {
 			continue
@@ -37,7 +38,7 @@ func (s *Scenario) validate(builtins []string, pre []Problem) error {
 }
 
 // overlapsAny reports whether field is, contains or is inside a field of pre.
-func overlapsAny(field string, pre []Problem) bool {
+func overlapsAny(field string, pre []problem.Problem) bool {
 	for _, p := range pre {
 		if p.Field == "" {
 			continue
@@ -69,7 +70,7 @@ func parentPath(p string) string {
 
 // place fills in the file, line and column of p from the nearest field of its path that is in the
 // file, and notes a field set by a command-line flag.
-func (s *Scenario) place(p Problem) Problem {
+func (s *Scenario) place(p problem.Problem) problem.Problem {
 	p.File = s.File
 	for f := p.Field; f != ""; f = parentPath(f) {
 		if flag, ok := s.flags[f]; ok {
@@ -89,9 +90,12 @@ func (s *Scenario) place(p Problem) Problem {
 // ProblemAt returns a problem with field of s, placed as Validate places its problems: s's file,
 // the line of field (or of the nearest enclosing field the file wrote), and a note when a
 // command-line flag set it. Callers that find a problem after loading (a script Redis rejects) use
-// it to name the file, line and field; Problem.String renders "file:line: field: msg".
-func (s *Scenario) ProblemAt(field, msg string) Problem {
-	return s.place(Problem{Field: field, Msg: msg})
+// it to name the file, line and field; its String renders "file:line: field: msg" (a scenario's
+// problems name no column: see Errors).
+func (s *Scenario) ProblemAt(field, msg string) problem.Problem {
+	p := s.place(problem.Problem{Field: field, Msg: msg})
+	p.Column = 0
+	return p
 }
 
 // present reports whether field was written in the scenario file.
@@ -103,11 +107,11 @@ func (s *Scenario) present(field string) bool {
 type checker struct {
 	s        *Scenario
 	builtins []string
-	probs    []Problem
+	probs    []problem.Problem
 }
 
 func (c *checker) add(field, format string, a ...any) {
-	c.probs = append(c.probs, Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
+	c.probs = append(c.probs, problem.Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
 }
 
 // bound adds err, a load bound's verdict on field (see load.CheckRate and the others), as a
@@ -291,7 +295,7 @@ func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology
 	if have == 1 {
 		replicas = "replica"
 	}
-	return errorsOf([]Problem{s.place(Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
+	return errorsOf([]problem.Problem{s.place(problem.Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
 		"%d: topology %s has %d %s per master here (%s)", s.Wait.Replicas, topology, have, replicas, hint)})})
 }
 

@@ -12,52 +12,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitbench/limitbench/internal/problem"
 )
-
-// TraceProblem is one thing wrong with a trace file. Line and Column are 1-based (Column counts
-// bytes); Column is zero for a problem with a whole line, Line too for one with the whole file.
-type TraceProblem struct {
-	File         string
-	Line, Column int
-	// Field is the column's name ("offset", "client", "subject", "cost", "skew"), or empty.
-	Field string
-	Msg   string
-}
-
-// String renders p as "file:line:column: field: message", leaving out the parts that are
-// empty.
-func (p TraceProblem) String() string {
-	var b strings.Builder
-	b.WriteString(p.File)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d", p.Line)
-		if p.Column > 0 {
-			fmt.Fprintf(&b, ":%d", p.Column)
-		}
-	}
-	b.WriteString(": ")
-	if p.Field != "" {
-		b.WriteString(p.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
 
 // TraceError lists the problems of a trace file in file order: at most 20; reading stops at the
 // 20th, and the last problem then says so. It matches ErrBadTrace.
 type TraceError struct {
-	Problems []TraceProblem
+	Problems []problem.Problem
 }
 
-// Error prints one problem per line.
-func (e *TraceError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+// Error prints one problem per line, "file:line:column: field: message" (problem.Problem).
+func (e *TraceError) Error() string { return problem.Lines(e.Problems) }
 
 // Is reports whether target is ErrBadTrace.
 func (e *TraceError) Is(target error) bool { return target == ErrBadTrace }
@@ -148,7 +114,7 @@ type traceParser struct {
 	prev     time.Duration
 	prevLine int
 	cols     int // fields of the CSV header
-	problems []TraceProblem
+	problems []problem.Problem
 	stopped  bool // the last problem says the read stopped
 }
 
@@ -157,9 +123,9 @@ func (p *traceParser) add(line, col int, field, format string, args ...any) erro
 	if len(p.problems) >= maxTraceProblems {
 		return errStop
 	}
-	p.problems = append(p.problems, TraceProblem{File: p.file, Line: line, Column: col, Field: field, Msg: fmt.Sprintf(format, args...)})
+	p.problems = append(p.problems, problem.Problem{File: p.file, Line: line, Column: col, Field: field, Msg: fmt.Sprintf(format, args...)})
 	if len(p.problems) == maxTraceProblems {
-		p.problems = append(p.problems, TraceProblem{File: p.file, Line: line, Msg: fmt.Sprintf("stopped after %d problems", maxTraceProblems)})
+		p.problems = append(p.problems, problem.Problem{File: p.file, Line: line, Msg: fmt.Sprintf("stopped after %d problems", maxTraceProblems)})
 		p.stopped = true
 		return errStop
 	}
