@@ -44,7 +44,7 @@ const (
 type Plan struct {
 	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
 	// the total across all clients, or ClosedLoop{}, or a *TracePacer (a trace replayed: see
-	// Trace). Required.
+	// Replay). Required.
 	//
 	// With a *TracePacer, every row is sent at its own offset (open loop) as its own client,
 	// for its own subject and cost, with its client's clock offset: the trace names them, so

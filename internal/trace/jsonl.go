@@ -1,4 +1,4 @@
-package load
+package trace
 
 import (
 	"bufio"
@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-func (p *traceParser) jsonl(r io.Reader) error {
+func (p *parser) jsonl(r io.Reader) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -30,7 +30,7 @@ func (p *traceParser) jsonl(r io.Reader) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			p.add(line+1, 0, "", "line longer than %d bytes", maxTraceLine)
+			p.add(line+1, 0, "", "line longer than %d bytes", maxLine)
 			return nil
 		}
 		return fmt.Errorf("read trace %s: %w", p.file, err)
@@ -41,7 +41,7 @@ func (p *traceParser) jsonl(r io.Reader) error {
 // jsonLine reads one JSON object; it returns errStop when the read must end. It scans the line
 // itself (a flat object of strings and numbers), which is several times faster than
 // encoding/json's tokenizer and knows the column of every key and value.
-func (p *traceParser) jsonLine(line int, b []byte) error {
+func (p *parser) jsonLine(line int, b []byte) error {
 	sc := jsonScan{b: b}
 	fail := func(at int, format string, args ...any) error { return p.add(line, at+1, "", format, args...) }
 	sc.ws()
@@ -74,13 +74,13 @@ func (p *traceParser) jsonLine(line int, b []byte) error {
 			if msg != "" {
 				return fail(sc.i, "%s", msg)
 			}
-			k := slices.Index(traceColumns, key)
+			k := slices.Index(columns, key)
 			switch {
 			case kind == '[' || kind == '{':
 				what := map[byte]string{'[': "an array", '{': "an object"}[kind]
 				return p.add(line, vc+1, key, "want %s, got %s", jsonKind(k), what)
 			case k < 0:
-				if err := p.add(line, kc+1, "", "unknown field %q (want %s)", key, strings.Join(traceColumns, ", ")); err != nil {
+				if err := p.add(line, kc+1, "", "unknown field %q (want %s)", key, strings.Join(columns, ", ")); err != nil {
 					return err
 				}
 			case fs[k].present:
@@ -114,7 +114,7 @@ func (p *traceParser) jsonLine(line int, b []byte) error {
 		return fail(sc.i, "more after the object: one object per line")
 	}
 	missing := false
-	for k, c := range traceColumns[:3] {
+	for k, c := range columns[:3] {
 		if !fs[k].present {
 			missing = true
 			if err := p.add(line, 0, c, "missing (offset, client and subject are required)"); err != nil {

@@ -1,4 +1,4 @@
-package load
+package trace
 
 import (
 	"bufio"
@@ -16,21 +16,21 @@ import (
 	"github.com/limitbench/limitbench/internal/problem"
 )
 
-// TraceError lists the problems of a trace file in file order: at most 20; reading stops at the
-// 20th, and the last problem then says so. It matches ErrBadTrace.
-type TraceError struct {
+// Errors lists the problems of a trace file in file order: at most 20; reading stops at the
+// 20th, and the last problem then says so. It matches ErrInvalid.
+type Errors struct {
 	Problems []problem.Problem
 }
 
 // Error prints one problem per line, "file:line:column: field: message" (problem.Problem).
-func (e *TraceError) Error() string { return problem.Lines(e.Problems) }
+func (e *Errors) Error() string { return problem.Lines(e.Problems) }
 
-// Is reports whether target is ErrBadTrace.
-func (e *TraceError) Is(target error) bool { return target == ErrBadTrace }
+// Is reports whether target is ErrInvalid.
+func (e *Errors) Is(target error) bool { return target == ErrInvalid }
 
-// ReadTrace reads the trace file at path, in the format its extension names (TraceFormatOf).
-func ReadTrace(path string) (*Trace, error) {
-	format, err := TraceFormatOf(path)
+// Read reads the trace file at path, in the format its extension names (FormatOf).
+func Read(path string) (*Trace, error) {
+	format, err := FormatOf(path)
 	if err != nil {
 		return nil, err
 	}
@@ -39,12 +39,12 @@ func ReadTrace(path string) (*Trace, error) {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
 	defer func() { _ = f.Close() }() // read only
-	return ParseTrace(path, format, f)
+	return Parse(path, format, f)
 }
 
-// ParseTrace reads a trace in the given format from r; name is the file name its problems
+// Parse reads a trace in the given format from r; name is the file name its problems
 // carry. The result is canonical (Trace.Canonical). The whole input is checked: an invalid one
-// returns a *TraceError (matching ErrBadTrace) naming the file, line, column and field of each
+// returns an *Errors (matching ErrInvalid) naming the file, line, column and field of each
 // problem; an error reading r is returned wrapped, as it is.
 //
 // CSV: the first line that is not a comment is the header, naming the columns in any order:
@@ -57,16 +57,16 @@ func ReadTrace(path string) (*Trace, error) {
 //
 // Offsets must not decrease from one row to the next: a trace is replayed in file order, and a
 // row earlier than the one before is reported (sort the file by offset), never reordered.
-func ParseTrace(name string, format TraceFormat, r io.Reader) (*Trace, error) {
-	p := &traceParser{file: name, t: &Trace{}, clients: map[string]uint16{}, subjects: map[string]uint32{}}
+func Parse(name string, format Format, r io.Reader) (*Trace, error) {
+	p := &parser{file: name, t: &Trace{}, clients: map[string]uint16{}, subjects: map[string]uint32{}}
 	var err error
 	switch format {
-	case TraceCSV:
+	case CSV:
 		err = p.csv(r)
-	case TraceJSONL:
+	case JSONL:
 		err = p.jsonl(r)
 	default:
-		return nil, fmt.Errorf("%w: %s: unknown trace format %q (want csv or jsonl)", ErrBadTrace, name, format)
+		return nil, fmt.Errorf("%w: %s: unknown trace format %q (want csv or jsonl)", ErrInvalid, name, format)
 	}
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func ParseTrace(name string, format TraceFormat, r io.Reader) (*Trace, error) {
 			// Problems with the whole line after those with one of its fields.
 			return uint(a.Column-1) < uint(b.Column-1)
 		})
-		return nil, &TraceError{Problems: p.problems}
+		return nil, &Errors{Problems: p.problems}
 	}
 	if !p.skewed {
 		p.t.Skew = nil
@@ -100,10 +100,10 @@ func ParseTrace(name string, format TraceFormat, r io.Reader) (*Trace, error) {
 	return p.t, nil
 }
 
-// errStop ends a read that has found maxTraceProblems problems.
+// errStop ends a read that has found maxProblems problems.
 var errStop = errors.New("too many problems")
 
-type traceParser struct {
+type parser struct {
 	file     string
 	t        *Trace
 	clients  map[string]uint16
@@ -118,14 +118,14 @@ type traceParser struct {
 	stopped  bool // the last problem says the read stopped
 }
 
-// add records a problem; it returns errStop once there are maxTraceProblems.
-func (p *traceParser) add(line, col int, field, format string, args ...any) error {
-	if len(p.problems) >= maxTraceProblems {
+// add records a problem; it returns errStop once there are maxProblems.
+func (p *parser) add(line, col int, field, format string, args ...any) error {
+	if len(p.problems) >= maxProblems {
 		return errStop
 	}
 	p.problems = append(p.problems, problem.Problem{File: p.file, Line: line, Column: col, Field: field, Msg: fmt.Sprintf(format, args...)})
-	if len(p.problems) == maxTraceProblems {
-		p.problems = append(p.problems, problem.Problem{File: p.file, Line: line, Msg: fmt.Sprintf("stopped after %d problems", maxTraceProblems)})
+	if len(p.problems) == maxProblems {
+		p.problems = append(p.problems, problem.Problem{File: p.file, Line: line, Msg: fmt.Sprintf("stopped after %d problems", maxProblems)})
 		p.stopped = true
 		return errStop
 	}
@@ -140,19 +140,19 @@ type field struct {
 }
 
 // row checks one row's fields and appends it; it returns errStop when the read must end.
-func (p *traceParser) row(line int, offset, client, subject, cost, skew field) error {
+func (p *parser) row(line int, offset, client, subject, cost, skew field) error {
 	var r Row
 	ok := true
 	fail := func(f field, name, format string, args ...any) error {
 		ok = false
 		return p.add(f.line, f.col, name, format, args...)
 	}
-	at, err := parseTraceDuration(offset.text)
+	at, err := parseDuration(offset.text)
 	switch {
 	case err != nil:
 		err = fail(offset, "offset", "%v", err)
-	case at < 0 || at > MaxTraceOffset:
-		err = fail(offset, "offset", "%s is outside [0s, %s]", at, MaxTraceOffset)
+	case at < 0 || at > MaxOffset:
+		err = fail(offset, "offset", "%s is outside [0s, %s]", at, MaxOffset)
 	case at < p.prev:
 		err = fail(offset, "offset", "%s is earlier than %s on line %d: rows must be in time order (sort the file by offset)", at, p.prev, p.prevLine)
 	default:
@@ -167,8 +167,8 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 		switch {
 		case perr != nil:
 			err = fail(cost, "cost", "%q is not an integer", cost.text)
-		case n < 1 || n > MaxTraceCost:
-			err = fail(cost, "cost", "%d is outside [1, %d]", n, MaxTraceCost)
+		case n < 1 || n > MaxCost:
+			err = fail(cost, "cost", "%d is outside [1, %d]", n, MaxCost)
 		default:
 			r.Cost = uint16(n)
 		}
@@ -178,7 +178,7 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 	}
 	var sk time.Duration
 	if skew.present {
-		sk, err = parseTraceDuration(skew.text)
+		sk, err = parseDuration(skew.text)
 		if err == nil {
 			err = checkSkew(sk)
 		}
@@ -194,8 +194,8 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 		}
 	} else if s, seen := p.subjects[subject.text]; seen {
 		r.Subject = s
-	} else if len(p.t.Subjects) >= MaxTraceSubjects {
-		if err := fail(subject, "subject", "more than %d subjects", MaxTraceSubjects); err != nil {
+	} else if len(p.t.Subjects) >= MaxSubjects {
+		if err := fail(subject, "subject", "more than %d subjects", MaxSubjects); err != nil {
 			return err
 		}
 	} else if ok {
@@ -217,8 +217,8 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 			return fail(at, "skew", "%s for client %q, which has %s on line %d: a client's clock offset is the same on all its rows",
 				sk, client.text, p.t.Skew[c], p.skewLine[c])
 		}
-	case len(p.t.Clients) >= MaxTraceClients:
-		return fail(client, "client", "more than %d clients", MaxTraceClients)
+	case len(p.t.Clients) >= MaxClients:
+		return fail(client, "client", "more than %d clients", MaxClients)
 	case ok:
 		c = uint16(len(p.t.Clients))
 		p.clients[client.text] = c
@@ -230,8 +230,8 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 	if !ok {
 		return nil
 	}
-	if len(p.t.Rows) >= MaxTraceRows {
-		return fail(offset, "", "more than %d rows", MaxTraceRows)
+	if len(p.t.Rows) >= MaxRows {
+		return fail(offset, "", "more than %d rows", MaxRows)
 	}
 	r.Client = c
 	p.t.Rows = append(p.t.Rows, r)
@@ -239,8 +239,8 @@ func (p *traceParser) row(line int, offset, client, subject, cost, skew field) e
 	return nil
 }
 
-// parseTraceDuration parses a Go duration with a unit; a bare number is refused with a hint.
-func parseTraceDuration(s string) (time.Duration, error) {
+// parseDuration parses a Go duration with a unit; a bare number is refused with a hint.
+func parseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, errors.New("empty (write a duration such as 0s or 1.5ms)")
 	}
@@ -254,10 +254,10 @@ func parseTraceDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// traceColumns are the columns a trace may have, required ones first.
-var traceColumns = []string{"offset", "client", "subject", "cost", "skew"}
+// columns are the columns a trace may have, required ones first.
+var columns = []string{"offset", "client", "subject", "cost", "skew"}
 
-func (p *traceParser) csv(r io.Reader) error {
+func (p *parser) csv(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
 		_, _ = br.Discard(3) // a UTF-8 byte order mark, as spreadsheets write
@@ -266,7 +266,7 @@ func (p *traceParser) csv(r io.Reader) error {
 	cr.TrimLeadingSpace = true
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	var idx [5]int // column of each of traceColumns, -1 when absent
+	var idx [5]int // column of each of columns, -1 when absent
 	header := false
 	for {
 		rec, err := cr.Read()
@@ -319,7 +319,7 @@ func (p *traceParser) csv(r io.Reader) error {
 }
 
 // header reads the CSV header into idx; false when it is unusable.
-func (p *traceParser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
+func (p *parser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
 	for k := range idx {
 		idx[k] = -1
 	}
@@ -336,7 +336,7 @@ func (p *traceParser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
 		name = strings.TrimSpace(name)
 		_, col := cr.FieldPos(i)
 		k := -1
-		for j, c := range traceColumns {
+		for j, c := range columns {
 			if name == c {
 				k = j
 			}
@@ -344,7 +344,7 @@ func (p *traceParser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
 		switch {
 		case k < 0:
 			ok = false
-			p.add(line, col, "", "unknown column %q (want %s)", name, strings.Join(traceColumns, ", "))
+			p.add(line, col, "", "unknown column %q (want %s)", name, strings.Join(columns, ", "))
 		case idx[k] >= 0:
 			ok = false
 			p.add(line, col, "", "column %q named twice", name)
@@ -352,7 +352,7 @@ func (p *traceParser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
 			idx[k] = i
 		}
 	}
-	for k, c := range traceColumns[:3] {
+	for k, c := range columns[:3] {
 		if idx[k] < 0 {
 			ok = false
 			p.add(line, 0, "", "the header has no %q column (offset, client and subject are required)", c)
