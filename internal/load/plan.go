@@ -67,7 +67,7 @@ type Plan struct {
 	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
 	// worker w is client w. The client's connection pool should hold at least Clients
 	// connections (PoolSize): then, in plain and pipeline mode on a single server, each worker
-	// holds a connection of its own (see ownConns and wire.go); with fewer, requests queue for
+	// holds a connection of its own (see ownConns and package wire); with fewer, requests queue for
 	// a connection inside go-redis.
 	Clients int
 	// Mode is plain (default), pipeline or autopipeline.
