@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
@@ -59,9 +60,9 @@ func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm
 	name := a.Describe().Name
 	runID := NewRunID()
 	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
-	var serverClock *load.ClockOffset
+	var serverClock *clock.Offset
 	if !sharedClock {
-		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
+		off, err := clock.Measure(ctx, tgt.Client, 16)
 		if err != nil {
 			return nil, MarkRedis(LostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err)))
 		}
@@ -90,7 +91,7 @@ func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm
 
 // huntOne runs trace t as one trial on prefix, starting at start.
 func huntOne(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, prefix string, start time.Time,
-	t *trace.Trace, sharedClock bool, serverClock *load.ClockOffset, clientClock bool) (*verify.Log, error) {
+	t *trace.Trace, sharedClock bool, serverClock *clock.Offset, clientClock bool) (*verify.Log, error) {
 	name := a.Describe().Name
 	cleanCtx := context.WithoutCancel(ctx)
 	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
