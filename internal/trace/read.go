@@ -139,104 +139,151 @@ type field struct {
 	line, col int
 }
 
-// row checks one row's fields and appends it; it returns errStop when the read must end.
+// row checks one row's fields and appends it; it returns errStop when the read must end. Each
+// field is checked even after another failed, so that a line's problems are reported at once.
 func (p *parser) row(line int, offset, client, subject, cost, skew field) error {
+	c := rowCheck{p: p, ok: true}
 	var r Row
-	ok := true
-	fail := func(f field, name, format string, args ...any) error {
-		ok = false
-		return p.add(f.line, f.col, name, format, args...)
+	var err error
+	if r.At, err = c.offset(offset); err != nil {
+		return err
 	}
-	at, err := parseDuration(offset.text)
-	switch {
-	case err != nil:
-		err = fail(offset, "offset", "%v", err)
-	case at < 0 || at > MaxOffset:
-		err = fail(offset, "offset", "%s is outside [0s, %s]", at, MaxOffset)
-	case at < p.prev:
-		err = fail(offset, "offset", "%s is earlier than %s on line %d: rows must be in time order (sort the file by offset)", at, p.prev, p.prevLine)
-	default:
-		r.At = at
+	if r.Cost, err = c.cost(cost); err != nil {
+		return err
 	}
+	sk, err := c.skew(skew)
 	if err != nil {
 		return err
 	}
-	r.Cost = 1
-	if cost.present {
-		n, perr := strconv.ParseInt(cost.text, 10, 64)
-		switch {
-		case perr != nil:
-			err = fail(cost, "cost", "%q is not an integer", cost.text)
-		case n < 1 || n > MaxCost:
-			err = fail(cost, "cost", "%d is outside [1, %d]", n, MaxCost)
-		default:
-			r.Cost = uint16(n)
-		}
-		if err != nil {
-			return err
-		}
+	if r.Subject, err = c.subject(subject); err != nil {
+		return err
 	}
-	var sk time.Duration
-	if skew.present {
-		sk, err = parseDuration(skew.text)
-		if err == nil {
-			err = checkSkew(sk)
-		}
-		if err != nil {
-			if err = fail(skew, "skew", "%v", err); err != nil {
-				return err
-			}
-		}
+	if r.Client, err = c.client(line, client, skew, sk); err != nil {
+		return err
 	}
-	if e := checkSubjectName(subject.text); e != nil {
-		if err := fail(subject, "subject", "%v", e); err != nil {
-			return err
-		}
-	} else if s, seen := p.subjects[subject.text]; seen {
-		r.Subject = s
-	} else if len(p.t.Subjects) >= MaxSubjects {
-		if err := fail(subject, "subject", "more than %d subjects", MaxSubjects); err != nil {
-			return err
-		}
-	} else if ok {
-		r.Subject = uint32(len(p.t.Subjects))
-		p.subjects[subject.text] = r.Subject
-		p.t.Subjects = append(p.t.Subjects, subject.text)
-	}
-	if e := checkName("client", client.text); e != nil {
-		return fail(client, "client", "%v", e)
-	}
-	c, seen := p.clients[client.text]
-	switch {
-	case seen:
-		if ok && p.t.Skew[c] != sk {
-			at := skew
-			if !at.present {
-				at = client // no skew given: 0s
-			}
-			return fail(at, "skew", "%s for client %q, which has %s on line %d: a client's clock offset is the same on all its rows",
-				sk, client.text, p.t.Skew[c], p.skewLine[c])
-		}
-	case len(p.t.Clients) >= MaxClients:
-		return fail(client, "client", "more than %d clients", MaxClients)
-	case ok:
-		c = uint16(len(p.t.Clients))
-		p.clients[client.text] = c
-		p.t.Clients = append(p.t.Clients, client.text)
-		p.t.Skew = append(p.t.Skew, sk)
-		p.skewLine = append(p.skewLine, line)
-		p.skewed = p.skewed || sk != 0
-	}
-	if !ok {
+	if !c.ok {
 		return nil
 	}
 	if len(p.t.Rows) >= MaxRows {
-		return fail(offset, "", "more than %d rows", MaxRows)
+		return c.fail(offset, "", "more than %d rows", MaxRows)
 	}
-	r.Client = c
 	p.t.Rows = append(p.t.Rows, r)
 	p.prev, p.prevLine = r.At, line
 	return nil
+}
+
+// rowCheck is the check of one row: ok until a field of it fails. A new subject or client is
+// numbered only in a row whose fields before it are ok.
+type rowCheck struct {
+	p  *parser
+	ok bool
+}
+
+// fail records a problem with field f (named name) and marks the row bad; it returns errStop
+// when the read must end.
+func (c *rowCheck) fail(f field, name, format string, args ...any) error {
+	c.ok = false
+	return c.p.add(f.line, f.col, name, format, args...)
+}
+
+// offset returns the row's offset: a duration in [0, MaxOffset], not earlier than the row
+// before.
+func (c *rowCheck) offset(f field) (time.Duration, error) {
+	at, err := parseDuration(f.text)
+	switch {
+	case err != nil:
+		return 0, c.fail(f, "offset", "%v", err)
+	case at < 0 || at > MaxOffset:
+		return 0, c.fail(f, "offset", "%s is outside [0s, %s]", at, MaxOffset)
+	case at < c.p.prev:
+		return 0, c.fail(f, "offset", "%s is earlier than %s on line %d: rows must be in time order (sort the file by offset)", at, c.p.prev, c.p.prevLine)
+	}
+	return at, nil
+}
+
+// cost returns the row's cost: an integer in [1, MaxCost], 1 when the row gives none.
+func (c *rowCheck) cost(f field) (uint16, error) {
+	if !f.present {
+		return 1, nil
+	}
+	n, err := strconv.ParseInt(f.text, 10, 64)
+	switch {
+	case err != nil:
+		return 1, c.fail(f, "cost", "%q is not an integer", f.text)
+	case n < 1 || n > MaxCost:
+		return 1, c.fail(f, "cost", "%d is outside [1, %d]", n, MaxCost)
+	}
+	return uint16(n), nil
+}
+
+// skew returns the row's clock offset for its client: a duration within ±MaxSkew, 0 when the
+// row gives none.
+func (c *rowCheck) skew(f field) (time.Duration, error) {
+	if !f.present {
+		return 0, nil
+	}
+	sk, err := parseDuration(f.text)
+	if err == nil {
+		err = checkSkew(sk)
+	}
+	if err != nil {
+		return sk, c.fail(f, "skew", "%v", err)
+	}
+	return sk, nil
+}
+
+// subject returns the index of the row's subject, numbering a new one.
+func (c *rowCheck) subject(f field) (uint32, error) {
+	p := c.p
+	if err := checkSubjectName(f.text); err != nil {
+		return 0, c.fail(f, "subject", "%v", err)
+	}
+	if s, seen := p.subjects[f.text]; seen {
+		return s, nil
+	}
+	if len(p.t.Subjects) >= MaxSubjects {
+		return 0, c.fail(f, "subject", "more than %d subjects", MaxSubjects)
+	}
+	if !c.ok {
+		return 0, nil
+	}
+	s := uint32(len(p.t.Subjects))
+	p.subjects[f.text] = s
+	p.t.Subjects = append(p.t.Subjects, f.text)
+	return s, nil
+}
+
+// client returns the index of the row's client, numbering a new one with the row's clock
+// offset sk (given by field skew); a client seen before must have the same offset.
+func (c *rowCheck) client(line int, f, skew field, sk time.Duration) (uint16, error) {
+	p := c.p
+	if err := checkName("client", f.text); err != nil {
+		return 0, c.fail(f, "client", "%v", err)
+	}
+	id, seen := p.clients[f.text]
+	switch {
+	case seen:
+		if c.ok && p.t.Skew[id] != sk {
+			at := skew
+			if !at.present {
+				at = f // no skew given: 0s
+			}
+			return 0, c.fail(at, "skew", "%s for client %q, which has %s on line %d: a client's clock offset is the same on all its rows",
+				sk, f.text, p.t.Skew[id], p.skewLine[id])
+		}
+		return id, nil
+	case len(p.t.Clients) >= MaxClients:
+		return 0, c.fail(f, "client", "more than %d clients", MaxClients)
+	case !c.ok:
+		return 0, nil
+	}
+	id = uint16(len(p.t.Clients))
+	p.clients[f.text] = id
+	p.t.Clients = append(p.t.Clients, f.text)
+	p.t.Skew = append(p.t.Skew, sk)
+	p.skewLine = append(p.skewLine, line)
+	p.skewed = p.skewed || sk != 0
+	return id, nil
 }
 
 // parseDuration parses a Go duration with a unit; a bare number is refused with a hint.
