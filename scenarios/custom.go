@@ -87,47 +87,52 @@ func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
 		}
 	}
 	if v := m["contract"]; v != nil {
-		cf := f + ".contract"
-		cm := d.mapping(v, cf, []string{"kind", "limit", "window", "capacity", "rate", "per", "granularity"})
-		k := &c.Contract
-		if kn := cm["kind"]; kn != nil {
-			if s, ok := d.str(kn, cf+".kind"); ok {
-				k.Kind = algorithms.ContractKind(s)
-			}
-		}
-		// A number written as a template ("{{limit}}") is kept as text, filled in for the
-		// scenario's limit when it is validated and for each run's limit when it runs.
-		tmpl := func(field string) bool {
-			n := cm[field]
-			if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "{{") {
-				return false
-			}
-			if c.ContractTemplates == nil {
-				c.ContractTemplates = map[string]string{}
-			}
-			c.ContractTemplates[field] = n.Value
-			return true
-		}
-		for _, p := range []struct {
-			field string
-			int   *int64
-			dur   *time.Duration
-		}{
-			{"limit", &k.Limit, nil}, {"window", nil, &k.Window}, {"capacity", &k.Capacity, nil},
-			{"rate", &k.RefillPermits, nil}, {"per", nil, &k.RefillPer},
-		} {
-			if tmpl(p.field) {
-				continue
-			}
-			if p.int != nil {
-				set(p.int, cm[p.field], cf+"."+p.field, d.int64)
-			} else {
-				set(p.dur, cm[p.field], cf+"."+p.field, d.duration)
-			}
-		}
-		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
+		d.contract(v, f+".contract", c)
 	}
 	return c
+}
+
+// contract decodes the contract: v of a custom algorithm (at field path cf) into c.Contract; a
+// number written as a template is kept in c.ContractTemplates.
+func (d *decoder) contract(v *yaml.Node, cf string, c *algorithms.CustomSpec) {
+	cm := d.mapping(v, cf, []string{"kind", "limit", "window", "capacity", "rate", "per", "granularity"})
+	k := &c.Contract
+	if kn := cm["kind"]; kn != nil {
+		if s, ok := d.str(kn, cf+".kind"); ok {
+			k.Kind = algorithms.ContractKind(s)
+		}
+	}
+	// A number written as a template ("{{limit}}") is kept as text, filled in for the
+	// scenario's limit when it is validated and for each run's limit when it runs.
+	tmpl := func(field string) bool {
+		n := cm[field]
+		if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "{{") {
+			return false
+		}
+		if c.ContractTemplates == nil {
+			c.ContractTemplates = map[string]string{}
+		}
+		c.ContractTemplates[field] = n.Value
+		return true
+	}
+	for _, p := range []struct {
+		field string
+		int   *int64
+		dur   *time.Duration
+	}{
+		{"limit", &k.Limit, nil}, {"window", nil, &k.Window}, {"capacity", &k.Capacity, nil},
+		{"rate", &k.RefillPermits, nil}, {"per", nil, &k.RefillPer},
+	} {
+		if tmpl(p.field) {
+			continue
+		}
+		if p.int != nil {
+			set(p.int, cm[p.field], cf+"."+p.field, d.int64)
+		} else {
+			set(p.dur, cm[p.field], cf+"."+p.field, d.duration)
+		}
+	}
+	set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
 }
 
 func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
