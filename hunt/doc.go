@@ -9,7 +9,7 @@
 //
 // # Schedules
 //
-// A schedule is a load.Trace: rows of offset, client, subject and cost (and each client's clock
+// A schedule is a trace.Trace: rows of offset, client, subject and cost (and each client's clock
 // offset), replayed exactly. Every schedule of one hunt starts at the same phase of the Unix
 // clock, its Frame (a scenarios.Align): time zero lies Lead before a multiple of the contract's
 // period (the fixed window, the clock's granularity, or the refill period), so a family that aims

@@ -8,7 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/hunt"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // A family's schedule for a sliding window of 3 per second: a first request opens a window,
@@ -35,11 +35,11 @@ func ExampleFamily_Make() {
 
 // Shrinking a schedule with a predicate that holds while some instant has 3 requests.
 func ExampleShrink() {
-	tr := &load.Trace{Clients: []string{"a", "b"}, Subjects: []string{"s"}}
+	tr := &trace.Trace{Clients: []string{"a", "b"}, Subjects: []string{"s"}}
 	for i := range 40 {
-		tr.Rows = append(tr.Rows, load.Row{At: time.Duration(i/4) * 10 * time.Millisecond, Client: uint16(i % 2), Cost: 1})
+		tr.Rows = append(tr.Rows, trace.Row{At: time.Duration(i/4) * 10 * time.Millisecond, Client: uint16(i % 2), Cost: 1})
 	}
-	threeAtOnce := func(_ context.Context, batch []*load.Trace) ([]bool, error) {
+	threeAtOnce := func(_ context.Context, batch []*trace.Trace) ([]bool, error) {
 		out := make([]bool, len(batch))
 		for i, t := range batch {
 			n := map[time.Duration]int{}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -26,12 +26,12 @@ type Family struct {
 	make func(g *gen)
 }
 
-// Make returns the family's schedule for t within b and seed: a valid, canonical load.Trace
+// Make returns the family's schedule for t within b and seed: a valid, canonical trace.Trace
 // with at least one row, at most b.Rows rows, offsets in [0, b.Span], at most b.Clients
 // clients and b.Subjects subjects, client clock offsets taken from t.Skews (and only for a
 // client-clock t), and costs above 1 only when t.Cost. It is a pure function of its arguments.
 // Its time zero is FrameOf(t, b).
-func (f Family) Make(t Target, b Bounds, seed uint64) *load.Trace {
+func (f Family) Make(t Target, b Bounds, seed uint64) *trace.Trace {
 	g := newGen(t, b, seed, f.Name)
 	f.make(g)
 	return g.finish()
@@ -149,7 +149,7 @@ type gen struct {
 	rng    *rand.Rand
 	frame  scenarios.Align
 	bounds []time.Duration // period boundaries in [0, Span]
-	tr     *load.Trace
+	tr     *trace.Trace
 	costly bool // rows of new bursts may cost more than 1
 }
 
@@ -163,7 +163,7 @@ func newGen(t Target, b Bounds, seed uint64, name string) *gen {
 		b:     b,
 		rng:   rand.New(rand.NewPCG(seed, h.Sum64())),
 		frame: FrameOf(t, b),
-		tr:    &load.Trace{},
+		tr:    &trace.Trace{},
 	}
 	g.bounds = boundaries(g.frame, b.Span)
 	aims := t.aims()
@@ -176,7 +176,7 @@ func newGen(t Target, b Bounds, seed uint64, name string) *gen {
 }
 
 // editGen returns a gen that edits a copy of tr.
-func editGen(t Target, b Bounds, rng *rand.Rand, tr *load.Trace) *gen {
+func editGen(t Target, b Bounds, rng *rand.Rand, tr *trace.Trace) *gen {
 	b = b.withDefaults()
 	g := &gen{t: t, b: b, rng: rng, frame: FrameOf(t, b), tr: tr.Clone()}
 	g.bounds = boundaries(g.frame, b.Span)
@@ -251,7 +251,7 @@ func (g *gen) cost() uint16 {
 
 // add appends a row; finish sorts and clamps.
 func (g *gen) add(at time.Duration, c uint16, s uint32, cost uint16) {
-	g.tr.Rows = append(g.tr.Rows, load.Row{At: at, Client: c, Subject: s, Cost: cost})
+	g.tr.Rows = append(g.tr.Rows, trace.Row{At: at, Client: c, Subject: s, Cost: cost})
 }
 
 // burst adds n rows from at, spread evenly over spread (all at one instant when 0), cycling
@@ -345,12 +345,12 @@ func (g *gen) burstClients(n int, skew time.Duration) []uint16 {
 
 // finish returns the trace: offsets clamped to [0, Span], rows in time order (stable), at most
 // b.Rows of them (the earliest), canonical. An empty schedule gets one row at 0.
-func (g *gen) finish() *load.Trace {
+func (g *gen) finish() *trace.Trace {
 	tr := g.tr
 	for i := range tr.Rows {
 		tr.Rows[i].At = min(max(tr.Rows[i].At, 0), g.b.Span)
 	}
-	slices.SortStableFunc(tr.Rows, func(x, y load.Row) int { return cmp.Compare(x.At, y.At) })
+	slices.SortStableFunc(tr.Rows, func(x, y trace.Row) int { return cmp.Compare(x.At, y.At) })
 	if len(tr.Rows) > g.b.Rows {
 		tr.Rows = tr.Rows[:g.b.Rows]
 	}

@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 )
 
@@ -226,7 +226,7 @@ func TestFamiliesFindWhatTheyAimAt(t *testing.T) {
 			for seed := range uint64(20) {
 				tr := f.Make(c.target, Bounds{}, seed)
 				score := func(trial Trial) float64 {
-					logs, err := trial(context.Background(), []*load.Trace{tr})
+					logs, err := trial(context.Background(), []*trace.Trace{tr})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -254,7 +254,7 @@ func TestFamiliesFindWhatTheyAimAt(t *testing.T) {
 }
 
 // firstRows returns, per client, the index of its first row.
-func firstRows(tr *load.Trace) []int {
+func firstRows(tr *trace.Trace) []int {
 	first := make([]int, len(tr.Clients))
 	for i := range first {
 		first[i] = -1
@@ -280,9 +280,9 @@ func TestFamilyShapes(t *testing.T) {
 		family string
 		tg     Target
 		// ok reports whether tr has the family's shape, and why not.
-		ok func(tr *load.Trace, frame []time.Duration) string
+		ok func(tr *trace.Trace, frame []time.Duration) string
 	}{
-		{"window-boundary", fixed, func(tr *load.Trace, bs []time.Duration) string {
+		{"window-boundary", fixed, func(tr *trace.Trace, bs []time.Duration) string {
 			// Rows within half a window before and after one boundary.
 			for _, b := range bs {
 				before, after := 0, 0
@@ -300,7 +300,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return "no rows on both sides of a boundary"
 		}},
-		{"window-boundary", fwp, func(tr *load.Trace, bs []time.Duration) string {
+		{"window-boundary", fwp, func(tr *trace.Trace, bs []time.Duration) string {
 			// On the clients' own clocks: rows on both sides of the minute boundary.
 			before, after := 0, 0
 			for _, r := range tr.Rows {
@@ -315,7 +315,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return ""
 		}},
-		{"refill-point", bucket, func(tr *load.Trace, _ []time.Duration) string {
+		{"refill-point", bucket, func(tr *trace.Trace, _ []time.Duration) string {
 			// A drain of most of the capacity, then rows after it.
 			first := tr.Rows[0].At
 			n := 0
@@ -329,7 +329,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return ""
 		}},
-		{"first-hit", sliding, func(tr *load.Trace, _ []time.Duration) string {
+		{"first-hit", sliding, func(tr *trace.Trace, _ []time.Duration) string {
 			t0 := tr.Rows[0].At
 			if len(tr.Rows) > 1 && tr.Rows[1].At == t0 {
 				return "the first request is not alone"
@@ -348,7 +348,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return ""
 		}},
-		{"skewed-newcomer", fwp, func(tr *load.Trace, _ []time.Duration) string {
+		{"skewed-newcomer", fwp, func(tr *trace.Trace, _ []time.Duration) string {
 			// Some client with another offset first appears after at least a limit's worth of
 			// rows from the others.
 			for c, i := range firstRows(tr) {
@@ -358,7 +358,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return "no newcomer with another clock offset after a drain"
 		}},
-		{"skew-alternation", tbp, func(tr *load.Trace, _ []time.Duration) string {
+		{"skew-alternation", tbp, func(tr *trace.Trace, _ []time.Duration) string {
 			turns := 0
 			for i := 1; i < len(tr.Rows); i++ {
 				if tr.SkewOf(tr.Rows[i].Client) != tr.SkewOf(tr.Rows[i-1].Client) {
@@ -370,7 +370,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return ""
 		}},
-		{"spike", fixed, func(tr *load.Trace, _ []time.Duration) string {
+		{"spike", fixed, func(tr *trace.Trace, _ []time.Duration) string {
 			for i := 0; i < len(tr.Rows); {
 				j, cs := i, map[uint16]bool{}
 				for ; j < len(tr.Rows) && tr.Rows[j].At == tr.Rows[i].At; j++ {
@@ -383,7 +383,7 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return "no instant with two clients"
 		}},
-		{"after-drain", fixed, func(tr *load.Trace, _ []time.Duration) string {
+		{"after-drain", fixed, func(tr *trace.Trace, _ []time.Duration) string {
 			// A steady rate above the limit's from the start.
 			n := 0
 			for _, r := range tr.Rows {
@@ -396,14 +396,14 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			return ""
 		}},
-		{"poisson", fixed, func(tr *load.Trace, _ []time.Duration) string {
+		{"poisson", fixed, func(tr *trace.Trace, _ []time.Duration) string {
 			rate := float64(len(tr.Rows)) / DefaultSpan.Seconds()
 			if rate < 0.25*l.RatePerSecond() || rate > 40*l.RatePerSecond() {
 				return fmt.Sprintf("rate %.1f/s", rate)
 			}
 			return ""
 		}},
-		{"on-off", fixed, func(tr *load.Trace, _ []time.Duration) string {
+		{"on-off", fixed, func(tr *trace.Trace, _ []time.Duration) string {
 			// Rows closer than the limit's rate, and at least one silence ten times longer.
 			var short, long bool
 			unit := l.Window / time.Duration(l.Limit)

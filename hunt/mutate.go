@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // mutation edits the schedule being built in g. It may leave rows out of order or out of
@@ -33,7 +33,7 @@ var mutations = []mutation{
 
 // mutate returns a mutated copy of tr: one to three mutations drawn from rng, then the rows put
 // in order and range as Family.Make does.
-func mutate(t Target, b Bounds, rng *rand.Rand, tr *load.Trace) *load.Trace {
+func mutate(t Target, b Bounds, rng *rand.Rand, tr *trace.Trace) *trace.Trace {
 	g := editGen(t, b, rng, tr)
 	for range 1 + rng.IntN(3) {
 		mutations[rng.IntN(len(mutations))].do(g)
@@ -136,7 +136,7 @@ func dropRows(g *gen) {
 	}
 	if g.rng.IntN(3) == 0 {
 		c := rows[g.rng.IntN(len(rows))].Client
-		g.tr.Rows = slices.DeleteFunc(rows, func(r load.Row) bool { return r.Client == c })
+		g.tr.Rows = slices.DeleteFunc(rows, func(r trace.Row) bool { return r.Client == c })
 		return
 	}
 	i := g.rng.IntN(len(rows))

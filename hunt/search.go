@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -22,7 +22,7 @@ import (
 // batch may run at the same time. An error ends the hunt (the environment was lost); a failed
 // request is data in the log. The real Trial runs the target's algorithm against Redis through
 // the runner; tests give a pure-Go model.
-type Trial func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error)
+type Trial func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error)
 
 // Budget bounds a hunt. Zero fields take the defaults.
 type Budget struct {
@@ -138,7 +138,7 @@ const (
 
 // Candidate is one schedule that was run, with its score.
 type Candidate struct {
-	Trace *load.Trace
+	Trace *trace.Trace
 	// Family made it (or the schedule it was mutated from); Mutations counts the mutations
 	// since.
 	Family    string
@@ -289,14 +289,14 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 	sr := v.Shrunk
 	path := sr.Path
 	if len(path) == 0 {
-		path = []*load.Trace{sr.Trace}
+		path = []*trace.Trace{sr.Trace}
 	}
 	last := len(path) - 1
 	c := &Confirmation{Replays: s.budget.Confirm}
 	broke := map[int]int{}
 	try := func(back int) (bool, error) {
 		t := path[last-back]
-		batch := make([]*load.Trace, c.Replays)
+		batch := make([]*trace.Trace, c.Replays)
 		for i := range batch {
 			batch[i] = t
 		}
@@ -396,7 +396,7 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 			s.res.Stop = StopExhausted
 			return nil
 		}
-		traces := make([]*load.Trace, len(batch))
+		traces := make([]*trace.Trace, len(batch))
 		for i, c := range batch {
 			traces[i] = c.Trace
 		}
@@ -510,8 +510,8 @@ func (s *search) next() *Candidate {
 // Budget.Replays replays scores above 1 + Budget.Margin.
 func (s *search) predicate() Predicate {
 	r := s.budget.Replays
-	return func(ctx context.Context, batch []*load.Trace) ([]bool, error) {
-		traces := make([]*load.Trace, 0, len(batch)*r)
+	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
+		traces := make([]*trace.Trace, 0, len(batch)*r)
 		for _, t := range batch {
 			for range r {
 				traces = append(traces, t)
@@ -540,7 +540,7 @@ func (s *search) predicate() Predicate {
 }
 
 // traceHash identifies a canonical trace by its rows and clock offsets (not its names).
-func traceHash(t *load.Trace) uint64 {
+func traceHash(t *trace.Trace) uint64 {
 	h := fnv.New64a()
 	var buf [16]byte
 	put := func(v uint64, at int) {

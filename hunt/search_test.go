@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -66,7 +66,7 @@ func TestHuntFindsAndShrinksFlaws(t *testing.T) {
 				t.Errorf("shrunk to %s; the fewest rows that break it are %d, of one subject", sr.To, c.rows)
 			}
 			// The shrunk trace still breaks the contract when replayed.
-			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*load.Trace{sr.Trace})
+			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*trace.Trace{sr.Trace})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestHuntMutationsFind(t *testing.T) {
 	poisson, _ := FamilyNamed("poisson")
 	trial := simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil)
 	for seed := range uint64(100) {
-		logs, err := trial(context.Background(), []*load.Trace{poisson.Make(c.target, Bounds{}, seed)})
+		logs, err := trial(context.Background(), []*trace.Trace{poisson.Make(c.target, Bounds{}, seed)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestHuntDeterministic(t *testing.T) {
 		trial := simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil)
 		_, err := Hunt(context.Background(), Config{
 			Target: c.target, Budget: Budget{Trials: 60, Batch: 3}, Seed: seed, Now: clock.now,
-			Trial: func(ctx context.Context, b []*load.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
 				for _, tr := range b {
 					seen = append(seen, traceHash(tr))
 				}
@@ -190,7 +190,7 @@ func TestHuntBudget(t *testing.T) {
 		clock := &fakeClock{t: simEpoch}
 		trial := simTrial(c.target, frame, c.mk, nil)
 		res, err := Hunt(context.Background(), Config{Target: c.target, Budget: Budget{Time: 10 * time.Second}, Now: clock.now,
-			Trial: func(ctx context.Context, b []*load.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
 				clock.t = clock.t.Add(time.Second) // each trial takes a second
 				return trial(ctx, b)
 			}})
@@ -205,7 +205,7 @@ func TestHuntBudget(t *testing.T) {
 		trial := simTrial(c.target, frame, c.mk, nil)
 		n := 0
 		res, err := Hunt(ctx, Config{Target: c.target, Now: clock.now,
-			Trial: func(ctx context.Context, b []*load.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
 				if n++; n == 5 {
 					cancel()
 				}
@@ -218,7 +218,7 @@ func TestHuntBudget(t *testing.T) {
 	t.Run("trial error", func(t *testing.T) {
 		boom := errors.New("redis lost")
 		res, err := Hunt(context.Background(), Config{Target: c.target,
-			Trial: func(context.Context, []*load.Trace) ([]*verify.Log, error) { return nil, boom }})
+			Trial: func(context.Context, []*trace.Trace) ([]*verify.Log, error) { return nil, boom }})
 		if !errors.Is(err, boom) || res == nil || res.Trials != 0 {
 			t.Fatalf("Hunt = %+v, %v; want the trial's error", res, err)
 		}
@@ -274,7 +274,7 @@ func TestHuntBatchShrinkSameResult(t *testing.T) {
 // predicateOf is the hunt's predicate with the simulated trial: one replay scores above 1.
 func predicateOf(tg Target, frame scenarios.Align, mk func() limiter) Predicate {
 	trial := simTrial(tg, frame, mk, nil)
-	return func(ctx context.Context, batch []*load.Trace) ([]bool, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
 		logs, err := trial(ctx, batch)
 		if err != nil {
 			return nil, err
@@ -313,7 +313,7 @@ func TestHuntShrinkMargin(t *testing.T) {
 			if v == nil || v.Shrunk == nil {
 				t.Fatalf("no violation shrunk in %d trials", res.Trials)
 			}
-			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*load.Trace{v.Shrunk.Trace})
+			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*trace.Trace{v.Shrunk.Trace})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,8 +339,8 @@ func TestHuntShrinkMargin(t *testing.T) {
 // for a violation that depends on timing.
 func flakyTrial(trial Trial, minRows int) Trial {
 	replays := map[uint64]int{}
-	return func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
-		run := make([]*load.Trace, len(batch))
+	return func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+		run := make([]*trace.Trace, len(batch))
 		for i, tr := range batch {
 			run[i] = tr
 			if len(tr.Rows) < minRows {

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // Predicate replays each trace of batch and reports, in batch order, whether it still breaks the
 // contract. The traces of one batch may be replayed at the same time. An error ends shrinking.
-type Predicate func(ctx context.Context, batch []*load.Trace) ([]bool, error)
+type Predicate func(ctx context.Context, batch []*trace.Trace) ([]bool, error)
 
 // ShrinkOptions bound Shrink. Zero fields take the defaults.
 type ShrinkOptions struct {
@@ -50,7 +50,7 @@ type Size struct {
 }
 
 // SizeOf returns the size of a canonical trace t.
-func SizeOf(t *load.Trace) Size {
+func SizeOf(t *trace.Trace) Size {
 	s := Size{Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects)}
 	for _, r := range t.Rows {
 		s.Permits += int64(r.Cost)
@@ -106,7 +106,7 @@ func (s Size) String() string {
 type ShrinkResult struct {
 	// Trace is the smallest trace found that still breaks the contract (the input itself when
 	// nothing smaller did).
-	Trace *load.Trace
+	Trace *trace.Trace
 	// From and To are the sizes of the input and of Trace.
 	From, To Size
 	// Calls counts the traces the predicate was asked about; Steps the smaller traces kept.
@@ -117,7 +117,7 @@ type ShrinkResult struct {
 	Minimal bool
 	// Path is every trace shrinking kept, in order: the input first, Trace last (so
 	// len(Path) == Steps + 1). A confirmation that rejects Trace walks back along it.
-	Path []*load.Trace
+	Path []*trace.Trace
 }
 
 // Shrink returns a smaller trace than t (canonical and valid) for which pred still holds, with the
@@ -125,7 +125,7 @@ type ShrinkResult struct {
 // t must hold pred (it is not asked again). Shrink is deterministic: the same t and the same
 // answers give the same result. It returns the result so far with a predicate's error, and with
 // a nil error when ctx is canceled.
-func Shrink(ctx context.Context, t *load.Trace, pred Predicate, opt ShrinkOptions) (*ShrinkResult, error) {
+func Shrink(ctx context.Context, t *trace.Trace, pred Predicate, opt ShrinkOptions) (*ShrinkResult, error) {
 	if opt.Calls == 0 {
 		opt.Calls = DefaultShrink
 	}
@@ -148,7 +148,7 @@ func Shrink(ctx context.Context, t *load.Trace, pred Predicate, opt ShrinkOption
 		size:    SizeOf(cur),
 		answers: map[uint64]bool{traceHash(cur): true},
 		start:   opt.Now(),
-		path:    []*load.Trace{cur},
+		path:    []*trace.Trace{cur},
 	}
 	res := &ShrinkResult{From: s.size}
 	var err error
@@ -179,13 +179,13 @@ type shrinker struct {
 	ctx     context.Context
 	pred    Predicate
 	opt     ShrinkOptions
-	cur     *load.Trace
+	cur     *trace.Trace
 	size    Size
 	answers map[uint64]bool // the predicate's answer for each trace asked about
 	calls   int
 	steps   int
 	start   time.Time
-	path    []*load.Trace // the traces kept, input first
+	path    []*trace.Trace // the traces kept, input first
 }
 
 // exhausted reports whether the budget, the deadline or the context ends shrinking.
@@ -198,8 +198,8 @@ func (s *shrinker) exhausted() bool {
 // make the candidate at a position (nil when there is none there).
 type pass struct {
 	name string
-	n    func(t *load.Trace) int
-	make func(t *load.Trace, pos int) *load.Trace
+	n    func(t *trace.Trace) int
+	make func(t *trace.Trace, pos int) *trace.Trace
 }
 
 // run tries the pass's candidates in order, batch by batch, keeping the first that still holds
@@ -211,9 +211,9 @@ type pass struct {
 func (s *shrinker) run(p pass) (bool, error) {
 	progress := false
 	for pos := 0; pos < p.n(s.cur) && !s.exhausted(); {
-		var cands []*load.Trace
+		var cands []*trace.Trace
 		var at []int
-		var known *load.Trace // a candidate known to hold, after cands
+		var known *trace.Trace // a candidate known to hold, after cands
 		q := pos
 		for ; len(cands) < s.opt.Batch && len(cands) < s.opt.Calls-s.calls && q < p.n(s.cur); q++ {
 			c := p.make(s.cur, q)
@@ -272,7 +272,7 @@ func (s *shrinker) run(p pass) (bool, error) {
 }
 
 // keep makes c, which holds, the current trace.
-func (s *shrinker) keep(c *load.Trace) {
+func (s *shrinker) keep(c *trace.Trace) {
 	s.cur, s.size = c, SizeOf(c)
 	s.path = append(s.path, c)
 	s.steps++
@@ -288,14 +288,14 @@ func (s *shrinker) passes() []pass {
 		out = append(out, chunks(k))
 	}
 	out = append(out,
-		pass{"drop-client", func(t *load.Trace) int { return len(t.Clients) }, dropClient},
-		pass{"drop-subject", func(t *load.Trace) int { return len(t.Subjects) }, dropSubject},
-		pass{"merge-client", func(t *load.Trace) int { return 2 * len(t.Clients) }, mergeClient},
-		pass{"merge-subject", func(t *load.Trace) int { return len(t.Subjects) }, mergeSubject},
-		pass{"lower-cost", func(t *load.Trace) int { return len(t.Rows) + 1 }, lowerCost},
-		pass{"lower-skew", func(t *load.Trace) int { return len(t.Clients) * len(s.skews) }, s.lowerSkew},
-		pass{"pull-together", func(t *load.Trace) int { return 4 * gaps(t) }, pullTogether},
-		pass{"round-times", func(*load.Trace) int { return len(grids) }, roundTimes},
+		pass{"drop-client", func(t *trace.Trace) int { return len(t.Clients) }, dropClient},
+		pass{"drop-subject", func(t *trace.Trace) int { return len(t.Subjects) }, dropSubject},
+		pass{"merge-client", func(t *trace.Trace) int { return 2 * len(t.Clients) }, mergeClient},
+		pass{"merge-subject", func(t *trace.Trace) int { return len(t.Subjects) }, mergeSubject},
+		pass{"lower-cost", func(t *trace.Trace) int { return len(t.Rows) + 1 }, lowerCost},
+		pass{"lower-skew", func(t *trace.Trace) int { return len(t.Clients) * len(s.skews) }, s.lowerSkew},
+		pass{"pull-together", func(t *trace.Trace) int { return 4 * gaps(t) }, pullTogether},
+		pass{"round-times", func(*trace.Trace) int { return len(grids) }, roundTimes},
 		chunks(1),
 	)
 	return out
@@ -305,8 +305,8 @@ func (s *shrinker) passes() []pass {
 func chunks(k int) pass {
 	return pass{
 		name: fmt.Sprintf("delete-%d", k),
-		n:    func(t *load.Trace) int { return (len(t.Rows) + k - 1) / k },
-		make: func(t *load.Trace, pos int) *load.Trace {
+		n:    func(t *trace.Trace) int { return (len(t.Rows) + k - 1) / k },
+		make: func(t *trace.Trace, pos int) *trace.Trace {
 			i, j := pos*k, min(len(t.Rows), (pos+1)*k)
 			if j-i >= len(t.Rows) {
 				return nil
@@ -319,26 +319,26 @@ func chunks(k int) pass {
 }
 
 // keepRows returns a copy of t with the rows keep accepts.
-func keepRows(t *load.Trace, keep func(r load.Row) bool) *load.Trace {
+func keepRows(t *trace.Trace, keep func(r trace.Row) bool) *trace.Trace {
 	c := t.Clone()
-	c.Rows = slices.DeleteFunc(c.Rows, func(r load.Row) bool { return !keep(r) })
+	c.Rows = slices.DeleteFunc(c.Rows, func(r trace.Row) bool { return !keep(r) })
 	if len(c.Rows) == 0 {
 		return nil
 	}
 	return c
 }
 
-func dropClient(t *load.Trace, pos int) *load.Trace {
-	return keepRows(t, func(r load.Row) bool { return int(r.Client) != pos })
+func dropClient(t *trace.Trace, pos int) *trace.Trace {
+	return keepRows(t, func(r trace.Row) bool { return int(r.Client) != pos })
 }
 
-func dropSubject(t *load.Trace, pos int) *load.Trace {
-	return keepRows(t, func(r load.Row) bool { return int(r.Subject) != pos })
+func dropSubject(t *trace.Trace, pos int) *trace.Trace {
+	return keepRows(t, func(r trace.Row) bool { return int(r.Subject) != pos })
 }
 
 // mergeClient gives the rows of client c = pos/2 + 1 to an earlier client: the first with the
 // same clock offset (even positions) or client 0 (odd positions).
-func mergeClient(t *load.Trace, pos int) *load.Trace {
+func mergeClient(t *trace.Trace, pos int) *trace.Trace {
 	c := uint16(pos/2 + 1)
 	if int(c) >= len(t.Clients) {
 		return nil
@@ -366,7 +366,7 @@ func mergeClient(t *load.Trace, pos int) *load.Trace {
 }
 
 // mergeSubject gives the rows of subject pos (>= 1) to subject 0.
-func mergeSubject(t *load.Trace, pos int) *load.Trace {
+func mergeSubject(t *trace.Trace, pos int) *trace.Trace {
 	if pos == 0 {
 		return nil
 	}
@@ -380,7 +380,7 @@ func mergeSubject(t *load.Trace, pos int) *load.Trace {
 }
 
 // lowerCost sets every cost to 1 (position 0), or row pos−1's cost one lower.
-func lowerCost(t *load.Trace, pos int) *load.Trace {
+func lowerCost(t *trace.Trace, pos int) *trace.Trace {
 	m := t.Clone()
 	if pos == 0 {
 		for i := range m.Rows {
@@ -397,7 +397,7 @@ func lowerCost(t *load.Trace, pos int) *load.Trace {
 
 // lowerSkew moves client pos/k's clock offset to the allowed offset s.skews[pos%k] (k of them,
 // smallest magnitude first) when that is smaller in magnitude.
-func (s *shrinker) lowerSkew(t *load.Trace, pos int) *load.Trace {
+func (s *shrinker) lowerSkew(t *trace.Trace, pos int) *trace.Trace {
 	k := len(s.skews)
 	c, to := pos/k, s.skews[pos%k]
 	if t.Skew == nil || to.Abs() >= t.Skew[c].Abs() {
@@ -409,7 +409,7 @@ func (s *shrinker) lowerSkew(t *load.Trace, pos int) *load.Trace {
 }
 
 // gaps returns the number of gaps between distinct offsets of t.
-func gaps(t *load.Trace) int {
+func gaps(t *trace.Trace) int {
 	n := 0
 	for i := 1; i < len(t.Rows); i++ {
 		if t.Rows[i].At != t.Rows[i-1].At {
@@ -421,7 +421,7 @@ func gaps(t *load.Trace) int {
 
 // pullTogether closes the gap after distinct time pos/4: the rows before it move later by the
 // gap or half of it, or the rows after it earlier by the gap or half of it.
-func pullTogether(t *load.Trace, pos int) *load.Trace {
+func pullTogether(t *trace.Trace, pos int) *trace.Trace {
 	// The pos/4-th gap between distinct offsets.
 	k := pos / 4
 	i := 0 // last row at the time before the gap
@@ -464,7 +464,7 @@ var grids = []time.Duration{time.Second, 100 * time.Millisecond, 10 * time.Milli
 // roundTimes rounds every offset to the nearest multiple of grids[pos], keeping every row
 // between the first offset rounded up and the last rounded down, so the extent never grows and
 // the order is kept.
-func roundTimes(t *load.Trace, pos int) *load.Trace {
+func roundTimes(t *trace.Trace, pos int) *trace.Trace {
 	g := grids[pos]
 	first, last := t.Rows[0].At, t.Rows[len(t.Rows)-1].At
 	lo := (first + g - 1) / g * g

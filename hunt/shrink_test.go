@@ -9,12 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // countingPredicate wraps a pure condition on a trace as a Predicate that counts its calls.
-func countingPredicate(cond func(*load.Trace) bool, calls *int) Predicate {
-	return func(_ context.Context, batch []*load.Trace) ([]bool, error) {
+func countingPredicate(cond func(*trace.Trace) bool, calls *int) Predicate {
+	return func(_ context.Context, batch []*trace.Trace) ([]bool, error) {
 		out := make([]bool, len(batch))
 		for i, t := range batch {
 			*calls++
@@ -29,8 +29,8 @@ func countingPredicate(cond func(*load.Trace) bool, calls *int) Predicate {
 
 // burstCond holds when some instant window [t, t+w] holds at least k permits of one subject
 // from clients whose offsets differ by at least d: a stand-in for a violation.
-func burstCond(k int64, w, d time.Duration) func(*load.Trace) bool {
-	return func(t *load.Trace) bool {
+func burstCond(k int64, w, d time.Duration) func(*trace.Trace) bool {
+	return func(t *trace.Trace) bool {
 		for i, a := range t.Rows {
 			var sum int64
 			lo, hi := t.SkewOf(a.Client), t.SkewOf(a.Client)
@@ -53,20 +53,20 @@ func burstCond(k int64, w, d time.Duration) func(*load.Trace) bool {
 }
 
 // messyTrace is a trace that holds burstCond(5, 1ms, 2s) among a lot of noise.
-func messyTrace() *load.Trace {
-	tr := &load.Trace{Clients: []string{"a", "b", "c", "d"}, Subjects: []string{"s", "t", "u"},
+func messyTrace() *trace.Trace {
+	tr := &trace.Trace{Clients: []string{"a", "b", "c", "d"}, Subjects: []string{"s", "t", "u"},
 		Skew: []time.Duration{0, 2 * time.Second, -2 * time.Second, 0}}
 	at := time.Duration(0)
 	for i := range 300 {
 		at += time.Duration(1+i%7) * 1234567
-		tr.Rows = append(tr.Rows, load.Row{At: at, Client: uint16(i % 4), Subject: uint32(i % 3), Cost: uint16(1 + i%3)})
+		tr.Rows = append(tr.Rows, trace.Row{At: at, Client: uint16(i % 4), Subject: uint32(i % 3), Cost: uint16(1 + i%3)})
 		if i == 150 {
 			// The planted burst: 9 permits of s within 0.9 ms from clients 2 s and 4 s apart,
 			// among rows of other subjects.
 			for k, c := range []uint16{1, 0, 2, 3, 1} {
 				at += 150 * time.Microsecond
-				tr.Rows = append(tr.Rows, load.Row{At: at, Client: c, Subject: 0, Cost: uint16(1 + k%3)},
-					load.Row{At: at, Client: c, Subject: 1, Cost: 3})
+				tr.Rows = append(tr.Rows, trace.Row{At: at, Client: c, Subject: 0, Cost: uint16(1 + k%3)},
+					trace.Row{At: at, Client: c, Subject: 1, Cost: 3})
 			}
 		}
 	}
@@ -111,11 +111,11 @@ func TestShrinkSynthetic(t *testing.T) {
 // the call budget is kept.
 func TestShrinkProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		tr := &load.Trace{Clients: []string{"a", "b", "c"}, Subjects: []string{"s", "t"}, Skew: []time.Duration{0, time.Second, -time.Second}}
+		tr := &trace.Trace{Clients: []string{"a", "b", "c"}, Subjects: []string{"s", "t"}, Skew: []time.Duration{0, time.Second, -time.Second}}
 		at := time.Duration(0)
 		for i := range rapid.IntRange(1, 60).Draw(rt, "rows") {
 			at += time.Duration(rapid.Int64Range(0, 3e6).Draw(rt, fmt.Sprint("gap", i)))
-			tr.Rows = append(tr.Rows, load.Row{At: at,
+			tr.Rows = append(tr.Rows, trace.Row{At: at,
 				Client:  uint16(rapid.IntRange(0, 2).Draw(rt, fmt.Sprint("c", i))),
 				Subject: uint32(rapid.IntRange(0, 1).Draw(rt, fmt.Sprint("s", i))),
 				Cost:    uint16(rapid.IntRange(1, 3).Draw(rt, fmt.Sprint("cost", i)))})
@@ -174,7 +174,7 @@ func TestShrinkBounds(t *testing.T) {
 	tr := messyTrace()
 	clock := &fakeClock{t: simEpoch}
 	calls := 0
-	pred := func(ctx context.Context, b []*load.Trace) ([]bool, error) {
+	pred := func(ctx context.Context, b []*trace.Trace) ([]bool, error) {
 		clock.t = clock.t.Add(time.Second)
 		return countingPredicate(cond, &calls)(ctx, b)
 	}
@@ -184,7 +184,7 @@ func TestShrinkBounds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	calls = 0
-	res, err = Shrink(ctx, tr, func(ctx context.Context, b []*load.Trace) ([]bool, error) {
+	res, err = Shrink(ctx, tr, func(ctx context.Context, b []*trace.Trace) ([]bool, error) {
 		if calls == 3 {
 			cancel()
 			return nil, ctx.Err()
@@ -194,7 +194,7 @@ func TestShrinkBounds(t *testing.T) {
 	if err != nil || calls != 3 || res.Minimal || !cond(res.Trace) {
 		t.Errorf("canceled: %d calls, Minimal %v, %v; want nil after 3", calls, res.Minimal, err)
 	}
-	res, err = Shrink(context.Background(), tr, func(context.Context, []*load.Trace) ([]bool, error) {
+	res, err = Shrink(context.Background(), tr, func(context.Context, []*trace.Trace) ([]bool, error) {
 		return nil, fmt.Errorf("redis lost")
 	}, ShrinkOptions{})
 	if err == nil || res == nil || res.Trace == nil {

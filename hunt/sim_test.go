@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -37,7 +37,7 @@ const simRTT = 200 * time.Microsecond
 // harness's clock. calls, when not nil, counts the traces run.
 func simTrial(tg Target, frame scenarios.Align, mk func() limiter, calls *int) Trial {
 	start := frame.Start(simEpoch).UnixMicro()
-	return func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -169,7 +169,7 @@ type Bounds struct {
 	Span time.Duration
 	// Rows is the most rows (default 4000).
 	Rows int
-	// Clients is the most clients (default 64, at most load.MaxTraceClients).
+	// Clients is the most clients (default 64, at most trace.MaxClients).
 	Clients int
 	// Subjects is the most subjects (default 4).
 	Subjects int

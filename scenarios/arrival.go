@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // ArrivalKind names the form of an open-loop schedule.
@@ -35,10 +36,10 @@ type Arrival struct {
 	Steps []Step
 	// Spike is a base rate with one or more bursts at the peak rate.
 	Spike *Spike
-	// Trace, when set, is replayed row by row (see load.Trace): each row at its own offset, as
+	// Trace, when set, is replayed row by row (see trace.Trace): each row at its own offset, as
 	// its client, for its subject and cost. TraceFile is the file it was read from, as the
 	// scenario names it (relative to the scenario file's directory).
-	Trace     *load.Trace
+	Trace     *trace.Trace
 	TraceFile string
 	// Align places the start of the schedule on the Unix clock; the zero value starts at once.
 	Align Align
@@ -322,7 +323,7 @@ func (a *Arrival) UnmarshalJSON(b []byte) error {
 	return fromJSON(b, func(w arrivalJSON) {
 		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
 		if w.Trace != nil {
-			a.TraceFile, a.Trace = w.Trace.File, &load.Trace{}
+			a.TraceFile, a.Trace = w.Trace.File, &trace.Trace{}
 		}
 		if w.Align != nil {
 			a.Align = *w.Align

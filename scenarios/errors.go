@@ -2,9 +2,9 @@ package scenarios
 
 import (
 	"errors"
-	"fmt"
 	"sort"
-	"strings"
+
+	"github.com/limitbench/limitbench/internal/problem"
 )
 
 // ErrInvalid is matched (errors.Is) by every error Load, Parse, Validate and Apply return for a
@@ -14,61 +14,29 @@ var ErrInvalid = errors.New("invalid scenario")
 // ErrBadThreshold is wrapped by ParseThreshold's errors.
 var ErrBadThreshold = errors.New("bad threshold")
 
-// Problem is one thing wrong with a scenario. Line and Column are 1-based; zero when the problem
-// has no place in a file (a scenario built in Go, a value set by a command-line flag, a default).
-type Problem struct {
-	File   string
-	Line   int
-	Column int
-	// Field is the path of the field in the YAML spelling, for example "arrival.rate" or
-	// "algorithms[2].allowed"; list indexes are 0-based. Empty for problems with the file as a whole.
-	Field string
-	Msg   string
-}
-
-// String renders p as "file:line: field: message", leaving out the parts that are empty.
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.File != "" {
-		b.WriteString(p.File)
-		if p.Line > 0 {
-			fmt.Fprintf(&b, ":%d", p.Line)
-		}
-		b.WriteString(": ")
-	} else if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Field != "" {
-		b.WriteString(p.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
-
-// Errors is every problem found in one scenario, in file order. It matches ErrInvalid.
+// Errors is every problem found in one scenario, in file order: by line, then by column, and
+// problems without a line last, in the order they were found. It matches ErrInvalid.
+//
+// A scenario's problems name their line, not their column: Column is zero in them, as in
+// ProblemAt's (the column only orders the problems of one line). A problem of the trace file a
+// scenario replays says its column in its message ("column 3: ...").
 type Errors struct {
-	Problems []Problem
+	Problems []problem.Problem
 }
 
-// Error prints one problem per line, as Problem.String does.
-func (e *Errors) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+// Error prints one problem per line, as problem.Problem.String does.
+func (e *Errors) Error() string { return problem.Lines(e.Problems) }
 
 // Is reports whether target is ErrInvalid.
 func (e *Errors) Is(target error) bool { return target == ErrInvalid }
 
-// errorsOf returns probs sorted by place as an *Errors, or nil when there are none.
-func errorsOf(probs []Problem) error {
+// errorsOf returns probs sorted by place, without their columns, as an *Errors, or nil when
+// there are none.
+func errorsOf(probs []problem.Problem) error {
 	if len(probs) == 0 {
 		return nil
 	}
-	sorted := append([]Problem(nil), probs...)
+	sorted := append([]problem.Problem(nil), probs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
 		// Problems without a line go last, in the order they were found.
@@ -80,5 +48,8 @@ func errorsOf(probs []Problem) error {
 		}
 		return a.Column < b.Column
 	})
+	for i := range sorted {
+		sorted[i].Column = 0
+	}
 	return &Errors{Problems: sorted}
 }

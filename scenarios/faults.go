@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -299,9 +300,9 @@ func (c *checker) faultThresholds() {
 // failover needs a replica (cluster with replicas, or sentinel); a replica target and the
 // replication link too. nil when everything can run.
 func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topology) error {
-	var probs []Problem
+	var probs []problem.Problem
 	add := func(field, format string, a ...any) {
-		probs = append(probs, s.place(Problem{Field: field, Msg: fmt.Sprintf(format, a...)}))
+		probs = append(probs, s.place(problem.Problem{Field: field, Msg: fmt.Sprintf(format, a...)}))
 	}
 	external := env.Backend == redisenv.BackendExternal
 	if external && s.Persistence != redisenv.PersistenceNone && s.Persistence != "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -56,17 +56,17 @@ func parse(name string, data []byte, builtins []string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		return nil, errorsOf([]Problem{{File: name, Msg: "empty scenario file"}})
+		return nil, errorsOf([]problem.Problem{{File: name, Msg: "empty scenario file"}})
 	case err != nil:
-		return nil, errorsOf([]Problem{yamlProblem(name, err)})
+		return nil, errorsOf([]problem.Problem{yamlProblem(name, err)})
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		p := Problem{File: name, Msg: "more than one YAML document; a scenario file holds one"}
+		p := problem.Problem{File: name, Msg: "more than one YAML document; a scenario file holds one"}
 		if err == nil {
 			p.Line = extra.Line
 		}
-		return nil, errorsOf([]Problem{p})
+		return nil, errorsOf([]problem.Problem{p})
 	}
 	root := doc.Content[0]
 	d.scenario(root, s)
@@ -78,10 +78,10 @@ func parse(name string, data []byte, builtins []string) (*Scenario, error) {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlProblem turns a YAML syntax error into a Problem with its line.
-func yamlProblem(file string, err error) Problem {
+// yamlProblem turns a YAML syntax error into a problem with its line.
+func yamlProblem(file string, err error) problem.Problem {
 	msg := err.Error()
-	p := Problem{File: file}
+	p := problem.Problem{File: file}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		fmt.Sscan(m[1], &p.Line)
 		msg = m[2]
@@ -93,12 +93,12 @@ func yamlProblem(file string, err error) Problem {
 // decoder walks YAML nodes into a Scenario, recording where each field is and every problem.
 type decoder struct {
 	file  string
-	probs []Problem
+	probs []problem.Problem
 	pos   map[string]position
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, a ...any) {
-	d.probs = append(d.probs, Problem{File: d.file, Line: n.Line, Column: n.Column, Field: field,
+	d.probs = append(d.probs, problem.Problem{File: d.file, Line: n.Line, Column: n.Column, Field: field,
 		Msg: fmt.Sprintf(format, a...)})
 }
 
@@ -485,164 +485,4 @@ func (d *decoder) algorithms(n *yaml.Node) []AlgorithmEntry {
 		}
 	}
 	return out
-}
-
-func (d *decoder) custom(n *yaml.Node, f string) *algorithms.CustomSpec {
-	c := &algorithms.CustomSpec{}
-	m := d.mapping(n, f, customFields)
-	set(&c.Name, m["name"], f+".name", d.str)
-	// library: and function: name a Redis function library and the function each request calls,
-	// in place of script:. The library's file is read as a script's is.
-	field, sn := "script", m["script"]
-	if ln := m["library"]; ln != nil {
-		if sn != nil {
-			d.fail(ln, f+".library", "script: and library: both given; a custom algorithm is a script (EVALSHA) or a function of a library (FCALL), not both")
-		}
-		field, sn = "library", ln
-		if fn := m["function"]; fn == nil {
-			d.fail(ln, f+".function", "a function library needs function: the name of the function each request calls (FCALL)")
-		}
-	}
-	if fn := m["function"]; fn != nil {
-		if s, ok := d.str(fn, f+".function"); ok {
-			c.Function = s
-			if m["library"] == nil {
-				d.fail(fn, f+".function", "function: needs library: the Lua file of the function library that registers it")
-			} else if s == "" {
-				d.fail(fn, f+".function", "function: must name a function of the library")
-			}
-		}
-	}
-	if sn != nil {
-		if p, ok := d.str(sn, f+"."+field); ok {
-			c.Script = p
-			c.Path = p
-			if !filepath.IsAbs(p) {
-				c.Path = filepath.Join(filepath.Dir(d.file), p)
-			}
-			src, err := os.ReadFile(c.Path)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				d.fail(sn, f+"."+field, field+" file %s not found (the path is relative to the scenario file)", c.Path)
-			case err != nil:
-				d.fail(sn, f+"."+field, "cannot read %s: %v", field, err)
-			case len(bytes.TrimSpace(src)) == 0:
-				d.fail(sn, f+"."+field, field+" file %s is empty", c.Path)
-			default:
-				c.Source = string(src)
-			}
-		}
-	}
-	if v := m["keys"]; v != nil {
-		c.Keys = d.strings(v, f+".keys", `["rl:{{tag}}:tokens"]`)
-	}
-	if v := m["args"]; v != nil {
-		c.Args = d.strings(v, f+".args", `["{{limit}}", "{{window_ms}}", "{{now_ms}}"]`)
-	}
-	if v := m["allowed"]; v != nil {
-		d.allowed(v, f+".allowed", &c.Allowed)
-	}
-	if v := m["time"]; v != nil {
-		tm := d.mapping(v, f+".time", []string{"element", "unit"})
-		c.Time = &algorithms.ReplyTime{}
-		set(&c.Time.Element, tm["element"], f+".time.element", d.int)
-		if u := tm["unit"]; u != nil {
-			if s, ok := d.str(u, f+".time.unit"); ok {
-				c.Time.Unit = algorithms.TimeUnit(s)
-			}
-		}
-	}
-	if v := m["contract"]; v != nil {
-		cf := f + ".contract"
-		cm := d.mapping(v, cf, []string{"kind", "limit", "window", "capacity", "rate", "per", "granularity"})
-		k := &c.Contract
-		if kn := cm["kind"]; kn != nil {
-			if s, ok := d.str(kn, cf+".kind"); ok {
-				k.Kind = algorithms.ContractKind(s)
-			}
-		}
-		// A number written as a template ("{{limit}}") is kept as text, filled in for the
-		// scenario's limit when it is validated and for each run's limit when it runs.
-		tmpl := func(field string) bool {
-			n := cm[field]
-			if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !strings.Contains(n.Value, "{{") {
-				return false
-			}
-			if c.ContractTemplates == nil {
-				c.ContractTemplates = map[string]string{}
-			}
-			c.ContractTemplates[field] = n.Value
-			return true
-		}
-		for _, p := range []struct {
-			field string
-			int   *int64
-			dur   *time.Duration
-		}{
-			{"limit", &k.Limit, nil}, {"window", nil, &k.Window}, {"capacity", &k.Capacity, nil},
-			{"rate", &k.RefillPermits, nil}, {"per", nil, &k.RefillPer},
-		} {
-			if tmpl(p.field) {
-				continue
-			}
-			if p.int != nil {
-				set(p.int, cm[p.field], cf+"."+p.field, d.int64)
-			} else {
-				set(p.dur, cm[p.field], cf+"."+p.field, d.duration)
-			}
-		}
-		set(&k.Granularity, cm["granularity"], cf+".granularity", d.duration)
-	}
-	return c
-}
-
-func (d *decoder) allowed(n *yaml.Node, f string, a *algorithms.ReplyRule) {
-	fields := []string{"element"}
-	for _, op := range algorithms.RuleOps {
-		fields = append(fields, string(op))
-	}
-	m := d.mapping(n, f, fields)
-	if m == nil {
-		return
-	}
-	set(&a.Element, m["element"], f+".element", d.int)
-	var rules []string
-	for _, op := range algorithms.RuleOps {
-		v := m[string(op)]
-		if v == nil {
-			continue
-		}
-		rules = append(rules, string(op))
-		rf := f + "." + string(op)
-		switch {
-		case op == algorithms.RuleIsNil:
-			if b, ok := d.bool(v, rf); ok {
-				if !b {
-					d.fail(v, rf, "is_nil: false is not a rule; use is_nil: true, or another rule")
-				} else {
-					a.Op = op
-				}
-			}
-		case op.Numeric() && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!str":
-			// A number: its value as a number reads it (0x10, 1e3), in decimal.
-			if x, ok := d.float(v, rf); ok {
-				a.Op, a.Value = op, strconv.FormatFloat(x, 'g', -1, 64)
-				var i int64
-				if v.ShortTag() == "!!int" && v.Decode(&i) == nil {
-					a.Value = strconv.FormatInt(i, 10)
-				}
-			}
-		default:
-			// Text, or a template such as "{{limit}}" (validation checks it).
-			if s, ok := d.str(v, rf); ok {
-				a.Op, a.Value = op, s
-			}
-		}
-	}
-	switch {
-	case len(rules) == 0:
-		d.fail(n, f, "needs exactly one rule: %s; got none", algorithms.RuleNames())
-	case len(rules) > 1:
-		d.fail(n, f, "needs exactly one rule; got %s", strings.Join(rules, " and "))
-	}
 }

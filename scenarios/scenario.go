@@ -214,7 +214,7 @@ func (s *Scenario) Plan() load.Plan {
 	}
 	if s.Arrival != nil && s.Arrival.Trace != nil {
 		// The trace names every row's subject, client, clock offset and cost.
-		p.Arrival = s.Arrival.Trace.Pacer()
+		p.Arrival = load.Replay(s.Arrival.Trace)
 		p.Keys, p.Seed, p.Skew, p.Cost = load.Keys{}, 0, load.Skew{}, 0
 	} else if s.Arrival != nil {
 		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)

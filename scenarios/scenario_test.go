@@ -14,6 +14,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -137,7 +138,7 @@ func TestExplicitZeroIsNotDefault(t *testing.T) {
 }
 
 func TestErrorsFormat(t *testing.T) {
-	err := errorsOf([]Problem{
+	err := errorsOf([]problem.Problem{
 		{Field: "clients", Msg: "from Go"},
 		{File: "a.yaml", Line: 9, Field: "cost", Msg: "late"},
 		{File: "a.yaml", Line: 2, Column: 7, Field: "limit.window", Msg: "early"},

@@ -9,12 +9,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // TraceDuration is the duration a scenario that replays t with the given warmup takes when the
 // file gives none: until just after the trace's last row (a row due at the run's end would not
 // be sent), and at least load.MinDuration.
-func TraceDuration(t *load.Trace, warmup time.Duration) time.Duration {
+func TraceDuration(t *trace.Trace, warmup time.Duration) time.Duration {
 	return max(load.MinDuration, t.Span()-warmup+time.Millisecond)
 }
 
@@ -35,8 +36,8 @@ func (d *decoder) trace(n *yaml.Node, a *Arrival) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(d.file), name)
 	}
-	t, err := load.ReadTrace(path)
-	var te *load.TraceError
+	t, err := trace.Read(path)
+	var te *trace.Errors
 	switch {
 	case errors.As(err, &te):
 		for _, p := range te.Problems {
@@ -44,12 +45,12 @@ func (d *decoder) trace(n *yaml.Node, a *Arrival) {
 			if p.Field != "" {
 				field += " " + p.Field
 			}
-			msg := p.Msg
 			if p.Column > 0 {
-				// Problem.String prints no column; a trace's problems need it.
-				msg = fmt.Sprintf("column %d: %s", p.Column, msg)
+				// A scenario's problems name no column (see Errors); a trace's need it.
+				p.Msg = fmt.Sprintf("column %d: %s", p.Column, p.Msg)
 			}
-			d.probs = append(d.probs, Problem{File: p.File, Line: p.Line, Column: p.Column, Field: field, Msg: msg})
+			p.Field = field
+			d.probs = append(d.probs, p)
 		}
 	case err != nil:
 		d.fail(n, "arrival.trace", "%v", err)

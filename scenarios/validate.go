@@ -8,6 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -23,10 +24,10 @@ func (s *Scenario) Validate() error {
 
 // validate checks s with builtins as the known algorithm names; problems found while decoding
 // (pre) come first, and problems in the subtree of a field that failed to decode are dropped.
-func (s *Scenario) validate(builtins []string, pre []Problem) error {
+func (s *Scenario) validate(builtins []string, pre []problem.Problem) error {
 	c := &checker{s: s, builtins: builtins}
 	c.check()
-	probs := append([]Problem(nil), pre...)
+	probs := append([]problem.Problem(nil), pre...)
 	for _, p := range c.probs {
 		if overlapsAny(p.Field, pre) {
 			continue
@@ -37,7 +38,7 @@ func (s *Scenario) validate(builtins []string, pre []Problem) error {
 }
 
 // overlapsAny reports whether field is, contains or is inside a field of pre.
-func overlapsAny(field string, pre []Problem) bool {
+func overlapsAny(field string, pre []problem.Problem) bool {
 	for _, p := range pre {
 		if p.Field == "" {
 			continue
@@ -69,7 +70,7 @@ func parentPath(p string) string {
 
 // place fills in the file, line and column of p from the nearest field of its path that is in the
 // file, and notes a field set by a command-line flag.
-func (s *Scenario) place(p Problem) Problem {
+func (s *Scenario) place(p problem.Problem) problem.Problem {
 	p.File = s.File
 	for f := p.Field; f != ""; f = parentPath(f) {
 		if flag, ok := s.flags[f]; ok {
@@ -89,9 +90,12 @@ func (s *Scenario) place(p Problem) Problem {
 // ProblemAt returns a problem with field of s, placed as Validate places its problems: s's file,
 // the line of field (or of the nearest enclosing field the file wrote), and a note when a
 // command-line flag set it. Callers that find a problem after loading (a script Redis rejects) use
-// it to name the file, line and field; Problem.String renders "file:line: field: msg".
-func (s *Scenario) ProblemAt(field, msg string) Problem {
-	return s.place(Problem{Field: field, Msg: msg})
+// it to name the file, line and field; its String renders "file:line: field: msg" (a scenario's
+// problems name no column: see Errors).
+func (s *Scenario) ProblemAt(field, msg string) problem.Problem {
+	p := s.place(problem.Problem{Field: field, Msg: msg})
+	p.Column = 0
+	return p
 }
 
 // present reports whether field was written in the scenario file.
@@ -103,11 +107,11 @@ func (s *Scenario) present(field string) bool {
 type checker struct {
 	s        *Scenario
 	builtins []string
-	probs    []Problem
+	probs    []problem.Problem
 }
 
 func (c *checker) add(field, format string, a ...any) {
-	c.probs = append(c.probs, Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
+	c.probs = append(c.probs, problem.Problem{Field: field, Msg: fmt.Sprintf(format, a...)})
 }
 
 // bound adds err, a load bound's verdict on field (see load.CheckRate and the others), as a
@@ -291,7 +295,7 @@ func (s *Scenario) CheckReplicas(env redisenv.Config, topology redisenv.Topology
 	if have == 1 {
 		replicas = "replica"
 	}
-	return errorsOf([]Problem{s.place(Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
+	return errorsOf([]problem.Problem{s.place(problem.Problem{Field: "wait_replicas", Msg: fmt.Sprintf(
 		"%d: topology %s has %d %s per master here (%s)", s.Wait.Replicas, topology, have, replicas, hint)})})
 }
 
@@ -506,166 +510,6 @@ func (c *checker) algorithms() []string {
 		seen[e.Name] = true
 	}
 	return s.names(c.builtins)
-}
-
-func (c *checker) custom(f string, cu *algorithms.CustomSpec, cluster bool) {
-	if cu.Name == "" {
-		c.add(f+".name", "a custom script needs a name")
-	}
-	field := "script"
-	if cu.Function != "" {
-		field = "library"
-	}
-	if cu.Script == "" {
-		c.add(f+"."+field, "a custom script needs script: the path of its Lua file, relative to the scenario (or library: and function: for a Redis function)")
-	} else if cu.Source == "" && !c.s.present(f+"."+field) {
-		c.add(f+"."+field, "%s %s was not read (set Source, or load the scenario with Load)", field, cu.Script)
-	}
-	if len(cu.Keys) == 0 {
-		c.add(f+".keys", "a custom script needs at least one key template, such as \"rl:{{tag}}\"")
-	}
-	// Templates: each parses; with the scenario's limit (when valid), none divides by zero or
-	// overflows on the limit's constants.
-	check := func(field, t string) {
-		err := algorithms.CheckTemplate(t)
-		if err == nil && c.s.Limit.Validate() == nil {
-			err = algorithms.CheckTemplateWith(t, c.s.Limit)
-		}
-		if err != nil {
-			c.add(field, "%v", err)
-		}
-	}
-	for i, k := range cu.Keys {
-		check(fmt.Sprintf("%s.keys[%d]", f, i), k)
-	}
-	for i, a := range cu.Args {
-		check(fmt.Sprintf("%s.args[%d]", f, i), a)
-	}
-	if cluster {
-		var keys []string
-		for i, k := range cu.Keys {
-			if k == "" {
-				c.add(fmt.Sprintf("%s.keys[%d]", f, i), "%v", algorithms.ErrEmptyKeyOnCluster)
-				continue
-			}
-			keys = append(keys, k)
-		}
-		if err := algorithms.KeysShareSlot(keys); err != nil {
-			c.add(f+".keys", "%v", err)
-		}
-	}
-	al := cu.Allowed
-	if al.Element < 0 {
-		c.add(f+".allowed.element", "must be >= 1 (1-based), or omitted for a scalar reply; got %d", al.Element)
-	}
-	switch {
-	case al.Op == "":
-		c.add(f+".allowed", "needs exactly one rule: %s", algorithms.RuleNames())
-	case !slices.Contains(algorithms.RuleOps, al.Op):
-		c.add(f+".allowed", "unknown rule %q; use %s", al.Op, algorithms.RuleNames())
-	default:
-		if err := al.CheckValue(); err != nil {
-			c.add(f+".allowed."+string(al.Op), "%v", err)
-		} else if al.Op != algorithms.RuleIsNil && c.s.Limit.Validate() == nil {
-			if err := algorithms.CheckTemplateWith(al.Value, c.s.Limit); err != nil {
-				c.add(f+".allowed."+string(al.Op), "%v", err)
-			}
-		}
-	}
-	if t := cu.Time; t != nil {
-		if t.Element < 1 {
-			c.add(f+".time.element", "must be >= 1 (1-based), got %d", t.Element)
-		} else if al.Element == 0 {
-			c.add(f+".time", "time needs an array reply, but allowed reads a scalar reply (no element)")
-		} else if t.Element == al.Element {
-			c.add(f+".time.element", "is the element allowed reads (%d)", al.Element)
-		}
-		if t.Unit.Duration() == 0 {
-			c.add(f+".time.unit", "unknown unit %q; use us, ms or s", t.Unit)
-		}
-	}
-	c.contract(f+".contract", cu.Contract, cu.ContractTemplates)
-}
-
-// contract checks a custom script's contract. Its numbers written as templates (tmpl, by field)
-// are filled in for the scenario's limit first; one that cannot be is reported at its field.
-func (c *checker) contract(f string, k algorithms.Contract, tmpl map[string]string) {
-	fields := make([]string, 0, len(tmpl))
-	for field := range tmpl {
-		fields = append(fields, field)
-	}
-	slices.Sort(fields)
-	for _, field := range fields {
-		if c.s.Limit.Validate() != nil {
-			continue // limit's own problems are reported; the contract cannot be filled in
-		}
-		if err := algorithms.FillContract(&k, field, tmpl[field], c.s.Limit); err != nil {
-			c.add(f+"."+field, "%v", err)
-		}
-	}
-	type param struct {
-		name string
-		set  bool
-		bad  string // non-empty: value is invalid
-	}
-	posInt := func(v int64) string {
-		if v < 0 {
-			return fmt.Sprintf("must be > 0, got %d", v)
-		}
-		return ""
-	}
-	posDur := func(v time.Duration) string {
-		if v < 0 {
-			return fmt.Sprintf("must be > 0, got %s", v)
-		}
-		return ""
-	}
-	params := []param{
-		{"limit", k.Limit != 0, posInt(k.Limit)},
-		{"window", k.Window != 0, posDur(k.Window)},
-		{"capacity", k.Capacity != 0, posInt(k.Capacity)},
-		{"rate", k.RefillPermits != 0, posInt(k.RefillPermits)},
-		{"per", k.RefillPer != 0, posDur(k.RefillPer)},
-	}
-	var need []string
-	switch k.Kind {
-	case algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.FirstHitWindow:
-		need = []string{"limit", "window"}
-	case algorithms.TokenBucket:
-		need = []string{"capacity", "rate", "per"}
-	case algorithms.NoContract:
-	case "":
-		c.add(f+".kind", "a contract needs kind: sliding-window, fixed-window, first-hit-window, token-bucket or none")
-		return
-	default:
-		c.add(f+".kind", "unknown contract kind %q; use sliding-window, fixed-window, first-hit-window, token-bucket or none", k.Kind)
-		return
-	}
-	for _, p := range params {
-		pf := f + "." + p.name
-		if _, templated := tmpl[p.name]; templated && contains(need, p.name) {
-			continue // filled in above, or reported there
-		}
-		switch {
-		case contains(need, p.name) && !p.set:
-			if c.s.present(pf) {
-				c.add(pf, "must be > 0")
-			} else {
-				c.add(pf, "missing: a %s contract needs %s", k.Kind, strings.Join(need, ", "))
-			}
-		case contains(need, p.name) && p.bad != "":
-			c.add(pf, "%s", p.bad)
-		case !contains(need, p.name) && (p.set || c.s.present(pf)):
-			if len(need) == 0 {
-				c.add(pf, "does not apply to a contract of kind none")
-			} else {
-				c.add(pf, "does not apply to a %s contract (it takes %s)", k.Kind, strings.Join(need, ", "))
-			}
-		}
-	}
-	if k.Granularity < 0 {
-		c.add(f+".granularity", "must be >= 0, got %s", k.Granularity)
-	}
 }
 
 func (c *checker) expect(names []string) {

@@ -22,6 +22,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -258,7 +259,7 @@ type hunter struct {
 	mu     sync.Mutex
 	file   *hunt.File
 	// traces are the files to write, by name.
-	traces map[string]*load.Trace
+	traces map[string]*trace.Trace
 	yamls  map[string][]byte
 }
 
@@ -276,7 +277,7 @@ func (h *hunter) logf(format string, args ...any) {
 
 // run hunts every target on every topology of the scenario.
 func (h *hunter) run(ctx context.Context, env redisenv.Config, targets []huntTarget) error {
-	h.traces, h.yamls = map[string]*load.Trace{}, map[string][]byte{}
+	h.traces, h.yamls = map[string]*trace.Trace{}, map[string][]byte{}
 	for _, topo := range h.s.Topologies {
 		cfg := env
 		cfg.Topology = topo
@@ -325,7 +326,7 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 			// must then break it in huntConfirm replays more, or an earlier, larger step is.
 			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2, Margin: huntMargin, Confirm: huntConfirm},
 			Seed:   h.f.seed,
-			Trial: func(ctx context.Context, batch []*load.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
 				return runner.HuntTrial(ctx, tgt, t.alg, h.s.Limit, frame, batch)
 			},
 		}
@@ -404,18 +405,18 @@ func fileSafe(name string) string {
 	}, name)
 }
 
-// reproScenario returns a scenario that replays the trace file trace (beside it) against alg on
-// topo with s's limit, at the frame the hunt ran it, and expects the violation. algs is its
+// reproScenario returns a scenario that replays the trace file traceFile (beside it) against alg
+// on topo with s's limit, at the frame the hunt ran it, and expects the violation. algs is its
 // algorithms: field, a built-in's name or a custom algorithm's definition (customEntryYAML).
-func reproScenario(s *scenarios.Scenario, alg, topo, trace string, frame scenarios.Align, t *load.Trace, algs string) []byte {
+func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame scenarios.Align, t *trace.Trace, algs string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by limitbench hunt from %s: replays the schedule that broke %s.\n", s.File, alg)
-	fmt.Fprintf(&b, "# limitbench run %s  (passes when the violation is found again)\n", strings.TrimSuffix(trace, ".csv")+".yaml")
+	fmt.Fprintf(&b, "# limitbench run %s  (passes when the violation is found again)\n", strings.TrimSuffix(traceFile, ".csv")+".yaml")
 	fmt.Fprintf(&b, "version: 1\nname: %s-repro\n", fileSafe(alg))
 	fmt.Fprintf(&b, "description: The schedule limitbench hunt found and shrank that breaks %s's contract (%d requests).\n", alg, len(t.Rows))
 	fmt.Fprintf(&b, "topologies: [%s]\n", topo)
 	fmt.Fprintf(&b, "clients: %d\n", runner.HuntWorkers(t))
-	fmt.Fprintf(&b, "arrival:\n  trace: %s\n", trace)
+	fmt.Fprintf(&b, "arrival:\n  trace: %s\n", traceFile)
 	if frame.Every > 0 {
 		fmt.Fprintf(&b, "  align: {every: %s, offset: %s}\n", frame.Every, frame.Offset)
 	}
@@ -522,7 +523,7 @@ func relativeTo(path, dir string) (string, error) {
 // the figure of each best schedule) into the directory.
 func (h *hunter) write() error {
 	for name, t := range h.traces {
-		if err := load.WriteTrace(filepath.Join(h.dir, name), t); err != nil {
+		if err := trace.Write(filepath.Join(h.dir, name), t); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/hunt"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -265,8 +265,8 @@ func TestCustomReproScenario(t *testing.T) {
 	if !strings.Contains(algs, "script: ../../scripts/off_by_one.lua\n") || strings.Contains(algs, "#") {
 		t.Errorf("algorithms field:\n%s\nwant the script relative to %s and no comments", algs, dir)
 	}
-	tr := &load.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"}, Rows: []load.Row{{At: 0, Cost: 1}, {At: time.Millisecond, Cost: 1}}}
-	if err := load.WriteTrace(filepath.Join(dir, "t.csv"), tr); err != nil {
+	tr := &trace.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"}, Rows: []trace.Row{{At: 0, Cost: 1}, {At: time.Millisecond, Cost: 1}}}
+	if err := trace.Write(filepath.Join(dir, "t.csv"), tr); err != nil {
 		t.Fatal(err)
 	}
 	y := reproScenario(s, "my-off-by-one", "single", "t.csv", scenarios.Align{}, tr, algs)

@@ -1,6 +1,8 @@
-// Package load drives one rate limiter with one load and measures it. It owns the pacer, the
-// workers, the client modes, the choice of keys and clients, clock skew, and the aggregators that
-// turn outcomes into figures.
+// Package load drives one rate limiter with one load and measures it. It owns the pacers (a
+// trace's replay among them), the workers, the client modes, the choice of keys and clients,
+// clock skew, each request's Outcome, and the aggregators that turn outcomes into figures. It
+// leaves to packages of their own what it uses but does not own: the trace and its files (trace),
+// its own Redis client for the measured requests (wire) and the server's clock offset (clock).
 //
 // The pacer decides when: a Pacer is a pure function that gives the intended send time of hit n
 // (At) and, vegeta style, how long to wait before the next hit (Pace). Pacing is global: the rate
@@ -18,12 +20,16 @@
 // sends every request through them, so that its requests reuse their commands instead of building
 // new ones; the connections the workers hold are opened before the clock starts. In plain and
 // pipeline mode against one server (not Sentinel's failover client), each worker sends on a wire
-// connection of its own: limitbench writes the Calls' commands and reads their replies itself,
-// into the values go-redis would give (wire.go, resp.go), because go-redis's request path alone
+// connection of its own (package wire: limitbench writes the Calls' commands and reads their
+// replies itself, into the values go-redis would give), because go-redis's request path alone
 // cost more generator CPU per request than redis-benchmark. go-redis still prepares the limiters,
 // loads scripts again after NOSCRIPT, routes clusters, follows Sentinel and serves autopipeline
 // mode and the harness's own checks. This departs from DESIGN.md, where go-redis sends every
-// request; the reasons and figures are in wire.go and the README.
+// request; the reasons are in package wire's doc and the figures in the README.
+//
+// A trace (package trace: an explicit schedule of rows, read from a file) is replayed as a load
+// by its pacer, TracePacer (Replay): each row is sent at its own offset, as its own client, for
+// its own subject and cost. Reading and writing trace files is package trace's, not load's.
 //
 // Each request produces one Outcome, a plain struct. Aggregators consume outcomes (Aggregator:
 // Add, Merge, Fresh, Finish): this package's Histograms (HDR, latency and service time, allowed
@@ -32,8 +38,8 @@
 // (Sinks), gives each worker shard a fresh set and merges them at the end; load knows nothing of
 // what an aggregator keeps. Every aggregator encodes itself (Encoder, Decoder: a versioned frame)
 // so that the aggregators of separate generators can be merged. Load's aggregators give a result
-// entry its latency summaries (Latency, Summarize) and timeline counts (Series). MeasureOffset
-// measures an external server's clock against the harness's, for the admission log.
+// entry its latency summaries (Latency, Summarize) and timeline counts (Series). Measuring an
+// external server's clock against the harness's, for the admission log, is package clock's.
 //
 // The concepts a scenario states about its load are load's types, decoded from YAML by package
 // scenarios and written into result.json as they are: Keys, Skew, Mode and the arrival's Segment.

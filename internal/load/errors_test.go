@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/wire"
 )
 
 func TestErrorKindOf(t *testing.T) {
@@ -23,13 +24,13 @@ func TestErrorKindOf(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{fmt.Errorf("gcra: %w", replyError("OOM command not allowed when used memory > 'maxmemory'.")), "OOM"},
-		{replyError("NOSCRIPT No matching script. Please use EVAL."), "NOSCRIPT"},
-		{replyError("NOPERM this user has no permissions to run the 'evalsha' command"), "NOPERM"},
-		{replyError("ERR user_script:1: boom script: 8290, on @user_script:1."), "ERR"},
-		{replyError("MOVED 3999 127.0.0.1:6381"), "MOVED"},
-		{replyError("my own words"), KindErrorReply},
-		{replyError("Busy"), KindErrorReply},
+		{fmt.Errorf("gcra: %w", wire.ReplyError("OOM command not allowed when used memory > 'maxmemory'.")), "OOM"},
+		{wire.ReplyError("NOSCRIPT No matching script. Please use EVAL."), "NOSCRIPT"},
+		{wire.ReplyError("NOPERM this user has no permissions to run the 'evalsha' command"), "NOPERM"},
+		{wire.ReplyError("ERR user_script:1: boom script: 8290, on @user_script:1."), "ERR"},
+		{wire.ReplyError("MOVED 3999 127.0.0.1:6381"), "MOVED"},
+		{wire.ReplyError("my own words"), KindErrorReply},
+		{wire.ReplyError("Busy"), KindErrorReply},
 		{fmt.Errorf("gcra: %w: [1]", algorithms.ErrBadReply), KindBadReply},
 		{algorithms.ErrCostUnsupported, KindCost},
 		{redis.ErrPoolTimeout, KindPoolTimeout},
@@ -58,7 +59,7 @@ func TestErrorKindOf(t *testing.T) {
 
 // errorOutcomes is a run's outcomes: decisions and errors of several classes, out of order.
 func errorOutcomes() []Outcome {
-	oom := replyError("OOM command not allowed when used memory > 'maxmemory'.")
+	oom := wire.ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 	var out []Outcome
 	for i := range 40 {
 		at := time.Duration(40-i) * ms // replies come back out of order across workers

@@ -44,7 +44,7 @@ const (
 type Plan struct {
 	// Arrival is the schedule: a Pacer (Constant, Ramp, Steps, Spike, NewProfile) whose rate is
 	// the total across all clients, or ClosedLoop{}, or a *TracePacer (a trace replayed: see
-	// Trace). Required.
+	// Replay). Required.
 	//
 	// With a *TracePacer, every row is sent at its own offset (open loop) as its own client,
 	// for its own subject and cost, with its client's clock offset: the trace names them, so
@@ -67,7 +67,7 @@ type Plan struct {
 	// loop, tick n is sent as client n mod Clients by whichever worker is free; closed loop,
 	// worker w is client w. The client's connection pool should hold at least Clients
 	// connections (PoolSize): then, in plain and pipeline mode on a single server, each worker
-	// holds a connection of its own (see ownConns and wire.go); with fewer, requests queue for
+	// holds a connection of its own (see ownConns and package wire); with fewer, requests queue for
 	// a connection inside go-redis.
 	Clients int
 	// Mode is plain (default), pipeline or autopipeline.

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 // requestLog is a limiter that records every Request it is given, then defers to inner.
@@ -40,8 +42,8 @@ func (l *requestLog) do(ctx context.Context, c redis.Cmdable, req algorithms.Req
 
 // replayTrace returns a trace of n rows over span: 7 clients (client c's clock off by c hours,
 // a few behind), 5 subjects, costs 1 to 3, several rows at one instant.
-func replayTrace(n int, span time.Duration) *Trace {
-	t := &Trace{}
+func replayTrace(n int, span time.Duration) *trace.Trace {
+	t := &trace.Trace{}
 	for c := range 7 {
 		t.Clients = append(t.Clients, fmt.Sprintf("client-%d", c))
 		t.Skew = append(t.Skew, time.Duration(c-2)*time.Hour)
@@ -50,7 +52,7 @@ func replayTrace(n int, span time.Duration) *Trace {
 		t.Subjects = append(t.Subjects, fmt.Sprintf("user:%d", s))
 	}
 	for i := range n {
-		t.Rows = append(t.Rows, Row{
+		t.Rows = append(t.Rows, trace.Row{
 			At:      span * time.Duration(i/3*3) / time.Duration(n), // three rows at each instant
 			Client:  uint16(i * 5 % 7),
 			Subject: uint32(i * 3 % 5),
@@ -74,7 +76,7 @@ func TestRunReplaysTrace(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[uint64]Outcome{}
 	p := Plan{
-		Arrival:  tr.Pacer(),
+		Arrival:  Replay(tr),
 		Warmup:   200 * ms,
 		Duration: 2*time.Second + ms,
 		Clients:  8,
@@ -152,7 +154,7 @@ func TestRunReplaysTrace(t *testing.T) {
 // a plan that also sets keys, skew, cost or seed is refused, naming each.
 func TestPlanRefusesLoadWithTrace(t *testing.T) {
 	tr := replayTrace(10, time.Second)
-	p := Plan{Arrival: tr.Pacer(), Duration: 2 * time.Second, Clients: 2, Keys: Keys{Count: 3}, Skew: Skew{Spread: time.Second},
+	p := Plan{Arrival: Replay(tr), Duration: 2 * time.Second, Clients: 2, Keys: Keys{Count: 3}, Skew: Skew{Spread: time.Second},
 		Cost: 2, Seed: 1}
 	err := p.Validate()
 	if !errors.Is(err, ErrBadPlan) {
@@ -163,12 +165,122 @@ func TestPlanRefusesLoadWithTrace(t *testing.T) {
 			t.Errorf("Validate() = %v; want a problem naming %s", err, want)
 		}
 	}
-	if err := (Plan{Arrival: tr.Pacer(), Duration: 2 * time.Second, Clients: 2}).Validate(); err != nil {
+	if err := (Plan{Arrival: Replay(tr), Duration: 2 * time.Second, Clients: 2}).Validate(); err != nil {
 		t.Errorf("trace alone: Validate() = %v; want nil", err)
 	}
 	bad := tr.Clone()
 	bad.Rows[3].Cost = 0
-	if err := (Plan{Arrival: bad.Pacer(), Duration: 2 * time.Second, Clients: 2}).Validate(); !errors.Is(err, ErrBadTrace) {
-		t.Errorf("invalid trace: Validate() = %v; want ErrBadTrace", err)
+	if err := (Plan{Arrival: Replay(bad), Duration: 2 * time.Second, Clients: 2}).Validate(); !errors.Is(err, trace.ErrInvalid) {
+		t.Errorf("invalid trace: Validate() = %v; want trace.ErrInvalid", err)
+	}
+}
+
+// genReplay draws a valid trace of one client and subject whose rows are what a pacer reads:
+// offsets that never decrease, some rows at one instant.
+func genReplay(t *rapid.T) *trace.Trace {
+	tr := &trace.Trace{Clients: []string{"c"}, Subjects: []string{"s"}}
+	at := time.Duration(0)
+	for i := range rapid.IntRange(1, 60).Draw(t, "rows") {
+		if rapid.IntRange(0, 3).Draw(t, fmt.Sprint("same", i)) > 0 {
+			at += time.Duration(rapid.Int64Range(0, 2e9).Draw(t, fmt.Sprint("gap", i)))
+		}
+		tr.Rows = append(tr.Rows, trace.Row{At: at, Cost: 1})
+	}
+	return tr
+}
+
+// TestReplaySegments: the n segments of a trace are disjoint, together hold every row once in
+// its place, and each keeps the rows' order and offsets; their pacers schedule exactly them.
+func TestReplaySegments(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tr := genReplay(t)
+		n := rapid.IntRange(1, 7).Draw(t, "segments")
+		seen := make([]int, len(tr.Rows))
+		total := uint64(0)
+		for i := range n {
+			p, err := ReplaySegment(tr, i, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += p.Len()
+			var prev time.Duration
+			for k := uint64(0); k < p.Len(); k++ {
+				idx := p.Index(k)
+				if idx%uint64(n) != uint64(i) {
+					t.Fatalf("segment %d/%d row %d is trace row %d", i, n, k, idx)
+				}
+				seen[idx]++
+				r, ok := p.Row(k)
+				at, ok2 := p.At(k)
+				if !ok || !ok2 || r != tr.Rows[idx] || at != r.At || at < prev {
+					t.Fatalf("segment %d/%d row %d = %+v, %v, at %s; want trace row %d %+v", i, n, k, r, ok, at, idx, tr.Rows[idx])
+				}
+				prev = at
+			}
+			if _, ok := p.Row(p.Len()); ok {
+				t.Fatalf("segment %d/%d has a row past its end", i, n)
+			}
+			if _, stop := p.Pace(tr.Span()+time.Hour, p.Len()); !stop {
+				t.Fatalf("segment %d/%d does not stop after its last row", i, n)
+			}
+			if got := Scheduled(p, tr.Span()+1); got != p.Len() {
+				t.Fatalf("Scheduled(segment %d/%d) = %d; want %d", i, n, got, p.Len())
+			}
+		}
+		if total != uint64(len(tr.Rows)) {
+			t.Fatalf("segments hold %d rows; the trace %d", total, len(tr.Rows))
+		}
+		for idx, c := range seen {
+			if c != 1 {
+				t.Fatalf("trace row %d is in %d segments", idx, c)
+			}
+		}
+	})
+}
+
+func TestReplaySegmentArgs(t *testing.T) {
+	tr := &trace.Trace{Rows: []trace.Row{{Cost: 1}}, Clients: []string{"c"}, Subjects: []string{"s"}}
+	for _, in := range [][2]int{{0, 0}, {-1, 2}, {2, 2}} {
+		if _, err := ReplaySegment(tr, in[0], in[1]); !errors.Is(err, trace.ErrInvalid) {
+			t.Errorf("ReplaySegment(%d, %d) = %v; want trace.ErrInvalid", in[0], in[1], err)
+		}
+	}
+	p, err := ReplaySegment(tr, 1, 2)
+	if err != nil || p.Len() != 0 {
+		t.Errorf("ReplaySegment(1, 2) of one row = %v, %v; want an empty segment", p, err)
+	}
+}
+
+// TestTracePacer: the pacer of a trace, as a table of instants.
+func TestTracePacer(t *testing.T) {
+	ms := time.Millisecond
+	tr := &trace.Trace{Rows: []trace.Row{{Cost: 1}, {At: 10 * ms, Cost: 1}, {At: 10 * ms, Cost: 1}, {At: 1500 * ms, Cost: 1}},
+		Clients: []string{"c"}, Subjects: []string{"s"}}
+	p := Replay(tr)
+	paces := []struct {
+		elapsed time.Duration
+		hits    uint64
+		wait    time.Duration
+		stop    bool
+	}{
+		{0, 0, 0, false},
+		{0, 1, 10 * ms, false},
+		{4 * ms, 1, 6 * ms, false},
+		{10 * ms, 2, 0, false},
+		{20 * ms, 3, 1480 * ms, false},
+		{2 * time.Second, 3, 0, false},
+		{2 * time.Second, 4, 0, true},
+	}
+	for _, c := range paces {
+		wait, stop := p.Pace(c.elapsed, c.hits)
+		if wait != c.wait || stop != c.stop {
+			t.Errorf("Pace(%s, %d) = (%s, %v); want (%s, %v)", c.elapsed, c.hits, wait, stop, c.wait, c.stop)
+		}
+	}
+	rates := map[time.Duration]float64{0: 1, 10 * ms: 3, 999 * ms: 3, time.Second: 2, 1100 * ms: 0, 1500 * ms: 1, 3 * time.Second: 0}
+	for at, want := range rates {
+		if got := p.Rate(at); got != want {
+			t.Errorf("Rate(%s) = %v; want %v", at, got, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/wire"
 )
 
 // Progress is a live view of a running Run, for a progress line.
@@ -162,7 +163,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	r.own = ownConns(c, p)
 	// A closed client keeps its requests from being sent (redis.ErrClosed): a run on one goes
 	// through it, so that its requests fail as they should.
-	r.wire = r.own != nil && wireable(r.own) && !errors.Is(r.own.Ping(r.reqCtx).Err(), redis.ErrClosed)
+	r.wire = r.own != nil && wire.Supports(r.own) && !errors.Is(r.own.Ping(r.reqCtx).Err(), redis.ErrClosed)
 	if r.own != nil && !r.wire {
 		openConns(r.reqCtx, r.own, p.Clients)
 	}
@@ -298,7 +299,7 @@ type runner struct {
 	closed bool
 	// own is c when every worker holds a connection of its own (see ownConns); else nil.
 	own *redis.Client
-	// wire says the workers send on wire connections of their own (see wire.go), to own's server.
+	// wire says the workers send on wire connections of their own (package wire), to own's server.
 	wire bool
 
 	start     time.Time

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/internal/trace"
 )
 
 func TestShare(t *testing.T) {
@@ -128,7 +129,7 @@ func TestPlanValidateShare(t *testing.T) {
 	}
 }
 
-// TestShareOfATrace: a Share of a trace's whole pacer sends the rows Trace.Segment gives the
+// TestShareOfATrace: a Share of a trace's whole pacer sends the rows ReplaySegment gives the
 // same segment, at the same offsets, so segmented replays and hunts split their rows alike.
 func TestShareOfATrace(t *testing.T) {
 	var b strings.Builder
@@ -136,14 +137,14 @@ func TestShareOfATrace(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&b, "%dms,c%d,s%d\n", 10*i, i%3, i%4)
 	}
-	tr, err := ParseTrace("t.csv", TraceCSV, strings.NewReader(b.String()))
+	tr, err := trace.Parse("t.csv", trace.CSV, strings.NewReader(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := tr.Pacer()
+	whole := Replay(tr)
 	for n := 1; n <= 4; n++ {
 		for i := range n {
-			seg, err := tr.Segment(i, n)
+			seg, err := ReplaySegment(tr, i, n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +153,7 @@ func TestShareOfATrace(t *testing.T) {
 				want, wok := seg.At(k)
 				got, gok := whole.At(sh.Tick(k))
 				if want != got || wok != gok {
-					t.Fatalf("segment %d/%d row %d: Share gives (%s, %v), Trace.Segment (%s, %v)", i, n, k, got, gok, want, wok)
+					t.Fatalf("segment %d/%d row %d: Share gives (%s, %v), ReplaySegment (%s, %v)", i, n, k, got, gok, want, wok)
 				}
 				if seg.Index(k) != sh.Tick(k) && wok {
 					t.Fatalf("segment %d/%d row %d: index %d, tick %d", i, n, k, seg.Index(k), sh.Tick(k))

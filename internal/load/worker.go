@@ -1,11 +1,14 @@
 package load
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/wire"
 )
 
 // worker sends requests for one client (closed loop) or for whichever client the next tick
@@ -32,9 +35,9 @@ type worker struct {
 	// connAt; nil otherwise.
 	conn   *redis.Conn
 	connAt time.Duration
-	// wc is the worker's wire connection when the runner's wire is set (see wire.go); nil
+	// wc is the worker's wire connection when the runner's wire is set (see package wire); nil
 	// otherwise.
-	wc *wireConn
+	wc *wire.Conn
 }
 
 func newWorker(r *runner, id int) *worker {
@@ -50,7 +53,7 @@ func newWorker(r *runner, id int) *worker {
 		calls: make([]algorithms.Call, r.p.PipelineDepth),
 	}
 	if r.wire {
-		w.wc = newWireConn(r.own.Options())
+		w.wc = wire.NewConn(r.own.Options())
 	}
 	if r.p.Wait.Enabled() {
 		w.waits = make([]*algorithms.WaitCall, len(w.calls))
@@ -75,7 +78,7 @@ func (w *worker) run() {
 		// failed, removes it from the pool); it has no error worth reporting.
 		defer func() { _ = w.conn.Close() }()
 		if w.wc != nil {
-			defer w.wc.close()
+			defer w.wc.Close()
 		}
 	case w.r.p.Mode == ModePipeline:
 		w.pipe = w.r.c.Pipeline()
@@ -90,7 +93,7 @@ func (w *worker) run() {
 // ownConns returns c as a *redis.Client when each worker of p should hold one connection of its
 // own for the run, and nil when workers should take a connection from the pool for every
 // request (or batch) as go-redis does by default. The connection is a wire connection when c
-// allows one (wireable, see wire.go), else one of c's pool, held through a go-redis Conn.
+// allows one (wire.Supports), else one of c's pool, held through a go-redis Conn.
 //
 // A connection of its own spares each request go-redis's pool work: a health check on every
 // Get (a recvfrom system call with MSG_PEEK, and a deadline reset), the pool's turn semaphore
@@ -142,7 +145,7 @@ func (w *worker) takeConn(at time.Duration) {
 	if w.r.p.Mode == ModePipeline {
 		w.pipe = w.conn.Pipeline()
 		if w.wc != nil {
-			w.pipe = newWirePipe(w.pipe, w.wc)
+			w.pipe = wire.NewPipe(w.pipe, w.wc)
 		}
 	}
 }
@@ -212,7 +215,7 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 		w.renewConn(sent)
 	}
 	if w.wc != nil {
-		w.wc.sent = now
+		w.wc.SetSent(now)
 	}
 	pipe := w.pipe
 	if pipe == nil {
@@ -395,4 +398,19 @@ func (w *worker) closedLoop() {
 		k += uint64(n)
 		w.send(w.outs[:n], true, now)
 	}
+}
+
+// openWires dials the wire connections of ws before the run's clock starts, so that no request
+// of the run waits for a connection to be set up. Errors are left to the requests to report.
+func openWires(ctx context.Context, ws []*worker) {
+	const dialers = 16
+	var wg sync.WaitGroup
+	for d := range min(dialers, len(ws)) {
+		wg.Go(func() {
+			for i := d; i < len(ws); i += dialers {
+				_ = ws[i].wc.Dial(ctx)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -28,7 +30,7 @@ const MaxHuntWorkers = 64
 // as t has rows due at one instant when that is more (so they are sent at once, not one after
 // another), at least 2 and at most MaxHuntWorkers. A reproducer scenario of t gives it as
 // clients.
-func HuntWorkers(t *load.Trace) int {
+func HuntWorkers(t *trace.Trace) int {
 	most, run := 0, 0
 	for i, r := range t.Rows {
 		if i > 0 && r.At == t.Rows[i-1].At {
@@ -51,16 +53,16 @@ func HuntWorkers(t *load.Trace) int {
 // stopped answering (every request of a trial failed, and Redis does not answer a PING), or
 // another of Run's sentinels (MarkRedis).
 func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame scenarios.Align,
-	batch []*load.Trace) ([]*verify.Log, error) {
+	batch []*trace.Trace) ([]*verify.Log, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
 	name := a.Describe().Name
 	runID := NewRunID()
 	sharedClock, clientClock := tgt.Info.SharedClock, a.Describe().Clock == algorithms.ClockClient
-	var serverClock *load.ClockOffset
+	var serverClock *clock.Offset
 	if !sharedClock {
-		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
+		off, err := clock.Measure(ctx, tgt.Client, 16)
 		if err != nil {
 			return nil, MarkRedis(LostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err)))
 		}
@@ -89,7 +91,7 @@ func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm
 
 // huntOne runs trace t as one trial on prefix, starting at start.
 func huntOne(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, prefix string, start time.Time,
-	t *load.Trace, sharedClock bool, serverClock *load.ClockOffset, clientClock bool) (*verify.Log, error) {
+	t *trace.Trace, sharedClock bool, serverClock *clock.Offset, clientClock bool) (*verify.Log, error) {
 	name := a.Describe().Name
 	cleanCtx := context.WithoutCancel(ctx)
 	if err := tgt.ClaimPrefix(ctx, prefix); err != nil {
@@ -106,7 +108,7 @@ func huntOne(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, 
 	}
 	workers := HuntWorkers(t)
 	p := load.Plan{
-		Arrival:  t.Pacer(),
+		Arrival:  load.Replay(t),
 		Duration: scenarios.TraceDuration(t, 0),
 		Clients:  workers,
 	}

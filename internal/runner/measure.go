@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -40,7 +41,7 @@ type recording struct {
 
 // newRecording returns the aggregators of a measurement of p whose admission logs are on the
 // clock sharedClock, server and clientClock say (see verify.AdmissionLog).
-func newRecording(p load.Plan, sharedClock bool, server *load.ClockOffset, clientClock bool) *recording {
+func newRecording(p load.Plan, sharedClock bool, server *clock.Offset, clientClock bool) *recording {
 	r := &recording{
 		hist: load.NewHistograms(p.MaxLatency),
 		tl:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
@@ -190,10 +191,10 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	// Bins fine enough to show a burst, as fine for every algorithm of the run (see BinFor).
 	p.Bin = load.BinFor(p.Duration, append(contractWindows(contract), o.windows...)...)
 	sharedClock, clientClock := tgt.Info.SharedClock && seg == nil, a.Describe().Clock == algorithms.ClockClient
-	var serverClock *load.ClockOffset
-	var realOffset load.ClockOffset // the offset to the server's clock measured by the real clock
+	var serverClock *clock.Offset
+	var realOffset clock.Offset // the offset to the server's clock measured by the real clock
 	if !sharedClock {
-		off, err := load.MeasureOffset(ctx, tgt.Client, 16)
+		off, err := clock.Measure(ctx, tgt.Client, 16)
 		if err != nil {
 			return nil, LostOr(ctx, tgt, fmt.Errorf("measure the server's clock offset: %w", err))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -86,7 +87,7 @@ type meeting struct {
 // measurement, else at the barrier in tgt: the first generator to arrive sets the start to the
 // server's TIME plus the lead (SET NX), and every generator reads it and converts it to its own
 // clock with off. span is the measurement's length, warmup included.
-func (g *Segment) meet(ctx context.Context, tgt *redisenv.Target, prefix string, off load.ClockOffset, span time.Duration, first bool) (meeting, error) {
+func (g *Segment) meet(ctx context.Context, tgt *redisenv.Target, prefix string, off clock.Offset, span time.Duration, first bool) (meeting, error) {
 	var m meeting
 	if first && !g.StartAt.IsZero() {
 		m.start = g.StartAt
@@ -139,7 +140,7 @@ func (g *Segment) leave(ctx context.Context, tgt *redisenv.Target, prefix string
 }
 
 // partialOf returns the report.Partial of a measurement of a segmented run.
-func partialOf(e *report.Entry, res *load.Result, rec *recording, off load.ClockOffset, m meeting) (*report.Partial, error) {
+func partialOf(e *report.Entry, res *load.Result, rec *recording, off clock.Offset, m meeting) (*report.Partial, error) {
 	p := &report.Partial{
 		Counts: res.Counts, Scheduled: res.Scheduled,
 		DurationNS: int64(res.Duration), WarmupNS: int64(res.Plan.Warmup), BinNS: int64(res.Plan.Bin),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -45,7 +46,7 @@ type AdmissionLog struct {
 	Origin int64
 	// SharedClock, Server and ClientClock select the clock, as described above.
 	SharedClock bool
-	Server      *load.ClockOffset
+	Server      *clock.Offset
 	ClientClock bool
 	// OneClock puts every event on the server's clock, Server's, a client-clock algorithm's
 	// too (SharedClock must be false): the generators of a segmented run each have a clock of
@@ -77,7 +78,7 @@ const MismatchSlack = time.Millisecond
 
 // NewAdmissionLog returns an empty log for a run that started at start; sharedClock, server and
 // clientClock are as in AdmissionLog.
-func NewAdmissionLog(start time.Time, sharedClock bool, server *load.ClockOffset, clientClock bool) *AdmissionLog {
+func NewAdmissionLog(start time.Time, sharedClock bool, server *clock.Offset, clientClock bool) *AdmissionLog {
 	return &AdmissionLog{Origin: start.UnixMicro(), SharedClock: sharedClock, Server: server, ClientClock: clientClock}
 }
 
@@ -347,7 +348,7 @@ func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
 		}
 		out.SharedClock, out.ClientClock, out.OneClock = flags&1 != 0, flags&2 != 0, flags&8 != 0
 		if flags&4 != 0 {
-			out.Server = &load.ClockOffset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
+			out.Server = &clock.Offset{Offset: time.Duration(d.Varint()), Err: time.Duration(d.Varint())}
 		}
 		out.Narrowed, out.Mismatched, out.Dropped = d.Uvarint(), d.Uvarint(), d.Uvarint()
 		n := d.Count(eventSize)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
@@ -76,11 +77,11 @@ func TestAdmissionLog(t *testing.T) {
 		}
 		return e
 	}
-	ext := &load.ClockOffset{Offset: 10 * ms, Err: 100 * time.Microsecond}
+	ext := &clock.Offset{Offset: 10 * ms, Err: 100 * time.Microsecond}
 	tests := []struct {
 		name           string
 		shared         bool
-		offset         *load.ClockOffset
+		offset         *clock.Offset
 		clientClock    bool
 		o              *load.Outcome
 		want           event
@@ -96,7 +97,7 @@ func TestAdmissionLog(t *testing.T) {
 		// was flagged. The log now stays on the server's clock.
 		{"external: the server time, on the server's clock", false, ext, false,
 			with(load.ClassOK, server(true, origin+10_000+1450)), ev(wide, Admitted, origin+11_450, origin+11_450), 1, 0},
-		{"external: inconsistent server time counted, still used", false, &load.ClockOffset{Offset: -10 * ms, Err: 100 * time.Microsecond}, false,
+		{"external: inconsistent server time counted, still used", false, &clock.Offset{Offset: -10 * ms, Err: 100 * time.Microsecond}, false,
 			with(load.ClassOK, server(true, origin+1200)), ev(wide, Admitted, origin+1200, origin+1200), 1, 1},
 		{"external: unknown moved to the server's clock ± error", false, ext, false,
 			with(load.ClassUnknown, algorithms.Decision{}), ev(wide, Unknown, origin+1000+9900, origin+1502+10_100), 0, 0},
@@ -184,15 +185,15 @@ func TestAdmissionLogDropsWhatDoesNotFit(t *testing.T) {
 	start := time.UnixMicro(1_700_000_000_000_000)
 	tests := []struct {
 		name    string
-		server  *load.ClockOffset
+		server  *clock.Offset
 		sent    time.Duration
 		dropped uint64
 	}{
 		{"a second in", nil, time.Second, 0},
 		{"six days in", nil, 6 * day, 0},
 		{"seven days in", nil, 7 * day, 1},
-		{"a server clock seven days behind", &load.ClockOffset{Offset: -7 * day}, time.Second, 1},
-		{"a server clock six days ahead", &load.ClockOffset{Offset: 6 * day}, time.Second, 0},
+		{"a server clock seven days behind", &clock.Offset{Offset: -7 * day}, time.Second, 1},
+		{"a server clock six days ahead", &clock.Offset{Offset: 6 * day}, time.Second, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,7 +273,7 @@ func (l incrLimiter) do(ctx context.Context, c redis.Cmdable, req algorithms.Req
 func TestRunCountsEventsThatDoNotFit(t *testing.T) {
 	env := redistest.Single(t)
 	p := load.Plan{Arrival: load.Constant(200), Duration: 200 * time.Millisecond, Clients: 2}
-	log := NewAdmissionLog(time.Time{}, false, &load.ClockOffset{Offset: 7 * day}, false)
+	log := NewAdmissionLog(time.Time{}, false, &clock.Offset{Offset: 7 * day}, false)
 	res, err := load.Run(context.Background(), newClient(env, 2), incrLimiter{env.Prefix}, p, load.Sinks{Measured: []load.Aggregator{log}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -46,7 +47,7 @@ func TestLogClockNeverFlagsACorrectLimiter(t *testing.T) {
 		measureErr := time.Duration(rapid.Int64Range(1, int64(500*time.Microsecond)).Draw(rt, "err"))
 		miss := time.Duration(rapid.Int64Range(-int64(measureErr), int64(measureErr)).Draw(rt, "miss"))
 		start := time.Unix(1_700_000_000, int64(rapid.IntRange(0, 999_999_999).Draw(rt, "start_ns")))
-		l := NewAdmissionLog(start, false, &load.ClockOffset{Offset: trueOffset + miss, Err: measureErr}, false)
+		l := NewAdmissionLog(start, false, &clock.Offset{Offset: trueOffset + miss, Err: measureErr}, false)
 
 		subjects := rapid.IntRange(1, 3).Draw(rt, "subjects")
 		n := rapid.IntRange(1, 300).Draw(rt, "requests")

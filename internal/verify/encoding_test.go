@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -22,9 +23,9 @@ var (
 // drawLog draws an admission log on any clock holding outcomes of every class and clock, some
 // narrowed, some mismatched, some dropped.
 func drawLog(t *rapid.T) *AdmissionLog {
-	var server *load.ClockOffset
+	var server *clock.Offset
 	if rapid.Bool().Draw(t, "external") {
-		server = &load.ClockOffset{Offset: time.Duration(rapid.Int64Range(-int64(time.Second), int64(time.Second)).Draw(t, "offset")),
+		server = &clock.Offset{Offset: time.Duration(rapid.Int64Range(-int64(time.Second), int64(time.Second)).Draw(t, "offset")),
 			Err: time.Duration(rapid.Int64Range(0, int64(ms)).Draw(t, "err"))}
 	}
 	start := time.UnixMicro(rapid.Int64Range(1_600_000_000_000_000, 1_800_000_000_000_000).Draw(t, "start"))

@@ -13,7 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/clock"
 )
 
 func TestCuts(t *testing.T) {
@@ -287,7 +287,7 @@ func TestSpan(t *testing.T) {
 		hi != start.UnixMicro()+200_001+1+slack {
 		t.Errorf("shared clock: Span = [%d, %d]", lo-start.UnixMicro(), hi-start.UnixMicro())
 	}
-	server := NewAdmissionLog(start, false, &load.ClockOffset{Offset: 5 * time.Millisecond, Err: 300 * time.Microsecond}, false)
+	server := NewAdmissionLog(start, false, &clock.Offset{Offset: 5 * time.Millisecond, Err: 300 * time.Microsecond}, false)
 	if lo, hi := server.Span(100*time.Millisecond, 200*time.Millisecond); lo != start.UnixMicro()+100_000-slack+4700 ||
 		hi != start.UnixMicro()+200_000+1+slack+5300 {
 		t.Errorf("server clock: Span = [%d, %d]", lo-start.UnixMicro(), hi-start.UnixMicro())

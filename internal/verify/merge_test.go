@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
@@ -82,9 +83,9 @@ func same(t interface{ Fatalf(string, ...any) }, a, b aggregators) {
 // admission log of the unsplit run.
 func TestShardsMergeToTheUnsplitRun(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var server *load.ClockOffset
+		var server *clock.Offset
 		if rapid.Bool().Draw(t, "external") {
-			server = &load.ClockOffset{Offset: 3 * ms, Err: 100 * time.Microsecond}
+			server = &clock.Offset{Offset: 3 * ms, Err: 100 * time.Microsecond}
 		}
 		start := time.UnixMicro(1_700_000_000_000_000)
 		unsplit := aggregators{load.NewHistograms(2 * time.Second),

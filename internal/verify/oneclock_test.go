@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -19,7 +20,7 @@ func TestAdmissionLogOneClock(t *testing.T) {
 	origin := start.UnixMicro()
 	o := &load.Outcome{Subject: 1, Client: 0, Cost: 1, Sent: time.Millisecond, Received: 1500*time.Microsecond + 1,
 		Decision: algorithms.Decision{Allowed: true, TimeMicros: origin + 999_999, Clock: algorithms.ClockClient}}
-	ext := &load.ClockOffset{Offset: 10 * ms, Err: 100 * time.Microsecond}
+	ext := &clock.Offset{Offset: 10 * ms, Err: 100 * time.Microsecond}
 	l := NewAdmissionLog(start, false, ext, true)
 	l.OneClock = true
 	l.Add(o)

@@ -1,4 +1,4 @@
-package load
+package trace
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"strconv"
 )
 
-// WriteCSV writes t, which must be valid, as a CSV trace that ParseTrace reads back as
+// WriteCSV writes t, which must be valid, as a CSV trace that Parse reads back as
 // t.Canonical(): the header offset,client,subject,cost (with ,skew when some client's offset is
 // not zero), then one line per row, offsets and skews as time.Duration.String writes them
 // (exact to the nanosecond). The output depends only on t.
@@ -18,9 +18,9 @@ func (t *Trace) WriteCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	cw := csv.NewWriter(bw)
 	skew := t.hasSkew()
-	head := traceColumns[:4]
+	head := columns[:4]
 	if skew {
-		head = traceColumns
+		head = columns
 	}
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write trace: %w", err)
@@ -48,7 +48,7 @@ func (t *Trace) WriteCSV(w io.Writer) error {
 	return nil
 }
 
-// WriteJSONL writes t, which must be valid, as JSON Lines that ParseTrace reads back as
+// WriteJSONL writes t, which must be valid, as JSON Lines that Parse reads back as
 // t.Canonical(): one object per row with the keys offset, client, subject, cost (and skew when
 // some client's offset is not zero), in that order. The output depends only on t.
 func (t *Trace) WriteJSONL(w io.Writer) error {
@@ -107,10 +107,10 @@ func (t *Trace) hasSkew() bool {
 	return false
 }
 
-// WriteTrace writes t to the file at path in the format its extension names, creating or
+// Write writes t to the file at path in the format its extension names, creating or
 // truncating it; it reports an error closing the file.
-func WriteTrace(path string, t *Trace) (err error) {
-	format, err := TraceFormatOf(path)
+func Write(path string, t *Trace) (err error) {
+	format, err := FormatOf(path)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func WriteTrace(path string, t *Trace) (err error) {
 			err = fmt.Errorf("write trace: %w", cerr)
 		}
 	}()
-	if format == TraceJSONL {
+	if format == JSONL {
 		return t.WriteJSONL(f)
 	}
 	return t.WriteCSV(f)

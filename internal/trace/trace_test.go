@@ -1,9 +1,8 @@
-package load
+package trace
 
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/limitbench/limitbench/internal/golden"
+)
 
 // genTrace draws a valid trace: names with characters CSV must quote, clients with and without
 // clock offsets, some rows at one instant, costs above 1.
@@ -50,34 +49,34 @@ func genTrace(t *rapid.T) *Trace {
 	return tr
 }
 
-// TestTraceRoundTrip: whatever valid trace is written, as CSV or JSON Lines, reading it back
+// TestRoundTrip: whatever valid trace is written, as CSV or JSON Lines, reading it back
 // gives its canonical form, and writing that again gives the same bytes.
-func TestTraceRoundTrip(t *testing.T) {
+func TestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tr := genTrace(t)
 		if err := tr.Validate(); err != nil {
 			t.Fatalf("generated trace is invalid: %v", err)
 		}
 		want := tr.Canonical()
-		for _, f := range []TraceFormat{TraceCSV, TraceJSONL} {
+		for _, f := range []Format{CSV, JSONL} {
 			var buf bytes.Buffer
 			write := tr.WriteCSV
-			if f == TraceJSONL {
+			if f == JSONL {
 				write = tr.WriteJSONL
 			}
 			if err := write(&buf); err != nil {
 				t.Fatalf("write %s: %v", f, err)
 			}
-			got, err := ParseTrace("t."+string(f), f, bytes.NewReader(buf.Bytes()))
+			got, err := Parse("t."+string(f), f, bytes.NewReader(buf.Bytes()))
 			if err != nil {
-				t.Fatalf("ParseTrace(%s) of\n%s: %v", f, buf.String(), err)
+				t.Fatalf("Parse(%s) of\n%s: %v", f, buf.String(), err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s round trip (-want +got):\n%s\nfile:\n%s", f, diff, buf.String())
 			}
 			var again bytes.Buffer
 			write = got.WriteCSV
-			if f == TraceJSONL {
+			if f == JSONL {
 				write = got.WriteJSONL
 			}
 			if err := write(&again); err != nil {
@@ -90,8 +89,8 @@ func TestTraceRoundTrip(t *testing.T) {
 	})
 }
 
-// TestTraceWriteGolden pins the exact bytes of both formats.
-func TestTraceWriteGolden(t *testing.T) {
+// TestWriteGolden pins the exact bytes of both formats.
+func TestWriteGolden(t *testing.T) {
 	tr := &Trace{
 		Rows: []Row{
 			{At: 0, Client: 0, Subject: 0, Cost: 1},
@@ -136,28 +135,28 @@ func TestTraceWriteGolden(t *testing.T) {
 	}
 }
 
-// TestParseTraceAccepts: the forms a user writes by hand are read as documented.
-func TestParseTraceAccepts(t *testing.T) {
+// TestParseAccepts: the forms a user writes by hand are read as documented.
+func TestParseAccepts(t *testing.T) {
 	tests := []struct {
 		name, in string
-		format   TraceFormat
+		format   Format
 		want     *Trace
 	}{
-		{"columns in any order, cost default, spaces, BOM", "\xef\xbb\xbfsubject , offset,client\n s0 ,0s, c0\ns1,250us,c1\ns0,250us,c0\n", TraceCSV,
+		{"columns in any order, cost default, spaces, BOM", "\xef\xbb\xbfsubject , offset,client\n s0 ,0s, c0\ns1,250us,c1\ns0,250us,c0\n", CSV,
 			&Trace{Rows: []Row{{0, 0, 0, 1}, {250 * time.Microsecond, 1, 1, 1}, {250 * time.Microsecond, 0, 0, 1}}, Clients: []string{"c0", "c1"}, Subjects: []string{"s0", "s1"}}},
-		{"zero offset without unit, skew all zero", "offset,client,subject,cost,skew\n0,c0,s0,3,0s\n1m,c0,s0,1,0s\n", TraceCSV,
+		{"zero offset without unit, skew all zero", "offset,client,subject,cost,skew\n0,c0,s0,3,0s\n1m,c0,s0,1,0s\n", CSV,
 			&Trace{Rows: []Row{{0, 0, 0, 3}, {time.Minute, 0, 0, 1}}, Clients: []string{"c0"}, Subjects: []string{"s0"}}},
-		{"json lines, keys in any order, blank lines, skew", "{\"client\":\"a\",\"subject\":\"s\",\"offset\":\"1s\",\"skew\":\"-2s\"}\n\n{\"offset\":\"1s\",\"client\":\"b\",\"subject\":\"s\",\"cost\":2}\r\n", TraceJSONL,
+		{"json lines, keys in any order, blank lines, skew", "{\"client\":\"a\",\"subject\":\"s\",\"offset\":\"1s\",\"skew\":\"-2s\"}\n\n{\"offset\":\"1s\",\"client\":\"b\",\"subject\":\"s\",\"cost\":2}\r\n", JSONL,
 			&Trace{Rows: []Row{{time.Second, 0, 0, 1}, {time.Second, 0, 1, 2}}, Clients: []string{"a", "b"}, Subjects: []string{"s"}, Skew: []time.Duration{-2 * time.Second, 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseTrace("in", tt.format, strings.NewReader(tt.in))
+			got, err := Parse("in", tt.format, strings.NewReader(tt.in))
 			if err != nil {
-				t.Fatalf("ParseTrace: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ParseTrace (-want +got):\n%s", diff)
+				t.Errorf("Parse (-want +got):\n%s", diff)
 			}
 			if err := got.Validate(); err != nil {
 				t.Errorf("Validate: %v", err)
@@ -166,9 +165,9 @@ func TestParseTraceAccepts(t *testing.T) {
 	}
 }
 
-// TestTraceErrorsGolden reads every invalid trace under testdata/trace and compares the whole
+// TestErrorsGolden reads every invalid trace under testdata/trace and compares the whole
 // error with the .golden file beside it: each problem names the file, line, column and field.
-func TestTraceErrorsGolden(t *testing.T) {
+func TestErrorsGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/trace/*.*")
 	if err != nil {
 		t.Fatal(err)
@@ -180,37 +179,23 @@ func TestTraceErrorsGolden(t *testing.T) {
 		}
 		n++
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			tr, err := ReadTrace(file)
+			tr, err := Read(file)
 			if err == nil {
-				t.Fatalf("ReadTrace(%s) = %+v, nil; want an error", file, tr)
+				t.Fatalf("Read(%s) = %+v, nil; want an error", file, tr)
 			}
-			if !errors.Is(err, ErrBadTrace) {
-				t.Errorf("errors.Is(err, ErrBadTrace) = false for %v", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("errors.Is(err, ErrInvalid) = false for %v", err)
 			}
-			var te *TraceError
+			var te *Errors
 			if !errors.As(err, &te) || len(te.Problems) == 0 {
-				t.Fatalf("error %T is not a non-empty *TraceError: %v", err, err)
+				t.Fatalf("error %T is not a non-empty *Errors: %v", err, err)
 			}
 			for _, p := range te.Problems {
 				if p.File != file {
 					t.Errorf("problem %q names file %q; want %q", p, p.File, file)
 				}
 			}
-			got := err.Error() + "\n"
-			golden := file + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("error text (-want +got):\n%s", diff)
-			}
+			golden.Check(t, file+".golden", []byte(err.Error()+"\n"))
 		})
 	}
 	if n < 10 {
@@ -218,25 +203,25 @@ func TestTraceErrorsGolden(t *testing.T) {
 	}
 }
 
-// TestTraceFormatOf: the extension picks the format; anything else is refused by name.
-func TestTraceFormatOf(t *testing.T) {
-	for name, want := range map[string]TraceFormat{"a.csv": TraceCSV, "A.CSV": TraceCSV, "x/b.jsonl": TraceJSONL, "c.ndjson": TraceJSONL} {
-		if got, err := TraceFormatOf(name); err != nil || got != want {
-			t.Errorf("TraceFormatOf(%q) = %q, %v; want %q", name, got, err, want)
+// TestFormatOf: the extension picks the format; anything else is refused by name.
+func TestFormatOf(t *testing.T) {
+	for name, want := range map[string]Format{"a.csv": CSV, "A.CSV": CSV, "x/b.jsonl": JSONL, "c.ndjson": JSONL} {
+		if got, err := FormatOf(name); err != nil || got != want {
+			t.Errorf("FormatOf(%q) = %q, %v; want %q", name, got, err, want)
 		}
 	}
 	for _, name := range []string{"a.json", "trace", "a.csv.gz"} {
-		if _, err := TraceFormatOf(name); !errors.Is(err, ErrBadTrace) || !strings.Contains(err.Error(), name) {
-			t.Errorf("TraceFormatOf(%q) = %v; want ErrBadTrace naming the file", name, err)
+		if _, err := FormatOf(name); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), name) {
+			t.Errorf("FormatOf(%q) = %v; want ErrInvalid naming the file", name, err)
 		}
 	}
-	if _, err := ReadTrace(filepath.Join(t.TempDir(), "missing.csv")); err == nil || errors.Is(err, ErrBadTrace) {
-		t.Errorf("ReadTrace of a missing file = %v; want a read error, not ErrBadTrace", err)
+	if _, err := Read(filepath.Join(t.TempDir(), "missing.csv")); err == nil || errors.Is(err, ErrInvalid) {
+		t.Errorf("Read of a missing file = %v; want a read error, not ErrInvalid", err)
 	}
 }
 
-// TestTraceValidate: a trace built in Go is checked as a file is, every problem at once.
-func TestTraceValidate(t *testing.T) {
+// TestValidate: a trace built in Go is checked as a file is, every problem at once.
+func TestValidate(t *testing.T) {
 	good := func() *Trace {
 		return &Trace{Rows: []Row{{0, 0, 0, 1}, {time.Second, 0, 0, 1}}, Clients: []string{"c"}, Subjects: []string{"s"}}
 	}
@@ -264,8 +249,8 @@ func TestTraceValidate(t *testing.T) {
 			tr := good()
 			tt.edit(tr)
 			err := tr.Validate()
-			if !errors.Is(err, ErrBadTrace) {
-				t.Fatalf("Validate = %v; want ErrBadTrace", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate = %v; want ErrInvalid", err)
 			}
 			for _, w := range tt.wants {
 				if !strings.Contains(err.Error(), w) {
@@ -273,102 +258,6 @@ func TestTraceValidate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestTraceSegments: the n segments of a trace are disjoint, together hold every row once in
-// its place, and each keeps the rows' order and offsets; their pacers schedule exactly them.
-func TestTraceSegments(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		tr := genTrace(t)
-		n := rapid.IntRange(1, 7).Draw(t, "segments")
-		seen := make([]int, len(tr.Rows))
-		total := uint64(0)
-		for i := range n {
-			p, err := tr.Segment(i, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			total += p.Len()
-			var prev time.Duration
-			for k := uint64(0); k < p.Len(); k++ {
-				idx := p.Index(k)
-				if idx%uint64(n) != uint64(i) {
-					t.Fatalf("segment %d/%d row %d is trace row %d", i, n, k, idx)
-				}
-				seen[idx]++
-				r, ok := p.Row(k)
-				at, ok2 := p.At(k)
-				if !ok || !ok2 || r != tr.Rows[idx] || at != r.At || at < prev {
-					t.Fatalf("segment %d/%d row %d = %+v, %v, at %s; want trace row %d %+v", i, n, k, r, ok, at, idx, tr.Rows[idx])
-				}
-				prev = at
-			}
-			if _, ok := p.Row(p.Len()); ok {
-				t.Fatalf("segment %d/%d has a row past its end", i, n)
-			}
-			if _, stop := p.Pace(tr.Span()+time.Hour, p.Len()); !stop {
-				t.Fatalf("segment %d/%d does not stop after its last row", i, n)
-			}
-			if got := Scheduled(p, tr.Span()+1); got != p.Len() {
-				t.Fatalf("Scheduled(segment %d/%d) = %d; want %d", i, n, got, p.Len())
-			}
-		}
-		if total != uint64(len(tr.Rows)) {
-			t.Fatalf("segments hold %d rows; the trace %d", total, len(tr.Rows))
-		}
-		for idx, c := range seen {
-			if c != 1 {
-				t.Fatalf("trace row %d is in %d segments", idx, c)
-			}
-		}
-	})
-}
-
-func TestTraceSegmentArgs(t *testing.T) {
-	tr := &Trace{Rows: []Row{{0, 0, 0, 1}}, Clients: []string{"c"}, Subjects: []string{"s"}}
-	for _, in := range [][2]int{{0, 0}, {-1, 2}, {2, 2}} {
-		if _, err := tr.Segment(in[0], in[1]); !errors.Is(err, ErrBadTrace) {
-			t.Errorf("Segment(%d, %d) = %v; want ErrBadTrace", in[0], in[1], err)
-		}
-	}
-	p, err := tr.Segment(1, 2)
-	if err != nil || p.Len() != 0 {
-		t.Errorf("Segment(1, 2) of one row = %v, %v; want an empty segment", p, err)
-	}
-}
-
-// TestTracePacer: the pacer of a trace, as a table of instants.
-func TestTracePacer(t *testing.T) {
-	ms := time.Millisecond
-	tr := &Trace{Rows: []Row{{0, 0, 0, 1}, {10 * ms, 0, 0, 1}, {10 * ms, 0, 0, 1}, {1500 * ms, 0, 0, 1}},
-		Clients: []string{"c"}, Subjects: []string{"s"}}
-	p := tr.Pacer()
-	paces := []struct {
-		elapsed time.Duration
-		hits    uint64
-		wait    time.Duration
-		stop    bool
-	}{
-		{0, 0, 0, false},
-		{0, 1, 10 * ms, false},
-		{4 * ms, 1, 6 * ms, false},
-		{10 * ms, 2, 0, false},
-		{20 * ms, 3, 1480 * ms, false},
-		{2 * time.Second, 3, 0, false},
-		{2 * time.Second, 4, 0, true},
-	}
-	for _, c := range paces {
-		wait, stop := p.Pace(c.elapsed, c.hits)
-		if wait != c.wait || stop != c.stop {
-			t.Errorf("Pace(%s, %d) = (%s, %v); want (%s, %v)", c.elapsed, c.hits, wait, stop, c.wait, c.stop)
-		}
-	}
-	rates := map[time.Duration]float64{0: 1, 10 * ms: 3, 999 * ms: 3, time.Second: 2, 1100 * ms: 0, 1500 * ms: 1, 3 * time.Second: 0}
-	for at, want := range rates {
-		if got := p.Rate(at); got != want {
-			t.Errorf("Rate(%s) = %v; want %v", at, got, want)
-		}
 	}
 }
 
@@ -392,11 +281,11 @@ func bigTrace(tb testing.TB, n int) []byte {
 	return buf.Bytes()
 }
 
-// TestParseTraceLarge reads a trace of 10,000 rows (the size issue 18 replays) in both formats.
-// Its speed is BenchmarkParseTrace's to measure.
-func TestParseTraceLarge(t *testing.T) {
+// TestParseLarge reads a trace of 10,000 rows (the size issue 18 replays) in both formats.
+// Its speed is BenchmarkParse's to measure.
+func TestParseLarge(t *testing.T) {
 	data := bigTrace(t, 10_000)
-	tr, err := ParseTrace("big.csv", TraceCSV, bytes.NewReader(data))
+	tr, err := Parse("big.csv", CSV, bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +296,7 @@ func TestParseTraceLarge(t *testing.T) {
 	if err := tr.WriteJSONL(&js); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseTrace("big.jsonl", TraceJSONL, &js)
+	back, err := Parse("big.jsonl", JSONL, &js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,12 +305,11 @@ func TestParseTraceLarge(t *testing.T) {
 	}
 }
 
-// BenchmarkParseTrace reads a trace of 10,000 rows: go test -run '^$' -bench ParseTrace
-// ./internal/load/
-func BenchmarkParseTrace(b *testing.B) {
+// BenchmarkParse reads a trace of 10,000 rows: go test -run '^$' -bench Parse ./internal/trace/
+func BenchmarkParse(b *testing.B) {
 	data := bigTrace(b, 10_000)
 	var js bytes.Buffer
-	tr, err := ParseTrace("big.csv", TraceCSV, bytes.NewReader(data))
+	tr, err := Parse("big.csv", CSV, bytes.NewReader(data))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -429,13 +317,13 @@ func BenchmarkParseTrace(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
-		f    TraceFormat
+		f    Format
 		data []byte
-	}{{TraceCSV, data}, {TraceJSONL, js.Bytes()}} {
+	}{{CSV, data}, {JSONL, js.Bytes()}} {
 		b.Run(string(c.f), func(b *testing.B) {
 			b.SetBytes(int64(len(c.data)))
 			for b.Loop() {
-				if _, err := ParseTrace("big", c.f, bytes.NewReader(c.data)); err != nil {
+				if _, err := Parse("big", c.f, bytes.NewReader(c.data)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -444,32 +332,31 @@ func BenchmarkParseTrace(b *testing.B) {
 	}
 }
 
-// A trace as a user writes it, read and replayed as segment 0 of 2.
-func ExampleParseTrace() {
+// A trace as a user writes it, read; and one whose rows are out of order, refused.
+func ExampleParse() {
 	in := "offset,client,subject,cost\n0s,gateway-1,user-42,1\n1.5ms,gateway-2,user-42,2\n1s,gateway-1,user-7,1\n"
-	tr, err := ParseTrace("gateway.csv", TraceCSV, strings.NewReader(in))
+	tr, err := Parse("gateway.csv", CSV, strings.NewReader(in))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(len(tr.Rows), "rows,", tr.Clients, tr.Subjects, "span", tr.Span())
-	seg, _ := tr.Segment(0, 2)
-	for k := uint64(0); k < seg.Len(); k++ {
-		r, _ := seg.Row(k)
-		fmt.Println("row", seg.Index(k), "at", r.At, tr.Clients[r.Client], tr.Subjects[r.Subject], "cost", r.Cost)
+	for i, r := range tr.Rows {
+		fmt.Println("row", i, "at", r.At, tr.Clients[r.Client], tr.Subjects[r.Subject], "cost", r.Cost)
 	}
-	_, err = ParseTrace("gateway.csv", TraceCSV, strings.NewReader("offset,client,subject\n2s,a,b\n1s,a,b\n"))
+	_, err = Parse("gateway.csv", CSV, strings.NewReader("offset,client,subject\n2s,a,b\n1s,a,b\n"))
 	fmt.Println(err)
 	// Output:
 	// 3 rows, [gateway-1 gateway-2] [user-42 user-7] span 1s
 	// row 0 at 0s gateway-1 user-42 cost 1
+	// row 1 at 1.5ms gateway-2 user-42 cost 2
 	// row 2 at 1s gateway-1 user-7 cost 1
 	// gateway.csv:3:1: offset: 1s is earlier than 2s on line 2: rows must be in time order (sort the file by offset)
 }
 
-// FuzzParseTrace: no input makes the reader panic, and whatever it accepts is a valid trace
-// that writes back to itself. go test -fuzz FuzzParseTrace ./internal/load/ explores further.
-func FuzzParseTrace(f *testing.F) {
+// FuzzParse: no input makes the reader panic, and whatever it accepts is a valid trace
+// that writes back to itself. go test -fuzz FuzzParse ./internal/trace/ explores further.
+func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/trace/*.*")
 	for _, file := range files {
 		if data, err := os.ReadFile(file); err == nil && !strings.HasSuffix(file, ".golden") {
@@ -479,14 +366,14 @@ func FuzzParseTrace(f *testing.F) {
 	f.Add(false, []byte("offset,client,subject,cost,skew\n0s,a,b,1,1s\n"))
 	f.Add(true, []byte(`{"offset":"0s","client":"a\u0041","subject":"b","cost":2}`))
 	f.Fuzz(func(t *testing.T, jsonl bool, data []byte) {
-		format := TraceCSV
+		format := CSV
 		if jsonl {
-			format = TraceJSONL
+			format = JSONL
 		}
-		tr, err := ParseTrace("fuzz", format, bytes.NewReader(data))
+		tr, err := Parse("fuzz", format, bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrBadTrace) {
-				t.Fatalf("error %v is not ErrBadTrace", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalid", err)
 			}
 			return
 		}
@@ -497,7 +384,7 @@ func FuzzParseTrace(f *testing.F) {
 		if err := tr.WriteJSONL(&buf); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseTrace("again", TraceJSONL, &buf)
+		back, err := Parse("again", JSONL, &buf)
 		if err != nil || !cmp.Equal(tr, back) {
 			t.Fatalf("written back and read: %v\n%s", err, cmp.Diff(tr, back))
 		}

@@ -1,11 +1,10 @@
-package load
+package wire
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,30 +12,9 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 )
 
-// A wire connection is a worker's own connection to a single server on which the load's requests
-// are written and their replies read by limitbench itself, not by go-redis: the requests that
-// make a run's figures, in plain and pipeline mode, where each worker holds a connection of its
-// own (see ownConns and wireable). Everything else (preparing the limiters, loading a script
-// again after NOSCRIPT, the harness's own checks, clusters, Sentinel, autopipeline) stays with
-// go-redis.
-//
-// Why: go-redis's request path costs more generator CPU per request than redis-benchmark (a
-// pool, hooks, a check for push notifications before every reply, and a reader that reads one
-// element at a time), and at pipeline depth 16 about twice as much. BenchmarkLoadgenFloor shows
-// that go-redis alone is over the targets of CPU per request, and that a Go client writing and
-// reading RESP directly is under them. A wire connection does only that: it writes the commands
-// the algorithms' Calls build (their go-redis argument lists, unchanged), reads the replies into
-// the same values go-redis's reader gives (resp.go), and sets them on the Calls' own commands,
-// so that every decoder, every error class and the NOSCRIPT handling are the same on both paths.
-//
-// What go-redis would do that a wire connection does too: it dials with the client's Dialer (so
-// TLS, a Unix socket and the fault proxies apply), says HELLO with the client's protocol and
-// credentials (AUTH after a refused HELLO), selects the client's database, sets read and write
-// deadlines from ReadTimeout and WriteTimeout, and after a network error or a reply it cannot
-// read closes the connection and dials again at the next request. It never retries a request.
-
-// wireConn is one wire connection. Not safe for concurrent use: one worker holds it.
-type wireConn struct {
+// Conn is one wire connection to one server. Not safe for concurrent use: one worker holds it.
+// Its zero value is not usable: make one with NewConn.
+type Conn struct {
 	opt *redis.Options
 	nc  net.Conn // nil until dialed, and after an error closed it
 	rd  *respReader
@@ -46,24 +24,24 @@ type wireConn struct {
 	rdl, wdl time.Time
 	// one holds the command ProcessHook sends.
 	one [1]redis.Cmder
-	// sent, when set, is when the worker read the clock before it handed its requests to the
-	// Calls: the next round trip takes it as its send time for the deadlines instead of reading
-	// the clock again, and clears it.
+	// sent, when set (SetSent), is when the caller read the clock before it handed its requests
+	// to the Calls: the next round trip takes it as its send time for the deadlines instead of
+	// reading the clock again, and clears it.
 	sent time.Time
 }
 
-// newWireConn returns a wire connection to the server of opt, an initialised client's Options
+// NewConn returns a wire connection to the server of opt, an initialised client's Options
 // (Options of a redis.Client); it dials at its first request.
-func newWireConn(opt *redis.Options) *wireConn {
-	return &wireConn{opt: opt, rd: newRespReader(nil)}
+func NewConn(opt *redis.Options) *Conn {
+	return &Conn{opt: opt, rd: newRespReader(nil)}
 }
 
-// wireable reports whether the workers of a run on c (a client ownConns chose) may hold wire
-// connections: c is a client of one server, not go-redis's failover client (which follows the
-// Sentinels and drops its connections to a master that was replaced), and it authenticates with
-// a plain user name and password (no credentials provider, no OnConnect hook, which a wire
-// connection could not honour).
-func wireable(c *redis.Client) bool {
+// Supports reports whether wire connections may stand in for the connections of c's pool: c is
+// a client of one server, not go-redis's failover client (which follows the Sentinels and drops
+// its connections to a master that was replaced), and it authenticates with a plain user name
+// and password (no credentials provider, no OnConnect hook, which a wire connection could not
+// honour).
+func Supports(c *redis.Client) bool {
 	o := c.Options()
 	// go-redis's failover client is a redis.Client whose Addr says so (sentinel.go).
 	return o.Addr != "FailoverClient" && o.Dialer != nil && o.OnConnect == nil && o.CredentialsProvider == nil &&
@@ -71,18 +49,18 @@ func wireable(c *redis.Client) bool {
 		(o.Protocol == 2 || o.Protocol == 3)
 }
 
-// close closes the connection, if it is open.
-func (c *wireConn) close() {
+// Close closes the connection, if it is open; the next request dials again.
+func (c *Conn) Close() {
 	if c.nc != nil {
 		_ = c.nc.Close() // nothing is in flight: there is no error worth reporting
 		c.nc = nil
 	}
 }
 
-// dial opens the connection and says hello, unless it is open. Its error is the dial's (a
+// Dial opens the connection and says hello, unless it is open. Its error is the dial's (a
 // *net.OpError with Op "dial", as go-redis returns it), or the handshake's wrapped with
 // algorithms.ErrNotSent: no request was sent on it.
-func (c *wireConn) dial(ctx context.Context) error {
+func (c *Conn) Dial(ctx context.Context) error {
 	if c.nc != nil {
 		return nil
 	}
@@ -95,7 +73,7 @@ func (c *wireConn) dial(ctx context.Context) error {
 	c.nc, c.rdl, c.wdl = nc, time.Time{}, time.Time{}
 	c.rd.reset(nc)
 	if err := c.hello(ctx); err != nil {
-		c.close()
+		c.Close()
 		return fmt.Errorf("%w: the connection to %s could not be set up: %w", algorithms.ErrNotSent, c.opt.Addr, err)
 	}
 	return nil
@@ -104,7 +82,7 @@ func (c *wireConn) dial(ctx context.Context) error {
 // hello sets up a new connection as go-redis does: HELLO with the client's protocol and
 // credentials (on a server that refuses HELLO, AUTH with them and RESP2), then SELECT of the
 // client's database.
-func (c *wireConn) hello(ctx context.Context) error {
+func (c *Conn) hello(ctx context.Context) error {
 	hello := []any{"hello", c.opt.Protocol}
 	if c.opt.Password != "" {
 		user := c.opt.Username
@@ -120,7 +98,7 @@ func (c *wireConn) hello(ctx context.Context) error {
 	cmd := redis.NewCmd(ctx, hello...)
 	c.roundTrip(ctx, []redis.Cmder{cmd})
 	if err := cmd.Err(); err != nil {
-		if _, refused := err.(replyError); !refused || c.nc == nil {
+		if _, refused := err.(ReplyError); !refused || c.nc == nil {
 			return err
 		}
 		// A server before Redis 6, or one that refuses the protocol: RESP2 and AUTH.
@@ -154,10 +132,12 @@ func (c *wireConn) hello(ctx context.Context) error {
 	return nil
 }
 
-// exec sends cmds in one write and reads their replies in order, dialing first when the
-// connection is not open; every command carries its own reply or error (see roundTrip).
-func (c *wireConn) exec(ctx context.Context, cmds []redis.Cmder) {
-	if err := c.dial(ctx); err != nil {
+// Exec sends cmds in one write and reads their replies in order, dialing first when the
+// connection is not open; every command carries its own reply or error (see roundTrip). A
+// command of a type Exec cannot set (any but *redis.Cmd, *redis.IntCmd and *redis.StatusCmd)
+// must not be given to it: the Conn's hook and Pipe send those through go-redis.
+func (c *Conn) Exec(ctx context.Context, cmds []redis.Cmder) {
+	if err := c.Dial(ctx); err != nil {
 		for _, cmd := range cmds {
 			cmd.SetErr(err)
 		}
@@ -165,6 +145,11 @@ func (c *wireConn) exec(ctx context.Context, cmds []redis.Cmder) {
 	}
 	c.roundTrip(ctx, cmds)
 }
+
+// SetSent tells the next round trip that its requests were sent at now, a time the caller read
+// just before it handed them to their Calls, so that it sets its deadlines from now instead of
+// reading the clock again.
+func (c *Conn) SetSent(now time.Time) { c.sent = now }
 
 // deadlineSlack is how far a deadline may lag behind the one a request would set before it is
 // set again: setting a deadline costs a lock and a timer update in Go's network poller, so a
@@ -209,7 +194,7 @@ func refresh(set func(time.Time) error, last *time.Time, want time.Time, ok bool
 // a reply that cannot be read, is the error of its command and of every command after it, and
 // closes the connection; a command that cannot be written is not sent, and neither are the
 // others.
-func (c *wireConn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
+func (c *Conn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
 	out := c.out[:0]
 	for i, cmd := range cmds {
 		var err error
@@ -245,7 +230,7 @@ func (c *wireConn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
 			setReply(cmd, v)
 			continue
 		}
-		if _, isReply := err.(replyError); isReply || err == redis.Nil {
+		if _, isReply := err.(ReplyError); isReply || err == redis.Nil {
 			cmd.SetErr(err)
 			continue
 		}
@@ -255,14 +240,14 @@ func (c *wireConn) roundTrip(ctx context.Context, cmds []redis.Cmder) {
 }
 
 // fail closes the connection after err, and makes err the error of cmds.
-func (c *wireConn) fail(cmds []redis.Cmder, err error) {
-	c.close()
+func (c *Conn) fail(cmds []redis.Cmder, err error) {
+	c.Close()
 	for _, cmd := range cmds {
 		cmd.SetErr(err)
 	}
 }
 
-// setReply sets v as the value of cmd, a command type wireCmd accepts. A value of the wrong type
+// setReply sets v as the value of cmd, a command type canSend accepts. A value of the wrong type
 // for cmd is its error, as go-redis's reader gives one.
 func setReply(cmd redis.Cmder, v any) {
 	switch cmd := cmd.(type) {
@@ -288,8 +273,8 @@ func setReply(cmd redis.Cmder, v any) {
 	}
 }
 
-// wireCmd reports whether a wire connection can send cmd: its reply type is one setReply sets.
-func wireCmd(cmd redis.Cmder) bool {
+// canSend reports whether a wire connection can send cmd: its reply type is one setReply sets.
+func canSend(cmd redis.Cmder) bool {
 	switch cmd.(type) {
 	case *redis.Cmd, *redis.IntCmd, *redis.StatusCmd:
 		return true
@@ -297,25 +282,26 @@ func wireCmd(cmd redis.Cmder) bool {
 	return false
 }
 
-// wireConn is a go-redis hook (redis.Hook) on the worker's go-redis Conn: the Conn's commands
-// and pipelines go out on the wire connection instead of a connection of the client's pool, so
-// that every Call, and every method of the Conn a Call uses (EvalSha, Eval after NOSCRIPT,
-// Pipeline for a WAIT after its request), sends on the same wire connection. A command of a type
-// setReply cannot set, and a transaction (MULTI ... EXEC), go on to go-redis (next), which sends
-// them on a connection of the pool that the Conn then holds.
-var _ redis.Hook = (*wireConn)(nil)
+// A Conn is a go-redis hook (redis.Hook) for a go-redis *redis.Conn of the same client
+// (redis.Conn.AddHook): that redis.Conn's commands and pipelines go out on the wire connection
+// instead of a connection of the client's pool, so that every Call, and every method of the
+// redis.Conn a Call uses (EvalSha, Eval after NOSCRIPT, Pipeline for a WAIT after its request),
+// sends on the same wire connection. A command of a type setReply cannot set, and a transaction
+// (MULTI ... EXEC), go on to go-redis (next), which sends them on a connection of the pool that
+// the redis.Conn then holds.
+var _ redis.Hook = (*Conn)(nil)
 
 // DialHook implements redis.Hook: dials are go-redis's own.
-func (c *wireConn) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *Conn) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook implements redis.Hook: it sends cmd on the wire connection and returns its error.
-func (c *wireConn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (c *Conn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !wireCmd(cmd) {
+		if !canSend(cmd) {
 			return next(ctx, cmd)
 		}
 		c.one[0] = cmd
-		c.exec(ctx, c.one[:])
+		c.Exec(ctx, c.one[:])
 		c.one[0] = nil
 		return cmd.Err()
 	}
@@ -323,7 +309,7 @@ func (c *wireConn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // ProcessPipelineHook implements redis.Hook: it sends cmds in one write on the wire connection
 // and returns the first error among them, as go-redis's pipelines do.
-func (c *wireConn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (c *Conn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if len(cmds) == 0 {
 			return nil
@@ -332,11 +318,11 @@ func (c *wireConn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			return next(ctx, cmds)
 		}
 		for _, cmd := range cmds {
-			if !wireCmd(cmd) {
+			if !canSend(cmd) {
 				return next(ctx, cmds)
 			}
 		}
-		c.exec(ctx, cmds)
+		c.Exec(ctx, cmds)
 		for _, cmd := range cmds {
 			if err := cmd.Err(); err != nil {
 				return err
@@ -346,28 +332,29 @@ func (c *wireConn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// wirePipe is a worker's pipeline on its wire connection: Process queues a command in a slice
-// that every batch reuses, and Exec sends the queue in one write and reads the replies (go-redis's
-// Pipeline makes a new slice for every batch). Its other methods (EvalSha and the like) are those
-// of a go-redis pipeline on the worker's Conn, whose commands Exec sends after the queue's, on
-// the same wire connection through the Conn's hook, so that nothing queued is left behind.
-type wirePipe struct {
+// Pipe is a pipeline on a wire connection: Process queues a command in a slice that every batch
+// reuses, and Exec sends the queue in one write and reads the replies (go-redis's Pipeline makes
+// a new slice for every batch). Its other methods (EvalSha and the like) are those of a go-redis
+// pipeline on the redis.Conn the wire connection is the hook of, whose commands Exec sends after
+// the queue's, on the same wire connection through that hook, so that nothing queued is left
+// behind. Not safe for concurrent use.
+type Pipe struct {
 	redis.Pipeliner
-	c    *wireConn
+	c    *Conn
 	cmds []redis.Cmder
 	// done holds the commands the last Exec sent (its result).
 	done []redis.Cmder
 }
 
-// newWirePipe returns a pipeline on c whose other methods are those of inner, a pipeline of the
+// NewPipe returns a pipeline on c whose other methods are those of inner, a pipeline of the
 // go-redis Conn that c is the hook of.
-func newWirePipe(inner redis.Pipeliner, c *wireConn) *wirePipe {
-	return &wirePipe{Pipeliner: inner, c: c}
+func NewPipe(inner redis.Pipeliner, c *Conn) *Pipe {
+	return &Pipe{Pipeliner: inner, c: c}
 }
 
 // Process queues cmd and returns nil (the command carries its error after Exec).
-func (p *wirePipe) Process(ctx context.Context, cmd redis.Cmder) error {
-	if !wireCmd(cmd) {
+func (p *Pipe) Process(ctx context.Context, cmd redis.Cmder) error {
+	if !canSend(cmd) {
 		return p.Pipeliner.Process(ctx, cmd)
 	}
 	p.cmds = append(p.cmds, cmd)
@@ -375,7 +362,7 @@ func (p *wirePipe) Process(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // BatchProcess queues cmds.
-func (p *wirePipe) BatchProcess(ctx context.Context, cmds ...redis.Cmder) error {
+func (p *Pipe) BatchProcess(ctx context.Context, cmds ...redis.Cmder) error {
 	for _, cmd := range cmds {
 		_ = p.Process(ctx, cmd)
 	}
@@ -383,15 +370,15 @@ func (p *wirePipe) BatchProcess(ctx context.Context, cmds ...redis.Cmder) error 
 }
 
 // Len returns the number of commands queued.
-func (p *wirePipe) Len() int { return len(p.cmds) + p.Pipeliner.Len() }
+func (p *Pipe) Len() int { return len(p.cmds) + p.Pipeliner.Len() }
 
 // Cmds returns the commands queued.
-func (p *wirePipe) Cmds() []redis.Cmder {
+func (p *Pipe) Cmds() []redis.Cmder {
 	return append(slices.Clone(p.cmds), p.Pipeliner.Cmds()...)
 }
 
 // Discard empties the queue.
-func (p *wirePipe) Discard() {
+func (p *Pipe) Discard() {
 	clear(p.cmds)
 	p.cmds = p.cmds[:0]
 	p.Pipeliner.Discard()
@@ -399,9 +386,9 @@ func (p *wirePipe) Discard() {
 
 // Exec sends the queued commands, reads their replies and empties the queue. Like go-redis's Exec
 // it returns the commands (in a slice valid until the next Exec) and the first error among them.
-func (p *wirePipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
+func (p *Pipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 	if len(p.cmds) > 0 {
-		p.c.exec(ctx, p.cmds)
+		p.c.Exec(ctx, p.cmds)
 	}
 	p.done = append(p.done[:0], p.cmds...)
 	clear(p.cmds)
@@ -416,19 +403,4 @@ func (p *wirePipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 		}
 	}
 	return p.done, nil
-}
-
-// openWires dials the wire connections of ws before the run's clock starts, so that no request
-// of the run waits for a connection to be set up. Errors are left to the requests to report.
-func openWires(ctx context.Context, ws []*worker) {
-	const dialers = 16
-	var wg sync.WaitGroup
-	for d := range min(dialers, len(ws)) {
-		wg.Go(func() {
-			for i := d; i < len(ws); i += dialers {
-				_ = ws[i].wc.dial(ctx)
-			}
-		})
-	}
-	wg.Wait()
 }

@@ -1,4 +1,4 @@
-package load
+package trace
 
 import (
 	"bufio"
@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-func (p *traceParser) jsonl(r io.Reader) error {
+func (p *parser) jsonl(r io.Reader) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -30,7 +30,7 @@ func (p *traceParser) jsonl(r io.Reader) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			p.add(line+1, 0, "", "line longer than %d bytes", maxTraceLine)
+			p.add(line+1, 0, "", "line longer than %d bytes", maxLine)
 			return nil
 		}
 		return fmt.Errorf("read trace %s: %w", p.file, err)
@@ -41,7 +41,7 @@ func (p *traceParser) jsonl(r io.Reader) error {
 // jsonLine reads one JSON object; it returns errStop when the read must end. It scans the line
 // itself (a flat object of strings and numbers), which is several times faster than
 // encoding/json's tokenizer and knows the column of every key and value.
-func (p *traceParser) jsonLine(line int, b []byte) error {
+func (p *parser) jsonLine(line int, b []byte) error {
 	sc := jsonScan{b: b}
 	fail := func(at int, format string, args ...any) error { return p.add(line, at+1, "", format, args...) }
 	sc.ws()
@@ -74,27 +74,8 @@ func (p *traceParser) jsonLine(line int, b []byte) error {
 			if msg != "" {
 				return fail(sc.i, "%s", msg)
 			}
-			k := slices.Index(traceColumns, key)
-			switch {
-			case kind == '[' || kind == '{':
-				what := map[byte]string{'[': "an array", '{': "an object"}[kind]
-				return p.add(line, vc+1, key, "want %s, got %s", jsonKind(k), what)
-			case k < 0:
-				if err := p.add(line, kc+1, "", "unknown field %q (want %s)", key, strings.Join(traceColumns, ", ")); err != nil {
-					return err
-				}
-			case fs[k].present:
-				if err := p.add(line, kc+1, key, "given twice"); err != nil {
-					return err
-				}
-			case kind == '"' && k == 3:
-				return p.add(line, vc+1, key, "want an integer, got the string %q", text)
-			case kind == '0' && k != 3:
-				return p.add(line, vc+1, key, "want %s, got the number %s", jsonKind(k), text)
-			case kind == 'l':
-				return p.add(line, vc+1, key, "want %s, got %s", jsonKind(k), text)
-			default:
-				fs[k] = field{present: true, text: text, line: line, col: vc + 1}
+			if end, err := p.jsonField(&fs, line, kc, vc, key, kind, text); end || err != nil {
+				return err
 			}
 			sc.ws()
 			if sc.eat(',') {
@@ -114,7 +95,7 @@ func (p *traceParser) jsonLine(line int, b []byte) error {
 		return fail(sc.i, "more after the object: one object per line")
 	}
 	missing := false
-	for k, c := range traceColumns[:3] {
+	for k, c := range columns[:3] {
 		if !fs[k].present {
 			missing = true
 			if err := p.add(line, 0, c, "missing (offset, client and subject are required)"); err != nil {
@@ -126,6 +107,30 @@ func (p *traceParser) jsonLine(line int, b []byte) error {
 		return nil
 	}
 	return p.row(line, fs[0], fs[1], fs[2], fs[3], fs[4])
+}
+
+// jsonField records in fs the value of key (its kind and text as jsonScan.value reads them; the
+// key at byte kc of the line, the value at vc), or a problem with it. end says the problem ends
+// the line (a value of the wrong type); err is errStop when the read must end.
+func (p *parser) jsonField(fs *[5]field, line, kc, vc int, key string, kind byte, text string) (end bool, err error) {
+	k := slices.Index(columns, key)
+	switch {
+	case kind == '[' || kind == '{':
+		what := map[byte]string{'[': "an array", '{': "an object"}[kind]
+		return true, p.add(line, vc+1, key, "want %s, got %s", jsonKind(k), what)
+	case k < 0:
+		return false, p.add(line, kc+1, "", "unknown field %q (want %s)", key, strings.Join(columns, ", "))
+	case fs[k].present:
+		return false, p.add(line, kc+1, key, "given twice")
+	case kind == '"' && k == 3:
+		return true, p.add(line, vc+1, key, "want an integer, got the string %q", text)
+	case kind == '0' && k != 3:
+		return true, p.add(line, vc+1, key, "want %s, got the number %s", jsonKind(k), text)
+	case kind == 'l':
+		return true, p.add(line, vc+1, key, "want %s, got %s", jsonKind(k), text)
+	}
+	fs[k] = field{present: true, text: text, line: line, col: vc + 1}
+	return false, nil
 }
 
 // jsonScan scans a flat JSON object on one line: b[i:] is what is left.
