@@ -12,7 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -74,10 +74,10 @@ func fullResult(t *testing.T) *Result {
 			{Kind: "connection refused", Outcome: "failed", Count: 20,
 				First: "my-limiter: dial tcp 127.0.0.1:7000: connect: connection refused", FirstAtS: 4.44},
 		},
-		Watch: &faults.Summary{
-			Nodes: []faults.NodeState{{Node: "127.0.0.1:7000", RoleBefore: "master", RoleAfter: "master",
+		Watch: &watch.Summary{
+			Nodes: []watch.NodeState{{Node: "127.0.0.1:7000", RoleBefore: "master", RoleAfter: "master",
 				RunIDBefore: "4f2a1b2c5e", RunIDAfter: "9c1e0d3f7a", UptimeBeforeS: 12, UptimeAfterS: 5, LastError: "timeout"}},
-			Events: []faults.EventRecord{{Node: "127.0.0.1:7000", Kind: faults.EventRestarted, AfterS: 4.41, AtS: 4.512,
+			Events: []watch.EventRecord{{Node: "127.0.0.1:7000", Kind: watch.EventRestarted, AfterS: 4.41, AtS: 4.512,
 				From: "4f2a1b2c5e", To: "9c1e0d3f7a", Role: "master", StateLost: true}},
 			Polls: 105, IntervalMS: 100,
 		},

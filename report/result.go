@@ -11,7 +11,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
@@ -232,7 +232,7 @@ type Entry struct {
 	// Watch is what the node watch saw of every node during the measurement: run id, role and
 	// uptime before and after, and each restart, promotion, flush or outage in between; nil when
 	// the nodes were not watched.
-	Watch *faults.Summary `json:"watch,omitempty"`
+	Watch *watch.Summary `json:"watch,omitempty"`
 	// Warnings are what the run leaves the user to deal with that no verdict shows, such as keys
 	// left behind on an external server.
 	Warnings []Warning `json:"warnings,omitempty"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -99,7 +100,7 @@ func (r *recording) disruptions(events []faults.Event, res *load.Result) []verif
 		lo, hi := r.log.Span(after, at)
 		d := verify.Disruption{Lo: lo, Hi: hi, Node: e.Node, Kind: string(e.Kind), StateLost: e.StateLost(), Deposes: e.Deposes(),
 			What: fmt.Sprintf("%s (seen at %.3fs)", e.Describe(), e.At.Sub(measured).Seconds())}
-		if e.Kind == faults.EventPromoted {
+		if e.Kind == watch.EventPromoted {
 			d.Former = e.From
 		}
 		out = append(out, d)
