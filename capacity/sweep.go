@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
@@ -445,7 +446,7 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (S
 	s.Duration, s.Warmup = sw.o.Step, sw.o.Warmup
 	s.Arrival = nil
 	if rate > 0 {
-		s.Arrival = &scenarios.Arrival{Rate: rate}
+		s.Arrival = &arrival.Arrival{Rate: rate}
 	}
 	s.Thresholds, s.Expect = nil, scenarios.Expect{}
 	sw.n++

@@ -13,6 +13,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
@@ -57,7 +58,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 			ExpectViolations: []string{"fixed-window-published"},
 			Settings: &Settings{
 				Limit: algorithms.Limit{Limit: 100, Window: time.Second, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
-				Clients: 8, ClientMode: load.ModePlain, Arrival: &scenarios.Arrival{Rate: 200},
+				Clients: 8, ClientMode: load.ModePlain, Arrival: &arrival.Arrival{Rate: 200},
 				Keys:       load.Keys{Count: 50, Distribution: load.Zipf, ZipfS: 1.1},
 				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
 				Expect:     scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},

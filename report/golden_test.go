@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
@@ -124,10 +125,10 @@ func fullResult(t *testing.T) *Result {
 			Settings: &Settings{
 				Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second, Burst: 30, ConsumerLimit: 10},
 				Cost:  2, WarmupS: 0.5, DurationS: 10, Clients: 8, ClientMode: load.ModePipeline, PipelineDepth: 4,
-				Arrival: &scenarios.Arrival{Rate: 250, Ramp: &scenarios.Ramp{From: 10, To: 400},
-					Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
-					Spike: &scenarios.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
-					Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
+				Arrival: &arrival.Arrival{Rate: 250, Ramp: &arrival.Ramp{From: 10, To: 400},
+					Steps: []arrival.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+					Spike: &arrival.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
+					Align: arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
 				ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}, Spread: 2 * time.Second},
 				Algorithms: []string{"gcra", "my-limiter"},

@@ -11,6 +11,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -112,7 +113,7 @@ type Settings struct {
 	ClientMode    load.Mode `json:"client_mode"`
 	PipelineDepth int       `json:"pipeline_depth,omitempty"`
 	// Arrival is the open-loop schedule; nil for a closed loop.
-	Arrival *scenarios.Arrival `json:"arrival,omitempty"`
+	Arrival *arrival.Arrival `json:"arrival,omitempty"`
 	// Keys is how requests chose their subject.
 	Keys load.Keys `json:"keys"`
 	// ClockSkew is the clients' clock skew; left out for none.

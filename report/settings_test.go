@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -40,9 +41,9 @@ faults: [{at: 1s, kind: pause, duration: 500ms}]
 	want := &Settings{
 		Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second},
 		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: load.ModePipeline, PipelineDepth: 8,
-		Arrival: &scenarios.Arrival{
-			Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
-			Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
+		Arrival: &arrival.Arrival{
+			Steps: []arrival.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+			Align: arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 		Keys:        load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
 		ClockSkew:   load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
 		Algorithms:  []string{"gcra", "sliding-log-published"},

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
@@ -59,7 +60,7 @@ type Scenario struct {
 	Call algorithms.CallMode
 	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
 	// when the previous one returns).
-	Arrival *Arrival
+	Arrival *arrival.Arrival
 	// Keys says which subjects requests are for: count (default 1), distribution (uniform,
 	// zipf with zipf_s > 0, default 0.99, or hot with hot_share in (0, 1], default 0.5).
 	Keys load.Keys

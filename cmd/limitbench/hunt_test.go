@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -269,7 +270,7 @@ func TestCustomReproScenario(t *testing.T) {
 	if err := load.WriteTrace(filepath.Join(dir, "t.csv"), tr); err != nil {
 		t.Fatal(err)
 	}
-	y := reproScenario(s, "my-off-by-one", "single", "t.csv", scenarios.Align{}, tr, algs)
+	y := reproScenario(s, "my-off-by-one", "single", "t.csv", arrival.Align{}, tr, algs)
 	repro := writeFile(t, dir, "repro.yaml", string(y))
 	back, err := scenarios.Load(repro)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -99,7 +100,7 @@ func correctedAtTwiceTheLimit(t *testing.T, topo redisenv.Topology, env redisenv
 			s.Duration, s.Warmup = 2*time.Second, 300*time.Millisecond
 			s.Clients = 64
 			s.Limit = algorithms.Limit{Limit: 200, Window: time.Second}
-			s.Arrival = &scenarios.Arrival{Rate: 400}
+			s.Arrival = &arrival.Arrival{Rate: 400}
 		})
 		got := runE2E(t, s, env)
 		var behind []string
@@ -168,7 +169,7 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 				s.Clients = 12
 				s.Keys = load.Keys{Count: 4, Distribution: load.Uniform}
 				s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-				s.Arrival = &scenarios.Arrival{Rate: 400}
+				s.Arrival = &arrival.Arrival{Rate: 400}
 				s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 			})
 			got := runE2E(t, s, processEnv)
@@ -206,7 +207,7 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 			s.Clients = 12
 			s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 			s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-			s.Arrival = &scenarios.Arrival{Rate: 200, Align: scenarios.Align{Every: time.Minute, Offset: 58 * time.Second}}
+			s.Arrival = &arrival.Arrival{Rate: 200, Align: arrival.Align{Every: time.Minute, Offset: 58 * time.Second}}
 			s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 		})
 		wg.Go(func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
@@ -29,7 +30,7 @@ func overLimit(t *testing.T, names []string, d time.Duration) *scenarios.Scenari
 		s.Duration, s.Warmup = d, 0
 		s.Clients = 8
 		s.Limit = algorithms.Limit{Limit: 100, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 1000}
+		s.Arrival = &arrival.Arrival{Rate: 1000}
 	})
 }
 
@@ -235,7 +236,7 @@ func TestMeasureWarnsOfKeysLeftBehind(t *testing.T) {
 	// fixed-window keeps a key per subject for its 10 s window: all 7 are there at the cleanup.
 	s := scenarioOf(t, redisenv.TopologySingle, []string{"fixed-window"}, func(s *scenarios.Scenario) {
 		s.Duration, s.Warmup, s.Clients = 500*time.Millisecond, 0, 2
-		s.Arrival = &scenarios.Arrival{Rate: 200}
+		s.Arrival = &arrival.Arrival{Rate: 200}
 		s.Keys.Count = 7
 		s.Limit = algorithms.Limit{Limit: 1000, Window: 10 * time.Second}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
@@ -22,7 +23,7 @@ func TestRepeatInterleaves(t *testing.T) {
 	s := scenarioOf(t, redisenv.TopologySingle, []string{"gcra", "sliding-log"}, func(s *scenarios.Scenario) {
 		s.Duration, s.Warmup = 400*time.Millisecond, 0
 		s.Clients = 2
-		s.Arrival = &scenarios.Arrival{Rate: 100}
+		s.Arrival = &arrival.Arrival{Rate: 100}
 	})
 	var mu sync.Mutex
 	var order []string

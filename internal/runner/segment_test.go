@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
@@ -90,7 +91,7 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		s.Seed = 7
 		s.Keys = load.Keys{Count: 5, Distribution: load.Zipf, ZipfS: 1.2}
 		s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 240}
+		s.Arrival = &arrival.Arrival{Rate: 240}
 	})
 	// A generator that misses ticks (a machine too loaded to keep to the schedule: each result
 	// says so) sends less than the schedule, and then the requests cannot be compared exactly:
@@ -203,7 +204,7 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 		s.Clients = 3
 		s.Keys = load.Keys{Count: 1, Distribution: load.Uniform}
 		s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 54}
+		s.Arrival = &arrival.Arrival{Rate: 54}
 	})
 	parts := runSegments(t, s, env, "skewed", []time.Duration{0, 2 * time.Second, -2 * time.Second})
 	for _, p := range parts {
@@ -279,7 +280,7 @@ func TestSegmentArrivingLate(t *testing.T) {
 		s.Duration, s.Warmup = time.Second, 0
 		s.Clients = 2
 		s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
-		s.Arrival = &scenarios.Arrival{Rate: 100}
+		s.Arrival = &arrival.Arrival{Rate: 100}
 	})
 	seg := &Segment{Share: load.Share{Index: 1, Count: 2}, RunID: "late", StartAt: time.Now().Add(-700 * time.Millisecond)}
 	out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true, Segment: seg})
