@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/gate"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 var (
@@ -250,8 +250,8 @@ func benchmarkGatePower(b *testing.B) {
 						r.rows[row.Metric] = row
 					}
 				}
-				r.cpuEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s report.Sample) float64 { return s.CPUUSecPerDecision })
-				r.callEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s report.Sample) float64 { return s.USecPerCall })
+				r.cpuEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s result.Sample) float64 { return s.CPUUSecPerDecision })
+				r.callEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s result.Sample) float64 { return s.USecPerCall })
 				tallies[cond.name][e.name].add(r)
 				line = append(line, fmt.Sprintf("%s %s", e.name, verdictLetters(r)))
 				// Every false alarm and every miss of a large change, with its figures.
@@ -348,7 +348,7 @@ func benchmarkGatePower(b *testing.B) {
 
 // powerRun runs `limitbench run --backend process --quiet --out out scenario` with extra args and
 // returns the result it wrote.
-func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.Result {
+func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *result.Result {
 	b.Helper()
 	args := append([]string{"run", "--backend", "process", "--quiet", "--out", out}, extra...)
 	args = append(args, strings.Fields(*gatePowerFlags)...)
@@ -356,7 +356,7 @@ func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.
 	if code != 0 && code != 1 {
 		b.Fatalf("limitbench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
 	}
-	r, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	r, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func powerGate(b *testing.B, bin, baseline, current, keep string) *gate.Report {
 
 // effect returns the change of the median of f from old's samples to cur's, in percent; 0 when
 // either is missing.
-func effect(old, cur *report.Entry, f func(report.Sample) float64) float64 {
+func effect(old, cur *result.Entry, f func(result.Sample) float64) float64 {
 	if old == nil || cur == nil {
 		return 0
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -138,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			o.Logf("stop environment: %v", err)
 		}
 	}()
-	c.Environment.AddTarget(tgt.Info)
+	report.AddTarget(&c.Environment, tgt.Info)
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
 	c.Pinning = pin(ctx, tgt, o.CPUs)
@@ -158,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if c.Masters > 0 {
-		c.ShardRPS = report.Round3(c.SustainableRPS / float64(c.Masters))
+		c.ShardRPS = result.Round3(c.SustainableRPS / float64(c.Masters))
 	}
 	if c.Masters > 1 {
 		cpus := len(c.Pinning.RedisCPUs)
@@ -224,7 +225,7 @@ type sweep struct {
 	c     *Result
 	n     int // steps run, for key prefixes
 	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
-	measure func(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error)
+	measure func(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error)
 }
 
 // run runs the probe, the doubling and the bisection.
@@ -318,7 +319,7 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 // a real overload, whose queue grows for as long as it lasts, breaks the objective over both
 // just as well. The first step is kept, marked Superseded, and the confirm step's verdict is
 // the rate's.
-func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	st, e, err := sw.measureOnce(ctx, phase, rate)
 	if e == nil || err != nil || phase == PhaseProbe || st.Good || !sw.latencyOnly(rate, e) ||
 		len(sw.c.Steps)+1 >= sw.o.MaxSteps || ctx.Err() != nil {
@@ -341,7 +342,7 @@ func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *r
 }
 
 // measureOnce runs one measurement (sw.measure, else measureStep), checking the context after it.
-func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	measure := sw.measure
 	if measure == nil {
 		measure = sw.measureStep
@@ -355,14 +356,14 @@ func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (S
 
 // latencyOnly reports whether the step measured in e at rate broke a latency objective and
 // nothing else.
-func (sw *sweep) latencyOnly(rate float64, e *report.Entry) bool {
+func (sw *sweep) latencyOnly(rate float64, e *result.Entry) bool {
 	return sw.o.SLO != nil && sw.o.SLO.Metric.IsLatency() && judgeStep(PhaseBisect, rate, e, nil).Good
 }
 
 // judgeBoth judges the confirm step st (entry e2) of the rate first (entry e1) broke: st must
 // meet every criterion on its own except the objective, which must hold over both steps'
 // latencies merged. Without both histograms the rate is bad: half the data cannot overrule.
-func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
+func (sw *sweep) judgeBoth(st Step, e1, e2 *result.Entry) Step {
 	alone := judgeStep(st.Phase, st.OfferedRPS, e2, nil)
 	if !alone.Good {
 		return st
@@ -395,7 +396,7 @@ func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
 
 // record appends st (entry e) to the steps, logs it, and, unless it is superseded, settles its
 // rate's verdict.
-func (sw *sweep) record(st Step, e *report.Entry) {
+func (sw *sweep) record(st Step, e *result.Entry) {
 	if e == nil {
 		return
 	}
@@ -426,7 +427,7 @@ func (sw *sweep) record(st Step, e *report.Entry) {
 
 // settle takes the sustainable rate and costs from st when it is the best good step so far, and
 // the bound from it when it is the lowest bad one.
-func (sw *sweep) settle(st Step, e *report.Entry) {
+func (sw *sweep) settle(st Step, e *result.Entry) {
 	rate := st.OfferedRPS
 	if st.Good && rate > sw.c.SustainableRPS {
 		sw.c.SustainableRPS = rate
@@ -441,14 +442,14 @@ func (sw *sweep) settle(st Step, e *report.Entry) {
 }
 
 // measureStep runs one step on the target, on a fresh key prefix, and judges it.
-func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	s := *sw.o.Scenario
 	s.Duration, s.Warmup = sw.o.Step, sw.o.Warmup
 	s.Arrival = nil
 	if rate > 0 {
 		s.Arrival = &arrival.Arrival{Rate: rate}
 	}
-	s.Thresholds, s.Expect = nil, scenarios.Expect{}
+	s.Thresholds, s.Expect = nil, result.Expect{}
 	sw.n++
 	m, err := runner.Measure(ctx, runner.Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
 	if m == nil {
@@ -462,7 +463,7 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (S
 }
 
 // judgeStep turns a step's entry into a Step and decides whether it is good.
-func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Threshold) Step {
+func judgeStep(phase string, rate float64, e *result.Entry, slo *scenarios.Threshold) Step {
 	scheduled := e.Requests + e.Dropped // Dropped holds the missed ticks
 	st := Step{
 		Phase:              phase,

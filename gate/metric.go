@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Metric names a figure the gate compares.
@@ -183,13 +183,13 @@ type metricDef struct {
 	// relative: may be compared as a ratio to the reference of the same round (always when the
 	// machines differ).
 	relative bool
-	value    func(report.Sample) float64
+	value    func(result.Sample) float64
 }
 
 var metricDefs = []metricDef{
-	{MetricThroughput, "rps", true, false, true, func(s report.Sample) float64 { return s.ThroughputRPS }},
-	{MetricP99, "µs", false, true, true, func(s report.Sample) float64 { return s.LatencyUS.P99 }},
-	{MetricCPU, "µs/decision", false, true, true, func(s report.Sample) float64 { return s.CPUUSecPerDecision }},
-	{MetricMemory, "bytes/subject", false, true, true, func(s report.Sample) float64 { return s.BytesPerKey }},
-	{MetricEfficiency, "admitted/ideal", true, false, false, func(s report.Sample) float64 { return s.Efficiency }},
+	{MetricThroughput, "rps", true, false, true, func(s result.Sample) float64 { return s.ThroughputRPS }},
+	{MetricP99, "µs", false, true, true, func(s result.Sample) float64 { return s.LatencyUS.P99 }},
+	{MetricCPU, "µs/decision", false, true, true, func(s result.Sample) float64 { return s.CPUUSecPerDecision }},
+	{MetricMemory, "bytes/subject", false, true, true, func(s result.Sample) float64 { return s.BytesPerKey }},
+	{MetricEfficiency, "admitted/ideal", true, false, false, func(s result.Sample) float64 { return s.Efficiency }},
 }

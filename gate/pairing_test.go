@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // The machine's load per repeat during two runs on one machine: it swings by ±20% from round to
@@ -24,14 +24,14 @@ var (
 // driftRun returns a run of gcra (slowed down by slowdown) and the reference script, both measured
 // in every round under the machine's drift, each with its own small jitter; refNoise, when set,
 // gives the reference its own noise instead (a reference that does not follow the machine).
-func driftRun(drift []float64, slowdown float64, refNoise []float64) *report.Result {
+func driftRun(drift []float64, slowdown float64, refNoise []float64) *result.Result {
 	r := gateResult(2, gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: slowdown, drift: drift}))
 	r.Reference = "reference"
 	ref := sampleSpec{n: 6, drift: drift, noise: gateJitter[4:], efficiency: 1, bytes: 60, cpu: 10}
 	if refNoise != nil {
 		ref.drift, ref.noise = nil, refNoise
 	}
-	r.Entries = append([]report.Entry{gateEntry("reference", "single", verify.Pass, ref)}, r.Entries...)
+	r.Entries = append([]result.Entry{gateEntry("reference", "single", verify.Pass, ref)}, r.Entries...)
 	return r
 }
 
@@ -41,8 +41,8 @@ func driftRun(drift []float64, slowdown float64, refNoise []float64) *report.Res
 func TestPairingWithReference(t *testing.T) {
 	tests := []struct {
 		name        string
-		baseline    *report.Result
-		current     *report.Result
+		baseline    *result.Result
+		current     *result.Result
 		wantFigures Figures
 		want        Verdict // of gcra's row of metric
 		// metric is the row checked; cpu when empty.
@@ -172,7 +172,7 @@ func TestPairingWithoutReference(t *testing.T) {
 // current run share the machine, which drifts from round to round and is 30% busier during the
 // current run; gcra is 25% costlier, token-bucket unchanged but noisy.
 func TestPairedGolden(t *testing.T) {
-	run := func(drift []float64, slowdown float64, noise []float64) *report.Result {
+	run := func(drift []float64, slowdown float64, noise []float64) *result.Result {
 		r := driftRun(drift, slowdown, nil)
 		r.Entries = append(r.Entries, gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120, noise: noise, drift: drift}))
 		return r

@@ -9,14 +9,15 @@ import (
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
 // DescribeScenario returns the scenario section of a result for s loaded from file (as the user
 // named it): its name, description and seed, its load in words (loop, mode, arrival, keys, skew)
 // and its effective settings, each concept in its own type.
-func DescribeScenario(s *scenarios.Scenario, file string) Scenario {
-	rs := Scenario{
+func DescribeScenario(s *scenarios.Scenario, file string) result.Scenario {
+	rs := result.Scenario{
 		Name:             s.Name,
 		Description:      s.Description,
 		File:             file,
@@ -47,11 +48,11 @@ func DescribeScenario(s *scenarios.Scenario, file string) Scenario {
 }
 
 // settingsOf returns the effective settings of s, for result.json.
-func settingsOf(s *scenarios.Scenario) *Settings {
-	st := &Settings{
+func settingsOf(s *scenarios.Scenario) *result.Settings {
+	st := &result.Settings{
 		Limit: s.Limit, Cost: s.Cost, WarmupS: s.Warmup.Seconds(), DurationS: s.Duration.Seconds(),
 		Clients: s.Clients, ClientMode: s.ClientMode, Arrival: s.Arrival, Keys: s.Keys, ClockSkew: s.ClockSkew,
-		Expect: scenarios.Expect{
+		Expect: result.Expect{
 			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
 		},
 	}
@@ -84,8 +85,8 @@ func settingsOf(s *scenarios.Scenario) *Settings {
 // GOMAXPROCS in effect now and, when a command applied its CPU policy, why and how many
 // redis-servers it counted on this machine (cpus.Applied), Go's and limitbench's versions, OS and
 // architecture. AddTarget adds the Redis side.
-func HarnessEnvironment() Environment {
-	env := Environment{
+func HarnessEnvironment() result.Environment {
+	env := result.Environment{
 		CPUs:           runtime.NumCPU(),
 		GOMAXPROCS:     runtime.GOMAXPROCS(0),
 		GoVersion:      runtime.Version(),
@@ -104,7 +105,7 @@ func HarnessEnvironment() Environment {
 
 // AddTarget fills the Redis side of env from info, a started environment's: backend, image,
 // version, and the most nodes of any environment added so far.
-func (env *Environment) AddTarget(info redisenv.Info) {
+func AddTarget(env *result.Environment, info redisenv.Info) {
 	env.Backend = string(info.Backend)
 	env.Image = info.Image
 	env.RedisVersion = info.Version

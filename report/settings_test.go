@@ -9,6 +9,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -38,7 +39,7 @@ faults: [{at: 1s, kind: pause, duration: 500ms}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Settings{
+	want := &result.Settings{
 		Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second},
 		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: load.ModePipeline, PipelineDepth: 8,
 		Arrival: &arrival.Arrival{
@@ -47,7 +48,7 @@ faults: [{at: 1s, kind: pause, duration: 500ms}]
 		Keys:        load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
 		ClockSkew:   load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
 		Algorithms:  []string{"gcra", "sliding-log-published"},
-		Expect:      scenarios.Expect{MayViolate: []string{"sliding-log-published"}},
+		Expect:      result.Expect{MayViolate: []string{"sliding-log-published"}},
 		Thresholds:  []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
 		Persistence: "aof-everysec",
 		Faults:      []string{"pause master at 1s for 500ms, recovery 2s"},

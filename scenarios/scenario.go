@@ -7,6 +7,7 @@ import (
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
@@ -73,7 +74,7 @@ type Scenario struct {
 	ClockSkew load.Skew
 	// Algorithms to run, in order; default [all]. See ResolveAlgorithms.
 	Algorithms []AlgorithmEntry
-	Expect     Expect
+	Expect     result.Expect
 	Thresholds []Threshold
 	// Persistence is what the servers limitbench starts keep on disk, which decides what a
 	// restart loses; default none.
@@ -117,18 +118,6 @@ type AlgorithmEntry struct {
 	Name string
 	// Custom is the user's script; nil for built-in algorithms.
 	Custom *algorithms.CustomSpec
-}
-
-// Expect lists what the verifier must find: a scenario's expect section, and result.json's
-// settings.expect.
-type Expect struct {
-	// Violations names algorithms that must be flagged with a definite violation (in every
-	// topology), or the scenario fails. Their own failing verdicts are what the scenario expects
-	// and do not fail it.
-	Violations []string `json:"violations,omitempty"`
-	// MayViolate names algorithms whose verdict does not decide the scenario either way: for
-	// flawed variants whose flaw shows only on some runs (a minute boundary, a lucky interleaving).
-	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Default returns a scenario with every default of the format filled in, and no arrival (closed

@@ -15,6 +15,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -146,17 +147,17 @@ algorithms: [gcra]
 	} else if code != 0 {
 		t.Logf("merge: exit %d: %s", code, msg)
 	}
-	merged, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	merged, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sum int64
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, report.ResultFile))
+		b, err := os.ReadFile(filepath.Join(d, result.FileName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r report.Result
+		var r result.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +174,7 @@ algorithms: [gcra]
 	if err != nil || !bytes.Contains(md, []byte("## Generators")) {
 		t.Errorf("report.md has no Generators section (%v)", err)
 	}
-	if msg, err := exec.Command(bin, "report", filepath.Join(out, report.ResultFile)).CombinedOutput(); err != nil {
+	if msg, err := exec.Command(bin, "report", filepath.Join(out, result.FileName)).CombinedOutput(); err != nil {
 		t.Errorf("report of the merged result: %v\n%s", err, msg)
 	}
 

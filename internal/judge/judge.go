@@ -18,6 +18,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -46,7 +47,7 @@ func mustThreshold(s string) scenarios.Threshold {
 // to, recording the checks in the entry's verification (verify.Summary.AddThreshold: a broken
 // threshold turns the verdict to fail, one that cannot be evaluated turns a pass into
 // inconclusive). The reference script's entry is not judged. Call it once per result.
-func Run(s *scenarios.Scenario, res *report.Result) []string {
+func Run(s *scenarios.Scenario, res *result.Result) []string {
 	var fails []string
 	expected := map[string]bool{}
 	for _, n := range s.Expect.Violations {
@@ -98,7 +99,7 @@ func Run(s *scenarios.Scenario, res *report.Result) []string {
 
 // Expectations sets e's ExpectedViolation and MayViolate from the scenario's expect section, so
 // that e's label says whether a violation was expected or tolerated.
-func Expectations(e *report.Entry, s *scenarios.Scenario) {
+func Expectations(e *result.Entry, s *scenarios.Scenario) {
 	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
 	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
 }
@@ -107,7 +108,7 @@ func Expectations(e *report.Entry, s *scenarios.Scenario) {
 // DefaultErrors when none of them is an errors threshold, records the checks in e.Verification
 // (which applies them to the verdict, see verify.Summary.AddThreshold) and returns one failure
 // per threshold that is broken or cannot be evaluated (the default only when it is broken).
-func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
+func checkThresholds(e *result.Entry, ths []scenarios.Threshold) []string {
 	var fails []string
 	errorsSet := false
 	for _, th := range ths {
@@ -133,7 +134,7 @@ func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 // injected faults it counts only the errors and unknown outcomes of requests sent outside every
 // fault's window (verify.Summary.OutsideFaultErrors): those inside are the faults' own, counted
 // in their reports.
-func checkDefaultErrors(e *report.Entry) string {
+func checkDefaultErrors(e *result.Entry) string {
 	v := e.Verification
 	if len(v.Faults) == 0 {
 		return check(e, DefaultErrors, true)
@@ -153,7 +154,7 @@ func checkDefaultErrors(e *report.Entry) string {
 
 // check checks th (the default errors threshold when def) against e, records it in
 // e.Verification and returns the reason it does not hold ("" when it holds).
-func check(e *report.Entry, th scenarios.Threshold, def bool) string {
+func check(e *result.Entry, th scenarios.Threshold, def bool) string {
 	val, missing := Evaluate(e, th.Metric)
 	c := verify.ThresholdCheck{Threshold: th.Text, Value: val, Default: def}
 	name := fmt.Sprintf("threshold %q", th.Text)
@@ -203,7 +204,7 @@ func plural(n int, one, many string) string {
 
 // Value returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
 // false when e holds no data to evaluate m (see Evaluate).
-func Value(e *report.Entry, m scenarios.Metric) (float64, bool) {
+func Value(e *result.Entry, m scenarios.Metric) (float64, bool) {
 	v, missing := Evaluate(e, m)
 	return v, missing == ""
 }
@@ -212,7 +213,7 @@ func Value(e *report.Entry, m scenarios.Metric) (float64, bool) {
 // when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
 // decision completed (latencies), no contract or nothing an exact limiter would have admitted
 // (efficiency).
-func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
+func Evaluate(e *result.Entry, m scenarios.Metric) (float64, string) {
 	completed := e.Allowed + e.Denied
 	switch m {
 	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:

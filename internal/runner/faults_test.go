@@ -18,7 +18,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -36,7 +36,7 @@ func overLimit(t *testing.T, names []string, d time.Duration) *scenarios.Scenari
 
 // measured is what Measure returned for one algorithm.
 type measured struct {
-	e    *report.Entry
+	e    *result.Entry
 	err  error
 	took time.Duration
 }
@@ -254,7 +254,7 @@ func TestMeasureWarnsOfKeysLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Kind != report.WarningKeysLeft || w.Keys != 7 || len(keys) != 7 || !strings.HasPrefix(w.Prefix, "limitbench:") ||
+	if w.Kind != result.WarningKeysLeft || w.Keys != 7 || len(keys) != 7 || !strings.HasPrefix(w.Prefix, "limitbench:") ||
 		!strings.Contains(w.Message, fmt.Sprintf("7 keys under %s", w.Prefix)) || !strings.Contains(w.Message, "NOPERM") {
 		t.Errorf("warning %+v with %d keys under its prefix; want 7 keys, the prefix, why and how to remove them", w, len(keys))
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -31,7 +31,7 @@ func TestRepeatInterleaves(t *testing.T) {
 	defer cancel()
 	out, err := Run(ctx, Options{
 		Scenario: s, Env: redisenv.Config{Backend: redisenv.BackendProcess}, Repeat: 2,
-		Done: func(e *report.Entry, repeat int) {
+		Done: func(e *result.Entry, repeat int) {
 			mu.Lock()
 			defer mu.Unlock()
 			order = append(order, fmt.Sprintf("%s#%d", e.Algorithm, repeat))

@@ -16,7 +16,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -51,7 +51,7 @@ func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID
 }
 
 // missedTicks lists the entries of r that missed ticks.
-func missedTicks(r *report.Result) []string {
+func missedTicks(r *result.Result) []string {
 	var out []string
 	for _, e := range r.Entries {
 		if e.Dropped != 0 {
@@ -96,7 +96,7 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 	// A generator that misses ticks (a machine too loaded to keep to the schedule: each result
 	// says so) sends less than the schedule, and then the requests cannot be compared exactly:
 	// such an attempt is run again, three times at most. Late ticks are still sent.
-	var whole *report.Result
+	var whole *result.Result
 	var parts []Part
 	for attempt := 1; ; attempt++ {
 		whole = runSegments(t, s, env, fmt.Sprintf("whole%d", attempt), []time.Duration{0})[0].Result
@@ -239,7 +239,7 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 // refused with ErrNotOneRun, naming what is wrong.
 func TestMergeRefusesOtherRuns(t *testing.T) {
 	seg := func(dir, run, hash string, i, n int) Part {
-		return Part{Dir: dir, Result: &report.Result{Segment: &report.Segment{RunID: run, ScenarioHash: hash, Index: i, Count: n}}}
+		return Part{Dir: dir, Result: &result.Result{Segment: &result.Segment{RunID: run, ScenarioHash: hash, Index: i, Count: n}}}
 	}
 	tests := []struct {
 		name  string
@@ -247,7 +247,7 @@ func TestMergeRefusesOtherRuns(t *testing.T) {
 		want  []string
 	}{
 		{"none", nil, []string{"no results given"}},
-		{"not a segment", []Part{{Dir: "plain", Result: &report.Result{}}}, []string{"plain is not a segment's result"}},
+		{"not a segment", []Part{{Dir: "plain", Result: &result.Result{}}}, []string{"plain is not a segment's result"}},
 		{"mixed runs", []Part{seg("a", "r1", "h", 0, 2), seg("b", "r2", "h", 1, 2)}, []string{`b is of run "r2", a of run "r1"`}},
 		{"mixed scenarios", []Part{seg("a", "r", "h1", 0, 2), seg("b", "r", "h2", 1, 2)}, []string{"b ran another scenario"}},
 		{"mixed counts", []Part{seg("a", "r", "h", 0, 2), seg("b", "r", "h", 1, 3)}, []string{"b is one of 3 segments, a one of 2"}},

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // fullResultGolden is a result.json with every section and field populated: the bytes
@@ -136,7 +135,7 @@ func fullResult(t *testing.T) *Result {
 					Args:     []string{"{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"},
 					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
 					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
-				Expect:      scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
+				Expect:      Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
 				Thresholds:  []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 				Persistence: "aof-always", Faults: []string{"restart master at 4.4s, recovery 1s"},
 				Wait: &algorithms.Wait{Replicas: 1, Timeout: 50 * time.Millisecond},
@@ -153,7 +152,7 @@ func fullResult(t *testing.T) *Result {
 		Generators: []Generator{{Segment: 2, Requests: 1000, ThroughputRPS: 99.5, Late: 2, LateFraction: 0.002, LateStartMS: 1.5,
 			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
 		MergedFrom: []string{"results/run-001/segment-0"},
-		Files: RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile,
+		Files: RunFiles{Result: FileName, Markdown: "report.md", HTML: "report.html",
 			Plots:      []string{"latency-cluster.png", "latency-cluster.svg"},
 			Histograms: []string{"my-limiter-cluster.hgrm", "my-limiter-cluster-service.hgrm", "reference-cluster.hgrm"}},
 	}
@@ -167,13 +166,13 @@ func TestFullResultGolden(t *testing.T) {
 	if err := fullResult(t).Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	got, err := os.ReadFile(filepath.Join(dir, FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, fullResultGolden, got)
 
-	r, err := ReadResult(fullResultGolden)
+	r, err := Read(fullResultGolden)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +181,7 @@ func TestFullResultGolden(t *testing.T) {
 	if err := r.Write(again); err != nil {
 		t.Fatal(err)
 	}
-	round, err := os.ReadFile(filepath.Join(again, ResultFile))
+	round, err := os.ReadFile(filepath.Join(again, FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
