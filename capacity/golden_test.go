@@ -13,7 +13,7 @@ import (
 // fullCapacity is capacityFixture with every field of capacity.json set.
 func fullCapacity(t *testing.T) *Result {
 	c := capacityFixture()
-	// The scenario and environment sections of report's golden result.
+	// The scenario and environment sections of the result schema's golden result.json.
 	full, err := result.Read(filepath.Join("..", "result", "testdata", "full-result.json"))
 	if err != nil {
 		t.Fatal(err)

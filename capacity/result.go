@@ -54,7 +54,8 @@ type Result struct {
 	Schema    string `json:"schema"`
 	Algorithm string `json:"algorithm"`
 	Topology  string `json:"topology"`
-	// Scenario is the load each step runs; its arrival is replaced by each step's constant rate.
+	// Scenario is the load each step runs: its settings have a step's duration and warmup and no
+	// arrival (each step sets its own constant rate).
 	Scenario    result.Scenario    `json:"scenario"`
 	Environment result.Environment `json:"environment"`
 	// SLO is the objective a step must meet to be sustainable, as written ("p99 < 2ms"); empty

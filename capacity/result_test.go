@@ -62,7 +62,8 @@ func capacityFixture() *Result {
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &Result{
 		Algorithm: "gcra", Topology: "single",
-		Scenario:    result.Scenario{Name: "capacity", Clients: 32, Seed: 1, Keys: "1000 subjects, uniform"},
+		Scenario: result.Scenario{Name: "capacity", Seed: 1, Settings: &result.Settings{Clients: 32,
+			Keys: load.Keys{Count: 1000, Distribution: load.Uniform}}},
 		Environment: result.Environment{Backend: "process", RedisVersion: "7.0.15", CPUs: 2},
 		SLO:         "p99 < 2ms", SLOMetric: "p99", SLOBoundUS: 2000,
 		StepS: 2, WarmupS: 0.5, FollowRatio: 0.95, Resolution: 0.05,

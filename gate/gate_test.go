@@ -101,7 +101,7 @@ func gateEntry(algorithm, topology string, verdict verify.Verdict, spec sampleSp
 func gateResult(cpus int, entries ...result.Entry) *result.Result {
 	return &result.Result{
 		Schema:   result.SchemaVersion,
-		Scenario: result.Scenario{Name: "saturation", Seed: 1, DurationS: 2},
+		Scenario: result.Scenario{Name: "saturation", Seed: 1},
 		Environment: result.Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
 			CPUs: cpus, GOMAXPROCS: cpus, GoVersion: "go1.26", HarnessVersion: "test", OS: "linux", Arch: "amd64"},
 		Entries: entries,

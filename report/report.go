@@ -7,9 +7,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
@@ -146,51 +144,7 @@ func newView(r *result.Result, figs []Figure, inline bool) view {
 			*rows = append(*rows, row{k, val})
 		}
 	}
-	name := s.Name
-	if s.File != "" {
-		name += " (" + s.File + ")"
-	}
-	add(&v.Scenario, "scenario", name)
-	add(&v.Scenario, "seed", strconv.FormatInt(s.Seed, 10))
-	if s.DurationS > 0 {
-		add(&v.Scenario, "duration", Number(s.DurationS)+" s per algorithm × topology")
-	}
-	load := []string{}
-	if s.Loop != "" {
-		load = append(load, s.Loop+" loop")
-	}
-	if s.Arrival != "" {
-		load = append(load, s.Arrival)
-	}
-	if s.Clients > 0 {
-		load = append(load, strconv.Itoa(s.Clients)+" clients")
-	}
-	if s.Mode != "" {
-		load = append(load, s.Mode)
-	}
-	add(&v.Scenario, "load", strings.Join(load, ", "))
-	add(&v.Scenario, "keys", s.Keys)
-	if st := s.Settings; st != nil {
-		add(&v.Scenario, "limit", limitText(st))
-		if st.WarmupS > 0 {
-			add(&v.Scenario, "warmup", Number(st.WarmupS)+" s before each measurement (measured, not verified)")
-		}
-	}
-	add(&v.Scenario, "clock skew", s.Skew)
-	add(&v.Scenario, "algorithms", strings.Join(s.Algorithms, ", "))
-	add(&v.Scenario, "expected to be flagged", strings.Join(s.ExpectViolations, ", "))
-	if st := s.Settings; st != nil {
-		add(&v.Scenario, "tolerated (may violate)", strings.Join(st.Expect.MayViolate, ", "))
-		add(&v.Scenario, "thresholds", strings.Join(st.Thresholds, "; "))
-	}
-	add(&v.Scenario, "wait for replicas", waitText(r))
-	if !r.StartedAt.IsZero() {
-		when := r.StartedAt.UTC().Format(time.RFC3339)
-		if !r.FinishedAt.IsZero() {
-			when += " to " + r.FinishedAt.UTC().Format(time.RFC3339)
-		}
-		add(&v.Scenario, "run", when)
-	}
+	v.Scenario = scenarioRows(r)
 	backend := env.Backend
 	if env.Image != "" {
 		backend += " (" + env.Image + ")"
@@ -324,19 +278,6 @@ const verdictLegend = "Verdicts: pass means no definite violation and every thre
 	"not verified. Worst window is the busiest window's admissions as a share of the contract's limit; " +
 	"efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each " +
 	"request's intended send time."
-
-// limitText describes a scenario's limit: "20 per 1 s (burst 20, consumer limit 20), cost 1".
-func limitText(st *result.Settings) string {
-	l := st.Limit
-	if l.Limit == 0 {
-		return ""
-	}
-	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", Count(l.Limit), Number(l.Window.Seconds()), Count(l.Capacity()), Count(l.Consumer()))
-	if st.Cost > 0 {
-		s += fmt.Sprintf(", %s %s per request", Count(st.Cost), Plural(st.Cost, "permit", "permits"))
-	}
-	return s
-}
 
 // WriteMarkdown writes report.md for r: scenario and environment, the verdict table, findings per
 // entry, then the figures by file name (PNG shown, SVG linked). The output depends only on r and

@@ -13,6 +13,20 @@
 // record (internal/faults/watch). Expect, the scenario's expectations, is declared here, the
 // lowest package that needs it; package scenarios loads the YAML straight into it.
 //
+// # The scenario, described once
+//
+// result.json's scenario section describes the scenario once, structured: its name,
+// description, file, seed and topologies, and settings (Settings: limit, cost, warmup, duration,
+// clients and client mode, arrival profile, keys, clock skew, algorithms and custom scripts,
+// expectations, thresholds, persistence, faults, WAIT). The reports put it in words from that
+// alone. Results written before this version also described it in words beside settings
+// (scenario.loop, mode, arrival, keys and skew as text, and duration_s, clients, algorithms and
+// expect_violations); Read ignores those fields, whose meaning settings carry, so report, gate and
+// merge read such results as before, and writing one again drops them (TestReadPreviousVersion).
+// Every other field keeps its name, unit and meaning.
+//
+// # Leaf
+//
 // Leaf means that it imports only those owners' value types: nothing that renders (package
 // report), starts or captures an environment (internal/redisenv, internal/cpus, internal/faults'
 // proxies) or loads scenarios. So gate, report, capacity, hunt and merge read results without

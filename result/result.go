@@ -40,7 +40,11 @@ type Result struct {
 	MergedFrom []string `json:"merged_from,omitempty"`
 }
 
-// Scenario describes the workload, as the scenario file gave it.
+// Scenario describes what was run, once and structured: the scenario's name, description, file,
+// seed and topologies, and its effective Settings. The reports render it in words (package
+// report); results written before this version also held those words here (loop, mode,
+// arrival, keys and skew as text, and duration_s, clients, algorithms and expect_violations
+// beside settings), which Read ignores: settings say the same.
 type Scenario struct {
 	// Name is the scenario's name (the YAML file's name without extension unless it sets one).
 	Name string `json:"name"`
@@ -50,28 +54,10 @@ type Scenario struct {
 	File string `json:"file,omitempty"`
 	// Seed makes every run of the scenario send the same sequence.
 	Seed int64 `json:"seed"`
-	// DurationS is the planned measuring time per algorithm × topology, in seconds.
-	DurationS float64 `json:"duration_s"`
-	// Clients is the number of concurrent clients (workers).
-	Clients int `json:"clients,omitempty"`
-	// Loop is "open" or "closed".
-	Loop string `json:"loop,omitempty"`
-	// Mode is the client mode: plain, pipeline(N) or autopipeline.
-	Mode string `json:"mode,omitempty"`
-	// Arrival describes the open-loop schedule in words, for example "constant 2000/s".
-	Arrival string `json:"arrival,omitempty"`
-	// Keys describes key choice in words, for example "1000 keys, zipf s=1.1".
-	Keys string `json:"keys,omitempty"`
-	// Skew describes per-client clock skew in words; empty for none.
-	Skew string `json:"skew,omitempty"`
 	// Topologies lists the topologies the scenario asked for.
 	Topologies []string `json:"topologies,omitempty"`
-	// Algorithms lists the algorithms the scenario asked for, in its order.
-	Algorithms []string `json:"algorithms,omitempty"`
-	// ExpectViolations lists the algorithms the scenario expects the verifier to flag.
-	ExpectViolations []string `json:"expect_violations,omitempty"`
-	// Settings are the scenario's effective settings in a structured form (the fields above say the
-	// same in words); nil in results written before it existed.
+	// Settings are the scenario's effective settings; nil only in results written before they
+	// were recorded.
 	Settings *Settings `json:"settings,omitempty"`
 }
 

@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	}
 	res := &result.Result{
 		Schema:      result.SchemaVersion,
-		Scenario:    report.DescribeScenario(s, o.ScenarioFile),
+		Scenario:    s.Describe(o.ScenarioFile),
 		Environment: report.HarnessEnvironment(),
 		StartedAt:   time.Now().UTC(),
 	}

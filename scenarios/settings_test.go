@@ -1,4 +1,4 @@
-package report
+package scenarios
 
 import (
 	"testing"
@@ -10,12 +10,11 @@ import (
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/result"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
-// TestSettingsOf: result.json's settings are the scenario's effective ones, defaults filled in.
-func TestSettingsOf(t *testing.T) {
-	s, err := scenarios.Parse("settings.yaml", []byte(`version: 1
+// TestSettings: result.json's settings are the scenario's effective ones, defaults filled in.
+func TestSettings(t *testing.T) {
+	s, err := Parse("settings.yaml", []byte(`version: 1
 name: settings
 duration: 3s
 warmup: 500ms
@@ -53,10 +52,10 @@ faults: [{at: 1s, kind: pause, duration: 500ms}]
 		Persistence: "aof-everysec",
 		Faults:      []string{"pause master at 1s for 500ms, recovery 2s"},
 	}
-	if diff := cmp.Diff(want, settingsOf(s)); diff != "" {
-		t.Errorf("settingsOf (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, s.settings()); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
 	}
-	if got := DescribeScenario(s, "x.yaml").Settings; got == nil {
-		t.Error("DescribeScenario leaves Settings out")
+	if got := s.Describe("x.yaml").Settings; got == nil {
+		t.Error("Describe leaves Settings out")
 	}
 }
