@@ -137,7 +137,7 @@ func gateCompare(t *testing.T, baseline, current *result.Result) *gate.Report {
 		t.Errorf("gate.Compare found different machines (%q vs %q); want one machine", g.BaselineMachine, g.CurrentMachine)
 	}
 	for _, r := range g.Rows {
-		if r.Metric != gate.MetricVerdict && r.Figures != gate.FiguresRaw {
+		if r.Metric != result.Verdict && r.Figures != gate.FiguresRaw {
 			t.Errorf("%s %s compared %s figures; want raw ones (the runs have no reference script)", r.Algorithm, r.Metric, r.Figures)
 		}
 	}
@@ -148,7 +148,7 @@ func gateCompare(t *testing.T, baseline, current *result.Result) *gate.Report {
 func gateRowsLine(g *gate.Report) string {
 	var parts []string
 	for _, r := range g.Rows {
-		if r.Metric == gate.MetricVerdict {
+		if r.Metric == result.Verdict {
 			parts = append(parts, fmt.Sprintf("verdict %s→%s %s", r.OldOutcome, r.NewOutcome, r.Verdict))
 			continue
 		}
@@ -187,7 +187,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	const a, b = gateAlgorithm + "-a", gateAlgorithm + "-b"
 	start := time.Now()
 	var alarms, inconclusiveRows, inconclusiveComparisons, improvements int
-	pvalues := map[gate.Metric][]string{}
+	pvalues := map[result.Metric][]string{}
 	for i := range gateComparisons {
 		s := gateScenario(t, "fast.yaml", a, b)
 		s.Algorithms = s.Algorithms[1:]
@@ -204,7 +204,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 			inconclusiveComparisons++
 		}
 		for _, row := range g.Rows {
-			if row.Metric != gate.MetricVerdict {
+			if row.Metric != result.Verdict {
 				pvalues[row.Metric] = append(pvalues[row.Metric], fmt.Sprintf("%.3f", row.P))
 			}
 		}
@@ -266,7 +266,7 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		precise := false
 		for _, row := range g.Rows {
 			switch row.Metric {
-			case gate.MetricThroughput, gate.MetricP99, gate.MetricCPU:
+			case result.Throughput, result.P99, result.CPU:
 			default:
 				continue
 			}
@@ -363,7 +363,7 @@ func TestGateFlagsPassToFail(t *testing.T) {
 func wantVerdictRegression(t *testing.T, g *gate.Report) {
 	t.Helper()
 	for _, r := range g.RowsWith(gate.Regression) {
-		if r.Metric == gate.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(verify.Pass) &&
+		if r.Metric == result.Verdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(verify.Pass) &&
 			r.NewOutcome == string(verify.Fail) {
 			if !g.Regressed() {
 				t.Errorf("a verdict regression row, but Regressed() = false")

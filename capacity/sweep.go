@@ -379,7 +379,7 @@ func (sw *sweep) judgeBoth(st Step, e1, e2 *result.Entry) Step {
 	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
 	both.Histograms.Latency = ""
 	both.LatencyUS = load.Summarize(h1)
-	v, ok := judge.Value(&both, slo.Metric)
+	v, ok := slo.Metric.Value(&both)
 	st.Good = ok && slo.Holds(v)
 	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, judge.FormatMetric(slo.Metric, v))
 	st.Reason = ""
@@ -494,7 +494,7 @@ func judgeStep(phase string, rate float64, e *result.Entry, slo *scenarios.Thres
 		why = append(why, fmt.Sprintf("achieved %.0f%% of offered", 100*st.AchievedRPS/rate))
 	}
 	if slo != nil && e.Requests > 0 {
-		if v, ok := judge.Value(e, slo.Metric); ok && !slo.Holds(v) {
+		if v, ok := slo.Metric.Value(e); ok && !slo.Holds(v) {
 			why = append(why, fmt.Sprintf("%s %s broke %q", slo.Metric, judge.FormatMetric(slo.Metric, v), slo.Text))
 		}
 	}

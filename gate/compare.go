@@ -80,7 +80,7 @@ func compareMetric(in metricInput) (Row, string) {
 	def, th := in.def, in.threshold
 	row := Row{
 		Algorithm: in.old.Algorithm, Topology: in.old.Topology, Metric: def.metric, Figures: best.figures,
-		Unit: def.unit, Threshold: th, DeltaUnit: "%", OldN: len(best.ov), NewN: len(best.nv),
+		Unit: def.metric.Unit(), Threshold: th, DeltaUnit: "%", OldN: len(best.ov), NewN: len(best.nv),
 		OldMedian: best.os.median, NewMedian: best.ns.median, OldSpread: best.os.spread, NewSpread: best.ns.spread,
 		MDE:           best.mde,
 		RepeatsNeeded: repeatsNeeded(best.os.sigma*best.scale, best.ns.sigma*best.scale, th, Alpha, Power),
@@ -102,7 +102,7 @@ func compareMetric(in metricInput) (Row, string) {
 	// reaches the other side), never more than the change of the medians. reach is how far the
 	// interval goes in the bad direction: the change the run cannot rule out.
 	var worse, better, reach float64
-	if def.metric == MetricEfficiency {
+	if def.metric == result.Efficiency {
 		row.DeltaUnit = "pt"
 		row.Delta = (best.ns.median - best.os.median) * 100
 		worse, reach = min(-row.Delta, -row.DeltaHigh), -row.DeltaLow
@@ -117,7 +117,7 @@ func compareMetric(in metricInput) (Row, string) {
 	} else {
 		row.Delta = (best.ns.median - best.os.median) / best.os.median * 100
 		worse, better, reach = min(row.Delta, row.DeltaLow), min(-row.Delta, -row.DeltaHigh), row.DeltaHigh
-		if def.higherBetter {
+		if def.metric.HigherIsBetter() {
 			worse, better, reach = better, worse, -row.DeltaLow
 		}
 	}
@@ -153,7 +153,7 @@ func compareMetric(in metricInput) (Row, string) {
 
 // signedReach returns the end of row's interval on the worse side, signed as the delta is.
 func signedReach(row Row, def metricDef) float64 {
-	if def.higherBetter {
+	if def.metric.HigherIsBetter() {
 		return row.DeltaLow
 	}
 	return row.DeltaHigh
@@ -190,7 +190,7 @@ func newCandidate(in metricInput, k Figures) (candidate, string) {
 	}
 	c.os, c.ns = summarize(c.ov), summarize(c.nv)
 	switch {
-	case in.def.metric == MetricEfficiency:
+	case in.def.metric == result.Efficiency:
 		c.scale = 100
 	case c.os.median == 0:
 		return c, "baseline median is 0, so no percentage"
@@ -261,7 +261,7 @@ func outcomeClass(o string) int {
 func compareOutcome(old, cur *result.Entry) Row {
 	o, onote := outcome(old)
 	n, nnote := outcome(cur)
-	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n,
+	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: result.Verdict, OldOutcome: o, NewOutcome: n,
 		OldContract: old.Verification.Contract, NewContract: cur.Verification.Contract}
 	oc, nc := outcomeClass(o), outcomeClass(n)
 	switch {

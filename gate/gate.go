@@ -136,12 +136,12 @@ func (p Policy) Fails(v Verdict) bool {
 // the same unit. P is the two-sided Mann-Whitney U p-value, shown for reference: the verdict
 // follows from the interval and the MDE alone (see doc.go).
 //
-// For the MetricVerdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
+// For the result.Verdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
 type Row struct {
-	Scenario  string `json:"scenario"`
-	Algorithm string `json:"algorithm"`
-	Topology  string `json:"topology"`
-	Metric    Metric `json:"metric"`
+	Scenario  string        `json:"scenario"`
+	Algorithm string        `json:"algorithm"`
+	Topology  string        `json:"topology"`
+	Metric    result.Metric `json:"metric"`
 	// Figures is the kind of figures compared: the one of Candidates with the smallest
 	// MDE + |Drift| (raw on a tie), always FiguresRelative when the machines differ.
 	Figures    Figures `json:"figures,omitempty"`

@@ -122,7 +122,7 @@ func baselineResult() *result.Result {
 		gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
 }
 
-func rowOf(t *testing.T, g *Report, algorithm string, m Metric) Row {
+func rowOf(t *testing.T, g *Report, algorithm string, m result.Metric) Row {
 	t.Helper()
 	for _, r := range g.Rows {
 		if r.Algorithm == algorithm && r.Metric == m {
@@ -156,7 +156,7 @@ func TestGate(t *testing.T) {
 			},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "gcra", MetricThroughput); r.P != 1 || r.Delta != 0 {
+				if r := rowOf(t, g, "gcra", result.Throughput); r.P != 1 || r.Delta != 0 {
 					t.Errorf("identical throughput: p = %v, delta = %v; want 1, 0", r.P, r.Delta)
 				}
 			},
@@ -173,7 +173,7 @@ func TestGate(t *testing.T) {
 			},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if !(r.P < 0.05) {
 					t.Errorf("p = %v; want < 0.05", r.P)
 				}
@@ -193,7 +193,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra throughput": OK, "gcra cpu": OK},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.P < 0.05) {
+				if r := rowOf(t, g, "gcra", result.Throughput); !(r.P < 0.05) {
 					t.Errorf("3%% slower: p = %v; want < 0.05 (the case must be significant to test the threshold)", r.P)
 				}
 			},
@@ -219,7 +219,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra throughput": OK},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if !(r.P < 0.05) || !(r.Delta < -2) || !(r.DeltaLow < -2 && r.DeltaHigh > -2) {
 					t.Errorf("p = %v, delta %.2f%% in [%.2f, %.2f]; want significant, beyond -2%%, with an interval across -2%%",
 						r.P, r.Delta, r.DeltaLow, r.DeltaHigh)
@@ -250,7 +250,7 @@ func TestGate(t *testing.T) {
 			want:          map[string]Verdict{"gcra throughput": Regression, "gcra p99": Regression, "gcra cpu": Regression},
 			figures:       FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				for _, m := range []Metric{MetricThroughput, MetricP99, MetricCPU} {
+				for _, m := range []result.Metric{result.Throughput, result.P99, result.CPU} {
 					if r := rowOf(t, g, "gcra", m); !(r.OldSpread > 0.10 && r.NewSpread > 0.10) || !(r.MDE > r.Threshold) {
 						t.Errorf("%s: spreads %.3f, %.3f and MDE %.1f%%; want both spreads over 10%% and an MDE over the %v%% threshold (the case must be noisy)",
 							m, r.OldSpread, r.NewSpread, r.MDE, r.Threshold)
@@ -293,7 +293,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra cpu": Inconclusive},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricCPU)
+				r := rowOf(t, g, "gcra", result.CPU)
 				if !(r.DeltaLow < r.Threshold && r.DeltaHigh > r.Threshold) || !(r.MDE > r.Threshold) {
 					t.Errorf("cpu interval [%.1f, %.1f]%%, MDE %.1f%%; want an interval across %v%% and an MDE above it", r.DeltaLow, r.DeltaHigh, r.MDE, r.Threshold)
 				}
@@ -351,7 +351,7 @@ func TestGate(t *testing.T) {
 			want:          map[string]Verdict{"token-bucket efficiency": Regression},
 			figures:       FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "token-bucket", MetricEfficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
+				if r := rowOf(t, g, "token-bucket", result.Efficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
 					t.Errorf("efficiency delta = %v%s; want -3pt", r.Delta, r.DeltaUnit)
 				}
 			},
@@ -382,7 +382,7 @@ func TestGate(t *testing.T) {
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
 				for _, r := range g.Rows {
-					if r.Algorithm == "gcra" && r.Metric == MetricCPU {
+					if r.Algorithm == "gcra" && r.Metric == result.CPU {
 						t.Errorf("unmeasured CPU got a row: %+v", r)
 					}
 				}
@@ -421,11 +421,11 @@ func TestGate(t *testing.T) {
 				if g.SameMachine || g.Reference != "reference" {
 					t.Errorf("SameMachine = %v, Reference = %q; want false, reference", g.SameMachine, g.Reference)
 				}
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if r.Figures != FiguresRelative || math.Abs(r.OldMedian-1) > 0.02 {
 					t.Errorf("gcra throughput row = %+v; want relative figures near 1", r)
 				}
-				if e := rowOf(t, g, "gcra", MetricEfficiency); e.Figures != FiguresRaw {
+				if e := rowOf(t, g, "gcra", result.Efficiency); e.Figures != FiguresRaw {
 					t.Errorf("efficiency figures = %q; want raw", e.Figures)
 				}
 				for _, r := range g.Rows {
@@ -471,13 +471,13 @@ func TestGate(t *testing.T) {
 				t.Errorf("Regressed() = %v; want %v\n%s", g.Regressed(), tt.wantRegressed, g.Summary)
 			}
 			for _, r := range g.Rows {
-				if r.Metric != MetricVerdict && r.Metric != MetricEfficiency && r.Figures != tt.figures {
+				if r.Metric != result.Verdict && r.Metric != result.Efficiency && r.Figures != tt.figures {
 					t.Errorf("%s %s compares %s figures; want %s", r.Algorithm, r.Metric, r.Figures, tt.figures)
 				}
 			}
 			for key, want := range tt.want {
 				alg, m, _ := strings.Cut(key, " ")
-				if r := rowOf(t, g, alg, Metric(m)); r.Verdict != want {
+				if r := rowOf(t, g, alg, result.Metric(m)); r.Verdict != want {
 					t.Errorf("%s: verdict %q; want %q (row %+v)", key, r.Verdict, want, r)
 				}
 			}
@@ -860,7 +860,7 @@ func TestRowJSONNotFinite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rowOf(t, g, "gcra", MetricThroughput)
+	r := rowOf(t, g, "gcra", result.Throughput)
 	if !math.IsInf(r.NewSpread, 1) {
 		t.Fatalf("throughput row = %+v; want an infinite current spread", r)
 	}

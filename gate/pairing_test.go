@@ -46,7 +46,7 @@ func TestPairingWithReference(t *testing.T) {
 		wantFigures Figures
 		want        Verdict // of gcra's row of metric
 		// metric is the row checked; cpu when empty.
-		metric Metric
+		metric result.Metric
 		// driftDecides: the raw figures have the smaller MDE, and only their drift makes the
 		// row compare ratios.
 		driftDecides bool
@@ -77,7 +77,7 @@ func TestPairingWithReference(t *testing.T) {
 			current:      driftRun([]float64{1.15}, 1, nil),
 			wantFigures:  FiguresRelative,
 			want:         Insignificant,
-			metric:       MetricThroughput,
+			metric:       result.Throughput,
 			driftDecides: true,
 		},
 		{
@@ -100,7 +100,7 @@ func TestPairingWithReference(t *testing.T) {
 			}
 			m := tt.metric
 			if m == "" {
-				m = MetricCPU
+				m = result.CPU
 			}
 			r := rowOf(t, g, "gcra", m)
 			if r.Figures != tt.wantFigures || r.Verdict != tt.want {
@@ -127,7 +127,7 @@ func TestPairingWithReference(t *testing.T) {
 				if row.Algorithm == "reference" {
 					t.Errorf("the reference was gated: %+v", row)
 				}
-				if row.Metric == MetricEfficiency && row.Figures != FiguresRaw {
+				if row.Metric == result.Efficiency && row.Figures != FiguresRaw {
 					t.Errorf("efficiency compared %s figures; want raw", row.Figures)
 				}
 			}
@@ -158,7 +158,7 @@ func TestPairingWithoutReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rowOf(t, g, "gcra", MetricCPU); r.Figures != FiguresRaw || len(r.Candidates) != 1 {
+	if r := rowOf(t, g, "gcra", result.CPU); r.Figures != FiguresRaw || len(r.Candidates) != 1 {
 		t.Errorf("cpu row = %+v; want raw figures, one candidate", r)
 	}
 	if notes := strings.Join(g.Notes, "\n"); !strings.Contains(notes, "current: no reference samples for relative figures: the result names no reference script: raw figures only") {

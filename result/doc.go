@@ -4,7 +4,9 @@
 // segmented run, Segment, Partial and Generator), reading and writing it (Read, Result.Write,
 // the admission logs beside a segment's result), the histogram encoding, and the pure functions
 // on those values that the commands share: NewEntry (an entry from load's figures), MergeRepeats,
-// Result.Relate, Entry.Label.
+// Result.Relate, Entry.Label. Metric is the one vocabulary of an entry's figures: a scenario's
+// thresholds, a capacity objective and the gate name their figures with it, and a metric reads
+// its figure from an entry or a repeat's Sample.
 //
 // The schema embeds each concept in its owner's type rather than a copy: the scenario's keys,
 // skew and client mode (internal/load), limit, custom scripts and WAIT (algorithms), arrival

@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // FaultKind names what a scheduled fault does.
@@ -287,7 +288,7 @@ func (c *checker) faultThresholds() {
 		return
 	}
 	for i, t := range c.s.Thresholds {
-		if t.Metric == FaultExcess {
+		if t.Metric == result.FaultExcess {
 			c.add(fmt.Sprintf("thresholds[%d]", i), "fault_excess bounds what the scenario's faults cost, and it has none (add faults)")
 		}
 	}

@@ -38,51 +38,6 @@ func measured(alg string) result.Entry {
 	}
 }
 
-func TestEvaluate(t *testing.T) {
-	e := measured("gcra")
-	empty := result.Entry{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
-	noContract := measured("mine")
-	noContract.Verification.Contract = "none"
-	noContract.Accuracy = verify.AccuracySummary{}
-	faulted := measured("gcra")
-	faulted.Verification.Faults = []verify.FaultReport{{Name: "restart master at 1s", Excess: 89}}
-	faulted.Verification.FaultExcess = 89
-	tests := []struct {
-		name    string
-		e       result.Entry
-		m       scenarios.Metric
-		want    float64
-		missing string // substring of the reason; "" when the metric can be evaluated
-	}{
-		{"p50", e, scenarios.P50, 800, ""},
-		{"p90", e, scenarios.P90, 2000, ""},
-		{"p99", e, scenarios.P99, 4000, ""},
-		{"p999", e, scenarios.P999, 6000, ""},
-		{"max", e, scenarios.Max, 9000, ""},
-		{"throughput", e, scenarios.Throughput, 495, ""},
-		{"efficiency", e, scenarios.Efficiency, 0.95, ""},
-		{"errors", e, scenarios.ErrorRate, 0.01, ""},
-		{"p99 with no request", empty, scenarios.P99, 0, "no decision completed"},
-		{"throughput with no request", empty, scenarios.Throughput, 0, "no request was measured"},
-		{"errors with no request", empty, scenarios.ErrorRate, 0, "no request was measured"},
-		{"efficiency with no ideal admission", empty, scenarios.Efficiency, 0, "an exact limiter would have admitted nothing"},
-		{"efficiency without a contract", noContract, scenarios.Efficiency, 0, "no contract"},
-		{"fault_excess without faults", e, scenarios.FaultExcess, 0, "no fault was injected"},
-		{"fault_excess", faulted, scenarios.FaultExcess, 89, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, missing := Evaluate(&tt.e, tt.m)
-			if got != tt.want || (tt.missing == "") != (missing == "") || !strings.Contains(missing, tt.missing) {
-				t.Errorf("Evaluate(%s) = (%g, %q); want (%g, containing %q)", tt.m, got, missing, tt.want, tt.missing)
-			}
-			if v, ok := Value(&tt.e, tt.m); ok != (missing == "") || v != got {
-				t.Errorf("Value(%s) = (%g, %v); want (%g, %v)", tt.m, v, ok, got, missing == "")
-			}
-		})
-	}
-}
-
 // Issue 14, item 3: a run dominated by errors no longer passes. Without an errors threshold of
 // its own, every entry is held to DefaultErrors: broken, a pass becomes inconclusive (never
 // fail) and the run fails with the error classes and their first texts; a fail stays a fail. A
