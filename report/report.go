@@ -136,43 +136,10 @@ type figureView struct {
 }
 
 func newView(r *result.Result, figs []Figure, inline bool) view {
-	s, env := r.Scenario, r.Environment
+	s := r.Scenario
 	v := view{Title: "limitbench report: " + orDefault(s.Name, "unnamed scenario"), Description: s.Description,
 		Generators: generatorTable(r)}
-	add := func(rows *[]row, k, val string) {
-		if val != "" {
-			*rows = append(*rows, row{k, val})
-		}
-	}
-	v.Scenario = scenarioRows(r)
-	backend := env.Backend
-	if env.Image != "" {
-		backend += " (" + env.Image + ")"
-	}
-	add(&v.Environment, "backend", backend)
-	add(&v.Environment, "topology", env.Topology)
-	redis := env.RedisVersion
-	if env.Nodes > 0 {
-		redis += fmt.Sprintf(", %d %s", env.Nodes, Plural(int64(env.Nodes), "node", "nodes"))
-	}
-	add(&v.Environment, "Redis", strings.TrimPrefix(redis, ", "))
-	machine := []string{}
-	if env.CPUs > 0 {
-		machine = append(machine, fmt.Sprintf("%d CPUs", env.CPUs))
-	}
-	if env.GOMAXPROCS > 0 {
-		machine = append(machine, fmt.Sprintf("GOMAXPROCS %d", env.GOMAXPROCS))
-	}
-	if env.OS != "" {
-		machine = append(machine, env.OS+"/"+env.Arch)
-	}
-	add(&v.Environment, "machine", strings.Join(machine, ", "))
-	add(&v.Environment, "CPU idle states", env.IdleNote)
-	add(&v.Environment, "CPU pinning", env.PinNote)
-	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
-	if r.Reference != "" {
-		add(&v.Environment, "reference script", r.Reference)
-	}
+	v.Scenario, v.Environment = scenarioRows(r), environmentRows(r)
 	if r.CutShort {
 		v.CutShort = orDefault(r.CutShortNote, "the run stopped before its planned end") + " The figures cover what was measured until then."
 	}

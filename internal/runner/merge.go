@@ -23,7 +23,7 @@ import (
 var ErrNotOneRun = errors.New("the results are not the segments of one run")
 
 // Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir, its
-// admission logs read (report.ReadPartialLogs).
+// admission logs read (result.ReadPartialLogs).
 type Part struct {
 	Dir    string
 	Result *result.Result
