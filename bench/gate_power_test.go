@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/gate"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 var (
@@ -75,7 +75,7 @@ func powerLoop(n int) string {
 
 // powerRow is what one trial found about one entry.
 type powerRow struct {
-	rows map[gate.Metric]gate.Row
+	rows map[result.Metric]gate.Row
 	// cpuEffect and callEffect are the measured changes of the medians of raw Redis CPU per
 	// decision and script µs per call, current over baseline, in percent.
 	cpuEffect, callEffect float64
@@ -84,15 +84,15 @@ type powerRow struct {
 // powerTally sums the trials of one entry under one condition.
 type powerTally struct {
 	trials, detected, improvements int
-	regressions, inconclusive      map[gate.Metric]int
+	regressions, inconclusive      map[result.Metric]int
 	relativeCPU                    int
-	mde                            map[gate.Metric][]float64
+	mde                            map[result.Metric][]float64
 	cpuEffect, callEffect          []float64
 }
 
 func (t *powerTally) add(r powerRow) {
 	if t.regressions == nil {
-		t.regressions, t.inconclusive, t.mde = map[gate.Metric]int{}, map[gate.Metric]int{}, map[gate.Metric][]float64{}
+		t.regressions, t.inconclusive, t.mde = map[result.Metric]int{}, map[result.Metric]int{}, map[result.Metric][]float64{}
 	}
 	t.trials++
 	found := false
@@ -106,14 +106,14 @@ func (t *powerTally) add(r powerRow) {
 		case gate.Improvement:
 			t.improvements++
 		}
-		if m != gate.MetricVerdict {
+		if m != result.Verdict {
 			t.mde[m] = append(t.mde[m], row.MDE)
 		}
 	}
 	if found {
 		t.detected++
 	}
-	if r.rows[gate.MetricCPU].Figures == gate.FiguresRelative {
+	if r.rows[result.CPU].Figures == gate.FiguresRelative {
 		t.relativeCPU++
 	}
 	t.cpuEffect = append(t.cpuEffect, r.cpuEffect)
@@ -244,24 +244,24 @@ func benchmarkGatePower(b *testing.B) {
 			}
 			var line []string
 			for _, e := range powerEntries {
-				r := powerRow{rows: map[gate.Metric]gate.Row{}}
+				r := powerRow{rows: map[result.Metric]gate.Row{}}
 				for _, row := range g.Rows {
 					if row.Algorithm == e.name {
 						r.rows[row.Metric] = row
 					}
 				}
-				r.cpuEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s report.Sample) float64 { return s.CPUUSecPerDecision })
-				r.callEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s report.Sample) float64 { return s.USecPerCall })
+				r.cpuEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s result.Sample) float64 { return s.CPUUSecPerDecision })
+				r.callEffect = effect(baseline.Entry(e.name, "single"), current.Entry(e.name, "single"), func(s result.Sample) float64 { return s.USecPerCall })
 				tallies[cond.name][e.name].add(r)
 				line = append(line, fmt.Sprintf("%s %s", e.name, verdictLetters(r)))
 				// Every false alarm and every miss of a large change, with its figures.
-				for _, m := range append(slices.Clone(gate.Metrics), gate.MetricVerdict) {
+				for _, m := range append(slices.Clone(gate.Metrics), result.Verdict) {
 					row, ok := r.rows[m]
 					switch {
 					case !ok:
 					case e.pct == 0 && row.Verdict == gate.Regression:
 						b.Logf("  false alarm: %s trial %d %s %s", cond.name, trial, e.name, rowText(row))
-					case e.pct >= 100 && m == gate.MetricCPU && row.Verdict != gate.Regression:
+					case e.pct >= 100 && m == result.CPU && row.Verdict != gate.Regression:
 						b.Logf("  missed: %s trial %d %s %s", cond.name, trial, e.name, rowText(row))
 					}
 				}
@@ -291,16 +291,16 @@ func benchmarkGatePower(b *testing.B) {
 			if e.pct == 0 {
 				detected = fmt.Sprintf("FA %d/%d", t.detected, t.trials)
 			}
-			other := t.regressions[gate.MetricMemory] + t.regressions[gate.MetricEfficiency] + t.regressions[gate.MetricVerdict]
-			inconclusive := t.inconclusive[gate.MetricCPU] + t.inconclusive[gate.MetricThroughput] + t.inconclusive[gate.MetricP99]
+			other := t.regressions[result.Memory] + t.regressions[result.Efficiency] + t.regressions[result.Verdict]
+			inconclusive := t.inconclusive[result.CPU] + t.inconclusive[result.Throughput] + t.inconclusive[result.P99]
 			b.Logf("  %-7s %5.0f%% %+8.1f%% %+8.1f%%  %-12s %-9s %-9s %-9s %-9s  %-14s %8.1f%% %8.1f%% %8.1f%% %7s",
 				e.name, e.pct, gateMedian(t.cpuEffect), gateMedian(t.callEffect), detected,
-				fmt.Sprintf("%d/%d", t.regressions[gate.MetricCPU], t.trials),
-				fmt.Sprintf("%d/%d", t.regressions[gate.MetricThroughput], t.trials),
-				fmt.Sprintf("%d/%d", t.regressions[gate.MetricP99], t.trials),
+				fmt.Sprintf("%d/%d", t.regressions[result.CPU], t.trials),
+				fmt.Sprintf("%d/%d", t.regressions[result.Throughput], t.trials),
+				fmt.Sprintf("%d/%d", t.regressions[result.P99], t.trials),
 				fmt.Sprintf("%d", other),
 				fmt.Sprintf("%d (of %d)", inconclusive, 3*t.trials),
-				gateMedian(t.mde[gate.MetricCPU]), gateMedian(t.mde[gate.MetricThroughput]), gateMedian(t.mde[gate.MetricP99]),
+				gateMedian(t.mde[result.CPU]), gateMedian(t.mde[result.Throughput]), gateMedian(t.mde[result.P99]),
 				fmt.Sprintf("%d/%d", t.relativeCPU, t.trials))
 		}
 	}
@@ -335,11 +335,11 @@ func benchmarkGatePower(b *testing.B) {
 		}
 	}
 	q := tallies["quiet"]["fw-025"]
-	check(q.trials > 0 && float64(q.regressions[gate.MetricCPU]) >= 0.9*float64(q.trials),
-		"quiet: fw-025 on CPU µs/decision detected in %d of %d trials (want at least 90%%)", q.regressions[gate.MetricCPU], q.trials)
+	check(q.trials > 0 && float64(q.regressions[result.CPU]) >= 0.9*float64(q.trials),
+		"quiet: fw-025 on CPU µs/decision detected in %d of %d trials (want at least 90%%)", q.regressions[result.CPU], q.trials)
 	b.Logf("with 6 repeats the median MDE of cpu is %.1f%% quiet and %.1f%% busy (A/A entries); whole benchmark %s",
-		gateMedian(append(slices.Clone(tallies["quiet"]["fw-aa1"].mde[gate.MetricCPU]), tallies["quiet"]["fw-aa2"].mde[gate.MetricCPU]...)),
-		gateMedian(append(slices.Clone(tallies["busy"]["fw-aa1"].mde[gate.MetricCPU]), tallies["busy"]["fw-aa2"].mde[gate.MetricCPU]...)),
+		gateMedian(append(slices.Clone(tallies["quiet"]["fw-aa1"].mde[result.CPU]), tallies["quiet"]["fw-aa2"].mde[result.CPU]...)),
+		gateMedian(append(slices.Clone(tallies["busy"]["fw-aa1"].mde[result.CPU]), tallies["busy"]["fw-aa2"].mde[result.CPU]...)),
 		time.Since(start).Round(time.Second))
 	if failures > 0 {
 		b.Errorf("%d of issue 13's checks failed (see CHECK FAIL above)", failures)
@@ -348,7 +348,7 @@ func benchmarkGatePower(b *testing.B) {
 
 // powerRun runs `limitbench run --backend process --quiet --out out scenario` with extra args and
 // returns the result it wrote.
-func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.Result {
+func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *result.Result {
 	b.Helper()
 	args := append([]string{"run", "--backend", "process", "--quiet", "--out", out}, extra...)
 	args = append(args, strings.Fields(*gatePowerFlags)...)
@@ -356,7 +356,7 @@ func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.
 	if code != 0 && code != 1 {
 		b.Fatalf("limitbench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
 	}
-	r, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	r, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func powerRun(b *testing.B, bin, scenario, out string, extra ...string) *report.
 
 // rowText renders a gate row for a log line: metric, delta, interval, figures, MDE, drift, verdict.
 func rowText(r gate.Row) string {
-	if r.Metric == gate.MetricVerdict {
+	if r.Metric == result.Verdict {
 		return fmt.Sprintf("verdict %s → %s: %s", r.OldOutcome, r.NewOutcome, r.Verdict)
 	}
 	drift := 0.0
@@ -401,7 +401,7 @@ func powerGate(b *testing.B, bin, baseline, current, keep string) *gate.Report {
 
 // effect returns the change of the median of f from old's samples to cur's, in percent; 0 when
 // either is missing.
-func effect(old, cur *report.Entry, f func(report.Sample) float64) float64 {
+func effect(old, cur *result.Entry, f func(result.Sample) float64) float64 {
 	if old == nil || cur == nil {
 		return 0
 	}
@@ -422,7 +422,7 @@ func effect(old, cur *report.Entry, f func(report.Sample) float64) float64 {
 // gate.Metrics order and the verdict row: R regression, i inconclusive, + improvement, . other.
 func verdictLetters(r powerRow) string {
 	var b strings.Builder
-	for _, m := range append(slices.Clone(gate.Metrics), gate.MetricVerdict) {
+	for _, m := range append(slices.Clone(gate.Metrics), result.Verdict) {
 		row, ok := r.rows[m]
 		switch {
 		case !ok:

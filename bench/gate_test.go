@@ -31,7 +31,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -82,7 +82,7 @@ func gateScenario(t *testing.T, file string, also ...string) *scenarios.Scenario
 // gateRun runs s with repeat interleaved repeats on a started redis-server process, without the
 // reference script (both sides of every comparison here run on this machine, so the gate compares
 // raw figures), and returns the result.
-func gateRun(t *testing.T, s *scenarios.Scenario, repeat int) *report.Result {
+func gateRun(t *testing.T, s *scenarios.Scenario, repeat int) *result.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -104,7 +104,7 @@ func gateRun(t *testing.T, s *scenarios.Scenario, repeat int) *report.Result {
 }
 
 // gateEntry returns r's entry for algorithm on single, failing t without one.
-func gateEntry(t *testing.T, r *report.Result, algorithm string) *report.Entry {
+func gateEntry(t *testing.T, r *result.Result, algorithm string) *result.Entry {
 	t.Helper()
 	for i := range r.Entries {
 		if e := &r.Entries[i]; e.Algorithm == algorithm && e.Topology == "single" {
@@ -117,17 +117,17 @@ func gateEntry(t *testing.T, r *report.Result, algorithm string) *report.Entry {
 
 // gateOnly returns a copy of r holding only algorithm's entry, renamed gcra-lua: one side of a
 // comparison cut out of a run that measured several copies of the script interleaved.
-func gateOnly(t *testing.T, r *report.Result, algorithm string) *report.Result {
+func gateOnly(t *testing.T, r *result.Result, algorithm string) *result.Result {
 	t.Helper()
 	c := *r
 	e := *gateEntry(t, r, algorithm)
 	e.Algorithm = gateAlgorithm
-	c.Entries = []report.Entry{e}
+	c.Entries = []result.Entry{e}
 	return &c
 }
 
 // gateCompare runs gate.Compare with the default thresholds, failing t on an error.
-func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
+func gateCompare(t *testing.T, baseline, current *result.Result) *gate.Report {
 	t.Helper()
 	g, err := gate.Compare(baseline, current, gate.DefaultPolicy())
 	if err != nil {
@@ -137,7 +137,7 @@ func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
 		t.Errorf("gate.Compare found different machines (%q vs %q); want one machine", g.BaselineMachine, g.CurrentMachine)
 	}
 	for _, r := range g.Rows {
-		if r.Metric != gate.MetricVerdict && r.Figures != gate.FiguresRaw {
+		if r.Metric != result.Verdict && r.Figures != gate.FiguresRaw {
 			t.Errorf("%s %s compared %s figures; want raw ones (the runs have no reference script)", r.Algorithm, r.Metric, r.Figures)
 		}
 	}
@@ -148,7 +148,7 @@ func gateCompare(t *testing.T, baseline, current *report.Result) *gate.Report {
 func gateRowsLine(g *gate.Report) string {
 	var parts []string
 	for _, r := range g.Rows {
-		if r.Metric == gate.MetricVerdict {
+		if r.Metric == result.Verdict {
 			parts = append(parts, fmt.Sprintf("verdict %s→%s %s", r.OldOutcome, r.NewOutcome, r.Verdict))
 			continue
 		}
@@ -187,7 +187,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 	const a, b = gateAlgorithm + "-a", gateAlgorithm + "-b"
 	start := time.Now()
 	var alarms, inconclusiveRows, inconclusiveComparisons, improvements int
-	pvalues := map[gate.Metric][]string{}
+	pvalues := map[result.Metric][]string{}
 	for i := range gateComparisons {
 		s := gateScenario(t, "fast.yaml", a, b)
 		s.Algorithms = s.Algorithms[1:]
@@ -204,7 +204,7 @@ func TestGateSameCodeNoFalseAlarm(t *testing.T) {
 			inconclusiveComparisons++
 		}
 		for _, row := range g.Rows {
-			if row.Metric != gate.MetricVerdict {
+			if row.Metric != result.Verdict {
 				pvalues[row.Metric] = append(pvalues[row.Metric], fmt.Sprintf("%.3f", row.P))
 			}
 		}
@@ -238,7 +238,7 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 	calib.Algorithms = append(calib.Algorithms, slow)
 	r := gateRun(t, calib, 4)
 	fast, slowE := gateEntry(t, r, gateAlgorithm), gateEntry(t, r, slowName)
-	ratio := func(f func(report.Sample) float64) float64 {
+	ratio := func(f func(result.Sample) float64) float64 {
 		var rs []float64
 		for i := range fast.Samples {
 			if a, b := f(fast.Samples[i]), f(slowE.Samples[i]); a > 0 {
@@ -247,9 +247,9 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		}
 		return gateMedian(rs)
 	}
-	cpu := ratio(func(s report.Sample) float64 { return s.CPUUSecPerDecision })
-	call := ratio(func(s report.Sample) float64 { return s.USecPerCall })
-	tput := ratio(func(s report.Sample) float64 { return s.ThroughputRPS })
+	cpu := ratio(func(s result.Sample) float64 { return s.CPUUSecPerDecision })
+	call := ratio(func(s result.Sample) float64 { return s.USecPerCall })
+	tput := ratio(func(s result.Sample) float64 { return s.ThroughputRPS })
 	t.Logf("slowdown of gcra_slow.lua, slow/fast medians of 4 interleaved pairs: Redis CPU per decision ×%.2f, "+
 		"script µs per call ×%.2f, throughput ×%.2f", cpu, call, tput)
 	if call < 1.2 {
@@ -266,7 +266,7 @@ func TestGateFlagsSlowerScript(t *testing.T) {
 		precise := false
 		for _, row := range g.Rows {
 			switch row.Metric {
-			case gate.MetricThroughput, gate.MetricP99, gate.MetricCPU:
+			case result.Throughput, result.P99, result.CPU:
 			default:
 				continue
 			}
@@ -363,7 +363,7 @@ func TestGateFlagsPassToFail(t *testing.T) {
 func wantVerdictRegression(t *testing.T, g *gate.Report) {
 	t.Helper()
 	for _, r := range g.RowsWith(gate.Regression) {
-		if r.Metric == gate.MetricVerdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(verify.Pass) &&
+		if r.Metric == result.Verdict && r.Algorithm == gateAlgorithm && r.OldOutcome == string(verify.Pass) &&
 			r.NewOutcome == string(verify.Fail) {
 			if !g.Regressed() {
 				t.Errorf("a verdict regression row, but Regressed() = false")
@@ -414,14 +414,14 @@ func TestGateTooFewSamples(t *testing.T) {
 }
 
 // gateWrite writes r as dir/name/result.json and returns that path.
-func gateWrite(t *testing.T, dir, name string, r *report.Result) string {
+func gateWrite(t *testing.T, dir, name string, r *result.Result) string {
 	t.Helper()
 	d := filepath.Join(dir, name)
 	c := *r
 	if err := c.Write(d); err != nil {
 		t.Fatalf("write %s: %v", name, err)
 	}
-	return filepath.Join(d, report.ResultFile)
+	return filepath.Join(d, result.FileName)
 }
 
 // gateCLI builds cmd/limitbench from this module (the build cache makes the second build a link)

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/golden"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // fullCapacity is capacityFixture with every field of capacity.json set.
 func fullCapacity(t *testing.T) *Result {
 	c := capacityFixture()
-	// The scenario and environment sections of report's golden result.
-	full, err := report.ReadResult(filepath.Join("..", "report", "testdata", "full-result.json"))
+	// The scenario and environment sections of the result schema's golden result.json.
+	full, err := result.Read(filepath.Join("..", "result", "testdata", "full-result.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

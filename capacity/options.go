@@ -10,6 +10,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -104,9 +105,9 @@ func ParseSLO(text, algorithm string) (*scenarios.Threshold, error) {
 	switch {
 	case th.Algorithm != "" && th.Algorithm != algorithm:
 		return nil, fmt.Errorf("%q names algorithm %s, but the sweep sizes %s", text, th.Algorithm, algorithm)
-	case th.Metric == scenarios.Throughput:
+	case th.Metric == result.Throughput:
 		return nil, fmt.Errorf("%q bounds throughput, which the sweep itself measures; bound a latency, errors or efficiency, or use none", text)
-	case (th.Metric.IsLatency() || th.Metric == scenarios.ErrorRate) && !upper:
+	case (th.Metric.IsLatency() || th.Metric == result.ErrorRate) && !upper:
 		return nil, fmt.Errorf("%q has the comparison backwards: %s grows with the rate, and the sweep looks for the highest rate that keeps it below a bound; write %s < or <=",
 			text, th.Metric, th.Metric)
 	}

@@ -25,8 +25,12 @@ func (c *Result) summaryRows() [][2]string {
 		rows = append(rows, [2]string{"per shard", fmt.Sprintf("%s/s (%d masters)", report.Rate(c.ShardRPS), c.Masters)})
 	}
 	if c.Probe != nil {
+		clients := 0
+		if st := c.Scenario.Settings; st != nil {
+			clients = st.Clients
+		}
 		rows = append(rows, [2]string{"closed-loop saturation", fmt.Sprintf("%s/s (%d clients, p99 %s)",
-			report.Rate(c.Probe.AchievedRPS), c.Scenario.Clients, report.Micros(c.Probe.LatencyUS.P99))})
+			report.Rate(c.Probe.AchievedRPS), clients, report.Micros(c.Probe.LatencyUS.P99))})
 	}
 	rows = append(rows,
 		[2]string{"Redis CPU per decision", fmt.Sprintf("%.2f µs (Redis's own time per call %.2f µs)", c.CPUUSecPerDecision, c.USecPerCall)},

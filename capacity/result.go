@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // SchemaVersion is the value of Result.Schema this package writes and reads.
@@ -54,9 +54,10 @@ type Result struct {
 	Schema    string `json:"schema"`
 	Algorithm string `json:"algorithm"`
 	Topology  string `json:"topology"`
-	// Scenario is the load each step runs; its arrival is replaced by each step's constant rate.
-	Scenario    report.Scenario    `json:"scenario"`
-	Environment report.Environment `json:"environment"`
+	// Scenario is the load each step runs: its settings have a step's duration and warmup and no
+	// arrival (each step sets its own constant rate).
+	Scenario    result.Scenario    `json:"scenario"`
+	Environment result.Environment `json:"environment"`
 	// SLO is the objective a step must meet to be sustainable, as written ("p99 < 2ms"); empty
 	// when only the throughput criterion applies.
 	SLO string `json:"slo,omitempty"`
@@ -259,10 +260,10 @@ func Write(dir string, c *Result) error {
 		return err
 	default:
 		c.Files = append(c.Files, fig.Name+".png", fig.Name+".svg")
-		if err := report.WriteFile(filepath.Join(dir, fig.Name+".png"), fig.PNG); err != nil {
+		if err := result.WriteFile(filepath.Join(dir, fig.Name+".png"), fig.PNG); err != nil {
 			return err
 		}
-		if err := report.WriteFile(filepath.Join(dir, fig.Name+".svg"), fig.SVG); err != nil {
+		if err := result.WriteFile(filepath.Join(dir, fig.Name+".svg"), fig.SVG); err != nil {
 			return err
 		}
 	}
@@ -270,12 +271,12 @@ func Write(dir string, c *Result) error {
 	if err := c.WriteMarkdown(&md); err != nil {
 		return err
 	}
-	if err := report.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+	if err := result.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", File, err)
 	}
-	return report.WriteFile(filepath.Join(dir, File), append(b, '\n'))
+	return result.WriteFile(filepath.Join(dir, File), append(b, '\n'))
 }

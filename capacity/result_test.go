@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 func TestShardsNeeded(t *testing.T) {
@@ -62,8 +62,9 @@ func capacityFixture() *Result {
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &Result{
 		Algorithm: "gcra", Topology: "single",
-		Scenario:    report.Scenario{Name: "capacity", Clients: 32, Seed: 1, Keys: "1000 subjects, uniform"},
-		Environment: report.Environment{Backend: "process", RedisVersion: "7.0.15", CPUs: 2},
+		Scenario: result.Scenario{Name: "capacity", Seed: 1, Settings: &result.Settings{Clients: 32,
+			Keys: load.Keys{Count: 1000, Distribution: load.Uniform}}},
+		Environment: result.Environment{Backend: "process", RedisVersion: "7.0.15", CPUs: 2},
 		SLO:         "p99 < 2ms", SLOMetric: "p99", SLOBoundUS: 2000,
 		StepS: 2, WarmupS: 0.5, FollowRatio: 0.95, Resolution: 0.05,
 		Pinning: Pinning{Pinned: true, RedisCPUs: []int{1}, HarnessCPUs: []int{0},

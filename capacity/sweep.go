@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -116,12 +119,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	cfg.Logf = o.Logf
 	c.Topology = string(cfg.Topology)
-	c.Scenario = report.DescribeScenario(s, s.File)
-	c.Scenario.Loop = "open"
-	c.Scenario.Arrival = "constant, one rate per step"
-	c.Scenario.DurationS = o.Step.Seconds()
-	c.Scenario.Algorithms = []string{o.Algorithm}
-	c.Scenario.Topologies = []string{c.Topology}
+	c.Scenario = describe(s, o, c.Topology)
 
 	tgt, err := redisenv.Start(ctx, cfg)
 	if err != nil {
@@ -137,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			o.Logf("stop environment: %v", err)
 		}
 	}()
-	c.Environment.AddTarget(tgt.Info)
+	report.AddTarget(&c.Environment, tgt.Info)
 	c.Environment.Topology = c.Topology
 	c.Masters = len(tgt.Masters())
 	c.Pinning = pin(ctx, tgt, o.CPUs)
@@ -157,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if c.Masters > 0 {
-		c.ShardRPS = report.Round3(c.SustainableRPS / float64(c.Masters))
+		c.ShardRPS = result.Round3(c.SustainableRPS / float64(c.Masters))
 	}
 	if c.Masters > 1 {
 		cpus := len(c.Pinning.RedisCPUs)
@@ -223,7 +221,7 @@ type sweep struct {
 	c     *Result
 	n     int // steps run, for key prefixes
 	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
-	measure func(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error)
+	measure func(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error)
 }
 
 // run runs the probe, the doubling and the bisection.
@@ -317,7 +315,7 @@ func (sw *sweep) bisect(ctx context.Context, good, bad float64) error {
 // a real overload, whose queue grows for as long as it lasts, breaks the objective over both
 // just as well. The first step is kept, marked Superseded, and the confirm step's verdict is
 // the rate's.
-func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	st, e, err := sw.measureOnce(ctx, phase, rate)
 	if e == nil || err != nil || phase == PhaseProbe || st.Good || !sw.latencyOnly(rate, e) ||
 		len(sw.c.Steps)+1 >= sw.o.MaxSteps || ctx.Err() != nil {
@@ -340,7 +338,7 @@ func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *r
 }
 
 // measureOnce runs one measurement (sw.measure, else measureStep), checking the context after it.
-func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	measure := sw.measure
 	if measure == nil {
 		measure = sw.measureStep
@@ -354,14 +352,14 @@ func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (S
 
 // latencyOnly reports whether the step measured in e at rate broke a latency objective and
 // nothing else.
-func (sw *sweep) latencyOnly(rate float64, e *report.Entry) bool {
+func (sw *sweep) latencyOnly(rate float64, e *result.Entry) bool {
 	return sw.o.SLO != nil && sw.o.SLO.Metric.IsLatency() && judgeStep(PhaseBisect, rate, e, nil).Good
 }
 
 // judgeBoth judges the confirm step st (entry e2) of the rate first (entry e1) broke: st must
 // meet every criterion on its own except the objective, which must hold over both steps'
 // latencies merged. Without both histograms the rate is bad: half the data cannot overrule.
-func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
+func (sw *sweep) judgeBoth(st Step, e1, e2 *result.Entry) Step {
 	alone := judgeStep(st.Phase, st.OfferedRPS, e2, nil)
 	if !alone.Good {
 		return st
@@ -381,7 +379,7 @@ func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
 	both.Allowed, both.Denied = e1.Allowed+e2.Allowed, e1.Denied+e2.Denied
 	both.Histograms.Latency = ""
 	both.LatencyUS = load.Summarize(h1)
-	v, ok := judge.Value(&both, slo.Metric)
+	v, ok := slo.Metric.Value(&both)
 	st.Good = ok && slo.Holds(v)
 	st.Note = fmt.Sprintf("over both steps %s %s", slo.Metric, judge.FormatMetric(slo.Metric, v))
 	st.Reason = ""
@@ -394,7 +392,7 @@ func (sw *sweep) judgeBoth(st Step, e1, e2 *report.Entry) Step {
 
 // record appends st (entry e) to the steps, logs it, and, unless it is superseded, settles its
 // rate's verdict.
-func (sw *sweep) record(st Step, e *report.Entry) {
+func (sw *sweep) record(st Step, e *result.Entry) {
 	if e == nil {
 		return
 	}
@@ -425,7 +423,7 @@ func (sw *sweep) record(st Step, e *report.Entry) {
 
 // settle takes the sustainable rate and costs from st when it is the best good step so far, and
 // the bound from it when it is the lowest bad one.
-func (sw *sweep) settle(st Step, e *report.Entry) {
+func (sw *sweep) settle(st Step, e *result.Entry) {
 	rate := st.OfferedRPS
 	if st.Good && rate > sw.c.SustainableRPS {
 		sw.c.SustainableRPS = rate
@@ -440,14 +438,14 @@ func (sw *sweep) settle(st Step, e *report.Entry) {
 }
 
 // measureStep runs one step on the target, on a fresh key prefix, and judges it.
-func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 	s := *sw.o.Scenario
 	s.Duration, s.Warmup = sw.o.Step, sw.o.Warmup
 	s.Arrival = nil
 	if rate > 0 {
-		s.Arrival = &scenarios.Arrival{Rate: rate}
+		s.Arrival = &arrival.Arrival{Rate: rate}
 	}
-	s.Thresholds, s.Expect = nil, scenarios.Expect{}
+	s.Thresholds, s.Expect = nil, result.Expect{}
 	sw.n++
 	m, err := runner.Measure(ctx, runner.Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
 	if m == nil {
@@ -461,7 +459,7 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (S
 }
 
 // judgeStep turns a step's entry into a Step and decides whether it is good.
-func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Threshold) Step {
+func judgeStep(phase string, rate float64, e *result.Entry, slo *scenarios.Threshold) Step {
 	scheduled := e.Requests + e.Dropped // Dropped holds the missed ticks
 	st := Step{
 		Phase:              phase,
@@ -496,7 +494,7 @@ func judgeStep(phase string, rate float64, e *report.Entry, slo *scenarios.Thres
 		why = append(why, fmt.Sprintf("achieved %.0f%% of offered", 100*st.AchievedRPS/rate))
 	}
 	if slo != nil && e.Requests > 0 {
-		if v, ok := judge.Value(e, slo.Metric); ok && !slo.Holds(v) {
+		if v, ok := slo.Metric.Value(e); ok && !slo.Holds(v) {
 			why = append(why, fmt.Sprintf("%s %s broke %q", slo.Metric, judge.FormatMetric(slo.Metric, v), slo.Text))
 		}
 	}
@@ -513,4 +511,17 @@ func niceRate(r float64) float64 {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(r))-1)
 	return math.Floor(r/p) * p
+}
+
+// describe returns capacity.json's scenario section: s as each step runs it, on topology, with
+// o's algorithm, a step's duration and warmup, and no arrival of its own (each step sets its own
+// constant rate, Step.OfferedRPS).
+func describe(s *scenarios.Scenario, o Options, topology string) result.Scenario {
+	d := s.Describe(s.File)
+	d.Topologies = []string{topology}
+	st := d.Settings
+	st.DurationS, st.WarmupS, st.Arrival = o.Step.Seconds(), o.Warmup.Seconds(), nil
+	st.Algorithms = []string{o.Algorithm}
+	st.Custom = slices.DeleteFunc(st.Custom, func(c algorithms.CustomSpec) bool { return c.Name != o.Algorithm })
+	return d
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -34,9 +34,9 @@ func mustThreshold(t *testing.T, s string) *scenarios.Threshold {
 
 func TestJudgeStep(t *testing.T) {
 	slo, _ := scenarios.ParseThreshold("p99 < 2ms")
-	ok := report.Entry{Requests: 20000, Allowed: 20000, OfferedRPS: 10000, ThroughputRPS: 10000,
+	ok := result.Entry{Requests: 20000, Allowed: 20000, OfferedRPS: 10000, ThroughputRPS: 10000,
 		LatencyUS: load.Latency{P50: 300, P99: 1500}}
-	with := func(f func(e *report.Entry)) report.Entry {
+	with := func(f func(e *result.Entry)) result.Entry {
 		e := ok
 		f(&e)
 		return e
@@ -45,22 +45,22 @@ func TestJudgeStep(t *testing.T) {
 		name   string
 		phase  string
 		rate   float64
-		e      report.Entry
+		e      result.Entry
 		slo    *scenarios.Threshold
 		good   bool
 		reason string
 	}{
 		{"good", PhaseDouble, 10000, ok, &slo, true, ""},
-		{"no objective", PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 9000 }), nil, true, ""},
-		{"objective broken", PhaseDouble, 10000, with(func(e *report.Entry) { e.LatencyUS.P99 = 2000 }), &slo, false, `p99 2ms broke "p99 < 2ms"`},
-		{"95% achieved is enough", PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9500 }), &slo, true, ""},
-		{"not following", PhaseBisect, 10000, with(func(e *report.Entry) { e.ThroughputRPS = 9400 }), &slo, false, "achieved 94% of offered"},
-		{"behind", PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 150; e.Dropped = 60 }), &slo, false, "the generator fell behind (150 late, 60 never sent)"},
-		{"1% late is not behind", PhaseDouble, 10000, with(func(e *report.Entry) { e.Late = 200 }), &slo, true, ""},
-		{"errors", PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 15; e.Unknown = 6 }), &slo, false, "21 of 20000 requests failed"},
-		{"0.1% errors tolerated", PhaseDouble, 10000, with(func(e *report.Entry) { e.Errors = 20 }), &slo, true, ""},
-		{"nothing", PhaseDouble, 10000, report.Entry{}, &slo, false, "no request completed"},
-		{"probe ignores the rate", PhaseProbe, 0, with(func(e *report.Entry) { e.ThroughputRPS = 16000 }), nil, true, ""},
+		{"no objective", PhaseDouble, 10000, with(func(e *result.Entry) { e.LatencyUS.P99 = 9000 }), nil, true, ""},
+		{"objective broken", PhaseDouble, 10000, with(func(e *result.Entry) { e.LatencyUS.P99 = 2000 }), &slo, false, `p99 2ms broke "p99 < 2ms"`},
+		{"95% achieved is enough", PhaseBisect, 10000, with(func(e *result.Entry) { e.ThroughputRPS = 9500 }), &slo, true, ""},
+		{"not following", PhaseBisect, 10000, with(func(e *result.Entry) { e.ThroughputRPS = 9400 }), &slo, false, "achieved 94% of offered"},
+		{"behind", PhaseDouble, 10000, with(func(e *result.Entry) { e.Late = 150; e.Dropped = 60 }), &slo, false, "the generator fell behind (150 late, 60 never sent)"},
+		{"1% late is not behind", PhaseDouble, 10000, with(func(e *result.Entry) { e.Late = 200 }), &slo, true, ""},
+		{"errors", PhaseDouble, 10000, with(func(e *result.Entry) { e.Errors = 15; e.Unknown = 6 }), &slo, false, "21 of 20000 requests failed"},
+		{"0.1% errors tolerated", PhaseDouble, 10000, with(func(e *result.Entry) { e.Errors = 20 }), &slo, true, ""},
+		{"nothing", PhaseDouble, 10000, result.Entry{}, &slo, false, "no request completed"},
+		{"probe ignores the rate", PhaseProbe, 0, with(func(e *result.Entry) { e.ThroughputRPS = 16000 }), nil, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,8 +119,8 @@ func fakeSweep(t *testing.T, sat, limit float64, maxSteps int) *Result {
 	t.Helper()
 	c := &Result{}
 	sw := &sweep{o: Options{MaxSteps: maxSteps, Logf: t.Logf}, c: c}
-	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *report.Entry, error) {
-		e := &report.Entry{Server: report.Server{CPUUSecPerDecision: 20 + rate/1e4, BytesPerKey: 70}}
+	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *result.Entry, error) {
+		e := &result.Entry{Server: result.Server{CPUUSecPerDecision: 20 + rate/1e4, BytesPerKey: 70}}
 		st := Step{Phase: phase, OfferedRPS: rate, Good: true, AchievedRPS: rate}
 		if phase == PhaseProbe {
 			st.AchievedRPS = sat
@@ -246,7 +246,7 @@ func TestSweepConsistency(t *testing.T) {
 
 // latencyEntry returns an entry of a step at rate that followed it on schedule, whose latency
 // histogram holds fast requests of 100 µs and slow ones of 5 ms.
-func latencyEntry(t *testing.T, rate float64, fast, slow int64) *report.Entry {
+func latencyEntry(t *testing.T, rate float64, fast, slow int64) *result.Entry {
 	t.Helper()
 	h := hdrhistogram.New(1, 60_000_000, 3)
 	if err := h.RecordValues(100, fast); err != nil {
@@ -255,7 +255,7 @@ func latencyEntry(t *testing.T, rate float64, fast, slow int64) *report.Entry {
 	if err := h.RecordValues(5000, slow); err != nil {
 		t.Fatal(err)
 	}
-	e := &report.Entry{Requests: fast + slow, Allowed: fast + slow, OfferedRPS: rate, ThroughputRPS: rate,
+	e := &result.Entry{Requests: fast + slow, Allowed: fast + slow, OfferedRPS: rate, ThroughputRPS: rate,
 		LatencyUS: load.Summarize(h)}
 	if err := e.SetHistograms(h, nil); err != nil {
 		t.Fatal(err)
@@ -273,9 +273,9 @@ func TestSweepConfirmsLatencyOnlyFailures(t *testing.T) {
 	slo := mustThreshold(t, "p99 < 2ms")
 	sw := &sweep{o: Options{MaxSteps: DefaultMaxSteps, SLO: slo, Logf: t.Logf}, c: c}
 	measured := map[float64]int{}
-	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *report.Entry, error) {
+	sw.measure = func(_ context.Context, phase string, rate float64) (Step, *result.Entry, error) {
 		measured[rate]++
-		var e *report.Entry
+		var e *result.Entry
 		switch {
 		case phase == PhaseProbe:
 			e = latencyEntry(t, 16000, 1000, 0)

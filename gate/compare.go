@@ -9,13 +9,13 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // metricInput is what compareMetric needs for one metric of one algorithm × topology.
 type metricInput struct {
 	def      metricDef
-	old, cur *report.Entry
+	old, cur *result.Entry
 	// kinds are the figures that may be compared, raw first; relative ones need both refs.
 	kinds            []Figures
 	oldRefs, newRefs refSamples
@@ -80,7 +80,7 @@ func compareMetric(in metricInput) (Row, string) {
 	def, th := in.def, in.threshold
 	row := Row{
 		Algorithm: in.old.Algorithm, Topology: in.old.Topology, Metric: def.metric, Figures: best.figures,
-		Unit: def.unit, Threshold: th, DeltaUnit: "%", OldN: len(best.ov), NewN: len(best.nv),
+		Unit: def.metric.Unit(), Threshold: th, DeltaUnit: "%", OldN: len(best.ov), NewN: len(best.nv),
 		OldMedian: best.os.median, NewMedian: best.ns.median, OldSpread: best.os.spread, NewSpread: best.ns.spread,
 		MDE:           best.mde,
 		RepeatsNeeded: repeatsNeeded(best.os.sigma*best.scale, best.ns.sigma*best.scale, th, Alpha, Power),
@@ -102,7 +102,7 @@ func compareMetric(in metricInput) (Row, string) {
 	// reaches the other side), never more than the change of the medians. reach is how far the
 	// interval goes in the bad direction: the change the run cannot rule out.
 	var worse, better, reach float64
-	if def.metric == MetricEfficiency {
+	if def.metric == result.Efficiency {
 		row.DeltaUnit = "pt"
 		row.Delta = (best.ns.median - best.os.median) * 100
 		worse, reach = min(-row.Delta, -row.DeltaHigh), -row.DeltaLow
@@ -117,7 +117,7 @@ func compareMetric(in metricInput) (Row, string) {
 	} else {
 		row.Delta = (best.ns.median - best.os.median) / best.os.median * 100
 		worse, better, reach = min(row.Delta, row.DeltaLow), min(-row.Delta, -row.DeltaHigh), row.DeltaHigh
-		if def.higherBetter {
+		if def.metric.HigherIsBetter() {
 			worse, better, reach = better, worse, -row.DeltaLow
 		}
 	}
@@ -153,7 +153,7 @@ func compareMetric(in metricInput) (Row, string) {
 
 // signedReach returns the end of row's interval on the worse side, signed as the delta is.
 func signedReach(row Row, def metricDef) float64 {
-	if def.higherBetter {
+	if def.metric.HigherIsBetter() {
 		return row.DeltaLow
 	}
 	return row.DeltaHigh
@@ -163,7 +163,7 @@ func signedReach(row Row, def metricDef) float64 {
 // runs, in percent of its baseline median (0 when it cannot be computed): the reference runs the
 // same code in both, so its change is the machine's.
 func referenceDrift(in metricInput) float64 {
-	side := func(refs refSamples, e *report.Entry) []float64 {
+	side := func(refs refSamples, e *result.Entry) []float64 {
 		var vs []float64
 		for _, s := range e.Samples {
 			vs = append(vs, in.def.value(refs[e.Topology][s.Repeat]))
@@ -190,7 +190,7 @@ func newCandidate(in metricInput, k Figures) (candidate, string) {
 	}
 	c.os, c.ns = summarize(c.ov), summarize(c.nv)
 	switch {
-	case in.def.metric == MetricEfficiency:
+	case in.def.metric == result.Efficiency:
 		c.scale = 100
 	case c.os.median == 0:
 		return c, "baseline median is 0, so no percentage"
@@ -203,7 +203,7 @@ func newCandidate(in metricInput, k Figures) (candidate, string) {
 
 // values returns def's figures of e's samples, raw or as ratios to the reference sample of the
 // same repeat. note is non-empty when the figures cannot be compared.
-func values(def metricDef, e *report.Entry, figures Figures, refs refSamples) (vs []float64, note string) {
+func values(def metricDef, e *result.Entry, figures Figures, refs refSamples) (vs []float64, note string) {
 	vs = make([]float64, 0, len(e.Samples))
 	zeros := 0
 	for _, s := range e.Samples {
@@ -231,7 +231,7 @@ func values(def metricDef, e *report.Entry, figures Figures, refs refSamples) (v
 
 // outcome returns e's verification outcome (Entry.Outcome), turned to "fail" when the entry says
 // pass but a repeat failed.
-func outcome(e *report.Entry) (string, string) {
+func outcome(e *result.Entry) (string, string) {
 	o := e.Label()
 	if o == string(verify.Pass) {
 		for _, s := range e.Samples {
@@ -247,9 +247,9 @@ func outcome(e *report.Entry) (string, string) {
 // missed) and neither (inconclusive, a tolerated failure, unknown).
 func outcomeClass(o string) int {
 	switch o {
-	case string(verify.Pass), report.LabelCaught:
+	case string(verify.Pass), result.LabelCaught:
 		return 1
-	case string(verify.Fail), report.LabelMissed:
+	case string(verify.Fail), result.LabelMissed:
 		return -1
 	}
 	return 0
@@ -258,10 +258,10 @@ func outcomeClass(o string) int {
 // compareOutcome builds the verdict row of one algorithm × topology: pass → fail (or caught →
 // missed) is a regression, the reverse an improvement; an outcome that supports no verdict
 // (inconclusive, tolerated) on either side cannot rule out a regression.
-func compareOutcome(old, cur *report.Entry) Row {
+func compareOutcome(old, cur *result.Entry) Row {
 	o, onote := outcome(old)
 	n, nnote := outcome(cur)
-	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: MetricVerdict, OldOutcome: o, NewOutcome: n,
+	row := Row{Algorithm: old.Algorithm, Topology: old.Topology, Metric: result.Verdict, OldOutcome: o, NewOutcome: n,
 		OldContract: old.Verification.Contract, NewContract: cur.Verification.Contract}
 	oc, nc := outcomeClass(o), outcomeClass(n)
 	switch {
@@ -278,7 +278,7 @@ func compareOutcome(old, cur *report.Entry) Row {
 	case oc == -1 && nc == 1:
 		row.Verdict = Improvement
 		row.Note = o + " → " + n
-	case o == report.LabelTolerated || n == report.LabelTolerated:
+	case o == result.LabelTolerated || n == result.LabelTolerated:
 		row.Verdict = Inconclusive
 		row.Note = "a tolerated violation (expect.may_violate) supports no verdict"
 	case oc == 0 || nc == 0:

@@ -1,12 +1,12 @@
 // Package gate is limitbench's CI regression gate: Compare compares a current run with a baseline
 // run of the same scenario, per algorithm × topology, and decides for each figure whether it
 // regressed. It owns the statistics, the decision rule and the gate's Markdown and JSON. It reads
-// results through package report's schema (report.Result, report.Sample) and report never
-// imports it. This comment is the gate's specification; docs/ci-gate.md says the same for users.
+// results through the result schema (result.Result, result.Sample), a leaf package, so the gate
+// links neither the reports' rendering nor the environments' container libraries. This comment is the gate's specification; docs/ci-gate.md says the same for users.
 //
 // # What is compared
 //
-// Every algorithm × topology in both results, from its per-repeat report.Sample figures (at least
+// Every algorithm × topology in both results, from its per-repeat result.Sample figures (at least
 // MinSamples a side, `limitbench run --repeat 6`): throughput (decisions/s, higher is better), p99
 // latency from intended send time (µs), Redis CPU per decision (µs), bytes per subject, and
 // efficiency (admitted/ideal, compared in points, 1pt = 0.01; a drop is worse), each against its

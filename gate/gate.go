@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // The gate's constants, fixed by its specification (doc.go); the per-metric thresholds and the
@@ -136,12 +136,12 @@ func (p Policy) Fails(v Verdict) bool {
 // the same unit. P is the two-sided Mann-Whitney U p-value, shown for reference: the verdict
 // follows from the interval and the MDE alone (see doc.go).
 //
-// For the MetricVerdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
+// For the result.Verdict row, OldOutcome and NewOutcome hold the outcomes and the numbers are zero.
 type Row struct {
-	Scenario  string `json:"scenario"`
-	Algorithm string `json:"algorithm"`
-	Topology  string `json:"topology"`
-	Metric    Metric `json:"metric"`
+	Scenario  string        `json:"scenario"`
+	Algorithm string        `json:"algorithm"`
+	Topology  string        `json:"topology"`
+	Metric    result.Metric `json:"metric"`
 	// Figures is the kind of figures compared: the one of Candidates with the smallest
 	// MDE + |Drift| (raw on a tie), always FiguresRelative when the machines differ.
 	Figures    Figures `json:"figures,omitempty"`
@@ -268,7 +268,7 @@ func (g *Report) RowsWith(v Verdict) []Row {
 // Environment: backend, image, OS/arch, CPUs, GOMAXPROCS and Redis version. Two results with equal
 // descriptions are compared on raw figures where those detect smaller changes. Harness and Go
 // versions are left out on purpose: they change with the code under test.
-func MachineDescription(env report.Environment) string {
+func MachineDescription(env result.Environment) string {
 	var b strings.Builder
 	b.WriteString(env.Backend)
 	if env.Image != "" {
@@ -287,7 +287,7 @@ func MachineDescription(env report.Environment) string {
 // than MinSamples samples in a compared entry (ErrTooFewSamples), different machines without
 // reference samples (ErrNoReference), nothing in common (ErrNothingToCompare). Problems about one
 // side are *InputError values; all that are found are returned joined.
-func Compare(baseline, current *report.Result, p Policy) (*Report, error) {
+func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 	if baseline == nil || current == nil {
 		return nil, errors.New("gate: nil result")
 	}
@@ -437,11 +437,11 @@ func driftNotes(rows []Row, ref string) []string {
 }
 
 // pair is one algorithm × topology found in both results.
-type pair struct{ old, new *report.Entry }
+type pair struct{ old, new *result.Entry }
 
 // sideEntries returns the baseline (old) or current entries of ps.
-func sideEntries(ps []pair, old bool) []*report.Entry {
-	out := make([]*report.Entry, len(ps))
+func sideEntries(ps []pair, old bool) []*result.Entry {
+	out := make([]*result.Entry, len(ps))
 	for i, p := range ps {
 		out[i] = p.new
 		if old {
@@ -453,7 +453,7 @@ func sideEntries(ps []pair, old bool) []*report.Entry {
 
 // referenceName returns the name of r's reference algorithm: Result.Reference, else the one the
 // entries' Relative figures name.
-func referenceName(r *report.Result) string {
+func referenceName(r *result.Result) string {
 	if r.Reference != "" {
 		return r.Reference
 	}
@@ -465,9 +465,9 @@ func referenceName(r *report.Result) string {
 	return ""
 }
 
-func isReference(e *report.Entry, ref string) bool { return ref != "" && e.Algorithm == ref }
+func isReference(e *result.Entry, ref string) bool { return ref != "" && e.Algorithm == ref }
 
-func entryNames(r *report.Result) string {
+func entryNames(r *result.Result) string {
 	if len(r.Entries) == 0 {
 		return "no entries"
 	}
@@ -478,7 +478,7 @@ func entryNames(r *report.Result) string {
 	return strings.Join(names, ", ")
 }
 
-func checkSamples(side Side, e *report.Entry) error {
+func checkSamples(side Side, e *result.Entry) error {
 	if n := len(e.Samples); n < MinSamples {
 		return &InputError{side, e.Algorithm, e.Topology, fmt.Errorf("%w: %d, the gate needs at least %d a side (limitbench run --repeat %d)",
 			ErrTooFewSamples, n, MinSamples, MinSamples)}
@@ -488,10 +488,10 @@ func checkSamples(side Side, e *report.Entry) error {
 
 // refSamples holds, per topology, the reference entry's samples by repeat; a topology maps to nil
 // when its reference has no samples.
-type refSamples map[string]map[int]report.Sample
+type refSamples map[string]map[int]result.Sample
 
 // complete reports whether rs holds a reference sample for every repeat of e.
-func (rs refSamples) complete(e *report.Entry) bool {
+func (rs refSamples) complete(e *result.Entry) bool {
 	m := rs[e.Topology]
 	if m == nil {
 		return false
@@ -507,7 +507,7 @@ func (rs refSamples) complete(e *report.Entry) bool {
 // referenceSamples returns the reference samples of r, and an error for each entry of es that
 // lacks a reference sample for one of its repeats (or for the whole result when it names no
 // reference); required says the machines differ, so that the errors say why they matter.
-func referenceSamples(side Side, r *report.Result, ref string, es []*report.Entry, required bool) (refSamples, error) {
+func referenceSamples(side Side, r *result.Result, ref string, es []*result.Entry, required bool) (refSamples, error) {
 	why := ""
 	if required {
 		why = "the machines differ and "
@@ -527,7 +527,7 @@ func referenceSamples(side Side, r *report.Result, ref string, es []*report.Entr
 			out[e.Topology] = nil
 			continue
 		}
-		m := map[int]report.Sample{}
+		m := map[int]result.Sample{}
 		for _, s := range re.Samples {
 			m[s.Repeat] = s
 		}

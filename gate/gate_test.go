@@ -15,7 +15,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata from the synthetic results in gate_test.go")
@@ -42,7 +42,7 @@ type sampleSpec struct {
 	drift []float64
 }
 
-func (s sampleSpec) samples() []report.Sample {
+func (s sampleSpec) samples() []result.Sample {
 	if s.slowdown == 0 {
 		s.slowdown = 1
 	}
@@ -58,7 +58,7 @@ func (s sampleSpec) samples() []report.Sample {
 	if s.cpu == 0 {
 		s.cpu = 25
 	}
-	out := make([]report.Sample, s.n)
+	out := make([]result.Sample, s.n)
 	base := s.slowdown
 	for i := range out {
 		s.slowdown = base
@@ -76,7 +76,7 @@ func (s sampleSpec) samples() []report.Sample {
 		if s.cpu < 0 {
 			cpu = 0 // not measured
 		}
-		out[i] = report.Sample{
+		out[i] = result.Sample{
 			Repeat:             i + 1,
 			ThroughputRPS:      math.Round(10000 / s.slowdown * j),
 			LatencyUS:          load.Latency{P50: math.Round(300 * s.slowdown * k), P99: math.Round(800 * s.slowdown * k)},
@@ -90,19 +90,19 @@ func (s sampleSpec) samples() []report.Sample {
 	return out
 }
 
-func gateEntry(algorithm, topology string, verdict verify.Verdict, spec sampleSpec) report.Entry {
-	e := report.Entry{Algorithm: algorithm, Topology: topology, Samples: spec.samples()}
+func gateEntry(algorithm, topology string, verdict verify.Verdict, spec sampleSpec) result.Entry {
+	e := result.Entry{Algorithm: algorithm, Topology: topology, Samples: spec.samples()}
 	e.Verification.Verdict = verdict
 	e.ThroughputRPS = e.Samples[0].ThroughputRPS
 	return e
 }
 
 // gateResult returns a result of scenario "saturation" on a machine with cpus CPUs.
-func gateResult(cpus int, entries ...report.Entry) *report.Result {
-	return &report.Result{
-		Schema:   report.SchemaVersion,
-		Scenario: report.Scenario{Name: "saturation", Seed: 1, DurationS: 2},
-		Environment: report.Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
+func gateResult(cpus int, entries ...result.Entry) *result.Result {
+	return &result.Result{
+		Schema:   result.SchemaVersion,
+		Scenario: result.Scenario{Name: "saturation", Seed: 1},
+		Environment: result.Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
 			CPUs: cpus, GOMAXPROCS: cpus, GoVersion: "go1.26", HarnessVersion: "test", OS: "linux", Arch: "amd64"},
 		Entries: entries,
 	}
@@ -110,19 +110,19 @@ func gateResult(cpus int, entries ...report.Entry) *report.Result {
 
 // withReference adds a reference entry "reference" on single, with the same slowdown as the
 // machine (so ratios to it are machine-independent).
-func withReference(r *report.Result, machineSlowdown float64) *report.Result {
+func withReference(r *result.Result, machineSlowdown float64) *result.Result {
 	r.Reference = "reference"
 	r.Entries = append(r.Entries, gateEntry("reference", "single", verify.Pass, sampleSpec{n: len(r.Entries[0].Samples), slowdown: machineSlowdown, efficiency: 1, bytes: 60, cpu: 10}))
 	return r
 }
 
-func baselineResult() *report.Result {
+func baselineResult() *result.Result {
 	return gateResult(2,
 		gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6}),
 		gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
 }
 
-func rowOf(t *testing.T, g *Report, algorithm string, m Metric) Row {
+func rowOf(t *testing.T, g *Report, algorithm string, m result.Metric) Row {
 	t.Helper()
 	for _, r := range g.Rows {
 		if r.Algorithm == algorithm && r.Metric == m {
@@ -136,9 +136,9 @@ func rowOf(t *testing.T, g *Report, algorithm string, m Metric) Row {
 func TestGate(t *testing.T) {
 	tests := []struct {
 		name    string
-		current *report.Result
+		current *result.Result
 		// baseline defaults to baselineResult().
-		baseline      *report.Result
+		baseline      *result.Result
 		th            Thresholds
 		wantRegressed bool
 		// want maps "algorithm metric" to the wanted verdict; rows not named are not checked.
@@ -156,7 +156,7 @@ func TestGate(t *testing.T) {
 			},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "gcra", MetricThroughput); r.P != 1 || r.Delta != 0 {
+				if r := rowOf(t, g, "gcra", result.Throughput); r.P != 1 || r.Delta != 0 {
 					t.Errorf("identical throughput: p = %v, delta = %v; want 1, 0", r.P, r.Delta)
 				}
 			},
@@ -173,7 +173,7 @@ func TestGate(t *testing.T) {
 			},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if !(r.P < 0.05) {
 					t.Errorf("p = %v; want < 0.05", r.P)
 				}
@@ -193,7 +193,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra throughput": OK, "gcra cpu": OK},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "gcra", MetricThroughput); !(r.P < 0.05) {
+				if r := rowOf(t, g, "gcra", result.Throughput); !(r.P < 0.05) {
 					t.Errorf("3%% slower: p = %v; want < 0.05 (the case must be significant to test the threshold)", r.P)
 				}
 			},
@@ -219,7 +219,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra throughput": OK},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if !(r.P < 0.05) || !(r.Delta < -2) || !(r.DeltaLow < -2 && r.DeltaHigh > -2) {
 					t.Errorf("p = %v, delta %.2f%% in [%.2f, %.2f]; want significant, beyond -2%%, with an interval across -2%%",
 						r.P, r.Delta, r.DeltaLow, r.DeltaHigh)
@@ -250,7 +250,7 @@ func TestGate(t *testing.T) {
 			want:          map[string]Verdict{"gcra throughput": Regression, "gcra p99": Regression, "gcra cpu": Regression},
 			figures:       FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				for _, m := range []Metric{MetricThroughput, MetricP99, MetricCPU} {
+				for _, m := range []result.Metric{result.Throughput, result.P99, result.CPU} {
 					if r := rowOf(t, g, "gcra", m); !(r.OldSpread > 0.10 && r.NewSpread > 0.10) || !(r.MDE > r.Threshold) {
 						t.Errorf("%s: spreads %.3f, %.3f and MDE %.1f%%; want both spreads over 10%% and an MDE over the %v%% threshold (the case must be noisy)",
 							m, r.OldSpread, r.NewSpread, r.MDE, r.Threshold)
@@ -293,7 +293,7 @@ func TestGate(t *testing.T) {
 			want:    map[string]Verdict{"gcra cpu": Inconclusive},
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				r := rowOf(t, g, "gcra", MetricCPU)
+				r := rowOf(t, g, "gcra", result.CPU)
 				if !(r.DeltaLow < r.Threshold && r.DeltaHigh > r.Threshold) || !(r.MDE > r.Threshold) {
 					t.Errorf("cpu interval [%.1f, %.1f]%%, MDE %.1f%%; want an interval across %v%% and an MDE above it", r.DeltaLow, r.DeltaHigh, r.MDE, r.Threshold)
 				}
@@ -351,7 +351,7 @@ func TestGate(t *testing.T) {
 			want:          map[string]Verdict{"token-bucket efficiency": Regression},
 			figures:       FiguresRaw,
 			check: func(t *testing.T, g *Report) {
-				if r := rowOf(t, g, "token-bucket", MetricEfficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
+				if r := rowOf(t, g, "token-bucket", result.Efficiency); math.Abs(r.Delta+3) > 1e-9 || r.DeltaUnit != "pt" {
 					t.Errorf("efficiency delta = %v%s; want -3pt", r.Delta, r.DeltaUnit)
 				}
 			},
@@ -382,7 +382,7 @@ func TestGate(t *testing.T) {
 			figures: FiguresRaw,
 			check: func(t *testing.T, g *Report) {
 				for _, r := range g.Rows {
-					if r.Algorithm == "gcra" && r.Metric == MetricCPU {
+					if r.Algorithm == "gcra" && r.Metric == result.CPU {
 						t.Errorf("unmeasured CPU got a row: %+v", r)
 					}
 				}
@@ -421,11 +421,11 @@ func TestGate(t *testing.T) {
 				if g.SameMachine || g.Reference != "reference" {
 					t.Errorf("SameMachine = %v, Reference = %q; want false, reference", g.SameMachine, g.Reference)
 				}
-				r := rowOf(t, g, "gcra", MetricThroughput)
+				r := rowOf(t, g, "gcra", result.Throughput)
 				if r.Figures != FiguresRelative || math.Abs(r.OldMedian-1) > 0.02 {
 					t.Errorf("gcra throughput row = %+v; want relative figures near 1", r)
 				}
-				if e := rowOf(t, g, "gcra", MetricEfficiency); e.Figures != FiguresRaw {
+				if e := rowOf(t, g, "gcra", result.Efficiency); e.Figures != FiguresRaw {
 					t.Errorf("efficiency figures = %q; want raw", e.Figures)
 				}
 				for _, r := range g.Rows {
@@ -471,13 +471,13 @@ func TestGate(t *testing.T) {
 				t.Errorf("Regressed() = %v; want %v\n%s", g.Regressed(), tt.wantRegressed, g.Summary)
 			}
 			for _, r := range g.Rows {
-				if r.Metric != MetricVerdict && r.Metric != MetricEfficiency && r.Figures != tt.figures {
+				if r.Metric != result.Verdict && r.Metric != result.Efficiency && r.Figures != tt.figures {
 					t.Errorf("%s %s compares %s figures; want %s", r.Algorithm, r.Metric, r.Figures, tt.figures)
 				}
 			}
 			for key, want := range tt.want {
 				alg, m, _ := strings.Cut(key, " ")
-				if r := rowOf(t, g, alg, Metric(m)); r.Verdict != want {
+				if r := rowOf(t, g, alg, result.Metric(m)); r.Verdict != want {
 					t.Errorf("%s: verdict %q; want %q (row %+v)", key, r.Verdict, want, r)
 				}
 			}
@@ -502,8 +502,8 @@ func TestGate(t *testing.T) {
 func TestGateInputErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		baseline  *report.Result
-		current   *report.Result
+		baseline  *result.Result
+		current   *result.Result
 		wantErr   error
 		wantSide  Side
 		wantAlgo  string
@@ -520,7 +520,7 @@ func TestGateInputErrors(t *testing.T) {
 		},
 		{
 			name:      "no samples in the baseline",
-			baseline:  gateResult(2, report.Entry{Algorithm: "gcra", Topology: "single"}),
+			baseline:  gateResult(2, result.Entry{Algorithm: "gcra", Topology: "single"}),
 			current:   baselineResult(),
 			wantErr:   ErrTooFewSamples,
 			wantSide:  Baseline,
@@ -530,7 +530,7 @@ func TestGateInputErrors(t *testing.T) {
 		{
 			name:      "different scenarios",
 			baseline:  baselineResult(),
-			current:   func() *report.Result { r := baselineResult(); r.Scenario.Name = "zipf"; return r }(),
+			current:   func() *result.Result { r := baselineResult(); r.Scenario.Name = "zipf"; return r }(),
 			wantErr:   ErrScenarioMismatch,
 			wantInMsg: `baseline ran "saturation", current ran "zipf"`,
 		},
@@ -545,7 +545,7 @@ func TestGateInputErrors(t *testing.T) {
 		{
 			name:     "different machine, reference misses a repeat",
 			baseline: withReference(baselineResult(), 1),
-			current: func() *report.Result {
+			current: func() *result.Result {
 				r := withReference(gateResult(8, gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6})), 1)
 				r.Entries[0].Samples = append(r.Entries[0].Samples, sampleSpec{n: 7}.samples()[6])
 				return r
@@ -674,7 +674,7 @@ func TestGateSummarize(t *testing.T) {
 
 // gateFixtures are the result.json files under testdata, built from the synthetic results
 // above; `go test ./report -run TestGateFixtures -update` rewrites them.
-func gateFixtures() map[string]*report.Result {
+func gateFixtures() map[string]*result.Result {
 	slower := gateResult(2,
 		gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: 1.25}),
 		gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
@@ -688,12 +688,12 @@ func gateFixtures() map[string]*report.Result {
 		gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
 	other := baselineResult()
 	other.Scenario.Name = "zipf"
-	noisy := func(slowdown float64, noise []float64) *report.Result {
+	noisy := func(slowdown float64, noise []float64) *result.Result {
 		return gateResult(2,
 			gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: slowdown, noise: noise}),
 			gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
 	}
-	return map[string]*report.Result{
+	return map[string]*result.Result{
 		"baseline-noisy":     noisy(1, gateNoise),
 		"current-noisy-same": noisy(1, gateNoise[2:]),
 		"current-noisy-4x":   noisy(4, gateNoise),
@@ -711,27 +711,27 @@ func gateFixtures() map[string]*report.Result {
 func TestGateFixtures(t *testing.T) {
 	dir := "testdata"
 	for name, want := range gateFixtures() {
-		path := filepath.Join(dir, name, report.ResultFile)
+		path := filepath.Join(dir, name, result.FileName)
 		if *update {
 			if err := want.Write(filepath.Dir(path)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := report.ReadResult(path)
+		got, err := result.Read(path)
 		if err != nil {
 			t.Fatalf("%v (run with -update to regenerate)", err)
 		}
-		want.Files.Result = report.ResultFile
+		want.Files.Result = result.FileName
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s differs from gateFixtures (-want +got); run with -update:\n%s", path, diff)
 		}
 	}
 
-	base, err := report.ReadResult(filepath.Join(dir, "baseline", report.ResultFile))
+	base, err := result.Read(filepath.Join(dir, "baseline", result.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := report.ReadResult(filepath.Join(dir, "current-slower", report.ResultFile))
+	cur, err := result.Read(filepath.Join(dir, "current-slower", result.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -789,15 +789,15 @@ func TestGateMinSamplesRationale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old := make([]report.Sample, len(tt.old))
-			cur := make([]report.Sample, len(tt.cur))
+			old := make([]result.Sample, len(tt.old))
+			cur := make([]result.Sample, len(tt.cur))
 			for i, v := range tt.old {
-				old[i] = report.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+				old[i] = result.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
 			}
 			for i, v := range tt.cur {
-				cur[i] = report.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
+				cur[i] = result.Sample{Repeat: i + 1, ThroughputRPS: 1000 + v, Efficiency: 1}
 			}
-			row, note := compareMetric(metricInput{def: metricDefs[0], old: &report.Entry{Samples: old}, cur: &report.Entry{Samples: cur}, kinds: []Figures{FiguresRaw}})
+			row, note := compareMetric(metricInput{def: metricDefs[0], old: &result.Entry{Samples: old}, cur: &result.Entry{Samples: cur}, kinds: []Figures{FiguresRaw}})
 			if note != "" {
 				t.Fatal(note)
 			}
@@ -860,7 +860,7 @@ func TestRowJSONNotFinite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rowOf(t, g, "gcra", MetricThroughput)
+	r := rowOf(t, g, "gcra", result.Throughput)
 	if !math.IsInf(r.NewSpread, 1) {
 		t.Fatalf("throughput row = %+v; want an infinite current spread", r)
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/limitbench/limitbench/result"
 	"io"
 	"math"
 	"strconv"
@@ -18,7 +19,7 @@ func (g *Report) summary() string {
 	case len(regs) > 0:
 		fmt.Fprintf(&b, "limitbench gate: REGRESSION in scenario %s:", g.Scenario)
 		listRows(&b, regs, func(r Row) string {
-			if r.Metric == MetricVerdict {
+			if r.Metric == result.Verdict {
 				return fmt.Sprintf("%s/%s verdict %s → %s", r.Algorithm, r.Topology, r.OldOutcome, r.NewOutcome)
 			}
 			return fmt.Sprintf("%s/%s %s %s", r.Algorithm, r.Topology, r.Metric, formatDelta(r))
@@ -26,7 +27,7 @@ func (g *Report) summary() string {
 	case len(incs) > 0:
 		fmt.Fprintf(&b, "limitbench gate: INCONCLUSIVE in scenario %s: cannot rule out a regression in", g.Scenario)
 		listRows(&b, incs, func(r Row) string {
-			if r.Metric == MetricVerdict {
+			if r.Metric == result.Verdict {
 				return fmt.Sprintf("%s/%s verdict %s → %s", r.Algorithm, r.Topology, r.OldOutcome, r.NewOutcome)
 			}
 			return fmt.Sprintf("%s/%s %s (up to %s, threshold %s)", r.Algorithm, r.Topology, r.Metric,
@@ -127,7 +128,7 @@ func (g *Report) Markdown(w io.Writer) error {
 		if r.Note != "" {
 			verdict += " (" + escape(r.Note) + ")"
 		}
-		if r.Metric == MetricVerdict {
+		if r.Metric == result.Verdict {
 			fmt.Fprintf(&b, "| %s | %s | %s | verdict | %s | %s | — | — | — | — | %s |\n",
 				escape(r.Scenario), escape(r.Algorithm), escape(r.Topology), escape(underContract(r.OldOutcome, r.OldContract)),
 				escape(underContract(r.NewOutcome, r.NewContract)), verdict)
@@ -174,7 +175,7 @@ func formatValue(r Row, v float64) string {
 	switch {
 	case r.Figures == FiguresRelative:
 		return strconv.FormatFloat(v, 'f', 3, 64) + "×"
-	case r.Metric == MetricEfficiency:
+	case r.Metric == result.Efficiency:
 		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
 	}
 	a := math.Abs(v)

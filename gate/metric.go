@@ -4,35 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
-// Metric names a figure the gate compares.
-type Metric string
-
-const (
-	// MetricThroughput is decisions per second (Sample.ThroughputRPS); higher is better.
-	MetricThroughput Metric = "throughput"
-	// MetricP99 is the 99th-percentile latency from intended send time, µs (Sample.LatencyUS.P99);
-	// lower is better.
-	MetricP99 Metric = "p99"
-	// MetricCPU is Redis CPU microseconds per decision (Sample.CPUUSecPerDecision); lower is better.
-	MetricCPU Metric = "cpu"
-	// MetricMemory is bytes per limited subject (Sample.BytesPerKey); lower is better.
-	MetricMemory Metric = "memory"
-	// MetricEfficiency is admitted / ideal admitted (Sample.Efficiency), compared in points
-	// (1 point = 0.01); a drop is a regression. Over-admission is the verifier's business.
-	MetricEfficiency Metric = "efficiency"
-	// MetricVerdict is the entry's verification outcome (Entry.Outcome); pass → fail is a
-	// regression whatever the figures say.
-	MetricVerdict Metric = "verdict"
-)
-
-// Metrics lists the metrics with thresholds, in the order rows are reported.
-var Metrics = []Metric{MetricThroughput, MetricP99, MetricCPU, MetricMemory, MetricEfficiency}
+// Metrics lists the metrics the gate compares, each with a threshold, in the order rows are
+// reported; each entry's verdict row (result.Verdict) follows them. Throughput is decisions
+// per second and efficiency compared in points (1 point = 0.01, a drop is a regression;
+// over-admission is the verifier's business); p99, CPU and memory are lower-is-better.
+var Metrics = []result.Metric{result.Throughput, result.P99, result.CPU, result.Memory, result.Efficiency}
 
 // Thresholds are the smallest changes that count as a regression or an improvement: percent
 // of the baseline median for throughput, p99, CPU and memory; absolute points (0.01 of
@@ -52,34 +35,34 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{ThroughputPct: 10, P99Pct: 15, CPUPct: 10, MemoryPct: 5, EfficiencyPt: 1}
 }
 
-// For returns the threshold of m (percent, or points for efficiency); 0 for MetricVerdict.
-func (t Thresholds) For(m Metric) float64 {
+// For returns the threshold of m (percent, or points for efficiency); 0 for result.Verdict.
+func (t Thresholds) For(m result.Metric) float64 {
 	switch m {
-	case MetricThroughput:
+	case result.Throughput:
 		return t.ThroughputPct
-	case MetricP99:
+	case result.P99:
 		return t.P99Pct
-	case MetricCPU:
+	case result.CPU:
 		return t.CPUPct
-	case MetricMemory:
+	case result.Memory:
 		return t.MemoryPct
-	case MetricEfficiency:
+	case result.Efficiency:
 		return t.EfficiencyPt
 	}
 	return 0
 }
 
-func (t *Thresholds) set(m Metric, v float64) {
+func (t *Thresholds) set(m result.Metric, v float64) {
 	switch m {
-	case MetricThroughput:
+	case result.Throughput:
 		t.ThroughputPct = v
-	case MetricP99:
+	case result.P99:
 		t.P99Pct = v
-	case MetricCPU:
+	case result.CPU:
 		t.CPUPct = v
-	case MetricMemory:
+	case result.Memory:
 		t.MemoryPct = v
-	case MetricEfficiency:
+	case result.Efficiency:
 		t.EfficiencyPt = v
 	}
 }
@@ -93,8 +76,8 @@ func (t Thresholds) String() string {
 	return strings.Join(parts, ",")
 }
 
-func thresholdUnit(m Metric) string {
-	if m == MetricEfficiency {
+func thresholdUnit(m result.Metric) string {
+	if m == result.Efficiency {
 		return "pt"
 	}
 	return "%"
@@ -115,7 +98,7 @@ func ParseThresholds(s string) (Thresholds, error) {
 		known[i] = string(m)
 	}
 	var errs []error
-	seen := map[Metric]bool{}
+	seen := map[result.Metric]bool{}
 	for i, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		name, value, ok := strings.Cut(item, "=")
@@ -128,8 +111,8 @@ func ParseThresholds(s string) (Thresholds, error) {
 			errs = append(errs, fmt.Errorf("%w: %q: want metric=value, for example throughput=10%%", ErrBadThreshold, item))
 			continue
 		}
-		m := Metric(name)
-		if !isMetric(m) {
+		m := result.Metric(name)
+		if !slices.Contains(Metrics, m) {
 			errs = append(errs, fmt.Errorf("%w: %q: unknown metric %q (known: %s)", ErrBadThreshold, item, name, strings.Join(known, ", ")))
 			continue
 		}
@@ -163,33 +146,28 @@ func ParseThresholds(s string) (Thresholds, error) {
 	return th, nil
 }
 
-func isMetric(m Metric) bool {
-	for _, k := range Metrics {
-		if k == m {
-			return true
-		}
-	}
-	return false
-}
-
-// metricDef says how to read and judge one metric.
+// metricDef says how the gate judges one metric; the metric reads its figure from a repeat's
+// Sample (result.Metric.OfSample), in its unit.
 type metricDef struct {
-	metric       Metric
-	unit         string
-	higherBetter bool
+	metric result.Metric
 	// zeroIsUnmeasured: a zero means the figure was not measured (Server figures, latency without
 	// requests); a set containing zeros is not compared.
 	zeroIsUnmeasured bool
 	// relative: may be compared as a ratio to the reference of the same round (always when the
 	// machines differ).
 	relative bool
-	value    func(report.Sample) float64
 }
 
 var metricDefs = []metricDef{
-	{MetricThroughput, "rps", true, false, true, func(s report.Sample) float64 { return s.ThroughputRPS }},
-	{MetricP99, "µs", false, true, true, func(s report.Sample) float64 { return s.LatencyUS.P99 }},
-	{MetricCPU, "µs/decision", false, true, true, func(s report.Sample) float64 { return s.CPUUSecPerDecision }},
-	{MetricMemory, "bytes/subject", false, true, true, func(s report.Sample) float64 { return s.BytesPerKey }},
-	{MetricEfficiency, "admitted/ideal", true, false, false, func(s report.Sample) float64 { return s.Efficiency }},
+	{result.Throughput, false, true},
+	{result.P99, true, true},
+	{result.CPU, true, true},
+	{result.Memory, true, true},
+	{result.Efficiency, false, false},
+}
+
+// value returns the figure of def's metric in s.
+func (def metricDef) value(s result.Sample) float64 {
+	v, _ := def.metric.OfSample(s)
+	return v
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // The machine's load per repeat during two runs on one machine: it swings by ±20% from round to
@@ -24,14 +24,14 @@ var (
 // driftRun returns a run of gcra (slowed down by slowdown) and the reference script, both measured
 // in every round under the machine's drift, each with its own small jitter; refNoise, when set,
 // gives the reference its own noise instead (a reference that does not follow the machine).
-func driftRun(drift []float64, slowdown float64, refNoise []float64) *report.Result {
+func driftRun(drift []float64, slowdown float64, refNoise []float64) *result.Result {
 	r := gateResult(2, gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: slowdown, drift: drift}))
 	r.Reference = "reference"
 	ref := sampleSpec{n: 6, drift: drift, noise: gateJitter[4:], efficiency: 1, bytes: 60, cpu: 10}
 	if refNoise != nil {
 		ref.drift, ref.noise = nil, refNoise
 	}
-	r.Entries = append([]report.Entry{gateEntry("reference", "single", verify.Pass, ref)}, r.Entries...)
+	r.Entries = append([]result.Entry{gateEntry("reference", "single", verify.Pass, ref)}, r.Entries...)
 	return r
 }
 
@@ -41,12 +41,12 @@ func driftRun(drift []float64, slowdown float64, refNoise []float64) *report.Res
 func TestPairingWithReference(t *testing.T) {
 	tests := []struct {
 		name        string
-		baseline    *report.Result
-		current     *report.Result
+		baseline    *result.Result
+		current     *result.Result
 		wantFigures Figures
 		want        Verdict // of gcra's row of metric
 		// metric is the row checked; cpu when empty.
-		metric Metric
+		metric result.Metric
 		// driftDecides: the raw figures have the smaller MDE, and only their drift makes the
 		// row compare ratios.
 		driftDecides bool
@@ -77,7 +77,7 @@ func TestPairingWithReference(t *testing.T) {
 			current:      driftRun([]float64{1.15}, 1, nil),
 			wantFigures:  FiguresRelative,
 			want:         Insignificant,
-			metric:       MetricThroughput,
+			metric:       result.Throughput,
 			driftDecides: true,
 		},
 		{
@@ -100,7 +100,7 @@ func TestPairingWithReference(t *testing.T) {
 			}
 			m := tt.metric
 			if m == "" {
-				m = MetricCPU
+				m = result.CPU
 			}
 			r := rowOf(t, g, "gcra", m)
 			if r.Figures != tt.wantFigures || r.Verdict != tt.want {
@@ -127,7 +127,7 @@ func TestPairingWithReference(t *testing.T) {
 				if row.Algorithm == "reference" {
 					t.Errorf("the reference was gated: %+v", row)
 				}
-				if row.Metric == MetricEfficiency && row.Figures != FiguresRaw {
+				if row.Metric == result.Efficiency && row.Figures != FiguresRaw {
 					t.Errorf("efficiency compared %s figures; want raw", row.Figures)
 				}
 			}
@@ -158,7 +158,7 @@ func TestPairingWithoutReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rowOf(t, g, "gcra", MetricCPU); r.Figures != FiguresRaw || len(r.Candidates) != 1 {
+	if r := rowOf(t, g, "gcra", result.CPU); r.Figures != FiguresRaw || len(r.Candidates) != 1 {
 		t.Errorf("cpu row = %+v; want raw figures, one candidate", r)
 	}
 	if notes := strings.Join(g.Notes, "\n"); !strings.Contains(notes, "current: no reference samples for relative figures: the result names no reference script: raw figures only") {
@@ -172,7 +172,7 @@ func TestPairingWithoutReference(t *testing.T) {
 // current run share the machine, which drifts from round to round and is 30% busier during the
 // current run; gcra is 25% costlier, token-bucket unchanged but noisy.
 func TestPairedGolden(t *testing.T) {
-	run := func(drift []float64, slowdown float64, noise []float64) *report.Result {
+	run := func(drift []float64, slowdown float64, noise []float64) *result.Result {
 		r := driftRun(drift, slowdown, nil)
 		r.Entries = append(r.Entries, gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120, noise: noise, drift: drift}))
 		return r

@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // cpuDef is the definition of the cpu metric (lower is better).
@@ -15,10 +15,10 @@ var cpuDef = metricDefs[2]
 
 // cpuRow compares old and cur as CPU µs per decision under threshold th, on raw figures.
 func cpuRow(t interface{ Fatalf(string, ...any) }, old, cur []float64, th float64) Row {
-	entry := func(vs []float64) *report.Entry {
-		e := &report.Entry{Algorithm: "a", Topology: "single"}
+	entry := func(vs []float64) *result.Entry {
+		e := &result.Entry{Algorithm: "a", Topology: "single"}
 		for i, v := range vs {
-			e.Samples = append(e.Samples, report.Sample{Repeat: i + 1, CPUUSecPerDecision: v})
+			e.Samples = append(e.Samples, result.Sample{Repeat: i + 1, CPUUSecPerDecision: v})
 		}
 		return e
 	}
@@ -155,8 +155,8 @@ func TestRuleFalseAlarmRate(t *testing.T) {
 // (granularity included) make it Inconclusive, a side written before granularity was printed is
 // compared without it, and the Markdown shows the outcome under its contract.
 func TestVerdictRowContract(t *testing.T) {
-	entry := func(contract string) *report.Entry {
-		e := &report.Entry{Algorithm: "mine", Topology: "single"}
+	entry := func(contract string) *result.Entry {
+		e := &result.Entry{Algorithm: "mine", Topology: "single"}
 		e.Verification.Verdict, e.Verification.Contract = "pass", contract
 		return e
 	}

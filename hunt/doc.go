@@ -11,7 +11,7 @@
 //
 // A schedule is a trace.Trace: rows of offset, client, subject and cost (and each client's clock
 // offset), replayed exactly. Every schedule of one hunt starts at the same phase of the Unix
-// clock, its Frame (a scenarios.Align): time zero lies Lead before a multiple of the contract's
+// clock, its Frame (an arrival.Align): time zero lies Lead before a multiple of the contract's
 // period (the fixed window, the clock's granularity, or the refill period), so a family that aims
 // a burst at a boundary knows where the boundaries fall, and a reproducer scenario replays it at
 // the same phase.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // Family is one way of generating schedules, aimed at one kind of weak point.
@@ -147,7 +147,7 @@ type gen struct {
 	b      Bounds
 	a      aim
 	rng    *rand.Rand
-	frame  scenarios.Align
+	frame  arrival.Align
 	bounds []time.Duration // period boundaries in [0, Span]
 	tr     *trace.Trace
 	costly bool // rows of new bursts may cost more than 1

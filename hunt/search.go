@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // Trial runs each schedule of batch as a short trial of the target, each on a fresh key prefix
@@ -185,7 +185,7 @@ func (c *Confirmation) Confirmed() bool { return c != nil && c.Broke == c.Replay
 type Result struct {
 	Target Target
 	// Frame is where every schedule's time zero lies on the Unix clock (FrameOf).
-	Frame scenarios.Align
+	Frame arrival.Align
 	// Families are the names of the families that applied.
 	Families []string
 	// Trials counts the schedules the search ran; Elapsed is the time it took.

@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // fakeClock is a clock that advances only when told, for budgets measured in wall time.
@@ -272,7 +272,7 @@ func TestHuntBatchShrinkSameResult(t *testing.T) {
 }
 
 // predicateOf is the hunt's predicate with the simulated trial: one replay scores above 1.
-func predicateOf(tg Target, frame scenarios.Align, mk func() limiter) Predicate {
+func predicateOf(tg Target, frame arrival.Align, mk func() limiter) Predicate {
 	trial := simTrial(tg, frame, mk, nil)
 	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
 		logs, err := trial(ctx, batch)

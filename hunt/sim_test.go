@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // This file holds the tests' stand-in for Redis: a trial that replays a trace through a pure-Go
@@ -35,7 +35,7 @@ const simRTT = 200 * time.Microsecond
 // the first instant after simEpoch that frame allows. It logs what the harness would: a
 // server-clock decision at its exact time, a client-clock one as [sent, received] on the
 // harness's clock. calls, when not nil, counts the traces run.
-func simTrial(tg Target, frame scenarios.Align, mk func() limiter, calls *int) Trial {
+func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Trial {
 	start := frame.Start(simEpoch).UnixMicro()
 	return func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
 		if err := ctx.Err(); err != nil {

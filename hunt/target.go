@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // ErrBadTarget means a Target or Bounds cannot be hunted (no contract, a limit without a window
@@ -228,17 +228,17 @@ func (b Bounds) Validate() error {
 // arrival.align it is {Every: P, Offset: P − Lead}. P is the fixed window of a fixed-window
 // contract; else the contract's granularity when it is at least b.Span/100 (a clock of whole
 // seconds); else the window, or a token bucket's refill period.
-func FrameOf(t Target, b Bounds) scenarios.Align {
+func FrameOf(t Target, b Bounds) arrival.Align {
 	b = b.withDefaults()
 	p := t.period(b.Span)
 	if p <= 0 {
-		return scenarios.Align{}
+		return arrival.Align{}
 	}
 	lead := min(p, b.Span) / 2
 	if lead <= 0 {
-		return scenarios.Align{Every: p}
+		return arrival.Align{Every: p}
 	}
-	return scenarios.Align{Every: p, Offset: p - lead}
+	return arrival.Align{Every: p, Offset: p - lead}
 }
 
 // maxBoundaries is the most boundaries families aim at in one schedule.
@@ -246,7 +246,7 @@ const maxBoundaries = 64
 
 // boundaries returns the first maxBoundaries offsets in [0, span] at which a period of the
 // frame f begins.
-func boundaries(f scenarios.Align, span time.Duration) []time.Duration {
+func boundaries(f arrival.Align, span time.Duration) []time.Duration {
 	if f.Every <= 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/limitbench/limitbench/result"
 	"html/template"
 	"io"
 	"math"
@@ -27,12 +28,12 @@ type Comparison struct {
 	// Labels name the runs in Results order; Compare sets them from scenario and start time, and a
 	// caller may replace them (for example with file names) before writing.
 	Labels  []string
-	Results []*Result
+	Results []*result.Result
 }
 
 // Compare returns the comparison of results, the first being the baseline. It fails with
 // ErrTooFewResults for fewer than two.
-func Compare(results []*Result) (*Comparison, error) {
+func Compare(results []*result.Result) (*Comparison, error) {
 	if len(results) < 2 {
 		return nil, ErrTooFewResults
 	}
@@ -208,10 +209,10 @@ func WriteComparison(dir string, c *Comparison) error {
 	if err := c.WriteHTML(&html); err != nil {
 		return err
 	}
-	if err := WriteFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
+	if err := result.WriteFile(filepath.Join(dir, ComparisonMarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	return WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
+	return result.WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
 var htmlComparison = template.Must(template.New("comparison").Parse(pageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>

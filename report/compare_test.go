@@ -10,14 +10,15 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 func TestCompare(t *testing.T) {
 	a, b := readFixture(t, "result.json"), readFixture(t, "result-b.json")
 	b.Entries[0].Verification.Verdict = verify.Fail // gcra regressed
 	// token-bucket not run the second time
-	b.Entries = slices.DeleteFunc(b.Entries, func(e Entry) bool { return e.Algorithm == "token-bucket" })
-	c, err := Compare([]*Result{a, b})
+	b.Entries = slices.DeleteFunc(b.Entries, func(e result.Entry) bool { return e.Algorithm == "token-bucket" })
+	c, err := Compare([]*result.Result{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestCompare(t *testing.T) {
 	if !bytes.Contains(html, []byte("pass → fail")) {
 		t.Error("comparison.html does not show the verdict change")
 	}
-	if _, err := Compare([]*Result{a}); !errors.Is(err, ErrTooFewResults) {
+	if _, err := Compare([]*result.Result{a}); !errors.Is(err, ErrTooFewResults) {
 		t.Errorf("Compare(one result) error = %v; want ErrTooFewResults", err)
 	}
 }

@@ -8,49 +8,18 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
-
-func TestLabel(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		v    verify.Summary
-		want string
-	}{
-		{"pass", verify.Summary{Verdict: verify.Pass}, "pass"},
-		{"fail", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3}, "fail"},
-		{"inconclusive", verify.Summary{Verdict: verify.Inconclusive}, "inconclusive"},
-		{"caught", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true}, "expected violation caught"},
-		{"missed", verify.Summary{Verdict: verify.Pass, ExpectedViolation: true}, "expected violation missed"},
-		{"expected but inconclusive", verify.Summary{Verdict: verify.Inconclusive, ExpectedViolation: true}, "inconclusive"},
-		{"empty", verify.Summary{}, "unknown"},
-		{"tolerated", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 2, MayViolate: true}, "fail (tolerated)"},
-		{"tolerated but passed", verify.Summary{Verdict: verify.Pass, MayViolate: true}, "pass"},
-		{"broken threshold", verify.Summary{Verdict: verify.Fail, Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
-		{"caught but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
-		{"tolerated but a threshold broke", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, MayViolate: true,
-			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdBroken}}}, "fail"},
-		{"caught, thresholds held", verify.Summary{Verdict: verify.Fail, DefiniteViolations: 3, ExpectedViolation: true,
-			Thresholds: []verify.ThresholdCheck{{Threshold: "p99 < 1ms", Status: verify.ThresholdHeld}}}, "expected violation caught"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := Entry{Verification: tc.v}
-			if got := e.Label(); got != tc.want {
-				t.Errorf("Label(%+v) = %q; want %q", tc.v, got, tc.want)
-			}
-		})
-	}
-}
 
 // TestReferenceOutcome: the reference script's entry is labelled as the reference, whatever its
 // verdict, and is kept out of the summary's verdict counts.
 func TestReferenceOutcome(t *testing.T) {
-	r := &Result{Reference: "reference", Entries: []Entry{
+	r := &result.Result{Reference: "reference", Entries: []result.Entry{
 		{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Pass}},
 		{Algorithm: "reference", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "none"}},
 	}}
-	if got := r.LabelOf(&r.Entries[1]); got != LabelReference {
-		t.Errorf("OutcomeOf(reference) = %q; want %q", got, LabelReference)
+	if got := r.LabelOf(&r.Entries[1]); got != result.LabelReference {
+		t.Errorf("OutcomeOf(reference) = %q; want %q", got, result.LabelReference)
 	}
 	if got := r.LabelOf(&r.Entries[0]); got != "pass" {
 		t.Errorf("OutcomeOf(gcra) = %q; want pass", got)
@@ -71,14 +40,14 @@ func TestReferenceOutcome(t *testing.T) {
 // TestWriteAllSparse: a result with little in it (no histograms, no timeline, nothing measured on
 // the server, two topologies, cut short) still gives a complete report.
 func TestWriteAllSparse(t *testing.T) {
-	r := &Result{
-		Scenario:    Scenario{Name: "sparse"},
-		Environment: Environment{Backend: "external", Topology: "single,cluster"},
+	r := &result.Result{
+		Scenario:    result.Scenario{Name: "sparse"},
+		Environment: result.Environment{Backend: "external", Topology: "single,cluster"},
 		CutShort:    true, CutShortNote: "Interrupted (Ctrl-C) after 3 s.",
-		Entries: []Entry{
+		Entries: []result.Entry{
 			{Algorithm: "my-script", Topology: "single", Custom: true, Verification: verify.Summary{Verdict: verify.Inconclusive, Reasons: []string{"no admissions"}}},
 			{Algorithm: "gcra", Topology: "cluster", Verification: verify.Summary{Verdict: verify.Pass, ExpectedViolation: true},
-				Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}}},
+				Timeline: result.Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{3, 4}, Admitted: []int64{3, 4}, Denied: []int64{0, 0}, Errors: []int64{0, 0}}}},
 		},
 	}
 	dir := t.TempDir()
@@ -102,7 +71,7 @@ func TestWriteAllSparse(t *testing.T) {
 	if strings.Contains(string(md), "latency-") {
 		t.Errorf("report.md shows a latency plot although no histogram was recorded:\n%s", md)
 	}
-	if _, err := ReadResult(filepath.Join(dir, ResultFile)); err != nil {
+	if _, err := result.Read(filepath.Join(dir, result.FileName)); err != nil {
 		t.Fatal(err)
 	}
 }

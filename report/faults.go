@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/limitbench/limitbench/result"
 	"strings"
 )
 
@@ -15,7 +16,7 @@ type faultRow struct {
 }
 
 // faultRows returns a row per fault of every entry of r that injected faults, in entry order.
-func faultRows(r *Result) []faultRow {
+func faultRows(r *result.Result) []faultRow {
 	var out []faultRow
 	for i := range r.Entries {
 		e := &r.Entries[i]
@@ -50,7 +51,7 @@ const faultsLegend = "Each fault the scenario injected, in each measurement. win
 	"back after: from its end until a request sent then was decided."
 
 // writeFaultsMarkdown writes the Faults section of report.md, when r injected faults.
-func writeFaultsMarkdown(b *strings.Builder, r *Result) {
+func writeFaultsMarkdown(b *strings.Builder, r *result.Result) {
 	rows := faultRows(r)
 	if len(rows) == 0 {
 		return

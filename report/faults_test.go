@@ -2,14 +2,20 @@ package report
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/limitbench/limitbench/result"
 )
 
 // Issue 19: a result whose entries injected faults has a Faults section in report.md and
 // report.html, one row per fault and measurement; one without faults has none.
 func TestFaultsSection(t *testing.T) {
-	r := fullResult(t)
+	r, err := result.Read(filepath.Join("..", "result", "testdata", "full-result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var md, html bytes.Buffer
 	if err := WriteMarkdown(&md, r, nil); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // busiest describes the accuracy's worst window (Accuracy.MaxWindowRatio) under contract, or ""
@@ -43,7 +44,7 @@ func busiest(contract string, r float64) string {
 //
 // The reference script's entry gets what it is and its own figures only; it is left out of the
 // comparisons with other entries.
-func Findings(r *Result, e *Entry) []string {
+func Findings(r *result.Result, e *result.Entry) []string {
 	if r.IsReference(e) {
 		return referenceFindings(e)
 	}
@@ -61,11 +62,11 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	}
 	switch e.Label() {
-	case LabelCaught:
+	case result.LabelCaught:
 		out = append(out, sentence("Caught as the scenario expected: "+join(worst, violations)))
-	case LabelMissed:
+	case result.LabelMissed:
 		out = append(out, "Expected to be flagged, but no definite violation was found: the harness missed a planted bug.")
-	case LabelTolerated:
+	case result.LabelTolerated:
 		out = append(out, sentence("Failed, tolerated: the scenario lists it under expect.may_violate, so this verdict decides nothing: "+
 			join(worst, violations)))
 	case string(verify.Fail):
@@ -106,13 +107,13 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	}
 
-	var peers []*Entry
+	var peers []*result.Entry
 	for _, p := range entriesOn(r, e.Topology) {
 		if !r.IsReference(p) {
 			peers = append(peers, p)
 		}
 	}
-	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.BytesPerKey }); ok && e.Server.BytesPerKey > 0 {
+	if best, ok := lowest(peers, func(x *result.Entry) float64 { return x.Server.BytesPerKey }); ok && e.Server.BytesPerKey > 0 {
 		if q := e.Server.BytesPerKey / best.Server.BytesPerKey; best != e && q >= 2 {
 			out = append(out, fmt.Sprintf("Uses %s the memory per subject of %s (%s vs %s bytes).",
 				Ratio(q), best.Algorithm, Number(e.Server.BytesPerKey), Number(best.Server.BytesPerKey)))
@@ -123,7 +124,7 @@ func Findings(r *Result, e *Entry) []string {
 
 	if rel := e.Relative; rel != nil && rel.P99 > 0 && rel.Reference != e.Algorithm {
 		out = append(out, fmt.Sprintf("p99 %s the reference script (%s).", Ratio(rel.P99), rel.Reference))
-	} else if best, ok := lowest(peers, func(x *Entry) float64 { return x.LatencyUS.P99 }); ok && e.LatencyUS.P99 > 0 {
+	} else if best, ok := lowest(peers, func(x *result.Entry) float64 { return x.LatencyUS.P99 }); ok && e.LatencyUS.P99 > 0 {
 		if q := e.LatencyUS.P99 / best.LatencyUS.P99; best != e && q >= 1.5 {
 			out = append(out, fmt.Sprintf("p99 latency %s ms, %s that of %s.", Millis(e.LatencyUS.P99), Ratio(q), best.Algorithm))
 		} else if best == e && len(peers) > 1 {
@@ -131,7 +132,7 @@ func Findings(r *Result, e *Entry) []string {
 		}
 	}
 
-	if best, ok := lowest(peers, func(x *Entry) float64 { return x.Server.CPUUSecPerDecision }); ok && e.Server.CPUUSecPerDecision > 0 {
+	if best, ok := lowest(peers, func(x *result.Entry) float64 { return x.Server.CPUUSecPerDecision }); ok && e.Server.CPUUSecPerDecision > 0 {
 		if q := e.Server.CPUUSecPerDecision / best.Server.CPUUSecPerDecision; best != e && q >= 2 {
 			out = append(out, fmt.Sprintf("Costs Redis %s the CPU per decision of %s (%s vs %s µs).",
 				Ratio(q), best.Algorithm, Number(e.Server.CPUUSecPerDecision), Number(best.Server.CPUUSecPerDecision)))
@@ -197,7 +198,7 @@ func heldThresholds(checks []verify.ThresholdCheck) string {
 }
 
 // referenceFindings says what the reference script is and what it measured.
-func referenceFindings(e *Entry) []string {
+func referenceFindings(e *result.Entry) []string {
 	out := []string{"The reference script: a bare INCR + PEXPIRE that admits everything, measured under the same load " +
 		"to calibrate the other entries' relative figures. It is not a limiter and has no verdict."}
 	if e.ThroughputRPS > 0 || e.LatencyUS.P99 > 0 {
@@ -210,8 +211,8 @@ func referenceFindings(e *Entry) []string {
 }
 
 // lowest returns the entry with the smallest positive f.
-func lowest(entries []*Entry, f func(*Entry) float64) (*Entry, bool) {
-	var best *Entry
+func lowest(entries []*result.Entry, f func(*result.Entry) float64) (*result.Entry, bool) {
+	var best *result.Entry
 	for _, e := range entries {
 		if v := f(e); v > 0 && !math.IsInf(v, 0) && (best == nil || v < f(best)) {
 			best = e

@@ -13,9 +13,10 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/result"
 )
 
 var (
@@ -43,28 +44,25 @@ type fixtureEntry struct {
 
 // syntheticResult builds a deterministic result of the demo scenario on a single node. run 0 and
 // run 1 differ a little (a second run of the same scenario) for comparison tests.
-func syntheticResult(t testing.TB, run int) *Result {
+func syntheticResult(t testing.TB, run int) *result.Result {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(42, uint64(run)))
 	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC).Add(time.Duration(run) * time.Hour)
-	r := &Result{
-		Schema: SchemaVersion,
-		Scenario: Scenario{
+	r := &result.Result{
+		Schema: result.SchemaVersion,
+		Scenario: result.Scenario{
 			Name: "demo", Description: "Every built-in family at 200 requests/s over 50 keys with a 100/s limit per key, plus one published bug that must be caught.",
-			File: "scenarios/demo.yaml", Seed: 42, DurationS: 20, Clients: 8, Loop: "open", Mode: "plain",
-			Arrival: "constant 200/s", Keys: "50 keys, zipf s=1.1", Topologies: []string{"single"},
-			Algorithms:       []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
-			ExpectViolations: []string{"fixed-window-published"},
-			Settings: &Settings{
+			File: "scenarios/demo.yaml", Seed: 42, Topologies: []string{"single"},
+			Settings: &result.Settings{
 				Limit: algorithms.Limit{Limit: 100, Window: time.Second, Burst: 10, ConsumerLimit: 100}, Cost: 1, WarmupS: 2, DurationS: 20,
-				Clients: 8, ClientMode: load.ModePlain, Arrival: &scenarios.Arrival{Rate: 200},
+				Clients: 8, ClientMode: load.ModePlain, Arrival: &arrival.Arrival{Rate: 200},
 				Keys:       load.Keys{Count: 50, Distribution: load.Zipf, ZipfS: 1.1},
 				Algorithms: []string{"gcra", "sliding-log", "sliding-counter", "fixed-window-published", "token-bucket", "sliding-log-published"},
-				Expect:     scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
+				Expect:     result.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}},
 				Thresholds: []string{"errors < 1%", "gcra: efficiency > 0.9", "sliding-counter: efficiency > 0.95"},
 			},
 		},
-		Environment: Environment{
+		Environment: result.Environment{
 			Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1, CPUs: 2, GOMAXPROCS: 2,
 			GoVersion: "go1.26.0", HarnessVersion: "v0.1.0", OS: "linux", Arch: "amd64",
 		},
@@ -90,15 +88,15 @@ func syntheticResult(t testing.TB, run int) *Result {
 	// thresholds are the scenario's, as the runner checks them: metric value per entry.
 	thresholds := []struct {
 		text, alg string
-		value     func(e *Entry) float64
+		value     func(e *result.Entry) float64
 		holds     func(v float64) bool
 		shown     func(v float64) string
 	}{
-		{"errors < 1%", "", func(e *Entry) float64 { return float64(e.Errors+e.Unknown) / float64(e.Requests) },
+		{"errors < 1%", "", func(e *result.Entry) float64 { return float64(e.Errors+e.Unknown) / float64(e.Requests) },
 			func(v float64) bool { return v < 0.01 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
-		{"gcra: efficiency > 0.9", "gcra", func(e *Entry) float64 { return e.Accuracy.Efficiency },
+		{"gcra: efficiency > 0.9", "gcra", func(e *result.Entry) float64 { return e.Accuracy.Efficiency },
 			func(v float64) bool { return v > 0.9 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
-		{"sliding-counter: efficiency > 0.95", "sliding-counter", func(e *Entry) float64 { return e.Accuracy.Efficiency },
+		{"sliding-counter: efficiency > 0.95", "sliding-counter", func(e *result.Entry) float64 { return e.Accuracy.Efficiency },
 			func(v float64) bool { return v > 0.95 }, func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }},
 	}
 	const bins, binS = 20, 1.0
@@ -119,7 +117,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 				t.Fatal(err)
 			}
 		}
-		e := Entry{
+		e := result.Entry{
 			Algorithm: f.alg, Topology: "single",
 			Requests: int64(n), Errors: f.errors, Late: f.late, LateFraction: float64(f.late) / float64(n),
 			DurationS: bins * binS, OfferedRPS: 200,
@@ -129,8 +127,8 @@ func syntheticResult(t testing.TB, run int) *Result {
 				ExpectedViolation: f.expected, MayViolate: f.mayViolate,
 			},
 			Accuracy: verify.AccuracySummary{FalseDenials: int64(math.Round((1 - math.Min(f.eff, 1)) * 2000)), MaxWindowRatio: f.ratio, Efficiency: f.eff},
-			Server:   Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
-			Timeline: Timeline{Series: load.Series{BinS: binS}},
+			Server:   result.Server{USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Keys: 50},
+			Timeline: result.Timeline{Series: load.Series{BinS: binS}},
 		}
 		if err := e.SetHistograms(lat, svc); err != nil {
 			t.Fatal(err)
@@ -183,7 +181,7 @@ func syntheticResult(t testing.TB, run int) *Result {
 				e.Verification.Thresholds = append(e.Verification.Thresholds, c)
 			}
 		}
-		e.Samples = []Sample{
+		e.Samples = []result.Sample{
 			{Repeat: 1, ThroughputRPS: e.ThroughputRPS, LatencyUS: e.LatencyUS, Efficiency: f.eff, USecPerCall: f.usec, CPUUSecPerDecision: f.cpu, BytesPerKey: f.bytes, Verdict: f.verdict},
 		}
 		r.Entries = append(r.Entries, e)
@@ -203,7 +201,7 @@ func TestRegenFixture(t *testing.T) {
 		if err := r.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := copyFile(filepath.Join(dir, ResultFile), filepath.Join("testdata", name)); err != nil {
+		if err := copyFile(filepath.Join(dir, result.FileName), filepath.Join("testdata", name)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,9 +11,6 @@ import (
 // Number and unit formatting, for every report, table and log line limitbench writes: each
 // figure is rendered by one function here, so that the same figure reads the same everywhere.
 
-// Round3 rounds x to three decimals, as result.json holds rates, ratios and costs.
-func Round3(x float64) float64 { return math.Round(x*1000) / 1000 }
-
 // Count renders a whole number with thousands separators: 1234567 → "1,234,567".
 func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/result"
 )
 
 // KindHunt is the figure kind of a hunt's best schedule.
@@ -423,7 +424,7 @@ func WriteHunt(dir string, f *hunt.File) ([]string, error) {
 			b   []byte
 		}{{".png", fg.PNG}, {".svg", fg.SVG}} {
 			name := fg.Name + out.ext
-			if err := WriteFile(filepath.Join(dir, name), out.b); err != nil {
+			if err := result.WriteFile(filepath.Join(dir, name), out.b); err != nil {
 				return names, err
 			}
 			names = append(names, name)
@@ -440,7 +441,7 @@ func WriteHunt(dir string, f *hunt.File) ([]string, error) {
 		name string
 		b    []byte
 	}{{MarkdownFile, md.Bytes()}, {HTMLFile, html.Bytes()}} {
-		if err := WriteFile(filepath.Join(dir, out.name), out.b); err != nil {
+		if err := result.WriteFile(filepath.Join(dir, out.name), out.b); err != nil {
 			return names, err
 		}
 		names = append(names, out.name)

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // wideResult returns the fixture's result grown to the widest verdict table a run makes: every
 // built-in algorithm, a custom script with a long name, and the reference script, on both the
 // single and the cluster topology, with the longest contracts (two limits, per client, a clock
 // granularity), every label and six- or seven-digit counts.
-func wideResult(t *testing.T) *Result {
+func wideResult(t *testing.T) *result.Result {
 	t.Helper()
 	r := readFixture(t, "result.json")
 	base := r.Entries[0]
-	base.Timeline = Timeline{} // no accuracy plots: the table is what is measured
+	base.Timeline = result.Timeline{} // no accuracy plots: the table is what is measured
 	rows := []struct {
 		alg, contract string
 		verdict       verify.Verdict

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Figure kinds of a run's report.
@@ -86,7 +87,7 @@ func (f *figureSpec) render() (err error) {
 
 // Figures renders every plot of r: for each topology, the latency nines plot (when any entry has a
 // latency histogram) and the comparison bars; for each entry with a timeline, its accuracy plot.
-func Figures(r *Result) ([]Figure, error) {
+func Figures(r *result.Result) ([]Figure, error) {
 	specs, err := figureSpecs(r)
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func Figures(r *Result) ([]Figure, error) {
 }
 
 // figureSpecs lists r's figures without rendering them, in report order.
-func figureSpecs(r *Result) ([]figureSpec, error) {
+func figureSpecs(r *result.Result) ([]figureSpec, error) {
 	var specs []figureSpec
 	for _, topo := range topologies(r) {
 		entries := entriesOn(r, topo)
@@ -124,7 +125,7 @@ func figureSpecs(r *Result) ([]figureSpec, error) {
 }
 
 // topologies returns the topologies of r's entries in first-seen order.
-func topologies(r *Result) []string {
+func topologies(r *result.Result) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range r.Entries {
@@ -137,8 +138,8 @@ func topologies(r *Result) []string {
 }
 
 // entriesOn returns r's entries on topo, in r's order.
-func entriesOn(r *Result, topo string) []*Entry {
-	var out []*Entry
+func entriesOn(r *result.Result, topo string) []*result.Entry {
+	var out []*result.Entry
 	for i := range r.Entries {
 		if r.Entries[i].Topology == topo {
 			out = append(out, &r.Entries[i])
@@ -189,7 +190,7 @@ var nines = []plot.Tick{
 
 // latencySpec is the percentile ("nines") plot of topo: x = 1/(1−q) on a log scale, y = latency
 // from intended send time in ms, one line per algorithm with a latency histogram. nil when none has.
-func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) {
+func latencySpec(r *result.Result, topo string, entries []*result.Entry) (*figureSpec, error) {
 	title := fmt.Sprintf("Latency by percentile, %s on %s (%s)", r.Scenario.Name, topo, r.Environment.Backend)
 	p := NewPlot(title, "percentile (log scale of 1/(1−q))", "latency from intended send (ms)")
 	p.X.Scale = plot.LogScale{}
@@ -251,7 +252,7 @@ func latencySpec(r *Result, topo string, entries []*Entry) (*figureSpec, error) 
 // definite violation, on the admitted step of the bin it fell in (one whose time is outside the
 // timeline is counted in the legend instead), and each injected fault's window shaded
 // (faultWindows). The time axis is the timeline's.
-func accuracySpec(r *Result, e *Entry) figureSpec {
+func accuracySpec(r *result.Result, e *result.Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
 	p := NewPlot(title, "time since start (s)", "requests per second")
@@ -418,22 +419,22 @@ func hasLimit(limit []float64) bool {
 // comparePanel is one small multiple of the comparison figure.
 type comparePanel struct {
 	title string
-	value func(e *Entry) float64
+	value func(e *result.Entry) float64
 }
 
 // compareSpec draws small multiples of horizontal bars, one bar per algorithm, for throughput,
 // p99, Redis CPU per decision, bytes per subject and efficiency.
-func compareSpec(r *Result, topo string, entries []*Entry) figureSpec {
-	cpu := comparePanel{"Redis CPU per decision (µs)", func(e *Entry) float64 { return e.Server.CPUUSecPerDecision }}
+func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureSpec {
+	cpu := comparePanel{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }}
 	if !anyValue(entries, cpu.value) {
-		cpu = comparePanel{"Redis time per call (µs, commandstats)", func(e *Entry) float64 { return e.Server.USecPerCall }}
+		cpu = comparePanel{"Redis time per call (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }}
 	}
 	panels := []comparePanel{
-		{"Throughput (decisions/s)", func(e *Entry) float64 { return e.ThroughputRPS }},
-		{"p99 latency from intended send (ms)", func(e *Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }},
+		{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }},
+		{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }},
 		cpu,
-		{"Memory per subject (bytes)", func(e *Entry) float64 { return e.Server.BytesPerKey }},
-		{"Efficiency (admitted / ideal)", func(e *Entry) float64 { return e.Accuracy.Efficiency }},
+		{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
+		{"Efficiency (admitted / ideal)", func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
 	}
 	title := fmt.Sprintf("Algorithms compared, %s on %s", r.Scenario.Name, topo)
 	names := make([]string, len(entries))
@@ -503,7 +504,7 @@ func compareSpec(r *Result, topo string, entries []*Entry) figureSpec {
 	}
 }
 
-func anyValue(entries []*Entry, f func(*Entry) float64) bool {
+func anyValue(entries []*result.Entry, f func(*result.Entry) float64) bool {
 	for _, e := range entries {
 		if f(e) != 0 {
 			return true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // figureByName returns the figure of figs with name, failing the test when there is none.
@@ -57,7 +58,7 @@ func TestAccuracyPlotMarksViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var flagged *Entry
+	var flagged *result.Entry
 	for i := range r.Entries {
 		if r.Entries[i].Algorithm == "fixed-window-published" {
 			flagged = &r.Entries[i]
@@ -112,13 +113,13 @@ func TestComparePlotPanels(t *testing.T) {
 	svg := string(f.SVG)
 	panels := []struct {
 		title string
-		value func(e *Entry) float64
+		value func(e *result.Entry) float64
 	}{
-		{"Throughput (decisions/s)", func(e *Entry) float64 { return e.ThroughputRPS }},
-		{"p99 latency from intended send (ms)", func(e *Entry) float64 { return e.LatencyUS.P99 }},
-		{"Redis CPU per decision (µs)", func(e *Entry) float64 { return e.Server.CPUUSecPerDecision }},
-		{"Memory per subject (bytes)", func(e *Entry) float64 { return e.Server.BytesPerKey }},
-		{"Efficiency (admitted / ideal)", func(e *Entry) float64 { return e.Accuracy.Efficiency }},
+		{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }},
+		{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 }},
+		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
+		{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
+		{"Efficiency (admitted / ideal)", func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
 	}
 	last := -1
 	for _, p := range panels {
@@ -321,7 +322,7 @@ func TestAccuracyPlotShowsABurst(t *testing.T) {
 	r := readFixture(t, "result.json")
 	e := &r.Entries[1]
 	const bins, binS, burst = 100, 0.02, 37
-	tl := Timeline{Series: load.Series{BinS: binS}}
+	tl := result.Timeline{Series: load.Series{BinS: binS}}
 	for i := range bins {
 		adm := int64(2)
 		if i == burst {

@@ -7,11 +7,10 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Names of the report files WriteAll writes.
@@ -24,18 +23,18 @@ const (
 // <algorithm>-<topology>-service.hgrm for each entry with histograms, every figure as PNG and SVG,
 // report.md and report.html. It records the file names in r.Files and each entry's Files before
 // writing result.json, so result.json lists them. It stops at the first error.
-func WriteAll(dir string, r *Result) error {
+func WriteAll(dir string, r *result.Result) error {
 	if r.Schema == "" {
-		r.Schema = SchemaVersion
+		r.Schema = result.SchemaVersion
 	}
 	figs, err := Figures(r)
 	if err != nil {
 		return err
 	}
-	r.Files = RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile}
+	r.Files = result.RunFiles{Result: result.FileName, Markdown: MarkdownFile, HTML: HTMLFile}
 	for i := range r.Entries {
 		e := &r.Entries[i]
-		e.Files = Files{}
+		e.Files = result.Files{}
 		for _, h := range []struct {
 			enc  string
 			name string
@@ -44,7 +43,7 @@ func WriteAll(dir string, r *Result) error {
 			{e.Histograms.Latency, e.Name() + ".hgrm", &e.Files.Histogram},
 			{e.Histograms.Service, e.Name() + "-service.hgrm", &e.Files.ServiceHistogram},
 		} {
-			hist, err := DecodeHistogram(h.enc)
+			hist, err := result.DecodeHistogram(h.enc)
 			if err != nil {
 				return fmt.Errorf("%s: %w", e.Name(), err)
 			}
@@ -55,7 +54,7 @@ func WriteAll(dir string, r *Result) error {
 			if err := WriteHGRM(&buf, hist, MicrosPerMilli); err != nil {
 				return err
 			}
-			if err := WriteFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
+			if err := result.WriteFile(filepath.Join(dir, h.name), buf.Bytes()); err != nil {
 				return err
 			}
 			*h.dst = h.name
@@ -68,7 +67,7 @@ func WriteAll(dir string, r *Result) error {
 			b   []byte
 		}{{".png", f.PNG}, {".svg", f.SVG}} {
 			name := f.Name + out.ext
-			if err := WriteFile(filepath.Join(dir, name), out.b); err != nil {
+			if err := result.WriteFile(filepath.Join(dir, name), out.b); err != nil {
 				return err
 			}
 			r.Files.Plots = append(r.Files.Plots, name)
@@ -88,10 +87,10 @@ func WriteAll(dir string, r *Result) error {
 	if err := WriteHTML(&html, r, figs); err != nil {
 		return err
 	}
-	if err := WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
+	if err := result.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes()); err != nil {
 		return err
 	}
-	if err := WriteFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
+	if err := result.WriteFile(filepath.Join(dir, HTMLFile), html.Bytes()); err != nil {
 		return err
 	}
 	return r.Write(dir)
@@ -136,88 +135,11 @@ type figureView struct {
 	PNG         template.URL // data: URI, HTML only
 }
 
-func newView(r *Result, figs []Figure, inline bool) view {
-	s, env := r.Scenario, r.Environment
+func newView(r *result.Result, figs []Figure, inline bool) view {
+	s := r.Scenario
 	v := view{Title: "limitbench report: " + orDefault(s.Name, "unnamed scenario"), Description: s.Description,
 		Generators: generatorTable(r)}
-	add := func(rows *[]row, k, val string) {
-		if val != "" {
-			*rows = append(*rows, row{k, val})
-		}
-	}
-	name := s.Name
-	if s.File != "" {
-		name += " (" + s.File + ")"
-	}
-	add(&v.Scenario, "scenario", name)
-	add(&v.Scenario, "seed", strconv.FormatInt(s.Seed, 10))
-	if s.DurationS > 0 {
-		add(&v.Scenario, "duration", Number(s.DurationS)+" s per algorithm × topology")
-	}
-	load := []string{}
-	if s.Loop != "" {
-		load = append(load, s.Loop+" loop")
-	}
-	if s.Arrival != "" {
-		load = append(load, s.Arrival)
-	}
-	if s.Clients > 0 {
-		load = append(load, strconv.Itoa(s.Clients)+" clients")
-	}
-	if s.Mode != "" {
-		load = append(load, s.Mode)
-	}
-	add(&v.Scenario, "load", strings.Join(load, ", "))
-	add(&v.Scenario, "keys", s.Keys)
-	if st := s.Settings; st != nil {
-		add(&v.Scenario, "limit", limitText(st))
-		if st.WarmupS > 0 {
-			add(&v.Scenario, "warmup", Number(st.WarmupS)+" s before each measurement (measured, not verified)")
-		}
-	}
-	add(&v.Scenario, "clock skew", s.Skew)
-	add(&v.Scenario, "algorithms", strings.Join(s.Algorithms, ", "))
-	add(&v.Scenario, "expected to be flagged", strings.Join(s.ExpectViolations, ", "))
-	if st := s.Settings; st != nil {
-		add(&v.Scenario, "tolerated (may violate)", strings.Join(st.Expect.MayViolate, ", "))
-		add(&v.Scenario, "thresholds", strings.Join(st.Thresholds, "; "))
-	}
-	add(&v.Scenario, "wait for replicas", waitText(r))
-	if !r.StartedAt.IsZero() {
-		when := r.StartedAt.UTC().Format(time.RFC3339)
-		if !r.FinishedAt.IsZero() {
-			when += " to " + r.FinishedAt.UTC().Format(time.RFC3339)
-		}
-		add(&v.Scenario, "run", when)
-	}
-	backend := env.Backend
-	if env.Image != "" {
-		backend += " (" + env.Image + ")"
-	}
-	add(&v.Environment, "backend", backend)
-	add(&v.Environment, "topology", env.Topology)
-	redis := env.RedisVersion
-	if env.Nodes > 0 {
-		redis += fmt.Sprintf(", %d %s", env.Nodes, Plural(int64(env.Nodes), "node", "nodes"))
-	}
-	add(&v.Environment, "Redis", strings.TrimPrefix(redis, ", "))
-	machine := []string{}
-	if env.CPUs > 0 {
-		machine = append(machine, fmt.Sprintf("%d CPUs", env.CPUs))
-	}
-	if env.GOMAXPROCS > 0 {
-		machine = append(machine, fmt.Sprintf("GOMAXPROCS %d", env.GOMAXPROCS))
-	}
-	if env.OS != "" {
-		machine = append(machine, env.OS+"/"+env.Arch)
-	}
-	add(&v.Environment, "machine", strings.Join(machine, ", "))
-	add(&v.Environment, "CPU idle states", env.IdleNote)
-	add(&v.Environment, "CPU pinning", env.PinNote)
-	add(&v.Environment, "harness", strings.TrimSpace(env.HarnessVersion+" "+env.GoVersion))
-	if r.Reference != "" {
-		add(&v.Environment, "reference script", r.Reference)
-	}
+	v.Scenario, v.Environment = scenarioRows(r), environmentRows(r)
 	if r.CutShort {
 		v.CutShort = orDefault(r.CutShortNote, "the run stopped before its planned end") + " The figures cover what was measured until then."
 	}
@@ -266,11 +188,11 @@ func newView(r *Result, figs []Figure, inline bool) view {
 }
 
 // summaryOrder is the order labels are counted in the summary line: problems first.
-var summaryOrder = []string{string(verify.Fail), LabelMissed, string(verify.Inconclusive), LabelTolerated, LabelCaught, string(verify.Pass), "unknown"}
+var summaryOrder = []string{string(verify.Fail), result.LabelMissed, string(verify.Inconclusive), result.LabelTolerated, result.LabelCaught, string(verify.Pass), "unknown"}
 
 // summary counts the verified entries by label, the reference script's apart: "5 entries: 1
 // fail, 4 pass; plus 1 reference entry (calibration, not verified)."
-func summary(r *Result) string {
+func summary(r *result.Result) string {
 	n := map[string]int{}
 	verified, refs := 0, 0
 	for i := range r.Entries {
@@ -302,13 +224,13 @@ func labelClass(label string) string {
 	switch label {
 	case string(verify.Pass):
 		return "pass"
-	case LabelCaught:
+	case result.LabelCaught:
 		return "caught"
 	case string(verify.Inconclusive):
 		return "inconclusive"
-	case LabelTolerated:
+	case result.LabelTolerated:
 		return "tolerated"
-	case LabelReference:
+	case result.LabelReference:
 		return "reference"
 	}
 	return "fail"
@@ -324,23 +246,10 @@ const verdictLegend = "Verdicts: pass means no definite violation and every thre
 	"efficiency is admissions as a share of an exact limiter's on the same requests; latency is from each " +
 	"request's intended send time."
 
-// limitText describes a scenario's limit: "20 per 1 s (burst 20, consumer limit 20), cost 1".
-func limitText(st *Settings) string {
-	l := st.Limit
-	if l.Limit == 0 {
-		return ""
-	}
-	s := fmt.Sprintf("%s per %s s (burst %s, consumer limit %s)", Count(l.Limit), Number(l.Window.Seconds()), Count(l.Capacity()), Count(l.Consumer()))
-	if st.Cost > 0 {
-		s += fmt.Sprintf(", %s %s per request", Count(st.Cost), Plural(st.Cost, "permit", "permits"))
-	}
-	return s
-}
-
 // WriteMarkdown writes report.md for r: scenario and environment, the verdict table, findings per
 // entry, then the figures by file name (PNG shown, SVG linked). The output depends only on r and
 // the figures' names and titles, so it is byte-identical for the same input.
-func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
+func WriteMarkdown(w io.Writer, r *result.Result, figs []Figure) error {
 	v := newView(r, figs, false)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", MarkdownText(v.Title))
@@ -403,7 +312,7 @@ func WriteMarkdown(w io.Writer, r *Result, figs []Figure) error {
 // WriteHTML writes report.html for r: the same content as report.md in one self-contained file,
 // with every figure inline as a PNG data: URI, inline CSS (screen, phone and print), no JavaScript
 // and no reference to any other file or host.
-func WriteHTML(w io.Writer, r *Result, figs []Figure) error {
+func WriteHTML(w io.Writer, r *result.Result, figs []Figure) error {
 	if err := htmlReport.Execute(w, newView(r, figs, true)); err != nil {
 		return fmt.Errorf("write report.html: %w", err)
 	}

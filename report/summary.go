@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/limitbench/limitbench/result"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +15,7 @@ import (
 // a pass that holds only within a stated clock granularity says so). Under the table come one
 // line per entry with errors, naming each class with the text of its first error (ErrorsLine),
 // and one line per warning. It writes nothing for a result without entries.
-func WriteSummary(w io.Writer, r *Result) error {
+func WriteSummary(w io.Writer, r *result.Result) error {
 	if len(r.Entries) == 0 {
 		return nil
 	}
@@ -51,7 +52,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 
 // errorsCell is the summary table's errors of e: failed and unknown requests and their share of
 // e's requests ("590 (59%)"), or "0".
-func errorsCell(e *Entry) string {
+func errorsCell(e *result.Entry) string {
 	n := e.Errors + e.Unknown
 	if n == 0 || e.Requests == 0 {
 		return "0"
@@ -62,7 +63,7 @@ func errorsCell(e *Entry) string {
 // ErrorsLine describes e's errors by class in words, the most frequent first, each with the text
 // of its first error and when it came: `590 OOM (failed, first at 0.41s: "gcra: OOM command not
 // allowed when used memory > 'maxmemory'.")`; "" when e has none.
-func ErrorsLine(e *Entry) string {
+func ErrorsLine(e *result.Entry) string {
 	parts := make([]string, 0, len(e.ErrorClasses))
 	for _, c := range e.ErrorClasses {
 		parts = append(parts, fmt.Sprintf("%d %s (%s, first at %ss: %q)", c.Count, c.Kind, c.Outcome, Number(c.FirstAtS), c.First))

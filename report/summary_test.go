@@ -11,6 +11,7 @@ import (
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/result"
 )
 
 // TestSummaryTableGolden: the summary table `limitbench run` prints for the fixture results is
@@ -18,7 +19,7 @@ import (
 func TestSummaryTableGolden(t *testing.T) {
 	var got bytes.Buffer
 	for _, f := range []string{"result.json", "result-b.json"} {
-		r, err := ReadResult(filepath.Join("testdata", f))
+		r, err := result.Read(filepath.Join("testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +34,13 @@ func TestSummaryTableGolden(t *testing.T) {
 // requests, then one line per entry with errors naming each class with its first error's text
 // (Redis's own words), then one line per warning, such as keys left behind on an external Redis.
 func TestSummaryErrorsAndWarnings(t *testing.T) {
-	r := &Result{Entries: []Entry{
+	r := &result.Result{Entries: []result.Entry{
 		{Algorithm: "gcra", Topology: "single", Requests: 1000, Allowed: 100, Denied: 310, Errors: 580, Unknown: 10,
 			ErrorClasses: []load.ErrorClass{
 				{Kind: "OOM", Outcome: "failed", Count: 580, First: "gcra: OOM command not allowed when used memory > 'maxmemory'.", FirstAtS: 0.41},
 				{Kind: "timeout", Outcome: "unknown", Count: 10, First: "gcra: i/o timeout", FirstAtS: 2},
 			},
-			Warnings:     []Warning{{Kind: WarningKeysLeft, Message: "3 keys under p: were left behind; remove them: X"}},
+			Warnings:     []result.Warning{{Kind: result.WarningKeysLeft, Message: "3 keys under p: were left behind; remove them: X"}},
 			Verification: verify.Summary{Verdict: verify.Inconclusive}},
 		{Algorithm: "sliding-log", Topology: "single", Requests: 1000, Allowed: 100, Denied: 900,
 			Verification: verify.Summary{Verdict: verify.Pass}},

@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
+	"github.com/limitbench/limitbench/result"
 	"strings"
 )
 
 // waitText describes, for the report's scenario section, the WAIT that followed every request of
 // r (Settings.Wait) and, per entry, how many came back short (Entry.WaitShort) of its requests; ""
 // when no WAIT was sent.
-func waitText(r *Result) string {
+func waitText(r *result.Result) string {
 	st := r.Scenario.Settings
 	if st == nil || st.Wait == nil || !st.Wait.Enabled() {
 		return ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // FaultKind names what a scheduled fault does.
@@ -288,7 +289,7 @@ func (c *checker) faultThresholds() {
 		return
 	}
 	for i, t := range c.s.Thresholds {
-		if t.Metric == FaultExcess {
+		if t.Metric == result.FaultExcess {
 			c.add(fmt.Sprintf("thresholds[%d]", i), "fault_excess bounds what the scenario's faults cost, and it has none (add faults)")
 		}
 	}

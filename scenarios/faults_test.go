@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 const faultBase = "version: 1\nduration: 10s\nlimit: {limit: 100, window: 2s}\n"
@@ -183,7 +184,7 @@ faults:
 
 func TestFaultExcessThreshold(t *testing.T) {
 	th, err := ParseThreshold("gcra: fault_excess <= 0")
-	if err != nil || th.Metric != FaultExcess || th.Op != LessEqual || th.Value != 0 || th.Algorithm != "gcra" {
+	if err != nil || th.Metric != result.FaultExcess || th.Op != LessEqual || th.Value != 0 || th.Algorithm != "gcra" {
 		t.Fatalf("ParseThreshold = %+v, %v", th, err)
 	}
 	if _, err := ParseThreshold("fault_excess < 5ms"); err == nil || !strings.Contains(err.Error(), "plain number") {

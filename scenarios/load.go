@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -383,16 +384,16 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	}
 }
 
-func (d *decoder) arrival(n *yaml.Node) *Arrival {
+func (d *decoder) arrival(n *yaml.Node) *arrival.Arrival {
 	m := d.mapping(n, "arrival", []string{"rate", "ramp", "steps", "spike", "trace", "align"})
 	if m == nil {
 		return nil
 	}
-	a := &Arrival{}
+	a := &arrival.Arrival{}
 	set(&a.Rate, m["rate"], "arrival.rate", d.float)
 	if r := m["ramp"]; r != nil {
 		rm := d.mapping(r, "arrival.ramp", []string{"from", "to"})
-		a.Ramp = &Ramp{}
+		a.Ramp = &arrival.Ramp{}
 		set(&a.Ramp.From, rm["from"], "arrival.ramp.from", d.float)
 		set(&a.Ramp.To, rm["to"], "arrival.ramp.to", d.float)
 	}
@@ -400,7 +401,7 @@ func (d *decoder) arrival(n *yaml.Node) *Arrival {
 		for i, it := range d.list(st, "arrival.steps", "[{for: 5s, rate: 500}, {for: 5s, rate: 5000}]") {
 			f := fmt.Sprintf("arrival.steps[%d]", i)
 			sm := d.mapping(it, f, []string{"for", "rate"})
-			var step Step
+			var step arrival.Step
 			set(&step.For, sm["for"], f+".for", d.duration)
 			set(&step.Rate, sm["rate"], f+".rate", d.float)
 			if sm != nil && sm["for"] == nil {
@@ -414,7 +415,7 @@ func (d *decoder) arrival(n *yaml.Node) *Arrival {
 	}
 	if sp := m["spike"]; sp != nil {
 		sm := d.mapping(sp, "arrival.spike", []string{"base", "peak", "at", "for", "every"})
-		a.Spike = &Spike{}
+		a.Spike = &arrival.Spike{}
 		set(&a.Spike.Base, sm["base"], "arrival.spike.base", d.float)
 		set(&a.Spike.Peak, sm["peak"], "arrival.spike.peak", d.float)
 		set(&a.Spike.At, sm["at"], "arrival.spike.at", d.duration)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -48,7 +49,7 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		s.flags["duration"] = "--duration"
 	}
 	if o.Rate != nil {
-		s.Arrival = &Arrival{Rate: *o.Rate}
+		s.Arrival = &arrival.Arrival{Rate: *o.Rate}
 		for f := range s.pos {
 			if isUnder(f, "arrival") {
 				delete(s.pos, f)

@@ -4,8 +4,10 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // AllAlgorithms is the algorithms entry that stands for every built-in algorithm.
@@ -59,7 +61,7 @@ type Scenario struct {
 	Call algorithms.CallMode
 	// Arrival is the open-loop schedule; nil means a closed loop (each client sends its next request
 	// when the previous one returns).
-	Arrival *Arrival
+	Arrival *arrival.Arrival
 	// Keys says which subjects requests are for: count (default 1), distribution (uniform,
 	// zipf with zipf_s > 0, default 0.99, or hot with hot_share in (0, 1], default 0.5).
 	Keys load.Keys
@@ -72,7 +74,7 @@ type Scenario struct {
 	ClockSkew load.Skew
 	// Algorithms to run, in order; default [all]. See ResolveAlgorithms.
 	Algorithms []AlgorithmEntry
-	Expect     Expect
+	Expect     result.Expect
 	Thresholds []Threshold
 	// Persistence is what the servers limitbench starts keep on disk, which decides what a
 	// restart loses; default none.
@@ -116,18 +118,6 @@ type AlgorithmEntry struct {
 	Name string
 	// Custom is the user's script; nil for built-in algorithms.
 	Custom *algorithms.CustomSpec
-}
-
-// Expect lists what the verifier must find: a scenario's expect section, and result.json's
-// settings.expect.
-type Expect struct {
-	// Violations names algorithms that must be flagged with a definite violation (in every
-	// topology), or the scenario fails. Their own failing verdicts are what the scenario expects
-	// and do not fail it.
-	Violations []string `json:"violations,omitempty"`
-	// MayViolate names algorithms whose verdict does not decide the scenario either way: for
-	// flawed variants whose flaw shows only on some runs (a minute boundary, a lucky interleaving).
-	MayViolate []string `json:"may_violate,omitempty"`
 }
 
 // Default returns a scenario with every default of the format filled in, and no arrival (closed

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -10,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -80,9 +79,9 @@ func TestDefaults(t *testing.T) {
 		{"clock_skew spread", "clock_skew: {spread: 2s}", func(s *Scenario) (any, any) { return s.ClockSkew.Spread, 2 * time.Second }},
 		{"algorithms", "version: 1", func(s *Scenario) (any, any) { return s.Algorithms, []AlgorithmEntry{{Name: "all"}} }},
 		{"null means default", "duration: ~\narrival:\n", func(s *Scenario) (any, any) { return s.Duration, 10 * time.Second }},
-		{"align scalar", "arrival: {rate: 5, align: 1s}", func(s *Scenario) (any, any) { return s.Arrival.Align, Align{Every: time.Second} }},
+		{"align scalar", "arrival: {rate: 5, align: 1s}", func(s *Scenario) (any, any) { return s.Arrival.Align, arrival.Align{Every: time.Second} }},
 		{"align mapping", "arrival: {rate: 5, align: {every: 1m, offset: 55s}}", func(s *Scenario) (any, any) {
-			return s.Arrival.Align, Align{Every: time.Minute, Offset: 55 * time.Second}
+			return s.Arrival.Align, arrival.Align{Every: time.Minute, Offset: 55 * time.Second}
 		}},
 		{"anchors", "limit: &l {limit: 5}\nexpect: {violations: []}\n", func(s *Scenario) (any, any) { return s.Limit.Limit, int64(5) }},
 	}
@@ -166,7 +165,7 @@ func TestLoad(t *testing.T) {
 func TestValidateGoBuilt(t *testing.T) {
 	s := Default()
 	s.Name = "built"
-	s.Arrival = &Arrival{Ramp: &Ramp{From: 10, To: 100}}
+	s.Arrival = &arrival.Arrival{Ramp: &arrival.Ramp{From: 10, To: 100}}
 	s.Algorithms = []AlgorithmEntry{{Name: "gcra"}}
 	if err := s.validate(designNames, nil); err != nil {
 		t.Fatalf("Validate() = %v", err)
@@ -226,7 +225,7 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	if s.Duration != dur || s.Arrival.Kind() != Constant || s.Arrival.Rate != 50 || s.Clients != 3 || s.Seed != 7 ||
+	if s.Duration != dur || s.Arrival.Kind() != arrival.Constant || s.Arrival.Rate != 50 || s.Clients != 3 || s.Seed != 7 ||
 		len(s.Topologies) != 1 || s.Topologies[0] != redisenv.TopologyCluster {
 		t.Errorf("after apply: %+v", s)
 	}
@@ -245,109 +244,5 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 	}
 	if !errors.Is(err, ErrInvalid) {
 		t.Error("apply error does not match ErrInvalid")
-	}
-}
-
-func TestArrivalRateAndSegments(t *testing.T) {
-	ms := time.Millisecond
-	tests := []struct {
-		name string
-		a    Arrival
-		span time.Duration
-		at   map[time.Duration]float64
-		segs []load.Segment
-	}{
-		{"constant", Arrival{Rate: 5}, time.Second, map[time.Duration]float64{0: 5, 999 * ms: 5},
-			[]load.Segment{{From: 5, To: 5, Duration: time.Second}}},
-		{"ramp", Arrival{Ramp: &Ramp{From: 0, To: 100}}, 10 * time.Second,
-			map[time.Duration]float64{0: 0, 5 * time.Second: 50, 10 * time.Second: 100},
-			[]load.Segment{{From: 0, To: 100, Duration: 10 * time.Second}}},
-		{"steps repeat and are cut at span", Arrival{Steps: []Step{{For: 2 * time.Second, Rate: 1}, {For: time.Second, Rate: 9}}},
-			5 * time.Second, map[time.Duration]float64{0: 1, 2 * time.Second: 9, 3 * time.Second: 1, 4500 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: 2 * time.Second}, {From: 9, To: 9, Duration: time.Second}, {From: 1, To: 1, Duration: 2 * time.Second}}},
-		{"spike once", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: time.Second, For: 500 * ms}}, 3 * time.Second,
-			map[time.Duration]float64{0: 1, time.Second: 50, 1499 * ms: 50, 1500 * ms: 1, 2900 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: time.Second}, {From: 50, To: 50, Duration: 500 * ms}, {From: 1, To: 1, Duration: 1500 * ms}}},
-		{"spike every 2s", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: 1900 * ms, For: 200 * ms, Every: 2 * time.Second}}, 5 * time.Second,
-			map[time.Duration]float64{0: 1, 1900 * ms: 50, 2050 * ms: 50, 2100 * ms: 1, 3950 * ms: 50, 4200 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: 1900 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 1800 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 900 * ms}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if n, segs := tt.a.pieces(tt.span), len(tt.a.Segments(tt.span)); n < segs || n > segs+len(tt.a.Steps)+2 {
-				t.Errorf("pieces(%s) = %d; want a bound of the %d segments, within one period", tt.span, n, segs)
-			}
-			for at, want := range tt.at {
-				if got := tt.a.RateAt(at, tt.span); got != want {
-					t.Errorf("RateAt(%s, %s) = %v; want %v", at, tt.span, got, want)
-				}
-			}
-			segs := tt.a.Segments(tt.span)
-			if diff := cmp.Diff(tt.segs, segs); diff != "" {
-				t.Errorf("Segments(%s) (-want +got):\n%s", tt.span, diff)
-			}
-			var sum time.Duration
-			var at time.Duration
-			for _, s := range segs {
-				if s.From == s.To && tt.a.RateAt(at, tt.span) != s.From {
-					t.Errorf("segment at %s has rate %v; RateAt says %v", at, s.From, tt.a.RateAt(at, tt.span))
-				}
-				sum += s.Duration
-				at += s.Duration
-			}
-			if sum != tt.span {
-				t.Errorf("segments add up to %s; want %s", sum, tt.span)
-			}
-		})
-	}
-}
-
-// TestPieces: pieces bounds the number of Segments from above, within one period's pieces, for
-// steps and spikes of any lengths, so the validator can refuse a schedule too fine for its
-// run without building it.
-func TestPieces(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		ms := func(label string, lo int64) time.Duration {
-			return time.Duration(rapid.Int64Range(lo, 5000).Draw(rt, label)) * time.Millisecond
-		}
-		var a Arrival
-		perPeriod := 2
-		if rapid.Bool().Draw(rt, "steps") {
-			for i := range rapid.IntRange(1, 5).Draw(rt, "steps") {
-				a.Steps = append(a.Steps, Step{For: ms(fmt.Sprintf("for%d", i), 1), Rate: 1})
-			}
-			perPeriod = len(a.Steps)
-		} else {
-			every := ms("every", 0)
-			a.Spike = &Spike{Base: 1, Peak: 2, At: ms("at", 0), For: min(ms("for", 1), max(every, time.Millisecond)), Every: every}
-			if a.Spike.Every > 0 && a.Spike.For > a.Spike.Every {
-				a.Spike.For = a.Spike.Every
-			}
-		}
-		span := ms("span", 1) * 10
-		n, segs := a.pieces(span), len(a.Segments(span))
-		if n < segs || n > segs+perPeriod+1 {
-			rt.Fatalf("pieces(%s) = %d for %d segments of %s; want a bound within %d", span, n, segs, a.String(), perPeriod+1)
-		}
-	})
-}
-
-func TestAlignStart(t *testing.T) {
-	base := time.Unix(1_700_000_000, 0) // a whole minute? 1_700_000_000 mod 60 = 20
-	tests := []struct {
-		now  time.Time
-		a    Align
-		want time.Time
-	}{
-		{base.Add(300 * time.Millisecond), Align{}, base.Add(300 * time.Millisecond)},
-		{base.Add(300 * time.Millisecond), Align{Every: time.Second}, base.Add(time.Second)},
-		{base, Align{Every: time.Second}, base},
-		{base, Align{Every: time.Minute, Offset: 55 * time.Second}, base.Add(35 * time.Second)},
-		{base.Add(36 * time.Second), Align{Every: time.Minute, Offset: 55 * time.Second}, base.Add(95 * time.Second)},
-	}
-	for _, tt := range tests {
-		if got := tt.a.Start(tt.now); !got.Equal(tt.want) {
-			t.Errorf("%+v.Start(%s) = %s; want %s", tt.a, tt.now.UTC(), got.UTC(), tt.want.UTC())
-		}
 	}
 }

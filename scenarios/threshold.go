@@ -2,43 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/limitbench/limitbench/result"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// Metric is a per-run quantity a threshold bounds.
-type Metric string
-
-// The metrics a threshold can name, with the unit Threshold.Value is in.
-const (
-	P50  Metric = "p50"  // latency from the intended send time, µs
-	P90  Metric = "p90"  // µs
-	P99  Metric = "p99"  // µs
-	P999 Metric = "p999" // µs
-	Max  Metric = "max"  // µs
-	// Throughput is completed requests per second.
-	Throughput Metric = "throughput"
-	// Efficiency is admitted/ideal: 1 is exact, below 1 denies too much, above 1 admits too much.
-	Efficiency Metric = "efficiency"
-	// ErrorRate is the share of requests that ended in an error or an unknown outcome, 0 to 1.
-	ErrorRate Metric = "errors"
-	// FaultExcess is the permits admitted beyond the contract in the windows of the faults the
-	// scenario injected (verify.Summary.FaultExcess), a plain number; only for a scenario with
-	// faults.
-	FaultExcess Metric = "fault_excess"
-)
-
-var metrics = []Metric{P50, P90, P99, P999, Max, Throughput, Efficiency, ErrorRate, FaultExcess}
-
-// IsLatency reports whether m is a latency percentile (or the maximum), measured in µs.
-func (m Metric) IsLatency() bool {
-	switch m {
-	case P50, P90, P99, P999, Max:
-		return true
-	}
-	return false
-}
 
 // Op is a threshold's comparison.
 type Op string
@@ -68,7 +37,7 @@ const (
 type Threshold struct {
 	// Algorithm is the algorithm the bound applies to; empty for every algorithm.
 	Algorithm string
-	Metric    Metric
+	Metric    result.Metric
 	Op        Op
 	// Value is in the metric's unit: µs for latencies, requests per second for throughput, a
 	// fraction (0.95, not 95) for efficiency and errors.
@@ -114,12 +83,8 @@ func ParseThreshold(s string) (Threshold, error) {
 	if name == "" {
 		return bad("no metric before %s; use one of %s", t.Op, metricList())
 	}
-	t.Metric = Metric(strings.ToLower(name))
-	known := false
-	for _, m := range metrics {
-		known = known || m == t.Metric
-	}
-	if !known {
+	t.Metric = result.Metric(strings.ToLower(name))
+	if !slices.Contains(result.ThresholdMetrics, t.Metric) {
 		return bad("unknown metric %q; use one of %s", name, metricList())
 	}
 	val := strings.TrimSpace(rest)
@@ -138,7 +103,7 @@ func ParseThreshold(s string) (Threshold, error) {
 }
 
 // parseValue reads a threshold value in m's unit.
-func parseValue(m Metric, val string) (float64, error) {
+func parseValue(m result.Metric, val string) (float64, error) {
 	num, unit := splitNumber(val)
 	if num == "" {
 		return 0, fmt.Errorf("value %q is not a number", val)
@@ -161,12 +126,12 @@ func parseValue(m Metric, val string) (float64, error) {
 			return 0, fmt.Errorf("unknown latency unit %q; use us, ms or s", unit)
 		}
 		return x * scale, nil
-	case m == Throughput:
+	case m == result.Throughput:
 		if unit != "" {
 			return 0, fmt.Errorf("throughput is requests per second, a plain number; remove %q", unit)
 		}
 		return x, nil
-	case m == FaultExcess:
+	case m == result.FaultExcess:
 		if unit != "" {
 			return 0, fmt.Errorf("fault_excess is a number of permits, a plain number; remove %q", unit)
 		}
@@ -179,7 +144,7 @@ func parseValue(m Metric, val string) (float64, error) {
 		default:
 			return 0, fmt.Errorf("%s is a ratio: write a plain number or a percentage, not %q", m, unit)
 		}
-		if m == ErrorRate && x > 1 {
+		if m == result.ErrorRate && x > 1 {
 			return 0, fmt.Errorf("errors is a share of requests and cannot exceed 1 (100%%); got %s", val)
 		}
 		return x, nil
@@ -197,8 +162,8 @@ func splitNumber(s string) (num, unit string) {
 }
 
 func metricNames() []string {
-	names := make([]string, len(metrics))
-	for i, m := range metrics {
+	names := make([]string, len(result.ThresholdMetrics))
+	for i, m := range result.ThresholdMetrics {
 		names[i] = string(m)
 	}
 	return names

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/limitbench/limitbench/result"
 )
 
 func TestParseThreshold(t *testing.T) {
@@ -13,21 +14,21 @@ func TestParseThreshold(t *testing.T) {
 		in   string
 		want Threshold
 	}{
-		{"p99 < 5ms", Threshold{Metric: P99, Op: Less, Value: 5000}},
-		{"p50<=250us", Threshold{Metric: P50, Op: LessEqual, Value: 250}},
-		{"p90 < 250µs", Threshold{Metric: P90, Op: Less, Value: 250}},
-		{"p999 < 0.5s", Threshold{Metric: P999, Op: Less, Value: 500000}},
-		{"max <= 1s", Threshold{Metric: Max, Op: LessEqual, Value: 1e6}},
-		{"  P99   <   2ms  ", Threshold{Metric: P99, Op: Less, Value: 2000}},
-		{"throughput >= 1000", Threshold{Metric: Throughput, Op: GreaterEqual, Value: 1000}},
-		{"throughput > 2.5e3", Threshold{Metric: Throughput, Op: Greater, Value: 2500}},
-		{"efficiency > 0.95", Threshold{Metric: Efficiency, Op: Greater, Value: 0.95}},
-		{"efficiency >= 95%", Threshold{Metric: Efficiency, Op: GreaterEqual, Value: 0.95}},
-		{"errors < 1%", Threshold{Metric: ErrorRate, Op: Less, Value: 0.01}},
-		{"errors <= 0", Threshold{Metric: ErrorRate, Op: LessEqual, Value: 0}},
-		{"gcra: efficiency > 0.95", Threshold{Algorithm: "gcra", Metric: Efficiency, Op: Greater, Value: 0.95}},
-		{"sliding-log:p99<5ms", Threshold{Algorithm: "sliding-log", Metric: P99, Op: Less, Value: 5000}},
-		{"my_limiter : throughput > 10", Threshold{Algorithm: "my_limiter", Metric: Throughput, Op: Greater, Value: 10}},
+		{"p99 < 5ms", Threshold{Metric: result.P99, Op: Less, Value: 5000}},
+		{"p50<=250us", Threshold{Metric: result.P50, Op: LessEqual, Value: 250}},
+		{"p90 < 250µs", Threshold{Metric: result.P90, Op: Less, Value: 250}},
+		{"p999 < 0.5s", Threshold{Metric: result.P999, Op: Less, Value: 500000}},
+		{"max <= 1s", Threshold{Metric: result.Max, Op: LessEqual, Value: 1e6}},
+		{"  P99   <   2ms  ", Threshold{Metric: result.P99, Op: Less, Value: 2000}},
+		{"throughput >= 1000", Threshold{Metric: result.Throughput, Op: GreaterEqual, Value: 1000}},
+		{"throughput > 2.5e3", Threshold{Metric: result.Throughput, Op: Greater, Value: 2500}},
+		{"efficiency > 0.95", Threshold{Metric: result.Efficiency, Op: Greater, Value: 0.95}},
+		{"efficiency >= 95%", Threshold{Metric: result.Efficiency, Op: GreaterEqual, Value: 0.95}},
+		{"errors < 1%", Threshold{Metric: result.ErrorRate, Op: Less, Value: 0.01}},
+		{"errors <= 0", Threshold{Metric: result.ErrorRate, Op: LessEqual, Value: 0}},
+		{"gcra: efficiency > 0.95", Threshold{Algorithm: "gcra", Metric: result.Efficiency, Op: Greater, Value: 0.95}},
+		{"sliding-log:p99<5ms", Threshold{Algorithm: "sliding-log", Metric: result.P99, Op: Less, Value: 5000}},
+		{"my_limiter : throughput > 10", Threshold{Algorithm: "my_limiter", Metric: result.Throughput, Op: Greater, Value: 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/trace"
 )
@@ -22,7 +23,7 @@ func TraceDuration(t *trace.Trace, warmup time.Duration) time.Duration {
 // trace reads arrival.trace: the trace file n names, relative to the scenario file's directory.
 // Every problem of the trace file is a problem of the scenario, with the trace file's name, line
 // and column.
-func (d *decoder) trace(n *yaml.Node, a *Arrival) {
+func (d *decoder) trace(n *yaml.Node, a *arrival.Arrival) {
 	name, ok := d.str(n, "arrival.trace")
 	if !ok {
 		return
@@ -62,7 +63,7 @@ func (d *decoder) trace(n *yaml.Node, a *Arrival) {
 // checkTrace checks a scenario that replays a trace: the trace names every row's subject, client,
 // clock offset and cost, so keys, cost, clock_skew and seed are refused, and the run must last
 // past the trace's last row.
-func (c *checker) checkTrace(a *Arrival) {
+func (c *checker) checkTrace(a *arrival.Arrival) {
 	for _, f := range []string{"keys", "cost", "clock_skew", "seed"} {
 		if c.s.present(f) {
 			c.add(f, "cannot be combined with arrival.trace: the trace names each request's subject, client, clock offset and cost")

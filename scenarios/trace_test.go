@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -40,7 +41,7 @@ func TestTraceArrival(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Arrival.Kind() != Traced || len(s.Arrival.Trace.Rows) != 3 || s.Arrival.TraceFile != "traces/t.csv" {
+	if s.Arrival.Kind() != arrival.Traced || len(s.Arrival.Trace.Rows) != 3 || s.Arrival.TraceFile != "traces/t.csv" {
 		t.Fatalf("arrival %+v; want the trace of 3 rows from traces/t.csv", s.Arrival)
 	}
 	if want := 1500*time.Millisecond + time.Millisecond; s.Duration != want {
@@ -61,8 +62,8 @@ func TestTraceArrival(t *testing.T) {
 	if err != nil || !strings.Contains(string(js), `"kind":"trace","trace":{"file":"traces/t.csv","rows":3,"clients":2,"subjects":2,"span_s":1.5}`) {
 		t.Errorf("result.json's arrival: %s, %v", js, err)
 	}
-	var back Arrival
-	if err := json.Unmarshal(js, &back); err != nil || back.Kind() != Traced || back.String() != "trace traces/t.csv, aligned to 1s+0s" {
+	var back arrival.Arrival
+	if err := json.Unmarshal(js, &back); err != nil || back.Kind() != arrival.Traced || back.String() != "trace traces/t.csv (3 requests over 1.5s), aligned to 1s+0s" {
 		t.Errorf("read back: %q (kind %s), %v", back.String(), back.Kind(), err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -303,7 +304,7 @@ func (c *checker) rate(field string, r float64, positive bool) {
 	c.bound(field, load.CheckRate(r, positive))
 }
 
-func (c *checker) arrival(a *Arrival) {
+func (c *checker) arrival(a *arrival.Arrival) {
 	before := len(c.probs)
 	forms := 0
 	if a.Rate != 0 || c.s.present("arrival.rate") {
@@ -333,7 +334,7 @@ func (c *checker) arrival(a *Arrival) {
 		c.checkTrace(a)
 	}
 	switch a.Kind() {
-	case Constant:
+	case arrival.Constant:
 		if c.s.present("arrival.trace") {
 			break // a trace that could not be read: its problems are reported
 		}
@@ -342,13 +343,13 @@ func (c *checker) arrival(a *Arrival) {
 			return
 		}
 		c.rate("arrival.rate", a.Rate, true)
-	case RampUp:
+	case arrival.RampUp:
 		c.rate("arrival.ramp.from", a.Ramp.From, false)
 		c.rate("arrival.ramp.to", a.Ramp.To, false)
 		if a.Ramp.From == 0 && a.Ramp.To == 0 {
 			c.add("arrival.ramp", "from and to cannot both be 0")
 		}
-	case Stepped:
+	case arrival.Stepped:
 		if len(a.Steps) == 0 {
 			c.add("arrival.steps", "must hold at least one step")
 		}
@@ -367,7 +368,7 @@ func (c *checker) arrival(a *Arrival) {
 		if period > load.MaxSpan {
 			c.add("arrival.steps", "the steps last more than %s, longer than any run", load.MaxSpan)
 		}
-	case Spiked:
+	case arrival.Spiked:
 		sp := a.Spike
 		c.rate("arrival.spike.base", sp.Base, false)
 		c.rate("arrival.spike.peak", sp.Peak, true)
@@ -404,7 +405,7 @@ func (c *checker) arrival(a *Arrival) {
 	// are valid.)
 	if span := c.s.TotalDuration(); len(c.probs) == before && load.CheckDuration(c.s.Duration) == nil &&
 		load.CheckWarmup(c.s.Warmup) == nil {
-		if n := a.pieces(span); n > load.MaxSegments {
+		if n := a.Pieces(span); n > load.MaxSegments {
 			c.add("arrival", "the schedule repeats to %d pieces over warmup + duration (%s); at most %d: make the steps or the spike's period longer",
 				n, span, load.MaxSegments)
 		}

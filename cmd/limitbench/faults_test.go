@@ -17,7 +17,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // faultRun is one `limitbench run` against a private redis-server, told to the CLI as an
@@ -25,7 +25,7 @@ import (
 type faultRun struct {
 	code           int
 	stdout, stderr string
-	res            *report.Result // nil when no result.json was written
+	res            *result.Result // nil when no result.json was written
 	json           string         // result.json's text
 	took           time.Duration
 }
@@ -93,9 +93,9 @@ func runWithFault(t *testing.T, server *redisenv.Target, user, password, scenari
 		t.Fatalf("inject the fault: %v", err)
 	}
 	t.Logf("limitbench run: exit %d after %s\n%s%s", code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
-	if res, err := report.ReadResult(filepath.Join(out, report.ResultFile)); err == nil {
+	if res, err := result.Read(filepath.Join(out, result.FileName)); err == nil {
 		r.res = res
-		b, _ := os.ReadFile(filepath.Join(out, report.ResultFile))
+		b, _ := os.ReadFile(filepath.Join(out, result.FileName))
 		r.json = string(b)
 	} else if !os.IsNotExist(err) {
 		t.Errorf("result.json: %v", err)

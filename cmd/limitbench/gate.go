@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/limitbench/limitbench/gate"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 func init() {
@@ -81,11 +81,11 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(fmt.Errorf("--metric-threshold: %w", err))
 	}
 	bPath, cPath := resultPath(*baselinePath), resultPath(pos[0])
-	baseline, err := report.ReadResult(bPath)
+	baseline, err := result.Read(bPath)
 	if err != nil {
 		return badInput(fmt.Errorf("baseline: %w", err))
 	}
-	current, err := report.ReadResult(cPath)
+	current, err := result.Read(cPath)
 	if err != nil {
 		return badInput(fmt.Errorf("current: %w", err))
 	}
@@ -120,7 +120,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // resultPath returns p, or p/result.json when p is a directory.
 func resultPath(p string) string {
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return filepath.Join(p, report.ResultFile)
+		return filepath.Join(p, result.FileName)
 	}
 	return p
 }

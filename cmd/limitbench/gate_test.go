@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/gate"
+	"github.com/limitbench/limitbench/result"
 )
 
 // gateFixture returns the path of gate/testdata/<name>/result.json.
@@ -101,7 +102,7 @@ func TestGateCommandJSON(t *testing.T) {
 		t.Errorf("JSON report = counts %+v, failed %v, same machine %v, summary %q; want 3 regressions that fail, same machine",
 			g.Counts, g.Failed, g.SameMachine, g.Summary)
 	}
-	if len(g.Rows) != 12 || g.Rows[0].Metric != gate.MetricThroughput || g.Rows[0].Verdict != gate.Regression || !(g.Rows[0].P < 0.05) ||
+	if len(g.Rows) != 12 || g.Rows[0].Metric != result.Throughput || g.Rows[0].Verdict != gate.Regression || !(g.Rows[0].P < 0.05) ||
 		g.Rows[0].Figures != gate.FiguresRaw || !(g.Rows[0].MDE > 0 && g.Rows[0].MDE < g.Rows[0].Threshold) || g.Rows[0].RepeatsNeeded != gate.MinSamples {
 		t.Errorf("rows = %+v; want 12, the first a throughput regression of raw figures with p < 0.05, an MDE under its threshold and 6 repeats needed", g.Rows)
 	}

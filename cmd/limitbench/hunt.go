@@ -18,6 +18,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -408,7 +409,7 @@ func fileSafe(name string) string {
 // reproScenario returns a scenario that replays the trace file traceFile (beside it) against alg
 // on topo with s's limit, at the frame the hunt ran it, and expects the violation. algs is its
 // algorithms: field, a built-in's name or a custom algorithm's definition (customEntryYAML).
-func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame scenarios.Align, t *trace.Trace, algs string) []byte {
+func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arrival.Align, t *trace.Trace, algs string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by limitbench hunt from %s: replays the schedule that broke %s.\n", s.File, alg)
 	fmt.Fprintf(&b, "# limitbench run %s  (passes when the violation is found again)\n", strings.TrimSuffix(traceFile, ".csv")+".yaml")

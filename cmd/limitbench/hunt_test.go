@@ -15,8 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -269,7 +271,7 @@ func TestCustomReproScenario(t *testing.T) {
 	if err := trace.Write(filepath.Join(dir, "t.csv"), tr); err != nil {
 		t.Fatal(err)
 	}
-	y := reproScenario(s, "my-off-by-one", "single", "t.csv", scenarios.Align{}, tr, algs)
+	y := reproScenario(s, "my-off-by-one", "single", "t.csv", arrival.Align{}, tr, algs)
 	repro := writeFile(t, dir, "repro.yaml", string(y))
 	back, err := scenarios.Load(repro)
 	if err != nil {
@@ -339,7 +341,7 @@ func TestHuntCustomReproducer(t *testing.T) {
 // TestHuntVerdict: a hunt exits 1 for a violation the scenario does not expect and for an
 // algorithm it expects to break (expect.violations) that held; may_violate decides nothing.
 func TestHuntVerdict(t *testing.T) {
-	s := &scenarios.Scenario{Expect: scenarios.Expect{Violations: []string{"must"}, MayViolate: []string{"may"}}}
+	s := &scenarios.Scenario{Expect: result.Expect{Violations: []string{"must"}, MayViolate: []string{"may"}}}
 	broke := func(name string) hunt.Entry {
 		return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 1.5, ExpectedViolation: name != "other",
 			Violation: &hunt.Found{Schedule: hunt.Schedule{Trace: name + ".csv"}}}
@@ -389,7 +391,7 @@ type replayedEntry struct {
 func replayReproducer(t *testing.T, bin, scenario, dir string) (code int, stdout, stderr string, res struct{ Entries []replayedEntry }) {
 	t.Helper()
 	code, stdout, stderr = runBin(t, bin, "run", "--backend", "process", "--no-reference", "--out", dir, scenario)
-	data, err := os.ReadFile(filepath.Join(dir, report.ResultFile))
+	data, err := os.ReadFile(filepath.Join(dir, result.FileName))
 	if err != nil {
 		t.Fatalf("replay of the reproducer: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // cliCase is one invocation of the built binary whose exit code and first line of stderr are a
@@ -99,7 +99,7 @@ func TestBadInputGoldens(t *testing.T) {
 	tmp := t.TempDir()
 	file := writeFile(t, tmp, "file", "not a directory\n")
 	held := filepath.Join(tmp, "held")
-	writeFile(t, mkdir(t, held), report.ResultFile, "{}\n")
+	writeFile(t, mkdir(t, held), result.FileName, "{}\n")
 	heldCapacity := filepath.Join(tmp, "held-capacity")
 	writeFile(t, mkdir(t, heldCapacity), capacity.File, "{}\n")
 	smoke := suite + "smoke.yaml"
@@ -194,7 +194,7 @@ func TestRunDefaultOutUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	dirs, err := filepath.Glob(filepath.Join(cwd, "results", "smoke-*", report.ResultFile))
+	dirs, err := filepath.Glob(filepath.Join(cwd, "results", "smoke-*", result.FileName))
 	if err != nil || len(dirs) != 2 {
 		t.Fatalf("results: %v (%v); want two folders with a result.json each; outputs:\n%s", dirs, err, strings.Join(outs, "\n"))
 	}
@@ -217,11 +217,11 @@ func TestNewOutDir(t *testing.T) {
 	}
 
 	held := mkdir(t, filepath.Join(parent, "held"))
-	writeFile(t, held, report.ResultFile, "{}\n")
-	if _, err := explicitOutDir("--out", held, report.ResultFile, false); exitCode(err) != exitBadInput {
+	writeFile(t, held, result.FileName, "{}\n")
+	if _, err := explicitOutDir("--out", held, result.FileName, false); exitCode(err) != exitBadInput {
 		t.Errorf("explicitOutDir(a folder holding a result) = %v; want bad input", err)
 	}
-	if _, err := explicitOutDir("--out", held, report.ResultFile, true); err != nil {
+	if _, err := explicitOutDir("--out", held, result.FileName, true); err != nil {
 		t.Errorf("explicitOutDir(a folder holding a result, force) = %v; want it taken", err)
 	}
 	if _, err := explicitOutDir("--out", held, capacity.File, false); err != nil {
@@ -229,7 +229,7 @@ func TestNewOutDir(t *testing.T) {
 	}
 
 	deep := filepath.Join(parent, "a", "b", "c")
-	d, err := explicitOutDir("--out", deep, report.ResultFile, false)
+	d, err := explicitOutDir("--out", deep, result.FileName, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestNewOutDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(parent, "a")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after release of an unused %s: %v; want a, b and c removed", deep, err)
 	}
-	d, err = explicitOutDir("--out", deep, report.ResultFile, false)
+	d, err = explicitOutDir("--out", deep, result.FileName, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestRunForce(t *testing.T) {
 		t.Skip("runs against real Redis")
 	}
 	out := mkdir(t, filepath.Join(t.TempDir(), "held"))
-	writeFile(t, out, report.ResultFile, "{}\n")
+	writeFile(t, out, result.FileName, "{}\n")
 	code, _, stderr, res := runCLI(t, out, true, "--force", "--no-reference", "--algorithms", "gcra", "--duration", "200ms", suite+"smoke.yaml")
 	checkExit(t, code, stderr)
 	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "gcra" {
@@ -307,7 +307,7 @@ func TestRunMaxRateStopsOnSignal(t *testing.T) {
 		<-done
 		t.Fatalf("run did not stop within 60 s of one SIGTERM; stderr:\n%s", stderr.String())
 	}
-	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	res, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		t.Fatalf("result.json after SIGTERM: %v; stderr:\n%s", err, stderr.String())
 	}

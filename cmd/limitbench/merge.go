@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 func init() {
@@ -38,15 +39,15 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var parts []runner.Part
 	for _, arg := range fs.Args() {
-		dir, path := arg, filepath.Join(arg, report.ResultFile)
+		dir, path := arg, filepath.Join(arg, result.FileName)
 		if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 			dir, path = filepath.Dir(arg), arg
 		}
-		r, err := report.ReadResult(path)
+		r, err := result.Read(path)
 		if err != nil {
-			return badInput(err) // ReadResult's errors name the file
+			return badInput(err) // result.Read's errors name the file
 		}
-		if err := report.ReadPartialLogs(dir, r); err != nil {
+		if err := result.ReadPartialLogs(dir, r); err != nil {
 			return badInput(fmt.Errorf("%s: %w", dir, err))
 		}
 		parts = append(parts, runner.Part{Dir: dir, Result: r})
@@ -63,7 +64,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *out == "" {
 		o, err = newOutDir("results", res.Scenario.Name+"-merged-"+timeStamp(time.Now()))
 	} else {
-		o, err = explicitOutDir("--out", *out, report.ResultFile, *force)
+		o, err = explicitOutDir("--out", *out, result.FileName, *force)
 	}
 	if err != nil {
 		return err

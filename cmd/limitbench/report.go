@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 func init() {
@@ -39,11 +40,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return badInput(errors.New("no result file given"))
 	}
-	var results []*report.Result
+	var results []*result.Result
 	for _, p := range paths {
-		r, err := report.ReadResult(p)
+		r, err := result.Read(p)
 		if err != nil {
-			return badInput(err) // ReadResult's errors name the file
+			return badInput(err) // result.Read's errors name the file
 
 		}
 		results = append(results, r)
@@ -57,7 +58,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if dir == "" || samePath(dir, own) {
 			dir = own // a rebuild in place
 		} else {
-			o, err := explicitOutDir("--out", dir, report.ResultFile, *force)
+			o, err := explicitOutDir("--out", dir, result.FileName, *force)
 			if err != nil {
 				return err
 			}

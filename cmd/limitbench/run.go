@@ -19,6 +19,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -193,9 +194,9 @@ func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time
 		case out == "":
 			d, err = newOutDir("results", s.Name+"-"+timeStamp(now))
 		case len(loaded) > 1:
-			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), report.ResultFile, force)
+			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), result.FileName, force)
 		default:
-			d, err = explicitOutDir("--out", out, report.ResultFile, force)
+			d, err = explicitOutDir("--out", out, result.FileName, force)
 		}
 		if err != nil {
 			return dirs, err
@@ -280,7 +281,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 	}
 	if !f.quiet {
-		opts.Done = func(e *report.Entry, repeat int) {
+		opts.Done = func(e *result.Entry, repeat int) {
 			mu.Lock()
 			defer mu.Unlock()
 			if live {
@@ -294,7 +295,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 			// already marked; thresholds are judged once every measurement is in.
 			label := e.Label()
 			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
-				label = report.LabelReference
+				label = result.LabelReference
 			}
 			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
 				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
@@ -323,7 +324,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 		writeErr = report.WriteAll(dir, res)
 		if writeErr == nil {
-			writeErr = report.WritePartialLogs(dir, res)
+			writeErr = result.WritePartialLogs(dir, res)
 		}
 		written = writeErr == nil
 	}
@@ -341,7 +342,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, nil
 	case interrupted && len(res.Entries) == 0 && written:
 		return out.Failures, failed(fmt.Errorf("%w; nothing was measured (%s records the empty, cut-short run)",
-			runErr, filepath.Join(dir, report.ResultFile)))
+			runErr, filepath.Join(dir, result.FileName)))
 	case interrupted && written:
 		return out.Failures, failed(fmt.Errorf("%w; results so far are in %s", runErr, dir))
 	case interrupted:

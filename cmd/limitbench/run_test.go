@@ -22,6 +22,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // suite is the path of the standard scenarios from this package's directory.
@@ -92,7 +93,7 @@ func TestRunUnreachableExternal(t *testing.T) {
 }
 
 // runScenario runs limitbench run in-process and returns its exit code, stderr and result.
-func runScenario(t *testing.T, args ...string) (int, string, *report.Result) {
+func runScenario(t *testing.T, args ...string) (int, string, *result.Result) {
 	t.Helper()
 	code, _, stderr, res := runCLI(t, t.TempDir(), true, args...)
 	return code, stderr, res
@@ -144,7 +145,7 @@ func TestRunSmoke(t *testing.T) {
 			if want := max(1, runtime.NumCPU()-servers); res.Environment.GOMAXPROCS != want {
 				t.Errorf("GOMAXPROCS %d during the run on %d CPUs with %d local servers; want %d", res.Environment.GOMAXPROCS, runtime.NumCPU(), servers, want)
 			}
-			got := map[string]report.Entry{}
+			got := map[string]result.Entry{}
 			for _, e := range res.Entries {
 				if e.Topology != topo {
 					t.Errorf("entry %s has topology %s", e.Name(), e.Topology)
@@ -249,7 +250,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != exitFailed {
 		t.Errorf("run after SIGINT: %v; want exit %d; stderr:\n%s", err, exitFailed, stderr.String())
 	}
-	res, rerr := report.ReadResult(filepath.Join(out, "result.json"))
+	res, rerr := result.Read(filepath.Join(out, "result.json"))
 	if rerr != nil {
 		t.Fatalf("result.json after SIGINT: %v; stderr:\n%s", rerr, stderr.String())
 	}
@@ -449,7 +450,7 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 	if !strings.Contains(stderr, `gcra-single: threshold "gcra: p99 < 1us" broken: p99 = `) {
 		t.Errorf("stderr does not name the broken threshold:\n%s", stderr)
 	}
-	var gcra *report.Entry
+	var gcra *result.Entry
 	for i := range res.Entries {
 		if res.Entries[i].Algorithm == "gcra" {
 			gcra = &res.Entries[i]
@@ -482,7 +483,7 @@ thresholds: ["gcra: p99 < 1us", "errors <= 100%"]
 
 // runScenarioIn runs limitbench run in-process with --out out and returns its exit code, stderr and
 // result.
-func runScenarioIn(t *testing.T, out string, args ...string) (int, string, *report.Result) {
+func runScenarioIn(t *testing.T, out string, args ...string) (int, string, *result.Result) {
 	t.Helper()
 	code, _, stderr, res := runCLI(t, out, true, args...)
 	return code, stderr, res
@@ -491,7 +492,7 @@ func runScenarioIn(t *testing.T, out string, args ...string) (int, string, *repo
 // runCLI runs `limitbench run --backend process --out out [--quiet] args...` in-process, logs
 // its output and returns its exit code, stdout, stderr and result.json. It skips t without
 // redis-server.
-func runCLI(t *testing.T, out string, quiet bool, args ...string) (code int, stdout, stderr string, res *report.Result) {
+func runCLI(t *testing.T, out string, quiet bool, args ...string) (code int, stdout, stderr string, res *result.Result) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
@@ -503,7 +504,7 @@ func runCLI(t *testing.T, out string, quiet bool, args ...string) (code int, std
 	var so, se bytes.Buffer
 	code = run(append(flags, args...), &so, &se)
 	t.Logf("limitbench run %s: exit %d\n%s%s", strings.Join(args, " "), code, so.String(), se.String())
-	res, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	res, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		t.Fatalf("result.json: %v", err)
 	}
@@ -524,7 +525,7 @@ func TestRunInterruptedBeforeMeasuring(t *testing.T) {
 	if code := exitCode(err); code != exitFailed {
 		t.Errorf("interrupted run = %v (exit %d); want exit %d", err, code, exitFailed)
 	}
-	res, rerr := report.ReadResult(filepath.Join(out, report.ResultFile))
+	res, rerr := result.Read(filepath.Join(out, result.FileName))
 	if rerr != nil {
 		t.Fatalf("result.json after an early interrupt: %v", rerr)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/runner"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -94,7 +94,7 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 		}
 	}
 	if g.RunID == "" {
-		g.RunID = runner.DefaultRunID(report.ScenarioHash(report.DescribeScenario(loaded[0], "")))
+		g.RunID = runner.DefaultRunID(result.ScenarioHash(loaded[0].Describe("")))
 	} else if !runIDPattern.MatchString(g.RunID) {
 		return nil, fmt.Errorf("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-'", g.RunID)
 	}

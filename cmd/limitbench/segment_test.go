@@ -15,6 +15,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -146,17 +147,17 @@ algorithms: [gcra]
 	} else if code != 0 {
 		t.Logf("merge: exit %d: %s", code, msg)
 	}
-	merged, err := report.ReadResult(filepath.Join(out, report.ResultFile))
+	merged, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sum int64
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, report.ResultFile))
+		b, err := os.ReadFile(filepath.Join(d, result.FileName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r report.Result
+		var r result.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -173,8 +174,26 @@ algorithms: [gcra]
 	if err != nil || !bytes.Contains(md, []byte("## Generators")) {
 		t.Errorf("report.md has no Generators section (%v)", err)
 	}
-	if msg, err := exec.Command(bin, "report", filepath.Join(out, report.ResultFile)).CombinedOutput(); err != nil {
+	if msg, err := exec.Command(bin, "report", filepath.Join(out, result.FileName)).CombinedOutput(); err != nil {
 		t.Errorf("report of the merged result: %v\n%s", err, msg)
+	}
+
+	// The same segments as the previous version wrote them, the scenario also in words beside its
+	// settings, merge into the same result.
+	var previous []string
+	for _, d := range dirs {
+		previous = append(previous, withPreviousScenario(t, d))
+	}
+	outPrevious := filepath.Join(tmp, "merged-previous")
+	if code, msg := merge(append([]string{"--out", outPrevious}, previous...)...); code != 0 && code != exitFailed {
+		t.Fatalf("merge of the previous version's segments: exit %d:\n%s", code, msg)
+	}
+	if again, err := result.Read(filepath.Join(outPrevious, result.FileName)); err != nil {
+		t.Error(err)
+	} else if a, m := again.Entries[0], merged.Entries[0]; a.Requests != m.Requests || a.Allowed != m.Allowed ||
+		a.Verification.Verdict != m.Verification.Verdict || again.Scenario.Settings == nil {
+		t.Errorf("merged from the previous version's segments: %d requests, %d allowed, %s; want %d, %d, %s, with settings",
+			a.Requests, a.Allowed, a.Verification.Verdict, m.Requests, m.Allowed, m.Verification.Verdict)
 	}
 
 	// Another run's segment 2, for mixing.
@@ -199,4 +218,46 @@ algorithms: [gcra]
 			t.Errorf("merge %s: a refused merge left its --out directory behind", tt.name)
 		}
 	}
+}
+
+// withPreviousScenario copies the segment result in dir (result.json and its admission logs) to a
+// new directory, its scenario section as the previous version wrote it: the scenario also in
+// words (duration, clients, loop, mode, arrival, keys, skew, algorithms, expected violations)
+// beside its settings. It returns the new directory.
+func withPreviousScenario(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == result.FileName {
+			var doc map[string]any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			sc := doc["scenario"].(map[string]any)
+			st := sc["settings"].(map[string]any)
+			for k, v := range map[string]any{"duration_s": st["duration_s"], "clients": st["clients"], "loop": "open",
+				"mode": st["client_mode"], "arrival": "constant 120/s", "keys": "3 subjects, uniform",
+				"algorithms": st["algorithms"], "expect_violations": []string{}} {
+				sc[k] = v
+			}
+			if b, err = json.MarshalIndent(doc, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

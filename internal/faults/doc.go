@@ -24,7 +24,9 @@
 // (Poke) so that the polls come at once; a connection the server closed (CLIENT KILL) is dialled
 // again within the poll, so it is not taken for an outage; and Stop polls every node once more,
 // so that a change until then is seen. Summary gives what the watch saw as a result entry's
-// section: each node's run id, role and uptime before and after, and every event.
+// section (watch.Summary): each node's run id, role and uptime before and after, and every event.
+// The event kinds and that section are plain values in the leaf package internal/faults/watch,
+// so that the result schema can hold them without linking this package's proxies.
 //
 // # Guard
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/redisenv"
 )
 
@@ -53,12 +54,12 @@ type Snapshot struct {
 // a call of it means: FLUSHALL, FLUSHDB and SWAPDB (of any database: INFO does not say which)
 // empty the keys a limiter keeps its state in, SCRIPT FLUSH empties the script cache, and CLIENT
 // KILL closes connections.
-var Disruptive = map[string]EventKind{
-	"flushall":     EventFlushed,
-	"flushdb":      EventFlushed,
-	"swapdb":       EventFlushed,
-	"script|flush": EventScriptsFlushed,
-	"client|kill":  EventClientsKilled,
+var Disruptive = map[string]watch.EventKind{
+	"flushall":     watch.EventFlushed,
+	"flushdb":      watch.EventFlushed,
+	"swapdb":       watch.EventFlushed,
+	"script|flush": watch.EventScriptsFlushed,
+	"client|kill":  watch.EventClientsKilled,
 }
 
 // Reachable reports whether the node answered the poll.
@@ -129,45 +130,6 @@ func commandCalls(v string) int64 {
 	return 0
 }
 
-// EventKind names what changed on a node.
-type EventKind string
-
-// Event kinds.
-const (
-	// EventUnreachable: the node stopped answering (killed, paused, cut off, or too slow for
-	// the poll timeout). To holds the error.
-	EventUnreachable EventKind = "unreachable"
-	// EventReachable: the node answers again.
-	EventReachable EventKind = "reachable"
-	// EventRestarted: the server started again: its run_id changed (From, To: the run ids), or
-	// its uptime went back under the same run_id (From, To: the uptimes).
-	EventRestarted EventKind = "restarted"
-	// EventPromoted: a replica became a master. From is the master it followed.
-	EventPromoted EventKind = "promoted"
-	// EventDemoted: a master became a replica. To is the master it follows now.
-	EventDemoted EventKind = "demoted"
-	// EventMasterChanged: a replica follows another master (From, To: the masters).
-	EventMasterChanged EventKind = "master-changed"
-	// EventLinkDown: a replica's link to its master went down.
-	EventLinkDown EventKind = "link-down"
-	// EventLinkUp: a replica's link to its master is up again.
-	EventLinkUp EventKind = "link-up"
-	// EventOffsetBack: master_repl_offset went back without a restart: the node dropped what it
-	// had and took a shorter history from a new master (From, To: the offsets). Writes only it
-	// had are lost.
-	EventOffsetBack EventKind = "offset-back"
-	// EventFlushed: someone ran FLUSHALL, FLUSHDB or SWAPDB on the node (From, To: the command
-	// and how many calls). Its keys, the limiters' state among them, may be gone.
-	EventFlushed EventKind = "flushed"
-	// EventScriptsFlushed: someone ran SCRIPT FLUSH (From, To: the command and how many calls):
-	// the script cache is empty, and a script run by its digest answers NOSCRIPT until loaded
-	// again. Keys are kept.
-	EventScriptsFlushed EventKind = "scripts-flushed"
-	// EventClientsKilled: someone ran CLIENT KILL (From, To: the command and how many calls):
-	// connections may have been closed with requests in flight. Keys are kept.
-	EventClientsKilled EventKind = "clients-killed"
-)
-
 // Event is one change seen on one node. It happened after After (when the last poll that did
 // not show it began; zero when there was none, or, for a node that answers for the first time,
 // any time since the watch began) and at or before At (when the first poll that did ended): the
@@ -175,7 +137,7 @@ const (
 // polls' round trips.
 type Event struct {
 	Node  string
-	Kind  EventKind
+	Kind  watch.EventKind
 	After time.Time
 	At    time.Time
 	// From and To say what changed, as the kind describes; either may be empty.
@@ -196,35 +158,35 @@ func (e Event) Describe() string {
 	}
 	n := e.Node
 	switch e.Kind {
-	case EventUnreachable:
+	case watch.EventUnreachable:
 		return n + " stopped answering (" + e.To + ")"
-	case EventReachable:
+	case watch.EventReachable:
 		if e.Role == "" {
 			return n + " answers for the first time"
 		}
 		return n + " answers again"
-	case EventRestarted:
+	case watch.EventRestarted:
 		if _, err := time.ParseDuration(e.From); err == nil {
 			return n + " restarted (uptime " + e.From + " → " + e.To + ")"
 		}
 		return n + " restarted (run id " + short(e.From) + " → " + short(e.To) + ")"
-	case EventPromoted:
+	case watch.EventPromoted:
 		return n + " was promoted to master (it followed " + e.From + ")"
-	case EventDemoted:
+	case watch.EventDemoted:
 		return n + " became a replica of " + e.To
-	case EventMasterChanged:
+	case watch.EventMasterChanged:
 		return n + " follows " + e.To + " instead of " + e.From
-	case EventLinkDown:
+	case watch.EventLinkDown:
 		return n + " lost its link to its master"
-	case EventLinkUp:
+	case watch.EventLinkUp:
 		return n + " has its link to its master again"
-	case EventOffsetBack:
+	case watch.EventOffsetBack:
 		return n + " dropped replicated writes (offset " + e.From + " → " + e.To + ")"
-	case EventFlushed:
+	case watch.EventFlushed:
 		return n + " was flushed (" + e.From + ")"
-	case EventScriptsFlushed:
+	case watch.EventScriptsFlushed:
 		return n + " had its scripts flushed (" + e.From + ")"
-	case EventClientsKilled:
+	case watch.EventClientsKilled:
 		return n + " had clients killed (" + e.From + ")"
 	}
 	return e.String()
@@ -237,9 +199,9 @@ func (e Event) Describe() string {
 // learns that it was replaced.
 func (e Event) Deposes() bool {
 	switch e.Kind {
-	case EventDemoted:
+	case watch.EventDemoted:
 		return true
-	case EventUnreachable:
+	case watch.EventUnreachable:
 		return e.To == "connection refused"
 	}
 	return false
@@ -254,11 +216,11 @@ func (e Event) Deposes() bool {
 // that ends with the same run id, a script flush, killed clients, a replica's restart or link.
 func (e Event) StateLost() bool {
 	switch e.Kind {
-	case EventRestarted, EventFlushed:
+	case watch.EventRestarted, watch.EventFlushed:
 		return e.Role == redisenv.RoleMaster
-	case EventPromoted:
+	case watch.EventPromoted:
 		return true
-	case EventReachable:
+	case watch.EventReachable:
 		// The node answers for the first time: what happened to it before is unknown.
 		return e.Role == ""
 	}
@@ -284,12 +246,12 @@ func (e Event) String() string {
 // count. It is a pure function.
 func Changes(prev, up, cur Snapshot) []Event {
 	var out []Event
-	ev := func(kind EventKind, after time.Time, from, to, role string) {
+	ev := func(kind watch.EventKind, after time.Time, from, to, role string) {
 		out = append(out, Event{Node: cur.Node, Kind: kind, After: after, At: cur.At, From: from, To: to, Role: role})
 	}
 	if !cur.Reachable() {
 		if prev.At.IsZero() || prev.Reachable() {
-			ev(EventUnreachable, prev.Sent, "", cur.Err, prev.Role)
+			ev(watch.EventUnreachable, prev.Sent, "", cur.Err, prev.Role)
 		}
 		return out
 	}
@@ -298,7 +260,7 @@ func Changes(prev, up, cur Snapshot) []Event {
 		if up.At.IsZero() {
 			after = time.Time{} // it never answered before: it may have changed any time since the watch began
 		}
-		ev(EventReachable, after, prev.Err, "", up.Role)
+		ev(watch.EventReachable, after, prev.Err, "", up.Role)
 	}
 	if up.At.IsZero() || !up.Reachable() {
 		return out
@@ -308,32 +270,32 @@ func Changes(prev, up, cur Snapshot) []Event {
 	switch {
 	case up.RunID != cur.RunID:
 		restarted = true
-		ev(EventRestarted, up.Sent, up.RunID, cur.RunID, role)
+		ev(watch.EventRestarted, up.Sent, up.RunID, cur.RunID, role)
 	case cur.Uptime < up.Uptime:
 		restarted = true
-		ev(EventRestarted, up.Sent, up.Uptime.String(), cur.Uptime.String(), role)
+		ev(watch.EventRestarted, up.Sent, up.Uptime.String(), cur.Uptime.String(), role)
 	}
 	switch {
 	case up.Role == redisenv.RoleReplica && cur.Role == redisenv.RoleMaster:
-		ev(EventPromoted, up.Sent, up.MasterAddr, "", role)
+		ev(watch.EventPromoted, up.Sent, up.MasterAddr, "", role)
 	case up.Role == redisenv.RoleMaster && cur.Role == redisenv.RoleReplica:
-		ev(EventDemoted, up.Sent, "", cur.MasterAddr, role)
+		ev(watch.EventDemoted, up.Sent, "", cur.MasterAddr, role)
 	case cur.Role == redisenv.RoleReplica:
 		if up.MasterAddr != cur.MasterAddr {
-			ev(EventMasterChanged, up.Sent, up.MasterAddr, cur.MasterAddr, role)
+			ev(watch.EventMasterChanged, up.Sent, up.MasterAddr, cur.MasterAddr, role)
 		}
 		if up.LinkUp && !cur.LinkUp {
-			ev(EventLinkDown, up.Sent, "", "", role)
+			ev(watch.EventLinkDown, up.Sent, "", "", role)
 		} else if !up.LinkUp && cur.LinkUp {
-			ev(EventLinkUp, up.Sent, "", "", role)
+			ev(watch.EventLinkUp, up.Sent, "", "", role)
 		}
 	}
 	if !restarted && cur.ReplOffset < up.ReplOffset {
-		ev(EventOffsetBack, up.Sent, strconv.FormatInt(up.ReplOffset, 10), strconv.FormatInt(cur.ReplOffset, 10), role)
+		ev(watch.EventOffsetBack, up.Sent, strconv.FormatInt(up.ReplOffset, 10), strconv.FormatInt(cur.ReplOffset, 10), role)
 	}
 	if !restarted && up.Commands != nil && cur.Commands != nil {
 		names := slices.Sorted(maps.Keys(cur.Commands))
-		for _, kind := range []EventKind{EventFlushed, EventScriptsFlushed, EventClientsKilled} {
+		for _, kind := range []watch.EventKind{watch.EventFlushed, watch.EventScriptsFlushed, watch.EventClientsKilled} {
 			for _, name := range names {
 				if Disruptive[name] != kind {
 					continue

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
@@ -70,7 +71,7 @@ func TestChanges(t *testing.T) {
 	}
 	down := func(ms int, err string) Snapshot { return Snapshot{Node: "n", Sent: at(ms - 2), At: at(ms), Err: err} }
 	const master, replica = redisenv.RoleMaster, redisenv.RoleReplica
-	ev := func(kind EventKind, after, ms int, from, to, role string) Event {
+	ev := func(kind watch.EventKind, after, ms int, from, to, role string) Event {
 		e := Event{Node: "n", Kind: kind, At: at(ms), From: from, To: to, Role: role}
 		if after >= 0 {
 			e.After = at(after - 2)
@@ -85,46 +86,46 @@ func TestChanges(t *testing.T) {
 	}{
 		{"first poll answers", Snapshot{}, Snapshot{}, m(0, "a", time.Second, 10), nil},
 		{"first poll fails", Snapshot{}, Snapshot{}, down(0, "timeout"),
-			[]Event{ev(EventUnreachable, -1, 0, "", "timeout", "")}},
+			[]Event{ev(watch.EventUnreachable, -1, 0, "", "timeout", "")}},
 		{"first answer after failed polls: since the watch began", down(100, "timeout"), Snapshot{}, m(200, "a", time.Second, 10),
-			[]Event{ev(EventReachable, -1, 200, "timeout", "", "")}},
+			[]Event{ev(watch.EventReachable, -1, 200, "timeout", "", "")}},
 		{"nothing changed", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), m(100, "a", time.Second, 20), nil},
 		{"unreachable", m(0, "a", time.Second, 10), m(0, "a", time.Second, 10), down(100, "connection refused"),
-			[]Event{ev(EventUnreachable, 0, 100, "", "connection refused", master)}},
+			[]Event{ev(watch.EventUnreachable, 0, 100, "", "connection refused", master)}},
 		{"still unreachable", down(100, "timeout"), m(0, "a", time.Second, 10), down(200, "timeout"), nil},
 		{"reachable again, same server (a pause)", down(600, "timeout"), m(0, "a", time.Second, 10), m(700, "a", 2*time.Second, 10),
-			[]Event{ev(EventReachable, 600, 700, "timeout", "", master)}},
+			[]Event{ev(watch.EventReachable, 600, 700, "timeout", "", master)}},
 		{"restart across an outage", down(100, "connection refused"), m(0, "a", time.Hour, 500), m(200, "b", 0, 0),
-			[]Event{ev(EventReachable, 100, 200, "connection refused", "", master), ev(EventRestarted, 0, 200, "a", "b", master)}},
+			[]Event{ev(watch.EventReachable, 100, 200, "connection refused", "", master), ev(watch.EventRestarted, 0, 200, "a", "b", master)}},
 		{"restart between two polls: no offset-back", m(0, "a", time.Hour, 500), m(0, "a", time.Hour, 500), m(100, "b", 0, 0),
-			[]Event{ev(EventRestarted, 0, 100, "a", "b", master)}},
+			[]Event{ev(watch.EventRestarted, 0, 100, "a", "b", master)}},
 		{"uptime went back, same run id", m(0, "a", time.Hour, 5), m(0, "a", time.Hour, 5), m(100, "a", time.Second, 5),
-			[]Event{ev(EventRestarted, 0, 100, "1h0m0s", "1s", master)}},
+			[]Event{ev(watch.EventRestarted, 0, 100, "1h0m0s", "1s", master)}},
 		{"promoted", r(0, "a", "127.0.0.1:1", true, 50), r(0, "a", "127.0.0.1:1", true, 50), m(100, "a", time.Minute, 60),
-			[]Event{ev(EventPromoted, 0, 100, "127.0.0.1:1", "", replica)}},
+			[]Event{ev(watch.EventPromoted, 0, 100, "127.0.0.1:1", "", replica)}},
 		{"demoted, history cut", m(0, "a", time.Minute, 900), m(0, "a", time.Minute, 900), r(100, "a", "127.0.0.1:2", false, 700),
-			[]Event{ev(EventDemoted, 0, 100, "", "127.0.0.1:2", master), ev(EventOffsetBack, 0, 100, "900", "700", master)}},
+			[]Event{ev(watch.EventDemoted, 0, 100, "", "127.0.0.1:2", master), ev(watch.EventOffsetBack, 0, 100, "900", "700", master)}},
 		{"master changed", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5), r(100, "a", "127.0.0.1:2", true, 5),
-			[]Event{ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica)}},
+			[]Event{ev(watch.EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica)}},
 		{"link down", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5), r(100, "a", "127.0.0.1:1", false, 5),
-			[]Event{ev(EventLinkDown, 0, 100, "", "", replica)}},
+			[]Event{ev(watch.EventLinkDown, 0, 100, "", "", replica)}},
 		{"link up", r(0, "a", "127.0.0.1:1", false, 5), r(0, "a", "127.0.0.1:1", false, 5), r(100, "a", "127.0.0.1:1", true, 9),
-			[]Event{ev(EventLinkUp, 0, 100, "", "", replica)}},
+			[]Event{ev(watch.EventLinkUp, 0, 100, "", "", replica)}},
 		{"restarted replica of another master, link down", r(0, "a", "127.0.0.1:1", true, 5), r(0, "a", "127.0.0.1:1", true, 5),
 			r(100, "b", "127.0.0.1:2", false, 0),
-			[]Event{ev(EventRestarted, 0, 100, "a", "b", replica), ev(EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica), ev(EventLinkDown, 0, 100, "", "", replica)}},
+			[]Event{ev(watch.EventRestarted, 0, 100, "a", "b", replica), ev(watch.EventMasterChanged, 0, 100, "127.0.0.1:1", "127.0.0.1:2", replica), ev(watch.EventLinkDown, 0, 100, "", "", replica)}},
 		{"flushed, scripts flushed, clients killed", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 1, "script|flush": 2}),
 			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 1, "script|flush": 2}),
 			cmds(m(100, "a", time.Hour, 5), map[string]int64{"flushall": 1, "flushdb": 3, "script|flush": 4, "client|kill": 1}),
-			[]Event{ev(EventFlushed, 0, 100, "FLUSHDB", "3", master), ev(EventScriptsFlushed, 0, 100, "SCRIPT FLUSH", "2", master),
-				ev(EventClientsKilled, 0, 100, "CLIENT KILL", "1", master)}},
+			[]Event{ev(watch.EventFlushed, 0, 100, "FLUSHDB", "3", master), ev(watch.EventScriptsFlushed, 0, 100, "SCRIPT FLUSH", "2", master),
+				ev(watch.EventClientsKilled, 0, 100, "CLIENT KILL", "1", master)}},
 		{"counters reset (CONFIG RESETSTAT): no event", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 4}),
 			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 4}), cmds(m(100, "a", time.Hour, 5), map[string]int64{}), nil},
 		{"counters not read: no event", m(0, "a", time.Hour, 5), m(0, "a", time.Hour, 5),
 			cmds(m(100, "a", time.Hour, 5), map[string]int64{"flushall": 4}), nil},
 		{"a restart resets the counters: no flush", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}),
 			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}), cmds(m(100, "b", 0, 0), map[string]int64{"flushall": 2}),
-			[]Event{ev(EventRestarted, 0, 100, "a", "b", master)}},
+			[]Event{ev(watch.EventRestarted, 0, 100, "a", "b", master)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,22 +143,22 @@ func TestEventMeaning(t *testing.T) {
 		stateLost, deposes bool
 		describe           string
 	}{
-		{Event{Node: "n", Kind: EventRestarted, From: "4f2a1b2c5e6f", To: "9c1e0d3f7a8b", Role: redisenv.RoleMaster}, true, false,
+		{Event{Node: "n", Kind: watch.EventRestarted, From: "4f2a1b2c5e6f", To: "9c1e0d3f7a8b", Role: redisenv.RoleMaster}, true, false,
 			"n restarted (run id 4f2a1b2c → 9c1e0d3f)"},
-		{Event{Node: "n", Kind: EventRestarted, From: "1h0m0s", To: "1s", Role: redisenv.RoleMaster}, true, false, "n restarted (uptime 1h0m0s → 1s)"},
-		{Event{Node: "n", Kind: EventRestarted, From: "a", To: "b", Role: redisenv.RoleReplica}, false, false, "n restarted (run id a → b)"},
-		{Event{Node: "n", Kind: EventFlushed, From: "FLUSHALL", To: "1", Role: redisenv.RoleMaster}, true, false, "n was flushed (FLUSHALL)"},
-		{Event{Node: "n", Kind: EventPromoted, From: "m:1", Role: redisenv.RoleReplica}, true, false, "n was promoted to master (it followed m:1)"},
-		{Event{Node: "n", Kind: EventDemoted, To: "m:2", Role: redisenv.RoleMaster}, false, true, "n became a replica of m:2"},
-		{Event{Node: "n", Kind: EventUnreachable, To: "connection refused", Role: redisenv.RoleMaster}, false, true, "n stopped answering (connection refused)"},
-		{Event{Node: "n", Kind: EventUnreachable, To: "timeout", Role: redisenv.RoleMaster}, false, false, "n stopped answering (timeout)"},
-		{Event{Node: "n", Kind: EventReachable, Role: redisenv.RoleMaster}, false, false, "n answers again"},
-		{Event{Node: "n", Kind: EventReachable}, true, false, "n answers for the first time"},
-		{Event{Node: "n", Kind: EventScriptsFlushed, From: "SCRIPT FLUSH", To: "1", Role: redisenv.RoleMaster}, false, false,
+		{Event{Node: "n", Kind: watch.EventRestarted, From: "1h0m0s", To: "1s", Role: redisenv.RoleMaster}, true, false, "n restarted (uptime 1h0m0s → 1s)"},
+		{Event{Node: "n", Kind: watch.EventRestarted, From: "a", To: "b", Role: redisenv.RoleReplica}, false, false, "n restarted (run id a → b)"},
+		{Event{Node: "n", Kind: watch.EventFlushed, From: "FLUSHALL", To: "1", Role: redisenv.RoleMaster}, true, false, "n was flushed (FLUSHALL)"},
+		{Event{Node: "n", Kind: watch.EventPromoted, From: "m:1", Role: redisenv.RoleReplica}, true, false, "n was promoted to master (it followed m:1)"},
+		{Event{Node: "n", Kind: watch.EventDemoted, To: "m:2", Role: redisenv.RoleMaster}, false, true, "n became a replica of m:2"},
+		{Event{Node: "n", Kind: watch.EventUnreachable, To: "connection refused", Role: redisenv.RoleMaster}, false, true, "n stopped answering (connection refused)"},
+		{Event{Node: "n", Kind: watch.EventUnreachable, To: "timeout", Role: redisenv.RoleMaster}, false, false, "n stopped answering (timeout)"},
+		{Event{Node: "n", Kind: watch.EventReachable, Role: redisenv.RoleMaster}, false, false, "n answers again"},
+		{Event{Node: "n", Kind: watch.EventReachable}, true, false, "n answers for the first time"},
+		{Event{Node: "n", Kind: watch.EventScriptsFlushed, From: "SCRIPT FLUSH", To: "1", Role: redisenv.RoleMaster}, false, false,
 			"n had its scripts flushed (SCRIPT FLUSH)"},
-		{Event{Node: "n", Kind: EventClientsKilled, From: "CLIENT KILL", To: "2", Role: redisenv.RoleMaster}, false, false,
+		{Event{Node: "n", Kind: watch.EventClientsKilled, From: "CLIENT KILL", To: "2", Role: redisenv.RoleMaster}, false, false,
 			"n had clients killed (CLIENT KILL)"},
-		{Event{Node: "n", Kind: EventOffsetBack, From: "9", To: "7", Role: redisenv.RoleReplica}, false, false,
+		{Event{Node: "n", Kind: watch.EventOffsetBack, From: "9", To: "7", Role: redisenv.RoleReplica}, false, false,
 			"n dropped replicated writes (offset 9 → 7)"},
 	}
 	for _, tt := range tests {
@@ -178,8 +179,8 @@ func TestEventString(t *testing.T) {
 		e    Event
 		want string
 	}{
-		{Event{Node: "127.0.0.1:1", Kind: EventRestarted, From: "a", To: "b"}, "127.0.0.1:1 restarted (a -> b)"},
-		{Event{Node: "127.0.0.1:1", Kind: EventLinkDown}, "127.0.0.1:1 link-down"},
+		{Event{Node: "127.0.0.1:1", Kind: watch.EventRestarted, From: "a", To: "b"}, "127.0.0.1:1 restarted (a -> b)"},
+		{Event{Node: "127.0.0.1:1", Kind: watch.EventLinkDown}, "127.0.0.1:1 link-down"},
 	} {
 		if got := tt.e.String(); got != tt.want {
 			t.Errorf("String() = %q, want %q", got, tt.want)
@@ -188,7 +189,7 @@ func TestEventString(t *testing.T) {
 }
 
 // find returns the first event of kind on node seen at or after since, or false.
-func find(events []Event, node string, kind EventKind, since time.Time) (Event, bool) {
+func find(events []Event, node string, kind watch.EventKind, since time.Time) (Event, bool) {
 	for _, e := range events {
 		if e.Node == node && e.Kind == kind && !e.At.Before(since) {
 			return e, true
@@ -198,7 +199,7 @@ func find(events []Event, node string, kind EventKind, since time.Time) (Event, 
 }
 
 // waitEvent polls w until it has an event of kind on node seen at or after since, for at most d.
-func waitEvent(t *testing.T, w *Watcher, node string, kind EventKind, since time.Time, d time.Duration) Event {
+func waitEvent(t *testing.T, w *Watcher, node string, kind watch.EventKind, since time.Time, d time.Duration) Event {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -233,7 +234,7 @@ func TestWatchRestartAndPause(t *testing.T) {
 	if err := target.Restart(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
-	e := waitEvent(t, w, addr, EventRestarted, before, 5*time.Second)
+	e := waitEvent(t, w, addr, watch.EventRestarted, before, 5*time.Second)
 	if e.From != first.RunID || e.To == first.RunID || e.To == "" {
 		t.Errorf("restart event %v: want From %s and a new run id", e, first.RunID)
 	}
@@ -245,18 +246,18 @@ func TestWatchRestartAndPause(t *testing.T) {
 	if err := target.Pause(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
-	u := waitEvent(t, w, addr, EventUnreachable, paused, 5*time.Second)
+	u := waitEvent(t, w, addr, watch.EventUnreachable, paused, 5*time.Second)
 	if u.To != "timeout" {
 		t.Errorf("unreachable event %v: want a timeout", u)
 	}
 	if err := target.Resume(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, w, addr, EventReachable, paused, 5*time.Second)
+	waitEvent(t, w, addr, watch.EventReachable, paused, 5*time.Second)
 	events := w.Stop()
 	restarts := 0
 	for _, e := range events {
-		if e.Kind == EventRestarted {
+		if e.Kind == watch.EventRestarted {
 			restarts++
 		}
 	}
@@ -296,7 +297,7 @@ func TestWatchSeesTheReturnAtOnce(t *testing.T) {
 	if err := target.Kill(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, w, addr, EventUnreachable, killed, 5*time.Second)
+	waitEvent(t, w, addr, watch.EventUnreachable, killed, 5*time.Second)
 	// A few polls fail while the node is down (go-redis's first background dial is at once).
 	time.Sleep(200 * time.Millisecond)
 	// Restart on a dead server starts it and returns once it answers a PING.
@@ -304,7 +305,7 @@ func TestWatchSeesTheReturnAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := w.Stop()
-	e, ok := find(events, addr, EventRestarted, killed)
+	e, ok := find(events, addr, watch.EventRestarted, killed)
 	if !ok || e.From != first.RunID || e.To == "" || e.To == first.RunID {
 		t.Errorf("no restart from run id %s seen by the poll Stop made; last poll %+v; events %v", first.RunID, w.Last(addr), events)
 	}
@@ -328,20 +329,20 @@ func TestWatchCommandsAndStop(t *testing.T) {
 	c := target.Client.(*redis.Client)
 	for _, step := range []struct {
 		run  func() error
-		kind EventKind
+		kind watch.EventKind
 	}{
-		{func() error { return c.FlushAll(ctx).Err() }, EventFlushed},
-		{func() error { return c.ScriptFlush(ctx).Err() }, EventScriptsFlushed},
-		{func() error { return c.ClientKillByFilter(ctx, "TYPE", "normal").Err() }, EventClientsKilled},
+		{func() error { return c.FlushAll(ctx).Err() }, watch.EventFlushed},
+		{func() error { return c.ScriptFlush(ctx).Err() }, watch.EventScriptsFlushed},
+		{func() error { return c.ClientKillByFilter(ctx, "TYPE", "normal").Err() }, watch.EventClientsKilled},
 	} {
 		since := time.Now()
-		if err := step.run(); err != nil && step.kind != EventClientsKilled {
+		if err := step.run(); err != nil && step.kind != watch.EventClientsKilled {
 			t.Fatalf("%s: %v", step.kind, err)
 		}
 		waitEvent(t, w, addr, step.kind, since, 5*time.Second)
 	}
 	for _, e := range w.Stop() {
-		if e.Kind == EventUnreachable || e.Kind == EventReachable {
+		if e.Kind == watch.EventUnreachable || e.Kind == watch.EventReachable {
 			t.Errorf("unexpected %v: CLIENT KILL closed the watcher's connection, the node stayed reachable", e)
 		}
 	}
@@ -355,7 +356,7 @@ func TestWatchCommandsAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := w2.Stop()
-	e, ok := find(events, addr, EventRestarted, before)
+	e, ok := find(events, addr, watch.EventRestarted, before)
 	if !ok || !e.StateLost() || !e.After.Before(before) {
 		t.Errorf("events after a restart just before Stop: %v; want a restart that lost the state, dated after a poll sent before it", events)
 	}
@@ -376,16 +377,16 @@ func TestWatchClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := waitEvent(t, w, promoted, EventPromoted, time.Time{}, 10*time.Second)
+	p := waitEvent(t, w, promoted, watch.EventPromoted, time.Time{}, 10*time.Second)
 	if p.From != master {
 		t.Errorf("promotion %v: want From %s", p, master)
 	}
-	d := waitEvent(t, w, master, EventDemoted, time.Time{}, 10*time.Second)
+	d := waitEvent(t, w, master, watch.EventDemoted, time.Time{}, 10*time.Second)
 	if d.To != promoted {
 		t.Errorf("demotion %v: want To %s", d, promoted)
 	}
 	for _, e := range w.Stop() {
-		if e.Kind == EventRestarted {
+		if e.Kind == watch.EventRestarted {
 			t.Errorf("unexpected %v", e)
 		}
 	}

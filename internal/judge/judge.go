@@ -2,8 +2,9 @@
 // they are judged: which algorithms must be flagged (expect.violations) or may be
 // (expect.may_violate), and each threshold ("p99 < 5ms", "gcra: efficiency > 0.95") checked against
 // the figures of every entry it applies to, with the default errors threshold (DefaultErrors)
-// wherever the scenario sets none. It owns the value of each threshold metric in an entry
-// (Evaluate, also the capacity sweep's objective) and the failures that make a run exit 1. What a
+// wherever the scenario sets none. A threshold's metric reads its value from an entry itself
+// (result.Metric.Evaluate, also the capacity sweep's objective); judge owns the failures that
+// make a run exit 1 and how a metric's value is shown (FormatMetric). What a
 // threshold does to a verdict is the verifier's (verify.Summary.AddThreshold); the verdicts
 // themselves come from the verifier.
 package judge
@@ -18,6 +19,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -46,7 +48,7 @@ func mustThreshold(s string) scenarios.Threshold {
 // to, recording the checks in the entry's verification (verify.Summary.AddThreshold: a broken
 // threshold turns the verdict to fail, one that cannot be evaluated turns a pass into
 // inconclusive). The reference script's entry is not judged. Call it once per result.
-func Run(s *scenarios.Scenario, res *report.Result) []string {
+func Run(s *scenarios.Scenario, res *result.Result) []string {
 	var fails []string
 	expected := map[string]bool{}
 	for _, n := range s.Expect.Violations {
@@ -98,7 +100,7 @@ func Run(s *scenarios.Scenario, res *report.Result) []string {
 
 // Expectations sets e's ExpectedViolation and MayViolate from the scenario's expect section, so
 // that e's label says whether a violation was expected or tolerated.
-func Expectations(e *report.Entry, s *scenarios.Scenario) {
+func Expectations(e *result.Entry, s *scenarios.Scenario) {
 	e.Verification.ExpectedViolation = slices.Contains(s.Expect.Violations, e.Algorithm)
 	e.Verification.MayViolate = slices.Contains(s.Expect.MayViolate, e.Algorithm)
 }
@@ -107,20 +109,20 @@ func Expectations(e *report.Entry, s *scenarios.Scenario) {
 // DefaultErrors when none of them is an errors threshold, records the checks in e.Verification
 // (which applies them to the verdict, see verify.Summary.AddThreshold) and returns one failure
 // per threshold that is broken or cannot be evaluated (the default only when it is broken).
-func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
+func checkThresholds(e *result.Entry, ths []scenarios.Threshold) []string {
 	var fails []string
 	errorsSet := false
 	for _, th := range ths {
 		if th.Algorithm != "" && th.Algorithm != e.Algorithm {
 			continue
 		}
-		errorsSet = errorsSet || th.Metric == scenarios.ErrorRate
+		errorsSet = errorsSet || th.Metric == result.ErrorRate
 		if reason := check(e, th, false); reason != "" {
 			fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 		}
 	}
 	if !errorsSet {
-		if _, missing := Evaluate(e, scenarios.ErrorRate); missing == "" {
+		if _, missing := result.ErrorRate.Evaluate(e); missing == "" {
 			if reason := checkDefaultErrors(e); reason != "" {
 				fails = append(fails, fmt.Sprintf("%s: %s", e.Name(), reason))
 			}
@@ -133,14 +135,14 @@ func checkThresholds(e *report.Entry, ths []scenarios.Threshold) []string {
 // injected faults it counts only the errors and unknown outcomes of requests sent outside every
 // fault's window (verify.Summary.OutsideFaultErrors): those inside are the faults' own, counted
 // in their reports.
-func checkDefaultErrors(e *report.Entry) string {
+func checkDefaultErrors(e *result.Entry) string {
 	v := e.Verification
 	if len(v.Faults) == 0 {
 		return check(e, DefaultErrors, true)
 	}
 	val := float64(v.OutsideFaultErrors) / float64(e.Requests)
 	c := verify.ThresholdCheck{Threshold: DefaultErrors.Text + " (outside the faults' windows)", Value: val, Default: true,
-		Status: verify.ThresholdHeld, Shown: FormatMetric(scenarios.ErrorRate, val)}
+		Status: verify.ThresholdHeld, Shown: FormatMetric(result.ErrorRate, val)}
 	var reason string
 	if !DefaultErrors.Holds(val) {
 		c.Status = verify.ThresholdBroken
@@ -153,8 +155,8 @@ func checkDefaultErrors(e *report.Entry) string {
 
 // check checks th (the default errors threshold when def) against e, records it in
 // e.Verification and returns the reason it does not hold ("" when it holds).
-func check(e *report.Entry, th scenarios.Threshold, def bool) string {
-	val, missing := Evaluate(e, th.Metric)
+func check(e *result.Entry, th scenarios.Threshold, def bool) string {
+	val, missing := th.Metric.Evaluate(e)
 	c := verify.ThresholdCheck{Threshold: th.Text, Value: val, Default: def}
 	name := fmt.Sprintf("threshold %q", th.Text)
 	if def {
@@ -170,7 +172,7 @@ func check(e *report.Entry, th scenarios.Threshold, def bool) string {
 	default:
 		c.Status, c.Shown = verify.ThresholdBroken, FormatMetric(th.Metric, val)
 		reason = fmt.Sprintf("%s broken: %s = %s", name, th.Metric, c.Shown)
-		if th.Metric == scenarios.ErrorRate && len(e.ErrorClasses) > 0 {
+		if th.Metric == result.ErrorRate && len(e.ErrorClasses) > 0 {
 			reason += "; " + ErrorsText(e.ErrorClasses, 3)
 		}
 	}
@@ -201,65 +203,9 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Value returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), and
-// false when e holds no data to evaluate m (see Evaluate).
-func Value(e *report.Entry, m scenarios.Metric) (float64, bool) {
-	v, missing := Evaluate(e, m)
-	return v, missing == ""
-}
-
-// Evaluate returns the value of m for e in the unit Threshold uses (µs, requests/s, fraction), or,
-// when e holds no data to evaluate m, why not: no request measured (throughput, errors), no
-// decision completed (latencies), no contract or nothing an exact limiter would have admitted
-// (efficiency).
-func Evaluate(e *report.Entry, m scenarios.Metric) (float64, string) {
-	completed := e.Allowed + e.Denied
-	switch m {
-	case scenarios.P50, scenarios.P90, scenarios.P99, scenarios.P999, scenarios.Max:
-		if completed == 0 || e.Histograms.Latency == "" && e.LatencyUS == (load.Latency{}) {
-			return 0, "no decision completed, so there is no latency to compare"
-		}
-		switch m {
-		case scenarios.P50:
-			return e.LatencyUS.P50, ""
-		case scenarios.P90:
-			return e.LatencyUS.P90, ""
-		case scenarios.P99:
-			return e.LatencyUS.P99, ""
-		case scenarios.P999:
-			return e.LatencyUS.P999, ""
-		}
-		return e.LatencyUS.Max, ""
-	case scenarios.Throughput:
-		if e.Requests == 0 || e.DurationS <= 0 {
-			return 0, "no request was measured"
-		}
-		return e.ThroughputRPS, ""
-	case scenarios.Efficiency:
-		switch {
-		case e.Verification.Contract == "" || e.Verification.Contract == string(algorithms.NoContract):
-			return 0, "the algorithm has no contract, so there is no exact limiter to compare with"
-		case e.Accuracy.IdealAllowed == 0:
-			return 0, "an exact limiter would have admitted nothing (no request completed, or accuracy was not computed)"
-		}
-		return e.Accuracy.Efficiency, ""
-	case scenarios.ErrorRate:
-		if e.Requests == 0 {
-			return 0, "no request was measured"
-		}
-		return float64(e.Errors+e.Unknown) / float64(e.Requests), ""
-	case scenarios.FaultExcess:
-		if len(e.Verification.Faults) == 0 {
-			return 0, "no fault was injected in this measurement"
-		}
-		return float64(e.Verification.FaultExcess), ""
-	}
-	return 0, fmt.Sprintf("unknown metric %q", m)
-}
-
 // FormatMetric renders v, a value of m, with its unit: a latency as a duration rounded to the
 // µs ("1.5ms"), anything else with four significant digits.
-func FormatMetric(m scenarios.Metric, v float64) string {
+func FormatMetric(m result.Metric, v float64) string {
 	if m.IsLatency() {
 		return report.MicrosExact(v)
 	}

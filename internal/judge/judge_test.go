@@ -9,7 +9,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -29,57 +29,12 @@ func thresholds(t *testing.T, ts ...string) []scenarios.Threshold {
 
 // measured returns an entry of alg on single with a pass verdict and figures for every metric:
 // 1000 requests (10 errors), p99 4ms, 500/s, efficiency 0.95 of 400 ideal admissions.
-func measured(alg string) report.Entry {
-	return report.Entry{
+func measured(alg string) result.Entry {
+	return result.Entry{
 		Algorithm: alg, Topology: "single", Requests: 1000, Allowed: 380, Denied: 610, Errors: 10, DurationS: 2,
 		ThroughputRPS: 495, LatencyUS: load.Latency{P50: 800, P90: 2000, P99: 4000, P999: 6000, Max: 9000, Mean: 1000},
 		Verification: verify.Summary{Verdict: verify.Pass, Contract: "sliding-window(100, 1s)"},
 		Accuracy:     verify.AccuracySummary{IdealAllowed: 400, Efficiency: 0.95},
-	}
-}
-
-func TestEvaluate(t *testing.T) {
-	e := measured("gcra")
-	empty := report.Entry{Algorithm: "gcra", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive, Contract: "sliding-window(100, 1s)"}}
-	noContract := measured("mine")
-	noContract.Verification.Contract = "none"
-	noContract.Accuracy = verify.AccuracySummary{}
-	faulted := measured("gcra")
-	faulted.Verification.Faults = []verify.FaultReport{{Name: "restart master at 1s", Excess: 89}}
-	faulted.Verification.FaultExcess = 89
-	tests := []struct {
-		name    string
-		e       report.Entry
-		m       scenarios.Metric
-		want    float64
-		missing string // substring of the reason; "" when the metric can be evaluated
-	}{
-		{"p50", e, scenarios.P50, 800, ""},
-		{"p90", e, scenarios.P90, 2000, ""},
-		{"p99", e, scenarios.P99, 4000, ""},
-		{"p999", e, scenarios.P999, 6000, ""},
-		{"max", e, scenarios.Max, 9000, ""},
-		{"throughput", e, scenarios.Throughput, 495, ""},
-		{"efficiency", e, scenarios.Efficiency, 0.95, ""},
-		{"errors", e, scenarios.ErrorRate, 0.01, ""},
-		{"p99 with no request", empty, scenarios.P99, 0, "no decision completed"},
-		{"throughput with no request", empty, scenarios.Throughput, 0, "no request was measured"},
-		{"errors with no request", empty, scenarios.ErrorRate, 0, "no request was measured"},
-		{"efficiency with no ideal admission", empty, scenarios.Efficiency, 0, "an exact limiter would have admitted nothing"},
-		{"efficiency without a contract", noContract, scenarios.Efficiency, 0, "no contract"},
-		{"fault_excess without faults", e, scenarios.FaultExcess, 0, "no fault was injected"},
-		{"fault_excess", faulted, scenarios.FaultExcess, 89, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, missing := Evaluate(&tt.e, tt.m)
-			if got != tt.want || (tt.missing == "") != (missing == "") || !strings.Contains(missing, tt.missing) {
-				t.Errorf("Evaluate(%s) = (%g, %q); want (%g, containing %q)", tt.m, got, missing, tt.want, tt.missing)
-			}
-			if v, ok := Value(&tt.e, tt.m); ok != (missing == "") || v != got {
-				t.Errorf("Value(%s) = (%g, %v); want (%g, %v)", tt.m, v, ok, got, missing == "")
-			}
-		})
 	}
 }
 
@@ -91,7 +46,7 @@ func TestEvaluate(t *testing.T) {
 func TestJudgeDefaultErrors(t *testing.T) {
 	oom := load.ErrorClass{Kind: "OOM", Outcome: "failed", Count: 590,
 		First: "gcra: OOM command not allowed when used memory > 'maxmemory'.", FirstAtS: 0.4}
-	dominated := func(alg string) report.Entry {
+	dominated := func(alg string) result.Entry {
 		e := measured(alg)
 		e.Allowed, e.Denied, e.Errors = 100, 310, 590
 		e.ErrorClasses = []load.ErrorClass{oom}
@@ -99,11 +54,11 @@ func TestJudgeDefaultErrors(t *testing.T) {
 	}
 	failing := dominated("sliding-log")
 	failing.Verification.Verdict, failing.Verification.DefiniteViolations = verify.Fail, 3
-	empty := report.Entry{Algorithm: "idle", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive}}
+	empty := result.Entry{Algorithm: "idle", Topology: "single", Verification: verify.Summary{Verdict: verify.Inconclusive}}
 	tests := []struct {
 		name       string
 		thresholds []string
-		e          report.Entry
+		e          result.Entry
 		verdict    verify.Verdict
 		fail       string // substring of the one failure about errors; "" for none
 		check      verify.ThresholdCheck
@@ -127,7 +82,7 @@ func TestJudgeDefaultErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := scenarios.Default()
 			s.Thresholds = thresholds(t, tt.thresholds...)
-			res := &report.Result{Entries: []report.Entry{tt.e}}
+			res := &result.Result{Entries: []result.Entry{tt.e}}
 			fails := Run(s, res)
 			v := res.Entries[0].Verification
 			errFails := 0
@@ -163,7 +118,7 @@ func TestJudgeDefaultErrors(t *testing.T) {
 func TestJudgeThresholds(t *testing.T) {
 	s := scenarios.Default()
 	s.Name = "judge"
-	s.Expect = scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
+	s.Expect = result.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
 	s.Thresholds = thresholds(t, "p99 < 5ms", "gcra: efficiency > 0.9", "sliding-log: p99 < 3ms", "mine: efficiency > 0.5")
 
 	caught := measured("fixed-window-published")
@@ -174,7 +129,7 @@ func TestJudgeThresholds(t *testing.T) {
 	mine.Verification.Contract, mine.Accuracy = "none", verify.AccuracySummary{}
 	ref := measured("reference")
 	ref.LatencyUS.P99 = 50_000 // the reference is not judged
-	res := &report.Result{Reference: "reference", Entries: []report.Entry{
+	res := &result.Result{Reference: "reference", Entries: []result.Entry{
 		measured("gcra"), measured("sliding-log"), caught, tolerated, mine, ref,
 	}}
 	fails := Run(s, res)
@@ -194,10 +149,10 @@ func TestJudgeThresholds(t *testing.T) {
 		// The last check of each is the default errors threshold (1% of 1000 requests failed).
 		"gcra":                   {verify.Pass, "pass", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld, verify.ThresholdHeld}},
 		"sliding-log":            {verify.Fail, "fail", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdBroken, verify.ThresholdHeld}},
-		"fixed-window-published": {verify.Fail, report.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
-		"sliding-log-published":  {verify.Fail, report.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"fixed-window-published": {verify.Fail, result.LabelCaught, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
+		"sliding-log-published":  {verify.Fail, result.LabelTolerated, []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdHeld}},
 		"mine":                   {verify.Inconclusive, "inconclusive", []verify.ThresholdStatus{verify.ThresholdHeld, verify.ThresholdUnevaluated, verify.ThresholdHeld}},
-		"reference":              {verify.Pass, report.LabelReference, nil},
+		"reference":              {verify.Pass, result.LabelReference, nil},
 	}
 	for i := range res.Entries {
 		e := &res.Entries[i]
@@ -228,13 +183,13 @@ func TestJudgeThresholds(t *testing.T) {
 func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 	s := scenarios.Default()
 	s.Name = "judge"
-	s.Expect = scenarios.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
+	s.Expect = result.Expect{Violations: []string{"fixed-window-published"}, MayViolate: []string{"sliding-log-published"}}
 	s.Thresholds = thresholds(t, "p99 < 1ms")
 	caught := measured("fixed-window-published")
 	caught.Verification.Verdict, caught.Verification.DefiniteViolations = verify.Fail, 4
 	tolerated := measured("sliding-log-published")
 	tolerated.Verification.Verdict, tolerated.Verification.DefiniteViolations = verify.Fail, 2
-	res := &report.Result{Entries: []report.Entry{caught, tolerated}}
+	res := &result.Result{Entries: []result.Entry{caught, tolerated}}
 	if fails := Run(s, res); len(fails) != 2 {
 		t.Errorf("judge = %q; want one broken threshold per entry", fails)
 	}
@@ -249,7 +204,7 @@ func TestJudgeThresholdOnExpectedViolation(t *testing.T) {
 // errors outside the faults' windows (those inside are the faults' own); a scenario's fault_excess
 // threshold fails an algorithm that over-admitted because of a fault.
 func TestJudgeFaults(t *testing.T) {
-	faulted := func(outside int64) report.Entry {
+	faulted := func(outside int64) result.Entry {
 		e := measured("gcra")
 		e.Errors, e.Unknown = 300, 100 // 40% of the requests, nearly all inside the faults' windows
 		e.Verification.Faults = []verify.FaultReport{{Name: "restart master at 1s", Excess: 89, Failed: 300, Unknown: 100 - outside}}
@@ -260,7 +215,7 @@ func TestJudgeFaults(t *testing.T) {
 	tests := []struct {
 		name       string
 		thresholds []string
-		e          report.Entry
+		e          result.Entry
 		verdict    verify.Verdict
 		fails      int
 	}{
@@ -274,7 +229,7 @@ func TestJudgeFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := scenarios.Default()
 			s.Thresholds = thresholds(t, tt.thresholds...)
-			res := &report.Result{Entries: []report.Entry{tt.e}}
+			res := &result.Result{Entries: []result.Entry{tt.e}}
 			fails := Run(s, res)
 			if v := res.Entries[0].Verification; v.Verdict != tt.verdict || len(fails) != tt.fails {
 				t.Errorf("verdict %s, failures %q; want %s and %d failure(s)", v.Verdict, fails, tt.verdict, tt.fails)

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -104,7 +104,7 @@ func customNotes(lim algorithms.Limiter) []string {
 // withCustomNotes returns e with customNotes(lim) appended to its Verification.Reasons and, for a
 // custom script (e.Custom) whose contract's numbers differ from the scenario's limit l, a note
 // that says how (Contract.LimitNote): a looser contract is legitimate, a typo is not.
-func withCustomNotes(e report.Entry, lim algorithms.Limiter, contract algorithms.Contract, l algorithms.Limit) report.Entry {
+func withCustomNotes(e result.Entry, lim algorithms.Limiter, contract algorithms.Contract, l algorithms.Limit) result.Entry {
 	if notes := customNotes(lim); len(notes) > 0 {
 		e.Verification.Reasons = append(e.Verification.Reasons, notes...)
 	}

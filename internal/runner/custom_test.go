@@ -17,7 +17,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -41,7 +41,7 @@ func runShort(t *testing.T, s *scenarios.Scenario, d time.Duration) (*Conclusion
 	return Run(ctx, Options{Scenario: s, Env: redisenv.Config{Backend: redisenv.BackendProcess}, NoReference: true})
 }
 
-func entry(t *testing.T, res *report.Result, name, topo string) report.Entry {
+func entry(t *testing.T, res *result.Result, name, topo string) result.Entry {
 	t.Helper()
 	for _, e := range res.Entries {
 		if e.Algorithm == name && e.Topology == topo {
@@ -49,7 +49,7 @@ func entry(t *testing.T, res *report.Result, name, topo string) report.Entry {
 		}
 	}
 	t.Fatalf("no entry for %s on %s", name, topo)
-	return report.Entry{}
+	return result.Entry{}
 }
 
 // onlyBehind reports whether reasons say nothing but that the load generator fell behind, which
@@ -305,16 +305,16 @@ func TestCustomNotes(t *testing.T) {
 	}
 	l := algorithms.Limit{Limit: 10, Window: time.Second}
 	same := algorithms.Contract{Kind: algorithms.FixedWindow, Limit: 10, Window: time.Second}
-	e := withCustomNotes(report.Entry{Custom: true}, fakeReplies{st: tests[3].st}, same, l)
+	e := withCustomNotes(result.Entry{Custom: true}, fakeReplies{st: tests[3].st}, same, l)
 	if len(e.Verification.Reasons) != 1 {
 		t.Errorf("withCustomNotes: reasons %q; want one note", e.Verification.Reasons)
 	}
 	looser := algorithms.Contract{Kind: algorithms.FixedWindow, Limit: 20, Window: time.Second}
-	e = withCustomNotes(report.Entry{Custom: true}, fakeReplies{st: tests[0].st}, looser, l)
+	e = withCustomNotes(result.Entry{Custom: true}, fakeReplies{st: tests[0].st}, looser, l)
 	if want := []string{"note: the contract fixed-window(20, 1s) differs from the scenario's limit: limit 20 where the scenario's limit is 10; the script is verified against its contract"}; !slices.Equal(e.Verification.Reasons, want) {
 		t.Errorf("withCustomNotes with a looser contract: reasons %q; want %q", e.Verification.Reasons, want)
 	}
-	if e := withCustomNotes(report.Entry{}, fakeReplies{st: tests[0].st}, looser, l); len(e.Verification.Reasons) != 0 {
+	if e := withCustomNotes(result.Entry{}, fakeReplies{st: tests[0].st}, looser, l); len(e.Verification.Reasons) != 0 {
 		t.Errorf("withCustomNotes of a built-in algorithm: reasons %q; want none", e.Verification.Reasons)
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -36,7 +37,7 @@ func scenarioOf(t *testing.T, topo redisenv.Topology, names []string, edit func(
 var processEnv = redisenv.Config{Backend: redisenv.BackendProcess}
 
 // runE2E runs s on env and returns its entries by algorithm.
-func runE2E(t *testing.T, s *scenarios.Scenario, env redisenv.Config) map[string]report.Entry {
+func runE2E(t *testing.T, s *scenarios.Scenario, env redisenv.Config) map[string]result.Entry {
 	t.Helper()
 	needRedis(t)
 	got, err := runEntries(t, s, env)
@@ -48,12 +49,12 @@ func runE2E(t *testing.T, s *scenarios.Scenario, env redisenv.Config) map[string
 
 // runEntries runs s on env and returns its entries by algorithm; it may be called from any
 // goroutine.
-func runEntries(t *testing.T, s *scenarios.Scenario, env redisenv.Config) (map[string]report.Entry, error) {
+func runEntries(t *testing.T, s *scenarios.Scenario, env redisenv.Config) (map[string]result.Entry, error) {
 	out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true})
 	if err != nil {
 		return nil, err
 	}
-	got := map[string]report.Entry{}
+	got := map[string]result.Entry{}
 	for _, e := range out.Result.Entries {
 		got[e.Algorithm] = e
 		t.Logf("%s: %d requests, %d allowed, %d definite, %d possible, %s %v", e.Name(), e.Requests, e.Allowed,
@@ -99,7 +100,7 @@ func correctedAtTwiceTheLimit(t *testing.T, topo redisenv.Topology, env redisenv
 			s.Duration, s.Warmup = 2*time.Second, 300*time.Millisecond
 			s.Clients = 64
 			s.Limit = algorithms.Limit{Limit: 200, Window: time.Second}
-			s.Arrival = &scenarios.Arrival{Rate: 400}
+			s.Arrival = &arrival.Arrival{Rate: 400}
 		})
 		got := runE2E(t, s, env)
 		var behind []string
@@ -168,7 +169,7 @@ func TestClockSkewCaughtAndCorrectPass(t *testing.T) {
 				s.Clients = 12
 				s.Keys = load.Keys{Count: 4, Distribution: load.Uniform}
 				s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-				s.Arrival = &scenarios.Arrival{Rate: 400}
+				s.Arrival = &arrival.Arrival{Rate: 400}
 				s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 			})
 			got := runE2E(t, s, processEnv)
@@ -197,7 +198,7 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
 	var wg sync.WaitGroup
-	results := map[redisenv.Topology]map[string]report.Entry{}
+	results := map[redisenv.Topology]map[string]result.Entry{}
 	var errs []error
 	var mu sync.Mutex
 	for _, topo := range []redisenv.Topology{redisenv.TopologySingle, redisenv.TopologyCluster} {
@@ -206,7 +207,7 @@ func TestFixedWindowPublishedCaughtAcrossAMinute(t *testing.T) {
 			s.Clients = 12
 			s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 			s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-			s.Arrival = &scenarios.Arrival{Rate: 200, Align: scenarios.Align{Every: time.Minute, Offset: 58 * time.Second}}
+			s.Arrival = &arrival.Arrival{Rate: 200, Align: arrival.Align{Every: time.Minute, Offset: 58 * time.Second}}
 			s.ClockSkew = load.Skew{Offsets: []time.Duration{0, 2 * time.Second, -2 * time.Second}}
 		})
 		wg.Go(func() {

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -29,13 +30,13 @@ func overLimit(t *testing.T, names []string, d time.Duration) *scenarios.Scenari
 		s.Duration, s.Warmup = d, 0
 		s.Clients = 8
 		s.Limit = algorithms.Limit{Limit: 100, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 1000}
+		s.Arrival = &arrival.Arrival{Rate: 1000}
 	})
 }
 
 // measured is what Measure returned for one algorithm.
 type measured struct {
-	e    *report.Entry
+	e    *result.Entry
 	err  error
 	took time.Duration
 }
@@ -235,7 +236,7 @@ func TestMeasureWarnsOfKeysLeftBehind(t *testing.T) {
 	// fixed-window keeps a key per subject for its 10 s window: all 7 are there at the cleanup.
 	s := scenarioOf(t, redisenv.TopologySingle, []string{"fixed-window"}, func(s *scenarios.Scenario) {
 		s.Duration, s.Warmup, s.Clients = 500*time.Millisecond, 0, 2
-		s.Arrival = &scenarios.Arrival{Rate: 200}
+		s.Arrival = &arrival.Arrival{Rate: 200}
 		s.Keys.Count = 7
 		s.Limit = algorithms.Limit{Limit: 1000, Window: 10 * time.Second}
 	})
@@ -253,7 +254,7 @@ func TestMeasureWarnsOfKeysLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Kind != report.WarningKeysLeft || w.Keys != 7 || len(keys) != 7 || !strings.HasPrefix(w.Prefix, "limitbench:") ||
+	if w.Kind != result.WarningKeysLeft || w.Keys != 7 || len(keys) != 7 || !strings.HasPrefix(w.Prefix, "limitbench:") ||
 		!strings.Contains(w.Message, fmt.Sprintf("7 keys under %s", w.Prefix)) || !strings.Contains(w.Message, "NOPERM") {
 		t.Errorf("warning %+v with %d keys under its prefix; want 7 keys, the prefix, why and how to remove them", w, len(keys))
 	}

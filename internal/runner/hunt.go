@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
@@ -52,7 +53,7 @@ func HuntWorkers(t *trace.Trace) int {
 // may have run). The error matches ErrInterrupted when ctx ended the batch, ErrLost when Redis
 // stopped answering (every request of a trial failed, and Redis does not answer a PING), or
 // another of Run's sentinels (MarkRedis).
-func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame scenarios.Align,
+func HuntTrial(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
 	batch []*trace.Trace) ([]*verify.Log, error) {
 	if len(batch) == 0 {
 		return nil, nil

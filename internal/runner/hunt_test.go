@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // burstTrace is n requests of cost 1 for one subject by two clients, 1 ms apart.
@@ -34,7 +34,7 @@ func TestHuntTrial(t *testing.T) {
 	l := algorithms.Limit{Limit: 10, Window: time.Second}
 	// 10 requests in 10 ms: a burst of the whole capacity, all admitted by a fresh limiter.
 	batch := []*trace.Trace{burstTrace(10), burstTrace(10), burstTrace(14)}
-	logs, err := HuntTrial(context.Background(), env.Target, a, l, scenarios.Align{Every: 100 * time.Millisecond}, batch)
+	logs, err := HuntTrial(context.Background(), env.Target, a, l, arrival.Align{Every: 100 * time.Millisecond}, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestHuntTrialCanceled(t *testing.T) {
 	a, _ := algorithms.Lookup("gcra")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := HuntTrial(ctx, env.Target, a, algorithms.Limit{Limit: 10, Window: time.Second}, scenarios.Align{}, []*trace.Trace{burstTrace(3)})
+	_, err := HuntTrial(ctx, env.Target, a, algorithms.Limit{Limit: 10, Window: time.Second}, arrival.Align{}, []*trace.Trace{burstTrace(3)})
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("HuntTrial on a canceled context: %v; want ErrInterrupted", err)
 	}

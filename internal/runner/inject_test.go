@@ -15,16 +15,16 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
 // measureScheduled measures every algorithm of s on tgt with s's own fault schedule.
-func measureScheduled(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario) map[string]*report.Entry {
+func measureScheduled(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario) map[string]*result.Entry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := map[string]*report.Entry{}
+	out := map[string]*result.Entry{}
 	runID := NewRunID()
 	for _, entry := range s.Algorithms {
 		a, err := Resolve(s, entry)

@@ -18,10 +18,11 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // clockDrift bounds how fast an external server's clock and the harness's drift apart: 100 ppm,
@@ -100,7 +101,7 @@ func (r *recording) disruptions(events []faults.Event, res *load.Result) []verif
 		lo, hi := r.log.Span(after, at)
 		d := verify.Disruption{Lo: lo, Hi: hi, Node: e.Node, Kind: string(e.Kind), StateLost: e.StateLost(), Deposes: e.Deposes(),
 			What: fmt.Sprintf("%s (seen at %.3fs)", e.Describe(), e.At.Sub(measured).Seconds())}
-		if e.Kind == faults.EventPromoted {
+		if e.Kind == watch.EventPromoted {
 			d.Former = e.From
 		}
 		out = append(out, d)
@@ -118,7 +119,7 @@ const SettleTimeout = 20 * time.Second
 // verifier's sections and what the decisions cost the server. A non-nil entry comes back even
 // with an error when something was measured. o.Progress, when set, sees the measurement live.
 func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
-	runID string) (e *report.Entry, err error) {
+	runID string) (e *result.Entry, err error) {
 	s := o.Scenario
 	name := a.Describe().Name
 	prefix := KeyPrefix(runID, name, strconv.Itoa(rep))
@@ -167,7 +168,7 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 			cctx, cancel := context.WithTimeout(cleanCtx, 30*time.Second)
 			defer cancel()
 			if derr := fns.Delete(cctx); derr != nil && e != nil {
-				e.Warnings = append(e.Warnings, report.Warning{Kind: "function", Message: derr.Error()})
+				e.Warnings = append(e.Warnings, result.Warning{Kind: "function", Message: derr.Error()})
 			}
 		}()
 	}
@@ -313,7 +314,7 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 	if gerr != nil {
 		vm.Warnings.StopReason = stopReason(gerr)
 	}
-	entry := func(srv *report.Server) *report.Entry {
+	entry := func(srv *result.Server) *result.Entry {
 		e := withCustomNotes(entryOf(name, topo, res, rec, vm, custom, srv), lim, contract, s.Limit)
 		addNoScripts(e.Verification.Faults, injected, &ns, res)
 		e.Call = string(algorithms.CallEvalSha)
@@ -323,13 +324,13 @@ func Measure(ctx context.Context, o Options, tgt *redisenv.Target, topo string, 
 		w := watch.Summary(res.Start.Add(p.Warmup))
 		e.Watch = &w
 		if unsettled != nil {
-			e.Warnings = append(e.Warnings, report.Warning{Kind: "unsettled",
+			e.Warnings = append(e.Warnings, result.Warning{Kind: "unsettled",
 				Message: fmt.Sprintf("%v within %s of the load's end; what happened after that is not judged, and the next measurement may start on it", unsettled, SettleTimeout)})
 		}
 		if seg != nil {
 			part, err := partialOf(&e, res, rec, realOffset, met)
 			if err != nil {
-				e.Warnings = append(e.Warnings, report.Warning{Kind: "partial", Message: err.Error()})
+				e.Warnings = append(e.Warnings, result.Warning{Kind: "partial", Message: err.Error()})
 			}
 			if part != nil {
 				part.ClockOffsetUS -= float64(seg.ClockOffset) / 1e3
@@ -377,7 +378,7 @@ func stopReason(err error) string {
 // fails, it counts the keys left and returns a warning that says how many, where, why and how to
 // remove them; nil when every key went, or when the server is one limitbench started (its keys
 // go with it).
-func cleanup(ctx context.Context, tgt *redisenv.Target, prefix string) *report.Warning {
+func cleanup(ctx context.Context, tgt *redisenv.Target, prefix string) *result.Warning {
 	err := tgt.CleanupPrefix(ctx, prefix)
 	if err == nil || tgt.Info.Backend != redisenv.BackendExternal {
 		return nil
@@ -397,7 +398,7 @@ func cleanup(ctx context.Context, tgt *redisenv.Target, prefix string) *report.W
 		where = append(where, fmt.Sprintf("%d on %s", left[addr], addr))
 		cmds = append(cmds, removeCommand(tgt, addr, prefix))
 	}
-	w := &report.Warning{Kind: report.WarningKeysLeft, Prefix: prefix, Keys: total, Remove: strings.Join(cmds, "; ")}
+	w := &result.Warning{Kind: result.WarningKeysLeft, Prefix: prefix, Keys: total, Remove: strings.Join(cmds, "; ")}
 	switch {
 	case cerr != nil:
 		w.Keys = -1
@@ -506,8 +507,8 @@ func alive(ctx context.Context, tgt *redisenv.Target) error {
 // the verifier's sections and the contract's limit per bin, and the server's cost srv (nil when
 // not measured); custom marks a scenario's own script.
 func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Measurement, custom bool,
-	srv *report.Server) report.Entry {
-	e := report.NewEntry(name, topo, res)
+	srv *result.Server) result.Entry {
+	e := result.NewEntry(name, topo, res)
 	e.Custom = custom
 	if srv != nil {
 		e.Server = *srv
@@ -518,7 +519,7 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	e.Verification, e.Accuracy = vm.Sections()
 	e.ErrorClasses = rec.errs.Classes(res.Plan.Warmup)
 	series := rec.tl.Series()
-	e.Timeline = report.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered))}
+	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered))}
 	return e
 }
 
@@ -540,7 +541,7 @@ func binLimits(vm verify.Measurement, bin time.Duration, n int) []float64 {
 	}
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = report.Round3(spans[i/k] / float64(k))
+		out[i] = result.Round3(spans[i/k] / float64(k))
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -23,17 +23,17 @@ import (
 var ErrNotOneRun = errors.New("the results are not the segments of one run")
 
 // Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir, its
-// admission logs read (report.ReadPartialLogs).
+// admission logs read (result.ReadPartialLogs).
 type Part struct {
 	Dir    string
-	Result *report.Result
+	Result *result.Result
 }
 
 // Merge checks that parts are every segment of one run, each once, and merges them into the
 // result that one unsegmented run would have given: for each algorithm, the segments' histograms,
 // timelines, errors by class and admission logs merged (every aggregator merges exactly), the
 // counts added up, and the merged history verified as one, with accuracy against an exact limiter
-// over the merged offered sequence. The result has one report.Generator per segment and is judged
+// over the merged offered sequence. The result has one result.Generator per segment and is judged
 // against the scenario's expectations and thresholds (Conclusion.Failures).
 //
 // The server's figures are segment 0's, its CPU time per decision divided by the number of
@@ -53,8 +53,8 @@ func Merge(parts []Part) (*Conclusion, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: %s: the result has no scenario settings", ErrNotOneRun, parts[0].Dir)
 	}
-	res := &report.Result{
-		Schema:      report.SchemaVersion,
+	res := &result.Result{
+		Schema:      result.SchemaVersion,
 		Scenario:    first.Scenario,
 		Environment: first.Environment,
 		StartedAt:   first.StartedAt,
@@ -104,7 +104,7 @@ func checkOneRun(parts []Part) error {
 		return fmt.Errorf("%w: no results given", ErrNotOneRun)
 	}
 	var problems []string
-	var ref *report.Segment
+	var ref *result.Segment
 	var refDir string
 	seen := map[int][]string{}
 	for _, p := range parts {
@@ -161,7 +161,7 @@ func checkOneRun(parts []Part) error {
 	return nil
 }
 
-func entryNames(r *report.Result) []string {
+func entryNames(r *result.Result) []string {
 	var out []string
 	for _, e := range r.Entries {
 		out = append(out, e.Name())
@@ -170,7 +170,7 @@ func entryNames(r *report.Result) []string {
 }
 
 // mergeEntry merges entry i of every part (the parts sorted by segment).
-func mergeEntry(parts []Part, i int, st *report.Settings) (*report.Entry, error) {
+func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error) {
 	e0 := &parts[0].Result.Entries[i]
 	name := e0.Name()
 	var rec *recording
@@ -236,7 +236,7 @@ func mergeEntry(parts []Part, i int, st *report.Settings) (*report.Entry, error)
 		vm.Warmup = rec.warm.Log(res.Subjects, res.Clients)
 	}
 	srv := e0.Server
-	srv.CPUUSecPerDecision = report.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
+	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
 	e := entryOf(e0.Algorithm, e0.Topology, res, rec, vm, e0.Custom, &srv)
 	if disrupted && e.Verification.Verdict == verify.Fail {
 		e.Verification.Verdict = verify.Inconclusive
@@ -273,7 +273,7 @@ func clientNames(n int) []string {
 }
 
 // decodeRecording decodes the aggregators of a partial entry.
-func decodeRecording(pt *report.Partial) (*recording, error) {
+func decodeRecording(pt *result.Partial) (*recording, error) {
 	r := &recording{hist: &load.Histograms{}, tl: &load.Timeline{}, errs: load.NewErrors(), log: &verify.AdmissionLog{}}
 	errs := []error{r.hist.UnmarshalBinary(pt.Histograms), r.tl.UnmarshalBinary(pt.Timeline), r.errs.UnmarshalBinary(pt.Errors),
 		r.log.UnmarshalBinary(pt.LogData)}
@@ -299,8 +299,8 @@ func (r *recording) merge(o *recording) error {
 // generatorOf returns the per-generator row of a segment's result r: its requests and lateness
 // over every entry but the reference script's, its mean throughput per entry, how late it
 // started at worst, and its clock offset with the smallest error.
-func generatorOf(r *report.Result) report.Generator {
-	g := report.Generator{Segment: r.Segment.Index}
+func generatorOf(r *result.Result) result.Generator {
+	g := result.Generator{Segment: r.Segment.Index}
 	var tp float64
 	n, measured := 0, 0
 	for i := range r.Entries {
@@ -323,7 +323,7 @@ func generatorOf(r *report.Result) report.Generator {
 		measured++
 	}
 	if measured > 0 {
-		g.ThroughputRPS = report.Round3(tp / float64(measured))
+		g.ThroughputRPS = result.Round3(tp / float64(measured))
 	}
 	if g.Requests > 0 {
 		g.LateFraction = float64(g.Late) / float64(g.Requests)
@@ -332,7 +332,7 @@ func generatorOf(r *report.Result) report.Generator {
 }
 
 // judgeScenario returns the part of a scenario judge.Run reads, from a result's settings.
-func judgeScenario(st *report.Settings) (*scenarios.Scenario, error) {
+func judgeScenario(st *result.Settings) (*scenarios.Scenario, error) {
 	s := &scenarios.Scenario{Expect: st.Expect}
 	for _, text := range st.Thresholds {
 		th, err := scenarios.ParseThreshold(text)

@@ -10,8 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -22,7 +23,7 @@ func TestRepeatInterleaves(t *testing.T) {
 	s := scenarioOf(t, redisenv.TopologySingle, []string{"gcra", "sliding-log"}, func(s *scenarios.Scenario) {
 		s.Duration, s.Warmup = 400*time.Millisecond, 0
 		s.Clients = 2
-		s.Arrival = &scenarios.Arrival{Rate: 100}
+		s.Arrival = &arrival.Arrival{Rate: 100}
 	})
 	var mu sync.Mutex
 	var order []string
@@ -30,7 +31,7 @@ func TestRepeatInterleaves(t *testing.T) {
 	defer cancel()
 	out, err := Run(ctx, Options{
 		Scenario: s, Env: redisenv.Config{Backend: redisenv.BackendProcess}, Repeat: 2,
-		Done: func(e *report.Entry, repeat int) {
+		Done: func(e *result.Entry, repeat int) {
 			mu.Lock()
 			defer mu.Unlock()
 			order = append(order, fmt.Sprintf("%s#%d", e.Algorithm, repeat))

@@ -10,10 +10,10 @@
 // admission logs) with a faults.Guard that stops the load when Redis is gone or refuses a
 // permission, reads what the decisions cost Redis (INFO, MEMORY USAGE), removes the keys (and,
 // on an external Redis, warns of any it could not), and assembles the entry from what each owner
-// gives: report.NewEntry (load's figures), verify.Measurement.Sections (verdict, accuracy, the
+// gives: result.NewEntry (load's figures), verify.Measurement.Sections (verdict, accuracy, the
 // history verified in epochs where the watch saw the state lost) and its per-bin limits, the
 // watch's Summary. Repeats are merged and expectations and thresholds
-// judged by their owners (report.MergeRepeats, judge). Writing the files, the exit code and the
+// judged by their owners (result.MergeRepeats, judge). Writing the files, the exit code and the
 // process's CPU policy are the command's.
 //
 // Every error Run returns matches one of its sentinels (MarkRedis), so that a caller tells bad
@@ -35,6 +35,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -98,7 +99,7 @@ type Options struct {
 	// Progress, when set, receives a live view of the current measurement about once a second.
 	Progress func(Progress)
 	// Done, when set, is called after each measurement with its entry.
-	Done func(e *report.Entry, repeat int)
+	Done func(e *result.Entry, repeat int)
 	// Logf, when set, receives one line per notable step (environment chosen, started, stopped).
 	Logf func(format string, args ...any)
 	// ScenarioFile is recorded in the result; defaults to Scenario.File.
@@ -130,7 +131,7 @@ type Progress struct {
 // Conclusion is what Run concluded.
 type Conclusion struct {
 	// Result holds every measurement made, even when Run returned an error.
-	Result *report.Result
+	Result *result.Result
 	// Failures lists, one sentence each, what makes the run fail: a failed verdict the scenario
 	// did not expect, an expected violation that was not found, an inconclusive verdict, a broken
 	// threshold. Empty means the run passed.
@@ -157,9 +158,9 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	res := &report.Result{
-		Schema:      report.SchemaVersion,
-		Scenario:    report.DescribeScenario(s, o.ScenarioFile),
+	res := &result.Result{
+		Schema:      result.SchemaVersion,
+		Scenario:    s.Describe(o.ScenarioFile),
 		Environment: report.HarnessEnvironment(),
 		StartedAt:   time.Now().UTC(),
 	}
@@ -199,7 +200,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			return finish(fmt.Errorf("%w: a segmented run measures each algorithm once (repeat 1)", redisenv.ErrBadConfig))
 		}
 		runID = o.Segment.RunID
-		res.Segment = o.Segment.segmentInfo(report.ScenarioHash(res.Scenario))
+		res.Segment = o.Segment.segmentInfo(result.ScenarioHash(res.Scenario))
 	}
 	var topologies []string
 	for _, topo := range s.Topologies {
@@ -224,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 			}
 			return finish(fmt.Errorf("start %s environment: %w", topo, err))
 		}
-		res.Environment.AddTarget(tgt.Info)
+		report.AddTarget(&res.Environment, tgt.Info)
 		if len(o.RedisCPUs) > 0 {
 			if err := tgt.PinServers(ctx, o.RedisCPUs); err != nil {
 				logf("%s: redis-servers not pinned: %v", topo, err)
@@ -276,17 +277,17 @@ func Resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algo
 // runTopology runs every algorithm on tgt, o.Repeat rounds, and appends one entry per algorithm
 // to res (repeats become its Samples).
 func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo string, algs []algorithms.Algorithm,
-	runID string, res *report.Result) error {
+	runID string, res *result.Result) error {
 	if err := checkCustomScripts(ctx, tgt.Client, algs); err != nil {
 		return err
 	}
 	first := len(res.Entries)
-	runs := make([][]report.Entry, len(algs)) // per algorithm, its repeats in order
+	runs := make([][]result.Entry, len(algs)) // per algorithm, its repeats in order
 	defer func() {
 		// Whatever happened, record what was measured, in algorithm order.
 		for _, es := range runs {
 			if len(es) > 0 {
-				e := report.MergeRepeats(es)
+				e := result.MergeRepeats(es)
 				judge.Expectations(&e, o.Scenario)
 				res.Entries = append(res.Entries, e)
 			}

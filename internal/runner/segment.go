@@ -13,7 +13,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // DefaultLead is how long after the first generator arrives at the barrier the load starts.
@@ -24,7 +24,7 @@ const DefaultLead = 5 * time.Second
 // the same subjects), meets the other generators at a barrier in the Redis under test or at
 // StartAt, and records every decision time on the server's clock (its measured offset, with the
 // offset's error in each interval) so that `limitbench merge` verifies the segments' histories as
-// one. Each entry of the result then carries a report.Partial.
+// one. Each entry of the result then carries a result.Partial.
 type Segment struct {
 	// Share is the segment, I/N with N > 1.
 	Share load.Share
@@ -139,13 +139,13 @@ func (g *Segment) leave(ctx context.Context, tgt *redisenv.Target, prefix string
 	return n >= int64(g.Share.Count), arrived
 }
 
-// partialOf returns the report.Partial of a measurement of a segmented run.
-func partialOf(e *report.Entry, res *load.Result, rec *recording, off clock.Offset, m meeting) (*report.Partial, error) {
-	p := &report.Partial{
+// partialOf returns the result.Partial of a measurement of a segmented run.
+func partialOf(e *result.Entry, res *load.Result, rec *recording, off clock.Offset, m meeting) (*result.Partial, error) {
+	p := &result.Partial{
 		Counts: res.Counts, Scheduled: res.Scheduled,
 		DurationNS: int64(res.Duration), WarmupNS: int64(res.Plan.Warmup), BinNS: int64(res.Plan.Bin),
 		Canceled: res.Canceled, Behind: res.Behind,
-		Log:            report.LogFile(e, false),
+		Log:            result.LogFile(e, false),
 		MeasuredFromUS: rec.log.Micros(res.Plan.Warmup),
 		ClockOffsetUS:  float64(off.Offset) / 1e3, ClockErrorUS: float64(off.Err) / 1e3,
 		LateStartMS: float64(m.late) / 1e6,
@@ -159,7 +159,7 @@ func partialOf(e *report.Entry, res *load.Result, rec *recording, off clock.Offs
 	p.Histograms, p.Timeline, p.Errors = enc(rec.hist), enc(rec.tl), enc(rec.errs)
 	p.LogData = enc(rec.log)
 	if rec.warm != nil {
-		p.WarmupLog = report.LogFile(e, true)
+		p.WarmupLog = result.LogFile(e, true)
 		p.WarmupLogData = enc(rec.warm)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -168,13 +168,13 @@ func partialOf(e *report.Entry, res *load.Result, rec *recording, off clock.Offs
 	return p, nil
 }
 
-// segmentInfo returns the report.Segment of a run of g on a scenario whose hash is hash.
-func (g *Segment) segmentInfo(hash string) *report.Segment {
+// segmentInfo returns the result.Segment of a run of g on a scenario whose hash is hash.
+func (g *Segment) segmentInfo(hash string) *result.Segment {
 	start := "barrier"
 	if !g.StartAt.IsZero() {
 		start = "start-at " + g.StartAt.UTC().Format(time.RFC3339Nano)
 	}
-	return &report.Segment{RunID: g.RunID, Index: g.Share.Index, Count: g.Share.Count, ScenarioHash: hash, Start: start,
+	return &result.Segment{RunID: g.RunID, Index: g.Share.Index, Count: g.Share.Count, ScenarioHash: hash, Start: start,
 		TestClockOffsetUS: g.ClockOffset.Microseconds()}
 }
 

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -50,7 +51,7 @@ func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID
 }
 
 // missedTicks lists the entries of r that missed ticks.
-func missedTicks(r *report.Result) []string {
+func missedTicks(r *result.Result) []string {
 	var out []string
 	for _, e := range r.Entries {
 		if e.Dropped != 0 {
@@ -90,12 +91,12 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		s.Seed = 7
 		s.Keys = load.Keys{Count: 5, Distribution: load.Zipf, ZipfS: 1.2}
 		s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 240}
+		s.Arrival = &arrival.Arrival{Rate: 240}
 	})
 	// A generator that misses ticks (a machine too loaded to keep to the schedule: each result
 	// says so) sends less than the schedule, and then the requests cannot be compared exactly:
 	// such an attempt is run again, three times at most. Late ticks are still sent.
-	var whole *report.Result
+	var whole *result.Result
 	var parts []Part
 	for attempt := 1; ; attempt++ {
 		whole = runSegments(t, s, env, fmt.Sprintf("whole%d", attempt), []time.Duration{0})[0].Result
@@ -203,7 +204,7 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 		s.Clients = 3
 		s.Keys = load.Keys{Count: 1, Distribution: load.Uniform}
 		s.Limit = algorithms.Limit{Limit: 20, Window: time.Second}
-		s.Arrival = &scenarios.Arrival{Rate: 54}
+		s.Arrival = &arrival.Arrival{Rate: 54}
 	})
 	parts := runSegments(t, s, env, "skewed", []time.Duration{0, 2 * time.Second, -2 * time.Second})
 	for _, p := range parts {
@@ -238,7 +239,7 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 // refused with ErrNotOneRun, naming what is wrong.
 func TestMergeRefusesOtherRuns(t *testing.T) {
 	seg := func(dir, run, hash string, i, n int) Part {
-		return Part{Dir: dir, Result: &report.Result{Segment: &report.Segment{RunID: run, ScenarioHash: hash, Index: i, Count: n}}}
+		return Part{Dir: dir, Result: &result.Result{Segment: &result.Segment{RunID: run, ScenarioHash: hash, Index: i, Count: n}}}
 	}
 	tests := []struct {
 		name  string
@@ -246,7 +247,7 @@ func TestMergeRefusesOtherRuns(t *testing.T) {
 		want  []string
 	}{
 		{"none", nil, []string{"no results given"}},
-		{"not a segment", []Part{{Dir: "plain", Result: &report.Result{}}}, []string{"plain is not a segment's result"}},
+		{"not a segment", []Part{{Dir: "plain", Result: &result.Result{}}}, []string{"plain is not a segment's result"}},
 		{"mixed runs", []Part{seg("a", "r1", "h", 0, 2), seg("b", "r2", "h", 1, 2)}, []string{`b is of run "r2", a of run "r1"`}},
 		{"mixed scenarios", []Part{seg("a", "r", "h1", 0, 2), seg("b", "r", "h2", 1, 2)}, []string{"b ran another scenario"}},
 		{"mixed counts", []Part{seg("a", "r", "h", 0, 2), seg("b", "r", "h", 1, 3)}, []string{"b is one of 3 segments, a one of 2"}},
@@ -279,7 +280,7 @@ func TestSegmentArrivingLate(t *testing.T) {
 		s.Duration, s.Warmup = time.Second, 0
 		s.Clients = 2
 		s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
-		s.Arrival = &scenarios.Arrival{Rate: 100}
+		s.Arrival = &arrival.Arrival{Rate: 100}
 	})
 	seg := &Segment{Share: load.Share{Index: 1, Count: 2}, RunID: "late", StartAt: time.Now().Add(-700 * time.Millisecond)}
 	out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true, Segment: seg})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Stats is what the masters of a target report about themselves, summed over masters.
@@ -82,17 +82,17 @@ func statField(v, name string) int64 {
 }
 
 // serverCost turns two stats snapshots around a measurement into per-decision costs.
-func serverCost(before, after Stats, res *load.Result) report.Server {
-	var srv report.Server
+func serverCost(before, after Stats, res *load.Result) result.Server {
+	var srv result.Server
 	n := float64(res.Counts.Requests + res.Counts.Warmup)
 	if n == 0 {
 		return srv
 	}
 	if d := after.USec - before.USec; d > 0 {
-		srv.USecPerCall = report.Round3(float64(d) / n)
+		srv.USecPerCall = result.Round3(float64(d) / n)
 	}
 	if d := after.CPU - before.CPU; d > 0 {
-		srv.CPUUSecPerDecision = report.Round3(d * 1e6 / n)
+		srv.CPUUSecPerDecision = result.Round3(d * 1e6 / n)
 	}
 	return srv
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
@@ -47,7 +48,7 @@ func TestTimelineBinsOfARun(t *testing.T) {
 		s.Duration, s.Warmup = time.Second, 0
 		s.Clients = 2
 		s.Limit = algorithms.Limit{Limit: 1, Window: 10 * time.Millisecond}
-		s.Arrival = &scenarios.Arrival{Rate: 300}
+		s.Arrival = &arrival.Arrival{Rate: 300}
 		s.Expect.MayViolate = []string{"fixed-window-published"}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

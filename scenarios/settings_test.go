@@ -1,4 +1,4 @@
-package report
+package scenarios
 
 import (
 	"testing"
@@ -7,13 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/result"
 )
 
-// TestSettingsOf: result.json's settings are the scenario's effective ones, defaults filled in.
-func TestSettingsOf(t *testing.T) {
-	s, err := scenarios.Parse("settings.yaml", []byte(`version: 1
+// TestSettings: result.json's settings are the scenario's effective ones, defaults filled in.
+func TestSettings(t *testing.T) {
+	s, err := Parse("settings.yaml", []byte(`version: 1
 name: settings
 duration: 3s
 warmup: 500ms
@@ -37,24 +38,24 @@ faults: [{at: 1s, kind: pause, duration: 500ms}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Settings{
+	want := &result.Settings{
 		Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second},
 		Cost:  2, WarmupS: 0.5, DurationS: 3, Clients: 6, ClientMode: load.ModePipeline, PipelineDepth: 8,
-		Arrival: &scenarios.Arrival{
-			Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
-			Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
+		Arrival: &arrival.Arrival{
+			Steps: []arrival.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+			Align: arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 		Keys:        load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2},
 		ClockSkew:   load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}},
 		Algorithms:  []string{"gcra", "sliding-log-published"},
-		Expect:      scenarios.Expect{MayViolate: []string{"sliding-log-published"}},
+		Expect:      result.Expect{MayViolate: []string{"sliding-log-published"}},
 		Thresholds:  []string{"p99 < 5ms", "gcra: efficiency >= 95%"},
 		Persistence: "aof-everysec",
 		Faults:      []string{"pause master at 1s for 500ms, recovery 2s"},
 	}
-	if diff := cmp.Diff(want, settingsOf(s)); diff != "" {
-		t.Errorf("settingsOf (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, s.settings()); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
 	}
-	if got := DescribeScenario(s, "x.yaml").Settings; got == nil {
-		t.Error("DescribeScenario leaves Settings out")
+	if got := s.Describe("x.yaml").Settings; got == nil {
+		t.Error("Describe leaves Settings out")
 	}
 }

@@ -1,4 +1,4 @@
-package report_test
+package result_test
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/result"
 )
 
 // The runner fills an Entry per algorithm × topology: histograms in microseconds (merged from one
-// per worker), then counts, verification, accuracy, server cost and timeline; WriteAll does the rest.
+// per worker), then counts, verification, accuracy, server cost and timeline; report.WriteAll does the rest.
 func ExampleEntry_SetHistograms() {
 	latency := hdrhistogram.New(1, 60_000_000, 3) // from intended send time, µs
 	service := hdrhistogram.New(1, 60_000_000, 3) // from actual send, µs
@@ -18,7 +18,7 @@ func ExampleEntry_SetHistograms() {
 		_ = latency.RecordValue(us)
 		_ = service.RecordValue(us - 50)
 	}
-	e := report.Entry{Algorithm: "gcra", Topology: "single"}
+	e := result.Entry{Algorithm: "gcra", Topology: "single"}
 	if err := e.SetHistograms(latency, service); err != nil {
 		fmt.Println(err)
 		return

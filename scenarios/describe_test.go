@@ -1,4 +1,4 @@
-package report
+package scenarios
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/golden"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // scenarioSections are scenarios in every arrival form, key distribution, skew form and client
@@ -75,18 +74,19 @@ algorithms: [all]
 `},
 }
 
-// TestScenarioSectionGolden: the scenario section of result.json (the description in words and
-// the effective settings) of scenarios in every form is testdata/scenario-sections.json.
+// TestScenarioSectionGolden: the scenario section of result.json (name, seed, topologies and the
+// effective settings) of scenarios in every form is testdata/scenario-sections.json. Package
+// report's TestScenarioWords puts the same sections in words.
 func TestScenarioSectionGolden(t *testing.T) {
 	// The custom script is read relative to the scenario file.
 	dir := filepath.Join("..", "examples", "custom")
 	var got bytes.Buffer
 	for _, sc := range scenarioSections {
-		s, err := scenarios.Parse(filepath.Join(dir, sc.name+".yaml"), []byte(sc.yaml))
+		s, err := Parse(filepath.Join(dir, sc.name+".yaml"), []byte(sc.yaml))
 		if err != nil {
 			t.Fatalf("%s: %v", sc.name, err)
 		}
-		b, err := json.MarshalIndent(DescribeScenario(s, s.File), "", "  ")
+		b, err := json.MarshalIndent(s.Describe(s.File), "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,14 @@
-package scenarios
+// Package arrival is the open-loop arrival profile a scenario names: a constant rate, a ramp,
+// steps, spikes or a replayed trace, optionally aligned to the Unix clock. It gives the pacer
+// its pieces (Segments, as load.Segment), the rate at any instant (RateAt), the profile in words
+// (String) and in result.json's settings (MarshalJSON).
+//
+// It is its own leaf, below package scenarios (which loads it from YAML) and package result (which
+// records it in result.json's scenario section), so that the result schema can hold the profile
+// without linking scenarios' environments (redisenv and the container libraries); it imports
+// only internal/load's value types. DESIGN.md's layout has no such package: the profile lived in
+// package scenarios before the result schema became a leaf.
+package arrival
 
 import (
 	"encoding/json"
@@ -11,16 +21,16 @@ import (
 	"github.com/limitbench/limitbench/internal/trace"
 )
 
-// ArrivalKind names the form of an open-loop schedule.
-type ArrivalKind string
+// Kind names the form of an open-loop schedule.
+type Kind string
 
 // The arrival forms.
 const (
-	Constant ArrivalKind = "rate"
-	RampUp   ArrivalKind = "ramp"
-	Stepped  ArrivalKind = "steps"
-	Spiked   ArrivalKind = "spike"
-	Traced   ArrivalKind = "trace"
+	Constant Kind = "rate"
+	RampUp   Kind = "ramp"
+	Stepped  Kind = "steps"
+	Spiked   Kind = "spike"
+	Traced   Kind = "trace"
 )
 
 // Arrival is an open-loop schedule: how many requests per second all clients together start, as a
@@ -41,6 +51,9 @@ type Arrival struct {
 	// scenario names it (relative to the scenario file's directory).
 	Trace     *trace.Trace
 	TraceFile string
+	// Recorded is the trace as result.json records it (TraceSummary), set on an arrival read back
+	// from result.json, whose Trace holds no rows; nil otherwise.
+	Recorded *TraceSummary
 	// Align places the start of the schedule on the Unix clock; the zero value starts at once.
 	Align Align
 }
@@ -88,8 +101,17 @@ func (a Align) Start(now time.Time) time.Time {
 	return now.Add(a.Every - time.Duration(phase))
 }
 
+// stepsPeriod returns the length of one pass of a's steps (0 without steps).
+func (a *Arrival) stepsPeriod() time.Duration {
+	var period time.Duration
+	for _, s := range a.Steps {
+		period += s.For
+	}
+	return period
+}
+
 // Kind returns which form a is.
-func (a *Arrival) Kind() ArrivalKind {
+func (a *Arrival) Kind() Kind {
 	switch {
 	case a.Trace != nil:
 		return Traced
@@ -116,10 +138,7 @@ func (a *Arrival) RateAt(t, span time.Duration) float64 {
 		}
 		return a.Ramp.From + (a.Ramp.To-a.Ramp.From)*float64(t)/float64(span)
 	case Stepped:
-		var period time.Duration
-		for _, s := range a.Steps {
-			period += s.For
-		}
+		period := a.stepsPeriod()
 		if period <= 0 {
 			return 0
 		}
@@ -175,10 +194,7 @@ func (a *Arrival) Segments(span time.Duration) []load.Segment {
 	case RampUp:
 		add(a.Ramp.From, a.Ramp.To, span)
 	case Stepped:
-		var period time.Duration
-		for _, s := range a.Steps {
-			period += s.For
-		}
+		period := a.stepsPeriod()
 		if period <= 0 {
 			return nil
 		}
@@ -202,10 +218,10 @@ func (a *Arrival) Segments(span time.Duration) []load.Segment {
 	return out
 }
 
-// pieces returns, without building them, a bound on how many pieces Segments(span) returns:
+// Pieces returns, without building them, a bound on how many pieces Segments(span) returns:
 // at least as many, and at most one period's pieces more (the last period is cut at span);
 // math.MaxInt when the count does not fit. a must be valid (every length > 0).
-func (a *Arrival) pieces(span time.Duration) int {
+func (a *Arrival) Pieces(span time.Duration) int {
 	if span <= 0 {
 		return 0
 	}
@@ -218,10 +234,7 @@ func (a *Arrival) pieces(span time.Duration) int {
 	}
 	switch a.Kind() {
 	case Stepped:
-		var period time.Duration
-		for _, s := range a.Steps {
-			period += s.For
-		}
+		period := a.stepsPeriod()
 		if period <= 0 {
 			return 0
 		}
@@ -270,8 +283,8 @@ func (a *Arrival) String() string {
 		}
 	case Traced:
 		s = "trace " + a.TraceFile
-		if len(a.Trace.Rows) > 0 { // read back from result.json, a trace has no rows
-			s += fmt.Sprintf(" (%d requests over %s)", len(a.Trace.Rows), a.Trace.Span())
+		if t := a.TraceSummary(); t != nil && t.Rows > 0 {
+			s += fmt.Sprintf(" (%d requests over %s)", t.Rows, load.Seconds(t.SpanS))
 		}
 	default:
 		s = fmt.Sprintf("constant %g/s", a.Rate)
@@ -285,18 +298,20 @@ func (a *Arrival) String() string {
 // arrivalJSON is an Arrival's form in result.json's settings: its kind, the fields of its form,
 // durations in seconds.
 type arrivalJSON struct {
-	Kind  ArrivalKind `json:"kind"`
-	Rate  float64     `json:"rate,omitempty"`
-	Ramp  *Ramp       `json:"ramp,omitempty"`
-	Steps []Step      `json:"steps,omitempty"`
-	Spike *Spike      `json:"spike,omitempty"`
+	Kind  Kind    `json:"kind"`
+	Rate  float64 `json:"rate,omitempty"`
+	Ramp  *Ramp   `json:"ramp,omitempty"`
+	Steps []Step  `json:"steps,omitempty"`
+	Spike *Spike  `json:"spike,omitempty"`
 	// Trace is the trace file's name and its size (the rows are not repeated).
-	Trace *traceJSON `json:"trace,omitempty"`
-	Align *Align     `json:"align,omitempty"`
+	Trace *TraceSummary `json:"trace,omitempty"`
+	Align *Align        `json:"align,omitempty"`
 }
 
-// traceJSON describes a replayed trace in result.json.
-type traceJSON struct {
+// TraceSummary is what result.json records of a replayed trace: its file, as the scenario names
+// it, and its size (rows, distinct clients and subjects, the offset of its last row in seconds),
+// not its rows.
+type TraceSummary struct {
 	File     string  `json:"file"`
 	Rows     int     `json:"rows"`
 	Clients  int     `json:"clients"`
@@ -308,22 +323,36 @@ type traceJSON struct {
 // form}, and align when it is aligned.
 func (a Arrival) MarshalJSON() ([]byte, error) {
 	w := arrivalJSON{Kind: a.Kind(), Rate: a.Rate, Ramp: a.Ramp, Steps: a.Steps, Spike: a.Spike}
-	if t := a.Trace; t != nil {
-		w.Trace = &traceJSON{File: a.TraceFile, Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects), SpanS: t.Span().Seconds()}
-	}
+	w.Trace = a.TraceSummary()
 	if a.Align.Every > 0 {
 		w.Align = &a.Align
 	}
 	return json.Marshal(w)
 }
 
+// TraceSummary returns what result.json records of a's trace: counted from its rows, or, on an
+// arrival read back from result.json, as recorded; nil without a trace.
+func (a *Arrival) TraceSummary() *TraceSummary {
+	t := a.Trace
+	switch {
+	case t == nil:
+		return nil
+	case len(t.Rows) == 0 && a.Recorded != nil:
+		r := *a.Recorded
+		return &r
+	}
+	return &TraceSummary{File: a.TraceFile, Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects), SpanS: t.Span().Seconds()}
+}
+
 // UnmarshalJSON reads what MarshalJSON writes; the kind follows from the fields. A trace's rows
-// are not in result.json: its file name is kept (TraceFile), and Trace is a trace without rows.
+// are not in result.json: its file name is kept (TraceFile), Trace is a trace without rows, and
+// Recorded holds its size as recorded, so that the arrival is written and described again as it
+// was.
 func (a *Arrival) UnmarshalJSON(b []byte) error {
 	return fromJSON(b, func(w arrivalJSON) {
 		*a = Arrival{Rate: w.Rate, Ramp: w.Ramp, Steps: w.Steps, Spike: w.Spike}
 		if w.Trace != nil {
-			a.TraceFile, a.Trace = w.Trace.File, &trace.Trace{}
+			a.TraceFile, a.Trace, a.Recorded = w.Trace.File, &trace.Trace{}, w.Trace
 		}
 		if w.Align != nil {
 			a.Align = *w.Align

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/arrival"
+	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // fullResultGolden is a result.json with every section and field populated: the bytes
@@ -74,10 +74,10 @@ func fullResult(t *testing.T) *Result {
 			{Kind: "connection refused", Outcome: "failed", Count: 20,
 				First: "my-limiter: dial tcp 127.0.0.1:7000: connect: connection refused", FirstAtS: 4.44},
 		},
-		Watch: &faults.Summary{
-			Nodes: []faults.NodeState{{Node: "127.0.0.1:7000", RoleBefore: "master", RoleAfter: "master",
+		Watch: &watch.Summary{
+			Nodes: []watch.NodeState{{Node: "127.0.0.1:7000", RoleBefore: "master", RoleAfter: "master",
 				RunIDBefore: "4f2a1b2c5e", RunIDAfter: "9c1e0d3f7a", UptimeBeforeS: 12, UptimeAfterS: 5, LastError: "timeout"}},
-			Events: []faults.EventRecord{{Node: "127.0.0.1:7000", Kind: faults.EventRestarted, AfterS: 4.41, AtS: 4.512,
+			Events: []watch.EventRecord{{Node: "127.0.0.1:7000", Kind: watch.EventRestarted, AfterS: 4.41, AtS: 4.512,
 				From: "4f2a1b2c5e", To: "9c1e0d3f7a", Role: "master", StateLost: true}},
 			Polls: 105, IntervalMS: 100,
 		},
@@ -117,17 +117,15 @@ func fullResult(t *testing.T) *Result {
 	return &Result{
 		Schema: SchemaVersion,
 		Scenario: Scenario{
-			Name: "full", Description: "Every section of result.json.", File: "scenarios/full.yaml", Seed: 7, DurationS: 10,
-			Clients: 8, Loop: "open", Mode: "pipeline(4)", Arrival: "steps 100/s for 1s, 300/s for 2s, aligned to 1s+900ms",
-			Keys: "10 subjects, zipf s=1.2", Skew: "offsets 0s, 1.5s cycled over clients", Topologies: []string{"single", "cluster"},
-			Algorithms: []string{"gcra", "my-limiter"}, ExpectViolations: []string{"my-limiter"},
+			Name: "full", Description: "Every section of result.json.", File: "scenarios/full.yaml", Seed: 7,
+			Topologies: []string{"single", "cluster"},
 			Settings: &Settings{
 				Limit: algorithms.Limit{Limit: 20, Window: 2 * time.Second, Burst: 30, ConsumerLimit: 10},
 				Cost:  2, WarmupS: 0.5, DurationS: 10, Clients: 8, ClientMode: load.ModePipeline, PipelineDepth: 4,
-				Arrival: &scenarios.Arrival{Rate: 250, Ramp: &scenarios.Ramp{From: 10, To: 400},
-					Steps: []scenarios.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
-					Spike: &scenarios.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
-					Align: scenarios.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
+				Arrival: &arrival.Arrival{Rate: 250, Ramp: &arrival.Ramp{From: 10, To: 400},
+					Steps: []arrival.Step{{For: time.Second, Rate: 100}, {For: 2 * time.Second, Rate: 300}},
+					Spike: &arrival.Spike{Base: 50, Peak: 500, At: 1900 * time.Millisecond, For: 200 * time.Millisecond, Every: 2 * time.Second},
+					Align: arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}},
 				Keys:       load.Keys{Count: 10, Distribution: load.Zipf, ZipfS: 1.2, HotShare: 0.5},
 				ClockSkew:  load.Skew{Offsets: []time.Duration{0, 1500 * time.Millisecond}, Spread: 2 * time.Second},
 				Algorithms: []string{"gcra", "my-limiter"},
@@ -135,7 +133,7 @@ func fullResult(t *testing.T) *Result {
 					Args:     []string{"{{rate}}", "{{burst}}", "{{now_s}}", "{{cost}}"},
 					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
 					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
-				Expect:      scenarios.Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
+				Expect:      Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
 				Thresholds:  []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 				Persistence: "aof-always", Faults: []string{"restart master at 4.4s, recovery 1s"},
 				Wait: &algorithms.Wait{Replicas: 1, Timeout: 50 * time.Millisecond},
@@ -152,7 +150,7 @@ func fullResult(t *testing.T) *Result {
 		Generators: []Generator{{Segment: 2, Requests: 1000, ThroughputRPS: 99.5, Late: 2, LateFraction: 0.002, LateStartMS: 1.5,
 			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
 		MergedFrom: []string{"results/run-001/segment-0"},
-		Files: RunFiles{Result: ResultFile, Markdown: MarkdownFile, HTML: HTMLFile,
+		Files: RunFiles{Result: FileName, Markdown: "report.md", HTML: "report.html",
 			Plots:      []string{"latency-cluster.png", "latency-cluster.svg"},
 			Histograms: []string{"my-limiter-cluster.hgrm", "my-limiter-cluster-service.hgrm", "reference-cluster.hgrm"}},
 	}
@@ -166,13 +164,13 @@ func TestFullResultGolden(t *testing.T) {
 	if err := fullResult(t).Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	got, err := os.ReadFile(filepath.Join(dir, FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, fullResultGolden, got)
 
-	r, err := ReadResult(fullResultGolden)
+	r, err := Read(fullResultGolden)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +179,7 @@ func TestFullResultGolden(t *testing.T) {
 	if err := r.Write(again); err != nil {
 		t.Fatal(err)
 	}
-	round, err := os.ReadFile(filepath.Join(again, ResultFile))
+	round, err := os.ReadFile(filepath.Join(again, FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,44 @@
+package result
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/limitbench/limitbench/internal/golden"
+)
+
+// TestReadPreviousVersion: a result.json written by the previous version, whose scenario section
+// described the scenario twice, in words beside its settings (testdata/v1-words-result.json: the
+// bytes testdata/full-result.json had then), reads as the same result, and is written again as
+// this version writes it: the words are dropped, nothing else changes.
+func TestReadPreviousVersion(t *testing.T) {
+	old, err := Read(filepath.Join("testdata", "v1-words-result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Read(fullResultGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cur, old); diff != "" {
+		t.Errorf("the previous version's result.json reads differently (-this version +previous):\n%s", diff)
+	}
+	dir := t.TempDir()
+	if err := old.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(fullResultGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the previous version's result.json written again differs from %s:\n%s", fullResultGolden, golden.FirstDiff(want, got))
+	}
+}
