@@ -266,7 +266,7 @@ func newHuntView(f *hunt.File, figs []Figure, inline bool) huntView {
 			Trials: fmt.Sprintf("%d (%s)", e.Trials, e.Stop), Best: fmt.Sprintf("%.3f", e.BestScore), Label: label, Class: class}
 		s := huntSection{Heading: e.Algorithm + " on " + e.Topology, Label: label, Class: class}
 		s.Lines = append(s.Lines, fmt.Sprintf("Families: %s. Time zero at %ss past a multiple of %ss.", strings.Join(e.Families, ", "),
-			Number(e.Align.OffsetS), Number(e.Align.EveryS)))
+			Number(e.Align.Offset.Seconds()), Number(e.Align.Every.Seconds())))
 		if len(e.SkewsS) > 0 {
 			skews := make([]string, len(e.SkewsS))
 			for i, k := range e.SkewsS {
@@ -278,7 +278,7 @@ func newHuntView(f *hunt.File, figs []Figure, inline bool) huntView {
 			w := vi.Worst
 			line := fmt.Sprintf("Broke %s at trial %d (family %s, %d mutations): %d definite %s; the worst admitted %d permits where %d were allowed, over %s",
 				w.Limit, vi.Schedule.Trial, vi.Schedule.Family, vi.Schedule.Mutations, vi.Definite, Plural(vi.Definite, "violation", "violations"),
-				w.Permits, w.Allowed, huntSpan(e, w.LoUs, w.HiUs))
+				w.Permits, w.Allowed, huntSpan(e, w.Lo, w.Hi))
 			line += huntScope(w.Subject, w.Client) + "."
 			s.Lines = append(s.Lines, line)
 			r.Sizes = fmt.Sprintf("%d rows", vi.Schedule.Size.Rows)
@@ -311,7 +311,7 @@ func newHuntView(f *hunt.File, figs []Figure, inline bool) huntView {
 			}
 		} else if c := e.Closest; c != nil {
 			s.Lines = append(s.Lines, fmt.Sprintf("Never broken. Closest approach %.3f of %s: %d permits admitted where %s were allowed, over %s%s.",
-				c.Score, c.Limit, c.Permits, Number(c.Allowed), huntSpan(e, c.LoUs, c.HiUs), huntScope(c.Subject, c.Client)))
+				c.Score, c.Limit, c.Permits, Number(c.Allowed), huntSpan(e, c.Lo, c.Hi), huntScope(c.Subject, c.Client)))
 		} else if e.Plot != nil && slices.ContainsFunc(e.Plot.Admitted, func(n int64) bool { return n > 0 }) {
 			s.Lines = append(s.Lines, fmt.Sprintf("Never broken; closest approach %.3f: the verifier could place no set of the admissions under one allowance of %s for certain (the decision times are known too coarsely), so the hunt could not tell how close it came.",
 				e.BestScore, e.Contract))
