@@ -3,16 +3,15 @@ package hunt
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/limitbench/limitbench/internal/golden"
+)
 
 // goldenFile is the hunt.json of two simulated hunts with seed 1: one that breaks
 // fixed-window-published's clock flaw and shrinks it, one of a correct model that never breaks.
@@ -45,22 +44,7 @@ func TestFileGolden(t *testing.T) {
 	if err := f.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/hunt.json"
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("hunt.json (-want +got):\n%s", diff)
-	}
+	golden.Check(t, "testdata/hunt.json", buf.Bytes())
 	back, err := ReadFile(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
