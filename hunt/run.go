@@ -206,6 +206,9 @@ func (p *Plan) Run(ctx context.Context, dir string) (*Outcome, error) {
 		Scenarios: map[string][]byte{},
 	}
 	err := p.run(ctx, dir, out)
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
 	out.File.CutShort = ctx.Err() != nil || err != nil
 	return out, err
 }
@@ -224,9 +227,6 @@ func (p *Plan) run(ctx context.Context, dir string, out *Outcome) error {
 		cfg.Logf = p.logf
 		tgt, err := redisenv.Start(ctx, cfg)
 		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("start %s environment: %w", topo, ctx.Err())
-			}
 			return fmt.Errorf("start %s environment: %w", topo, err)
 		}
 		err = p.topology(ctx, tgt, string(topo), dir, out)
@@ -261,9 +261,6 @@ func (p *Plan) topology(ctx context.Context, tgt *redisenv.Target, topo, dir str
 			p.add(out, res, topo, dir, q)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w: %w", ctx.Err(), err)
-			}
 			return err
 		}
 	}
