@@ -2,10 +2,16 @@
 // property-based testing searches for the input that breaks a function: it generates candidate
 // schedules aimed at the contract's weak points, runs each as a short trial, keeps the ones that
 // came closest to a violation and mutates them, and when one breaks the contract shrinks it to a
-// small schedule that still does. It owns the schedule families, the search (Hunt), the shrinker
-// (Shrink) and the schema of hunt.json (File). It runs nothing itself: a trial is a function it is
-// given (Trial), so the same search drives a real limiter on Redis through the runner, or a
-// pure-Go reference model in tests.
+// small schedule that still does.
+//
+// It is the whole of `limitbench hunt` but the flags, as gate/ is the whole of the gate: the
+// schedule families, the search (Hunt), the shrinker (Shrink), the running of a scenario's hunt
+// (NewPlan, Plan.Run: an environment per topology, the targets in turn, the shrink and confirm
+// policy, the reproducer scenarios), the schema of hunt.json (File), the verdict against the
+// scenario's expectations (Verdict), and the report (Figures, WriteMarkdown, WriteHTML,
+// WriteReport, WriteSummary). It measures nothing itself: a trial is a function it is given
+// (Trial for Hunt, Lab.Trial for Plan.Run), so the same search drives a real limiter on Redis
+// through the harness, or a pure-Go reference model in tests.
 //
 // # Schedules
 //
@@ -67,8 +73,27 @@
 // its schedule, the violation, its worst window and its reproducer, or the closest approach, and
 // a Plot of the best schedule's trial: the permits requested and admitted per time bin and the
 // set of admissions the verifier marked, all taken from that trial's own admission log (the best
-// candidates keep theirs, Candidate.Log), never from a model. The report package draws it
-// (report.HuntFigures) and writes report.md and report.html from the File alone.
+// candidates keep theirs, Candidate.Log), never from a model. It is built from the types that
+// own each concept: an entry's align is the arrival.Align its schedules ran at, its closest
+// approach verify's Closest and its worst window verify's Where (each with its limit written
+// out), its confirmation a Confirmation. Figures, WriteMarkdown and WriteHTML draw and write the
+// report from a File alone, with package report's plotting and formatting.
+//
+// # Running a scenario's hunt
+//
+// NewPlan checks Options and resolves the scenario's algorithms before anything starts (bad input
+// first); Plan.Run starts the scenario's environment for each topology in turn, checks custom
+// scripts, hunts each algorithm with a contract, stops the environment, and returns an Outcome:
+// the File and the traces and reproducer scenarios its entries name, which Outcome.Write puts
+// in the results directory with the report. Shrinking keeps a candidate only when it breaks the
+// contract in ShrinkReplays replays by more than ShrinkMargin, and the reproducer must then
+// break it in ConfirmReplays more. A reproducer scenario replays the shrunk trace at the hunt's
+// frame (arrival.align) with as many clients as a trial used (Lab.Workers), and names a custom
+// script relative to the results directory.
+//
+// DESIGN.md has hunt's trials run through internal/measure. Until that package lands, Plan.Run
+// takes the harness's functions as a Lab (cmd/limitbench passes internal/runner's), so hunt
+// depends on no way of measuring and the rewiring is one value in cmd/limitbench.
 //
 // # Shrinking
 //

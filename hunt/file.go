@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
+	"github.com/limitbench/limitbench/internal/verify"
 )
 
 // Schema names the format of hunt.json.
@@ -45,8 +47,9 @@ type Entry struct {
 	SkewsS []float64 `json:"skews_s,omitempty"`
 	// Families are the families that applied.
 	Families []string `json:"families"`
-	// Align is where every schedule's time zero lay on the Unix clock.
-	Align Align `json:"align"`
+	// Align is where every schedule's time zero lay on the Unix clock (Result.Frame): in
+	// hunt.json {every_s, offset_s}, as result.json writes a scenario's arrival.align.
+	Align arrival.Align `json:"align"`
 	// Trials counts the schedules run; ElapsedS is the search's time; Stop why it ended
 	// (violation, trials, time, canceled, exhausted).
 	Trials   int     `json:"trials"`
@@ -66,13 +69,6 @@ type Entry struct {
 	// Plot is the best schedule's trial as the report draws it (admitted against allowed, from
 	// the trial's own log); nil when no trial ran or its log was not kept.
 	Plot *Plot `json:"plot,omitempty"`
-}
-
-// Align is a scenario's arrival.align in seconds: time zero at a Unix time u with
-// u mod every = offset (every 0: anywhere).
-type Align struct {
-	EveryS  float64 `json:"every_s"`
-	OffsetS float64 `json:"offset_s"`
 }
 
 // Schedule describes one schedule that was run.
@@ -96,17 +92,13 @@ type SizeOut struct {
 	ExtentS  float64 `json:"extent_s"`
 }
 
-// Closest is the set of admissions that came closest to (or went furthest over) a limit.
+// Closest is the set of admissions that came closest to (or went furthest over) a limit: the
+// verifier's closest approach (verify.LimitApproach) with its limit written out.
 type Closest struct {
 	// Limit is the limit's contract, without its Also.
-	Limit   string  `json:"limit"`
-	Subject string  `json:"subject,omitempty"`
-	Client  string  `json:"client,omitempty"`
-	LoUs    int64   `json:"lo_us"`
-	HiUs    int64   `json:"hi_us"`
-	Permits int64   `json:"permits"`
-	Allowed float64 `json:"allowed"`
-	Score   float64 `json:"score"`
+	Limit string `json:"limit"`
+	verify.Closest
+	Score float64 `json:"score"`
 }
 
 // Found is a schedule that broke the contract.
@@ -120,16 +112,11 @@ type Found struct {
 	Shrunk *Shrunk `json:"shrunk,omitempty"`
 }
 
-// Worst is verify.Where of the worst definite violation, with its limit.
+// Worst is verify.Where of the worst definite violation, with its limit written out.
 type Worst struct {
-	Limit   string `json:"limit"`
-	Subject string `json:"subject,omitempty"`
-	Client  string `json:"client,omitempty"`
-	LoUs    int64  `json:"lo_us"`
-	HiUs    int64  `json:"hi_us"`
-	Permits int64  `json:"permits"`
-	Allowed int64  `json:"allowed"`
-	Excess  int64  `json:"excess"`
+	// Limit is the limit's contract, without its Also.
+	Limit string `json:"limit"`
+	verify.Where
 }
 
 // Shrunk is the reproducer: the shrunk trace and the scenario that replays it.
@@ -142,19 +129,9 @@ type Shrunk struct {
 	Steps   int `json:"steps"`
 	// Minimal: deleting any one row loses the violation.
 	Minimal bool `json:"minimal"`
-	// Confirm is the reproducer's confirmation (hunt.Budget.Confirm); absent when it was not
+	// Confirm is the reproducer's confirmation (Budget.Confirm); absent when it was not
 	// confirmed.
-	Confirm *ConfirmOut `json:"confirm,omitempty"`
-}
-
-// ConfirmOut is a Confirmation in hunt.json.
-type ConfirmOut struct {
-	// Replays of the reproducer, and how many of them broke the contract.
-	Replays int `json:"replays"`
-	Broke   int `json:"broke"`
-	// Back is how many kept shrink steps the reproducer lies before the smallest, which broke
-	// the contract in fewer replays (0: the smallest held).
-	Back int `json:"back"`
+	Confirm *Confirmation `json:"confirm,omitempty"`
 }
 
 // Files names the files an Entry refers to, relative to hunt.json; empty names are left out.
@@ -172,7 +149,7 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		Contract:  res.Target.Contract.String(),
 		Clock:     res.Target.Clock.String(),
 		Families:  append([]string{}, res.Families...),
-		Align:     Align{EveryS: res.Frame.Every.Seconds(), OffsetS: res.Frame.Offset.Seconds()},
+		Align:     res.Frame,
 		Trials:    res.Trials,
 		ElapsedS:  res.Elapsed.Seconds(),
 		Stop:      string(res.Stop),
@@ -188,9 +165,7 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		e.Best = &s
 		for _, l := range b.Approach.Limits {
 			if l.Score == b.Score() && l.Score > 0 {
-				c := l.Closest
-				e.Closest = &Closest{Limit: l.Contract.String(), Subject: c.Subject, Client: c.Client,
-					LoUs: c.Lo, HiUs: c.Hi, Permits: c.Permits, Allowed: c.Allowed, Score: l.Score}
+				e.Closest = &Closest{Limit: l.Contract.String(), Closest: l.Closest, Score: l.Score}
 				break
 			}
 		}
@@ -199,16 +174,15 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		f := &Found{Schedule: schedule(&v.Candidate, files.Found), Definite: v.Report.Definite()}
 		for _, l := range v.Report.Limits {
 			if l.Definite > 0 && (f.Worst.Limit == "" || l.Worst.Excess > f.Worst.Excess) {
-				w := l.Worst
-				f.Worst = Worst{Limit: l.Contract.String(), Subject: w.Subject, Client: w.Client,
-					LoUs: w.Lo, HiUs: w.Hi, Permits: w.Permits, Allowed: w.Allowed, Excess: w.Excess}
+				f.Worst = Worst{Limit: l.Contract.String(), Where: l.Worst}
 			}
 		}
 		if sr := v.Shrunk; sr != nil {
 			f.Shrunk = &Shrunk{Trace: files.Shrunk, Scenario: files.Scenario, Size: sizeOut(sr.To),
 				Replays: sr.Calls, Steps: sr.Steps, Minimal: sr.Minimal}
 			if c := v.Confirmation; c != nil {
-				f.Shrunk.Confirm = &ConfirmOut{Replays: c.Replays, Broke: c.Broke, Back: c.Back}
+				cc := *c
+				f.Shrunk.Confirm = &cc
 			}
 		}
 		e.Violation = f

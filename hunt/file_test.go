@@ -3,15 +3,15 @@ package hunt
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/limitbench/limitbench/internal/golden"
+)
 
 // goldenFile is the hunt.json of two simulated hunts with seed 1: one that breaks
 // fixed-window-published's clock flaw and shrinks it, one of a correct model that never breaks.
@@ -44,22 +44,7 @@ func TestFileGolden(t *testing.T) {
 	if err := f.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/hunt.json"
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("hunt.json (-want +got):\n%s", diff)
-	}
+	golden.Check(t, "testdata/hunt.json", buf.Bytes())
 	back, err := ReadFile(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -87,5 +72,39 @@ func TestReadFileStrict(t *testing.T) {
 		if _, err := ReadFile(strings.NewReader(in)); !errors.Is(err, ErrBadFile) {
 			t.Errorf("%s: ReadFile = %v; want ErrBadFile", name, err)
 		}
+	}
+}
+
+// TestReadPreviousFile: a hunt.json written by the version before Align, Closest, Worst and
+// Confirm became the owners' types (arrival.Align, verify.Closest, verify.Where, Confirmation)
+// reads, means the same, and is written back byte for byte: the field names did not change.
+func TestReadPreviousFile(t *testing.T) {
+	const previous = "testdata/hunt-previous.json"
+	want, err := os.ReadFile(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFile(bytes.NewReader(want))
+	if err != nil {
+		t.Fatalf("%s: %v", previous, err)
+	}
+	e := f.Entries[0]
+	if e.Algorithm != "fixed-window-published" || e.Align.Every != time.Minute || e.Align.Offset != 59*time.Second {
+		t.Errorf("%s: first entry %s aligned %+v; want fixed-window-published at 59s past a minute", previous, e.Algorithm, e.Align)
+	}
+	if c := e.Closest; c == nil || c.Limit != "fixed-window(20, 1m0s)" || c.Subject != "s0" || c.Permits != 40 || c.Allowed != 20 || c.Score != 2 ||
+		c.Lo != 1795888739127191 || c.Hi != 1795888739394212 {
+		t.Errorf("%s: closest %+v", previous, c)
+	}
+	if v := e.Violation; v == nil || v.Worst.Limit != "fixed-window(20, 1m0s)" || v.Worst.Permits != 40 || v.Worst.Allowed != 20 || v.Worst.Excess != 20 ||
+		v.Worst.Lo != 1795888739127191 || v.Shrunk == nil || v.Shrunk.Confirm == nil || *v.Shrunk.Confirm != (Confirmation{Replays: 5, Broke: 5}) {
+		t.Errorf("%s: violation %+v", previous, v)
+	}
+	var got bytes.Buffer
+	if err := f.Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("%s read and written again (-previous +now):\n%s", previous, diff)
 	}
 }

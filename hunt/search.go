@@ -168,14 +168,17 @@ type Violation struct {
 	Confirmation *Confirmation
 }
 
-// Confirmation is how the reproducer fared when replayed Budget.Confirm times at the end.
+// Confirmation is how the reproducer fared when replayed Budget.Confirm times at the end; as
+// hunt.json's confirm, {replays, broke, back}.
 type Confirmation struct {
 	// Replays is Budget.Confirm; Broke counts the replays of the reproducer that broke the
 	// contract (Broke == Replays: confirmed).
-	Replays, Broke int
+	Replays int `json:"replays"`
+	Broke   int `json:"broke"`
 	// Back is how many schedules along ShrinkResult.Path the reproducer lies before the
-	// shrinker's last (0: the last held; Steps: the violation as found).
-	Back int
+	// shrinker's last (0: the last held; Steps: the violation as found), which broke the
+	// contract in fewer replays.
+	Back int `json:"back"`
 }
 
 // Confirmed reports whether every replay of the reproducer broke the contract.

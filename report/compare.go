@@ -215,7 +215,7 @@ func WriteComparison(dir string, c *Comparison) error {
 	return result.WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
-var htmlComparison = template.Must(template.New("comparison").Parse(pageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
+var htmlComparison = template.Must(template.New("comparison").Parse(PageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
 <ul>{{range .Runs}}<li><strong>{{.Role}}:</strong> {{.Label}} ({{.Env}})</li>{{end}}</ul>
 {{range .Sections}}<h2>{{.Run}} against {{.Baseline}}</h2>
 <div class="wrap"><table class="v">

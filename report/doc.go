@@ -1,9 +1,10 @@
 // Package report renders what a run leaves behind from the result schema (package result): the
 // HdrHistogram percentile-distribution files (.hgrm), the gonum plots (latency "nines", accuracy
 // over time, side-by-side comparison), the Markdown and self-contained HTML reports and the
-// summary table, the run-against-run comparison of saved results, the report of a hunt (hunt.go:
-// its figures, report.md and report.html, from hunt.json alone), and the one file of number and
+// summary table, the run-against-run comparison of saved results, and the one file of number and
 // unit formatting every report uses (format.go). WriteAll writes them all beside result.json.
+// Feature packages render their own reports with its exported pieces (NewPlot, NewLegend,
+// RenderFigure, PageHead, FigureView and the formatting): a hunt's is package hunt's.
 //
 // It also captures the environment a result records (HarnessEnvironment, AddTarget: this
 // machine, the CPU policy in effect and the Redis a run started), which the leaf result package

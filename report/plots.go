@@ -159,7 +159,9 @@ func NewPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-func newLegend() plot.Legend {
+// NewLegend returns a legend in the reports' style: anchored top left, 10-point text. The
+// figures draw it in a column of its own beside the plot it names, never over data.
+func NewLegend() plot.Legend {
 	l := plot.NewLegend()
 	l.Left = true
 	l.Top = true
@@ -194,7 +196,7 @@ func latencySpec(r *result.Result, topo string, entries []*result.Entry) (*figur
 	title := fmt.Sprintf("Latency by percentile, %s on %s (%s)", r.Scenario.Name, topo, r.Environment.Backend)
 	p := NewPlot(title, "percentile (log scale of 1/(1−q))", "latency from intended send (ms)")
 	p.X.Scale = plot.LogScale{}
-	l := newLegend()
+	l := NewLegend()
 	var algs []string
 	xmax := 1e4
 	for _, e := range entries {
@@ -256,7 +258,7 @@ func accuracySpec(r *result.Result, e *result.Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
 	p := NewPlot(title, "time since start (s)", "requests per second")
-	l := newLegend()
+	l := NewLegend()
 	end := float64(len(t.Offered)) * t.BinS
 	faultWindows(p, &l, e.Verification.Faults, end)
 	// steps returns per bin i the point (i·BinS, v_i / BinS), and one more at the last bin's end,

@@ -127,10 +127,12 @@ type findingGroup struct {
 
 type figureGroup struct {
 	Topology string
-	Figures  []figureView
+	Figures  []FigureView
 }
 
-type figureView struct {
+// FigureView is a figure as a report page shows it: its file stem, its title (caption and alt
+// text) and, in HTML only, the PNG as a data: URI.
+type FigureView struct {
 	Name, Title string
 	PNG         template.URL // data: URI, HTML only
 }
@@ -174,7 +176,7 @@ func newView(r *result.Result, figs []Figure, inline bool) view {
 			if f.Topology != topo {
 				continue
 			}
-			fv := figureView{Name: f.Name, Title: f.Title}
+			fv := FigureView{Name: f.Name, Title: f.Title}
 			if inline {
 				fv.PNG = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.PNG))
 			}
@@ -347,9 +349,9 @@ ul{padding-left:1.3rem}
 @page{margin:1.5cm}
 `
 
-// pageHead opens report.html, the hunt's report.html and comparison.html: the document head
-// with pageCSS and the page's heading, both the template's .Title.
-const pageHead = `<!DOCTYPE html>
+// PageHead opens report.html, comparison.html and a hunt's report.html (package hunt): the
+// document head with the reports' inline CSS and the page's heading, both the template's .Title.
+const PageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -361,7 +363,7 @@ const pageHead = `<!DOCTYPE html>
 <h1>{{.Title}}</h1>
 `
 
-var htmlReport = template.Must(template.New("report").Parse(pageHead + `{{if .Description}}<p>{{.Description}}</p>{{end}}
+var htmlReport = template.Must(template.New("report").Parse(PageHead + `{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><strong>Summary:</strong> {{.Summary}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
 <h2>Scenario</h2>

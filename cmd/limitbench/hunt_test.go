@@ -7,19 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/limitbench/limitbench/hunt"
-	"github.com/limitbench/limitbench/internal/arrival"
-	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
-	"github.com/limitbench/limitbench/scenarios"
 )
 
 // runBin runs the built binary with args and returns its exit code, stdout and stderr.
@@ -42,7 +36,7 @@ func runBin(t *testing.T, bin string, args ...string) (int, string, string) {
 // readHunt reads dir/hunt.json and returns its entries by algorithm.
 func readHunt(t *testing.T, dir string) (*hunt.File, map[string]hunt.Entry) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, huntFile))
+	f, err := os.Open(filepath.Join(dir, hunt.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,50 +240,6 @@ expect:
 `)
 }
 
-// TestCustomReproScenario: the reproducer scenario of a custom algorithm carries its definition
-// as the scenario wrote it, with the script's path made relative to the results directory, and
-// loads there: the script it reads is the scenario's.
-func TestCustomReproScenario(t *testing.T) {
-	tmp := t.TempDir()
-	scenario := customScenario(t, tmp)
-	s, err := scenarios.Load(scenario)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(tmp, "results", "deep")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	algs, err := customEntryYAML(scenario, "my-off-by-one", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(algs, "script: ../../scripts/off_by_one.lua\n") || strings.Contains(algs, "#") {
-		t.Errorf("algorithms field:\n%s\nwant the script relative to %s and no comments", algs, dir)
-	}
-	tr := &trace.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"}, Rows: []trace.Row{{At: 0, Cost: 1}, {At: time.Millisecond, Cost: 1}}}
-	if err := trace.Write(filepath.Join(dir, "t.csv"), tr); err != nil {
-		t.Fatal(err)
-	}
-	y := reproScenario(s, "my-off-by-one", "single", "t.csv", arrival.Align{}, tr, algs)
-	repro := writeFile(t, dir, "repro.yaml", string(y))
-	back, err := scenarios.Load(repro)
-	if err != nil {
-		t.Fatalf("reproducer does not load: %v\n%s", err, y)
-	}
-	e := back.ResolveAlgorithms()
-	if len(e) != 1 || e[0].Custom == nil || e[0].Custom.Source != s.Algorithms[0].Custom.Source ||
-		!slices.Equal(e[0].Custom.Args, s.Algorithms[0].Custom.Args) || !cmp.Equal(e[0].Custom.Contract, s.Algorithms[0].Custom.Contract) {
-		t.Errorf("reproducer's algorithm %+v; want the scenario's %+v", e, s.Algorithms[0].Custom)
-	}
-	if !slices.Equal(back.Expect.Violations, []string{"my-off-by-one"}) {
-		t.Errorf("reproducer expects %v", back.Expect.Violations)
-	}
-	if _, err := customEntryYAML(scenario, "nope", dir); err == nil || !strings.Contains(err.Error(), `no custom algorithm "nope"`) {
-		t.Errorf("customEntryYAML of an unknown name: %v", err)
-	}
-}
-
 // TestHuntCustomReproducer: against a real Redis, a hunt of examples/custom's off_by_one.lua
 // (a sliding log that admits one request too many per window) finds the violation, shrinks it,
 // and writes a reproducer scenario beside the trace, in a results directory elsewhere than the
@@ -335,45 +285,6 @@ func TestHuntCustomReproducer(t *testing.T) {
 	code, stdout, stderr, res := replayReproducer(t, bin, filepath.Join(out, sh.Scenario), filepath.Join(tmp, "replay"))
 	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "my-off-by-one" || res.Entries[0].Verification.Verdict != "fail" || code != exitOK {
 		t.Errorf("replay: exit %d, entries %+v; want 0 and my-off-by-one failing its contract\n%s\n%s", code, res.Entries, stdout, stderr)
-	}
-}
-
-// TestHuntVerdict: a hunt exits 1 for a violation the scenario does not expect and for an
-// algorithm it expects to break (expect.violations) that held; may_violate decides nothing.
-func TestHuntVerdict(t *testing.T) {
-	s := &scenarios.Scenario{Expect: result.Expect{Violations: []string{"must"}, MayViolate: []string{"may"}}}
-	broke := func(name string) hunt.Entry {
-		return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 1.5, ExpectedViolation: name != "other",
-			Violation: &hunt.Found{Schedule: hunt.Schedule{Trace: name + ".csv"}}}
-	}
-	held := func(name string) hunt.Entry { return hunt.Entry{Algorithm: name, Topology: "single", BestScore: 0.9} }
-	for _, c := range []struct {
-		name    string
-		entries []hunt.Entry
-		want    []string // substrings of the error; none: no error
-	}{
-		{"as expected", []hunt.Entry{broke("must"), broke("may"), held("other")}, nil},
-		{"may_violate held", []hunt.Entry{broke("must"), held("may")}, nil},
-		{"unexpected violation", []hunt.Entry{broke("must"), broke("other")}, []string{"other on single broke", "not listed under expect.may_violate"}},
-		{"expected violation held", []hunt.Entry{held("must"), broke("may")}, []string{"must on single held", "expect.violations not broken"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := huntVerdict(s, c.entries)
-			if len(c.want) == 0 {
-				if err != nil {
-					t.Errorf("huntVerdict = %v; want nil", err)
-				}
-				return
-			}
-			if exitCode(err) != exitFailed {
-				t.Errorf("huntVerdict = %v (exit %d); want exit %d", err, exitCode(err), exitFailed)
-			}
-			for _, w := range c.want {
-				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("huntVerdict = %v; want it to say %q", err, w)
-				}
-			}
-		})
 	}
 }
 

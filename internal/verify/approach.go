@@ -64,17 +64,20 @@ type LimitApproach struct {
 	Closest Closest
 }
 
-// Closest describes one certain set of admissions.
+// Closest describes one certain set of admissions. Its JSON form (hunt.json's closest approach)
+// has the fields subject and client (omitted when empty), lo_us, hi_us, permits and allowed.
 type Closest struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
-	Subject, Client string
+	Subject string `json:"subject,omitempty"`
+	Client  string `json:"client,omitempty"`
 	// Lo and Hi are the earliest widened Lo and the latest widened Hi of the set, in µs since
 	// the Unix epoch.
-	Lo, Hi int64
+	Lo int64 `json:"lo_us"`
+	Hi int64 `json:"hi_us"`
 	// Permits is P(S); Allowed is A(S), exact for windows and r·(Hi − Lo) + C in floating
 	// point for token-bucket.
-	Permits int64
-	Allowed float64
+	Permits int64   `json:"permits"`
+	Allowed float64 `json:"allowed"`
 }
 
 // ApproachOf scores how close the admissions of log came to breaking c and its Also contracts,

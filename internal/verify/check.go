@@ -26,16 +26,21 @@ type Violation struct {
 	Excess int64
 }
 
-// Where describes one violating set of admissions.
+// Where describes one violating set of admissions. Its JSON form (hunt.json's worst window) has
+// the fields subject and client (omitted when empty), lo_us, hi_us, permits, allowed and excess.
 type Where struct {
 	// Subject and Client name the scope; a name that is not part of the scope is empty.
-	Subject, Client string
+	Subject string `json:"subject,omitempty"`
+	Client  string `json:"client,omitempty"`
 	// Lo and Hi are the earliest widened Lo and the latest widened Hi of the set, in µs since
 	// the Unix epoch.
-	Lo, Hi int64
+	Lo int64 `json:"lo_us"`
+	Hi int64 `json:"hi_us"`
 	// Permits is the permits of the set, Allowed what the contract allows it (see the package
 	// doc), Excess = Permits − Allowed > 0.
-	Permits, Allowed, Excess int64
+	Permits int64 `json:"permits"`
+	Allowed int64 `json:"allowed"`
+	Excess  int64 `json:"excess"`
 }
 
 // LimitReport is the check of one contract (the main one or one of its Also).

@@ -1,4 +1,4 @@
-package report
+package hunt
 
 import (
 	"bytes"
@@ -9,53 +9,53 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/hunt"
 	"github.com/limitbench/limitbench/internal/golden"
+	"github.com/limitbench/limitbench/report"
 )
 
-// huntFixture is the hunt package's golden hunt.json: a simulated hunt that broke
+// huntFixture is the golden hunt.json (TestFileGolden): a simulated hunt that broke
 // fixed-window-published and shrank it, and one of token-bucket that held.
-func huntFixture(t *testing.T) *hunt.File {
+func huntFixture(t *testing.T) *File {
 	t.Helper()
-	fh, err := os.Open(filepath.Join("..", "hunt", "testdata", "hunt.json"))
+	fh, err := os.Open(filepath.Join("testdata", "hunt.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	f, err := hunt.ReadFile(fh)
+	f, err := ReadFile(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-// TestHuntMarkdownGolden: the hunt's report.md, exactly.
-func TestHuntMarkdownGolden(t *testing.T) {
+// TestMarkdownGolden: the hunt's report.md, exactly.
+func TestMarkdownGolden(t *testing.T) {
 	f := huntFixture(t)
-	figs, err := HuntFigures(f)
+	figs, err := Figures(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteHuntMarkdown(&buf, f, figs); err != nil {
+	if err := WriteMarkdown(&buf, f, figs); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("testdata", "hunt-report.md"), buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "report.md"), buf.Bytes())
 }
 
-// TestWriteHunt: the figures of both entries, report.md and a self-contained report.html with a
+// TestWriteReport: the figures of both entries, report.md and a self-contained report.html with a
 // section per algorithm, its figure inline, the violation's reproducer and the closest approach.
-func TestWriteHunt(t *testing.T) {
+func TestWriteReport(t *testing.T) {
 	f := huntFixture(t)
 	dir := t.TempDir()
-	names, err := WriteHunt(dir, f)
+	names, err := WriteReport(dir, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"hunt-fixed-window-published-single.png", "hunt-fixed-window-published-single.svg",
-		"hunt-token-bucket-single.png", "hunt-token-bucket-single.svg", MarkdownFile, HTMLFile}
+		"hunt-token-bucket-single.png", "hunt-token-bucket-single.svg", report.MarkdownFile, report.HTMLFile}
 	if !slices.Equal(names, want) {
-		t.Errorf("WriteHunt wrote %v; want %v", names, want)
+		t.Errorf("WriteReport wrote %v; want %v", names, want)
 	}
 	for _, n := range want {
 		b, err := os.ReadFile(filepath.Join(dir, n))
@@ -69,7 +69,7 @@ func TestWriteHunt(t *testing.T) {
 			}
 		}
 	}
-	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	html, _ := os.ReadFile(filepath.Join(dir, report.HTMLFile))
 	h := string(html)
 	for _, s := range []string{
 		"<h3>fixed-window-published on single <span class=\"badge fail\">violation</span></h3>",
@@ -92,20 +92,20 @@ func TestWriteHunt(t *testing.T) {
 	}
 }
 
-// TestHuntFiguresOnlyWithPlot: an entry without a plot (no trial ran, or a hunt.json written
+// TestFiguresOnlyWithPlot: an entry without a plot (no trial ran, or a hunt.json written
 // before plots) has no figure, and its section still says what was found.
-func TestHuntFiguresOnlyWithPlot(t *testing.T) {
+func TestFiguresOnlyWithPlot(t *testing.T) {
 	f := huntFixture(t)
 	f.Entries[1].Plot = nil
-	figs, err := HuntFigures(f)
+	figs, err := Figures(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(figs) != 1 || figs[0].Name != "hunt-fixed-window-published-single" || figs[0].Kind != KindHunt {
+	if len(figs) != 1 || figs[0].Name != "hunt-fixed-window-published-single" || figs[0].Kind != FigureKind {
 		t.Fatalf("figures %v; want the broken entry's only", figs)
 	}
 	var md bytes.Buffer
-	if err := WriteHuntMarkdown(&md, f, figs); err != nil {
+	if err := WriteMarkdown(&md, f, figs); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Count(md.String(), "![") != 1 || !strings.Contains(md.String(), "### token-bucket on single: held") {
@@ -113,12 +113,12 @@ func TestHuntFiguresOnlyWithPlot(t *testing.T) {
 	}
 }
 
-// TestHuntFigureWithoutWindow: a best schedule whose admissions the verifier could place in no
+// TestFigureWithoutWindow: a best schedule whose admissions the verifier could place in no
 // certain window (a contract known only to the whole second) is drawn as its bins alone.
-func TestHuntFigureWithoutWindow(t *testing.T) {
+func TestFigureWithoutWindow(t *testing.T) {
 	f := huntFixture(t)
 	f.Entries[1].Plot.Window = nil
-	figs, err := HuntFigures(f)
+	figs, err := Figures(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +141,14 @@ func TestHuntFigureWithoutWindow(t *testing.T) {
 	}
 }
 
-// TestHuntSectionWithoutCertainSet: an algorithm whose trials admitted permits that the verifier
+// TestSectionWithoutCertainSet: an algorithm whose trials admitted permits that the verifier
 // could place under no allowance for certain is not said to have admitted nothing.
-func TestHuntSectionWithoutCertainSet(t *testing.T) {
+func TestSectionWithoutCertainSet(t *testing.T) {
 	f := huntFixture(t)
 	e := &f.Entries[1]
 	e.Closest, e.BestScore, e.Plot.Window = nil, 0, nil
 	var md bytes.Buffer
-	if err := WriteHuntMarkdown(&md, f, nil); err != nil {
+	if err := WriteMarkdown(&md, f, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(md.String(), "could place no set of the admissions") || strings.Contains(md.String(), "no trial admitted anything") {
@@ -156,7 +156,7 @@ func TestHuntSectionWithoutCertainSet(t *testing.T) {
 	}
 	e.Plot = nil
 	md.Reset()
-	if err := WriteHuntMarkdown(&md, f, nil); err != nil {
+	if err := WriteMarkdown(&md, f, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(md.String(), "no trial admitted anything") {
