@@ -27,27 +27,41 @@ func AppendSummary(path, md, full string) error {
 	}
 	note := fmt.Sprintf("\n\n> **Cut:** this summary was cut to stay under GitHub's 1 MiB limit for a step's summary; the whole report is %s.\n", full)
 	room := SummaryLimit - int(size) - len(note) - 2
-	text := strings.TrimRight(md, "\n") + "\n"
-	if len(text) > room {
-		cut := max(room, 0)
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		if i := strings.LastIndexByte(text[:cut], '\n'); i >= 0 {
-			cut = i + 1
-		}
-		text = text[:cut] + note
+	text, cut := CutLines(strings.TrimRight(md, "\n")+"\n", room)
+	if cut {
+		text += note
 	}
+	return appendFile(path, "\n"+text, "step summary")
+}
+
+// CutLines returns s cut to at most n bytes after the end of a line (or of a rune, when its first
+// line is longer), and whether it cut.
+func CutLines(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	cut := max(n, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(s[:cut], '\n'); i >= 0 {
+		cut = i + 1
+	}
+	return s[:cut], true
+}
+
+// appendFile appends text to the file at path, creating it; errors say what the file is.
+func appendFile(path, text, what string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("step summary: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	_, werr := io.WriteString(f, "\n"+text)
+	_, werr := io.WriteString(f, text)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		return fmt.Errorf("step summary %s: %w", path, werr)
+		return fmt.Errorf("%s %s: %w", what, path, werr)
 	}
 	return nil
 }
@@ -259,4 +273,17 @@ func HuntAnnotations(f *hunt.File, p Places, mustBreak []string) []Annotation {
 		out = append(out, p.at(line, "limitbench hunt: "+c.Name, c.Failure.Message))
 	}
 	return out
+}
+
+// SetOutputs appends the step outputs to the output file at path ($GITHUB_OUTPUT), one
+// name=value line each. A value must be one line.
+func SetOutputs(path string, outputs [][2]string) error {
+	var b strings.Builder
+	for _, o := range outputs {
+		if strings.ContainsAny(o[0]+o[1], "\r\n") || o[0] == "" {
+			return fmt.Errorf("step output %q=%q: names and values are one line", o[0], o[1])
+		}
+		b.WriteString(o[0] + "=" + o[1] + "\n")
+	}
+	return appendFile(path, b.String(), "step outputs")
 }

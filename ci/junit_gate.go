@@ -3,6 +3,7 @@ package ci
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/report"
@@ -73,7 +74,7 @@ func rowWords(r gate.Row) string {
 	}
 	n := report.Number
 	return fmt.Sprintf("%s (%s figures): median %s → %s %s, change %s%s, 99%% CI [%s, %s]%s, detectable %s%s, threshold %s%s: %s",
-		r.Metric, r.Figures, n(r.OldMedian), n(r.NewMedian), unit, n(r.Delta), r.DeltaUnit, n(r.DeltaLow), n(r.DeltaHigh),
+		r.Metric, r.Figures, n(r.OldMedian), n(r.NewMedian), unit, signed(r.Delta), r.DeltaUnit, signed(r.DeltaLow), signed(r.DeltaHigh),
 		r.DeltaUnit, n(r.MDE), r.DeltaUnit, n(r.Threshold), r.DeltaUnit, r.Verdict)
 }
 
@@ -104,6 +105,15 @@ func deltaUnitName(r gate.Row) string {
 		return "pt"
 	}
 	return "pct"
+}
+
+// signed formats x as report.Number does, with a sign when it is positive: "+25", "-3.5", "0".
+func signed(x float64) string {
+	s := report.Number(x)
+	if x > 0 && strings.Trim(s, "0.") != "" {
+		return "+" + s
+	}
+	return s
 }
 
 // num formats x in the shortest form that reads back exactly; an infinite value as "+Inf" or

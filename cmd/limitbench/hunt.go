@@ -71,6 +71,8 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
+	var cf ciFlags
+	cf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -152,6 +154,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	h.summary(stdout)
 	fmt.Fprintf(stdout, "results: %s\n", dir.path)
+	if err := huntCIOutputs(ctx, cf, s, h.file, dir.path, stdout); err != nil {
+		return fmt.Errorf("write CI outputs: %w", err)
+	}
 	switch {
 	case interrupted:
 		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))
