@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/limitbench/limitbench/ci"
 	"github.com/limitbench/limitbench/ci/githubtest"
@@ -165,6 +168,9 @@ func checkPassingChange(t *testing.T, api *githubtest.Server, s actionStep) {
 	if s.code != exitOK || s.outputs["exit-code"] != "0" || (s.outputs["verdict"] != "pass" && s.outputs["verdict"] != "inconclusive") {
 		t.Errorf("same code: exit %d, outputs %v; want 0, verdict pass (or inconclusive)", s.code, s.outputs)
 	}
+	if got := sortedKeys(s.outputs); !slices.Equal(got, slices.Sorted(slices.Values(ciOutputNames))) {
+		t.Errorf("same code: step outputs %v; want %v", got, ciOutputNames)
+	}
 	for _, f := range []string{"result.json", "junit.xml", "metrics.txt", "gate.md", "gate-junit.xml"} {
 		if _, err := os.Stat(filepath.Join(s.out, f)); err != nil {
 			t.Errorf("same code: %v", err)
@@ -188,7 +194,7 @@ func checkPassingChange(t *testing.T, api *githubtest.Server, s actionStep) {
 		t.Errorf("same code: comments %+v; want the one comment, updated with the gate's table and a link to run 3", cs)
 	}
 	want := "GET /repos/o/lb/actions/workflows/limitbench.yml/runs?branch=main&per_page=30&status=success"
-	if !contains(api.Requests(), want) {
+	if !slices.Contains(api.Requests(), want) {
 		t.Errorf("the baseline was not looked up as %q; requests: %q", want, api.Requests())
 	}
 }
@@ -218,11 +224,143 @@ func checkRegression(t *testing.T, api *githubtest.Server, s actionStep) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+
+// ciOutputNames are the step outputs limitbench ci writes (TestActionEndToEnd checks them).
+var ciOutputNames = []string{"verdict", "exit-code", "results", "junit", "gate-junit", "comment-url"}
+
+// limitbenchCommands returns the limitbench command lines of a shell script, as words.
+func limitbenchCommands(script string) [][]string {
+	var out [][]string
+	for _, line := range logicalLines(script) {
+		for _, words := range shellCommands(line) {
+			if len(words) > 0 && filepath.Base(words[0]) == "limitbench" {
+				out = append(out, words)
+			}
 		}
 	}
-	return false
+	return out
+}
+
+// flagValue returns the value of --name in a command's words ("" when absent).
+func flagValue(words []string, name string) string {
+	for i, w := range words {
+		if w == "--"+name && i+1 < len(words) {
+			return words[i+1]
+		}
+		if v, ok := strings.CutPrefix(w, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestActionFiles checks action.yml and the GitLab template against limitbench ci: every
+// limitbench command uses flags it has; the action's inputs are exactly the documented ones and
+// each reaches the command; its outputs are outputs ci writes; what is uploaded (GitHub) or
+// reported (GitLab) is the results directory and the files ci writes into it, under the
+// artifact name ci looks the baseline up by.
+func TestActionFiles(t *testing.T) {
+	c := newDocChecker(t)
+	var action struct {
+		Inputs  map[string]struct{ Default string }
+		Outputs map[string]struct{ Value string }
+		Runs    struct {
+			Using string
+			Steps []struct {
+				ID, Uses, Run, If string
+				Env               map[string]string
+				With              map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, "action.yml")), &action); err != nil {
+		t.Fatalf("action.yml: %v", err)
+	}
+	if action.Runs.Using != "composite" {
+		t.Errorf("action.yml runs.using = %q; want composite", action.Runs.Using)
+	}
+	inputs := sortedKeys(action.Inputs)
+	if want := []string{"baseline-branch", "fail-on-inconclusive", "repeats", "scenario", "thresholds"}; !slices.Equal(inputs, want) {
+		t.Errorf("action.yml inputs %v; want %v", inputs, want)
+	}
+	var cmd []string
+	var out, artifact string
+	for _, s := range action.Runs.Steps {
+		for _, words := range limitbenchCommands(s.Run) {
+			c.checkLimitbench("action.yml step "+s.ID, words[1:])
+			if words[1] == "ci" {
+				cmd = words
+				out, artifact = flagValue(words, "out"), flagValue(words, "artifact")
+				for _, in := range inputs {
+					env := "INPUT_" + strings.ToUpper(strings.ReplaceAll(in, "-", "_"))
+					if s.Env[env] != "${{ inputs."+in+" }}" || !strings.Contains(s.Run, `"$`+env+`"`) {
+						t.Errorf("action.yml: input %s does not reach limitbench ci through $%s", in, env)
+					}
+				}
+			}
+		}
+		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
+			if s.If != "always()" || s.With["name"] != artifact || strings.TrimSuffix(s.With["path"], "/") != out || artifact != "limitbench-results" {
+				t.Errorf("action.yml uploads %q as %q (if %q); want always the results directory %q as %q, ci's default artifact",
+					s.With["path"], s.With["name"], s.If, out, artifact)
+			}
+		}
+	}
+	if cmd == nil {
+		t.Fatal("action.yml runs no limitbench ci")
+	}
+	for name, o := range action.Outputs {
+		v, ok := strings.CutPrefix(o.Value, "${{ steps.ci.outputs.")
+		if !ok || !slices.Contains(ciOutputNames, strings.TrimSuffix(v, " }}")) || !slices.Contains(ciOutputNames, name) {
+			t.Errorf("action.yml output %s = %q; want one of limitbench ci's step outputs %v", name, o.Value, ciOutputNames)
+		}
+	}
+	checkGitLabTemplate(t, c)
+	for _, p := range c.probs {
+		t.Error(p)
+	}
+}
+
+// checkGitLabTemplate checks ci/gitlab/limitbench.gitlab-ci.yml as TestActionFiles says.
+func checkGitLabTemplate(t *testing.T, c *docChecker) {
+	t.Helper()
+	var tmpl map[string]struct {
+		Script    []string
+		Artifacts struct {
+			When    string
+			Paths   []string
+			Reports struct{ Junit, Metrics string }
+		}
+	}
+	if err := yaml.Unmarshal([]byte(readRepoFile(t, "ci/gitlab/limitbench.gitlab-ci.yml")), &tmpl); err != nil {
+		t.Fatalf("ci/gitlab/limitbench.gitlab-ci.yml: %v", err)
+	}
+	job, ok := tmpl["limitbench"]
+	if !ok {
+		t.Fatal("the GitLab template has no job limitbench")
+	}
+	out := ""
+	for _, line := range job.Script {
+		for _, words := range limitbenchCommands(line) {
+			c.checkLimitbench("ci/gitlab/limitbench.gitlab-ci.yml", words[1:])
+			if words[1] == "ci" {
+				out = flagValue(words, "out")
+			}
+		}
+	}
+	a := job.Artifacts
+	if out == "" || a.When != "always" || !slices.Contains(a.Paths, out+"/") {
+		t.Errorf("GitLab template: limitbench ci --out %q, artifacts %+v; want the results directory kept always", out, a)
+	}
+	for _, f := range []string{"junit.xml", "gate-junit.xml"} {
+		if ok, _ := filepath.Match(a.Reports.Junit, out+"/"+f); !ok {
+			t.Errorf("GitLab template: artifacts:reports:junit %q does not take %s/%s", a.Reports.Junit, out, f)
+		}
+	}
+	if a.Reports.Metrics != out+"/metrics.txt" {
+		t.Errorf("GitLab template: artifacts:reports:metrics %q; want %s/metrics.txt", a.Reports.Metrics, out)
+	}
+	if !strings.Contains(strings.Join(job.Script, "\n"), "/raw/"+out+"/result.json?job=$CI_JOB_NAME") {
+		t.Errorf("GitLab template: the baseline is not fetched from %s/result.json of this job's artifacts", out)
+	}
 }
