@@ -36,7 +36,7 @@ run of the same workflow on --baseline-branch, fetched with $GITHUB_TOKEN from $
 GitHub it also writes the gate's table and the run's report to the job summary, annotates the
 scenario's lines, creates or updates one comment on the pull request (not from a fork), and
 writes the step outputs verdict (pass, inconclusive, regression, no-baseline, baseline, error),
-exit-code, results, junit and gate-junit.
+exit-code, results, junit, gate-junit and comment-url.
 `
 
 // ciCommand is one `limitbench ci`: its flags, and where it runs.
@@ -67,16 +67,17 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.gh != nil {
 		sub = withGitHub(ctx, c.gh)
 	}
-	runErr := runRun(sub, c.runArgs(), stdout, stderr)
-	if code := exitCode(runErr); code >= exitBadInput {
-		c.finish(ctx, ciOutcome{verdict: "error", code: code})
-		return runErr
-	}
+	// The baseline first: a token or a permission that does not work fails before the run.
 	base, err := c.findBaseline(ctx)
 	defer base.cleanup()
 	if err != nil {
 		c.finish(ctx, ciOutcome{verdict: "error", code: exitCode(err)})
 		return err
+	}
+	runErr := runRun(sub, c.runArgs(), stdout, stderr)
+	if code := exitCode(runErr); code >= exitBadInput {
+		c.finish(ctx, ciOutcome{verdict: "error", code: code, note: base.note})
+		return runErr
 	}
 	if base.path == "" {
 		verdict := "no-baseline"
@@ -101,7 +102,9 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = gateCIOutputs(sub, ciFlags{junit: filepath.Join(c.out, "gate-junit.xml")}, g, current, stdout)
 	}
 	if err != nil {
-		return fmt.Errorf("write the gate's report: %w", err)
+		err = fmt.Errorf("write the gate's report: %w", err)
+		c.finish(ctx, ciOutcome{verdict: "error", code: exitCode(err), note: base.note, gate: md.String()})
+		return err
 	}
 	gateErr := gateFailure(g, base.name)
 	c.finish(ctx, ciOutcome{verdict: gateVerdict(g), code: exitCode(gateErr), note: base.note, gate: md.String()})
@@ -202,6 +205,9 @@ func (c *ciCommand) findBaseline(ctx context.Context) (ciBaseline, error) {
 	switch {
 	case c.baseline != "":
 		b.path, b.name = c.baseline, c.baseline
+		if _, err := os.Stat(resultPath(c.baseline)); err != nil {
+			return b, badInput(fmt.Errorf("--baseline: %w", err))
+		}
 		return b, nil
 	case c.gh == nil:
 		b.note = "No --baseline was given: the run was not gated."
@@ -216,7 +222,11 @@ func (c *ciCommand) findBaseline(ctx context.Context) (ciBaseline, error) {
 		return b, nil
 	}
 	if err != nil {
-		return b, badInput(fmt.Errorf("find the baseline (the workflow needs permissions: actions: read): %w", err))
+		hint := "the workflow needs permissions: actions: read"
+		if c.api.Token == "" {
+			hint = "GITHUB_TOKEN is empty: give the step env: GITHUB_TOKEN: ${{ github.token }}"
+		}
+		return b, badInput(fmt.Errorf("find the baseline (%s): %w", hint, err))
 	}
 	dir, err := os.MkdirTemp("", "limitbench-baseline-")
 	if err != nil {

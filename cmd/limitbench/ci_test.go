@@ -54,7 +54,7 @@ type actionStep struct {
 // runActionStep runs `limitbench ci` in-process as a step of run runID, for a pull request
 // (pr > 0) or a push to main, with GITHUB_* pointing at ws, the fake API and fresh event, output
 // and summary files.
-func runActionStep(t *testing.T, ws string, api *githubtest.Server, runID, pr int, args ...string) actionStep {
+func runActionStep(t *testing.T, ws string, api *githubtest.Server, runID, pr int, env map[string]string, args ...string) actionStep {
 	t.Helper()
 	dir := t.TempDir()
 	event := `{"repository": {"full_name": "o/lb", "default_branch": "main"}}`
@@ -75,6 +75,9 @@ func runActionStep(t *testing.T, ws string, api *githubtest.Server, runID, pr in
 		"GITHUB_REF_NAME": ref, "GITHUB_WORKFLOW_REF": "o/lb/.github/workflows/limitbench.yml@refs/heads/" + ref,
 		"GITHUB_RUN_ID": fmt.Sprint(runID), "GITHUB_OUTPUT": filepath.Join(dir, "output"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary.md"),
 	} {
+		t.Setenv(k, v)
+	}
+	for k, v := range env {
 		t.Setenv(k, v)
 	}
 	var so, se bytes.Buffer
@@ -136,7 +139,7 @@ func TestActionEndToEnd(t *testing.T) {
 	api := githubtest.New(t, "o/lb", "secret-token")
 
 	// A pull request before main has a baseline: the run decides, and the comment says why.
-	first := runActionStep(t, ws, api, 1, 7)
+	first := runActionStep(t, ws, api, 1, 7, nil)
 	if first.code != exitOK || first.outputs["verdict"] != "no-baseline" || first.outputs["exit-code"] != "0" {
 		t.Errorf("no baseline yet: exit %d, outputs %v; want 0, verdict no-baseline", first.code, first.outputs)
 	}
@@ -145,20 +148,20 @@ func TestActionEndToEnd(t *testing.T) {
 	}
 
 	// The push to main records the baseline; the fake serves its directory as the artifact.
-	base := runActionStep(t, ws, api, 2, 0)
+	base := runActionStep(t, ws, api, 2, 0, nil)
 	if base.code != exitOK || base.outputs["verdict"] != "baseline" {
 		t.Fatalf("push to main: exit %d, outputs %v; want 0, verdict baseline", base.code, base.outputs)
 	}
 	api.AddRun(githubtest.Run{ID: 2, Workflow: "limitbench.yml", Branch: "main", Success: true, HeadSHA: "0123456789abcdef",
 		Artifacts: map[string][]byte{"limitbench-results": githubtest.Zip(t, base.out)}})
 
-	same := runActionStep(t, ws, api, 3, 7)
+	same := runActionStep(t, ws, api, 3, 7, nil)
 	checkPassingChange(t, api, same)
 
 	costly := strings.Replace(string(script), "local t = redis.call('TIME')",
 		"local extra = 0\nfor i = 1, 30000 do extra = extra + i end\nlocal t = redis.call('TIME')", 1)
 	writeFile(t, filepath.Join(ws, "scenarios"), "limiter.lua", costly)
-	slow := runActionStep(t, ws, api, 4, 7)
+	slow := runActionStep(t, ws, api, 4, 7, nil)
 	checkRegression(t, api, slow)
 }
 
@@ -224,6 +227,36 @@ func checkRegression(t *testing.T, api *githubtest.Server, s actionStep) {
 	}
 }
 
+
+// TestActionBadInput: limitbench ci refuses bad flags, a missing baseline file and a baseline
+// the API will not give, with exit 2 before anything runs.
+func TestActionBadInput(t *testing.T) {
+	dir := t.TempDir()
+	scenario := writeFile(t, dir, "s.yaml", "version: 1\nalgorithms: [gcra]\n")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ci"}, "give exactly one scenario file"},
+		{[]string{"ci", "--repeat", "5", scenario}, "--repeat 5: the gate needs at least 6 repeats a side"},
+		{[]string{"ci", "--metric-threshold", "latency=5%", scenario}, `--metric-threshold: bad metric threshold: "latency=5%": unknown metric "latency"`},
+		{[]string{"ci", "--baseline", filepath.Join(dir, "missing.json"), scenario}, "--baseline: stat " + filepath.Join(dir, "missing.json")},
+	} {
+		code, _, stderr := runIn(t, tt.args...)
+		if code != exitBadInput || !strings.Contains(stderr, tt.want) {
+			t.Errorf("limitbench %v: exit %d; want 2 and %q\n%s", tt.args, code, tt.want, stderr)
+		}
+	}
+	api := githubtest.New(t, "o/lb", "right")
+	s := runActionStep(t, dir, api, 9, 7, map[string]string{"GITHUB_TOKEN": "wrong"})
+	if s.code != exitBadInput || !strings.Contains(s.stderr, "find the baseline (the workflow needs permissions: actions: read): GitHub API GET ") ||
+		!strings.Contains(s.stderr, "401 Bad credentials") || s.outputs["verdict"] != "error" || s.outputs["exit-code"] != "2" {
+		t.Errorf("a token the API refuses: exit %d, outputs %v; want 2, verdict error, and the API's answer\n%s", s.code, s.outputs, s.stderr)
+	}
+	if _, err := os.Stat(s.out); err == nil {
+		t.Errorf("a token the API refuses: the run ran (%s exists); want it refused first", s.out)
+	}
+}
 
 // ciOutputNames are the step outputs limitbench ci writes (TestActionEndToEnd checks them).
 var ciOutputNames = []string{"verdict", "exit-code", "results", "junit", "gate-junit", "comment-url"}
