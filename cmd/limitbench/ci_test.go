@@ -227,7 +227,6 @@ func checkRegression(t *testing.T, api *githubtest.Server, s actionStep) {
 	}
 }
 
-
 // TestActionBadInput: limitbench ci refuses bad flags, a missing baseline file and a baseline
 // the API will not give, with exit 2 before anything runs.
 func TestActionBadInput(t *testing.T) {
