@@ -84,7 +84,7 @@ func runActionStep(t *testing.T, ws string, api *githubtest.Server, runID, pr in
 	s.code = run(append([]string{"ci", "--out", s.out, "--metric-threshold", actionThresholds}, append(args,
 		filepath.Join(ws, "scenarios", "gated.yaml"))...), &so, &se)
 	s.stdout, s.stderr = so.String(), se.String()
-	t.Logf("limitbench ci (run %d, pull request %d): exit %d\nstdout:\n%s\nstderr:\n%s", runID, pr, s.code, s.stdout, s.stderr)
+	t.Logf("limitbench ci (run %d, pull request %d): exit %d\nstdout:\n%s\nstderr:\n%s", runID, pr, s.code, inert(s.stdout), inert(s.stderr))
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
 	s.summary = string(b)
 	s.outputs = map[string]string{}

@@ -29,8 +29,14 @@ func runIn(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var so, se bytes.Buffer
 	code := run(args, &so, &se)
-	t.Logf("limitbench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, so.String(), se.String())
+	t.Logf("limitbench %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, inert(so.String()), inert(se.String()))
 	return code, so.String(), se.String()
+}
+
+// inert keeps the workflow commands in a test's output from acting on a GitHub runner that runs
+// the tests: "::error ..." is logged as "·::error ...".
+func inert(s string) string {
+	return strings.ReplaceAll("\n"+s, "\n::", "\n·::")[1:]
 }
 
 // TestGateFormats: --format bmf and benchmark-action write the rows with a figure; --json and
