@@ -32,12 +32,14 @@
 //
 // # OpenMetrics
 //
-// WriteMetrics writes one gauge per figure and algorithm × topology, labelled scenario, algorithm
-// and topology, in base units: throughput (decisions per second), p99 latency from the intended
+// Metrics holds one gauge per figure and algorithm × topology of the results added to it
+// (AddResult), labelled scenario, algorithm and topology, in base units: throughput (decisions per second), p99 latency from the intended
 // send time (seconds), Redis CPU per decision (seconds), memory per limited subject (bytes),
 // efficiency (admitted over ideal) and definite violations; a figure the entry did not measure
-// is left out, never written as 0. The reference script is left out. GitLab compares each
-// series with the target branch's as text, so values are rounded to six significant digits.
+// is left out, never written as 0. The reference script is left out. AddGate adds the gate's
+// rows by verdict, AddHunt a hunt's best score, trials and whether it found a violation. GitLab
+// compares each series with the target branch's as text, so values are rounded to six
+// significant digits.
 //
 // # GitHub Actions
 //
