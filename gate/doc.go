@@ -118,6 +118,16 @@
 // BenchmarkGatePower in bench/ (make bench-gate) measures the power and the false alarms on a
 // real Redis.
 //
+// # History formats
+//
+// Report.BMF and Report.BenchmarkAction write the rows with a figure (not the verdict rows) for
+// teams that keep history elsewhere: Bencher's Metric Format and github-action-benchmark's custom
+// JSON. Each names its algorithm × topology "<scenario>/<algorithm>/<topology>" (Row.Benchmark)
+// and its metric by name, with "-ratio" for a row compared as ratios to the reference
+// (Row.Measure), so that a history never mixes units; the value is the current run's median and
+// its bounds are Row.Bound: the baseline median moved by each end of the 99% interval of the
+// change, that is where the current figure lies with the gate's confidence.
+//
 // # Exit codes
 //
 // Policy says which verdicts fail the gate, and `limitbench gate` exits accordingly:

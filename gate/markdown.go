@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/limitbench/limitbench/result"
 	"io"
@@ -165,11 +164,7 @@ func underContract(outcome, contract string) string {
 }
 
 // JSON writes g as indented JSON.
-func (g *Report) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(g)
-}
+func (g *Report) JSON(w io.Writer) error { return writeJSON(w, g) }
 
 func formatValue(r Row, v float64) string {
 	switch {

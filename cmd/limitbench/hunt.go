@@ -32,6 +32,7 @@ type huntFlags struct {
 	out                  string
 	force, quiet         bool
 	procs                int
+	ci                   ciFlags
 }
 
 func (f *huntFlags) register(fs *flag.FlagSet) {
@@ -47,6 +48,7 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
+	f.ci.register(fs)
 }
 
 // problems returns every problem of the flags' values at once.
@@ -151,6 +153,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	hunt.WriteSummary(stdout, out.File)
 	fmt.Fprintf(stdout, "results: %s\n", dir.path)
+	if err := huntCIOutputs(ctx, f.ci, s, out.File, dir.path, stdout); err != nil {
+		return fmt.Errorf("write CI outputs: %w", err)
+	}
 	switch {
 	case interrupted:
 		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))

@@ -19,7 +19,7 @@ func init() {
 	register("merge", "merge the partial results of a segmented run into one verified result", runMerge)
 }
 
-// runMerge implements `limitbench merge [--out DIR] [--force] DIR...`: each DIR (or its
+// runMerge implements `limitbench merge [--out DIR] [--force] [--junit FILE] [--metrics-report FILE] DIR...`: each DIR (or its
 // result.json) is one segment's partial result of `limitbench run --segment I/N`. It checks they
 // are every segment of one run, each once (runner.ErrNotOneRun is bad input, exit 2, naming the
 // directories and segments), merges and verifies them as one history (runner.Merge), writes
@@ -27,9 +27,11 @@ func init() {
 // results/<scenario>-merged-<UTC time>/), and exits 1 when the merged run failed its verdicts,
 // expectations or thresholds.
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("merge", "[--out DIR] [--force] DIR...", stderr)
+	fs := newFlagSet("merge", "[--out DIR] [--force] [--junit FILE] [--metrics-report FILE] DIR...", stderr)
 	out := fs.String("out", "", "directory to write the merged result to (default a new results/<scenario>-merged-<UTC time>/); refused when it holds a result, unless --force")
 	force := fs.Bool("force", false, forceUsage)
+	var cf ciFlags
+	cf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -75,6 +77,14 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	fmt.Fprintf(stdout, "merged %d segments: %s\n", len(parts), o.path)
+	outs := newCIOutputs(ctx, cf)
+	err = outs.addResult(res, o.path, outs.placesOfFile(res.Scenario.File))
+	if ferr := outs.finish(stdout); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return fmt.Errorf("write CI outputs: %w", err)
+	}
 	if len(c.Failures) > 0 {
 		return failed(fmt.Errorf("%d problem(s):\n  %s", len(c.Failures), strings.Join(c.Failures, "\n  ")))
 	}

@@ -48,6 +48,8 @@ type runFlags struct {
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
 	seg                  segmentFlags
 	segment              *runner.Segment
+	ci                   ciFlags
+	outs                 *ciOutputs // what the run writes for CI (--junit, --metrics-report, GitHub)
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,6 +57,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f runFlags
 	f.env.register(fs)
 	f.seg.register(fs)
+	f.ci.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
@@ -120,6 +123,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
 		return badInput(err)
 	}
+	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
+		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
+	}
 	dirs, err := runDirs(loaded, f.out, f.force, time.Now())
 	defer func() {
 		for _, d := range dirs {
@@ -149,6 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	var failures []string
 	var firstErr error
+	f.outs = newCIOutputs(ctx, f.ci)
 	for i, s := range loaded {
 		fails, err := runOne(ctx, s, env, f, dirs[i].path, stdout, stderr)
 		failures = append(failures, fails...)
@@ -156,6 +163,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			firstErr = err
 			break
 		}
+	}
+	// What was measured is reported to CI too when the run could not finish.
+	if err := f.outs.finish(stdout); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("write CI outputs: %w", err)
 	}
 	if firstErr != nil {
 		return firstErr
@@ -331,6 +342,11 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
+	}
+	if written && f.segment == nil { // limitbench merge judges a segmented run
+		if err := f.outs.addResult(res, dir, f.outs.places(s)); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("CI outputs: %w", err)
+		}
 	}
 	if writeErr != nil {
 		fmt.Fprintf(stderr, "limitbench run: write results to %s: %v\n", dir, writeErr)
