@@ -26,19 +26,22 @@ fi
 case $FROM in
 auto)
   if docker image inspect "$go_image" "$base_image" >/dev/null 2>&1; then
-    FROM=registry
-    echo "make image: $go_image and $base_image are present: building deploy/image/Dockerfile"
+    FROM=registry why="$go_image and $base_image are present locally"
   else
-    FROM=host
-    echo "make image: $go_image or $base_image is not present locally: building FROM scratch from this machine's files (deploy/image/host.Dockerfile)"
+    FROM=host why="$go_image or $base_image is not present locally"
   fi
   ;;
-registry | host) echo "make image: FROM=$FROM" ;;
+registry | host) why="FROM=$FROM" ;;
 *)
   echo "make image: FROM=$FROM: want auto, registry or host" >&2
   exit 2
   ;;
 esac
+if [ "$FROM" = registry ]; then
+  echo "make image: $why: building deploy/image/Dockerfile from the public base images"
+else
+  echo "make image: $why: building deploy/image/host.Dockerfile FROM scratch from this machine's files"
+fi
 # The legacy builder where the engine's CLI has no BuildKit (buildx); FROM scratch needs neither.
 if ! docker buildx version >/dev/null 2>&1; then
   export DOCKER_BUILDKIT=0

@@ -339,8 +339,11 @@ func smoke(t *testing.T, bin, scenario, commit string) {
 	out := filepath.Join(t.TempDir(), "results")
 	cmd := exec.Command(bin, smokeArgs(scenario, out)...)
 	output, err := cmd.CombinedOutput()
-	if err != nil {
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, output)
 	}
-	checkSmoke(t, out, commit, string(output))
+	checkSmoke(t, out, commit, string(output), code)
 }

@@ -54,8 +54,7 @@ func buildImage(t *testing.T, ctx context.Context, repo string) string {
 		t.Fatalf("make image: %v\n%s", err, out)
 	}
 	t.Logf("make image:\n%s", lastLines(string(out), 6))
-	if !strings.Contains(string(out), "building FROM scratch from this machine's files") &&
-		!strings.Contains(string(out), "FROM=host") {
+	if !strings.Contains(string(out), "FROM scratch from this machine's files") {
 		t.Errorf("make image IMAGE_FROM=host did not say it built from this machine's files:\n%s", out)
 	}
 	for _, tag := range []string{version, "latest"} {
@@ -179,10 +178,7 @@ func imageSmoke(t *testing.T, ctx context.Context, image string) {
 		}
 	}
 	out, code := run(t, ctx, image, dir, smokeArgs("/work/scenario.yaml", "/work/results")...)
-	if code != 0 {
-		t.Fatalf("limitbench run in the image: exit %d; want 0\n%s", code, out)
-	}
-	checkSmoke(t, filepath.Join(dir, "results"), gitHead(), out)
+	checkSmoke(t, filepath.Join(dir, "results"), gitHead(), out, code)
 	checkOwners(t, filepath.Join(dir, "results"))
 }
 

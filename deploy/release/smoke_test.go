@@ -32,10 +32,12 @@ func smokeArgs(scenario, out string) []string {
 	return []string{"run", "--algorithms", "gcra,sliding-log", "--duration", "2s", "--no-reference", "--out", out, scenario}
 }
 
-// checkSmoke checks the result.json a smoke run wrote in dir: the process backend and a Redis
-// version, the commit the binary was built from (when commit is not empty), and both
-// algorithms with requests and a pass. output is the run's, for the failure message.
-func checkSmoke(t *testing.T, dir, commit, output string) {
+// checkSmoke checks a smoke run that exited with code and wrote dir: the process backend and a
+// Redis version, the commit the binary was built from (when commit is not empty), and both
+// algorithms with requests and a pass, with exit 0. A loaded 2-core machine may legitimately
+// fall behind the schedule, which makes a verdict inconclusive by design (exit 1): that is
+// logged, not failed, as in cmd/limitbench's tests. output is the run's, for the messages.
+func checkSmoke(t *testing.T, dir, commit, output string, code int) {
 	t.Helper()
 	var res struct {
 		Environment struct {
@@ -47,7 +49,8 @@ func checkSmoke(t *testing.T, dir, commit, output string) {
 			Algorithm    string `json:"algorithm"`
 			Requests     int64  `json:"requests"`
 			Verification struct {
-				Verdict string `json:"verdict"`
+				Verdict string   `json:"verdict"`
+				Reasons []string `json:"reasons"`
 			} `json:"verification"`
 		} `json:"entries"`
 	}
@@ -68,9 +71,20 @@ func checkSmoke(t *testing.T, dir, commit, output string) {
 	if len(res.Entries) != 2 {
 		t.Fatalf("result.json has %d entries; want gcra and sliding-log\n%s", len(res.Entries), output)
 	}
+	behind := false
 	for _, e := range res.Entries {
-		if e.Requests == 0 || e.Verification.Verdict != "pass" {
-			t.Errorf("%s: %d requests, verdict %q; want requests and a pass", e.Algorithm, e.Requests, e.Verification.Verdict)
+		v := e.Verification
+		switch {
+		case e.Requests == 0:
+			t.Errorf("%s: no requests", e.Algorithm)
+		case v.Verdict == "inconclusive" && strings.Contains(strings.Join(v.Reasons, " "), "fell behind"):
+			t.Logf("%s: the generator fell behind its schedule on this machine: %v", e.Algorithm, v.Reasons)
+			behind = true
+		case v.Verdict != "pass":
+			t.Errorf("%s: verdict %q %v; want a pass", e.Algorithm, v.Verdict, v.Reasons)
 		}
+	}
+	if want := map[bool]int{false: 0, true: 1}[behind]; code != want {
+		t.Errorf("the smoke run exited %d; want %d\n%s", code, want, output)
 	}
 }
