@@ -145,8 +145,12 @@ type Environment struct {
 	PinNote string `json:"pin_note,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
-	// HarnessVersion is limitbench's version (module version or VCS revision).
+	// HarnessVersion is limitbench's version in one word (version.Info.Short); HarnessCommit
+	// and HarnessDate are the commit it was built from and that commit's date, when the binary
+	// knows them (version.Info).
 	HarnessVersion string `json:"harness_version"`
+	HarnessCommit  string `json:"harness_commit,omitempty"`
+	HarnessDate    string `json:"harness_date,omitempty"`
 	// OS and Arch are runtime.GOOS and runtime.GOARCH.
 	OS   string `json:"os,omitempty"`
 	Arch string `json:"arch,omitempty"`
