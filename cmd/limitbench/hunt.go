@@ -124,7 +124,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.out == "" {
 		dir, err = newOutDir("results", s.Name+"-hunt-"+timeStamp(time.Now()))
 	} else {
-		dir, err = explicitOutDir("--out", f.out, huntFile, f.force)
+		dir, err = explicitOutDir("--out", f.out, huntFile, f.force, stderr)
 	}
 	defer dir.release()
 	if err != nil {
