@@ -18,7 +18,7 @@ func init() {
 	register("gate", "compare a run with a baseline run and fail on a significant regression (CI gate)", runGate)
 }
 
-const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--fail-inconclusive] [--json] CURRENT.json"
+const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--fail-inconclusive] [--allow-different-load] [--json] CURRENT.json"
 
 // gateHelp is the rule and the exit codes, printed by `limitbench gate -h` between the synopsis
 // and the flags; gate's package documentation is the full specification.
@@ -43,15 +43,16 @@ the ratios.
 
 Exit codes: 0 no regression (inconclusive, improvement, insignificant and ok rows pass);
 1 a regression, or an inconclusive row with --fail-inconclusive; 2 bad input (a missing or invalid
-file, another scenario, fewer than 6 samples a side, different machines without reference samples,
-nothing in common, bad flags).
+file, another scenario, the scenario under another load (rate, clients, duration, keys, limit,
+cost, client mode, WAIT or faults) without --allow-different-load, fewer than 6 samples a side,
+different machines without reference samples, nothing in common, bad flags).
 `
 
 // runGate implements `limitbench gate`: it reads two result.json files (or results directories
 // holding one), runs gate.Compare, writes the Markdown table (or JSON with --json) to stdout, and
 // returns failed when the gate fails (a regression, or an inconclusive row with
-// --fail-inconclusive), badInput when an input is missing, invalid, of another scenario or has too
-// few samples. Flags may come before or after CURRENT.json.
+// --fail-inconclusive), badInput when an input is missing, invalid, of another scenario or load
+// (unless --allow-different-load) or has too few samples. Flags may come before or after CURRENT.json.
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gate", gateSynopsis, stderr)
 	fs.Usage = func() {
@@ -63,6 +64,8 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"smallest change that counts, per metric: percent of the baseline median for throughput, p99, cpu and memory; absolute points for efficiency; metrics not named keep their defaults")
 	failInconclusive := fs.Bool("fail-inconclusive", false,
 		"fail (exit 1) when a row is inconclusive, that is when the run cannot rule out a regression of threshold size; by default such rows are reported and pass")
+	allowLoad := fs.Bool("allow-different-load", false,
+		"compare runs of the scenario under different loads (rate, clients, duration, keys, limit, cost, client mode, WAIT, faults), naming the differences in the summary; refused by default (exit 2), since a different load changes every figure")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a Markdown table")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -92,7 +95,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g, err := gate.Compare(baseline, current, gate.Policy{Thresholds: th, FailInconclusive: *failInconclusive})
+	g, err := gate.Compare(baseline, current, gate.Policy{Thresholds: th, FailInconclusive: *failInconclusive, AllowDifferentLoad: *allowLoad})
 	if err != nil {
 		return badInput(nameGateFiles(err, bPath, cPath))
 	}
