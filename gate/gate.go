@@ -306,17 +306,9 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 	if baseline.Scenario.Name != current.Scenario.Name {
 		return nil, fmt.Errorf("%w: baseline ran %q, current ran %q", ErrScenarioMismatch, baseline.Scenario.Name, current.Scenario.Name)
 	}
-	var loadNote string
-	var loads []LoadDifference
-	switch b, c := baseline.Scenario.Settings, current.Scenario.Settings; {
-	case b == nil || c == nil:
-		loadNote = "a result does not record its settings (written before they were): the loads were not compared"
-	default:
-		loads = LoadDifferences(b, c)
-		if len(loads) > 0 && !p.AllowDifferentLoad {
-			return nil, fmt.Errorf("%w: %s; a change of the load changes every figure, whatever the code does (--allow-different-load compares them anyway)",
-				ErrLoadMismatch, describeLoads(loads))
-		}
+	loads, loadNote, err := compareLoads(baseline, current, p)
+	if err != nil {
+		return nil, err
 	}
 	g := &Report{
 		LoadDiffers:     loads,

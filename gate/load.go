@@ -76,6 +76,22 @@ var loadSettings = []struct {
 	}},
 }
 
+// compareLoads returns the differences of the loads of baseline and current, or, when a result
+// does not record its settings, a note that says the loads were not compared; an error wrapping
+// ErrLoadMismatch when they differ and p does not allow it.
+func compareLoads(baseline, current *result.Result, p Policy) ([]LoadDifference, string, error) {
+	b, c := baseline.Scenario.Settings, current.Scenario.Settings
+	if b == nil || c == nil {
+		return nil, "a result does not record its settings (written before they were): the loads were not compared", nil
+	}
+	loads := LoadDifferences(b, c)
+	if len(loads) > 0 && !p.AllowDifferentLoad {
+		return nil, "", fmt.Errorf("%w: %s; a change of the load changes every figure, whatever the code does (--allow-different-load compares them anyway)",
+			ErrLoadMismatch, describeLoads(loads))
+	}
+	return loads, "", nil
+}
+
 // describeLoads is the text of the load differences for a headline or an error.
 func describeLoads(diffs []LoadDifference) string {
 	parts := make([]string, len(diffs))
