@@ -2,29 +2,17 @@ package redisenv
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// tlsSettings is the TLS configuration of a rediss:// target.
-type tlsSettings struct{ base *tls.Config }
-
-// config returns a TLS config for addr (server name = addr's host; "" keeps the URL's host).
-func (s *tlsSettings) config(addr string) *tls.Config {
-	c := s.base.Clone()
-	if host, _, err := net.SplitHostPort(addr); err == nil && addr != "" && net.ParseIP(host) == nil {
-		c.ServerName = host
-	}
-	return c
-}
 
 // externalSpec is a parsed Config.URL.
 type externalSpec struct {
@@ -95,9 +83,13 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 			return bad("URL %s: malformed options: %v", u.Redacted(), err)
 		}
 		for name := range query {
-			if name != "addr" {
-				return bad("URL %s: unknown option %q (the only option is addr, an extra cluster seed)", u.Redacted(), name)
+			if name != "addr" && !slices.Contains(tlsOptions, name) {
+				return bad("URL %s: unknown option %q (the options are addr, an extra cluster seed, and for rediss:// %s)",
+					u.Redacted(), name, strings.Join(tlsOptions, ", "))
 			}
+		}
+		if spec.tls, err = parseTLS(u.Scheme, host, u.Redacted(), query); err != nil {
+			return externalSpec{}, err
 		}
 		if u.Fragment != "" {
 			return bad("URL %s: unexpected fragment #%s", u.Redacted(), u.Fragment)
@@ -114,9 +106,6 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 				return bad("URL %s: database %q is not a number", u.Redacted(), p)
 			}
 			spec.db = db
-		}
-		if u.Scheme == "rediss" {
-			spec.tls = &tlsSettings{base: &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}}
 		}
 		return spec, nil
 	}
@@ -254,6 +243,10 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 				user = "default"
 			}
 			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, r.err)
+		case tlsProblem(r.err, spec.tls) != "":
+			// Every seed shares the TLS settings: the URL is wrong, not the server unreachable.
+			closeRest(n - 1)
+			return nil, fmt.Errorf("%w: %s: %s", ErrBadConfig, seed, tlsProblem(r.err, spec.tls))
 		case isDBError(r.err):
 			// The server answered and has no such database: the URL is wrong, not the server
 			// unreachable (every seed of a cluster would say the same).
@@ -263,7 +256,11 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 		}
 		errs[r.i] = fmt.Errorf("%s: %w", seed, r.err)
 	}
-	return nil, fmt.Errorf("%w: cannot reach %s within %s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, errors.Join(errs...))
+	over := ""
+	if spec.tls != nil {
+		over = " over TLS (a port that does not speak TLS never answers the handshake: use redis:// for a plain one)"
+	}
+	return nil, fmt.Errorf("%w: cannot reach %s within %s%s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, over, errors.Join(errs...))
 }
 
 // startExternal connects to a server the user runs. It never writes to it.
@@ -308,6 +305,9 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 		out.Nodes = nodes
 	} else {
 		out.Nodes = []Node{{Addr: c.Options().Addr, Role: RoleMaster}}
+	}
+	if spec.tls != nil && spec.tls.base.InsecureSkipVerify {
+		cfg.logf("redisenv: warning: skip_verify=true: the TLS certificates of %s are not verified", strings.Join(spec.seeds, ","))
 	}
 	t := newTarget(out, spec.username, spec.password, spec.tls, nil)
 	t.db = spec.db
