@@ -78,34 +78,8 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 			}
 			spec.seeds = append(spec.seeds, a)
 		}
-		query, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			return bad("URL %s: malformed options: %v", u.Redacted(), err)
-		}
-		for name := range query {
-			if name != "addr" && !slices.Contains(tlsOptions, name) {
-				return bad("URL %s: unknown option %q (the options are addr, an extra cluster seed, and for rediss:// %s)",
-					u.Redacted(), name, strings.Join(tlsOptions, ", "))
-			}
-		}
-		if spec.tls, err = parseTLS(u.Scheme, host, u.Redacted(), query); err != nil {
+		if err := spec.urlOptions(u, host); err != nil {
 			return externalSpec{}, err
-		}
-		if u.Fragment != "" {
-			return bad("URL %s: unexpected fragment #%s", u.Redacted(), u.Fragment)
-		}
-		for _, a := range query["addr"] { // go-redis style extra cluster seeds
-			if err := checkHostPort(a); err != nil {
-				return bad("URL %s: addr %q: %v", u.Redacted(), a, err)
-			}
-			spec.seeds = append(spec.seeds, a)
-		}
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			db, err := strconv.Atoi(p)
-			if err != nil || db < 0 {
-				return bad("URL %s: database %q is not a number", u.Redacted(), p)
-			}
-			spec.db = db
 		}
 		return spec, nil
 	}
@@ -118,6 +92,45 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 		spec.seeds = append(spec.seeds, a)
 	}
 	return spec, nil
+}
+
+// urlOptions reads what follows the host of URL u (whose host is host) into spec: its options
+// (addr, an extra cluster seed; the TLS options, see parseTLS), its /db and its fragment (refused).
+// Errors wrap ErrBadConfig and show u redacted.
+func (spec *externalSpec) urlOptions(u *url.URL, host string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: URL %s: "+format, append([]any{ErrBadConfig, u.Redacted()}, args...)...)
+	}
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return bad("malformed options: %v", err)
+	}
+	for name := range query {
+		if name != "addr" && !slices.Contains(tlsOptions, name) {
+			return bad("unknown option %q (the options are addr, an extra cluster seed, and for rediss:// %s)",
+				name, strings.Join(tlsOptions, ", "))
+		}
+	}
+	if spec.tls, err = parseTLS(u.Scheme, host, u.Redacted(), query); err != nil {
+		return err
+	}
+	if u.Fragment != "" {
+		return bad("unexpected fragment #%s", u.Fragment)
+	}
+	for _, a := range query["addr"] { // go-redis style extra cluster seeds
+		if err := checkHostPort(a); err != nil {
+			return bad("addr %q: %v", a, err)
+		}
+		spec.seeds = append(spec.seeds, a)
+	}
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		db, err := strconv.Atoi(p)
+		if err != nil || db < 0 {
+			return bad("database %q is not a number", p)
+		}
+		spec.db = db
+	}
+	return nil
 }
 
 // Seeds returns the addresses (host:port) an external target's URL names, as Start tries them;
