@@ -120,6 +120,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
 		return badInput(err)
 	}
+	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
+		return err
+	}
 	dirs, err := runDirs(loaded, f.out, f.force, time.Now(), stderr)
 	defer func() {
 		for _, d := range dirs {

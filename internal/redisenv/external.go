@@ -22,6 +22,14 @@ type externalSpec struct {
 	tls                *tlsSettings
 }
 
+// user returns the user name the spec authenticates as, "default" for none.
+func (spec externalSpec) user() string {
+	if spec.username == "" {
+		return "default"
+	}
+	return spec.username
+}
+
 // parseExternal parses Config.URL: a redis:// or rediss:// URL whose host part may list several
 // comma-separated cluster seeds, or a plain comma-separated host:port list (see Config.URL).
 // username and password apply when the URL carries no user information. Errors wrap
@@ -251,11 +259,12 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 			return r.c, nil
 		case isAuthError(r.err):
 			closeRest(n - 1)
-			user := spec.username
-			if user == "" {
-				user = "default"
-			}
-			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, r.err)
+			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, spec.user(), r.err)
+		case strings.HasPrefix(r.err.Error(), "NOPERM"):
+			// The server answered: its ACL refuses the user PING, as every seed's would.
+			closeRest(n - 1)
+			return nil, fmt.Errorf("%w: %s: user %q may not run PING, which limitbench needs (`limitbench acl` prints all a run needs): %w",
+				ErrUnavailable, seed, spec.user(), r.err)
 		case tlsProblem(r.err, spec.tls) != "":
 			// Every seed shares the TLS settings: the URL is wrong, not the server unreachable.
 			closeRest(n - 1)
@@ -296,6 +305,10 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 	defer c.Close()
 	info, err := c.Info(ctx, "server", "cluster").Result()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOPERM") {
+			return nil, fmt.Errorf("%w: %s: user %q may not run INFO, which limitbench needs (`limitbench acl` prints all a run needs): %w",
+				ErrUnavailable, c.Options().Addr, spec.user(), err)
+		}
 		return nil, fmt.Errorf("%w: %s: INFO: %w", ErrUnavailable, c.Options().Addr, err)
 	}
 	isCluster := infoField(info, "cluster_enabled") == "1"
