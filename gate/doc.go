@@ -134,8 +134,9 @@
 //
 //	0  no row fails: improvements, insignificant and ok rows, and inconclusive rows by default
 //	1  a Regression; or an Inconclusive row with Policy.FailInconclusive (--fail-inconclusive)
-//	2  bad input: Compare's errors (different scenarios, fewer than MinSamples a side, machines
-//	   that differ without reference samples, nothing in common), unreadable files, bad flags
+//	2  bad input: Compare's errors (different scenarios, different loads without
+//	   Policy.AllowDifferentLoad, fewer than MinSamples a side, machines that differ without
+//	   reference samples, nothing in common), unreadable files, bad flags
 //
 // Inconclusive rows pass by default because on a noisy machine most comparisons of unchanged code
 // cannot rule out a threshold-size change (83% of rows at 9% noise in TestRuleFalseAlarmRate):

@@ -35,6 +35,9 @@ func (g *Report) summary() string {
 	default:
 		fmt.Fprintf(&b, "limitbench gate: no regression in scenario %s.", g.Scenario)
 	}
+	if len(g.LoadDiffers) > 0 {
+		fmt.Fprintf(&b, " The runs' loads differ (%s): every change below is the load's as much as the code's.", describeLoads(g.LoadDiffers))
+	}
 	c := g.Counts
 	fmt.Fprintf(&b, " %d rows: %d regression%s, %d inconclusive, %d improvement%s, %d insignificant, %d ok; ",
 		len(g.Rows), c.Regressions, plural(c.Regressions), c.Inconclusive, c.Improvements, plural(c.Improvements), c.Insignificant, c.OK)

@@ -91,7 +91,7 @@ flags:
 	if f.out == "" {
 		out, err = newOutDir("results", "capacity-"+keyName(f.algorithm)+"-"+timeStamp(time.Now()))
 	} else {
-		out, err = explicitOutDir("--out", f.out, capacity.File, f.force)
+		out, err = explicitOutDir("--out", f.out, capacity.File, f.force, stderr)
 	}
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func init() {
 	register("gate", "compare a run with a baseline run and fail on a significant regression (CI gate)", runGate)
 }
 
-const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--fail-inconclusive] [--format markdown|json|bmf|benchmark-action] [--junit FILE] [--metrics-report FILE] CURRENT.json"
+const gateSynopsis = "--baseline BASELINE.json [--metric-threshold throughput=10%,p99=15%,cpu=10%,memory=5%,efficiency=1pt] [--fail-inconclusive] [--allow-different-load] [--format markdown|json|bmf|benchmark-action] [--junit FILE] [--metrics-report FILE] CURRENT.json"
 
 // gateHelp is the rule and the exit codes, printed by `limitbench gate -h` between the synopsis
 // and the flags; gate's package documentation is the full specification.
@@ -45,15 +45,16 @@ the ratios.
 
 Exit codes: 0 no regression (inconclusive, improvement, insignificant and ok rows pass);
 1 a regression, or an inconclusive row with --fail-inconclusive; 2 bad input (a missing or invalid
-file, another scenario, fewer than 6 samples a side, different machines without reference samples,
-nothing in common, bad flags).
+file, another scenario, the scenario under another load (rate, clients, duration, keys, limit,
+cost, client mode, WAIT or faults) without --allow-different-load, fewer than 6 samples a side,
+different machines without reference samples, nothing in common, bad flags).
 `
 
 // runGate implements `limitbench gate`: it reads two result.json files (or results directories
 // holding one), runs gate.Compare, writes the Markdown table (or JSON with --json) to stdout, and
 // returns failed when the gate fails (a regression, or an inconclusive row with
-// --fail-inconclusive), badInput when an input is missing, invalid, of another scenario or has too
-// few samples. Flags may come before or after CURRENT.json.
+// --fail-inconclusive), badInput when an input is missing, invalid, of another scenario or load
+// (unless --allow-different-load) or has too few samples. Flags may come before or after CURRENT.json.
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gate", gateSynopsis, stderr)
 	fs.Usage = func() {
@@ -65,6 +66,8 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"smallest change that counts, per metric: percent of the baseline median for throughput, p99, cpu and memory; absolute points for efficiency; metrics not named keep their defaults")
 	failInconclusive := fs.Bool("fail-inconclusive", false,
 		"fail (exit 1) when a row is inconclusive, that is when the run cannot rule out a regression of threshold size; by default such rows are reported and pass")
+	allowLoad := fs.Bool("allow-different-load", false,
+		"compare runs of the scenario under different loads (rate, clients, duration, keys, limit, cost, client mode, WAIT, faults), naming the differences in the summary; refused by default (exit 2), since a different load changes every figure")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of a Markdown table (--format json)")
 	format := fs.String("format", "markdown", "what stdout gets: markdown (the table), json (the whole report), bmf (Bencher Metric Format) or benchmark-action (github-action-benchmark's custom JSON); the last two hold every row with a figure, for teams that keep history elsewhere")
 	var cf ciFlags
@@ -89,7 +92,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return badInput(fmt.Errorf("--metric-threshold: %w", err))
 	}
-	g, current, err := compareFiles(ctx, *baselinePath, pos[0], gate.Policy{Thresholds: th, FailInconclusive: *failInconclusive})
+	g, current, err := compareFiles(ctx, *baselinePath, pos[0], gate.Policy{Thresholds: th, FailInconclusive: *failInconclusive, AllowDifferentLoad: *allowLoad})
 	if err != nil {
 		return err
 	}

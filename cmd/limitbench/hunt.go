@@ -75,11 +75,11 @@ func (f *huntFlags) problems() []error {
 }
 
 // outDir returns the results directory: --out, or a new results/<scenario>-hunt-<UTC time>/.
-func (f *huntFlags) outDir(scenario string) (*outDir, error) {
+func (f *huntFlags) outDir(scenario string, stderr io.Writer) (*outDir, error) {
 	if f.out == "" {
 		return newOutDir("results", scenario+"-hunt-"+timeStamp(time.Now()))
 	}
-	return explicitOutDir("--out", f.out, hunt.FileName, f.force)
+	return explicitOutDir("--out", f.out, hunt.FileName, f.force, stderr)
 }
 
 // huntLab is internal/runner's side of a hunt: resolving algorithms, checking custom scripts and
@@ -131,7 +131,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return badInput(err)
 	}
-	dir, err := f.outDir(s.Name)
+	dir, err := f.outDir(s.Name, stderr)
 	defer dir.release()
 	if err != nil {
 		return err

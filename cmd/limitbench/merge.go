@@ -66,7 +66,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *out == "" {
 		o, err = newOutDir("results", res.Scenario.Name+"-merged-"+timeStamp(time.Now()))
 	} else {
-		o, err = explicitOutDir("--out", *out, result.FileName, *force)
+		o, err = explicitOutDir("--out", *out, result.FileName, *force, stderr)
 	}
 	if err != nil {
 		return err

@@ -126,7 +126,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
 	}
-	dirs, err := runDirs(loaded, f.out, f.force, time.Now())
+	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
+		return err
+	}
+	dirs, err := runDirs(loaded, f.out, f.force, time.Now(), stderr)
 	defer func() {
 		for _, d := range dirs {
 			d.release()
@@ -184,9 +187,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // runDirs reserves the results directory of each scenario (see outdir.go): out, or out/<name>
-// of each with several scenarios, or by default a new results/<name>-<UTC time of now>. The
-// directories it reserved come back even with an error, to be released.
-func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time) ([]*outDir, error) {
+// of each with several scenarios, or by default a new results/<name>-<UTC time of now>; notes
+// hears of a dead command's lock taken over. The directories it reserved come back even with an
+// error, to be released.
+func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time, notes io.Writer) ([]*outDir, error) {
 	var dirs []*outDir
 	if out != "" && len(loaded) > 1 {
 		seen := map[string]string{}
@@ -205,9 +209,9 @@ func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time
 		case out == "":
 			d, err = newOutDir("results", s.Name+"-"+timeStamp(now))
 		case len(loaded) > 1:
-			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), result.FileName, force)
+			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), result.FileName, force, notes)
 		default:
-			d, err = explicitOutDir("--out", out, result.FileName, force)
+			d, err = explicitOutDir("--out", out, result.FileName, force, notes)
 		}
 		if err != nil {
 			return dirs, err

@@ -478,9 +478,10 @@ func LostOr(ctx context.Context, tgt *redisenv.Target, err error) error {
 	return err
 }
 
-// permissionHint says what the user of a run needs, for a message about a refused permission.
-const permissionHint = "the run's user needs its keys, ~limitbench:*, and the commands EVAL, EVALSHA, SCRIPT LOAD, " +
-	"SCAN, UNLINK, INFO, MEMORY USAGE, TIME and PING, with those of the algorithms that send plain commands"
+// permissionHint says where to find what the user of a run needs, for a message about a refused
+// permission: the line `limitbench acl` prints (package acl).
+const permissionHint = "`limitbench acl SCENARIO.yaml` prints the ACL SETUSER line a run needs, " +
+	"and `limitbench acl --redis URL SCENARIO.yaml` what this user lacks"
 
 // noPermission reports whether err holds a NOPERM reply: an ACL that forbids the run's user a
 // command or a key.
