@@ -524,7 +524,7 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	e.ErrorClasses = rec.errs.Classes(res.Plan.Warmup)
 	series := rec.tl.Series()
 	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered)),
-		Use: verify.NewWindowUse(vm.Contract, vm.Log, vm.Start, rec.tl.Width, len(series.Offered))}
+		Use: verify.NewWindowUse(vm.Contract, vm.Log, vm.Warmup, vm.Start, rec.tl.Width, len(series.Offered))}
 	return e
 }
 

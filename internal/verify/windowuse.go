@@ -33,7 +33,10 @@ import (
 //
 // So a crossing of the allowance is an over-admission whatever the placement, and a correct
 // limiter's line stays at or below it. With exact decision times the measure is exact; wide
-// intervals only make it smaller.
+// intervals only make it smaller. The warmup's admissions decided before the measured part
+// starts are counted too (a window or bucket the measured part begins with holds them); those
+// a skewed client clock dates after its start are not, as the checker, which verifies the
+// measured part, does not see them either.
 type WindowUse struct {
 	// Contract is the limit (without its Also).
 	Contract string `json:"contract"`
@@ -45,9 +48,10 @@ type WindowUse struct {
 }
 
 // NewWindowUse returns the use of each of c's limits over bins bins of width bin from start (µs
-// since the Unix epoch, on the log's clock), from log's admissions. It returns nil without a
-// log, a contract or bins, or for a contract the checker refuses. log is not changed.
-func NewWindowUse(c algorithms.Contract, log *Log, start int64, bin time.Duration, bins int) []WindowUse {
+// since the Unix epoch, on the log's clock), from the admissions of log and those of warmup (nil
+// for none) decided before start. It returns nil without a log, a contract or bins, or for a
+// contract the checker refuses. Neither log is changed.
+func NewWindowUse(c algorithms.Contract, log, warmup *Log, start int64, bin time.Duration, bins int) []WindowUse {
 	if log == nil || c.Kind == algorithms.NoContract || bins <= 0 || bin <= 0 {
 		return nil
 	}
@@ -56,6 +60,16 @@ func NewWindowUse(c algorithms.Contract, log *Log, start int64, bin time.Duratio
 		return nil
 	}
 	var adm []Event
+	if warmup != nil {
+		for _, e := range warmup.Events {
+			if e.Kind() != Admitted || warmup.Base+e.Hi() >= start {
+				continue
+			}
+			if moved, err := e.Shift(warmup.Base - log.Base); err == nil {
+				adm = append(adm, moved)
+			}
+		}
+	}
 	for _, e := range log.Events {
 		if e.Kind() == Admitted {
 			adm = append(adm, e)

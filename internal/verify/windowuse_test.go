@@ -42,7 +42,7 @@ func TestWindowUseOfCorrectLimiterUnderAllowance(t *testing.T) {
 		h.decide(t, newRefLimiter(c), c.Granularity.Microseconds())
 		log := h.log(t, rapid.SampledFrom([]int64{0, 1, maxGap, 10 * maxGap}).Draw(t, "spread"))
 		start, bin, bins := useGrid(t, log)
-		for _, u := range NewWindowUse(c, log, start, bin, bins) {
+		for _, u := range NewWindowUse(c, log, nil, start, bin, bins) {
 			for i, v := range u.Held {
 				if v > u.Allowance {
 					t.Fatalf("%s: bin %d holds %g > allowance %g (%s)", u.Contract, i, v, u.Allowance, u.Measure)
@@ -64,7 +64,7 @@ func TestWindowUseOverAllowanceIsDefinite(t *testing.T) {
 		}
 		log := genLog(t, 30)
 		start, bin, bins := useGrid(t, log)
-		uses := NewWindowUse(c, cloneLog(log), start, bin, bins)
+		uses := NewWindowUse(c, cloneLog(log), nil, start, bin, bins)
 		crossed := false
 		for _, u := range uses {
 			crossed = crossed || slices.ContainsFunc(u.Held, func(v float64) bool { return v > u.Allowance })
@@ -114,7 +114,7 @@ func TestWindowUseExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := NewWindowUse(tt.c, cloneLog(log), base, us(25), 5)
+			got := NewWindowUse(tt.c, cloneLog(log), nil, base, us(25), 5)
 			if len(got) != 1 {
 				t.Fatalf("NewWindowUse = %d uses; want 1", len(got))
 			}
@@ -136,11 +136,28 @@ func TestWindowUseGranularity(t *testing.T) {
 	for _, at := range []int64{0, 100_000, 200_000, 900_000} {
 		log.Events = append(log.Events, mustEvent(at, at, 0, 0, 1, Admitted))
 	}
-	got := NewWindowUse(c, log, 0, time.Second, 4)
+	got := NewWindowUse(c, log, nil, 0, time.Second, 4)
 	if len(got) != 1 || got[0].Allowance != 6 {
 		t.Fatalf("NewWindowUse = %+v; want one use with allowance 6", got)
 	}
 	if diff := cmp.Diff([]float64{0, 4, 3, 0}, got[0].Held); diff != "" {
+		t.Errorf("Held (-want +got):\n%s", diff)
+	}
+}
+
+// TestWindowUseCountsTheWarmup: the warmup's admissions before the measured part fill the window
+// and the bucket it starts with; one that a skewed clock dates after the start does not count.
+func TestWindowUseCountsTheWarmup(t *testing.T) {
+	log := &Log{Subjects: []string{"a"}, Clients: []string{"x"}, Base: 1000,
+		Events: []Event{mustEvent(10, 10, 0, 0, 1, Admitted)}}
+	warmup := &Log{Subjects: []string{"a"}, Clients: []string{"x"}, Base: 900, Events: []Event{
+		mustEvent(80, 80, 0, 0, 2, Admitted),   // 980: before the start at 1000
+		mustEvent(95, 95, 0, 0, 1, Denied),     // denied: not counted
+		mustEvent(150, 150, 0, 0, 5, Admitted), // 1050: after the start
+	}}
+	sliding := algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 10, Window: us(100)}
+	got := NewWindowUse(sliding, log, warmup, 1000, us(50), 2)
+	if diff := cmp.Diff([]float64{3, 3}, got[0].Held); diff != "" {
 		t.Errorf("Held (-want +got):\n%s", diff)
 	}
 }
