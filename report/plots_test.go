@@ -100,9 +100,10 @@ func TestAccuracyPlotMarksViolations(t *testing.T) {
 // svgBar matches a filled rectangle as vgsvg writes a horizontal bar: M x0,y0 L x0,y1 L x1,y1 L x1,y0 Z.
 var svgBar = regexp.MustCompile(`<path d="M([-\d.]+),([-\d.]+)L[-\d.]+,[-\d.]+L([-\d.]+),[-\d.]+L[-\d.]+,[-\d.]+Z"\s+style="fill:(#[0-9A-Fa-f]{6})"`)
 
-// TestComparePlotPanels: the compare plot has its five panels (throughput, p99, Redis CPU per
-// decision, bytes per subject, efficiency), in that order from the top, with one bar per algorithm
-// in each, and bar lengths in proportion to the entries' figures.
+// TestComparePlotPanels: the compare plot has its panels (p99, Redis time and CPU per decision,
+// bytes per subject, efficiency; no throughput, since every entry of the fixture completed its
+// offered rate), in that order from the top, with one bar per algorithm in each, and bar lengths
+// in proportion to the entries' figures.
 func TestComparePlotPanels(t *testing.T) {
 	r := readFixture(t, "result.json")
 	figs, err := Figures(r)
@@ -111,12 +112,15 @@ func TestComparePlotPanels(t *testing.T) {
 	}
 	f := figureByName(t, figs, "compare-single")
 	svg := string(f.SVG)
+	if strings.Contains(svg, ">Throughput") || !strings.Contains(f.Title, "each completed its offered rate") {
+		t.Errorf("compare plot %q has a throughput panel, or its title does not say why not", f.Title)
+	}
 	panels := []struct {
 		title string
 		value func(e *result.Entry) float64
 	}{
-		{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }},
 		{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 }},
+		{"Redis time per decision (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }},
 		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
 		{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
 		{"Efficiency (admitted / ideal)", func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
