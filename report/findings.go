@@ -56,6 +56,75 @@ func Findings(r *result.Result, e *result.Entry) []string {
 	if r.IsReference(e) {
 		return referenceFindings(e)
 	}
+	v := e.Verification
+	out := verdictFindings(e)
+
+	if held := heldThresholds(v.Thresholds); held != "" {
+		out = append(out, "Thresholds held: "+held+".")
+	}
+
+	if a := e.Accuracy; a.IdealAllowed > 0 && a.Efficiency > 0 {
+		switch {
+		case a.Efficiency < 0.98:
+			out = append(out, fmt.Sprintf("Admitted only %s of what an exact limiter would have (%s false %s).",
+				Percent(a.Efficiency), Count(a.FalseDenials), Plural(a.FalseDenials, "denial", "denials")))
+		case a.Efficiency > 1.02:
+			out = append(out, fmt.Sprintf("Admitted %s what an exact limiter would have.", Ratio(a.Efficiency)))
+		default:
+			out = append(out, fmt.Sprintf("Admitted %s of what an exact limiter would have.", Percent(a.Efficiency)))
+		}
+	}
+
+	out = append(out, peerFindings(r, e)...)
+
+	if bad := e.Errors + e.Unknown; bad > 0 && e.Requests > 0 {
+		var parts []string
+		if e.Errors > 0 {
+			parts = append(parts, Count(e.Errors)+" "+Plural(e.Errors, "error", "errors"))
+		}
+		if e.Unknown > 0 {
+			parts = append(parts, Count(e.Unknown)+" unknown "+Plural(e.Unknown, "outcome", "outcomes"))
+		}
+		line := fmt.Sprintf("%s (%s of requests)", strings.Join(parts, " and "), Percent(float64(bad)/float64(e.Requests)))
+		if classes := ErrorsLine(e); classes != "" {
+			line += ": " + classes
+		}
+		out = append(out, sentence(line))
+	}
+	if v.Epochs > 0 || len(v.Disruptions) > 0 {
+		var changed []string
+		for _, d := range v.Disruptions {
+			w := d.What
+			if d.StateLost {
+				w += ", state possibly lost"
+			}
+			changed = append(changed, w)
+		}
+		s := "Redis changed under the load: " + strings.Join(changed, "; ")
+		if v.Epochs > 0 {
+			s += fmt.Sprintf(". The history was verified in %d parts, apart, where the state may have been lost", v.Epochs)
+			if v.AttributedViolations > 0 {
+				s += fmt.Sprintf("; %s definite %s across the loss %s attributed to it, not to the algorithm",
+					Count(v.AttributedViolations), Plural(v.AttributedViolations, "violation", "violations"),
+					Plural(v.AttributedViolations, "is", "are"))
+			}
+		}
+		out = append(out, sentence(s))
+	}
+	for _, w := range e.Warnings {
+		out = append(out, sentence("Warning: "+w.Message))
+	}
+	if e.Dropped > 0 {
+		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", Count(e.Dropped), Plural(e.Dropped, "request was", "requests were")))
+	}
+	if e.Late > 0 {
+		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", Count(e.Late), Plural(e.Late, "request was", "requests were"), Percent(e.LateFraction)))
+	}
+	return out
+}
+
+// verdictFindings states e's verdict and how far it over-admitted, or what it kept.
+func verdictFindings(e *result.Entry) []string {
 	var out []string
 	v := e.Verification
 	worst := ""
@@ -102,22 +171,13 @@ func Findings(r *result.Result, e *result.Entry) []string {
 		out = append(out, sentence("No verdict: "+orDefault(reasons, "the run cannot support one")))
 	}
 
-	if held := heldThresholds(v.Thresholds); held != "" {
-		out = append(out, "Thresholds held: "+held+".")
-	}
+	return out
+}
 
-	if a := e.Accuracy; a.IdealAllowed > 0 && a.Efficiency > 0 {
-		switch {
-		case a.Efficiency < 0.98:
-			out = append(out, fmt.Sprintf("Admitted only %s of what an exact limiter would have (%s false %s).",
-				Percent(a.Efficiency), Count(a.FalseDenials), Plural(a.FalseDenials, "denial", "denials")))
-		case a.Efficiency > 1.02:
-			out = append(out, fmt.Sprintf("Admitted %s what an exact limiter would have.", Ratio(a.Efficiency)))
-		default:
-			out = append(out, fmt.Sprintf("Admitted %s of what an exact limiter would have.", Percent(a.Efficiency)))
-		}
-	}
-
+// peerFindings compares e with the other entries of its topology (the reference script's left
+// out): memory, latency and Redis CPU.
+func peerFindings(r *result.Result, e *result.Entry) []string {
+	var out []string
 	var peers []*result.Entry
 	for _, p := range entriesOn(r, e.Topology) {
 		if !r.IsReference(p) {
@@ -153,49 +213,6 @@ func Findings(r *result.Result, e *result.Entry) []string {
 		}
 	}
 
-	if bad := e.Errors + e.Unknown; bad > 0 && e.Requests > 0 {
-		var parts []string
-		if e.Errors > 0 {
-			parts = append(parts, Count(e.Errors)+" "+Plural(e.Errors, "error", "errors"))
-		}
-		if e.Unknown > 0 {
-			parts = append(parts, Count(e.Unknown)+" unknown "+Plural(e.Unknown, "outcome", "outcomes"))
-		}
-		line := fmt.Sprintf("%s (%s of requests)", strings.Join(parts, " and "), Percent(float64(bad)/float64(e.Requests)))
-		if classes := ErrorsLine(e); classes != "" {
-			line += ": " + classes
-		}
-		out = append(out, sentence(line))
-	}
-	if v.Epochs > 0 || len(v.Disruptions) > 0 {
-		var changed []string
-		for _, d := range v.Disruptions {
-			w := d.What
-			if d.StateLost {
-				w += ", state possibly lost"
-			}
-			changed = append(changed, w)
-		}
-		s := "Redis changed under the load: " + strings.Join(changed, "; ")
-		if v.Epochs > 0 {
-			s += fmt.Sprintf(". The history was verified in %d parts, apart, where the state may have been lost", v.Epochs)
-			if v.AttributedViolations > 0 {
-				s += fmt.Sprintf("; %s definite %s across the loss %s attributed to it, not to the algorithm",
-					Count(v.AttributedViolations), Plural(v.AttributedViolations, "violation", "violations"),
-					Plural(v.AttributedViolations, "is", "are"))
-			}
-		}
-		out = append(out, sentence(s))
-	}
-	for _, w := range e.Warnings {
-		out = append(out, sentence("Warning: "+w.Message))
-	}
-	if e.Dropped > 0 {
-		out = append(out, fmt.Sprintf("%s planned %s never sent (dropped).", Count(e.Dropped), Plural(e.Dropped, "request was", "requests were")))
-	}
-	if e.Late > 0 {
-		out = append(out, fmt.Sprintf("%s %s sent late (%s of requests).", Count(e.Late), Plural(e.Late, "request was", "requests were"), Percent(e.LateFraction)))
-	}
 	return out
 }
 

@@ -423,27 +423,7 @@ type comparePanel struct {
 // offered rate (within 2%): in an open loop that figure is the schedule's, the same for all.
 // A panel nobody measured is left out too.
 func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureSpec {
-	var panels []comparePanel
-	atOffered := true
-	for _, e := range entries {
-		atOffered = atOffered && e.OfferedRPS > 0 && math.Abs(e.ThroughputRPS-e.OfferedRPS) <= 0.02*e.OfferedRPS
-	}
-	if !atOffered {
-		panels = append(panels, comparePanel{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }})
-	}
-	panels = append(panels, comparePanel{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }})
-	for _, p := range []comparePanel{
-		{"Redis time per decision (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }},
-		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
-	} {
-		if anyValue(entries, p.value) {
-			panels = append(panels, p)
-		}
-	}
-	panels = append(panels,
-		comparePanel{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
-		comparePanel{efficiencyPanel, func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
-	)
+	panels, atOffered := comparePanels(entries)
 	title := fmt.Sprintf("Algorithms compared, %s on %s", r.Scenario.Name, topo)
 	if atOffered {
 		title += " (each completed its offered rate)"
@@ -455,40 +435,7 @@ func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureS
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, pn := range panels {
-		p := NewPlot(pn.title, "", "")
-		p.Title.TextStyle.Font.Size = vg.Points(11)
-		for i, e := range entries {
-			v := pn.value(e)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				v = 0
-			}
-			bc, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(11))
-			if err != nil {
-				continue
-			}
-			bc.Horizontal = true
-			bc.XMin = float64(len(entries) - 1 - i)
-			bc.Color = AlgorithmColor(e.Algorithm)
-			bc.LineStyle.Width = 0
-			p.Add(bc)
-		}
-		p.NominalY(names...)
-		p.X.Min = 0
-		p.X.Max = 1 // an all-zero panel (not measured) still gets an axis
-		for _, e := range entries {
-			if v := pn.value(e); v*1.08 > p.X.Max && !math.IsInf(v, 0) {
-				p.X.Max = v * 1.08
-			}
-		}
-		if pn.title == efficiencyPanel && anyValue(entries, pn.value) {
-			// Efficiency: show the exact limiter's 1.0 as a line.
-			if ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(entries)) - 0.5}}); err == nil {
-				ref.Color = color.Black
-				ref.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-				p.Add(ref)
-			}
-		}
-		plots[pi] = []*plot.Plot{p}
+		plots[pi] = []*plot.Plot{comparePlot(pn, entries, names)}
 	}
 	rowH := vg.Points(40) + vg.Points(14)*vg.Length(len(entries))
 	h := vg.Points(36) + rowH*vg.Length(len(panels))
@@ -513,6 +460,71 @@ func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureS
 			}
 		},
 	}
+}
+
+// comparePanels returns the panels of the comparison figure of entries, and whether every entry
+// completed its offered rate (then throughput is left out).
+func comparePanels(entries []*result.Entry) ([]comparePanel, bool) {
+	var panels []comparePanel
+	atOffered := true
+	for _, e := range entries {
+		atOffered = atOffered && e.OfferedRPS > 0 && math.Abs(e.ThroughputRPS-e.OfferedRPS) <= 0.02*e.OfferedRPS
+	}
+	if !atOffered {
+		panels = append(panels, comparePanel{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }})
+	}
+	panels = append(panels, comparePanel{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }})
+	for _, p := range []comparePanel{
+		{"Redis time per decision (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }},
+		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
+	} {
+		if anyValue(entries, p.value) {
+			panels = append(panels, p)
+		}
+	}
+	return append(panels,
+		comparePanel{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
+		comparePanel{efficiencyPanel, func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
+	), atOffered
+}
+
+// comparePlot is one panel of the comparison figure: a horizontal bar per entry, names from the
+// bottom up.
+func comparePlot(pn comparePanel, entries []*result.Entry, names []string) *plot.Plot {
+	p := NewPlot(pn.title, "", "")
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	for i, e := range entries {
+		v := pn.value(e)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		bc, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(11))
+		if err != nil {
+			continue
+		}
+		bc.Horizontal = true
+		bc.XMin = float64(len(entries) - 1 - i)
+		bc.Color = AlgorithmColor(e.Algorithm)
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+	}
+	p.NominalY(names...)
+	p.X.Min = 0
+	p.X.Max = 1 // an all-zero panel (not measured) still gets an axis
+	for _, e := range entries {
+		if v := pn.value(e); v*1.08 > p.X.Max && !math.IsInf(v, 0) {
+			p.X.Max = v * 1.08
+		}
+	}
+	if pn.title == efficiencyPanel && anyValue(entries, pn.value) {
+		// Efficiency: show the exact limiter's 1.0 as a line.
+		if ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(entries)) - 0.5}}); err == nil {
+			ref.Color = color.Black
+			ref.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			p.Add(ref)
+		}
+	}
+	return p
 }
 
 func anyValue(entries []*result.Entry, f func(*result.Entry) float64) bool {

@@ -1,13 +1,16 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
@@ -404,4 +407,97 @@ func TestBinOf(t *testing.T) {
 			t.Errorf("binOf(%g, %g) = %d; want %d", tt.v, tt.binS, got, tt.want)
 		}
 	}
+}
+
+// TestAccuracyPlotCorrectUnderAllowance (issue 31): the accuracy plot of every correct algorithm
+// of the demo (the built-in ones without a known flaw, on both topologies) never draws a bin
+// over the allowance it draws: in the data it is drawn from (each limit's use per bin against
+// its allowance) and in the figure itself, where no point of the algorithm's line in the top
+// panel lies above the allowance line.
+func TestAccuracyPlotCorrectUnderAllowance(t *testing.T) {
+	r := readFixture(t, "demo-result.json")
+	checked := 0
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		a, err := algorithms.Lookup(e.Algorithm)
+		if err != nil || a.Describe().Flaw != "" {
+			continue
+		}
+		if len(e.Timeline.Use) == 0 {
+			t.Fatalf("%s: the demo's result has no use per bin", e.Name())
+		}
+		for _, u := range e.Timeline.Use {
+			for bin, v := range u.Held {
+				if v > u.Allowance {
+					t.Errorf("%s, %s: bin %d holds %g, over the allowance %g the plot draws", e.Name(), u.Contract, bin, v, u.Allowance)
+				}
+			}
+		}
+		if msg := overAllowanceLine(t, r, e); msg != "" {
+			t.Errorf("%s: %s", e.Name(), msg)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("checked %d plots; want every correct algorithm on both topologies", checked)
+	}
+	// The figure check sees a line over its allowance: a use planted over it is caught.
+	e := r.Entry("gcra", "single")
+	e.Timeline.Use[0].Held[len(e.Timeline.Use[0].Held)/2] = e.Timeline.Use[0].Allowance * 1.5
+	if msg := overAllowanceLine(t, r, e); msg == "" {
+		t.Error("a use planted 50% over the allowance is not seen above the allowance line of the figure")
+	}
+}
+
+// overAllowanceLine renders e's accuracy plot and describes the first point of e's line in its
+// top panel that lies above the allowance line, or returns "" when none does (SVG y grows
+// upwards: the figure is flipped).
+func overAllowanceLine(t *testing.T, r *result.Result, e *result.Entry) string {
+	t.Helper()
+	spec := useAccuracySpec(r, e)
+	if err := spec.render(); err != nil {
+		t.Fatal(err)
+	}
+	var allowY []float64
+	for _, m := range strokePath.FindAllStringSubmatch(string(spec.SVG), -1) {
+		if !strings.EqualFold(m[2], "#000000") {
+			continue
+		}
+		var xs, ys []float64
+		for _, p := range regexp.MustCompile(`[ML]([-\d.]+),([-\d.]+)`).FindAllStringSubmatch(m[1], -1) {
+			x, _ := strconv.ParseFloat(p[1], 64)
+			y, _ := strconv.ParseFloat(p[2], 64)
+			xs, ys = append(xs, x), append(ys, y)
+		}
+		if len(xs) == 2 && ys[0] == ys[1] && xs[1]-xs[0] > 300 { // the allowance: a long level line
+			allowY = append(allowY, ys[0])
+		}
+	}
+	if len(allowY) == 0 {
+		t.Fatalf("%s: no allowance line in the accuracy SVG", e.Name())
+	}
+	c := AlgorithmColor(e.Algorithm)
+	lines := linePoints(spec.SVG, colorHex(c.R, c.G, c.B))
+	if len(lines) < 2 {
+		t.Fatalf("%s: %d lines of its colour; want the use (top panel) and admitted/s (bottom)", e.Name(), len(lines))
+	}
+	// The top panel's lines are above the bottom panel's.
+	sort.Slice(lines, func(i, j int) bool { return minY(lines[i]) > minY(lines[j]) })
+	top := slices.Max(allowY)
+	for _, line := range lines[:len(e.Timeline.Use)] {
+		for _, p := range line {
+			if p[1] > top+0.01 {
+				return fmt.Sprintf("the use line reaches y=%.2f, above the allowance line at y=%.2f", p[1], top)
+			}
+		}
+	}
+	return ""
+}
+
+func minY(pts [][2]float64) float64 {
+	m := math.Inf(1)
+	for _, p := range pts {
+		m = math.Min(m, p[1])
+	}
+	return m
 }

@@ -262,8 +262,16 @@ func contains(s []string, v string) bool {
 // urlRef finds attribute values and CSS url() references in HTML.
 var urlRef = regexp.MustCompile(`(?i)(?:src|href|srcset|action|poster|data)\s*=\s*["']?([^"'\s>]+)|url\(\s*['"]?([^'")]+)`)
 
-// checkSelfContained fails unless every reference in html is an inline data: URI or a fragment,
-// and no http(s) URL appears anywhere.
+// scriptTag matches an opening <script> tag; networkAPI the script APIs that reach beyond the page.
+var (
+	scriptTag  = regexp.MustCompile(`(?i)<script\b[^>]*>`)
+	networkAPI = regexp.MustCompile(`\b(fetch|XMLHttpRequest|WebSocket|EventSource|sendBeacon|importScripts|Worker|SharedWorker|import)\s*\(|\bnew\s+(WebSocket|Worker|EventSource|XMLHttpRequest)\b|\b(location|document\.location)\s*(\.href)?\s*=|window\.open\b|\.src\s*=`)
+)
+
+// checkSelfContained fails unless html needs nothing external (issue 31: the report's rule was "no
+// script", it is now "nothing external"): every reference in it is an inline data: URI or a
+// fragment, no http(s) URL appears anywhere, every script is inline (no src) and uses no API
+// that reaches beyond the page.
 func checkSelfContained(t *testing.T, html []byte) {
 	t.Helper()
 	if m := regexp.MustCompile(`(?i)https?://`).Find(html); m != nil {
@@ -280,8 +288,18 @@ func checkSelfContained(t *testing.T, html []byte) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if bytes.Contains(bytes.ToLower(html), []byte("<script")) {
-		t.Error("report.html contains a script; it must need no JavaScript")
+	for _, tag := range scriptTag.FindAll(html, -1) {
+		if bytes.Contains(bytes.ToLower(tag), []byte("src")) {
+			t.Errorf("report.html loads a script (%s); scripts must be inline", tag)
+		}
+	}
+	for _, js := range regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`).FindAllSubmatch(html, -1) {
+		if m := networkAPI.Find(js[1]); m != nil {
+			t.Errorf("a script of report.html uses %q, which could reach beyond the page", m)
+		}
+	}
+	if bytes.Contains(bytes.ToLower(html), []byte("<link")) || bytes.Contains(html, []byte("@import")) {
+		t.Error("report.html links a style sheet or other resource; everything must be inline")
 	}
 }
 

@@ -286,14 +286,24 @@ func (w why) worstWindow() string {
 		return s + "."
 	}
 	s := fmt.Sprintf("The worst-window figure (%s) places each request at the middle of its decision interval and counts the warmup's admissions with the measured part's", Percent(r))
-	if ahead := w.maxAhead(); ahead > 0 && w.desc.Clock == algorithms.ClockClient {
-		s += fmt.Sprintf(" (clients whose clocks run up to %s ahead date their warmup admissions inside the measured part)", ahead)
+	skewed := w.maxAhead() > 0 && w.desc.Clock == algorithms.ClockClient
+	if skewed {
+		s += fmt.Sprintf(" (clients whose clocks run up to %s ahead date their warmup admissions inside the measured part)", w.maxAhead())
 	}
-	s += "; the verifier checks the measured part on the decision intervals themselves"
-	if certain {
-		s += fmt.Sprintf(", and %s of it certainly never went over %s of its allowed %s", useWords(c), Number(held), Number(w.e.Timeline.Use[0].Allowance))
+	s += "; the verifier checks the measured part alone, on the decision intervals themselves"
+	if !certain {
+		return s + "."
 	}
-	return s + "."
+	allowed := w.e.Timeline.Use[0].Allowance
+	if held <= allowed {
+		return s + fmt.Sprintf(", and %s of it certainly never went over %s of its allowed %s.", useWords(c), Number(held), Number(allowed))
+	}
+	s += fmt.Sprintf(", and found no set of its admissions over the limit. The plot counts the warmup's admissions decided before the measured part too, and shows %s permits certainly in one window where %s are allowed",
+		Number(held), Number(allowed))
+	if skewed {
+		s += fmt.Sprintf(": with clocks skewed by up to %s, admissions of the warmup and of the measured part share windows on the clients' clocks", w.maxAhead())
+	}
+	return s + ". This pass covers the measured part only."
 }
 
 // useWords names what the first limit's use counts, for a sentence.
