@@ -13,10 +13,11 @@ import (
 // entry: algorithm, topology, throughput, p99 latency (from the intended send time), admitted
 // over what an exact limiter admitted, errors (failed and unknown requests, with their share of
 // the requests), definite violations and the verdict-table label (wrapped when the table would be
-// wider). Under the table, each wrapped to the width: the algorithm recommended on each topology
-// by Recommend's rule, why each entry that did not pass got its verdict (Why), one line per
-// entry with errors naming each class with the text of its first error (ErrorsLine), and one
-// line per warning. It writes nothing for a result without entries.
+// wider). Under the table, wrapped to the width: the algorithm recommended on each topology by
+// Recommend's rule and why each entry that did not pass got its verdict (Why); then, whole (they
+// quote Redis and carry commands to copy), one line per entry with errors naming each class with
+// the text of its first error (ErrorsLine), and one line per warning. It writes nothing for a
+// result without entries.
 func WriteSummary(w io.Writer, r *result.Result) error { return writeSummary(w, r, false) }
 
 // WriteWideSummary is WriteSummary with every column (p50 latency and the contract verified, its
@@ -57,12 +58,26 @@ func writeSummary(w io.Writer, r *result.Result, wide bool) error {
 	for _, line := range summaryNotes(r) {
 		b.WriteString(Paragraph(line[0], line[1], width))
 	}
+	// Errors and warnings are not wrapped: they quote Redis's words, which a user searches for,
+	// and a warning's command is copied whole.
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		if line := ErrorsLine(e); line != "" {
+			fmt.Fprintf(&b, "errors: %s %s: %s\n", e.Algorithm, e.Topology, line)
+		}
+	}
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		for _, wn := range e.Warnings {
+			fmt.Fprintf(&b, "warning: %s %s: %s\n", e.Algorithm, e.Topology, wn.Message)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// summaryNotes returns what the summary prints under its table, each line as its lead and its
-// text: the recommendations, the reasons of every entry that did not pass, errors and warnings.
+// summaryNotes returns the summary's wrapped lines under its table, each as its lead and its
+// text: the recommendations and the reasons of every entry that did not pass.
 func summaryNotes(r *result.Result) [][2]string {
 	var out [][2]string
 	for _, topo := range topologies(r) {
@@ -85,18 +100,6 @@ func summaryNotes(r *result.Result) [][2]string {
 			if why := Why(r, e); why != "" {
 				out = append(out, [2]string{fmt.Sprintf("why %s %s (%s): ", e.Algorithm, e.Topology, label), why})
 			}
-		}
-	}
-	for i := range r.Entries {
-		e := &r.Entries[i]
-		if line := ErrorsLine(e); line != "" {
-			out = append(out, [2]string{fmt.Sprintf("errors: %s %s: ", e.Algorithm, e.Topology), line})
-		}
-	}
-	for i := range r.Entries {
-		e := &r.Entries[i]
-		for _, wn := range e.Warnings {
-			out = append(out, [2]string{fmt.Sprintf("warning: %s %s: ", e.Algorithm, e.Topology), wn.Message})
 		}
 	}
 	return out

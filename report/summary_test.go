@@ -54,8 +54,7 @@ func TestSummaryErrorsAndWarnings(t *testing.T) {
 	want := `ALGORITHM    TOPOLOGY  RATE/s  P99  ADMITTED/IDEAL     ERRORS  DEFINITE  VERDICT
 gcra         single         0   0s               -  590 (59%)         0  inconclusive
 sliding-log  single         0   0s               -          0         0  pass
-errors: gcra single: 580 OOM (failed, first at 0.41s: "gcra: OOM command not allowed when used memory >
-    'maxmemory'."); 10 timeout (unknown, first at 2s: "gcra: i/o timeout")
+errors: gcra single: 580 OOM (failed, first at 0.41s: "gcra: OOM command not allowed when used memory > 'maxmemory'."); 10 timeout (unknown, first at 2s: "gcra: i/o timeout")
 warning: gcra single: 3 keys under p: were left behind; remove them: X
 `
 	if diff := cmp.Diff(want, got.String()); diff != "" {
@@ -74,7 +73,7 @@ warning: gcra single: 3 keys under p: were left behind; remove them: X
 
 // TestSummaryFitsATerminal (issue 31): the summary of the widest verdict table a run makes
 // (every built-in algorithm, a custom script, every label, both topologies, long counts) fits
-// 120 columns, line by line, with the reason of every entry that did not pass under it; with
+// 120 columns, line by line (errors and warnings, which quote Redis, are left whole), with the reason of every entry that did not pass under it; with
 // --wide (WriteWideSummary) every column is there, the contract too, on one line per entry.
 func TestSummaryFitsATerminal(t *testing.T) {
 	r := wideResult(t)
