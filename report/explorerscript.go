@@ -151,8 +151,8 @@ Explorer.prototype.drawChart = function (out) {
   var L = this.L, d = this.d, self = this, top = Math.max(this.countMax, this.allowance(d.to_us), d.permits, 1) * 1.15, pts, i, n;
   function y(v) { return (L.chart + CHART - v / top * CHART).toFixed(1); }
   out.push(el("rect", {x: L.x0, y: L.chart, width: L.x1 - L.x0, height: CHART, fill: "none", stroke: "#ccc"}));
-  out.push(el("text", {x: L.x0 - 6, y: L.chart + 12, "text-anchor": "end", "font-size": 11}, "permits in the"));
-  out.push(el("text", {x: L.x0 - 6, y: L.chart + 25, "text-anchor": "end", "font-size": 11}, "worst window"));
+  out.push(el("text", {x: L.x0 - 6, y: L.chart + CHART / 2, "text-anchor": "end", "font-size": 11}, "permits in the"));
+  out.push(el("text", {x: L.x0 - 6, y: L.chart + CHART / 2 + 13, "text-anchor": "end", "font-size": 11}, "worst window"));
   out.push(el("text", {x: L.x0 - 6, y: L.chart + CHART, "text-anchor": "end", "font-size": 10}, "0"));
   out.push(el("text", {x: L.x0 - 6, y: +y(top / 1.15) + 4, "text-anchor": "end", "font-size": 10}, String(Math.round(top / 1.15))));
   out.push(el("polyline", {points: this.allowancePoints(y), fill: "none", stroke: "#000", "stroke-dasharray": "5 3", "stroke-width": 1.2},
