@@ -153,6 +153,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitBadInput
 	}
+	// Every message goes through the console, so that none shares a line with a live progress
+	// line (run's).
+	con := newConsole(stderr)
+	stderr = con
 	redis.SetLogger(newRedisLog(stderr, cmd.name, os.Getenv(redisLogEnv) == "1"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -166,11 +170,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "limitbench %s: stopping cleanly; signal again to quit at once\n", cmd.name)
 	})()
 	err := cmd.run(ctx, args[1:], stdout, stderr)
+	con.ClearLive()
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stderr, "limitbench %s: %v\n", cmd.name, err)
+		fmt.Fprintf(stderr, "limitbench %s: %s\n", cmd.name, ownWords(err))
 	}
 	return code
+}
+
+// ownWords returns err's message in limitbench's words: a cancellation (Ctrl-C, SIGTERM) that
+// reached it from Go's context package says "interrupted" where Go says "context canceled".
+func ownWords(err error) string {
+	msg := err.Error()
+	if !errors.Is(err, context.Canceled) {
+		return msg
+	}
+	canceled := context.Canceled.Error()
+	msg = strings.ReplaceAll(msg, ": "+canceled, "")
+	msg = strings.ReplaceAll(msg, canceled, "interrupted")
+	if !strings.Contains(msg, "interrupted") && !strings.Contains(msg, "cut short") {
+		msg = "interrupted: " + msg
+	}
+	return msg
 }
 
 // redisLogEnv names the environment variable that, set to 1, shows go-redis's own log lines.

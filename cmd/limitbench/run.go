@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -40,7 +39,7 @@ type runFlags struct {
 	call                 string
 	out                  string
 	force                bool
-	quiet                bool
+	quiet, wide          bool
 	repeat               int
 	noReference          bool
 	procs                int
@@ -70,6 +69,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
@@ -264,44 +264,22 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 // finish.
 func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, dir string,
 	stdout, stderr io.Writer) ([]string, error) {
-	live := isTerminal(stderr) && !f.quiet
-	var mu sync.Mutex
+	// The console keeps the live progress line apart from every message (console.Write).
+	con := newConsole(stderr)
+	stderr = con
 	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}
 		fmt.Fprintf(stderr, "scenario %s: %s\n", s.Name, oneLine(s.Description))
 	}
-	if live {
-		opts.Progress = func(p runner.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			phase := ""
-			if p.Warmup {
-				phase = " warmup"
-			}
-			rep := ""
-			if p.Repeats > 1 {
-				rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
-			}
-			fmt.Fprintf(stderr, "\r\033[K%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
-				p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
-				p.Requests, p.Admitted, p.Errors, p.Rate)
-		}
+	if con.term && !f.quiet {
+		opts.Progress = func(p runner.Progress) { con.Live(progressLine(p)) }
 	}
 	if !f.quiet {
 		opts.Done = func(e *result.Entry, repeat int) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
+			con.Live("") // this measurement's progress is over
 			rep := ""
 			if f.repeat > 1 {
 				rep = fmt.Sprintf(" #%d", repeat)
@@ -317,6 +295,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
+	con.ClearLive() // the summary goes to stdout, on the same terminal: not onto the live line
 	res := out.Result
 	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
 	// Redis lost or refusing a permission during the run: what was measured is written too.
@@ -343,7 +322,11 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 		written = writeErr == nil
 	}
-	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
+	writeSummary := report.WriteSummary
+	if f.wide {
+		writeSummary = report.WriteWideSummary
+	}
+	_ = writeSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}
@@ -375,8 +358,26 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// isTerminal reports whether w is a terminal.
+// progressLine is the live line of a measurement in progress.
+func progressLine(p runner.Progress) string {
+	phase := ""
+	if p.Warmup {
+		phase = " warmup"
+	}
+	rep := ""
+	if p.Repeats > 1 {
+		rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
+	}
+	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+		p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
+		p.Requests, p.Admitted, p.Errors, p.Rate)
+}
+
+// isTerminal reports whether w is a terminal (a console on one counts).
 func isTerminal(w io.Writer) bool {
+	if c, ok := w.(*console); ok {
+		return c.term
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

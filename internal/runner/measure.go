@@ -518,9 +518,14 @@ func entryOf(name, topo string, res *load.Result, rec *recording, vm verify.Meas
 	// histogram, and the report says so.
 	_ = e.SetHistograms(rec.hist.Latency(), rec.hist.Service())
 	e.Verification, e.Accuracy = vm.Sections()
+	// The report's violation explorer and fairness section; a log Check refuses has no excerpt,
+	// and the verification above says why.
+	e.Excerpt, _ = verify.NewExcerpt(vm.Contract, vm.Log, vm.Start, 0)
+	e.Fairness = verify.NewFairness(vm.Contract, vm.Log, vm.Start)
 	e.ErrorClasses = rec.errs.Classes(res.Plan.Warmup)
 	series := rec.tl.Series()
-	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered))}
+	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, rec.tl.Width, len(series.Offered)),
+		Use: verify.NewWindowUse(vm.Contract, vm.Log, vm.Warmup, vm.Start, rec.tl.Width, len(series.Offered))}
 	return e
 }
 
