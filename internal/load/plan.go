@@ -103,8 +103,8 @@ type Plan struct {
 	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
 	// goroutines concurrently. The pointer is valid only during the call.
 	OnOutcome func(*Outcome)
-	// Share is this generator's segment of the load (see Share); the zero Share is the whole
-	// load. Closed loop, Clients must be at least Share.Count.
+	// Share is this generator's segment of the load (see Share); nil is the whole load. Closed
+	// loop, at least one of the Clients must be the segment's (Share.Runs).
 	Share Share
 	// Wait, when enabled (Replicas > 0), follows every request with WAIT Replicas Timeout, in
 	// the same round trip and on the same connection (algorithms.WaitCall): each request's
@@ -120,6 +120,16 @@ type Plan struct {
 	// the past: the ticks already due are sent at once and count as late when they are more
 	// than LateAfter behind. Zero starts the run when Run is called.
 	Start time.Time
+}
+
+// runsAny reports whether p's share runs at least one of its closed-loop clients.
+func (p *Plan) runsAny() bool {
+	for c := range p.Clients {
+		if p.runs(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p Plan) withDefaults() Plan {
@@ -209,11 +219,8 @@ func (p Plan) Validate() error {
 	} else {
 		errs = p.Keys.validate(errs)
 	}
-	if err := p.Share.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrBadPlan, err))
-	} else if _, closed := p.Arrival.(ClosedLoop); closed && !p.Share.Whole() && p.Clients < p.Share.Count {
-		bad("a closed loop of %d clients cannot be split into %d segments (each segment runs clients of its own)",
-			p.Clients, p.Share.Count)
+	if _, closed := p.Arrival.(ClosedLoop); closed && p.Share != nil && p.Clients > 0 && !p.runsAny() {
+		bad("a closed loop of %d clients gives this segment none (each segment runs clients of its own)", p.Clients)
 	}
 	if p.Cost != 0 {
 		field("cost", CheckCost(p.Cost))

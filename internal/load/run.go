@@ -183,7 +183,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	workers := make([]*worker, 0, p.Clients)
 	for i := range p.Clients {
-		if !r.closed || p.Share.Runs(i) {
+		if !r.closed || p.runs(i) {
 			workers = append(workers, newWorker(r, i))
 		}
 	}
@@ -233,7 +233,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if r.closed {
 		res.Scheduled = res.Counts.Requests
 	} else if stop > r.warm {
-		res.Scheduled = p.Share.Of(Scheduled(p.Arrival, stop)) - p.Share.Of(Scheduled(p.Arrival, r.warm))
+		res.Scheduled = p.of(Scheduled(p.Arrival, stop)) - p.of(Scheduled(p.Arrival, r.warm))
 		if res.Scheduled > res.Counts.Requests {
 			res.Counts.Missed = res.Scheduled - res.Counts.Requests
 		}
