@@ -13,8 +13,8 @@ import (
 	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -113,7 +113,7 @@ flags:
 	c, runErr := capacity.Run(ctx, opts)
 	var writeErr error
 	if c.Probe != nil || len(c.Steps) > 0 {
-		if errors.Is(runErr, runner.ErrInterrupted) {
+		if errors.Is(runErr, measure.ErrInterrupted) {
 			c.Notes = append(c.Notes, "interrupted: the figures cover what was measured before the signal")
 		}
 		writeErr = capacity.Write(dir, c)

@@ -21,8 +21,8 @@ import (
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
@@ -145,7 +145,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		file: &hunt.File{Schema: hunt.Schema, Scenario: s.File, Seed: f.seed, BudgetS: f.budget.Seconds(), Trials: f.trials,
 			SpanS: f.span.Seconds(), Entries: []hunt.Entry{}}}
 	runErr := h.run(ctx, env, targets)
-	interrupted := ctx.Err() != nil || errors.Is(runErr, runner.ErrInterrupted)
+	interrupted := ctx.Err() != nil || errors.Is(runErr, measure.ErrInterrupted)
 	h.file.CutShort = interrupted || runErr != nil
 	if err := h.write(); err != nil {
 		return fmt.Errorf("write results to %s: %w", dir.path, err)
@@ -154,7 +154,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "results: %s\n", dir.path)
 	switch {
 	case interrupted:
-		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))
+		return failed(fmt.Errorf("%w; what was found so far is in %s", measure.ErrInterrupted, dir.path))
 	case runErr != nil:
 		return fmt.Errorf("%w; what was found so far is in %s", runErr, dir.path)
 	}
@@ -213,7 +213,7 @@ func huntTargets(s *scenarios.Scenario) ([]huntTarget, []string, error) {
 	var out []huntTarget
 	var skipped []string
 	for _, e := range s.ResolveAlgorithms() {
-		a, err := runner.Resolve(s, e)
+		a, err := measure.Resolve(s, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -286,9 +286,9 @@ func (h *hunter) run(ctx context.Context, env redisenv.Config, targets []huntTar
 		tgt, err := redisenv.Start(ctx, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())
+				return fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err())
 			}
-			return runner.MarkRedis(fmt.Errorf("start %s environment: %w", topo, err))
+			return measure.Mark(fmt.Errorf("start %s environment: %w", topo, err))
 		}
 		err = h.topology(ctx, tgt, string(topo), targets)
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -309,12 +309,12 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 	for i, t := range targets {
 		algs[i] = t.alg
 	}
-	if err := runner.CheckScripts(ctx, tgt, algs); err != nil {
-		return runner.MarkRedis(err)
+	if err := measure.CheckScripts(ctx, tgt, algs); err != nil {
+		return measure.Mark(err)
 	}
 	for _, t := range targets {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())
+			return fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err())
 		}
 		name := t.target.Algorithm
 		frame := hunt.FrameOf(t.target, h.bounds)
@@ -328,7 +328,8 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 			Budget: hunt.Budget{Time: h.f.budget, Trials: h.f.trials, Batch: h.f.batch, Replays: 2, Margin: huntMargin, Confirm: huntConfirm},
 			Seed:   h.f.seed,
 			Trial: func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
-				return runner.HuntTrial(ctx, tgt, t.alg, h.s.Limit, frame, batch)
+				return measure.Trials(ctx, measure.Trial{Target: tgt, Topology: topo, Algorithm: t.alg, Limit: h.s.Limit,
+					Call: h.s.Call, Frame: frame, Logf: h.logf}, batch)
 			},
 		}
 		if h.live {
@@ -346,7 +347,7 @@ func (h *hunter) topology(ctx context.Context, tgt *redisenv.Target, topo string
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())
+				return fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err())
 			}
 			return err
 		}
@@ -416,7 +417,7 @@ func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arr
 	fmt.Fprintf(&b, "version: 1\nname: %s-repro\n", fileSafe(alg))
 	fmt.Fprintf(&b, "description: The schedule limitbench hunt found and shrank that breaks %s's contract (%d requests).\n", alg, len(t.Rows))
 	fmt.Fprintf(&b, "topologies: [%s]\n", topo)
-	fmt.Fprintf(&b, "clients: %d\n", runner.HuntWorkers(t))
+	fmt.Fprintf(&b, "clients: %d\n", measure.TrialWorkers(t))
 	fmt.Fprintf(&b, "arrival:\n  trace: %s\n", traceFile)
 	if frame.Every > 0 {
 		fmt.Fprintf(&b, "  align: {every: %s, offset: %s}\n", frame.Every, frame.Offset)

@@ -189,6 +189,34 @@ func genReplay(t *rapid.T) *trace.Trace {
 	return tr
 }
 
+// TestReplayRows: the pacer of a trace schedules exactly its rows, in order, each at its offset,
+// and stops after the last.
+func TestReplayRows(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tr := genReplay(t)
+		p := Replay(tr)
+		if p.Len() != uint64(len(tr.Rows)) {
+			t.Fatalf("Len = %d; want %d rows", p.Len(), len(tr.Rows))
+		}
+		for k := range p.Len() {
+			r, ok := p.Row(k)
+			at, ok2 := p.At(k)
+			if !ok || !ok2 || r != tr.Rows[k] || at != r.At {
+				t.Fatalf("row %d = %+v, %v, at %s; want %+v", k, r, ok, at, tr.Rows[k])
+			}
+		}
+		if _, ok := p.Row(p.Len()); ok {
+			t.Fatalf("a row past the end")
+		}
+		if _, stop := p.Pace(tr.Span()+time.Hour, p.Len()); !stop {
+			t.Fatalf("the pacer does not stop after the last row")
+		}
+		if got := Scheduled(p, tr.Span()+1); got != p.Len() {
+			t.Fatalf("Scheduled = %d; want %d", got, p.Len())
+		}
+	})
+}
+
 // TestTracePacer: the pacer of a trace, as a table of instants.
 func TestTracePacer(t *testing.T) {
 	ms := time.Millisecond

@@ -2,16 +2,11 @@ package runner
 
 import (
 	"context"
-	"net"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/verify"
@@ -25,13 +20,13 @@ func measureScheduled(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := map[string]*result.Entry{}
-	runID := NewRunID()
+	runID := measure.NewRunID()
 	for _, entry := range s.Algorithms {
-		a, err := Resolve(s, entry)
+		a, err := measure.Resolve(s, entry)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := Measure(ctx, Options{Scenario: s, Repeat: 1}, tgt, "single", a, 1, runID)
+		e, err := measureOne(ctx, Options{Scenario: s, Repeat: 1}, tgt, "single", a, 1, runID)
 		if err != nil {
 			t.Fatalf("%s: Measure: %v", entry.Name, err)
 		}
