@@ -98,16 +98,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if s == nil {
 		return finish(errors.New("capacity: no scenario"))
 	}
-	if o.SLO != nil {
-		c.SLO = o.SLO.Text
-		if c.SLO == "" {
-			c.SLO = o.SLO.String()
-		}
-		c.SLOMetric = string(o.SLO.Metric)
-		if o.SLO.Metric.IsLatency() && (o.SLO.Op == scenarios.Less || o.SLO.Op == scenarios.LessEqual) {
-			c.SLOBoundUS = o.SLO.Value
-		}
-	}
+	c.setSLO(o.SLO)
 	alg, err := Algorithm(s, o.Algorithm)
 	if err != nil {
 		return finish(err)
@@ -157,6 +148,30 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	sw.warnedAgain()
+	c.project()
+	if err != nil {
+		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
+	}
+	return finish(err)
+}
+
+// setSLO records the sweep's objective slo (nil: none) in c.
+func (c *Result) setSLO(slo *scenarios.Threshold) {
+	if slo == nil {
+		return
+	}
+	c.SLO = slo.Text
+	if c.SLO == "" {
+		c.SLO = slo.String()
+	}
+	c.SLOMetric = string(slo.Metric)
+	if slo.Metric.IsLatency() && (slo.Op == scenarios.Less || slo.Op == scenarios.LessEqual) {
+		c.SLOBoundUS = slo.Value
+	}
+}
+
+// project sets c's rate per shard and its projections to other scales from the sweep's figures.
+func (c *Result) project() {
 	if c.Masters > 0 {
 		c.ShardRPS = result.Round3(c.SustainableRPS / float64(c.Masters))
 	}
@@ -175,10 +190,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		perSubject = c.Memory.MemoryUsagePerSubject
 	}
 	c.Projection = Project(perSubject, c.ShardRPS)
-	if err != nil {
-		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
-	}
-	return finish(err)
 }
 
 // pin pins the target's servers to the CPUs st chose and describes where Redis and the load

@@ -122,6 +122,33 @@ type Plan struct {
 	Start time.Time
 }
 
+// validateTrace appends to errs, each wrapped with ErrBadPlan, the problems of p's trace tp and
+// of the fields a trace leaves no room for: it names every row's subject, client, clock offset
+// and cost.
+func (p Plan) validateTrace(tp *TracePacer, errs []error) []error {
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadPlan}, args...)...))
+	}
+	if tp == nil || tp.Trace() == nil {
+		bad("arrival: a nil trace")
+	} else if err := tp.Trace().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
+	}
+	if p.Keys != (Keys{}) {
+		bad("keys cannot be combined with a trace (its rows name their subjects)")
+	}
+	if !p.Skew.IsZero() {
+		bad("skew cannot be combined with a trace (it names its clients' clock offsets)")
+	}
+	if p.Cost != 0 {
+		bad("cost cannot be combined with a trace (its rows name their costs)")
+	}
+	if p.Seed != 0 {
+		bad("seed cannot be combined with a trace (it chooses nothing)")
+	}
+	return errs
+}
+
 // runsAny reports whether p's share runs at least one of its closed-loop clients.
 func (p *Plan) runsAny() bool {
 	for c := range p.Clients {
@@ -198,24 +225,7 @@ func (p Plan) Validate() error {
 		field("pipeline depth", CheckPipelineDepth(depth, p.Clients))
 	}
 	if tp, ok := p.Arrival.(*TracePacer); ok {
-		if tp == nil || tp.Trace() == nil {
-			bad("arrival: a nil trace")
-		} else if err := tp.Trace().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
-		}
-		// The trace names every row's subject, client, clock offset and cost.
-		if p.Keys != (Keys{}) {
-			bad("keys cannot be combined with a trace (its rows name their subjects)")
-		}
-		if !p.Skew.IsZero() {
-			bad("skew cannot be combined with a trace (it names its clients' clock offsets)")
-		}
-		if p.Cost != 0 {
-			bad("cost cannot be combined with a trace (its rows name their costs)")
-		}
-		if p.Seed != 0 {
-			bad("seed cannot be combined with a trace (it chooses nothing)")
-		}
+		errs = p.validateTrace(tp, errs)
 	} else {
 		errs = p.Keys.validate(errs)
 	}

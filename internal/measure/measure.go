@@ -28,9 +28,9 @@ type Spec struct {
 	Limit     algorithms.Limit
 	// Prefix goes in front of every key the measurement writes (KeyPrefix); required.
 	Prefix string
-	// Plan is the load (required). A zero Bin is the one load.BinFor gives its Duration and the
-	// contract's Windows with Windows below; Do sets OnOutcome (stages observe outcomes through
-	// Stage.Observe).
+	// Plan is the load (required). Do sets its Bin, the one load.BinFor gives its Duration and
+	// the contract's Windows with Windows below, and its OnOutcome (stages observe outcomes
+	// through Stage.Observe).
 	Plan load.Plan
 	// Windows are further windows the timeline's bin must be no wider than: a run's other
 	// algorithms', so that every measurement of a run has the same bin.
@@ -225,10 +225,8 @@ func (m *Measurement) prepare(ctx context.Context) error {
 	if m.Contract, err = a.Contract(m.Spec.Limit); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if m.Plan.Bin == 0 {
-		// Bins fine enough to show a burst, as fine for every algorithm of a run (see BinFor).
-		m.Plan.Bin = load.BinFor(m.Plan.Duration, append(Windows(m.Contract), m.Spec.Windows...)...)
-	}
+	// Bins fine enough to show a burst, as fine for every algorithm of a run (see BinFor).
+	m.Plan.Bin = load.BinFor(m.Plan.Duration, append(Windows(m.Contract), m.Spec.Windows...)...)
 	return nil
 }
 

@@ -100,9 +100,8 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	if o.ScenarioFile == "" {
 		o.ScenarioFile = s.File
 	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	res := &result.Result{
 		Schema:      result.SchemaVersion,
@@ -121,25 +120,10 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 		return out, measure.Mark(err)
 	}
 
-	entries := s.ResolveAlgorithms()
-	algs := make([]algorithms.Algorithm, 0, len(entries)+1)
-	if !o.NoReference {
-		algs = append(algs, algorithms.Reference())
-		res.Reference = algorithms.ReferenceName
+	algs, err := resolve(&o, res)
+	if err != nil {
+		return finish(err)
 	}
-	for _, e := range entries {
-		a, err := measure.Resolve(s, e)
-		if err != nil {
-			return finish(err)
-		}
-		algs = append(algs, a)
-	}
-	for _, a := range algs {
-		if c, err := a.Contract(s.Limit); err == nil { // the measurement reports the error
-			o.windows = append(o.windows, measure.Windows(c)...)
-		}
-	}
-
 	runID := measure.NewRunID()
 	if o.Segment != nil {
 		if o.Repeat != 1 {
@@ -155,43 +139,76 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	res.Environment.Topology = strings.Join(topologies, ",")
 
 	for _, topo := range s.Topologies {
-		cfg := o.Env
-		cfg.Topology = redisenv.Topology(topo)
-		if cfg.Replicas == 0 && s.Replicas > 0 && cfg.Backend != redisenv.BackendExternal && cfg.Topology != redisenv.TopologySingle {
-			cfg.Replicas = s.Replicas // the scenario's, unless --replicas was given
-		}
-		if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
-			cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
-		}
-		cfg.Logf = logf
-		tgt, err := redisenv.Start(ctx, cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return finish(fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err()))
-			}
-			return finish(fmt.Errorf("start %s environment: %w", topo, err))
-		}
-		report.AddTarget(&res.Environment, tgt.Info)
-		if len(o.RedisCPUs) > 0 {
-			if err := tgt.PinServers(ctx, o.RedisCPUs); err != nil {
-				logf("%s: redis-servers not pinned: %v", topo, err)
-			} else {
-				logf("%s: redis-servers pinned to CPU(s) %v", topo, o.RedisCPUs)
-			}
-		}
-		logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
-			tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
-		err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if serr := tgt.Stop(stopCtx); serr != nil {
-			logf("stop %s environment: %v", topo, serr)
-		}
-		cancel()
-		if err != nil {
+		if err := runEnvironment(ctx, o, topo, algs, runID, res); err != nil {
 			return finish(err)
 		}
 	}
 	return finish(nil)
+}
+
+// resolve returns the algorithms of o's run, the reference script first unless o.NoReference,
+// and records in o the windows of their contracts.
+func resolve(o *Options, res *result.Result) ([]algorithms.Algorithm, error) {
+	s := o.Scenario
+	entries := s.ResolveAlgorithms()
+	algs := make([]algorithms.Algorithm, 0, len(entries)+1)
+	if !o.NoReference {
+		algs = append(algs, algorithms.Reference())
+		res.Reference = algorithms.ReferenceName
+	}
+	for _, e := range entries {
+		a, err := measure.Resolve(s, e)
+		if err != nil {
+			return nil, err
+		}
+		algs = append(algs, a)
+	}
+	for _, a := range algs {
+		if c, err := a.Contract(s.Limit); err == nil { // the measurement reports the error
+			o.windows = append(o.windows, measure.Windows(c)...)
+		}
+	}
+	return algs, nil
+}
+
+// runEnvironment starts the environment of topology topo, runs every algorithm on it
+// (runTopology) and stops it.
+func runEnvironment(ctx context.Context, o Options, topo redisenv.Topology, algs []algorithms.Algorithm, runID string,
+	res *result.Result) error {
+	s, logf := o.Scenario, o.Logf
+	cfg := o.Env
+	cfg.Topology = topo
+	if cfg.Replicas == 0 && s.Replicas > 0 && cfg.Backend != redisenv.BackendExternal && cfg.Topology != redisenv.TopologySingle {
+		cfg.Replicas = s.Replicas // the scenario's, unless --replicas was given
+	}
+	if s.Persistence != "" && s.Persistence != redisenv.PersistenceNone {
+		cfg.Persistence = s.Persistence // refused on an external Redis (redisenv.ErrBadConfig)
+	}
+	cfg.Logf = logf
+	tgt, err := redisenv.Start(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err())
+		}
+		return fmt.Errorf("start %s environment: %w", topo, err)
+	}
+	report.AddTarget(&res.Environment, tgt.Info)
+	if len(o.RedisCPUs) > 0 {
+		if err := tgt.PinServers(ctx, o.RedisCPUs); err != nil {
+			logf("%s: redis-servers not pinned: %v", topo, err)
+		} else {
+			logf("%s: redis-servers pinned to CPU(s) %v", topo, o.RedisCPUs)
+		}
+	}
+	logf("%s %s: %s, Redis %s, %d node(s) (%s)", tgt.Info.Backend, topo, strings.Join(tgt.Masters(), " "),
+		tgt.Info.Version, len(tgt.Info.Nodes), tgt.Info.Chosen)
+	err = runTopology(ctx, o, tgt, string(topo), algs, runID, res)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if serr := tgt.Stop(stopCtx); serr != nil {
+		logf("stop %s environment: %v", topo, serr)
+	}
+	return err
 }
 
 // runTopology runs every algorithm on tgt, o.Repeat rounds, and appends one entry per algorithm
