@@ -234,8 +234,8 @@ type sweep struct {
 	runID string
 	c     *Result
 	n     int // steps run, for key prefixes
-	// warned counts the steps' warnings by kind (see warn).
-	warned map[string]int
+	// warned holds the steps' warnings by kind (see warn).
+	warned map[string][]result.Warning
 	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
 	measure func(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error)
 }
@@ -491,24 +491,41 @@ func (sw *sweep) measure1(ctx context.Context, l algorithms.Limit, p load.Plan, 
 }
 
 // warn makes the first warning of each kind a note of the sweep's result and says it through
-// Logf; later ones of that kind are counted (warned), and Run says how many there were.
+// Logf; later ones of that kind are kept (warned), and Run notes them in one line (warnedAgain).
 func (sw *sweep) warn(w result.Warning) {
 	if sw.warned == nil {
-		sw.warned = map[string]int{}
+		sw.warned = map[string][]result.Warning{}
 	}
-	sw.warned[w.Kind]++
-	if sw.warned[w.Kind] == 1 {
+	sw.warned[w.Kind] = append(sw.warned[w.Kind], w)
+	if len(sw.warned[w.Kind]) == 1 {
 		sw.c.Notes = append(sw.c.Notes, "warning: "+w.Message)
 		sw.o.Logf("warning: %s", w.Message)
 	}
 }
 
-// warnedAgain notes, for each kind of warning more than one step had, how many did.
+// warnedAgain notes, for each kind of warning more than one step had, how many more did and,
+// for keys left behind, under which prefixes (the first warning's command removes them with its
+// prefix changed).
 func (sw *sweep) warnedAgain() {
 	for _, k := range slices.Sorted(maps.Keys(sw.warned)) {
-		if n := sw.warned[k]; n > 1 {
-			sw.c.Notes = append(sw.c.Notes, fmt.Sprintf("%d steps had a %s warning like the one above", n, k))
+		ws := sw.warned[k][1:]
+		if len(ws) == 0 {
+			continue
 		}
+		note := fmt.Sprintf("%d more steps had a %s warning like the one above", len(ws), k)
+		if k == result.WarningKeysLeft {
+			var where []string
+			for _, w := range ws {
+				n := fmt.Sprint(w.Keys)
+				if w.Keys < 0 {
+					n = "some" // they could not be counted
+				}
+				where = append(where, n+" under "+w.Prefix)
+			}
+			note = fmt.Sprintf("keys were left behind by %d more steps as well: %s", len(ws), strings.Join(where, ", "))
+		}
+		sw.c.Notes = append(sw.c.Notes, note)
+		sw.o.Logf("warning: %s", note)
 	}
 }
 
