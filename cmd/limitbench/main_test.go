@@ -45,18 +45,18 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// TestMarkRedis: an error of no sentinel is marked ErrRedis with its own message; one of Run's
+// TestMark: an error of no sentinel is marked ErrRedis with its own message; one of measure's
 // sentinels is returned as it is.
-func TestMarkRedis(t *testing.T) {
+func TestMark(t *testing.T) {
 	plain := errors.New("prepare gcra: WRONGTYPE")
 	if got := measure.Mark(plain); !errors.Is(got, measure.ErrRedis) || !errors.Is(got, plain) || got.Error() != plain.Error() {
-		t.Errorf("MarkRedis(%v) = %v; want it marked ErrRedis with the same message", plain, got)
+		t.Errorf("Mark(%v) = %v; want it marked ErrRedis with the same message", plain, got)
 	}
 	lost := fmt.Errorf("%w: after gcra", measure.ErrLost)
 	if got := measure.Mark(lost); got != lost {
-		t.Errorf("MarkRedis(%v) = %v; want it unchanged", lost, got)
+		t.Errorf("Mark(%v) = %v; want it unchanged", lost, got)
 	}
 	if measure.Mark(nil) != nil {
-		t.Error("MarkRedis(nil) != nil")
+		t.Error("Mark(nil) != nil")
 	}
 }

@@ -55,25 +55,7 @@ type runFlags struct {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "[flags] SCENARIO.yaml...", stderr)
 	var f runFlags
-	f.env.register(fs)
-	f.seg.register(fs)
-	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
-	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
-	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
-	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
-	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
-	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
-	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
-	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
-	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
-	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
-	fs.BoolVar(&f.force, "force", false, forceUsage)
-	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
-	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
-	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
-	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
-	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
-	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
+	f.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -96,21 +78,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	// Load every scenario first, so that bad input is reported before anything starts.
-	var loaded []*scenarios.Scenario
-	var problems []error
-	for _, path := range fs.Args() {
-		s, err := scenarios.Load(path)
-		if err == nil {
-			err = s.Apply(overrides(f, set))
-		}
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		loaded = append(loaded, s)
-	}
-	if len(problems) > 0 {
-		return badInput(errors.Join(problems...))
+	loaded, err := loadScenarios(fs.Args(), overrides(f, set))
+	if err != nil {
+		return badInput(err)
 	}
 	env, err := f.env.config(set)
 	if err != nil {
@@ -131,23 +101,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var topologies []redisenv.Topology
-	for _, s := range loaded {
-		topologies = append(topologies, s.Topologies...)
-	}
-	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false",
-		Pin: f.pin, NotPinned: "--pin=false, or a single repeat"})
+	undo := f.applyCPUs(loaded, env, stderr)
 	defer undo()
-	f.redisCPUs = st.RedisCPUs
-	if !f.quiet {
-		if st.ProcsNote != "" {
-			fmt.Fprintln(stderr, st.ProcsNote)
-		}
-		fmt.Fprintln(stderr, "CPU idle states: "+st.AwakeNote)
-		if f.pin && st.RedisCPUs == nil {
-			fmt.Fprintln(stderr, "not pinned: "+st.NotPinned)
-		}
-	}
 
 	var failures []string
 	var firstErr error
@@ -172,6 +127,70 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return failed(fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  ")))
 	}
 	return nil
+}
+
+// applyCPUs places the process's CPUs for the scenarios loaded on env (cpus.Apply), keeps the
+// CPUs left to Redis in f, says what it did unless --quiet, and returns the undo.
+func (f *runFlags) applyCPUs(loaded []*scenarios.Scenario, env redisenv.Config, stderr io.Writer) (undo func()) {
+	var topologies []redisenv.Topology
+	for _, s := range loaded {
+		topologies = append(topologies, s.Topologies...)
+	}
+	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false",
+		Pin: f.pin, NotPinned: "--pin=false, or a single repeat"})
+	f.redisCPUs = st.RedisCPUs
+	if !f.quiet {
+		if st.ProcsNote != "" {
+			fmt.Fprintln(stderr, st.ProcsNote)
+		}
+		fmt.Fprintln(stderr, "CPU idle states: "+st.AwakeNote)
+		if f.pin && st.RedisCPUs == nil {
+			fmt.Fprintln(stderr, "not pinned: "+st.NotPinned)
+		}
+	}
+	return undo
+}
+
+// register registers the flags of `limitbench run` on fs.
+func (f *runFlags) register(fs *flag.FlagSet) {
+	f.env.register(fs)
+	f.seg.register(fs)
+	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
+	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
+	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
+	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
+	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
+	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
+	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
+	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
+	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
+	fs.BoolVar(&f.force, "force", false, forceUsage)
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
+	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
+	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
+	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
+}
+
+// loadScenarios loads every scenario of paths with the overrides o applied, and returns every
+// problem of every file at once.
+func loadScenarios(paths []string, o scenarios.Overrides) ([]*scenarios.Scenario, error) {
+	var loaded []*scenarios.Scenario
+	var problems []error
+	for _, path := range paths {
+		s, err := scenarios.Load(path)
+		if err == nil {
+			err = s.Apply(o)
+		}
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		loaded = append(loaded, s)
+	}
+	return loaded, errors.Join(problems...)
 }
 
 // runDirs reserves the results directory of each scenario (see outdir.go): out, or out/<name>
@@ -251,58 +270,11 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 // finish.
 func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, dir string,
 	stdout, stderr io.Writer) ([]string, error) {
-	live := isTerminal(stderr) && !f.quiet
-	var mu sync.Mutex
 	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
 	if !f.quiet {
-		opts.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
-			fmt.Fprintf(stderr, format+"\n", args...)
-		}
 		fmt.Fprintf(stderr, "scenario %s: %s\n", s.Name, oneLine(s.Description))
 	}
-	if live {
-		opts.Progress = func(p runner.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			phase := ""
-			if p.Warmup {
-				phase = " warmup"
-			}
-			rep := ""
-			if p.Repeats > 1 {
-				rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
-			}
-			fmt.Fprintf(stderr, "\r\033[K%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
-				p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
-				p.Requests, p.Admitted, p.Errors, p.Rate)
-		}
-	}
-	if !f.quiet {
-		opts.Done = func(e *result.Entry, repeat int) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
-			rep := ""
-			if f.repeat > 1 {
-				rep = fmt.Sprintf(" #%d", repeat)
-			}
-			// The label is the measurement's own verdict, with expected and tolerated violations
-			// already marked; thresholds are judged once every measurement is in.
-			label := e.Label()
-			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
-				label = result.LabelReference
-			}
-			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
-				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
-		}
-	}
+	f.show(&opts, stderr)
 	out, runErr := runner.Run(ctx, opts)
 	res := out.Result
 	interrupted := runErr != nil && errors.Is(runErr, measure.ErrInterrupted)
@@ -353,6 +325,61 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		return out.Failures, fmt.Errorf("%w; results so far are in %s", runErr, dir)
 	}
 	return out.Failures, runErr // main's exitCodes: a bad script or configuration, or Redis
+}
+
+// show sets what opts shows on stderr while the run goes: its log lines and a line per
+// measurement done (unless --quiet), and the live progress on a terminal.
+func (f runFlags) show(opts *runner.Options, stderr io.Writer) {
+	live := isTerminal(stderr) && !f.quiet
+	var mu sync.Mutex
+	if !f.quiet {
+		opts.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}
+	}
+	if live {
+		opts.Progress = func(p runner.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			phase := ""
+			if p.Warmup {
+				phase = " warmup"
+			}
+			rep := ""
+			if p.Repeats > 1 {
+				rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
+			}
+			fmt.Fprintf(stderr, "\r\033[K%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+				p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
+				p.Requests, p.Admitted, p.Errors, p.Rate)
+		}
+	}
+	if !f.quiet {
+		opts.Done = func(e *result.Entry, repeat int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			rep := ""
+			if f.repeat > 1 {
+				rep = fmt.Sprintf(" #%d", repeat)
+			}
+			// The label is the measurement's own verdict, with expected and tolerated violations
+			// already marked; thresholds are judged once every measurement is in.
+			label := e.Label()
+			if !f.noReference && e.Algorithm == algorithms.ReferenceName {
+				label = result.LabelReference
+			}
+			fmt.Fprintf(stderr, "done %s %s%s: %d requests, %.0f/s, p99 %s, %s\n", e.Algorithm, e.Topology, rep,
+				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
+		}
+	}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
