@@ -76,7 +76,7 @@
 //	keys.count                1 to 16,777,216 (load.MaxKeys)
 //	cost                      1 to 65,535 (load.MaxCost)
 //	arrival                   steps or spikes repeated over the run at most 1,000,000 pieces
-//	                          (load.MaxSegments); every length at most 24h; align at most 1h
+//	                          (load.MaxPieces); every length at most 24h; align at most 1h
 //	                          (MaxAlign: the run waits up to one period)
 //	zipf_s, hot_share         finite numbers
 //	thresholds                one that no measurement can keep ("p99 < 0ms", "max <= 0us",

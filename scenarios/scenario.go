@@ -207,7 +207,7 @@ func (s *Scenario) Plan() load.Plan {
 		p.Arrival = load.Replay(s.Arrival.Trace)
 		p.Keys, p.Seed, p.Skew, p.Cost = load.Keys{}, 0, load.Skew{}, 0
 	} else if s.Arrival != nil {
-		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
+		p.Arrival = load.NewProfile(s.Arrival.Pieces(s.TotalDuration())...)
 	}
 	return p
 }

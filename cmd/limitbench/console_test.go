@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/measure"
 )
 
 // screen is what a terminal shows of the bytes written to it: lines, a carriage return going
@@ -114,7 +113,7 @@ func TestInterruptOwnWords(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("%w; results so far are in out", fmt.Errorf("run gcra: %w", fmt.Errorf("%w: %w", runner.ErrInterrupted, context.Canceled))),
+		{fmt.Errorf("%w; results so far are in out", fmt.Errorf("run gcra: %w", fmt.Errorf("%w: %w", measure.ErrInterrupted, context.Canceled))),
 			"run gcra: run cut short; results so far are in out"},
 		{context.Canceled, "interrupted"},
 		{fmt.Errorf("read scenario: %w", context.Canceled), "interrupted: read scenario"},

@@ -11,9 +11,12 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/trace"
+	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -82,15 +85,22 @@ func (f *huntFlags) outDir(scenario string, stderr io.Writer) (*outDir, error) {
 	return explicitOutDir("--out", f.out, hunt.FileName, f.force, stderr)
 }
 
-// huntLab is internal/runner's side of a hunt: resolving algorithms, checking custom scripts and
-// running trials, its errors marked with runner's sentinels for main's exit codes.
-var huntLab = hunt.Lab{
-	Resolve: runner.Resolve,
-	Check: func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
-		return runner.MarkRedis(runner.CheckScripts(ctx, tgt, algs))
-	},
-	Trial:   runner.HuntTrial,
-	Workers: runner.HuntWorkers,
+// huntLab is internal/measure's side of a hunt: resolving algorithms, checking custom scripts
+// and running trials (measure.Trials, called as the scenario calls its scripts, warnings to
+// logf), its errors marked with measure's sentinels for main's exit codes.
+func huntLab(call algorithms.CallMode, logf func(string, ...any)) hunt.Lab {
+	return hunt.Lab{
+		Resolve: measure.Resolve,
+		Check: func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
+			return measure.Mark(measure.CheckScripts(ctx, tgt, algs))
+		},
+		Trial: func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
+			batch []*trace.Trace) ([]*verify.Log, error) {
+			return measure.Trials(ctx, measure.Trial{Target: tgt, Topology: string(tgt.Info.Topology), Algorithm: a, Limit: l,
+				Call: call, Frame: frame, Logf: logf}, batch)
+		},
+		Workers: measure.TrialWorkers,
+	}
 }
 
 func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -125,8 +135,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(err)
 	}
 	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
-		Seed: f.seed, Lab: huntLab}
+		Seed: f.seed}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
+	o.Lab = huntLab(s.Call, o.Logf)
 	plan, err := hunt.NewPlan(o)
 	if err != nil {
 		return badInput(err)
@@ -147,7 +158,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	out, runErr := plan.Run(ctx, dir.path)
-	interrupted := ctx.Err() != nil || errors.Is(runErr, runner.ErrInterrupted)
+	interrupted := ctx.Err() != nil || errors.Is(runErr, measure.ErrInterrupted)
 	if err := out.Write(dir.path); err != nil {
 		return fmt.Errorf("write results to %s: %w", dir.path, err)
 	}
@@ -158,10 +169,10 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case interrupted:
-		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))
+		return failed(fmt.Errorf("%w; what was found so far is in %s", measure.ErrInterrupted, dir.path))
 	case errors.Is(runErr, redisenv.ErrUnavailable):
 		// A start refused for a permission names it, as run says it.
-		return fmt.Errorf("%w; what was found so far is in %s", runner.MarkRedis(runErr), dir.path)
+		return fmt.Errorf("%w; what was found so far is in %s", measure.Mark(runErr), dir.path)
 	case runErr != nil:
 		return fmt.Errorf("%w; what was found so far is in %s", runErr, dir.path)
 	}

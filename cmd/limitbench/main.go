@@ -24,8 +24,8 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -56,18 +56,18 @@ var exitCodes = []struct {
 	{errFailed, exitFailed},
 	{errEnvironment, exitEnv},
 	// Ctrl-C or SIGTERM: what was measured is written, and the run did not pass.
-	{runner.ErrInterrupted, exitFailed},
+	{measure.ErrInterrupted, exitFailed},
 	// A refused permission is the environment's problem, whatever else the error says.
-	{runner.ErrPermission, exitEnv},
+	{measure.ErrPermission, exitEnv},
 	{scenarios.ErrInvalid, exitBadInput},
-	{runner.ErrBadScript, exitBadInput},
+	{measure.ErrBadScript, exitBadInput},
 	{redisenv.ErrBadConfig, exitBadInput},
 	{algorithms.ErrUnknownAlgorithm, exitBadInput},
 	// A load out of bounds; scenarios.Load reports it first, with its file, line and field.
 	{load.ErrBadPlan, exitBadInput},
 	{redisenv.ErrUnavailable, exitEnv},
-	{runner.ErrLost, exitEnv},
-	{runner.ErrRedis, exitEnv},
+	{measure.ErrLost, exitEnv},
+	{measure.ErrRedis, exitEnv},
 }
 
 // exitCode returns the exit code for err (see exitCodes); 0 for nil.

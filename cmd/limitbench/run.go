@@ -15,8 +15,10 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
@@ -46,7 +48,7 @@ type runFlags struct {
 	awake, pin           bool
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
 	seg                  segmentFlags
-	segment              *runner.Segment
+	segment              *segment.Segment
 	ci                   ciFlags
 	outs                 *ciOutputs // what the run writes for CI (--junit, --metrics-report, GitHub)
 }
@@ -176,7 +178,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if len(failures) > 0 && f.segment != nil {
 		// A segment's own verdicts cover a part of the history: limitbench merge judges the run.
-		fmt.Fprintf(stderr, "segment %s: not judged alone (limitbench merge judges the merged run): %s\n", f.segment.Share,
+		fmt.Fprintf(stderr, "segment %s: not judged alone (limitbench merge judges the merged run): %s\n", f.segment,
 			strings.Join(failures, "; "))
 		return nil
 	}
@@ -297,9 +299,9 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	out, runErr := runner.Run(ctx, opts)
 	con.ClearLive() // the summary goes to stdout, on the same terminal: not onto the live line
 	res := out.Result
-	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
+	interrupted := runErr != nil && errors.Is(runErr, measure.ErrInterrupted)
 	// Redis lost or refusing a permission during the run: what was measured is written too.
-	envLost := runErr != nil && (errors.Is(runErr, runner.ErrLost) || errors.Is(runErr, runner.ErrPermission))
+	envLost := runErr != nil && (errors.Is(runErr, measure.ErrLost) || errors.Is(runErr, measure.ErrPermission))
 	var writeErr error
 	written := false
 	// An interrupted run always leaves a result.json, even with nothing measured, so that a script

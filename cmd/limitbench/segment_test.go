@@ -66,8 +66,8 @@ func TestSegmentsFromTheEnvironment(t *testing.T) {
 		g, err := f.config(set, loaded, 1)
 		switch {
 		case tt.want < 0 && err == nil:
-			t.Errorf("$%s=%s: config = %v; want an error", indexEnv, tt.env, g.Share)
-		case tt.want >= 0 && (err != nil || g.Share.Index != tt.want || g.Share.Count != 3):
+			t.Errorf("$%s=%s: config = %v; want an error", indexEnv, tt.env, g)
+		case tt.want >= 0 && (err != nil || g.Index != tt.want || g.Count != 3):
 			t.Errorf("$%s=%s: config = %v, %v; want segment %d/3", indexEnv, tt.env, g, err, tt.want)
 		case tt.want >= 0 && !strings.HasPrefix(g.RunID, "seg-"):
 			t.Errorf("$%s=%s: run id %q; want one derived from the scenario's hash", indexEnv, tt.env, g.RunID)

@@ -1,4 +1,4 @@
-package runner
+package measure
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// customAlgorithm is a scenario's custom script: an *algorithms.Custom, marked so that the runner
-// flags its entries as custom and reports a failed Prepare (a Lua syntax error) as ErrBadScript,
+// customAlgorithm is a scenario's custom script: an *algorithms.Custom, marked so that a
+// measurement flags its entry as custom and reports a failed Prepare (a Lua syntax error) as ErrBadScript,
 // located in the scenario file.
 type customAlgorithm struct {
 	*algorithms.Custom
@@ -21,6 +22,16 @@ type customAlgorithm struct {
 	// scenario is nil when the entry has no place there.
 	scenario *scenarios.Scenario
 	field    string
+}
+
+// Resolve returns the algorithm an entry of s names; s, when not nil, locates a custom entry in
+// its file for messages (a script Redis rejects is an error naming the scenario's file, line and
+// field).
+func Resolve(s *scenarios.Scenario, e scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
+	if e.Custom != nil {
+		return customAlgorithmOf(s, e.Custom)
+	}
+	return algorithms.Lookup(e.Name)
 }
 
 // customAlgorithmOf builds the algorithm of a scenario's custom entry; s, when not nil, is the
@@ -116,19 +127,20 @@ func withCustomNotes(e result.Entry, lim algorithms.Limiter, contract algorithms
 	return e
 }
 
-// checkCustomScripts loads every custom script among algs on every master of c, so that a script
-// Redis rejects (its Lua does not compile) stops the run before anything is measured. Every
+// CheckScripts loads every custom script among algs (as Resolve returns them) on every master of
+// tgt, so that a script Redis rejects (its Lua does not compile, or its keys do not fit the
+// topology) stops a run before anything is measured. Every
 // rejected script is reported at once, each wrapping ErrBadScript with Redis's own message, the
-// script's file and line, and the scenario file's line and field (see badScript). An error that is not Redis's answer (the connection failed) is returned
-// as it is, without ErrBadScript.
-func checkCustomScripts(ctx context.Context, c redis.UniversalClient, algs []algorithms.Algorithm) error {
+// script's file and line, and the scenario file's line and field (see badScript). An error that
+// is not Redis's answer (the connection failed) is returned as it is, without ErrBadScript.
+func CheckScripts(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
 	var errs []error
 	for _, a := range algs {
 		ca, ok := a.(*customAlgorithm)
 		if !ok {
 			continue
 		}
-		err := ca.Check(ctx, c)
+		err := ca.Check(ctx, tgt.Client)
 		var rerr redis.Error
 		switch {
 		case err == nil:

@@ -1,4 +1,4 @@
-package runner
+package segment
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
@@ -34,7 +35,8 @@ type Part struct {
 // timelines, errors by class and admission logs merged (every aggregator merges exactly), the
 // counts added up, and the merged history verified as one, with accuracy against an exact limiter
 // over the merged offered sequence. The result has one result.Generator per segment and is judged
-// against the scenario's expectations and thresholds (Conclusion.Failures).
+// against the scenario's expectations and thresholds: failures lists, one sentence each, what
+// makes the merged run fail (empty: it passed).
 //
 // The server's figures are segment 0's, its CPU time per decision divided by the number of
 // segments (every generator's decisions ran in the window it measured). The segments' node
@@ -43,17 +45,17 @@ type Part struct {
 //
 // Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
 // algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
-func Merge(parts []Part) (*Conclusion, error) {
+func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	if err := checkOneRun(parts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Result.Segment.Index < parts[j].Result.Segment.Index })
 	first := parts[0].Result
 	st := first.Scenario.Settings
 	if st == nil {
-		return nil, fmt.Errorf("%w: %s: the result has no scenario settings", ErrNotOneRun, parts[0].Dir)
+		return nil, nil, fmt.Errorf("%w: %s: the result has no scenario settings", ErrNotOneRun, parts[0].Dir)
 	}
-	res := &result.Result{
+	res = &result.Result{
 		Schema:      result.SchemaVersion,
 		Scenario:    first.Scenario,
 		Environment: first.Environment,
@@ -81,7 +83,7 @@ func Merge(parts []Part) (*Conclusion, error) {
 	for i := range first.Entries {
 		e, err := mergeEntry(parts, i, st)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, ok := topoStart[e.Topology]; !ok {
 			topoStart[e.Topology] = len(res.Entries)
@@ -93,9 +95,9 @@ func Merge(parts []Part) (*Conclusion, error) {
 	}
 	s, err := judgeScenario(st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Conclusion{Result: res, Failures: judge.Run(s, res)}, nil
+	return res, judge.Run(s, res), nil
 }
 
 // checkOneRun returns an error wrapping ErrNotOneRun that names every problem at once, or nil.
@@ -173,7 +175,7 @@ func entryNames(r *result.Result) []string {
 func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error) {
 	e0 := &parts[0].Result.Entries[i]
 	name := e0.Name()
-	var rec *recording
+	var rec *measure.Recording
 	var counts load.Counts
 	var scheduled uint64
 	var duration time.Duration
@@ -186,13 +188,13 @@ func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
 		}
-		if !r.log.OneClock {
+		if !r.Log.OneClock {
 			return nil, fmt.Errorf("%w: %s: %s: the admission log is not on the server's clock", ErrNotOneRun, p.Dir, name)
 		}
 		if k == 0 {
 			rec = r
 			measuredFrom = pt.MeasuredFromUS
-		} else if err := rec.merge(r); err != nil {
+		} else if err := rec.Merge(r); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
 		}
 		measuredFrom = min(measuredFrom, pt.MeasuredFromUS)
@@ -225,19 +227,11 @@ func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	vm := verify.Measurement{
-		Contract: contract, Model: a.Model(st.Limit),
-		Log: rec.log.Log(res.Subjects, res.Clients),
-		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: counts.ClockMismatch,
-			Dropped: counts.Dropped},
-		Start: measuredFrom,
-	}
-	if rec.warm != nil {
-		vm.Warmup = rec.warm.Log(res.Subjects, res.Clients)
-	}
+	vm := rec.Verification(res, contract, a.Model(st.Limit))
+	vm.Start = measuredFrom
 	srv := e0.Server
 	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
-	e := entryOf(e0.Algorithm, e0.Topology, res, rec, vm, e0.Custom, &srv)
+	e := rec.Entry(e0.Algorithm, e0.Topology, res, vm, e0.Custom, &srv)
 	if disrupted && e.Verification.Verdict == verify.Fail {
 		e.Verification.Verdict = verify.Inconclusive
 		e.Verification.Reasons = append(e.Verification.Reasons,
@@ -272,28 +266,17 @@ func clientNames(n int) []string {
 	return out
 }
 
-// decodeRecording decodes the aggregators of a partial entry.
-func decodeRecording(pt *result.Partial) (*recording, error) {
-	r := &recording{hist: &load.Histograms{}, tl: &load.Timeline{}, errs: load.NewErrors(), log: &verify.AdmissionLog{}}
-	errs := []error{r.hist.UnmarshalBinary(pt.Histograms), r.tl.UnmarshalBinary(pt.Timeline), r.errs.UnmarshalBinary(pt.Errors),
-		r.log.UnmarshalBinary(pt.LogData)}
+// decodeRecording decodes the aggregators of a partial entry (see partialOf).
+func decodeRecording(pt *result.Partial) (*measure.Recording, error) {
+	r := &measure.Recording{Histograms: &load.Histograms{}, Timeline: &load.Timeline{}, Errors: load.NewErrors(),
+		Log: &verify.AdmissionLog{}}
+	errs := []error{r.Histograms.UnmarshalBinary(pt.Histograms), r.Timeline.UnmarshalBinary(pt.Timeline),
+		r.Errors.UnmarshalBinary(pt.Errors), r.Log.UnmarshalBinary(pt.LogData)}
 	if pt.WarmupLog != "" {
-		r.warm = &verify.AdmissionLog{}
-		errs = append(errs, r.warm.UnmarshalBinary(pt.WarmupLogData))
+		r.Warmup = &verify.AdmissionLog{}
+		errs = append(errs, r.Warmup.UnmarshalBinary(pt.WarmupLogData))
 	}
 	return r, errors.Join(errs...)
-}
-
-// merge merges o's aggregators into r's.
-func (r *recording) merge(o *recording) error {
-	errs := []error{r.hist.Merge(o.hist), r.tl.Merge(o.tl), r.errs.Merge(o.errs), r.log.Merge(o.log)}
-	switch {
-	case r.warm != nil && o.warm != nil:
-		errs = append(errs, r.warm.Merge(o.warm))
-	case (r.warm == nil) != (o.warm == nil):
-		errs = append(errs, fmt.Errorf("%w: one segment has a warmup log, another none", load.ErrMismatch))
-	}
-	return errors.Join(errs...)
 }
 
 // generatorOf returns the per-generator row of a segment's result r: its requests and lateness

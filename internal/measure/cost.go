@@ -1,8 +1,10 @@
-package runner
+package measure
 
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,53 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/result"
 )
+
+// Cost is the stage that reads what a measurement's decisions cost the server: INFO
+// commandstats, cpu and memory of every master just before the load (Begin) and once the load
+// is over and Redis answers (Finish), and the keys under the prefix with their memory (MEMORY
+// USAGE of a sample). It sets the entry's Server section: µs of command time per call, CPU µs
+// per decision and bytes per subject decided. The readings stay in the Cost for a driver that
+// needs them (capacity's memory step reads used_memory and the keys' memory). A Cost belongs to
+// one measurement; its zero value is ready to use.
+type Cost struct {
+	// Before and After are the masters' figures around the load.
+	Before, After Stats
+	// Keys counts the keys under the prefix after the load; Bytes estimates their memory from
+	// MEMORY USAGE of up to MemorySample keys per master. KeysErr is why they could not be read
+	// (they are then what was read before the error).
+	Keys, Bytes int64
+	KeysErr     error
+}
+
+// Stage returns c as the stage a measurement runs.
+func (c *Cost) Stage() Stage { return Stage{Begin: c.begin, Finish: c.finish} }
+
+// begin reads the masters' figures before the load.
+func (c *Cost) begin(ctx context.Context, m *Measurement) error {
+	var err error
+	if c.Before, err = ReadStats(ctx, m.Spec.Target); err != nil {
+		return fmt.Errorf("read server stats: %w", err)
+	}
+	return nil
+}
+
+// finish reads the masters' figures and the keys after the load and sets e's Server section.
+func (c *Cost) finish(ctx context.Context, m *Measurement, e *result.Entry) error {
+	var err error
+	if c.After, err = ReadStats(ctx, m.Spec.Target); err != nil {
+		return fmt.Errorf("read server stats: %w", err)
+	}
+	srv := serverCost(c.Before, c.After, m.Result)
+	c.Keys, c.Bytes, c.KeysErr = KeyMemory(ctx, m.Spec.Target, m.Spec.Prefix)
+	if c.KeysErr == nil && c.Keys > 0 {
+		srv.Keys = c.Keys
+		if n := m.Verification.Log.SubjectsDecided(); n > 0 {
+			srv.BytesPerKey = math.Round(float64(c.Bytes) / float64(n))
+		}
+	}
+	e.Server = srv
+	return nil
+}
 
 // Stats is what the masters of a target report about themselves, summed over masters.
 type Stats struct {

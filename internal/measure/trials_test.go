@@ -1,4 +1,4 @@
-package runner
+package measure
 
 import (
 	"context"
@@ -23,9 +23,9 @@ func burstTrace(n int) *trace.Trace {
 	return t
 }
 
-// TestHuntTrial: each trace of a batch runs on a fresh key prefix at once (no trial sees another's
+// TestTrials: each trace of a batch runs on a fresh key prefix at once (no trial sees another's
 // state), and its log holds one decision per row, with the trace's names.
-func TestHuntTrial(t *testing.T) {
+func TestTrials(t *testing.T) {
 	env := redistest.Single(t)
 	a, err := algorithms.Lookup("gcra")
 	if err != nil {
@@ -34,7 +34,8 @@ func TestHuntTrial(t *testing.T) {
 	l := algorithms.Limit{Limit: 10, Window: time.Second}
 	// 10 requests in 10 ms: a burst of the whole capacity, all admitted by a fresh limiter.
 	batch := []*trace.Trace{burstTrace(10), burstTrace(10), burstTrace(14)}
-	logs, err := HuntTrial(context.Background(), env.Target, a, l, arrival.Align{Every: 100 * time.Millisecond}, batch)
+	logs, err := Trials(context.Background(), Trial{Target: env.Target, Topology: "single", Algorithm: a, Limit: l,
+		Frame: arrival.Align{Every: 100 * time.Millisecond}}, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +75,15 @@ func TestHuntTrial(t *testing.T) {
 	}
 }
 
-// TestHuntTrialCanceled: a canceled context ends the batch with ErrInterrupted.
-func TestHuntTrialCanceled(t *testing.T) {
+// TestTrialsCanceled: a canceled context ends the batch with ErrInterrupted.
+func TestTrialsCanceled(t *testing.T) {
 	env := redistest.Single(t)
 	a, _ := algorithms.Lookup("gcra")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := HuntTrial(ctx, env.Target, a, algorithms.Limit{Limit: 10, Window: time.Second}, arrival.Align{}, []*trace.Trace{burstTrace(3)})
+	_, err := Trials(ctx, Trial{Target: env.Target, Algorithm: a, Limit: algorithms.Limit{Limit: 10, Window: time.Second}},
+		[]*trace.Trace{burstTrace(3)})
 	if !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("HuntTrial on a canceled context: %v; want ErrInterrupted", err)
+		t.Fatalf("Trials on a canceled context: %v; want ErrInterrupted", err)
 	}
 }
