@@ -227,6 +227,8 @@ type sweeper struct {
 	fhReqBuf   []ival
 	fhStartBuf []ival
 	fhBits     []uint64
+	fhCoverU   []int64
+	fhCoverV   []int64
 }
 
 // worstAt remembers where the largest excess was found, to describe it afterwards.
@@ -436,11 +438,7 @@ func (s *sweeper) sweep(g []Event) {
 		s.fixedDefinite(g)
 		s.fixedPossible(g, ord)
 	case algorithms.TokenBucket:
-		if ord == nil {
-			s.bucketDefiniteOrdered(g)
-		} else {
-			s.bucketDefinite(g, ord)
-		}
+		s.bucketDefinite(g, ord)
 		s.bucketPossible(g, ord)
 	}
 }

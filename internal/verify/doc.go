@@ -85,10 +85,11 @@
 // such a clock allows. Longer sets (a span D needs ⌊D/W⌋ + 1 windows) are not examined.
 //
 // Definite, token-bucket: q·P(S) > q·C + p·(max hi − min lo). Definite, fixed-window: more than L
-// permits whose intervals lie wholly inside one aligned window. These conditions are sufficient,
-// never more: a history can violate a contract under every placement through different windows
-// in different placements, and such a case split is not reported. That is the price of zero
-// false positives.
+// permits whose intervals lie wholly inside one aligned window. For these three kinds the
+// conditions are sufficient, never more: a history can violate a contract under every
+// placement through different windows in different placements (an admission that straddles an
+// aligned boundary between two windows that each hold L, say), and such a case split is not
+// reported. First-hit-window decides its case splits (condition (d) below).
 //
 // Possible, sliding-window: P(S) > L and max lo − min hi < W (the intervals can all be placed in
 // one window). Possible, token-bucket: q·P(S) > q·C + p·max(0, max lo − min hi). Possible,
@@ -135,7 +136,7 @@
 // after From (at max hi for definite ones, max lo for possible ones) are counted.
 //
 // Exact answers take a search over worlds (with permits, choosing windows is a partition
-// problem), so Check reports definite violations by three sufficient conditions, and possible
+// problem), so Check reports definite violations by four sufficient conditions, and possible
 // ones by a condition that is necessary (no world's violation is missed) and exact when the
 // world is unique. With lo and hi the widened bounds, a set S of admissions of one scope
 // violates definitely when P(S) > L and
@@ -149,6 +150,26 @@
 //   - (c) min lo(S) ≥ y + W, where y is the latest point of P̂ at or before max hi(S) − W (no
 //     condition when there is none): the window holding the earliest admission of S started
 //     at a point of P̂ after max hi(S) − W, so it holds all of S.
+//   - (d) P(S) > N·L, N the number of clumps of P̂ that hold a point of
+//     [min lo(S) − W + 1, max hi(S)]. P̂ is cut into clumps from its left: γ_1 is its least
+//     point, γ_{i+1} its least point at or after γ_i + W, and clump i is the part of P̂ in
+//     [γ_i, γ_i + W − 1]. Each admission of S lies, at x, in a window that starts at s with
+//     x − W < s ≤ x, so ⌈s⌉ is a point of P̂ in [min lo − W + 1, max hi]; two windows of one
+//     world start at least W apart (⌈s'⌉ ≥ ⌈s⌉ + W), so a clump, narrower than W, holds the
+//     start of at most one of them. At most N windows hold S, each at most L permits.
+//
+// Condition (d) decides the case splits that (c) cannot. Say a window's start is pinned (a
+// fresh log, or a quiet spell longer than W before it), it takes L permits, one more admission
+// lies near its end, and the next window takes L more soon after: in the worlds where the
+// extra admission falls before the window's end it is the window's (L+1)-th permit, in the
+// others it opens (or falls in) the next window, which then holds L + 1. The two windows' starts
+// lie in two clumps, and the 2L + 1 permits beat 2L: definite. When a flaw repeats at every
+// window's end (issue 29: a script that admits a request reaching a full window in its key's
+// last millisecond), the sets from the pinned start on hold one permit more per window than
+// their clumps allow, and every such end is found. With Log.From, a set of (d) counts only when
+// the windows it counts can all hold an admission at or after From (min lo(S) ≥ From, or the
+// first clump counted begins at or after From − W + 1); else the window it overfills may have
+// ended before From.
 //
 // P̂, a set of integer instants, holds every window start of every world (a start s as ⌈s⌉).
 // It is the union of the chain's ranges [u_k, v_k] intersected with the union of every
@@ -169,9 +190,9 @@
 // after a quiet spell longer than W no point of P̂ lies inside it, and the first request after
 // it opens a window in every world.
 //
-// Conditions (a) and (b) hold in every world of any log, even one missing requests; (c) rests
-// on the log holding every request that reached the limiter, with its true time.
-// LimitReport.Chained counts the definite violations that only (c) finds, and JudgeWith does
+// Conditions (a) and (b) hold in every world of any log, even one missing requests; (c) and
+// (d) rest on the log holding every request that reached the limiter, with its true time.
+// LimitReport.Chained counts the definite violations that only (c) or (d) finds, and JudgeWith does
 // not fail a run on them when outcomes were dropped or decision times mismatched the harness
 // clock.
 //
@@ -182,9 +203,12 @@
 // windows' starts and both answers are exact.
 //
 // Counting. Definite is the number of distinct ends b = max hi(S) over definitely violating
-// sets S, Chained those found only by (c); Possible the number of distinct b = max lo(S) over
-// possibly violating sets. The worst excess is the largest P(S) − allowed(S), allowed(S) being
-// L, or 2L + ⌊L·span/W⌋ for (b); Worst describes it, WorstUnchained the worst of (a) and (b).
+// sets S, Chained those found only by (c) or (d); Possible the number of distinct b = max lo(S)
+// over possibly violating sets. The worst excess is the largest P(S) − allowed(S), allowed(S)
+// being L, 2L + ⌊L·span/W⌋ for (b), or N·L for (d); Worst describes it (for (d), the set
+// {lo ≥ a, hi ≤ b} of the largest a with that excess), WorstUnchained the worst of (a) and (b).
+// A definite violation of (b) or (d) spans several windows, so Definite can exceed Possible,
+// which counts sets that fit one window.
 //
 // Unknown outcomes. An unknown outcome's instant moves the windows too, so UnknownExcess for
 // first-hit-window bounds what the unknown outcomes could hide from above, over the whole log
@@ -273,7 +297,9 @@
 // bench/verify_test.go measures both. A first-hit-window limit is checked after the others: it
 // sorts the unknown outcomes and the denied and failed requests by scope too, and sweeps each
 // scope of more than L admitted permits a few times in O(n) (n its requests), after (b)'s
-// token-bucket sweep; it adds two bits per admission, 16 bytes per interval of the requests'
-// union and of P̂, and 24 bytes per window of the chain, for the largest scope. Check,
+// token-bucket sweep, and (d)'s, the same sweep with the clumps' counts for values (a binary
+// search per admission); it adds two bits per admission, 16 bytes per interval of the
+// requests' union and of P̂, 24 bytes per window of the chain and 16 per clump, for the
+// largest scope. Check,
 // Accuracy and Replay reorder log.Events; do not call them concurrently on one Log.
 package verify

@@ -166,42 +166,69 @@ func (s *sweeper) fixedPossible(g []Event, ord []uint32) {
 // sets S ending at b; S violates when f > q·C, by ⌈(f − q·C)/q⌉ permits. Values are relative to
 // base (the scope's earliest lo) so they fit in int64 (see limit.overflow).
 
-// bucketDefiniteOrdered is bucketDefinite when Hi order is Lo order: the sets {lo ≥ a, hi ≤ b}
-// are then runs of g, and a running maximum (Kadane) gives, after admission k,
-// M = max over j ≤ k of p·(lo_j − base) + q·P(g[j..k]).
-func (s *sweeper) bucketDefiniteOrdered(g []Event) {
+// bucketDefinite finds the definite violations of a token bucket in one scope g: for each
+// distinct end b, f = max over the starts lo_j of p·(lo_j − base) + q·P{position ≥ j, hi ≤ b}
+// − p·(b − base), the candidate sets {lo ≥ lo_j, hi ≤ b} holding an admission ending at b,
+// with maxStarts (maxStartsOrdered when Hi order is Lo order, ord nil).
+func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo() - G
-	m := int64(math.MinInt64)
-	for i, n := 0, len(g); i < n; {
-		// The admissions of one hi, each decoded once.
-		lo := g[i].Lo()
-		hi := lo + g[i].width()
-		for {
-			m = max(m, p*(lo-G-base)) + q*int64(g[i].Permits)
-			if i++; i == n {
-				break
+	st := startSweep{
+		val: func(j int) int64 { return p * (g[j].Lo() - G - base) },
+		q:   q,
+		end: func(b, m int64) {
+			if f := m - p*(b-base); f > qC {
+				s.definiteAt(b, ceilDiv(f-qC, q))
 			}
-			if lo = g[i].Lo(); lo+g[i].width() != hi {
-				break
-			}
-		}
-		b := hi + G
-		if f := m - p*(b-base); f > qC {
-			s.definiteAt(b, ceilDiv(f-qC, q))
-		}
+		},
+	}
+	if ord == nil {
+		s.maxStartsOrdered(g, st)
+	} else {
+		s.maxStarts(g, ord, st)
 	}
 }
 
-// bucketDefinite: for each distinct hi value b, with every admission of hi <= b added,
-// value(j) = p·(lo_j − base) + q·P{position ≥ j, hi ≤ b} for each candidate start lo_j (by
-// position j in g), and f = max over j <= top of value(j), minus p·(b − base), where top is the
-// last position of an admission ending at b. Adding an admission at position k adds q·permits to
-// the values of positions 0..k.
+// startSweep is what maxStarts computes: each position j of a scope g (in Lo order) is a
+// candidate start whose value at an end b is val(j) + q·P{position ≥ j, hi ≤ b}; for each
+// distinct end b (an admission's hi + G), in order, end(b, m) receives m, the largest value over
+// the starts j ≤ top, top the last position of an admission ending at b. For a token bucket
+// val(j) = p·(lo_j − base), and m − p·(b − base) is the largest q·P(S) − p·span(S) over the
+// sets S = {lo ≥ lo_j, hi ≤ b} that hold an admission ending at b; first-hit-window's
+// condition (d) counts windows instead (see fhCover).
+type startSweep struct {
+	val func(j int) int64
+	q   int64
+	end func(b, m int64)
+}
+
+// maxStartsOrdered is maxStarts when Hi order is Lo order: the sets {lo ≥ a, hi ≤ b} are then
+// runs of g, and a running maximum (Kadane) gives, after admission k,
+// M = max over j ≤ k of val(j) + q·P(g[j..k]).
+func (s *sweeper) maxStartsOrdered(g []Event, st startSweep) {
+	G, q := s.lim.g, st.q
+	m := int64(math.MinInt64)
+	for i, n := 0, len(g); i < n; {
+		// The admissions of one hi, each decoded once.
+		hi := g[i].Hi()
+		for {
+			m = max(m, st.val(i)) + q*int64(g[i].Permits)
+			if i++; i == n || g[i].Hi() != hi {
+				break
+			}
+		}
+		st.end(hi+G, m)
+	}
+}
+
+// maxStarts: for each distinct hi value b, with every admission of hi <= b added,
+// value(j) = val(j) + q·P{position ≥ j, hi ≤ b} for each candidate start (by position j in g),
+// and m = max over j <= top of value(j), where top is the last position of an admission ending
+// at b. Adding an admission at position k adds q·permits to the values of positions 0..k.
 //
-// With Q the q·permits added so far, value(j) − Q = p·(lo_j − base) − q·P{position < j, added}.
-// Once every position before j is added, that is p·(lo_j − base) − q·P(g[..j)) and no longer
+// With Q the q·permits added so far, value(j) − Q = val(j) − q·P{position < j, added}.
+// Once every position before j is added, that is val(j) − q·P(g[..j)) and no longer
 // changes. So, with F the first position not added, fin = the maximum of value − Q over the
 // positions before F is one number, extended as F advances, and only positions from F on need
 // more: every position of an admission ending at b is at least F (as F was before it was
@@ -209,7 +236,7 @@ func (s *sweeper) bucketDefiniteOrdered(g []Event) {
 //
 // When the admissions ending at b are exactly the positions F, F+1, …, top and no later position
 // was added (no interval nests inside an earlier one there), all positions up to top are then
-// added and the maximum is fin + Q once F has moved past them, as in bucketDefiniteOrdered. Else
+// added and the maximum is fin + Q once F has moved past them, as in maxStartsOrdered. Else
 // a segment tree with prefix add and prefix max holds value(j) for a window of positions
 // [wb, wb+wk), wb <= F, that contains every position added since it was placed: it is placed at
 // F, at least twice as wide as F..top (and windowMin), and placed again at F, carrying over the
@@ -218,10 +245,8 @@ func (s *sweeper) bucketDefiniteOrdered(g []Event) {
 // positions up to top, which F will pass; a later one follows an advance of the latest position
 // added by at least a quarter of the old width. So the sweep is O(n log w), w the widest window,
 // which stays small (and in cache) when intervals nest only among neighbours.
-func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
-	G, p, q := s.lim.g, s.lim.p, s.lim.q
-	qC := q * s.lim.cap
-	base := g[0].Lo() - G
+func (s *sweeper) maxStarts(g []Event, ord []uint32, st startSweep) {
+	G, q := s.lim.g, st.q
 	n := len(g)
 	added := slices.Grow(s.added[:0], (s.max+63)/64)[:(n+63)/64]
 	clear(added)
@@ -239,20 +264,20 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 		var m int64 // max of value(j) over j <= top
 		if wk == 0 && low == first && top-first == i-i0-1 {
 			for ; first <= top; first++ {
-				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
+				fin = max(fin, st.val(first)-pre)
 				pre += q * int64(g[first].Permits)
 			}
 			sum, last = pre, top
 			m = fin + sum
 		} else {
 			if wk == 0 || top >= wb+wk {
-				// Place the window at F: values from the old window, or p·(lo − base) where no
-				// later position is added.
+				// Place the window at F: values from the old window, or val where no later
+				// position is added.
 				vals := s.tree.leaves(s.vals[:0], wk)
 				vals = append(vals[:0], vals[min(first-wb, len(vals)):]...)
 				w := min(n-first, 1<<bits.Len(uint(max(windowMin, 2*(top-first+1))-1)))
 				for k := first + len(vals); k < first+w; k++ {
-					vals = append(vals, p*(g[k].Lo()-G-base))
+					vals = append(vals, st.val(k))
 				}
 				s.vals = vals
 				s.tree.reset(vals, len(vals))
@@ -271,16 +296,14 @@ func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 				m = max(m, fin+sum)
 			}
 			for ; first < n && added[first>>6]&(1<<(first&63)) != 0; first++ {
-				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
+				fin = max(fin, st.val(first)-pre)
 				pre += q * int64(g[first].Permits)
 			}
 			if first > last {
 				wk = 0
 			}
 		}
-		if f := m - p*(b-base); f > qC {
-			s.definiteAt(b, ceilDiv(f-qC, q))
-		}
+		st.end(b, m)
 	}
 }
 
