@@ -48,6 +48,8 @@ type AccuracyReport struct {
 	// one first-hit window, the windows opened by the algorithm's own requests (admitted or
 	// denied, at their midpoints), over L: above 1 is over-admission.
 	MaxWindowRatio float64
+	// Pressure is how hard the algorithm's own decisions pressed the contract (see Pressure).
+	Pressure Pressure
 	// Bin is the width of the bins of Series.
 	Bin time.Duration
 	// Series has one bin per Bin from the first to the last request, empty bins included.
@@ -144,6 +146,7 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 		return m
 	}
 	var cur *AccuracyBin
+	fit := make([]bool, len(lims))
 	for i := range ev {
 		e := &ev[i]
 		t, cost := base+mid(e), int64(e.Permits)
@@ -192,27 +195,36 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 
 		fits = true
 		for j := range lims {
-			fits = lims[j].fits(own(j, e), t, cost) && fits
+			fit[j] = lims[j].fits(own(j, e), t, cost)
+			fits = fit[j] && fits
 		}
-		if e.Kind() == Denied {
-			if fits {
-				rep.FalseDenials++
-			}
-			continue
+		admitted := e.Kind() == Admitted
+		switch {
+		case !admitted && fits:
+			rep.FalseDenials++
+		case !admitted:
+		default:
+			rep.Admitted++
+			cur.Admitted++
 		}
-		rep.Admitted++
-		cur.Admitted++
 		for j := range lims {
 			m := own(j, e)
-			lims[j].take(m, cost)
+			if admitted {
+				lims[j].take(m, cost)
+			}
 			r := lims[j].ratio(m)
-			cur.MaxRatio = max(cur.MaxRatio, r)
-			rep.MaxWindowRatio = max(rep.MaxWindowRatio, r)
+			lims[j].press(&rep.Pressure, &m.press, m, t, fit[j], r)
+			if admitted {
+				cur.MaxRatio = max(cur.MaxRatio, r)
+				rep.MaxWindowRatio = max(rep.MaxWindowRatio, r)
+			}
 		}
 	}
 	if rep.IdealAllowed > 0 {
 		rep.Efficiency = float64(rep.Admitted) / float64(rep.IdealAllowed)
 	}
+	rep.Pressure.Denials = rep.Offered - rep.Admitted
+	rep.Pressure.finish()
 	return rep, nil
 }
 
@@ -261,6 +273,8 @@ type meter struct {
 	// last is also the time of the last fits for every kind.
 	level, last int64
 	started     bool
+	// press follows the algorithm's own meter's windows for Pressure.
+	press pressing
 }
 
 // window is the admissions of a sliding window, oldest first from head, and their permits.

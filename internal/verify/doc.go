@@ -5,9 +5,9 @@
 // exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision times through
 // an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith, JudgeEpochs), and
 // its own sections of a result entry: the verification (Summary, with the thresholds checked
-// against it and what they do to the verdict) and the accuracy (AccuracySummary), which
-// Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
-// bin (Measurement.BinLimits).
+// against it and what they do to the verdict, the pressure on the contract, and a finding in
+// words) and the accuracy (AccuracySummary), which Measurement.Sections builds from one
+// measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits).
 //
 // # Times are intervals
 //
@@ -273,6 +273,32 @@
 // Replay gives the decisions with an exact time (Lo == Hi, the time a script returned) to the
 // algorithm's reference model in time order and counts those it decides otherwise (for a
 // first-hit limiter, algorithms.NewFirstHitModel: denials open its windows too).
+//
+// # Pressure
+//
+// A pass means something only when the run pressed the contract: a limiter that never reached
+// its limit keeps any contract. Accuracy measures the pressure (Pressure) on the algorithm's
+// own decisions at the requests' midpoints, as it measures MaxWindowRatio, per limit and
+// scope, over the measured part:
+//
+//   - windows: aligned windows [kW, (k+1)W) for sliding-window and fixed-window, the
+//     first-hit windows the algorithm's own requests opened, and aligned refill periods
+//     [kP, (k+1)P), P = RefillPer, for token-bucket; a window counts when it holds a decided
+//     request;
+//   - a window reaches its allowance when, at some request in it, the algorithm's own
+//     admissions use the whole limit (MaxWindowRatio's use ≥ 1: L permits in the sliding
+//     window (t−W, t], in the aligned or first-hit window, or an empty bucket), or the request
+//     would not have fitted on top of them;
+//   - a boundary is crossed under pressure when a window that reached its allowance is
+//     followed by a window of the same scope that holds a request: the next aligned window or
+//     refill period, or a first-hit window opened less than W after the last one ended.
+//
+// The contract was pressed when some window reached its allowance or some request was denied.
+// Measurement.Sections makes a measurement that never pressed it inconclusive ("the contract
+// was never pressed"), unless its scenario measures speed only (Measurement.SpeedOnly), which
+// keeps the verdict and says that the contract was not exercised. Summary.Finding says that the
+// contract held only on a pass that pressed it without a possible violation; otherwise it says
+// what was found, or what could not be ruled out.
 //
 // # Cost
 //
