@@ -38,10 +38,46 @@ const (
 type fhWindow struct{ u, v, e int64 }
 
 // fhEnd is one end b of a definitely violating set, found by cond; a is the least lo of the
-// set found by (c).
+// set found by (a) or (c).
 type fhEnd struct {
 	b, excess, a int64
 	cond         fhCond
+}
+
+// fhAtEnd gathers the ends found at one b, given in fhEnd.cmp order: the conditions that found
+// one, the first end of the largest excess (best), and the same among those of (a) and (b).
+type fhAtEnd struct {
+	conds      fhCond
+	best, free fhEnd
+}
+
+func newFhAtEnd() fhAtEnd { return fhAtEnd{best: fhEnd{excess: -1}, free: fhEnd{excess: -1}} }
+
+// add takes the next end and reports whether it is now best, and free.
+func (e *fhAtEnd) add(x fhEnd) (best, free bool) {
+	e.conds |= x.cond
+	if x.excess > e.best.excess {
+		e.best, best = x, true
+	}
+	if x.cond&fhChained == 0 && x.excess > e.free.excess {
+		e.free, free = x, true
+	}
+	return best, free
+}
+
+// chained reports whether only (c) or (d) found the end.
+func (e *fhAtEnd) chained() bool { return e.conds&^fhChained == 0 }
+
+// cmp orders ends by b, then condition, then a: of the sets that end at one b with the same
+// excess, the worst described is the first so ordered.
+func (x fhEnd) cmp(y fhEnd) int {
+	if c := cmp.Compare(x.b, y.b); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.cond, y.cond); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.a, y.a)
 }
 
 // fhWorst remembers the set with the largest excess, to describe it afterwards.
@@ -383,7 +419,7 @@ func (s *sweeper) fhEnds(g []Event, ord []uint32, starts []ival, cover *fhWindow
 		}
 	}
 	ends = s.fhSplits(g, ord, cover, from, ends)
-	slices.SortFunc(ends, func(x, y fhEnd) int { return cmp.Compare(x.b, y.b) })
+	slices.SortFunc(ends, fhEnd.cmp)
 	s.fhEndBuf = ends
 	return ends
 }
@@ -399,23 +435,16 @@ func (lim limit) bucket() limit {
 func (s *sweeper) fhRecord(rep *LimitReport, g []Event, ends []fhEnd, from int64, cover *fhWindows, worst, free *fhWorst) {
 	for i := 0; i < len(ends); {
 		b := ends[i].b
-		best, bestFree := fhEnd{excess: -1}, fhEnd{excess: -1}
-		var conds fhCond
+		at := newFhAtEnd()
 		for ; i < len(ends) && ends[i].b == b; i++ {
-			x := ends[i]
-			conds |= x.cond
-			if x.excess > best.excess {
-				best = x
-			}
-			if x.cond&fhChained == 0 && x.excess > bestFree.excess {
-				bestFree = x
-			}
+			at.add(ends[i])
 		}
+		best, bestFree := at.best, at.free
 		if b < from {
 			continue
 		}
 		s.definite++
-		if conds&^fhChained == 0 {
+		if at.chained() {
 			rep.Chained++
 		}
 		if best.excess > worst.excess {

@@ -81,25 +81,17 @@ const fhNone = math.MinInt64 / 4
 // [P + L·before(a)] − L·upTo(b), with maxStarts.
 func (s *sweeper) fhSplits(g []Event, ord []uint32, c *fhWindows, from int64, ends []fhEnd) []fhEnd {
 	G, L := s.lim.g, s.lim.l
-	st := startSweep{
-		val: func(j int) int64 {
-			if a := g[j].Lo() - G; c.counted(a, from) {
-				return L * c.before(a)
-			}
-			return fhNone
-		},
-		q: 1,
-		end: func(b, m int64) {
-			if f := m - L*c.upTo(b); f > 0 {
-				ends = append(ends, fhEnd{b: b, excess: f, cond: fhSplit})
-			}
-		},
+	val := func(j int) int64 {
+		if a := g[j].Lo() - G; c.counted(a, from) {
+			return L * c.before(a)
+		}
+		return fhNone
 	}
-	if ord == nil {
-		s.maxStartsOrdered(g, st)
-	} else {
-		s.maxStarts(g, ord, st)
-	}
+	s.maxStarts(g, ord, val, 1, func(b, m int64) {
+		if f := m - L*c.upTo(b); f > 0 {
+			ends = append(ends, fhEnd{b: b, excess: f, cond: fhSplit})
+		}
+	})
 	return ends
 }
 
