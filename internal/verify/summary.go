@@ -52,19 +52,30 @@ type Measurement struct {
 // so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
 	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions, m.Faults, m.check)
-	var acc AccuracySummary
-	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
-		if r, err := m.accuracy(); err == nil {
-			acc = r.Summary()
-			v.pressed(r.Pressure, m.SpeedOnly)
-		} else {
-			v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
-		}
-		if note := m.replay(); note != "" {
-			v.Reasons = append(v.Reasons, note)
-		}
+	if m.Log == nil || m.Contract.Kind == algorithms.NoContract {
+		return m.sections(v, m.Log != nil, nil, nil, "")
 	}
-	if m.Warnings.Canceled && m.Log == nil {
+	r, err := m.accuracy()
+	return m.sections(v, true, &r, err, m.replay())
+}
+
+// sections completes the verification v of a history that was recorded (logged) or not with the
+// accuracy r (nil: not computed, no log or no contract; err: it could not be), its pressure,
+// and the replay's note, and returns the two sections.
+func (m Measurement) sections(v Summary, logged bool, r *AccuracyReport, err error, replayNote string) (Summary, AccuracySummary) {
+	var acc AccuracySummary
+	switch {
+	case r == nil:
+	case err == nil:
+		acc = r.Summary()
+		v.pressed(r.Pressure, m.SpeedOnly)
+	default:
+		v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
+	}
+	if replayNote != "" {
+		v.Reasons = append(v.Reasons, replayNote)
+	}
+	if m.Warnings.Canceled && !logged {
 		// With a log, the verdict's reasons already say so.
 		v.Reasons = append(v.Reasons, "the measurement was cut short")
 	}
@@ -354,6 +365,18 @@ func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) 
 // the worst excess and the violation times are the epochs' own, and the violations that reach
 // across a loss are counted apart.
 func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption, fs []InjectedFault, check epochCheck) Summary {
+	v := newSummary(contract, start, ds)
+	if log == nil {
+		v.Verdict = Inconclusive
+		v.Reasons = []string{"no admission log was recorded"}
+		return v
+	}
+	er, err := checkEpochs(contract, log, ds, start, check)
+	return v.judged(er, err, w, start, ds, fs, log)
+}
+
+// newSummary returns the summary of contract with the disruptions ds, before any check.
+func newSummary(contract algorithms.Contract, start int64, ds []Disruption) Summary {
 	v := Summary{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
@@ -362,12 +385,13 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		v.Disruptions = append(v.Disruptions, DisruptionReport{Node: d.Node, Kind: d.Kind, What: d.What,
 			FromS: round3(float64(d.Lo-start) / 1e6), ToS: round3(float64(d.Hi-start) / 1e6), StateLost: d.StateLost})
 	}
-	if log == nil {
-		v.Verdict = Inconclusive
-		v.Reasons = []string{"no admission log was recorded"}
-		return v
-	}
-	er, err := checkEpochs(contract, log, ds, start, check)
+	return v
+}
+
+// judged completes v, a summary with its contract and disruptions, from the check of the
+// history in epochs er (err: it could not be checked), judged with the warnings w and the faults
+// fs, whose effects log gives.
+func (v Summary) judged(er EpochReport, err error, w Warnings, start int64, ds []Disruption, fs []InjectedFault, log faultLog) Summary {
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
@@ -379,8 +403,8 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		for _, f := range v.Faults {
 			v.FaultExcess += f.Excess
 		}
-		j = JudgeFaults(er, w, log, fs, v.Faults)
-		v.OutsideFaultErrors = outsideErrors(log, seen(fs, er.Cuts))
+		j = judgeFaults(er, w, log, fs, v.Faults)
+		v.OutsideFaultErrors = log.outside(seen(fs, er.Cuts), Unknown, Failed)
 	}
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
 	var kept []string
