@@ -264,24 +264,27 @@ func mid(e *Event) int64 { return e.Lo() + e.width()/2 }
 // permits and times: a total order, so that the ideal limiter and the reference model see
 // requests of one instant in one order, however they were logged.
 func sortByMid(ev []Event) {
-	slices.SortFunc(ev, func(a, b Event) int {
-		if c := cmp.Compare(mid(&a), mid(&b)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Kind(), b.Kind()); c != 0 { // Admitted < Denied
-			return c
-		}
-		if c := cmp.Compare(a.Subject, b.Subject); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Client, b.Client); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Permits, b.Permits); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.t, b.t)
-	})
+	slices.SortFunc(ev, func(a, b Event) int { return cmpMid(&a, &b) })
+}
+
+// cmpMid is sortByMid's order.
+func cmpMid(a, b *Event) int {
+	if c := cmp.Compare(mid(a), mid(b)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind(), b.Kind()); c != 0 { // Admitted < Denied
+		return c
+	}
+	if c := cmp.Compare(a.Subject, b.Subject); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Client, b.Client); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Permits, b.Permits); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.t, b.t)
 }
 
 // partitionFunc moves the events for which keep is true to the front of ev and returns how many

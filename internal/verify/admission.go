@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -322,10 +321,7 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	var buf [eventSize]byte
 	put := func(events []Event) {
 		for _, ev := range events {
-			binary.LittleEndian.PutUint64(buf[0:], ev.t)
-			binary.LittleEndian.PutUint32(buf[8:], ev.Subject)
-			binary.LittleEndian.PutUint16(buf[12:], ev.Client)
-			binary.LittleEndian.PutUint16(buf[14:], ev.Permits)
+			putEvent(buf[:], ev)
 			e.Raw(buf[:])
 		}
 	}
@@ -357,9 +353,7 @@ func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
 		}
 		out.cur, out.n = make([]Event, n), n
 		for i := range out.cur {
-			r := raw[i*eventSize:]
-			out.cur[i] = Event{t: binary.LittleEndian.Uint64(r), Subject: binary.LittleEndian.Uint32(r[8:]),
-				Client: binary.LittleEndian.Uint16(r[12:]), Permits: binary.LittleEndian.Uint16(r[14:])}
+			out.cur[i] = getEvent(raw[i*eventSize:])
 		}
 		return out, nil
 	})
