@@ -138,6 +138,23 @@ func floorMicros(d time.Duration) int64 {
 
 // Add appends the event of o, or counts it in Dropped when its times do not fit an Event.
 func (l *AdmissionLog) Add(o *load.Outcome) {
+	e, ok := l.event(o)
+	if !ok {
+		return
+	}
+	if len(l.cur) == cap(l.cur) {
+		if l.cur != nil {
+			l.chunks = append(l.chunks, l.cur)
+		}
+		l.cur = make([]Event, 0, logChunk)
+	}
+	l.cur = append(l.cur, e)
+	l.n++
+}
+
+// event returns the event of o on the log's clock, counting it in Narrowed or Mismatched; when
+// its times do not fit an Event it counts it in Dropped and returns false.
+func (l *AdmissionLog) event(o *load.Outcome) (Event, bool) {
 	// Times relative to Origin. Origin is start truncated to a microsecond, so start+Received
 	// can exceed Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
 	lo, hi := int64(o.Sent/time.Microsecond), ceilMicros(o.Received)+1
@@ -165,16 +182,9 @@ func (l *AdmissionLog) Add(o *load.Outcome) {
 	e, err := NewEvent(lo, hi, o.Subject, o.Client, o.Cost, k)
 	if err != nil {
 		l.Dropped++
-		return
+		return Event{}, false
 	}
-	if len(l.cur) == cap(l.cur) {
-		if l.cur != nil {
-			l.chunks = append(l.chunks, l.cur)
-		}
-		l.cur = make([]Event, 0, logChunk)
-	}
-	l.cur = append(l.cur, e)
-	l.n++
+	return e, true
 }
 
 // narrow returns the interval [t, t + span] of the server's decision time (span > 0: a time a
@@ -294,6 +304,24 @@ const eventSize = 16
 // returns them.
 func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	e := load.NewEncoder(admissionLogKind, admissionLogVersion)
+	l.encodeHead(e, int64(l.n))
+	e.Grow(eventSize * l.n)
+	var buf [eventSize]byte
+	put := func(events []Event) {
+		for _, ev := range events {
+			putEvent(buf[:], ev)
+			e.Raw(buf[:])
+		}
+	}
+	for _, c := range l.chunks {
+		put(c)
+	}
+	put(l.cur)
+	return e.Encoding(), nil
+}
+
+// encodeHead encodes what MarshalBinary writes before the events, for n events.
+func (l *AdmissionLog) encodeHead(e *load.Encoder, n int64) {
 	e.Varint(l.Origin)
 	var flags uint64
 	if l.SharedClock {
@@ -316,20 +344,7 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	e.Uvarint(l.Narrowed)
 	e.Uvarint(l.Mismatched)
 	e.Uvarint(l.Dropped)
-	e.Uvarint(uint64(l.n))
-	e.Grow(eventSize * l.n)
-	var buf [eventSize]byte
-	put := func(events []Event) {
-		for _, ev := range events {
-			putEvent(buf[:], ev)
-			e.Raw(buf[:])
-		}
-	}
-	for _, c := range l.chunks {
-		put(c)
-	}
-	put(l.cur)
-	return e.Encoding(), nil
+	e.Uvarint(uint64(n))
 }
 
 // UnmarshalBinary decodes what MarshalBinary encoded into l, replacing what l held. Errors wrap

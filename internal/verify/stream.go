@@ -127,6 +127,23 @@ func (s *Stream) count(e *Event) {
 	s.lo, s.hi = min(s.lo, e.Lo()), max(s.hi, e.Hi())
 }
 
+// Retained returns the number of events the stream holds: waiting for release, and kept in
+// its scopes' queues (admissions, unknown outcomes, first-hit-window's denied and failed
+// requests). It follows the contract's windows and the widest interval in flight, not the
+// history's length (see the package doc, "Streaming").
+func (s *Stream) Retained() int64 {
+	n := int64(0)
+	for _, b := range s.pend.bins {
+		n += int64(len(b))
+	}
+	for _, sl := range s.lims {
+		for _, sc := range sl.active {
+			n += int64(len(sc.adm.v) + len(sc.unknown.v) + len(sc.rest.v))
+		}
+	}
+	return n
+}
+
 // Late returns the number of events that arrived after Advance had passed their Lo: left out
 // of the check, as dropped outcomes are.
 func (s *Stream) Late() int64 { return s.late }
@@ -139,7 +156,7 @@ func (s *Stream) Advance(t int64) {
 	}
 	s.ready += s.pend.release(t, s.give)
 	s.released = t
-	if s.ready >= streamChunk || t-s.stepped >= s.span() {
+	if s.ready >= streamChunk || s.stepped == math.MinInt64 || t-s.stepped >= s.span() {
 		s.step(t)
 	}
 }

@@ -201,20 +201,22 @@ func (m *startMax) upTo(ev *queue[Event], j int) int64 {
 	return r
 }
 
-// argmax returns the lo of the start of the largest position up to top whose value is m, and
-// q·P of its set: the set Check's describe finds.
+// argmax returns the lo of the start of the largest position up to top whose value was v at the
+// last end (v its maximum there), and q·P of its set: the set Check's describe finds. It reads
+// what end took the maximum over: the window's leaves and the settled starts' fin as they stood.
 func (m *startMax) argmax(ev *queue[Event], top int, v int64) (lo, qPermits int64) {
-	if m.wk > 0 && top >= m.wb {
-		m.vals = m.tree.leaves(m.vals[:0], min(m.wk, top-m.wb+1))
+	at := &m.at
+	if at.wk > 0 && top >= at.wb {
+		m.vals = m.tree.leaves(m.vals[:0], min(at.wk, top-at.wb+1))
 		for j := len(m.vals) - 1; j >= 0; j-- {
 			if m.vals[j] == v {
-				k := m.wb + j
-				if m.fin+m.sum != v || m.fin == math.MinInt64 || k > m.finArg {
+				k := at.wb + j
+				if at.fin+m.sum != v || at.fin == math.MinInt64 || k > at.finArg {
 					return ev.at(k).Lo(), v - m.val(k)
 				}
 				break
 			}
 		}
 	}
-	return m.finLo, v - m.finVal
+	return at.finLo, v - at.finVal
 }

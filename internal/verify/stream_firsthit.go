@@ -41,7 +41,7 @@ func (w *firstHitSweep) step(sl *streamLimit, sc *streamScope, F int64) needs {
 		w.until = max(w.until, sc.adm.at(i).Hi()+G)
 	}
 	w.union(sc, G)
-	w.ch.advance(sc, G, W, fresh, F, &w.wins)
+	w.ch.advance(sc, &w.req, G, W, fresh, F, &w.wins)
 	w.emit(G, F, fresh)
 	until := int64(posInf)
 	if F == posInf {
@@ -134,12 +134,13 @@ type fhChainState struct {
 	// of each to scan, and the least hi of a sure request so far.
 	pa, pr, ja, jr int
 	best           int64
-	// minLoFrom: for the admissions, unknown outcomes and the rest, the first of hi ≥ t.
-	q [3]int
+	// minLo: the first interval of the requests' union that may hold t or follow it.
+	r int
 }
 
-// advance makes the windows that F decides (all, when F is posInf) and appends them to out.
-func (c *fhChainState) advance(sc *streamScope, G, W int64, fresh bool, F int64, out *queue[fhWindow]) {
+// advance makes the windows that F decides (all, when F is posInf) and appends them to out; req
+// is the requests' union.
+func (c *fhChainState) advance(sc *streamScope, req *queue[ival], G, W int64, fresh bool, F int64, out *queue[fhWindow]) {
 	if c.ended {
 		return
 	}
@@ -173,7 +174,7 @@ func (c *fhChainState) advance(sc *streamScope, G, W int64, fresh bool, F int64,
 			}
 		}
 		t := c.cur.u + W
-		nu, ok := c.minLo(sc, G, t, F)
+		nu, ok := c.minLo(req, G, t, F)
 		if !ok {
 			return
 		}
@@ -224,19 +225,31 @@ func (c *fhChainState) minHi(sc *streamScope, G, F int64) (int64, bool) {
 	return c.best, F == posInf || F-G >= c.best
 }
 
-// minLo returns minLoFrom(t): the least lo of a request of hi ≥ t (the first in Lo order of
-// each queue), and whether it is final: no request still to come (lo ≥ F − G) can beat it.
-func (c *fhChainState) minLo(sc *streamScope, G, t, F int64) (int64, bool) {
-	best := int64(posInf)
-	for k, q := range [3]*queue[Event]{&sc.adm, &sc.unknown, &sc.rest} {
-		for c.q[k] < q.end() && fhHiW(q.at(c.q[k]), G) < t {
-			c.q[k]++
-		}
-		if c.q[k] < q.end() {
-			best = min(best, q.at(c.q[k]).Lo()-G)
-		}
+// minLo returns what fhChain takes from minLoFrom(t), the least lo of a request of hi ≥ t, when
+// it makes the next window's u = max(t, minLoFrom(t)): t itself when some request's interval
+// holds t (its lo is then at most t), else the first point of the requests' union after t (a
+// request of hi ≥ t and lo > t lies in a later interval of the union, and the first of them
+// begins it). So the chain reads the union rather than the requests, which it would otherwise
+// keep from u's window on: u lags the windows when requests are dense (a world can open every
+// window exactly W after the last). It returns whether the answer is final: no request still
+// to come (lo ≥ F − G) can hold t or begin an earlier interval.
+func (c *fhChainState) minLo(req *queue[ival], G, t, F int64) (int64, bool) {
+	fin := F == posInf
+	next := F - G // the least lo of a request still to come
+	c.r = max(c.r, req.off)
+	// Pass the intervals before t, unless the last may still grow to hold t.
+	for c.r < req.end() && req.at(c.r).hi < t && (c.r+1 < req.end() || fin || req.at(c.r).hi < next-1) {
+		c.r++
 	}
-	return best, F == posInf || best <= F-G
+	switch {
+	case c.r < req.end() && req.at(c.r).lo <= t && t <= req.at(c.r).hi:
+		return t, true
+	case c.r < req.end() && req.at(c.r).lo > t:
+		return req.at(c.r).lo, true
+	case fin:
+		return posInf, true
+	}
+	return 0, false
 }
 
 // fhClumps cuts P̂ into clumps as fhWindowsOf does, as P̂ becomes final: a clump is made once

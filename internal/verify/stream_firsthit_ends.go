@@ -426,16 +426,16 @@ func (w *firstHitSweep) needs(sl *streamLimit, sc *streamScope) needs {
 	s := &w.ends
 	c := &w.ch
 	n := needs{
-		adm:     min(c.pa, c.q[0], w.ra, s.ai, s.sb.need(), s.sd.need(), s.cleave, s.pin, s.hin),
+		adm:     min(c.pa, w.ra, s.ai, s.sb.need(), s.sd.need(), s.cleave, s.pin, s.hin),
 		hi:      min(s.i, s.pout, s.hout),
-		unknown: min(c.q[1], w.ru, s.u, s.hu),
-		rest:    min(c.pr, c.q[2], w.rr),
+		unknown: min(w.ru, s.u, s.hu),
+		rest:    min(c.pr, w.rr),
 	}
 	if !s.based {
 		n.adm, n.hi, n.unknown = sc.adm.off, sc.hiOrd.off, sc.unknown.off
 		return n
 	}
-	w.req.dropTo(w.reqAt)
+	w.req.dropTo(min(w.reqAt, c.r))
 	w.ph.dropTo(min(s.cp, s.pk, s.hk, w.cl.i))
 	// (d) values the starts from sd.need() on, and describes its best settled one too.
 	if j := max(s.sd.need(), sc.adm.off); j < sc.adm.end() {

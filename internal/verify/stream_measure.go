@@ -31,6 +31,7 @@ type MeasurementStream struct {
 	route             []Event // released measured events waiting for the cuts to be known past them
 	routeAt           int     // the first of route not routed
 	cutTo             int64   // no disruption or fault that begins before it will come
+	routing           bool    // events go to epochs: the cuts are known past Start
 	ds                []Disruption
 	cuts              []Cut
 	unplaced          int64
@@ -206,7 +207,7 @@ func (ms *MeasurementStream) Advance(t int64) {
 	ms.whole.advance(t)
 	ms.ready += ms.pend.release(t, ms.take)
 	ms.released = t
-	if ms.ready >= streamChunk || t-ms.stepped >= ms.whole.main.span() {
+	if ms.ready >= streamChunk || ms.stepped == math.MinInt64 || t-ms.stepped >= ms.whole.main.span() {
 		ms.step()
 	}
 }
@@ -244,28 +245,16 @@ func (ms *MeasurementStream) Disrupt(d Disruption) {
 		return
 	}
 	ms.cuts = Cuts(ms.ds, ms.m.Start)
-	for len(ms.epochs) <= len(ms.cuts) {
-		e, err := ms.newEpoch(false)
-		if err != nil {
-			return // the contract was checked when the stream was made
-		}
-		if ms.firstHit {
-			// An unknown outcome may have run in any later epoch (SplitAll).
-			_ = ms.errs.each(func(u Event) {
-				if u.Kind() == Unknown {
-					c, _ := NewEvent(u.Lo(), u.Lo(), u.Subject, u.Client, u.Permits, Unknown)
-					e.add(c, false)
-				}
-			})
-		}
-		ms.epochs = append(ms.epochs, e)
+	if ms.routing {
+		ms.syncEpochs()
 	}
 }
 
 // Fault takes a fault the runner injected (on the events' clock), once its Hi is known. One
-// that begins before what AdvanceCuts has promised is late, as a disruption.
+// whose Hi is before what AdvanceCuts has promised (without Disruptions, before what Advance has
+// passed) is late, as a disruption: the first decision after it may have gone by.
 func (ms *MeasurementStream) Fault(f InjectedFault) {
-	if f.started() && f.Hi-ms.hdr.Base < ms.cutTo {
+	if f.started() && f.Hi-ms.hdr.Base < ms.cutsKnown() {
 		ms.late++
 	}
 	ms.fs = append(ms.fs, f)

@@ -14,13 +14,23 @@ import (
 // the faults' figures and to the kept errors, then advances the epochs: no event of Lo below
 // the next waiting one, or F, will come to them.
 func (ms *MeasurementStream) routeEvents(F int64) {
+	cutTo := ms.cutsKnown()
+	if ms.set.Disruptions && !ms.routing {
+		// Until the cuts are known past Start, a promotion's loss may still end before Start
+		// and leave no cut (Cuts ignores it): no event is routed, no epoch made.
+		if F != posInf && cutTo <= ms.m.Start-ms.hdr.Base {
+			return
+		}
+		ms.routing = true
+		ms.syncEpochs()
+	}
 	for ; ms.routeAt < len(ms.route); ms.routeAt++ {
 		e := ms.route[ms.routeAt]
 		hi := e.Hi()
 		if e.Kind() == Unknown {
 			hi = e.Lo()
 		}
-		if F != posInf && hi >= ms.cutTo {
+		if F != posInf && hi >= cutTo {
 			break
 		}
 		ms.routeOne(e)
@@ -36,6 +46,37 @@ func (ms *MeasurementStream) routeEvents(F int64) {
 	for _, ep := range ms.epochs {
 		ep.advance(t)
 	}
+}
+
+// syncEpochs makes an epoch for each cut that has none (cuts only grow once routing started:
+// a disruption still to come begins after the cut frontier, itself past Start). An unknown
+// outcome already routed may have run in the new epochs (SplitAll).
+func (ms *MeasurementStream) syncEpochs() {
+	for len(ms.epochs) <= len(ms.cuts) {
+		e, err := ms.newEpoch(false)
+		if err != nil {
+			return // the contract was checked when the stream was made
+		}
+		if ms.firstHit {
+			_ = ms.errs.each(func(u Event) {
+				if u.Kind() == Unknown {
+					c, _ := NewEvent(u.Lo(), u.Lo(), u.Subject, u.Client, u.Permits, Unknown)
+					e.add(c, false)
+				}
+			})
+		}
+		ms.epochs = append(ms.epochs, e)
+	}
+}
+
+// cutsKnown returns the cut frontier: AdvanceCuts' promise with Disruptions; without, there
+// are no epochs to wait for, and the events' frontier serves (a fault must then come before
+// Advance passes its Hi).
+func (ms *MeasurementStream) cutsKnown() int64 {
+	if ms.set.Disruptions {
+		return ms.cutTo
+	}
+	return ms.released
 }
 
 // routeOne routes one measured event.
@@ -184,6 +225,29 @@ func (ms *MeasurementStream) finish() {
 	ms.released = posInf
 	ms.routeEvents(posInf)
 	ms.midStep(posInf)
+}
+
+// Retained returns the number of events the measurement holds in memory: its streams' (whole
+// and epochs), those waiting for release, for their epoch and for mid order, and the unknown
+// and failed outcomes kept in memory for the fault figures (beyond a cap they go to a
+// temporary file: Spilled).
+func (ms *MeasurementStream) Retained() int64 {
+	n := ms.whole.retained() + int64(len(ms.route)-ms.routeAt+len(ms.mid)+len(ms.errs.mem))
+	for _, b := range ms.pend.bins {
+		n += int64(len(b))
+	}
+	for _, e := range ms.epochs {
+		n += e.retained()
+	}
+	return n
+}
+
+func (e *epochStream) retained() int64 {
+	n := e.main.Retained()
+	for _, s := range e.fh {
+		n += s.Retained()
+	}
+	return n
 }
 
 // Spilled returns the unknown and failed outcomes kept in the temporary file rather than in

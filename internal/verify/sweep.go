@@ -245,6 +245,14 @@ type startMax struct {
 	wb, wk      int // the window [wb, wb+wk); wk == 0: none
 	tree        prefixTree
 	vals        []int64
+	at          startMaxAt // what the last end's maximum was taken over, for argmax
+}
+
+// startMaxAt is what the last end's maximum was taken over: the settled starts' fin (and its
+// start) as it stood, and the window, as end left them.
+type startMaxAt struct {
+	fin, finLo, finVal int64
+	finArg, wb, wk     int
 }
 
 // reset makes m empty, for starts valued by val and admissions weighing q each permit.
@@ -268,6 +276,7 @@ func (m *startMax) end(ev *queue[Event], group []int, n int) int64 {
 			m.pre += q * int64(ev.at(m.first).Permits)
 		}
 		m.sum, m.last = m.pre, top
+		m.at = startMaxAt{fin: m.fin, finLo: m.finLo, finVal: m.finVal, finArg: m.finArg}
 		return m.fin + m.sum
 	}
 	if m.wk == 0 || top >= m.wb+m.wk {
@@ -284,6 +293,7 @@ func (m *startMax) end(ev *queue[Event], group []int, n int) int64 {
 	if m.fin != math.MinInt64 {
 		r = max(r, m.fin+m.sum)
 	}
+	m.at = startMaxAt{fin: m.fin, finLo: m.finLo, finVal: m.finVal, finArg: m.finArg, wb: m.wb, wk: m.wk}
 	for ; m.first < n && m.added.get(m.first); m.first++ {
 		m.settle(ev)
 		m.pre += q * int64(ev.at(m.first).Permits)
@@ -434,11 +444,14 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 }
 
 // bestStart returns the start a that maximises q·P − p·(b − a) over the token-bucket candidate
-// sets ending at b: {lo ≥ a, hi ≤ b} (definite) or {lo ≤ b, hi ≥ a}, a <= b (possible).
+// sets ending at b: {lo ≥ a, hi ≤ b} holding an admission that ends at b (definite: the sets
+// the sweep compares; one that ends earlier may be worth more at b when From left its own end
+// out) or {lo ≤ b, hi ≥ a}, a <= b (possible); of equal values, the largest a.
 func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	type pt struct{ t, permits int64 }
 	var pts []pt
+	top := int64(math.MinInt64) // definite: the largest lo of an admission ending at b
 	for i := range g {
 		e := &g[i]
 		if possible && e.Lo()-G <= b {
@@ -446,6 +459,9 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 		}
 		if !possible && e.Hi()+G <= b {
 			pts = append(pts, pt{e.Lo() - G, int64(e.Permits)})
+			if e.Hi()+G == b {
+				top = max(top, e.Lo()-G)
+			}
 		}
 	}
 	// Descending t: the candidate set for a = t is every point at or after it.
@@ -454,8 +470,8 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	var sum int64
 	for i, x := range pts {
 		sum += x.permits
-		if i+1 < len(pts) && pts[i+1].t == x.t {
-			continue
+		if (i+1 < len(pts) && pts[i+1].t == x.t) || (!possible && x.t > top) {
+			continue // a definite set holds an admission ending at b: the one the sweep found
 		}
 		if f := q*sum - p*(b-x.t); f > best {
 			best, bestA = f, x.t
