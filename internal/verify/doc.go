@@ -7,7 +7,10 @@
 // its own sections of a result entry: the verification (Summary, with the thresholds checked
 // against it and what they do to the verdict, the pressure on the contract, and a finding in
 // words) and the accuracy (AccuracySummary), which Measurement.Sections builds from one
-// measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits).
+// measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits). The
+// streaming checker (Stream, MeasurementStream, and StreamLog, the aggregator that feeds it)
+// gives the same answers while holding only what a later violation can still include (see
+// "Streaming" below); the whole-history checker stays the reference.
 //
 // # Times are intervals
 //
@@ -299,6 +302,95 @@
 // keeps the verdict and says that the contract was not exercised. Summary.Finding says that the
 // contract held only on a pass that pressed it without a possible violation; otherwise it says
 // what was found, or what could not be ruled out.
+//
+// # Streaming
+//
+// Stream checks a contract as a history's events arrive and reports at Finish exactly the
+// Report Check gives on the same events: the same definite and possible violations, Chained,
+// worst sets (Where included), listed violations and unknown-outcome excess. It is the same
+// sweeps, kept from step to step. Its specification:
+//
+//   - Input. Events come through Add in any order, relative to the header's Base. Advance(t)
+//     promises that no later event has Lo < t; the events below it are released, in reorder
+//     bins of about a millisecond, and each limit takes them sorted by scope and Lo. An event
+//     that comes below what was released is Late: left out and counted (a StreamLog counts it
+//     in Dropped, so the verdict cannot pass; see JudgeWith).
+//   - Order. With F the released frontier, every event of Lo < F has come, so an admission's
+//     Hi is final once Hi < F (admissions wait in a heap by Hi until then), a group of equal Lo
+//     is complete once its Lo < F, and an end b of a sweep is taken once every event that can
+//     lie in its sets has come. Steps run when a few thousand events (16 per active scope) are
+//     released, or the frontier moves a quarter of the widest window, refill period or
+//     granularity.
+//   - What is kept, per scope (K·W and widths as in the sections above). Sliding-window: the
+//     admissions that a definite set ending at a later b can hold, those of lo > b + G − K·W,
+//     and those a possible set can, not yet passed in Hi order (hi > b − W − G): about
+//     K·W + 2G and the widest interval in flight. Fixed-window: the admissions of the open
+//     aligned window and those meeting it. Token-bucket: startMax, whose settled starts
+//     (every position before them added) are one number, fin, with the start that gave it (for
+//     the worst set's Where), and a window of the positions whose intervals nest; possible sets
+//     keep a running maximum, its start and the least lo of its set. First-hit-window: the
+//     requests' union and P̂ as intervals, the chain's window being made (read off the union,
+//     not the requests: when requests are dense u lags the windows by a drift that grows with
+//     the run), clumps back to the least start (d) still values, and the admissions, denials
+//     and failures behind P̂'s frontier; P̂ is final below a window's v + 1 once a sure request
+//     W after it has come, so the conditions run about 2W behind the events. Unknown outcomes:
+//     the sums of their permits. Nothing else is kept per event: the worst sets are described
+//     when found, from what is kept; the listed violations are the MaxViolations first in
+//     Check's order, kept in a heap. Stream.Retained counts the events held; a test holds a
+//     steady load for 10 s and 40 s and requires the peak not to grow.
+//   - Cost: the reorder bins, a radix sort per step and the sweeps; BenchmarkStream measures
+//     events per CPU second.
+//
+// MeasurementStream is Measurement's counterpart: its Sections and BinLimits equal
+// Measurement's on the same history, warmup, disruptions and faults. It checks the measured
+// events as the history as one (and, for a first-hit-window limit, again with the warmup's
+// events first, From at Start and Fresh, as Measurement.check), and runs accuracy, replay and
+// the bin counts in mid order: an event waits until the frontier passes its midpoint, and
+// sortByMid's order (total) decides ties. Accuracy keeps the ideal and the algorithm's meters
+// per scope (the windows' admissions) and one bin of its series per second of the run; a bin
+// counter per width given in StreamSettings.BinWidths keeps, per scope, the last bin it counted
+// in. Epochs and faults:
+//
+//   - With StreamSettings.Disruptions, the epochs between losses of the state are checked as
+//     the events come, beside the history as one (so the checking doubles). An event goes to its
+//     epoch (as Split, or SplitAll with a first-hit-window limit) once AdvanceCuts promises
+//     that no disruption or fault that begins before its Hi will still be reported: that is
+//     the bounded delay, the node watch's polling; and not before the promise passes Start, for
+//     a promotion whose former master steps down before Start leaves no cut. A loss reported
+//     after the promise passed it is late: it cannot cut what is already in epochs, and makes
+//     the verdict inconclusive with a reason that says so; so does a loss without Disruptions.
+//   - Fault must come before the promise (without Disruptions, Advance) passes the fault's
+//     Hi: the first decision after it is followed as the events come. The unknown and failed
+//     outcomes, which the fault figures count at the end and which first-hit epochs copy into
+//     every later epoch, are kept, the first spillMem in memory and the others in a temporary
+//     file (Spilled counts them): the one thing that grows with a long run full of errors,
+//     on disk rather than in the heap.
+//
+// StreamLog is the aggregator (load.Aggregator) that feeds a MeasurementStream during a run.
+// The worker shards' StreamLogs (made with Fresh) share a core; a shard converts outcomes as
+// AdmissionLog does and hands over batches; the core's goroutine feeds the stream and advances
+// it to a watermark: the latest receive time seen, less StreamLogSettings.Horizon (the longest a
+// request may be in flight) and a second for a shard to hand an outcome over, on the log's clock
+// (less a decision's slack and the server's offset), and never past an event a shard holds or
+// handed over; or the caller's own (Advance). To use it in place of an AdmissionLog:
+//
+//	sl := verify.NewStreamLog(start, sharedClock, server, clientClock, verify.StreamLogSettings{
+//		Measurement: verify.Measurement{Contract: c, Model: m, Fresh: fresh, SpeedOnly: speedOnly},
+//		Warmup: plan.Warmup, Subjects: plan.Keys.Names(), Clients: clientNames,
+//		Stream: verify.StreamSettings{Disruptions: watched, BinWidths: []time.Duration{k * bin}},
+//		Horizon: requestTimeout,
+//	})
+//	defer sl.Close()
+//	res, err := load.Run(ctx, client, limiter, plan, load.Sinks{
+//		Measured: []load.Aggregator{sl}, Warmup: []load.Aggregator{sl.Warmup()}})
+//	// during the run: sl.Disrupt(d) and sl.AdvanceCuts(t) from the node watch, sl.Fault(f)
+//	// once an injected fault is over
+//	v, acc := sl.Sections(warnings) // warnings from res.Counts, Late events in Dropped
+//	limits := sl.BinLimits(k*bin, n)
+//
+// With StreamLogSettings.Record it also writes every event to a temporary file and encodes as
+// an AdmissionLog (MarshalBinary, WriteTo), for a segment's partial result; the merge of
+// segments decodes into AdmissionLogs and uses the whole-history checker.
 //
 // # Cost
 //

@@ -24,9 +24,9 @@ type Stream struct {
 	rep  Report // its counts, kept as events are added
 
 	pend     reorder
-	released int64 // every event of Lo below it has been given to the limits
-	stepped  int64 // the frontier of the last step
-	ready    int   // events released since the last step
+	out      []Event // released since the last step
+	released int64   // every event of Lo below it has been released
+	stepped  int64   // the frontier of the last step
 
 	// The history's span and permits (admitted and unknown), for limit.overflow.
 	lo, hi, permits int64
@@ -136,9 +136,10 @@ func (s *Stream) Retained() int64 {
 	for _, b := range s.pend.bins {
 		n += int64(len(b))
 	}
+	n += int64(len(s.out))
 	for _, sl := range s.lims {
 		for _, sc := range sl.active {
-			n += int64(len(sc.adm.v) + len(sc.unknown.v) + len(sc.rest.v))
+			n += int64(sc.adm.size() + sc.unknown.size() + sc.rest.size())
 		}
 	}
 	return n
@@ -154,16 +155,26 @@ func (s *Stream) Advance(t int64) {
 	if s.finished || t <= s.released {
 		return
 	}
-	s.ready += s.pend.release(t, s.give)
+	s.pend.release(t, func(ev []Event) { s.out = append(s.out, ev...) })
 	s.released = t
-	if s.ready >= streamChunk || s.stepped == math.MinInt64 || t-s.stepped >= s.span() {
+	if len(s.out) >= s.chunk() || s.stepped == math.MinInt64 || t-s.stepped >= s.span() {
 		s.step(t)
 	}
 }
 
-// streamChunk is how many released events make a step: a step sorts them and runs every
+// streamChunk is the fewest released events that make a step: a step sorts them and runs every
 // active scope's sweeps, so it is worth a batch.
 const streamChunk = 1 << 12
+
+// chunk returns how many released events make a step: streamChunk, or 16 for each active scope
+// when that is more, so that a step's cost per scope is spread over a few events of each.
+func (s *Stream) chunk() int {
+	n := streamChunk
+	for _, sl := range s.lims {
+		n = max(n, 16*len(sl.active))
+	}
+	return n
+}
 
 // span returns how far the frontier may move before a step: a quarter of the widest window,
 // refill period or granularity, so that a scope keeps at most a few windows of events.
@@ -175,16 +186,13 @@ func (s *Stream) span() int64 {
 	return max(1, w/4)
 }
 
-// give passes released events, sorted by Lo, to every limit.
-func (s *Stream) give(ev []Event) {
-	for _, sl := range s.lims {
-		sl.take(ev)
-	}
-}
-
-// step runs the sweeps of every active scope up to the frontier F.
+// step gives the events released since the last step to every limit and runs the sweeps of
+// every active scope up to the frontier F.
 func (s *Stream) step(F int64) {
-	s.ready, s.stepped = 0, F
+	for _, sl := range s.lims {
+		sl.take(s.out)
+	}
+	s.out, s.stepped = s.out[:0], F
 	if s.err != nil {
 		return
 	}
@@ -225,7 +233,7 @@ func (s *Stream) Finish() (Report, error) {
 		}
 		return Report{}, fmt.Errorf("check: %w", errors.Join(errs...))
 	}
-	s.pend.release(posInf, s.give)
+	s.pend.release(posInf, func(ev []Event) { s.out = append(s.out, ev...) })
 	s.released = posInf
 	s.step(posInf)
 	if s.err != nil {

@@ -59,23 +59,33 @@ func (w *firstHitSweep) finish(sl *streamLimit, _ *streamScope) { sl.hide = max(
 func (w *firstHitSweep) union(sc *streamScope, G int64) {
 	qs := [3]*queue[Event]{&sc.adm, &sc.unknown, &sc.rest}
 	ps := [3]*int{&w.ra, &w.ru, &w.rr}
-	for {
-		var e *Event
-		pick := -1
-		for k, q := range qs {
-			if *ps[k] < q.end() {
-				if x := q.at(*ps[k]); e == nil || x.Lo() < e.Lo() {
-					e, pick = x, k
-				}
-			}
+	var lo [3]int64 // each queue's next Lo, posInf when it has none
+	for k, q := range qs {
+		lo[k] = posInf
+		if *ps[k] < q.end() {
+			lo[k] = q.at(*ps[k]).Lo()
 		}
-		if e == nil {
+	}
+	for {
+		k := 0
+		if lo[1] < lo[k] {
+			k = 1
+		}
+		if lo[2] < lo[k] {
+			k = 2
+		}
+		if lo[k] == posInf {
 			return
 		}
-		*ps[pick]++
-		x := ival{e.Lo() - G, fhHiW(e, G)}
-		if !w.req.empty() {
-			if last := w.req.at(w.req.end() - 1); x.lo-1 <= last.hi {
+		e := qs[k].at(*ps[k])
+		x := ival{lo[k] - G, fhHiW(e, G)}
+		if *ps[k]++; *ps[k] < qs[k].end() {
+			lo[k] = qs[k].at(*ps[k]).Lo()
+		} else {
+			lo[k] = posInf
+		}
+		if n := w.req.end(); n > w.req.off {
+			if last := w.req.at(n - 1); x.lo-1 <= last.hi {
 				last.hi = max(last.hi, x.hi)
 				continue
 			}
@@ -295,12 +305,14 @@ func (c *fhClumps) advance(ph *queue[ival], W, phi, until int64) {
 
 // upTo returns the number of clumps that begin at or before b.
 func (c *fhClumps) upTo(b int64) int64 {
-	return int64(c.start.off + sort.Search(len(c.start.v), func(k int) bool { return c.start.v[k] > b }))
+	v := c.start.live()
+	return int64(c.start.off + sort.Search(len(v), func(k int) bool { return v[k] > b }))
 }
 
 // before returns the number of clumps that end before a − W + 1.
 func (c *fhClumps) before(a, W int64) int64 {
-	return int64(c.last.off + sort.Search(len(c.last.v), func(k int) bool { return c.last.v[k] >= a-W+1 }))
+	v := c.last.live()
+	return int64(c.last.off + sort.Search(len(v), func(k int) bool { return v[k] >= a-W+1 }))
 }
 
 // counted is fhWindows.counted.

@@ -16,6 +16,7 @@ type streamLimit struct {
 	lim    limit
 	key    func(e *Event) uint64
 	sort   sorter
+	buf    []Event // take's events of the kinds the limit reads
 	scopes map[uint64]*streamScope
 	active []*streamScope
 
@@ -95,9 +96,20 @@ type needs struct{ adm, hi, unknown, rest int }
 
 // take gives the limit a batch of released events: sorted by its scope, each scope's run is
 // appended to its queues.
-func (sl *streamLimit) take(ev []Event) {
+func (sl *streamLimit) take(all []Event) {
+	ev := all
 	if sl.lim.kind == algorithms.NoContract {
 		return
+	}
+	if sl.lim.kind != algorithms.FirstHitWindow {
+		// Only first-hit windows read denials and failures.
+		ev = sl.buf[:0]
+		for _, x := range all {
+			if k := x.Kind(); k == Admitted || k == Unknown {
+				ev = append(ev, x)
+			}
+		}
+		sl.buf = ev
 	}
 	sl.sort.sort(ev, sl.lim.scope)
 	for i := 0; i < len(ev); {

@@ -189,7 +189,7 @@ func (mc measureCase) stream(t *rapid.T, dir string) (Summary, AccuracySummary, 
 // restarts and promotions, and injected faults.
 func TestMeasurementStreamMatchesMeasurement(t *testing.T) {
 	dir := t.TempDir()
-	rapid.Check(t, func(t *rapid.T) {
+	checkN(t, streamCases, func(t *rapid.T) {
 		mc := drawMeasureCase(t)
 		wantV, wantA, wantB := mc.batch()
 		gotV, gotA, gotB, err := mc.stream(t, dir)

@@ -3,32 +3,37 @@ package verify
 // The streaming checker's storage: queues addressed by absolute position (a position keeps its
 // number when the front is dropped), the Hi order of a queue's events, and bit queues.
 
-// queue holds elements at absolute positions: position i is v[i−off]. Elements are pushed at
-// the back and dropped from the front; a slice that drops its front is resliced, and append
-// copies only what is left when it grows, so the memory held follows what is kept.
+// queue holds elements at absolute positions: position i is v[head+i−off]. Elements are
+// pushed at the back and dropped from the front; once the dropped front is at least half the
+// slice, what is left moves down to its start, so the memory held follows what is kept and a
+// steady queue allocates nothing. T holds no pointers (dropped elements are not cleared).
 type queue[T any] struct {
-	v   []T
-	off int
+	v    []T
+	head int // v[head] is at position off
+	off  int
 }
 
-func (q *queue[T]) at(i int) *T { return &q.v[i-q.off] }
-func (q *queue[T]) end() int    { return q.off + len(q.v) }
+func (q *queue[T]) at(i int) *T { return &q.v[q.head+i-q.off] }
+func (q *queue[T]) end() int    { return q.off + len(q.v) - q.head }
 func (q *queue[T]) push(x T)    { q.v = append(q.v, x) }
-func (q *queue[T]) empty() bool { return len(q.v) == 0 }
+func (q *queue[T]) empty() bool { return len(q.v) == q.head }
+func (q *queue[T]) live() []T   { return q.v[q.head:] }
+func (q *queue[T]) size() int   { return len(q.v) - q.head }
 
 // dropTo drops the positions before i (none when i is at or before the front).
 func (q *queue[T]) dropTo(i int) {
-	k := min(i-q.off, len(q.v))
+	k := min(i-q.off, len(q.v)-q.head)
 	if k <= 0 {
 		return
 	}
-	if k == len(q.v) {
-		q.v = q.v[:0]
-	} else {
-		clear(q.v[:k]) // no pointers kept alive by the dropped front
-		q.v = q.v[k:]
-	}
+	q.head += k
 	q.off += k
+	if q.head == len(q.v) {
+		q.v, q.head = q.v[:0], 0
+	} else if q.head >= 64 && 2*q.head >= len(q.v) {
+		n := copy(q.v, q.v[q.head:])
+		q.v, q.head = q.v[:n], 0
+	}
 }
 
 // hiEntry is one admission waiting for the Hi order: its Hi and its position.

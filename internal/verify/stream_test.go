@@ -45,6 +45,11 @@ func arrive(t *rapid.T, log *Log, horizon int64) arrival {
 	return a
 }
 
+// streamCases is how many cases each differential test of the streaming checker runs by default
+// (a fifth with -short): go test -run 'TestStream|TestMeasurementStream' -rapid.checks=20000
+// runs 20,000 each.
+const streamCases = 2000
+
 // minAdvance marks no Advance in arrival.advances.
 const minAdvance = -1 << 62
 
@@ -113,7 +118,7 @@ func checkStreamEqual(t *rapid.T, c algorithms.Contract, log *Log, horizon int64
 // history's events in any order its promises allow reports exactly what Check reports.
 func TestStreamWindowsMatchCheck(t *testing.T) {
 	kinds := []algorithms.ContractKind{algorithms.SlidingWindow, algorithms.FixedWindow}
-	rapid.Check(t, func(t *rapid.T) {
+	checkN(t, streamCases, func(t *rapid.T) {
 		c := genStreamContract(t, kinds)
 		log := genLog(t, 40)
 		checkStreamEqual(t, c, log, rapid.Int64Range(0, 30).Draw(t, "horizon"))
@@ -124,7 +129,7 @@ func TestStreamWindowsMatchCheck(t *testing.T) {
 // windows beside them.
 func TestStreamBucketMatchesCheck(t *testing.T) {
 	kinds := []algorithms.ContractKind{algorithms.TokenBucket, algorithms.TokenBucket, algorithms.SlidingWindow, algorithms.FixedWindow}
-	rapid.Check(t, func(t *rapid.T) {
+	checkN(t, streamCases, func(t *rapid.T) {
 		c := genStreamContract(t, kinds)
 		log := genLog(t, 40)
 		if rapid.Bool().Draw(t, "wide") {
@@ -138,7 +143,7 @@ func TestStreamBucketMatchesCheck(t *testing.T) {
 // without From, with other limits beside them.
 func TestStreamFirstHitMatchesCheck(t *testing.T) {
 	kinds := []algorithms.ContractKind{algorithms.FirstHitWindow, algorithms.FirstHitWindow, algorithms.FirstHitWindow, algorithms.TokenBucket, algorithms.SlidingWindow}
-	rapid.Check(t, func(t *rapid.T) {
+	checkN(t, streamCases, func(t *rapid.T) {
 		c := genStreamContract(t, kinds)
 		log := genLog(t, 40)
 		if rapid.Bool().Draw(t, "wide") {
