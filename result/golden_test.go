@@ -53,7 +53,10 @@ func fullResult(t *testing.T) *Result {
 		Verification: verify.Summary{
 			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
 			Contract: "token-bucket(5, 1/1s)", DefiniteViolations: 2, PossibleViolations: 5, WorstExcess: 3,
-			Where:             "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
+			Where: "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
+			Finding: "Admitted more than token-bucket(5, 1/1s) allows: 2 definite violations, the worst subject s1 client c2, " +
+				"8 permits where 5 were allowed, between 1.000s and 1.500s.",
+			Pressure:          &verify.Pressure{Windows: 40, Full: 12, FullShare: 0.3, Denials: 35, Crossings: 9, Pressed: true},
 			ExpectedViolation: true, MayViolate: true,
 			Thresholds: []verify.ThresholdCheck{
 				{Threshold: "p99 < 400us", Status: verify.ThresholdBroken, Value: 512, Shown: "512µs"},

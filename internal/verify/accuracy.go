@@ -48,6 +48,8 @@ type AccuracyReport struct {
 	// one first-hit window, the windows opened by the algorithm's own requests (admitted or
 	// denied, at their midpoints), over L: above 1 is over-admission.
 	MaxWindowRatio float64
+	// Pressure is how hard the algorithm's own decisions pressed the contract (see Pressure).
+	Pressure Pressure
 	// Bin is the width of the bins of Series.
 	Bin time.Duration
 	// Series has one bin per Bin from the first to the last request, empty bins included.
@@ -90,149 +92,199 @@ func Accuracy(c algorithms.Contract, log *Log, bin time.Duration) (AccuracyRepor
 	if err := log.validate(); err != nil {
 		return AccuracyReport{}, fmt.Errorf("accuracy: %w", err)
 	}
+	ev := log.Events
+	n := partitionFunc(ev, func(e *Event) bool { return e.Kind() == Admitted || e.Kind() == Denied })
+	ev = ev[:n]
+	sortByMid(ev)
+	r := newAccuracyRun(lims, log.Base, log.From, bin)
+	r.rep.Excluded = int64(len(log.Events) - n)
+	for i := range ev {
+		r.take(&ev[i])
+	}
+	return r.report()
+}
+
+// accuracyRun is Accuracy's replay of the decided requests, taken one at a time in the order of
+// sortByMid: the ideal limiter's and the algorithm's own meters per limit and scope, and the
+// report so far. Accuracy runs it over a sorted log, the streaming checker as the requests
+// come. Times are absolute (Base added): fixed-window's windows, the bins and From are
+// aligned on the Unix epoch.
+type accuracyRun struct {
+	lims          []limit
+	base, from    int64 // from: the first counted instant, 0 for all
+	bin           time.Duration
+	binUs         int64
+	ideal, actual []map[uint64]*meter
+	rep           AccuracyReport
+	counting      bool  // a request at or after from was taken
+	first, last   int64 // the first bin's start; the last request's midpoint
+	fit           []bool
+}
+
+func newAccuracyRun(lims []limit, base, from int64, bin time.Duration) *accuracyRun {
 	if bin <= 0 {
 		bin = time.Second
 	}
-	binUs := micros(bin)
-	ev := log.Events
-	n := partitionFunc(ev, func(e *Event) bool { return e.Kind() == Admitted || e.Kind() == Denied })
-	rep := AccuracyReport{Excluded: int64(len(ev) - n), Bin: bin}
-	ev = ev[:n]
-	if n == 0 {
-		return rep, nil
-	}
-	sortByMid(ev)
-	// Times from here on are absolute (Base added): fixed-window's windows, the bins and From
-	// are aligned on the Unix epoch.
-	base := log.Base
-	// The first counted event: the first at or after log.From, when From is set.
-	c0 := 0
-	if log.From != 0 {
-		c0, _ = slices.BinarySearchFunc(ev, log.From, func(e Event, t int64) int { return cmp.Compare(base+mid(&e), t) })
-	}
-	if c0 == n {
-		return rep, nil
-	}
-	first := floorDiv(base+mid(&ev[c0]), binUs) * binUs
-	if bins := (base+mid(&ev[n-1])-first)/binUs + 1; bins > MaxBins {
-		return AccuracyReport{}, fmt.Errorf("accuracy: %d bins of %s is more than %d: use a wider bin", bins, bin, MaxBins)
-	}
-
-	ideal := make([]map[uint64]*meter, len(lims))
-	actual := make([]map[uint64]*meter, len(lims))
+	r := &accuracyRun{lims: lims, base: base, from: from, bin: bin, binUs: micros(bin), fit: make([]bool, len(lims)),
+		ideal: make([]map[uint64]*meter, len(lims)), actual: make([]map[uint64]*meter, len(lims))}
 	for i := range lims {
-		ideal[i], actual[i] = map[uint64]*meter{}, map[uint64]*meter{}
+		r.ideal[i], r.actual[i] = map[uint64]*meter{}, map[uint64]*meter{}
 	}
-	get := func(ms map[uint64]*meter, lim *limit, e *Event) *meter {
-		k := scopeKey(lim.scope)(e)
-		m := ms[k]
-		if m == nil {
-			m = &meter{}
-			ms[k] = m
-		}
-		return m
-	}
-	// own returns the algorithm's own meter of limit j for e's scope; for fixed-window it also
-	// measures a sliding window, for MaxWindowRatio.
-	own := func(j int, e *Event) *meter {
-		k := scopeKey(lims[j].scope)(e)
-		m := actual[j][k]
-		if m == nil {
-			m = &meter{slide: lims[j].kind == algorithms.FixedWindow}
-			actual[j][k] = m
-		}
-		return m
-	}
-	var cur *AccuracyBin
-	for i := range ev {
-		e := &ev[i]
-		t, cost := base+mid(e), int64(e.Permits)
-		if i < c0 {
-			// Before From: both limiters take the request as it went, and nothing is counted.
-			fits := true
-			for j := range lims {
-				fits = lims[j].fits(get(ideal[j], &lims[j], e), t, cost) && fits
-			}
-			if fits {
-				for j := range lims {
-					lims[j].take(get(ideal[j], &lims[j], e), cost)
-				}
-			}
-			// The algorithm's own meters see every request too (a denied request opens a
-			// first-hit window; for the other kinds fits only advances time).
-			for j := range lims {
-				m := own(j, e)
-				lims[j].fits(m, t, cost)
-				if e.Kind() == Admitted {
-					lims[j].take(m, cost)
-				}
-			}
-			continue
-		}
-		if b := floorDiv(t, binUs) * binUs; cur == nil || cur.Start != b {
-			for s := first + int64(len(rep.Series))*binUs; s <= b; s += binUs {
-				rep.Series = append(rep.Series, AccuracyBin{Start: s})
-			}
-			cur = &rep.Series[len(rep.Series)-1]
-		}
-		cur.Offered++
-		rep.Offered++
+	r.rep.Bin = bin
+	return r
+}
 
-		fits := true
-		for j := range lims {
-			fits = lims[j].fits(get(ideal[j], &lims[j], e), t, cost) && fits
-		}
-		if fits {
-			for j := range lims {
-				lims[j].take(get(ideal[j], &lims[j], e), cost)
-			}
-			rep.IdealAllowed++
-			cur.Ideal++
-		}
+// ideal returns the ideal limiter's meter of limit j for e's scope.
+func (r *accuracyRun) idealOf(j int, e *Event) *meter {
+	k := scopeKey(r.lims[j].scope)(e)
+	m := r.ideal[j][k]
+	if m == nil {
+		m = &meter{}
+		r.ideal[j][k] = m
+	}
+	return m
+}
 
-		fits = true
-		for j := range lims {
-			fits = lims[j].fits(own(j, e), t, cost) && fits
-		}
-		if e.Kind() == Denied {
-			if fits {
-				rep.FalseDenials++
-			}
-			continue
-		}
-		rep.Admitted++
+// own returns the algorithm's own meter of limit j for e's scope; for fixed-window it also
+// measures a sliding window, for MaxWindowRatio.
+func (r *accuracyRun) own(j int, e *Event) *meter {
+	k := scopeKey(r.lims[j].scope)(e)
+	m := r.actual[j][k]
+	if m == nil {
+		m = &meter{slide: r.lims[j].kind == algorithms.FixedWindow}
+		r.actual[j][k] = m
+	}
+	return m
+}
+
+// take replays the decided request e, the next in mid order.
+func (r *accuracyRun) take(e *Event) {
+	lims := r.lims
+	t, cost := r.base+mid(e), int64(e.Permits)
+	r.last = t
+	if !r.counting && (r.from == 0 || t >= r.from) {
+		r.counting, r.first = true, floorDiv(t, r.binUs)*r.binUs
+	}
+	if !r.counting {
+		r.prime(e, t, cost)
+		return
+	}
+	b := floorDiv(t, r.binUs) * r.binUs
+	if (b-r.first)/r.binUs >= MaxBins {
+		return // too many bins: report says so
+	}
+	for s := r.first + int64(len(r.rep.Series))*r.binUs; s <= b; s += r.binUs {
+		r.rep.Series = append(r.rep.Series, AccuracyBin{Start: s})
+	}
+	cur := &r.rep.Series[len(r.rep.Series)-1]
+	cur.Offered++
+	r.rep.Offered++
+	if r.idealFits(e, t, cost) {
+		r.rep.IdealAllowed++
+		cur.Ideal++
+	}
+	fits := true
+	for j := range lims {
+		r.fit[j] = lims[j].fits(r.own(j, e), t, cost)
+		fits = r.fit[j] && fits
+	}
+	admitted := e.Kind() == Admitted
+	switch {
+	case !admitted && fits:
+		r.rep.FalseDenials++
+	case !admitted:
+	default:
+		r.rep.Admitted++
 		cur.Admitted++
-		for j := range lims {
-			m := own(j, e)
+	}
+	for j := range lims {
+		m := r.own(j, e)
+		if admitted {
 			lims[j].take(m, cost)
-			r := lims[j].ratio(m)
-			cur.MaxRatio = max(cur.MaxRatio, r)
-			rep.MaxWindowRatio = max(rep.MaxWindowRatio, r)
+		}
+		ratio := lims[j].ratio(m)
+		lims[j].press(&r.rep.Pressure, &m.press, m, t, r.fit[j], ratio)
+		if admitted {
+			cur.MaxRatio = max(cur.MaxRatio, ratio)
+			r.rep.MaxWindowRatio = max(r.rep.MaxWindowRatio, ratio)
 		}
 	}
+}
+
+// idealFits gives e to the ideal limiter: it admits e when e fits every limit.
+func (r *accuracyRun) idealFits(e *Event, t, cost int64) bool {
+	fits := true
+	for j := range r.lims {
+		fits = r.lims[j].fits(r.idealOf(j, e), t, cost) && fits
+	}
+	if fits {
+		for j := range r.lims {
+			r.lims[j].take(r.idealOf(j, e), cost)
+		}
+	}
+	return fits
+}
+
+// prime gives a request before From to both limiters as it went, counting nothing. The
+// algorithm's own meters see every request too (a denied request opens a first-hit window;
+// for the other kinds fits only advances time).
+func (r *accuracyRun) prime(e *Event, t, cost int64) {
+	r.idealFits(e, t, cost)
+	for j := range r.lims {
+		m := r.own(j, e)
+		r.lims[j].fits(m, t, cost)
+		if e.Kind() == Admitted {
+			r.lims[j].take(m, cost)
+		}
+	}
+}
+
+// report returns the report of what was taken, or the error of too many bins.
+func (r *accuracyRun) report() (AccuracyReport, error) {
+	if !r.counting {
+		return r.rep, nil
+	}
+	if bins := (r.last-r.first)/r.binUs + 1; bins > MaxBins {
+		return AccuracyReport{}, fmt.Errorf("accuracy: %d bins of %s is more than %d: use a wider bin", bins, r.bin, MaxBins)
+	}
+	rep := r.rep
+	rep.Series = slices.Clone(rep.Series)
 	if rep.IdealAllowed > 0 {
 		rep.Efficiency = float64(rep.Admitted) / float64(rep.IdealAllowed)
 	}
+	rep.Pressure.Denials = rep.Offered - rep.Admitted
+	rep.Pressure.finish()
 	return rep, nil
 }
 
 // mid returns the midpoint of e's interval, relative to the log's Base.
 func mid(e *Event) int64 { return e.Lo() + e.width()/2 }
 
-// sortByMid sorts ev by midpoint, admissions first among equal times, then subject and client.
+// sortByMid sorts ev by midpoint, admissions first among equal times, then subject, client,
+// permits and times: a total order, so that the ideal limiter and the reference model see
+// requests of one instant in one order, however they were logged.
 func sortByMid(ev []Event) {
-	slices.SortFunc(ev, func(a, b Event) int {
-		if c := cmp.Compare(mid(&a), mid(&b)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Kind(), b.Kind()); c != 0 { // Admitted < Denied
-			return c
-		}
-		if c := cmp.Compare(a.Subject, b.Subject); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Client, b.Client)
-	})
+	slices.SortFunc(ev, func(a, b Event) int { return cmpMid(&a, &b) })
+}
+
+// cmpMid is sortByMid's order.
+func cmpMid(a, b *Event) int {
+	if c := cmp.Compare(mid(a), mid(b)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind(), b.Kind()); c != 0 { // Admitted < Denied
+		return c
+	}
+	if c := cmp.Compare(a.Subject, b.Subject); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Client, b.Client); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Permits, b.Permits); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.t, b.t)
 }
 
 // partitionFunc moves the events for which keep is true to the front of ev and returns how many
@@ -261,6 +313,8 @@ type meter struct {
 	// last is also the time of the last fits for every kind.
 	level, last int64
 	started     bool
+	// press follows the algorithm's own meter's windows for Pressure.
+	press pressing
 }
 
 // window is the admissions of a sliding window, oldest first from head, and their permits.

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -140,6 +139,23 @@ func floorMicros(d time.Duration) int64 {
 
 // Add appends the event of o, or counts it in Dropped when its times do not fit an Event.
 func (l *AdmissionLog) Add(o *load.Outcome) {
+	e, ok := l.event(o)
+	if !ok {
+		return
+	}
+	if len(l.cur) == cap(l.cur) {
+		if l.cur != nil {
+			l.chunks = append(l.chunks, l.cur)
+		}
+		l.cur = make([]Event, 0, logChunk)
+	}
+	l.cur = append(l.cur, e)
+	l.n++
+}
+
+// event returns the event of o on the log's clock, counting it in Narrowed or Mismatched; when
+// its times do not fit an Event it counts it in Dropped and returns false.
+func (l *AdmissionLog) event(o *load.Outcome) (Event, bool) {
 	// Times relative to Origin. Origin is start truncated to a microsecond, so start+Received
 	// can exceed Origin+ceil(Received) by under 1 µs: +1 keeps the true time inside.
 	lo, hi := int64(o.Sent/time.Microsecond), ceilMicros(o.Received)+1
@@ -167,16 +183,9 @@ func (l *AdmissionLog) Add(o *load.Outcome) {
 	e, err := NewEvent(lo, hi, o.Subject, o.Client, o.Cost, k)
 	if err != nil {
 		l.Dropped++
-		return
+		return Event{}, false
 	}
-	if len(l.cur) == cap(l.cur) {
-		if l.cur != nil {
-			l.chunks = append(l.chunks, l.cur)
-		}
-		l.cur = make([]Event, 0, logChunk)
-	}
-	l.cur = append(l.cur, e)
-	l.n++
+	return e, true
 }
 
 // narrow returns the interval [t, t + span] of the server's decision time (span > 0: a time a
@@ -296,6 +305,24 @@ const eventSize = 16
 // returns them.
 func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	e := load.NewEncoder(admissionLogKind, admissionLogVersion)
+	l.encodeHead(e, int64(l.n))
+	e.Grow(eventSize * l.n)
+	var buf [eventSize]byte
+	put := func(events []Event) {
+		for _, ev := range events {
+			putEvent(buf[:], ev)
+			e.Raw(buf[:])
+		}
+	}
+	for _, c := range l.chunks {
+		put(c)
+	}
+	put(l.cur)
+	return e.Encoding(), nil
+}
+
+// encodeHead encodes what MarshalBinary writes before the events, for n events.
+func (l *AdmissionLog) encodeHead(e *load.Encoder, n int64) {
 	e.Varint(l.Origin)
 	var flags uint64
 	if l.SharedClock {
@@ -318,23 +345,7 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 	e.Uvarint(l.Narrowed)
 	e.Uvarint(l.Mismatched)
 	e.Uvarint(l.Dropped)
-	e.Uvarint(uint64(l.n))
-	e.Grow(eventSize * l.n)
-	var buf [eventSize]byte
-	put := func(events []Event) {
-		for _, ev := range events {
-			binary.LittleEndian.PutUint64(buf[0:], ev.t)
-			binary.LittleEndian.PutUint32(buf[8:], ev.Subject)
-			binary.LittleEndian.PutUint16(buf[12:], ev.Client)
-			binary.LittleEndian.PutUint16(buf[14:], ev.Permits)
-			e.Raw(buf[:])
-		}
-	}
-	for _, c := range l.chunks {
-		put(c)
-	}
-	put(l.cur)
-	return e.Encoding(), nil
+	e.Uvarint(uint64(n))
 }
 
 // UnmarshalBinary decodes what MarshalBinary encoded into l, replacing what l held. Errors wrap
@@ -358,9 +369,7 @@ func (l *AdmissionLog) UnmarshalBinary(b []byte) error {
 		}
 		out.cur, out.n = make([]Event, n), n
 		for i := range out.cur {
-			r := raw[i*eventSize:]
-			out.cur[i] = Event{t: binary.LittleEndian.Uint64(r), Subject: binary.LittleEndian.Uint32(r[8:]),
-				Client: binary.LittleEndian.Uint16(r[12:]), Permits: binary.LittleEndian.Uint16(r[14:])}
+			out.cur[i] = getEvent(raw[i*eventSize:])
 		}
 		return out, nil
 	})

@@ -211,11 +211,12 @@ type sweeper struct {
 	// max is the size of the largest scope of the current pass: ord and added are allocated
 	// once at that size, so a pass holds no garbage from growing them. tree and vals grow as
 	// needed, to bucketDefinite's widest window (to the largest scope in bucketHide).
-	max   int
-	ord   []uint32 // hi order of the current scope, when it differs from lo order
-	tree  prefixTree
-	vals  []int64
-	added []uint64 // bucketDefinite: a bit per position of the scope, set once added
+	max    int
+	ord    []uint32 // hi order of the current scope, when it differs from lo order
+	tree   prefixTree
+	vals   []int64
+	starts startMax // maxStarts
+	endAt  []int    // maxStarts: the positions of one end
 
 	// results of the current pass
 	rep           *LimitReport
@@ -232,6 +233,8 @@ type sweeper struct {
 	fhReqBuf   []ival
 	fhStartBuf []ival
 	fhBits     []uint64
+	fhCoverU   []int64
+	fhCoverV   []int64
 }
 
 // worstAt remembers where the largest excess was found, to describe it afterwards.
@@ -441,11 +444,7 @@ func (s *sweeper) sweep(g []Event) {
 		s.fixedDefinite(g)
 		s.fixedPossible(g, ord)
 	case algorithms.TokenBucket:
-		if ord == nil {
-			s.bucketDefiniteOrdered(g)
-		} else {
-			s.bucketDefinite(g, ord)
-		}
+		s.bucketDefinite(g, ord)
 		s.bucketPossible(g, ord)
 	}
 }

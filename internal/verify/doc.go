@@ -5,9 +5,12 @@
 // exact ideal limiter behind the accuracy figures (Accuracy), the replay of decision times through
 // an algorithm's reference model (Replay), the verdict (Verdict, JudgeWith, JudgeEpochs), and
 // its own sections of a result entry: the verification (Summary, with the thresholds checked
-// against it and what they do to the verdict) and the accuracy (AccuracySummary), which
-// Measurement.Sections builds from one measurement's logs, with the contract's limit per timeline
-// bin (Measurement.BinLimits).
+// against it and what they do to the verdict, the pressure on the contract, and a finding in
+// words) and the accuracy (AccuracySummary), which Measurement.Sections builds from one
+// measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits). The
+// streaming checker (Stream, MeasurementStream, and StreamLog, the aggregator that feeds it)
+// gives the same answers while holding only what a later violation can still include (see
+// "Streaming" below); the whole-history checker stays the reference.
 //
 // # Times are intervals
 //
@@ -85,10 +88,11 @@
 // such a clock allows. Longer sets (a span D needs ⌊D/W⌋ + 1 windows) are not examined.
 //
 // Definite, token-bucket: q·P(S) > q·C + p·(max hi − min lo). Definite, fixed-window: more than L
-// permits whose intervals lie wholly inside one aligned window. These conditions are sufficient,
-// never more: a history can violate a contract under every placement through different windows
-// in different placements, and such a case split is not reported. That is the price of zero
-// false positives.
+// permits whose intervals lie wholly inside one aligned window. For these three kinds the
+// conditions are sufficient, never more: a history can violate a contract under every
+// placement through different windows in different placements (an admission that straddles an
+// aligned boundary between two windows that each hold L, say), and such a case split is not
+// reported. First-hit-window decides its case splits (condition (d) below).
 //
 // Possible, sliding-window: P(S) > L and max lo − min hi < W (the intervals can all be placed in
 // one window). Possible, token-bucket: q·P(S) > q·C + p·max(0, max lo − min hi). Possible,
@@ -135,7 +139,7 @@
 // after From (at max hi for definite ones, max lo for possible ones) are counted.
 //
 // Exact answers take a search over worlds (with permits, choosing windows is a partition
-// problem), so Check reports definite violations by three sufficient conditions, and possible
+// problem), so Check reports definite violations by four sufficient conditions, and possible
 // ones by a condition that is necessary (no world's violation is missed) and exact when the
 // world is unique. With lo and hi the widened bounds, a set S of admissions of one scope
 // violates definitely when P(S) > L and
@@ -149,6 +153,26 @@
 //   - (c) min lo(S) ≥ y + W, where y is the latest point of P̂ at or before max hi(S) − W (no
 //     condition when there is none): the window holding the earliest admission of S started
 //     at a point of P̂ after max hi(S) − W, so it holds all of S.
+//   - (d) P(S) > N·L, N the number of clumps of P̂ that hold a point of
+//     [min lo(S) − W + 1, max hi(S)]. P̂ is cut into clumps from its left: γ_1 is its least
+//     point, γ_{i+1} its least point at or after γ_i + W, and clump i is the part of P̂ in
+//     [γ_i, γ_i + W − 1]. Each admission of S lies, at x, in a window that starts at s with
+//     x − W < s ≤ x, so ⌈s⌉ is a point of P̂ in [min lo − W + 1, max hi]; two windows of one
+//     world start at least W apart (⌈s'⌉ ≥ ⌈s⌉ + W), so a clump, narrower than W, holds the
+//     start of at most one of them. At most N windows hold S, each at most L permits.
+//
+// Condition (d) decides the case splits that (c) cannot. Say a window's start is pinned (a
+// fresh log, or a quiet spell longer than W before it), it takes L permits, one more admission
+// lies near its end, and the next window takes L more soon after: in the worlds where the
+// extra admission falls before the window's end it is the window's (L+1)-th permit, in the
+// others it opens (or falls in) the next window, which then holds L + 1. The two windows' starts
+// lie in two clumps, and the 2L + 1 permits beat 2L: definite. When a flaw repeats at every
+// window's end (issue 29: a script that admits a request reaching a full window in its key's
+// last millisecond), the sets from the pinned start on hold one permit more per window than
+// their clumps allow, and every such end is found. With Log.From, a set of (d) counts only when
+// the windows it counts can all hold an admission at or after From (min lo(S) ≥ From, or the
+// first clump counted begins at or after From − W + 1); else the window it overfills may have
+// ended before From.
 //
 // P̂, a set of integer instants, holds every window start of every world (a start s as ⌈s⌉).
 // It is the union of the chain's ranges [u_k, v_k] intersected with the union of every
@@ -169,9 +193,9 @@
 // after a quiet spell longer than W no point of P̂ lies inside it, and the first request after
 // it opens a window in every world.
 //
-// Conditions (a) and (b) hold in every world of any log, even one missing requests; (c) rests
-// on the log holding every request that reached the limiter, with its true time.
-// LimitReport.Chained counts the definite violations that only (c) finds, and JudgeWith does
+// Conditions (a) and (b) hold in every world of any log, even one missing requests; (c) and
+// (d) rest on the log holding every request that reached the limiter, with its true time.
+// LimitReport.Chained counts the definite violations that only (c) or (d) finds, and JudgeWith does
 // not fail a run on them when outcomes were dropped or decision times mismatched the harness
 // clock.
 //
@@ -182,9 +206,12 @@
 // windows' starts and both answers are exact.
 //
 // Counting. Definite is the number of distinct ends b = max hi(S) over definitely violating
-// sets S, Chained those found only by (c); Possible the number of distinct b = max lo(S) over
-// possibly violating sets. The worst excess is the largest P(S) − allowed(S), allowed(S) being
-// L, or 2L + ⌊L·span/W⌋ for (b); Worst describes it, WorstUnchained the worst of (a) and (b).
+// sets S, Chained those found only by (c) or (d); Possible the number of distinct b = max lo(S)
+// over possibly violating sets. The worst excess is the largest P(S) − allowed(S), allowed(S)
+// being L, 2L + ⌊L·span/W⌋ for (b), or N·L for (d); Worst describes it (for (d), the set
+// {lo ≥ a, hi ≤ b} of the largest a with that excess), WorstUnchained the worst of (a) and (b).
+// A definite violation of (b) or (d) spans several windows, so Definite can exceed Possible,
+// which counts sets that fit one window.
 //
 // Unknown outcomes. An unknown outcome's instant moves the windows too, so UnknownExcess for
 // first-hit-window bounds what the unknown outcomes could hide from above, over the whole log
@@ -250,6 +277,121 @@
 // algorithm's reference model in time order and counts those it decides otherwise (for a
 // first-hit limiter, algorithms.NewFirstHitModel: denials open its windows too).
 //
+// # Pressure
+//
+// A pass means something only when the run pressed the contract: a limiter that never reached
+// its limit keeps any contract. Accuracy measures the pressure (Pressure) on the algorithm's
+// own decisions at the requests' midpoints, as it measures MaxWindowRatio, per limit and
+// scope, over the measured part:
+//
+//   - windows: aligned windows [kW, (k+1)W) for sliding-window and fixed-window, the
+//     first-hit windows the algorithm's own requests opened, and aligned refill periods
+//     [kP, (k+1)P), P = RefillPer, for token-bucket; a window counts when it holds a decided
+//     request;
+//   - a window reaches its allowance when, at some request in it, the algorithm's own
+//     admissions use the whole limit (MaxWindowRatio's use ≥ 1: L permits in the sliding
+//     window (t−W, t], in the aligned or first-hit window, or an empty bucket), or the request
+//     would not have fitted on top of them;
+//   - a boundary is crossed under pressure when a window that reached its allowance is
+//     followed by a window of the same scope that holds a request: the next aligned window or
+//     refill period, or a first-hit window opened less than W after the last one ended.
+//
+// The contract was pressed when some window reached its allowance or some request was denied.
+// Measurement.Sections makes a measurement that never pressed it inconclusive ("the contract
+// was never pressed"), unless its scenario measures speed only (Measurement.SpeedOnly), which
+// keeps the verdict and says that the contract was not exercised. Summary.Finding says that the
+// contract held only on a pass that pressed it without a possible violation; otherwise it says
+// what was found, or what could not be ruled out.
+//
+// # Streaming
+//
+// Stream checks a contract as a history's events arrive and reports at Finish exactly the
+// Report Check gives on the same events: the same definite and possible violations, Chained,
+// worst sets (Where included), listed violations and unknown-outcome excess. It is the same
+// sweeps, kept from step to step. Its specification:
+//
+//   - Input. Events come through Add in any order, relative to the header's Base. Advance(t)
+//     promises that no later event has Lo < t; the events below it are released, in reorder
+//     bins of about a millisecond, and each limit takes them sorted by scope and Lo. An event
+//     that comes below what was released is Late: left out and counted (a StreamLog counts it
+//     in Dropped, so the verdict cannot pass; see JudgeWith).
+//   - Order. With F the released frontier, every event of Lo < F has come, so an admission's
+//     Hi is final once Hi < F (admissions wait in a heap by Hi until then), a group of equal Lo
+//     is complete once its Lo < F, and an end b of a sweep is taken once every event that can
+//     lie in its sets has come. Steps run when a few thousand events (16 per active scope) are
+//     released, or the frontier moves a quarter of the widest window, refill period or
+//     granularity.
+//   - What is kept, per scope (K·W and widths as in the sections above). Sliding-window: the
+//     admissions that a definite set ending at a later b can hold, those of lo > b + G − K·W,
+//     and those a possible set can, not yet passed in Hi order (hi > b − W − G): about
+//     K·W + 2G and the widest interval in flight. Fixed-window: the admissions of the open
+//     aligned window and those meeting it. Token-bucket: startMax, whose settled starts
+//     (every position before them added) are one number, fin, with the start that gave it (for
+//     the worst set's Where), and a window of the positions whose intervals nest; possible sets
+//     keep a running maximum, its start and the least lo of its set. First-hit-window: the
+//     requests' union and P̂ as intervals, the chain's window being made (read off the union,
+//     not the requests: when requests are dense u lags the windows by a drift that grows with
+//     the run), clumps back to the least start (d) still values, and the admissions, denials
+//     and failures behind P̂'s frontier; P̂ is final below a window's v + 1 once a sure request
+//     W after it has come, so the conditions run about 2W behind the events. Unknown outcomes:
+//     the sums of their permits. Nothing else is kept per event: the worst sets are described
+//     when found, from what is kept; the listed violations are the MaxViolations first in
+//     Check's order, kept in a heap. Stream.Retained counts the events held; a test holds a
+//     steady load for 10 s and 40 s and requires the peak not to grow.
+//   - Cost: the reorder bins, a radix sort per step and the sweeps; BenchmarkStream measures
+//     events per CPU second.
+//
+// MeasurementStream is Measurement's counterpart: its Sections and BinLimits equal
+// Measurement's on the same history, warmup, disruptions and faults. It checks the measured
+// events as the history as one (and, for a first-hit-window limit, again with the warmup's
+// events first, From at Start and Fresh, as Measurement.check), and runs accuracy, replay and
+// the bin counts in mid order: an event waits until the frontier passes its midpoint, and
+// sortByMid's order (total) decides ties. Accuracy keeps the ideal and the algorithm's meters
+// per scope (the windows' admissions) and one bin of its series per second of the run; a bin
+// counter per width given in StreamSettings.BinWidths keeps, per scope, the last bin it counted
+// in. Epochs and faults:
+//
+//   - With StreamSettings.Disruptions, the epochs between losses of the state are checked as
+//     the events come, beside the history as one (so the checking doubles). An event goes to its
+//     epoch (as Split, or SplitAll with a first-hit-window limit) once AdvanceCuts promises
+//     that no disruption or fault that begins before its Hi will still be reported: that is
+//     the bounded delay, the node watch's polling; and not before the promise passes Start, for
+//     a promotion whose former master steps down before Start leaves no cut. A loss reported
+//     after the promise passed it is late: it cannot cut what is already in epochs, and makes
+//     the verdict inconclusive with a reason that says so; so does a loss without Disruptions.
+//   - Fault must come before the promise (without Disruptions, Advance) passes the fault's
+//     Hi: the first decision after it is followed as the events come. The unknown and failed
+//     outcomes, which the fault figures count at the end and which first-hit epochs copy into
+//     every later epoch, are kept, the first spillMem in memory and the others in a temporary
+//     file (Spilled counts them): the one thing that grows with a long run full of errors,
+//     on disk rather than in the heap.
+//
+// StreamLog is the aggregator (load.Aggregator) that feeds a MeasurementStream during a run.
+// The worker shards' StreamLogs (made with Fresh) share a core; a shard converts outcomes as
+// AdmissionLog does and hands over batches; the core's goroutine feeds the stream and advances
+// it to a watermark: the latest receive time seen, less StreamLogSettings.Horizon (the longest a
+// request may be in flight) and a second for a shard to hand an outcome over, on the log's clock
+// (less a decision's slack and the server's offset), and never past an event a shard holds or
+// handed over; or the caller's own (Advance). To use it in place of an AdmissionLog:
+//
+//	sl := verify.NewStreamLog(start, sharedClock, server, clientClock, verify.StreamLogSettings{
+//		Measurement: verify.Measurement{Contract: c, Model: m, Fresh: fresh, SpeedOnly: speedOnly},
+//		Warmup: plan.Warmup, Subjects: plan.Keys.Names(), Clients: clientNames,
+//		Stream: verify.StreamSettings{Disruptions: watched, BinWidths: []time.Duration{k * bin}},
+//		Horizon: requestTimeout,
+//	})
+//	defer sl.Close()
+//	res, err := load.Run(ctx, client, limiter, plan, load.Sinks{
+//		Measured: []load.Aggregator{sl}, Warmup: []load.Aggregator{sl.Warmup()}})
+//	// during the run: sl.Disrupt(d) and sl.AdvanceCuts(t) from the node watch, sl.Fault(f)
+//	// once an injected fault is over
+//	v, acc := sl.Sections(warnings) // warnings from res.Counts, Late events in Dropped
+//	limits := sl.BinLimits(k*bin, n)
+//
+// With StreamLogSettings.Record it also writes every event to a temporary file and encodes as
+// an AdmissionLog (MarshalBinary, WriteTo), for a segment's partial result; the merge of
+// segments decodes into AdmissionLogs and uses the whole-history checker.
+//
 // # Cost
 //
 // Check moves the admissions to the front of log.Events (and the unknown outcomes after them)
@@ -273,7 +415,9 @@
 // bench/verify_test.go measures both. A first-hit-window limit is checked after the others: it
 // sorts the unknown outcomes and the denied and failed requests by scope too, and sweeps each
 // scope of more than L admitted permits a few times in O(n) (n its requests), after (b)'s
-// token-bucket sweep; it adds two bits per admission, 16 bytes per interval of the requests'
-// union and of P̂, and 24 bytes per window of the chain, for the largest scope. Check,
+// token-bucket sweep, and (d)'s, the same sweep with the clumps' counts for values (a binary
+// search per admission); it adds two bits per admission, 16 bytes per interval of the
+// requests' union and of P̂, 24 bytes per window of the chain and 16 per clump, for the
+// largest scope. Check,
 // Accuracy and Replay reorder log.Events; do not call them concurrently on one Log.
 package verify

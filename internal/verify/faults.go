@@ -114,9 +114,20 @@ type FaultReport struct {
 	BackAfterS float64 `json:"back_after_s"`
 }
 
-// faultReports returns what each fault of fs did to the history checked in er (log is the
-// measured log, start the measured part's beginning).
-func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []FaultReport {
+// faultLog is what the fault judgement reads from the measured history besides its check: the
+// outcomes in flight in a fault's window and how soon requests were decided after it
+// (Log.inFault), and the errors outside every fault's window (Log.outside). A Log scans its
+// events; a MeasurementStream keeps what it needs as they come.
+type faultLog interface {
+	inFault(f InjectedFault, end int64) (unknown, failed int64, backS float64)
+	outside(fs []InjectedFault, k1, k2 Kind) int64
+}
+
+var _ faultLog = (*Log)(nil)
+
+// faultReports returns what each fault of fs did to the history checked in er (log holds the
+// measured history, start the measured part's beginning).
+func faultReports(fs []InjectedFault, er EpochReport, log faultLog, start int64) []FaultReport {
 	acted := fs
 	fs = seen(fs, er.Cuts)
 	out := make([]FaultReport, len(fs))
@@ -134,7 +145,7 @@ func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []F
 					r.StateLoss += c.What()
 				}
 			}
-			r.Unknown, r.Failed, r.BackAfterS = inFault(log, f, acted[i].Hi)
+			r.Unknown, r.Failed, r.BackAfterS = log.inFault(f, acted[i].Hi)
 		}
 		out[i] = r
 	}
@@ -160,7 +171,7 @@ func faultReports(fs []InjectedFault, er EpochReport, log *Log, start int64) []F
 // its end, not answered before it began: a request the fault cut short was often sent just
 // before it), and the time from end (when the fault was done) until a request sent at or
 // after it was decided (−1 when none was), in seconds.
-func inFault(log *Log, f InjectedFault, end int64) (unknown, failed int64, backS float64) {
+func (log *Log) inFault(f InjectedFault, end int64) (unknown, failed int64, backS float64) {
 	back := int64(math.MaxInt64)
 	if log != nil {
 		for _, e := range log.Events {
@@ -205,6 +216,11 @@ func inFault(log *Log, f InjectedFault, end int64) (unknown, failed int64, backS
 // every outcome the verifier could not see was a request sent in a fault's window. Each such
 // violation is attributed to a fault (owner) and counted in its report.
 func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps []FaultReport) Judgement {
+	return judgeFaults(r, w, log, fs, reps)
+}
+
+// judgeFaults is JudgeFaults with log any faultLog.
+func judgeFaults(r EpochReport, w Warnings, log faultLog, fs []InjectedFault, reps []FaultReport) Judgement {
 	anyStarted := false
 	for _, f := range fs {
 		anyStarted = anyStarted || f.started()
@@ -233,7 +249,7 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 	if len(r.Cuts) > 0 {
 		parts = r.Epochs
 	}
-	faultsUnknown := unknownOutside(log, fs) == 0
+	faultsUnknown := log.outside(fs, Unknown, Unknown) == 0
 	var fail, unsure, notes []string
 	for i, p := range parts {
 		where := ""
@@ -274,15 +290,9 @@ func JudgeFaults(r EpochReport, w Warnings, log *Log, fs []InjectedFault, reps [
 	return Judgement{Verdict: Pass, Reasons: append(notes, canceledNote(w)...)}
 }
 
-// unknownOutside counts the unknown outcomes of log sent outside every window of fs.
-func unknownOutside(log *Log, fs []InjectedFault) int64 { return outside(log, fs, Unknown, Unknown) }
-
-// outsideErrors counts the unknown and failed outcomes of log sent outside every window of fs.
-func outsideErrors(log *Log, fs []InjectedFault) int64 { return outside(log, fs, Unknown, Failed) }
-
 // outside counts the events of log of kind k1 or k2 in flight outside every window of fs (see
 // inFault).
-func outside(log *Log, fs []InjectedFault, k1, k2 Kind) int64 {
+func (log *Log) outside(fs []InjectedFault, k1, k2 Kind) int64 {
 	if log == nil {
 		return 0
 	}

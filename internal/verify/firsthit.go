@@ -25,6 +25,11 @@ const (
 	fhInstant fhCond = 1 << iota // (a): admissions at one exact instant
 	fhCount                      // (b): more than 2L + L·span/W
 	fhChain                      // (c): forced into one window of the chain
+	fhSplit                      // (d): more than N·L in at most N windows of the chain
+
+	// fhChained are the conditions that rest on the chain, so on the log holding every
+	// request that reached the limiter (LimitReport.Chained).
+	fhChained = fhChain | fhSplit
 )
 
 // fhWindow is one window of the chain: in every world its start s satisfies s > u − 1 (so
@@ -33,18 +38,55 @@ const (
 type fhWindow struct{ u, v, e int64 }
 
 // fhEnd is one end b of a definitely violating set, found by cond; a is the least lo of the
-// set found by (c).
+// set found by (a) or (c).
 type fhEnd struct {
 	b, excess, a int64
 	cond         fhCond
+}
+
+// fhAtEnd gathers the ends found at one b, given in fhEnd.cmp order: the conditions that found
+// one, the first end of the largest excess (best), and the same among those of (a) and (b).
+type fhAtEnd struct {
+	conds      fhCond
+	best, free fhEnd
+}
+
+func newFhAtEnd() fhAtEnd { return fhAtEnd{best: fhEnd{excess: -1}, free: fhEnd{excess: -1}} }
+
+// add takes the next end and reports whether it is now best, and free.
+func (e *fhAtEnd) add(x fhEnd) (best, free bool) {
+	e.conds |= x.cond
+	if x.excess > e.best.excess {
+		e.best, best = x, true
+	}
+	if x.cond&fhChained == 0 && x.excess > e.free.excess {
+		e.free, free = x, true
+	}
+	return best, free
+}
+
+// chained reports whether only (c) or (d) found the end.
+func (e *fhAtEnd) chained() bool { return e.conds&^fhChained == 0 }
+
+// cmp orders ends by b, then condition, then a: of the sets that end at one b with the same
+// excess, the worst described is the first so ordered.
+func (x fhEnd) cmp(y fhEnd) int {
+	if c := cmp.Compare(x.b, y.b); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.cond, y.cond); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.a, y.a)
 }
 
 // fhWorst remembers the set with the largest excess, to describe it afterwards.
 type fhWorst struct {
 	excess int64
 	cond   fhCond
-	group  []Event // the scope's admissions
-	b, a   int64   // the end; the least lo of a set of (c), or the start s of a possible one
+	group  []Event   // the scope's admissions
+	b, a   int64     // the end; the least lo of a set of (c), or the start s of a possible one
+	cover  fhWindows // the scope's windows, for a set of (d)
 }
 
 // fhScope is one scope's events: admissions, unknown outcomes, and denied or failed requests,
@@ -87,9 +129,11 @@ func (s *sweeper) firstHit(lim limit, adm, unknown, rest []Event) LimitReport {
 				break
 			}
 		}
-		starts := s.fhStarts(sc, s.fhChain(sc))
-		ends := s.fhEnds(sc.adm, ord, starts)
-		s.fhRecord(&rep, sc.adm, ends, from, &worst, &worstFree)
+		chain := s.fhChain(sc)
+		starts := s.fhStarts(sc, chain)
+		cover := s.fhWindowsOf(starts, maxHi(sc.adm)+lim.g)
+		ends := s.fhEnds(sc.adm, ord, starts, &cover, from)
+		s.fhRecord(&rep, sc.adm, ends, from, &cover, &worst, &worstFree)
 		s.fhPossible(&rep, sc.adm, ord, starts, from, &worstP)
 	})
 	rep.Definite = s.definite
@@ -301,8 +345,9 @@ func (s *sweeper) fhStarts(sc fhScope, chain []fhWindow) []ival {
 }
 
 // fhEnds returns the ends of the definitely violating sets of one scope's admissions g (ord its
-// Hi order), by conditions (a), (b) and (c), sorted by end. starts is P̂.
-func (s *sweeper) fhEnds(g []Event, ord []uint32, starts []ival) []fhEnd {
+// Hi order), by conditions (a), (b), (c) and (d), sorted by end. starts is P̂, cover the
+// chain's windows refined to it.
+func (s *sweeper) fhEnds(g []Event, ord []uint32, starts []ival, cover *fhWindows, from int64) []fhEnd {
 	G, W, L := s.lim.g, s.lim.w, s.lim.l
 	ends := s.fhEndBuf[:0]
 	// (a) One admission of more than L permits, wherever it lies, or admissions at one exact
@@ -327,11 +372,7 @@ func (s *sweeper) fhEnds(g []Event, ord []uint32, starts []ival) []fhEnd {
 	lim := s.lim
 	s.lim = lim.bucket()
 	s.ends, s.collecting = ends, true
-	if ord == nil {
-		s.bucketDefiniteOrdered(g)
-	} else {
-		s.bucketDefinite(g, ord)
-	}
+	s.bucketDefinite(g, ord)
 	ends = s.ends
 	s.ends, s.collecting, s.lim = nil, false, lim
 	// (c) For each distinct hi b, S(b) = {lo ≥ a, hi ≤ b} with a = y + W, y the latest point of
@@ -377,7 +418,8 @@ func (s *sweeper) fhEnds(g []Event, ord []uint32, starts []ival) []fhEnd {
 			ends = append(ends, fhEnd{b: b, excess: sum - L, a: a, cond: fhChain})
 		}
 	}
-	slices.SortFunc(ends, func(x, y fhEnd) int { return cmp.Compare(x.b, y.b) })
+	ends = s.fhSplits(g, ord, cover, from, ends)
+	slices.SortFunc(ends, fhEnd.cmp)
 	s.fhEndBuf = ends
 	return ends
 }
@@ -390,30 +432,27 @@ func (lim limit) bucket() limit {
 
 // fhRecord counts the distinct ends at or after from, lists them as violations, and keeps the
 // worst set (worst) and the worst found by (a) or (b) (free).
-func (s *sweeper) fhRecord(rep *LimitReport, g []Event, ends []fhEnd, from int64, worst, free *fhWorst) {
+func (s *sweeper) fhRecord(rep *LimitReport, g []Event, ends []fhEnd, from int64, cover *fhWindows, worst, free *fhWorst) {
 	for i := 0; i < len(ends); {
 		b := ends[i].b
-		best, bestFree := fhEnd{excess: -1}, fhEnd{excess: -1}
-		var conds fhCond
+		at := newFhAtEnd()
 		for ; i < len(ends) && ends[i].b == b; i++ {
-			x := ends[i]
-			conds |= x.cond
-			if x.excess > best.excess {
-				best = x
-			}
-			if x.cond != fhChain && x.excess > bestFree.excess {
-				bestFree = x
-			}
+			at.add(ends[i])
 		}
+		best, bestFree := at.best, at.free
 		if b < from {
 			continue
 		}
 		s.definite++
-		if conds == fhChain {
+		if at.chained() {
 			rep.Chained++
 		}
 		if best.excess > worst.excess {
 			*worst = fhWorst{excess: best.excess, cond: best.cond, group: g, b: b, a: best.a}
+			if best.cond == fhSplit {
+				worst.a = from
+				worst.cover = fhWindows{start: slices.Clone(cover.start), last: slices.Clone(cover.last), w: cover.w}
+			}
 		}
 		if bestFree.excess > free.excess {
 			*free = fhWorst{excess: bestFree.excess, cond: bestFree.cond, group: g, b: b, a: bestFree.a}
@@ -481,6 +520,9 @@ func (s *sweeper) fhPossible(rep *LimitReport, g []Event, ord []uint32, starts [
 // possible set (cond 0) is {lo ≤ b, hi ≥ s} with s = w.a.
 func (s *sweeper) fhDescribe(w fhWorst) Where {
 	G, L := s.lim.g, s.lim.l
+	if w.cond == fhSplit {
+		return s.fhDescribeSplit(w.group, w.b, w.excess, w.a, &w.cover)
+	}
 	if w.cond == fhCount {
 		lim := s.lim
 		s.lim = lim.bucket()
@@ -519,71 +561,4 @@ func (s *sweeper) fhDescribe(w fhWorst) Where {
 	wh.Lo, wh.Hi = s.base+wh.Lo, s.base+wh.Hi
 	wh.Excess = wh.Permits - wh.Allowed
 	return wh
-}
-
-// fhHide computes UnknownExcess for first-hit-window (package doc): per scope with unknown
-// outcomes, the larger of the token-bucket hide of condition (b) (C = 2L, r = L/W) and
-//
-//	max over s in P̂ of P{admissions: lo ≤ s + W − 1, hi ≥ s} + U(s) − L,  U(s) > 0,
-//
-// U(s) = P{unknown outcomes: lo ≤ s + W − 1}, everything that can lie in a window [s, s+W).
-// The sum changes only where an admission or an unknown outcome enters (s = lo − W + 1), an
-// admission leaves (s = hi + 1), or P̂ begins an interval, so those are the starts to try.
-func (s *sweeper) fhHide(adm, unknown, rest []Event) int64 {
-	G, W, L := s.lim.g, s.lim.w, s.lim.l
-	var best int64
-	lim := s.lim
-	s.fhEach(adm, unknown, rest, func(sc fhScope) {
-		u, g := sc.unknown, sc.adm
-		if len(u) == 0 {
-			return
-		}
-		var ord []uint32
-		s.max = max(s.max, len(g))
-		for i := 1; i < len(g); i++ {
-			if g[i].Hi() < g[i-1].Hi() {
-				ord = s.hiOrder(g)
-				break
-			}
-		}
-		s.lim = lim.bucket()
-		best = max(best, s.bucketHide(g, ord, u))
-		s.lim = lim
-		starts := s.fhStarts(sc, s.fhChain(sc))
-		var sum, uSum int64
-		i, out, j, k, n := 0, 0, 0, 0, len(g)
-		for {
-			// The next start to try: the least of the next entries, exits and interval start.
-			c := int64(posInf)
-			if i < n {
-				c = g[i].Lo() - G - W + 1
-			}
-			if out < n {
-				c = min(c, g[at(ord, out)].Hi()+G+1)
-			}
-			if j < len(u) {
-				c = min(c, u[j].Lo()-G-W+1)
-			}
-			for k < len(starts) && starts[k].hi < c {
-				k++
-			}
-			if k == len(starts) || c == posInf {
-				break
-			}
-			c = max(c, starts[k].lo)
-			for ; i < n && g[i].Lo()-G-W+1 <= c; i++ {
-				sum += int64(g[i].Permits)
-			}
-			for ; out < n && g[at(ord, out)].Hi()+G+1 <= c; out++ {
-				sum -= int64(g[at(ord, out)].Permits)
-			}
-			for ; j < len(u) && u[j].Lo()-G-W+1 <= c; j++ {
-				uSum += int64(u[j].Permits)
-			}
-			if uSum > 0 {
-				best = max(best, sum+uSum-L)
-			}
-		}
-	})
-	return best
 }

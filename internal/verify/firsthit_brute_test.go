@@ -291,6 +291,47 @@ func fhLiteralStarts(evs []fhEvent, chain []fhWindow, fresh bool) func(y int64) 
 	}
 }
 
+// fhLiteralWindows returns N(a, b) of condition (d) for one scope, by its definition: P̂ (its
+// points among the instants lo..hi) cut into clumps from the left, γ_1 = the least point,
+// γ_{i+1} = the least point ≥ γ_i + W, clump i = P̂ ∩ [γ_i, γ_i + W − 1]; N counts the clumps
+// with a point in [a − W + 1, b]. And whether a set of least lo a counts from from: a ≥ from,
+// or the first clump counted has γ ≥ from − W + 1.
+func fhLiteralWindows(starts func(int64) bool, lo, hi, w int64) (windows func(a, b int64) int64, counted func(a, from int64) bool) {
+	type clump struct{ first, last int64 }
+	var clumps []clump
+	for y := lo; y <= hi; y++ {
+		if !starts(y) {
+			continue
+		}
+		if n := len(clumps); n > 0 && y <= clumps[n-1].first+w-1 {
+			clumps[n-1].last = y
+			continue
+		}
+		clumps = append(clumps, clump{y, y})
+	}
+	windows = func(a, b int64) int64 {
+		var n int64
+		for _, c := range clumps {
+			if c.first <= b && c.last >= a-w+1 {
+				n++
+			}
+		}
+		return n
+	}
+	counted = func(a, from int64) bool {
+		if a >= from {
+			return true
+		}
+		for _, c := range clumps {
+			if c.last >= a-w+1 {
+				return c.first >= from-w+1
+			}
+		}
+		return false
+	}
+	return windows, counted
+}
+
 // fhLiteral computes the package doc's definitions for first-hit-window c by enumerating the
 // sets of each scope's admissions and scanning every instant. Scopes must hold at most ~12
 // admissions over a few hundred µs.
@@ -318,7 +359,9 @@ func fhLiteral(c algorithms.Contract, log *Log) fhLiteralResult {
 			sc.hi = max(sc.hi, e.lo, min(e.hi, e.lo+1000))
 		}
 		sc.lo, sc.hi = sc.lo-2*W-2, sc.hi+2*W+2
-		sc.starts = fhLiteralStarts(evs, fhLiteralChain(evs, W, log.Fresh), log.Fresh)
+		chain := fhLiteralChain(evs, W, log.Fresh)
+		sc.starts = fhLiteralStarts(evs, chain, log.Fresh)
+		windows, counted := fhLiteralWindows(sc.starts, sc.lo, sc.hi, W)
 		scopes = append(scopes, sc)
 		// latest returns the latest point of P̂ at or before t, or MinInt64.
 		latest := func(t int64) int64 {
@@ -354,6 +397,10 @@ func fhLiteral(c algorithms.Contract, log *Log) fhLiteralResult {
 			// (c): no point of P̂ in (min lo − W, max hi − W].
 			if y := latest(maxHi - W); sum > L && (y == math.MinInt64 || minLo >= y+W) {
 				chained[maxHi] = max(chained[maxHi], sum-L)
+			}
+			// (d): more than N·L in at most N windows.
+			if n := windows(minLo, maxHi); sum > L*n && counted(minLo, from) {
+				chained[maxHi] = max(chained[maxHi], sum-L*n)
 			}
 			// possible: a point of P̂ in [max lo − W + 1, min hi].
 			if sum > L && maxLo >= from {

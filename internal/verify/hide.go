@@ -204,3 +204,70 @@ func (s *sweeper) bucketHide(g []Event, ord []uint32, u []Event) int64 {
 	}
 	return best
 }
+
+// fhHide computes UnknownExcess for first-hit-window (package doc): per scope with unknown
+// outcomes, the larger of the token-bucket hide of condition (b) (C = 2L, r = L/W) and
+//
+//	max over s in P̂ of P{admissions: lo ≤ s + W − 1, hi ≥ s} + U(s) − L,  U(s) > 0,
+//
+// U(s) = P{unknown outcomes: lo ≤ s + W − 1}, everything that can lie in a window [s, s+W).
+// The sum changes only where an admission or an unknown outcome enters (s = lo − W + 1), an
+// admission leaves (s = hi + 1), or P̂ begins an interval, so those are the starts to try.
+func (s *sweeper) fhHide(adm, unknown, rest []Event) int64 {
+	G, W, L := s.lim.g, s.lim.w, s.lim.l
+	var best int64
+	lim := s.lim
+	s.fhEach(adm, unknown, rest, func(sc fhScope) {
+		u, g := sc.unknown, sc.adm
+		if len(u) == 0 {
+			return
+		}
+		var ord []uint32
+		s.max = max(s.max, len(g))
+		for i := 1; i < len(g); i++ {
+			if g[i].Hi() < g[i-1].Hi() {
+				ord = s.hiOrder(g)
+				break
+			}
+		}
+		s.lim = lim.bucket()
+		best = max(best, s.bucketHide(g, ord, u))
+		s.lim = lim
+		starts := s.fhStarts(sc, s.fhChain(sc))
+		var sum, uSum int64
+		i, out, j, k, n := 0, 0, 0, 0, len(g)
+		for {
+			// The next start to try: the least of the next entries, exits and interval start.
+			c := int64(posInf)
+			if i < n {
+				c = g[i].Lo() - G - W + 1
+			}
+			if out < n {
+				c = min(c, g[at(ord, out)].Hi()+G+1)
+			}
+			if j < len(u) {
+				c = min(c, u[j].Lo()-G-W+1)
+			}
+			for k < len(starts) && starts[k].hi < c {
+				k++
+			}
+			if k == len(starts) || c == posInf {
+				break
+			}
+			c = max(c, starts[k].lo)
+			for ; i < n && g[i].Lo()-G-W+1 <= c; i++ {
+				sum += int64(g[i].Permits)
+			}
+			for ; out < n && g[at(ord, out)].Hi()+G+1 <= c; out++ {
+				sum -= int64(g[at(ord, out)].Permits)
+			}
+			for ; j < len(u) && u[j].Lo()-G-W+1 <= c; j++ {
+				uSum += int64(u[j].Permits)
+			}
+			if uSum > 0 {
+				best = max(best, sum+uSum-L)
+			}
+		}
+	})
+	return best
+}

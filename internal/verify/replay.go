@@ -47,33 +47,46 @@ func Replay(m algorithms.Model, log *Log) (ReplayReport, error) {
 	if err := log.validate(); err != nil {
 		return ReplayReport{}, fmt.Errorf("replay: %w", err)
 	}
-	var rep ReplayReport
 	ev := log.Events
 	n := partitionFunc(ev, func(e *Event) bool { return e.Kind() == Admitted || e.Kind() == Denied })
-	rep.Excluded = int64(len(ev) - n)
 	exact := partitionFunc(ev[:n], func(e *Event) bool { return e.width() == 0 })
-	rep.Inexact = int64(n - exact)
+	r := replayRun{m: m, log: log}
+	r.rep.Excluded, r.rep.Inexact = int64(len(ev)-n), int64(n-exact)
 	ev = ev[:exact]
 	sortByMid(ev)
 	for i := range ev {
-		e := &ev[i]
-		sub, cli := log.Subjects[e.Subject], log.Clients[e.Client]
-		at := log.Base + e.Lo()
-		got := m.Decide(sub, cli, int64(e.Permits), at)
-		rep.Replayed++
-		admitted := e.Kind() == Admitted
-		if got == admitted {
-			continue
-		}
-		rep.Differ++
-		if admitted {
-			rep.AdmittedModelDenied++
-		} else {
-			rep.DeniedModelAdmitted++
-		}
-		if len(rep.Examples) < MaxReplayExamples {
-			rep.Examples = append(rep.Examples, ReplayDiff{Subject: sub, Client: cli, At: at, Permits: int64(e.Permits), Admitted: admitted})
-		}
+		r.take(&ev[i])
 	}
-	return rep, nil
+	return r.rep, nil
+}
+
+// replayRun is Replay's pass of the exact decisions, taken one at a time in the order of
+// sortByMid; log gives the names and Base.
+type replayRun struct {
+	m   algorithms.Model
+	log *Log
+	rep ReplayReport
+}
+
+// take gives the model e, an admitted or denied request with an exact time, the next in mid
+// order, and counts it if the model decides otherwise.
+func (r *replayRun) take(e *Event) {
+	sub, cli := r.log.Subjects[e.Subject], r.log.Clients[e.Client]
+	at := r.log.Base + e.Lo()
+	got := r.m.Decide(sub, cli, int64(e.Permits), at)
+	r.rep.Replayed++
+	admitted := e.Kind() == Admitted
+	if got == admitted {
+		return
+	}
+	rep := &r.rep
+	rep.Differ++
+	if admitted {
+		rep.AdmittedModelDenied++
+	} else {
+		rep.DeniedModelAdmitted++
+	}
+	if len(rep.Examples) < MaxReplayExamples {
+		rep.Examples = append(rep.Examples, ReplayDiff{Subject: sub, Client: cli, At: at, Permits: int64(e.Permits), Admitted: admitted})
+	}
 }

@@ -36,20 +36,8 @@ func TestRunLogVerifies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.algorithm+"/"+string(tt.mode), func(t *testing.T) {
-			alg, err := algorithms.Lookup(tt.algorithm)
-			if err != nil {
-				t.Skipf("algorithm not registered yet: %v", err)
-			}
-			env := redistest.Single(t)
+			alg, lim, contract, env := onRedis(t, tt.algorithm, limit)
 			ctx := context.Background()
-			lim, err := alg.Prepare(ctx, env.Target.Client, limit, env.Prefix)
-			if err != nil {
-				t.Fatalf("Prepare: %v", err)
-			}
-			contract, err := alg.Contract(limit)
-			if err != nil {
-				t.Fatalf("Contract: %v", err)
-			}
 			c := newClient(env, 16)
 			log := NewAdmissionLog(time.Time{}, env.Target.Info.SharedClock, nil, false)
 			res, err := load.Run(ctx, c, lim, load.Plan{
@@ -79,4 +67,24 @@ func TestRunLogVerifies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onRedis looks the algorithm up and prepares it for limit on a redis-server of its own; it
+// returns the algorithm, its limiter, its contract and the server.
+func onRedis(t *testing.T, name string, limit algorithms.Limit) (algorithms.Algorithm, algorithms.Limiter, algorithms.Contract, *redistest.Env) {
+	t.Helper()
+	alg, err := algorithms.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := redistest.Single(t)
+	lim, err := alg.Prepare(context.Background(), env.Target.Client, limit, env.Prefix)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	contract, err := alg.Contract(limit)
+	if err != nil {
+		t.Fatalf("Contract: %v", err)
+	}
+	return alg, lim, contract, env
 }

@@ -34,27 +34,48 @@ type Measurement struct {
 	// Faults are the faults the scenario asked for, as the runner injected them, on the logs'
 	// clock: the history is judged with JudgeFaults, and each gets a FaultReport.
 	Faults []InjectedFault
+	// SpeedOnly says that the scenario measures speed only and does not set out to press the
+	// contract (a saturation run, a gate example): a measurement that never pressed it keeps
+	// its verdict, and its finding says that the contract was not exercised, instead of
+	// making it inconclusive (see Sections).
+	SpeedOnly bool
 }
 
 // Sections returns the measurement's verification and accuracy sections of a result entry: the
 // verification Summarize gives (a first-hit-window limit checked on the warmup and the measured
 // part together, see check), then, when there is a log and a contract, the accuracy against an
-// exact limiter (its error a reason instead) and a note when decisions replayed through the
-// reference model differ. A canceled measurement without a log says so.
+// exact limiter (its error a reason instead), the pressure on the contract (Summary.Pressure)
+// and a note when decisions replayed through the reference model differ. A measurement that
+// never pressed its contract does not pass: unless SpeedOnly, a pass becomes inconclusive with
+// the reason "the contract was never pressed"; with SpeedOnly it keeps its verdict and its
+// finding says that the contract was not exercised. A canceled measurement without a log says
+// so.
 func (m Measurement) Sections() (Summary, AccuracySummary) {
 	v := summarize(m.Contract, m.Log, m.Warnings, m.Start, m.Disruptions, m.Faults, m.check)
-	var acc AccuracySummary
-	if m.Log != nil && m.Contract.Kind != algorithms.NoContract {
-		if r, err := m.accuracy(); err == nil {
-			acc = r.Summary()
-		} else {
-			v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
-		}
-		if note := m.replay(); note != "" {
-			v.Reasons = append(v.Reasons, note)
-		}
+	if m.Log == nil || m.Contract.Kind == algorithms.NoContract {
+		return m.sections(v, m.Log != nil, nil, nil, "")
 	}
-	if m.Warnings.Canceled && m.Log == nil {
+	r, err := m.accuracy()
+	return m.sections(v, true, &r, err, m.replay())
+}
+
+// sections completes the verification v of a history that was recorded (logged) or not with the
+// accuracy r (nil: not computed, no log or no contract; err: it could not be), its pressure,
+// and the replay's note, and returns the two sections.
+func (m Measurement) sections(v Summary, logged bool, r *AccuracyReport, err error, replayNote string) (Summary, AccuracySummary) {
+	var acc AccuracySummary
+	switch {
+	case r == nil:
+	case err == nil:
+		acc = r.Summary()
+		v.pressed(r.Pressure, m.SpeedOnly)
+	default:
+		v.Reasons = append(v.Reasons, "accuracy not computed: "+err.Error())
+	}
+	if replayNote != "" {
+		v.Reasons = append(v.Reasons, replayNote)
+	}
+	if m.Warnings.Canceled && !logged {
 		// With a log, the verdict's reasons already say so.
 		v.Reasons = append(v.Reasons, "the measurement was cut short")
 	}
@@ -211,6 +232,14 @@ type Summary struct {
 	WorstExcess int64 `json:"worst_excess"`
 	// Where locates the worst excess in words: key and window.
 	Where string `json:"where,omitempty"`
+	// Finding says in one sentence what the verification established about the contract: that
+	// it was never exceeded only when no violation, definite or possible, was found and the
+	// contract was pressed; otherwise what was found, or what could not be ruled out ("" without
+	// a contract or a check).
+	Finding string `json:"finding,omitempty"`
+	// Pressure says how hard the measured part pressed the contract (nil when not measured:
+	// no log, no contract, or no accuracy).
+	Pressure *Pressure `json:"pressure,omitempty"`
 	// ExpectedViolation is true when the scenario expects this algorithm to be flagged.
 	ExpectedViolation bool `json:"expected_violation"`
 	// MayViolate is true when the scenario tolerates this algorithm's violations
@@ -336,6 +365,18 @@ func Summarize(contract algorithms.Contract, log *Log, w Warnings, start int64) 
 // the worst excess and the violation times are the epochs' own, and the violations that reach
 // across a loss are counted apart.
 func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, ds []Disruption, fs []InjectedFault, check epochCheck) Summary {
+	v := newSummary(contract, start, ds)
+	if log == nil {
+		v.Verdict = Inconclusive
+		v.Reasons = []string{"no admission log was recorded"}
+		return v
+	}
+	er, err := checkEpochs(contract, log, ds, start, check)
+	return v.judged(er, err, w, start, ds, fs, log)
+}
+
+// newSummary returns the summary of contract with the disruptions ds, before any check.
+func newSummary(contract algorithms.Contract, start int64, ds []Disruption) Summary {
 	v := Summary{Contract: contract.String()}
 	if contract.Kind == algorithms.NoContract {
 		v.Contract = string(algorithms.NoContract)
@@ -344,12 +385,13 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		v.Disruptions = append(v.Disruptions, DisruptionReport{Node: d.Node, Kind: d.Kind, What: d.What,
 			FromS: round3(float64(d.Lo-start) / 1e6), ToS: round3(float64(d.Hi-start) / 1e6), StateLost: d.StateLost})
 	}
-	if log == nil {
-		v.Verdict = Inconclusive
-		v.Reasons = []string{"no admission log was recorded"}
-		return v
-	}
-	er, err := checkEpochs(contract, log, ds, start, check)
+	return v
+}
+
+// judged completes v, a summary with its contract and disruptions, from the check of the
+// history in epochs er (err: it could not be checked), judged with the warnings w and the faults
+// fs, whose effects log gives.
+func (v Summary) judged(er EpochReport, err error, w Warnings, start int64, ds []Disruption, fs []InjectedFault, log faultLog) Summary {
 	if err != nil {
 		v.Verdict = Inconclusive
 		v.Reasons = []string{"cannot verify: " + err.Error()}
@@ -361,8 +403,8 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 		for _, f := range v.Faults {
 			v.FaultExcess += f.Excess
 		}
-		j = JudgeFaults(er, w, log, fs, v.Faults)
-		v.OutsideFaultErrors = outsideErrors(log, seen(fs, er.Cuts))
+		j = judgeFaults(er, w, log, fs, v.Faults)
+		v.OutsideFaultErrors = log.outside(seen(fs, er.Cuts), Unknown, Failed)
 	}
 	v.Verdict, v.Reasons = j.Verdict, j.Reasons
 	var kept []string
@@ -396,17 +438,81 @@ func summarize(contract algorithms.Contract, log *Log, w Warnings, start int64, 
 	sort.Float64s(v.ViolationTimesS)
 	if worst.Excess > 0 {
 		v.WorstExcess = worst.Excess
-		who := "subject " + worst.Subject
-		if worst.Client != "" {
-			who += " client " + worst.Client
-			if worst.Subject == "" {
-				who = "client " + worst.Client
-			}
-		}
-		v.Where = fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
-			worst.Permits, worst.Allowed, float64(worst.Lo-start)/1e6, float64(worst.Hi-start)/1e6)
+		v.Where = whereIn(worst, start)
 	}
+	var worstP Where
+	for _, l := range er.Whole.Limits {
+		if l.WorstPossible.Excess > worstP.Excess {
+			worstP = l.WorstPossible
+		}
+	}
+	v.Finding = v.finding(worstP, start)
 	return v
+}
+
+// whereIn describes w in words, its times in seconds from start.
+func whereIn(w Where, start int64) string {
+	who := "subject " + w.Subject
+	if w.Client != "" {
+		who += " client " + w.Client
+		if w.Subject == "" {
+			who = "client " + w.Client
+		}
+	}
+	return fmt.Sprintf("%s, %d permits where %d were allowed, between %.3fs and %.3fs", who,
+		w.Permits, w.Allowed, float64(w.Lo-start)/1e6, float64(w.Hi-start)/1e6)
+}
+
+// finding returns v's Finding from its verdict and counts, worstP the worst possible violation
+// (start as in whereIn). It claims that the contract held only on a pass without a possible
+// violation.
+func (v *Summary) finding(worstP Where, start int64) string {
+	c := v.Contract
+	switch {
+	case c == string(algorithms.NoContract):
+		return ""
+	case v.DefiniteViolations > 0 && v.Verdict == Fail:
+		return fmt.Sprintf("Admitted more than %s allows: %d definite %s, the worst %s.", c, v.DefiniteViolations,
+			plural(v.DefiniteViolations, "violation", "violations"), v.Where)
+	case v.DefiniteViolations > 0:
+		return fmt.Sprintf("%d definite %s of %s, which the reasons leave in doubt or attribute to a loss of the state.",
+			v.DefiniteViolations, plural(v.DefiniteViolations, "violation", "violations"), c)
+	}
+	s := "Never admitted more than " + c + " allows"
+	if v.Verdict != Pass {
+		s = "No definite violation of " + c + " was found, but the run cannot support a pass (see the reasons)"
+	}
+	if n := v.PossibleViolations; n > 0 {
+		if v.Verdict == Pass {
+			s = "No definite violation of " + c
+		}
+		s += fmt.Sprintf("; %d possible %s could not be ruled out within the timing uncertainty", n, plural(n, "violation", "violations"))
+		if worstP.Excess > 0 {
+			s += ", the worst " + whereIn(worstP, start)
+		}
+	}
+	return s + "."
+}
+
+// pressed records p in v and what it does to the verdict: a contract never pressed turns a
+// pass into inconclusive with a reason, unless speedOnly, which keeps the verdict and says that
+// the contract was not exercised; either way the finding says so.
+func (v *Summary) pressed(p Pressure, speedOnly bool) {
+	v.Pressure = &p
+	if p.Pressed || v.Verdict == Fail {
+		return
+	}
+	if speedOnly {
+		v.Finding = "The contract was not exercised: the scenario measures speed only, and no window of " + v.Contract +
+			" reached its allowance nor was any request denied."
+		return
+	}
+	v.Reasons = append(v.Reasons, "the contract was never pressed")
+	if v.Verdict == Pass {
+		v.Verdict = Inconclusive
+	}
+	v.Finding = "The contract was never pressed: no window of " + v.Contract +
+		" reached its allowance and no request was denied, so the run shows nothing about it."
 }
 
 // round3 rounds x to three decimals, as result.json holds its figures.

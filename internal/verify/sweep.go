@@ -166,122 +166,171 @@ func (s *sweeper) fixedPossible(g []Event, ord []uint32) {
 // sets S ending at b; S violates when f > q·C, by ⌈(f − q·C)/q⌉ permits. Values are relative to
 // base (the scope's earliest lo) so they fit in int64 (see limit.overflow).
 
-// bucketDefiniteOrdered is bucketDefinite when Hi order is Lo order: the sets {lo ≥ a, hi ≤ b}
-// are then runs of g, and a running maximum (Kadane) gives, after admission k,
-// M = max over j ≤ k of p·(lo_j − base) + q·P(g[j..k]).
-func (s *sweeper) bucketDefiniteOrdered(g []Event) {
+// bucketDefinite finds the definite violations of a token bucket in one scope g: for each
+// distinct end b, f = max over the starts lo_j of p·(lo_j − base) + q·P{position ≥ j, hi ≤ b}
+// − p·(b − base), the candidate sets {lo ≥ lo_j, hi ≤ b} holding an admission ending at b,
+// with maxStarts.
+func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	qC := q * s.lim.cap
 	base := g[0].Lo() - G
-	m := int64(math.MinInt64)
-	for i, n := 0, len(g); i < n; {
-		// The admissions of one hi, each decoded once.
-		lo := g[i].Lo()
-		hi := lo + g[i].width()
-		for {
-			m = max(m, p*(lo-G-base)) + q*int64(g[i].Permits)
-			if i++; i == n {
-				break
-			}
-			if lo = g[i].Lo(); lo+g[i].width() != hi {
-				break
-			}
-		}
-		b := hi + G
+	val := func(j int) int64 { return p * (g[j].Lo() - G - base) }
+	s.maxStarts(g, ord, val, q, func(b, m int64) {
 		if f := m - p*(b-base); f > qC {
 			s.definiteAt(b, ceilDiv(f-qC, q))
 		}
-	}
+	})
 }
 
-// bucketDefinite: for each distinct hi value b, with every admission of hi <= b added,
-// value(j) = p·(lo_j − base) + q·P{position ≥ j, hi ≤ b} for each candidate start lo_j (by
-// position j in g), and f = max over j <= top of value(j), minus p·(b − base), where top is the
-// last position of an admission ending at b. Adding an admission at position k adds q·permits to
-// the values of positions 0..k.
+// maxStarts runs a startMax over one scope g (ord its Hi order, nil when it is g's order): for
+// each distinct end b (an admission's hi + G), in order, end(b, m) receives m, the largest
+// value over the starts j ≤ top, top the last position of an admission ending at b.
+func (s *sweeper) maxStarts(g []Event, ord []uint32, val func(j int) int64, q int64, end func(b, m int64)) {
+	G, n := s.lim.g, len(g)
+	st := &s.starts
+	st.reset(val, q)
+	ev := queue[Event]{v: g}
+	group := s.endAt[:0]
+	for i := 0; i < n; {
+		b := g[at(ord, i)].Hi() + G
+		group = group[:0]
+		for ; i < n && g[at(ord, i)].Hi()+G == b; i++ {
+			group = append(group, at(ord, i))
+		}
+		end(b, st.end(&ev, group, n))
+	}
+	s.endAt = group
+}
+
+// startMax holds, for a scope's admissions in Lo order (by position), the candidate starts of
+// the token-bucket-like sets {lo ≥ lo_j, hi ≤ b}: each position j is a start whose value at an
+// end b is val(j) + q·P{position ≥ j, hi ≤ b}. The admissions are added end by end, in Hi
+// order (end), and m, the largest value over the starts j ≤ top, comes back, top the last
+// position of an admission ending at b. For a token bucket val(j) = p·(lo_j − base), and
+// m − p·(b − base) is the largest q·P(S) − p·span(S) over the sets S = {lo ≥ lo_j, hi ≤ b}
+// that hold an admission ending at b; first-hit-window's condition (d) counts windows instead
+// (see fhWindows). The checker runs it over a scope at once (maxStarts), the streaming checker
+// end by end as the ends become final.
 //
-// With Q the q·permits added so far, value(j) − Q = p·(lo_j − base) − q·P{position < j, added}.
-// Once every position before j is added, that is p·(lo_j − base) − q·P(g[..j)) and no longer
-// changes. So, with F the first position not added, fin = the maximum of value − Q over the
-// positions before F is one number, extended as F advances, and only positions from F on need
-// more: every position of an admission ending at b is at least F (as F was before it was
-// added), so max over j <= top is max(fin + Q, max over F <= j <= top).
+// Adding an admission at position k adds q·permits to the values of positions 0..k. With Q the
+// q·permits added so far, value(j) − Q = val(j) − q·P{position < j, added}. Once every position
+// before j is added, that is val(j) − q·P(before j) and no longer changes. So, with F the first
+// position not added, fin = the maximum of value − Q over the positions before F is one number,
+// extended as F advances, and only positions from F on need more: every position of an
+// admission ending at b is at least F (as F was before it was added), so max over j <= top is
+// max(fin + Q, max over F <= j <= top).
 //
 // When the admissions ending at b are exactly the positions F, F+1, …, top and no later position
 // was added (no interval nests inside an earlier one there), all positions up to top are then
-// added and the maximum is fin + Q once F has moved past them, as in bucketDefiniteOrdered. Else
-// a segment tree with prefix add and prefix max holds value(j) for a window of positions
+// added and the maximum is fin + Q once F has moved past them (a running maximum, Kadane's).
+// Else a segment tree with prefix add and prefix max holds value(j) for a window of positions
 // [wb, wb+wk), wb <= F, that contains every position added since it was placed: it is placed at
 // F, at least twice as wide as F..top (and windowMin), and placed again at F, carrying over the
 // values of the old one, when an admission beyond it is added; it is dropped once F has passed
 // every position added. A placing costs O(old + new width): a first one, O(windowMin) and the
 // positions up to top, which F will pass; a later one follows an advance of the latest position
-// added by at least a quarter of the old width. So the sweep is O(n log w), w the widest window,
-// which stays small (and in cache) when intervals nest only among neighbours.
-func (s *sweeper) bucketDefinite(g []Event, ord []uint32) {
-	G, p, q := s.lim.g, s.lim.p, s.lim.q
-	qC := q * s.lim.cap
-	base := g[0].Lo() - G
-	n := len(g)
-	added := slices.Grow(s.added[:0], (s.max+63)/64)[:(n+63)/64]
-	clear(added)
-	s.added = added
-	var sum, pre int64 // Q; q·P(g[..F))
-	fin := int64(math.MinInt64)
-	first, last := 0, -1 // F; the last position added
-	wb, wk := 0, 0       // the window [wb, wb+wk); wk == 0: none
-	for i := 0; i < n; {
-		b := g[ord[i]].Hi() + G
-		i0, low, top := i, n, 0
-		for ; i < n && g[ord[i]].Hi()+G == b; i++ {
-			low, top = min(low, int(ord[i])), max(top, int(ord[i]))
-		}
-		var m int64 // max of value(j) over j <= top
-		if wk == 0 && low == first && top-first == i-i0-1 {
-			for ; first <= top; first++ {
-				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
-				pre += q * int64(g[first].Permits)
-			}
-			sum, last = pre, top
-			m = fin + sum
-		} else {
-			if wk == 0 || top >= wb+wk {
-				// Place the window at F: values from the old window, or p·(lo − base) where no
-				// later position is added.
-				vals := s.tree.leaves(s.vals[:0], wk)
-				vals = append(vals[:0], vals[min(first-wb, len(vals)):]...)
-				w := min(n-first, 1<<bits.Len(uint(max(windowMin, 2*(top-first+1))-1)))
-				for k := first + len(vals); k < first+w; k++ {
-					vals = append(vals, p*(g[k].Lo()-G-base))
-				}
-				s.vals = vals
-				s.tree.reset(vals, len(vals))
-				wb, wk = first, w
-			}
-			for k := i0; k < i; k++ {
-				j := int(ord[k])
-				perm := q * int64(g[j].Permits)
-				s.tree.add(j-wb+1, perm)
-				sum += perm
-				added[j>>6] |= 1 << (j & 63)
-			}
-			last = max(last, top)
-			m = s.tree.max(top - wb + 1)
-			if fin != math.MinInt64 {
-				m = max(m, fin+sum)
-			}
-			for ; first < n && added[first>>6]&(1<<(first&63)) != 0; first++ {
-				fin = max(fin, p*(g[first].Lo()-G-base)-pre)
-				pre += q * int64(g[first].Permits)
-			}
-			if first > last {
-				wk = 0
-			}
-		}
-		if f := m - p*(b-base); f > qC {
-			s.definiteAt(b, ceilDiv(f-qC, q))
-		}
+// added by at least a quarter of the old width. So a scope costs O(n log w), w the widest
+// window, which stays small (and in cache) when intervals nest only among neighbours, and
+// startMax holds O(w), with a bit for each position from F on.
+type startMax struct {
+	val         func(j int) int64
+	q           int64
+	added       flags // the positions added, from F on
+	first, last int   // F; the last position added (−1: none)
+	pre, sum    int64 // q·P of the positions before F; Q
+	fin         int64 // max over the starts before F of val(j) − q·P(before j); MinInt64: none
+	finArg      int   // the last start before F with that value, its Lo and its val
+	finLo       int64
+	finVal      int64
+	wb, wk      int // the window [wb, wb+wk); wk == 0: none
+	tree        prefixTree
+	vals        []int64
+	at          startMaxAt // what the last end's maximum was taken over, for argmax
+}
+
+// startMaxAt is what the last end's maximum was taken over: the settled starts' fin (and its
+// start) as it stood, and the window, as end left them.
+type startMaxAt struct {
+	fin, finLo, finVal int64
+	finArg, wb, wk     int
+}
+
+// reset makes m empty, for starts valued by val and admissions weighing q each permit.
+func (m *startMax) reset(val func(j int) int64, q int64) {
+	*m = startMax{val: val, q: q, added: flags{w: m.added.w[:0]}, last: -1, fin: math.MinInt64,
+		tree: m.tree, vals: m.vals}
+}
+
+// end adds the admissions of one end, at the positions of group (ev holds them; n is one past
+// the last position there is), and returns the largest value over the starts up to the last of
+// them.
+func (m *startMax) end(ev *queue[Event], group []int, n int) int64 {
+	q := m.q
+	low, top := group[0], group[0]
+	for _, j := range group {
+		low, top = min(low, j), max(top, j)
 	}
+	if m.wk == 0 && low == m.first && top-m.first == len(group)-1 {
+		for ; m.first <= top; m.first++ {
+			m.settle(ev)
+			m.pre += q * int64(ev.at(m.first).Permits)
+		}
+		m.sum, m.last = m.pre, top
+		m.at = startMaxAt{fin: m.fin, finLo: m.finLo, finVal: m.finVal, finArg: m.finArg}
+		return m.fin + m.sum
+	}
+	if m.wk == 0 || top >= m.wb+m.wk {
+		m.place(min(n-m.first, 1<<bits.Len(uint(max(windowMin, 2*(top-m.first+1))-1))))
+	}
+	for _, j := range group {
+		perm := q * int64(ev.at(j).Permits)
+		m.tree.add(j-m.wb+1, perm)
+		m.sum += perm
+		m.added.set(j)
+	}
+	m.last = max(m.last, top)
+	r := m.tree.max(top - m.wb + 1)
+	if m.fin != math.MinInt64 {
+		r = max(r, m.fin+m.sum)
+	}
+	m.at = startMaxAt{fin: m.fin, finLo: m.finLo, finVal: m.finVal, finArg: m.finArg, wb: m.wb, wk: m.wk}
+	for ; m.first < n && m.added.get(m.first); m.first++ {
+		m.settle(ev)
+		m.pre += q * int64(ev.at(m.first).Permits)
+	}
+	m.added.dropTo(m.first)
+	if m.first > m.last {
+		m.wk = 0
+	}
+	return r
+}
+
+// settle extends fin with the start at F, which every position before it has been added to.
+func (m *startMax) settle(ev *queue[Event]) {
+	if x := m.val(m.first); x-m.pre >= m.fin {
+		m.fin, m.finArg, m.finLo, m.finVal = x-m.pre, m.first, ev.at(m.first).Lo(), x
+	}
+}
+
+// need returns the first position that m may still read.
+func (m *startMax) need() int {
+	if m.wk > 0 {
+		return m.wb
+	}
+	return m.first
+}
+
+// place places the window at F, w positions wide: values from the old window, or val where no
+// later position is added.
+func (m *startMax) place(w int) {
+	vals := m.tree.leaves(m.vals[:0], m.wk)
+	vals = append(vals[:0], vals[min(m.first-m.wb, len(vals)):]...)
+	for k := m.first + len(vals); k < m.first+w; k++ {
+		vals = append(vals, m.val(k))
+	}
+	m.vals = vals
+	m.tree.reset(vals, len(vals))
+	m.wb, m.wk = m.first, w
 }
 
 // bucketPossible: for each distinct lo value b, with g[..k) the admissions of lo <= b, the
@@ -395,11 +444,14 @@ func (s *sweeper) describe(w worstAt, possible bool) Where {
 }
 
 // bestStart returns the start a that maximises q·P − p·(b − a) over the token-bucket candidate
-// sets ending at b: {lo ≥ a, hi ≤ b} (definite) or {lo ≤ b, hi ≥ a}, a <= b (possible).
+// sets ending at b: {lo ≥ a, hi ≤ b} holding an admission that ends at b (definite: the sets
+// the sweep compares; one that ends earlier may be worth more at b when From left its own end
+// out) or {lo ≤ b, hi ≥ a}, a <= b (possible); of equal values, the largest a.
 func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	G, p, q := s.lim.g, s.lim.p, s.lim.q
 	type pt struct{ t, permits int64 }
 	var pts []pt
+	top := int64(math.MinInt64) // definite: the largest lo of an admission ending at b
 	for i := range g {
 		e := &g[i]
 		if possible && e.Lo()-G <= b {
@@ -407,6 +459,9 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 		}
 		if !possible && e.Hi()+G <= b {
 			pts = append(pts, pt{e.Lo() - G, int64(e.Permits)})
+			if e.Hi()+G == b {
+				top = max(top, e.Lo()-G)
+			}
 		}
 	}
 	// Descending t: the candidate set for a = t is every point at or after it.
@@ -415,8 +470,8 @@ func (s *sweeper) bestStart(g []Event, b int64, possible bool) int64 {
 	var sum int64
 	for i, x := range pts {
 		sum += x.permits
-		if i+1 < len(pts) && pts[i+1].t == x.t {
-			continue
+		if (i+1 < len(pts) && pts[i+1].t == x.t) || (!possible && x.t > top) {
+			continue // a definite set holds an admission ending at b: the one the sweep found
 		}
 		if f := q*sum - p*(b-x.t); f > best {
 			best, bestA = f, x.t
