@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitbench/limitbench/internal/clock"
 	"github.com/limitbench/limitbench/internal/load"
 )
 
@@ -98,7 +99,7 @@ type streamBatchOf struct {
 
 // NewStreamLog returns the streaming log of a run that starts at start, on the clock that
 // sharedClock, server and clientClock select (as NewAdmissionLog).
-func NewStreamLog(start time.Time, sharedClock bool, server *load.ClockOffset, clientClock bool, set StreamLogSettings) *StreamLog {
+func NewStreamLog(start time.Time, sharedClock bool, server *clock.Offset, clientClock bool, set StreamLogSettings) *StreamLog {
 	if set.Horizon <= 0 {
 		set.Horizon = 10 * time.Second
 	}
