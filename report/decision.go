@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Entry is the result of one algorithm on one topology. Counts are requests; rates are per second

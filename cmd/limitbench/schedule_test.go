@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/report"
 )
 

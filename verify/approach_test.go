@@ -366,7 +366,7 @@ func TestApproachErrors(t *testing.T) {
 }
 
 // BenchmarkApproach scores a token-bucket history of 100,000 admissions in 10 subjects, and a
-// sliding-window one: go test -run '^$' -bench Approach ./internal/verify/
+// sliding-window one: go test -run '^$' -bench Approach ./verify/
 func BenchmarkApproach(b *testing.B) {
 	log := &Log{Clients: []string{"c"}, Base: 1_700_000_000_000_000}
 	for s := range 10 {

@@ -49,7 +49,7 @@ func processCPU() time.Duration {
 // wall time and events/cpu-s of the process's CPU time (the target is about the latter: wall
 // time on a shared machine counts other processes too; run with -cpu 1):
 //
-//	go test -run '^$' -bench BenchmarkStream -benchtime 3x -cpu 1 ./internal/verify/
+//	go test -run '^$' -bench BenchmarkStream -benchtime 3x -cpu 1 ./verify/
 func BenchmarkStream(b *testing.B) {
 	const n = 1 << 20
 	w := time.Second
