@@ -10,9 +10,9 @@ import (
 
 	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/hunt"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // SummaryLimit is the most GitHub shows of a step's summary ($GITHUB_STEP_SUMMARY): 1 MiB.

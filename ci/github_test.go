@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/gate"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func TestAppendSummary(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // RunSuites returns the JUnit suites of r, a run's or a merge's result: one per entry but the

@@ -14,8 +14,8 @@ import (
 	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/hunt"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // entry returns an entry of alg on single with verification v and some figures.

@@ -13,8 +13,8 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // The policy Run hunts with, beyond the budget its caller gives (Budget's other fields).

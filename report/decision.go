@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // The decision summary: which algorithm to pick on this workload, by a stated rule.

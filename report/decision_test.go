@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // decisionEntry is a passing entry on single with the figures the rule reads.

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // The violation explorer of report.html: for each entry whose result holds an excerpt

@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // TestExplorerData: an explorer carries its excerpt, each lane's clock offset, the faults that

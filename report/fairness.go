@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // fairnessRow is one entry's fairness (verify.Fairness), in words, for the Fairness section.

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // busiest describes the accuracy's worst window (Accuracy.MaxWindowRatio) under contract, or ""

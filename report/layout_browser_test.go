@@ -3,8 +3,8 @@ package report
 import (
 	"testing"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // wideResult returns the fixture's result grown to the widest verdict table a run makes: every

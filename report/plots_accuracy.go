@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // useAccuracySpec plots one entry against its contract, in two panels over one time axis. The

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // WriteSummary writes the summary table of r to w within TerminalWidth columns, one row per

@@ -12,8 +12,8 @@ import (
 
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // TestSummaryTableGolden: the summary table `limitbench run` prints for the fixture results is

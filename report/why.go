@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Why says, in words, why e (an entry of r) got the verdict it got, from what limitbench knows:

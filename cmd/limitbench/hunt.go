@@ -16,8 +16,8 @@ import (
 	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func init() {

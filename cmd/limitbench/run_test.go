@@ -20,9 +20,9 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // suite is the path of the standard scenarios from this package's directory.

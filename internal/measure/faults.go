@@ -9,9 +9,9 @@ import (
 
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // SettleTimeout bounds the wait, after a measurement with faults, for replication to be at rest

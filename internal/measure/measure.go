@@ -14,8 +14,8 @@ import (
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Spec is one measurement: an algorithm on a target under a load, on a key prefix.

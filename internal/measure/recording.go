@@ -11,8 +11,8 @@ import (
 	"github.com/limitbench/limitbench/internal/faults"
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Recording is the aggregators one measurement feeds: latency histograms, the timeline and the

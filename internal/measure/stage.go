@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Stage is something a driver adds to a measurement without a branch inside Do: a segment's

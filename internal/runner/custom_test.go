@@ -15,9 +15,9 @@ import (
 
 	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func needRedis(t *testing.T) {

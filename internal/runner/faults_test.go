@@ -18,9 +18,9 @@ import (
 	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // overLimit is a scenario of names at ten times their limit (1000/s against 100 per second) on one

@@ -9,9 +9,9 @@ import (
 	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // measureScheduled measures every algorithm of s on tgt with s's own fault schedule.

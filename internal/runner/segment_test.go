@@ -16,9 +16,9 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/internal/segment"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // clusterEnv returns the package's shared cluster as an external environment, the way

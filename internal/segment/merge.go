@@ -12,9 +12,9 @@ import (
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/measure"
-	"github.com/limitbench/limitbench/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // ErrNotOneRun means the results given to Merge are not the segments of one run: a result that
