@@ -154,6 +154,10 @@ func verdictFindings(e *result.Entry) []string {
 			out = append(out, sentence("Failed: "+reason))
 		}
 	case string(verify.Pass):
+		if p := v.Pressure; p != nil && !p.Pressed && v.Finding != "" {
+			out = append(out, v.Finding) // a speed-only scenario's: the contract was not exercised
+			break
+		}
 		s := "Never admitted more than " + orDefault(v.Contract, "its contract") + " allows"
 		if v.PossibleViolations > 0 {
 			s = "No definite violation of " + orDefault(v.Contract, "its contract") + ": no set of its admissions broke it in every placement of their decision times"
@@ -165,6 +169,10 @@ func verdictFindings(e *result.Entry) []string {
 		if v.PossibleViolations > 0 {
 			out = append(out, fmt.Sprintf("%s possible %s could not be ruled out within the timing uncertainty; that alone does not fail a run.",
 				Count(v.PossibleViolations), Plural(v.PossibleViolations, "violation", "violations")))
+		}
+		if p := v.Pressure; p != nil && p.Windows > 0 {
+			out = append(out, fmt.Sprintf("Pressed: %s of %s %s reached the allowance, %s %s denied.",
+				Count(p.Full), Count(p.Windows), Plural(p.Windows, "window", "windows"), Count(p.Denials), Plural(p.Denials, "request was", "requests were")))
 		}
 	case string(verify.Inconclusive):
 		reasons := strings.Join(v.Reasons, "; ")

@@ -91,6 +91,9 @@ type Settings struct {
 	Custom     []algorithms.CustomSpec `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
 	Expect Expect `json:"expect"`
+	// SpeedOnly says the scenario measured speed only (scenario speed_only): an entry that never
+	// pressed its contract kept its verdict.
+	SpeedOnly bool `json:"speed_only,omitempty"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
 	// Persistence is what the servers limitbench started kept on disk; left out for none.

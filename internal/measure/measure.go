@@ -32,6 +32,9 @@ type Spec struct {
 	// the contract's Windows with Windows below, and its OnOutcome (stages observe outcomes
 	// through Stage.Observe).
 	Plan load.Plan
+	// SpeedOnly says the scenario measures speed only (scenarios.Scenario.SpeedOnly): a
+	// measurement that never pressed its contract keeps its verdict.
+	SpeedOnly bool
 	// Windows are further windows the timeline's bin must be no wider than: a run's other
 	// algorithms', so that every measurement of a run has the same bin.
 	Windows []time.Duration
@@ -305,6 +308,7 @@ func (m *Measurement) verify() {
 	events := m.Watch.Stop()
 	a := m.Spec.Algorithm
 	vm := m.Recording.Verification(m.Result, m.Contract, a.Model(m.Spec.Limit))
+	vm.SpeedOnly = m.Spec.SpeedOnly
 	// The prefix was claimed empty before the warmup, and every key of the algorithm is under
 	// it, except a custom script's empty key, which could hold state from before.
 	ca, custom := a.(*customAlgorithm)
