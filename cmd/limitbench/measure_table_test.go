@@ -148,7 +148,7 @@ func tableDrivers() []tableDriver {
 }
 
 // tableServer is a private redis-server with an admin client and a user nounlink that may do
-// anything but UNLINK.
+// anything but UNLINK once its measurement has begun (revokeUnlink).
 type tableServer struct {
 	tgt   *redisenv.Target
 	admin *redis.Client
@@ -168,6 +168,34 @@ func startTableServer(t *testing.T) *tableServer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// revokeUnlink lets nounlink UNLINK until a limiter of the invocation has been called (EVALSHA or
+// FCALL), then takes UNLINK away: the run's check of its user before it starts passes, and its
+// cleanup afterwards is refused. The returned function stops the watch.
+func (s *tableServer) revokeUnlink(t *testing.T, ctx context.Context) (stop func()) {
+	t.Helper()
+	if err := s.admin.Do(ctx, "ACL", "SETUSER", "nounlink", "+unlink").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for wctx.Err() == nil {
+			if calls(wctx, s.admin, "evalsha")+calls(wctx, s.admin, "fcall") > 0 {
+				if err := s.admin.Do(wctx, "ACL", "SETUSER", "nounlink", "-unlink").Err(); err != nil && wctx.Err() == nil {
+					t.Errorf("take UNLINK away: %v", err)
+				}
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // url returns the server's URL for user.
@@ -203,6 +231,9 @@ func (s *tableServer) invoke(t *testing.T, bin string, d tableDriver, scenario, 
 	out := func(i int) string { return filepath.Join(dir, fmt.Sprintf("out%d", i)) }
 	cmds := d.cmds(scenario, s.url(user), out)
 	inv := &invocation{codes: make([]int, len(cmds))}
+	if user == "nounlink" {
+		defer s.revokeUnlink(t, ctx)()
+	}
 	outputs := make([]string, len(cmds))
 	var wg sync.WaitGroup
 	for i, args := range cmds {
