@@ -30,7 +30,7 @@ func TestReadPreviousVersion(t *testing.T) {
 		t.Fatalf("the previous version's file holds a harness commit or date: %+v", old.Environment)
 	}
 	old.Environment.HarnessCommit, old.Environment.HarnessDate = cur.Environment.HarnessCommit, cur.Environment.HarnessDate
-	cur.Scenario.Settings.SpeedOnly = false
+	cur.Scenario.Settings.SpeedOnly = nil
 	for i := range cur.Entries {
 		e := &cur.Entries[i]
 		e.Fairness, e.Excerpt, e.Timeline.Use = nil, nil, nil

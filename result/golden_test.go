@@ -151,7 +151,7 @@ func fullResult(t *testing.T) *Result {
 					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
 					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
 				Expect:      Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
-				SpeedOnly:   true,
+				SpeedOnly:   SpeedOnly{"gcra"},
 				Thresholds:  []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 				Persistence: "aof-always", Faults: []string{"restart master at 4.4s, recovery 1s"},
 				Wait: &algorithms.Wait{Replicas: 1, Timeout: 50 * time.Millisecond},

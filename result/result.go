@@ -91,9 +91,9 @@ type Settings struct {
 	Custom     []algorithms.CustomSpec `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
 	Expect Expect `json:"expect"`
-	// SpeedOnly says the scenario measured speed only (scenario speed_only): an entry that never
-	// pressed its contract kept its verdict.
-	SpeedOnly bool `json:"speed_only,omitempty"`
+	// SpeedOnly names the algorithms the scenario measured for speed only (scenario speed_only):
+	// their entries that never pressed the contract kept their verdicts.
+	SpeedOnly SpeedOnly `json:"speed_only,omitempty"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
 	// Persistence is what the servers limitbench started kept on disk; left out for none.
@@ -104,6 +104,26 @@ type Settings struct {
 	// Wait is the WAIT that followed every request (scenario wait_replicas, wait_timeout); left
 	// out when none was sent.
 	Wait *algorithms.Wait `json:"wait,omitempty"`
+}
+
+// SpeedOnly names the algorithms a scenario measures for speed only, not setting out to press
+// their contracts: AllAlgorithms for every one (scenario `speed_only: true`), or their names
+// (`speed_only: [name, ...]`). An entry it covers that never pressed its contract keeps its
+// verdict and says the contract was not exercised (verify.Measurement.SpeedOnly); any other
+// such entry is inconclusive.
+type SpeedOnly []string
+
+// AllAlgorithms in a SpeedOnly covers every algorithm of the scenario.
+const AllAlgorithms = "all"
+
+// Covers reports whether s covers algorithm.
+func (s SpeedOnly) Covers(algorithm string) bool {
+	for _, n := range s {
+		if n == AllAlgorithms || n == algorithm {
+			return true
+		}
+	}
+	return false
 }
 
 // Expect lists what the verifier must find: a scenario's expect section (package scenarios

@@ -27,7 +27,7 @@
 //	client_mode: plain          # default plain; plain | pipeline | autopipeline
 //	pipeline_depth: 16          # only with client_mode: pipeline, where it defaults to 16 (1 to 10,000)
 //	call: evalsha               # default evalsha; evalsha | fcall (built-in scripts as Redis Functions)
-//	speed_only: false           # default false; true: measures speed only, an entry that never pressed its contract keeps its verdict
+//	speed_only: false           # default false; true (every algorithm) or a list of names: measured for speed only, an entry that never pressed its contract keeps its verdict
 //	arrival:                    # omit for a closed loop (each client sends when its last reply is in)
 //	  rate: 2000                # requests per second, all clients together (at most 10,000,000)
 //	keys:

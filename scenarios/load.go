@@ -19,6 +19,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Load reads and validates the scenario file at path. Every problem is reported at once in an
@@ -255,6 +256,17 @@ func (d *decoder) bool(n *yaml.Node, path string) (bool, bool) {
 	return v, true
 }
 
+// speedOnly decodes speed_only: true (every algorithm), false (none) or a list of names.
+func (d *decoder) speedOnly(n *yaml.Node) result.SpeedOnly {
+	if n.Kind == yaml.ScalarNode {
+		if v, ok := d.bool(n, "speed_only"); ok && v {
+			return result.SpeedOnly{result.AllAlgorithms}
+		}
+		return nil
+	}
+	return d.strings(n, "speed_only", "[redisson-per-client]")
+}
+
 func (d *decoder) strings(n *yaml.Node, path, example string) []string {
 	items := d.list(n, path, example)
 	if items == nil {
@@ -309,9 +321,7 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 		}
 	}
 	if n := m["speed_only"]; n != nil {
-		if v, ok := d.bool(n, "speed_only"); ok {
-			s.SpeedOnly = v
-		}
+		s.SpeedOnly = d.speedOnly(n)
 	}
 	if m["pipeline_depth"] == nil && s.ClientMode == load.ModePipeline {
 		s.PipelineDepth = DefaultPipelineDepth

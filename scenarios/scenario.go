@@ -76,11 +76,11 @@ type Scenario struct {
 	Algorithms []AlgorithmEntry
 	Expect     result.Expect
 	Thresholds []Threshold
-	// SpeedOnly says that the scenario measures speed only and does not set out to press its
-	// contract (speed_only; default false): an entry that never pressed it keeps its verdict and
-	// says the contract was not exercised, where any other scenario's is inconclusive
-	// (verify.Measurement.SpeedOnly).
-	SpeedOnly bool
+	// SpeedOnly names the algorithms the scenario measures for speed only (speed_only: true for
+	// all of them, or a list of names; default none): an entry it covers that never pressed its
+	// contract keeps its verdict and says the contract was not exercised, where any other is
+	// inconclusive (result.SpeedOnly, verify.Measurement.SpeedOnly).
+	SpeedOnly result.SpeedOnly
 	// Persistence is what the servers limitbench starts keep on disk, which decides what a
 	// restart loses; default none.
 	Persistence redisenv.Persistence

@@ -246,3 +246,37 @@ thresholds: ["redisson: p99 < 5ms", "p50 < 1ms"]
 		t.Error("apply error does not match ErrInvalid")
 	}
 }
+
+// TestSpeedOnly: speed_only is true (every algorithm), false (none) or a list of the scenario's
+// algorithms, each once; a name it does not run is refused at its line.
+func TestSpeedOnly(t *testing.T) {
+	for _, c := range []struct {
+		yaml   string
+		covers map[string]bool
+		err    string
+	}{
+		{"speed_only: true", map[string]bool{"gcra": true, "sliding-log": true}, ""},
+		{"speed_only: false", map[string]bool{"gcra": false, "sliding-log": false}, ""},
+		{"speed_only: [sliding-log]", map[string]bool{"gcra": false, "sliding-log": true}, ""},
+		{"speed_only: [gcra, gcra]", nil, "t.yaml:3: speed_only[1]: gcra is listed twice"},
+		{"speed_only: [token-bucket]", nil, `t.yaml:3: speed_only[0]: "token-bucket" is not run by this scenario`},
+		{"speed_only: yes please", nil, "t.yaml:3: speed_only: must be true or false"},
+	} {
+		s, err := Parse("t.yaml", []byte("version: 1\nalgorithms: [gcra, sliding-log]\n"+c.yaml+"\n"))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v; want one containing %q", c.yaml, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.yaml, err)
+			continue
+		}
+		for name, want := range c.covers {
+			if got := s.SpeedOnly.Covers(name); got != want {
+				t.Errorf("%s: covers %s = %v; want %v", c.yaml, name, got, want)
+			}
+		}
+	}
+}

@@ -2,11 +2,12 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/limitbench/limitbench/result"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitbench/limitbench/result"
 )
 
 // Op is a threshold's comparison.

@@ -11,6 +11,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // position is where a field is in the scenario file.
@@ -533,6 +534,16 @@ func (c *checker) expect(names []string) {
 			if seen[n] == "" {
 				seen[n] = list.field
 			}
+		}
+	}
+	for i, n := range c.s.SpeedOnly {
+		f := fmt.Sprintf("speed_only[%d]", i)
+		switch {
+		case n == result.AllAlgorithms: // speed_only: true, or a list naming all
+		case !contains(names, n):
+			c.add(f, "%s", unknownName(fmt.Sprintf("%q is not run by this scenario", n), n, names))
+		case slices.Contains(c.s.SpeedOnly[:i], n):
+			c.add(f, "%s is listed twice", n)
 		}
 	}
 	for i, n := range ex.Violations {

@@ -262,7 +262,7 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	runID string) (*result.Entry, error) {
 	s := o.Scenario
 	name := a.Describe().Name
-	spec := measure.Spec{Target: tgt, Topology: topo, Algorithm: a, Limit: s.Limit, Plan: s.Plan(), Windows: o.windows, SpeedOnly: s.SpeedOnly,
+	spec := measure.Spec{Target: tgt, Topology: topo, Algorithm: a, Limit: s.Limit, Plan: s.Plan(), Windows: o.windows, SpeedOnly: s.SpeedOnly.Covers(name),
 		Prefix: measure.KeyPrefix(runID, name, strconv.Itoa(rep)), Logf: o.Logf}
 	if o.Progress != nil {
 		total := s.TotalDuration()

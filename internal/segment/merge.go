@@ -228,7 +228,7 @@ func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error)
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	vm := rec.Verification(res, contract, a.Model(st.Limit))
-	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly
+	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly.Covers(e0.Algorithm)
 	srv := e0.Server
 	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
 	e := rec.Entry(e0.Algorithm, e0.Topology, res, vm, e0.Custom, &srv)
