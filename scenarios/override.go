@@ -6,6 +6,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/result"
 )
 
 // Overrides are command-line changes to a loaded scenario. A nil field leaves the scenario as it is.
@@ -112,6 +113,9 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		}
 		s.Expect.Violations = keep(s.Expect.Violations)
 		s.Expect.MayViolate = keep(s.Expect.MayViolate)
+		if !s.SpeedOnly.Covers(result.AllAlgorithms) {
+			s.SpeedOnly = keep(s.SpeedOnly)
+		}
 		var ts []Threshold
 		for _, t := range s.Thresholds {
 			if t.Algorithm == "" || contains(run, t.Algorithm) {
