@@ -29,6 +29,8 @@ type Overrides struct {
 	WaitReplicas *int
 	// WaitShort replaces wait_short (--wait-short): admit or deny.
 	WaitShort *string
+	// SpeedOnly replaces speed_only (--speed-only): true covers every algorithm, false none.
+	SpeedOnly *bool
 	// Algorithms replaces the algorithms list (--algorithms). Each name is a built-in algorithm,
 	// "all", or the name of one of the scenario's custom entries (which is kept with its script).
 	// Expectations and algorithm-scoped thresholds that name an algorithm no longer run are dropped.
@@ -48,6 +50,13 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 	if o.Duration != nil {
 		s.Duration = *o.Duration
 		s.flags["duration"] = "--duration"
+	}
+	if o.SpeedOnly != nil {
+		s.SpeedOnly = nil
+		if *o.SpeedOnly {
+			s.SpeedOnly = result.SpeedOnly{result.AllAlgorithms}
+		}
+		s.flags["speed_only"] = "--speed-only"
 	}
 	if o.Rate != nil {
 		s.Arrival = &arrival.Arrival{Rate: *o.Rate}

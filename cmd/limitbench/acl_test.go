@@ -125,7 +125,7 @@ func TestACLExactLine(t *testing.T) {
 			if err := s.admin.ConfigResetStat(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
-			code, _, stderr := s.limitbench("run", "--quiet", "--call", call, "--duration", "300ms", "--redis", u, "--out", filepath.Join(t.TempDir(), "out"), smoke)
+			code, _, stderr := s.limitbench("run", "--quiet", "--call", call, "--duration", "300ms", "--speed-only", "--redis", u, "--out", filepath.Join(t.TempDir(), "out"), smoke)
 			if code != exitOK && !(code == exitFailed && onlyFellBehind(stderr)) {
 				t.Fatalf("run as a user with exactly %q: exit %d\n%s", line, code, stderr)
 			}

@@ -274,7 +274,7 @@ func TestRunForce(t *testing.T) {
 	}
 	out := mkdir(t, filepath.Join(t.TempDir(), "held"))
 	writeFile(t, out, result.FileName, "{}\n")
-	code, _, stderr, res := runCLI(t, out, true, "--force", "--no-reference", "--algorithms", "gcra", "--duration", "200ms", suite+"smoke.yaml")
+	code, _, stderr, res := runCLI(t, out, true, "--force", "--no-reference", "--algorithms", "gcra", "--duration", "200ms", "--speed-only", suite+"smoke.yaml")
 	checkExit(t, code, stderr)
 	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "gcra" {
 		t.Errorf("result.json after --force: %d entries; want the new run's gcra", len(res.Entries))

@@ -46,6 +46,7 @@ type runFlags struct {
 	noReference          bool
 	procs                int
 	awake, pin           bool
+	speedOnly            bool
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
 	seg                  segmentFlags
 	segment              *segment.Segment
@@ -73,6 +74,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
+	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
@@ -243,6 +245,9 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 	}
 	if set["wait-short"] {
 		o.WaitShort = &f.waitShort
+	}
+	if set["speed-only"] {
+		o.SpeedOnly = &f.speedOnly
 	}
 	if set["call"] {
 		mode := algorithms.CallMode(f.call)

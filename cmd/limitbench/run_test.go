@@ -677,7 +677,7 @@ func TestRunExternalLoopback(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--backend", "external", "--redis", url, "--duration", "500ms", "--algorithms", "gcra",
-				"--no-reference"}, tt.args...)
+				"--no-reference", "--speed-only"}, tt.args...)
 			code, _, stderr, res := runCLI(t, t.TempDir(), false, append(args, suite+"smoke.yaml")...)
 			checkExit(t, code, stderr)
 			env := res.Environment
@@ -707,7 +707,7 @@ func TestRunFCall(t *testing.T) {
 	t.Cleanup(func() { _ = server.Stop(context.Background()) })
 	url := "redis://:" + server.Password + "@" + server.Masters()[0]
 	code, _, stderr, res := runCLI(t, t.TempDir(), false, "--backend", "external", "--redis", url, "--duration", "1s",
-		"--algorithms", "gcra,token-bucket,fixed-window,sliding-log", "--call", "fcall", suite+"smoke.yaml")
+		"--algorithms", "gcra,token-bucket,fixed-window,sliding-log", "--call", "fcall", "--speed-only", suite+"smoke.yaml")
 	checkExit(t, code, stderr)
 	if len(res.Entries) != 5 {
 		t.Fatalf("%d entries; want 4 algorithms and the reference", len(res.Entries))

@@ -52,7 +52,7 @@ func TestRunTLSGoldens(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
-			cmd := exec.Command(bin, "run", "--quiet", "--no-reference", "--algorithms", "gcra", "--duration", "300ms",
+			cmd := exec.Command(bin, "run", "--quiet", "--no-reference", "--algorithms", "gcra", "--duration", "300ms", "--speed-only",
 				"--redis", tt.url, "--out", dir, smoke)
 			cmd.Env = append(os.Environ(), tt.env...)
 			b, err := cmd.CombinedOutput()

@@ -54,8 +54,8 @@
 //  12. Check. A load the guard stopped ends the measurement with ErrPermission (a NOPERM reply)
 //     or ErrLost; so does a Redis that no longer answers a PING. The entry is kept.
 //  13. Finish. The stages' Finish, once Redis answers: the server's cost (Cost: commandstats,
-//     CPU, memory, the keys under the prefix). A ctx that ended is then ErrInterrupted, the
-//     entry kept.
+//     CPU, memory, the keys under the prefix), all within FinishTimeout. A ctx that ended is
+//     then ErrInterrupted, the entry kept.
 //  14. Release. The stages' Release, last first (function libraries deleted, proxies closed);
 //     then the keys under the prefix are removed when they are the measurement's (claimed, or
 //     shared and this generator the last to Leave). On an external Redis, keys that could not be

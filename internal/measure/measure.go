@@ -121,7 +121,9 @@ func Do(ctx context.Context, spec Spec, stages ...Stage) (m *Measurement, err er
 	if err := m.check(statCtx); err != nil {
 		return m, err
 	}
-	if err := m.each(ctx, func(s Stage) error { return callEntry(s.Finish, statCtx, m) }); err != nil {
+	finishCtx, cancelFinish := context.WithTimeout(clean, FinishTimeout)
+	defer cancelFinish()
+	if err := m.each(ctx, func(s Stage) error { return callEntry(s.Finish, finishCtx, m) }); err != nil {
 		return m, err
 	}
 	if ctx.Err() != nil {
@@ -129,6 +131,11 @@ func Do(ctx context.Context, spec Spec, stages ...Stage) (m *Measurement, err er
 	}
 	return m, nil
 }
+
+// FinishTimeout bounds the stages' Finish together (step 13): reading the server's cost scans
+// the measurement's keys and reads MEMORY USAGE of up to MemorySample of them per master, one
+// round trip each, which on a loaded machine takes far longer than the check of step 12.
+const FinishTimeout = time.Minute
 
 // setup is step 3: the stages' Setup.
 func (m *Measurement) setup(ctx context.Context) error {
