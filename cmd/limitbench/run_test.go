@@ -134,7 +134,9 @@ func TestRunSmoke(t *testing.T) {
 	}
 	for _, topo := range []string{"single", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
-			code, stderr, res := runScenario(t, "--topology", topo, "--duration", "1s", suite+"smoke.yaml")
+			// Twice smoke's rate, so that one second presses every contract (a token bucket's
+			// burst and refill included) as smoke's own two seconds and warmup do.
+			code, stderr, res := runScenario(t, "--topology", topo, "--duration", "1s", "--rate", "600", suite+"smoke.yaml")
 			checkExit(t, code, stderr)
 			// The generator leaves a CPU to each local redis-server, at least one for itself (see
 			// cpus.Apply).
