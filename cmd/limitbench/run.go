@@ -16,6 +16,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/segment"
@@ -51,6 +52,8 @@ type runFlags struct {
 	segment              *segment.Segment
 	ci                   ciFlags
 	outs                 *ciOutputs // what the run writes for CI (--junit, --metrics-report, GitHub)
+	live                 liveFlags
+	metrics              *metrics.Exporter // the run's live metrics (--metrics-addr ...), nil without
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,6 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	f.env.register(fs)
 	f.seg.register(fs)
 	f.ci.register(fs)
+	f.live.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
@@ -140,6 +144,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	var stopLive func()
+	if f.metrics, stopLive, err = f.live.start(ctx, stderr); err != nil {
+		return err
+	}
+	defer stopLive()
 	var topologies []redisenv.Topology
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
@@ -269,7 +278,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
 	stderr = con
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs,
+		Metrics: f.metrics}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
