@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,4 +192,30 @@ func TestWindowCounts(t *testing.T) {
 	if newWindowCounts(algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 3, Window: time.Second, Scope: algorithms.PerClient}, 2, origin) != nil {
 		t.Error("window counts for a per-client contract; want none (they count per subject)")
 	}
+}
+
+// BenchmarkStageObserve measures the hot path: one outcome observed, from parallel goroutines
+// as workers do (compare with the generator's CPU per request, BenchmarkLoadgen's).
+func BenchmarkStageObserve(b *testing.B) {
+	x, err := Start(context.Background(), Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Stop(context.Background())
+	st := x.Stage(Labels{Algorithm: "a"}, nil)
+	m := &measure.Measurement{Plan: load.Plan{Arrival: load.Constant(100), Keys: load.Keys{Count: 1000}},
+		Contract: algorithms.Contract{Kind: algorithms.FixedWindow, Limit: 5, Window: time.Second}}
+	if err := st.Setup(context.Background(), m); err != nil {
+		b.Fatal(err)
+	}
+	st.Start(context.Background(), m, time.Now())
+	var client atomic.Uint32
+	b.RunParallel(func(pb *testing.PB) {
+		c := uint16(client.Add(1))
+		o := load.Outcome{Client: c, Cost: 1, Intended: time.Millisecond, Sent: 2 * time.Millisecond, Received: 3 * time.Millisecond}
+		for i := 0; pb.Next(); i++ {
+			o.Subject, o.Decision.Allowed = uint32(i%1000), i%2 == 0
+			st.Observe(&o)
+		}
+	})
 }
