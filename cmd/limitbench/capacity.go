@@ -92,6 +92,9 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
+	if err := f.live.o.Validate(); err != nil {
+		return badInput(err)
+	}
 	var out *outDir
 	if f.out == "" {
 		out, err = newOutDir("results", "capacity-"+keyName(f.algorithm)+"-"+timeStamp(time.Now()))

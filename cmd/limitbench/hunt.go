@@ -124,6 +124,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(errors.New("give exactly one scenario file"))
 	}
 	problems := f.problems()
+	if err := f.live.o.Validate(); err != nil {
+		problems = append(problems, err)
+	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	s, err := scenarios.Load(fs.Arg(0))

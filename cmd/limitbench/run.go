@@ -129,6 +129,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
 		return badInput(err)
 	}
+	if err := f.live.o.Validate(); err != nil {
+		return badInput(err)
+	}
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
 	}
