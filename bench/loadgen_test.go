@@ -362,6 +362,8 @@ func BenchmarkLoadgen(b *testing.B) {
 		b.ReportMetric(median(cpuRatios), "recording-cpu")
 	}
 
+	loadgenLive(b, e, c, rounds)
+
 	// Open-loop accuracy: saturation is the closed-loop depth-1 throughput with recording on.
 	sat := median(on)
 	for _, pct := range []int{20, 50, 80} {

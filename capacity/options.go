@@ -9,6 +9,7 @@ import (
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
@@ -61,6 +62,8 @@ type Options struct {
 	OnStep func(Step)
 	// Logf, when set, receives one line per notable step.
 	Logf func(format string, args ...any)
+	// Metrics, when set, receives every step's live figures (metrics.Exporter.Stage).
+	Metrics *metrics.Exporter
 }
 
 func (o *Options) defaults() {

@@ -18,6 +18,7 @@ import (
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
@@ -481,7 +482,9 @@ func (sw *sweep) measure1(ctx context.Context, l algorithms.Limit, p load.Plan, 
 	cost := new(measure.Cost)
 	spec := measure.Spec{Target: sw.tgt, Topology: sw.c.Topology, Algorithm: sw.alg, Limit: l, Plan: p,
 		Prefix: measure.KeyPrefix(sw.runID, sw.alg.Describe().Name, what), Logf: sw.o.Logf}
-	m, err := measure.Do(ctx, spec, measure.Functions(sw.o.Scenario.Call), cost.Stage())
+	live := sw.o.Metrics.Stage(metrics.Labels{RunID: sw.runID, Scenario: sw.o.Scenario.Name, Algorithm: sw.alg.Describe().Name,
+		Topology: sw.c.Topology}, nil)
+	m, err := measure.Do(ctx, spec, measure.Functions(sw.o.Scenario.Call), cost.Stage(), live)
 	if m.Entry != nil {
 		for _, w := range m.Entry.Warnings {
 			sw.warn(w)

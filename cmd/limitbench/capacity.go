@@ -49,6 +49,7 @@ flags:
 
 // capacityFlags are the flags of `limitbench capacity`.
 type capacityFlags struct {
+	live                liveFlags
 	env                 envFlags
 	algorithm, slo, out string
 	step, warmup        time.Duration
@@ -65,6 +66,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&f.algorithm, "algorithm", "", "the algorithm to size (required): a built-in name or a custom entry of SCENARIO")
 	fs.StringVar(&f.slo, "slo", capacity.DefaultSLO, `objective every sustainable step must meet, as a threshold ("p99 < 2ms", "p999 <= 5ms"); "none" for throughput alone`)
 	f.env.register(fs)
+	f.live.register(fs)
 	fs.StringVar(&f.env.topology, "topology", "", "single, cluster or sentinel (default: the scenario's first topology, else single)")
 	fs.DurationVar(&f.step, "step", capacity.DefaultStep, "measured length of each step of the sweep")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
@@ -90,6 +92,9 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
+	if err := f.live.o.Validate(); err != nil {
+		return badInput(err)
+	}
 	var out *outDir
 	if f.out == "" {
 		out, err = newOutDir("results", "capacity-"+keyName(f.algorithm)+"-"+timeStamp(time.Now()))
@@ -101,6 +106,11 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer out.release()
 	dir := out.path
+	var stopLive func()
+	if opts.Metrics, stopLive, err = f.live.start(ctx, stderr); err != nil {
+		return err
+	}
+	defer stopLive()
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 		fmt.Fprintf(stderr, "capacity of %s: %s\n", f.algorithm, oneLine(s.Description))

@@ -14,6 +14,7 @@ import (
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/scenarios"
@@ -26,6 +27,7 @@ func init() {
 
 // huntFlags are the flags of `limitbench hunt`.
 type huntFlags struct {
+	live                 liveFlags
 	env                  envFlags
 	topology, algorithms string
 	budget               time.Duration
@@ -40,6 +42,7 @@ type huntFlags struct {
 
 func (f *huntFlags) register(fs *flag.FlagSet) {
 	f.env.register(fs)
+	f.live.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster or single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.budget, "budget", hunt.DefaultTime, "wall time of the search per algorithm and topology (shrinking a violation takes up to as long again)")
@@ -88,7 +91,9 @@ func (f *huntFlags) outDir(scenario string, stderr io.Writer) (*outDir, error) {
 // huntLab is internal/measure's side of a hunt: resolving algorithms, checking custom scripts
 // and running trials (measure.Trials, called as the scenario calls its scripts, warnings to
 // logf), its errors marked with measure's sentinels for main's exit codes.
-func huntLab(call algorithms.CallMode, logf func(string, ...any)) hunt.Lab {
+// Each trial feeds live, when set, under the scenario's name and the hunt's run id.
+func huntLab(call algorithms.CallMode, logf func(string, ...any), live *metrics.Exporter, scenario string) hunt.Lab {
+	runID := measure.NewRunID()
 	return hunt.Lab{
 		Resolve: measure.Resolve,
 		Check: func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
@@ -96,8 +101,12 @@ func huntLab(call algorithms.CallMode, logf func(string, ...any)) hunt.Lab {
 		},
 		Trial: func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
 			batch []*trace.Trace) ([]*verify.Log, error) {
-			return measure.Trials(ctx, measure.Trial{Target: tgt, Topology: string(tgt.Info.Topology), Algorithm: a, Limit: l,
-				Call: call, Frame: frame, Logf: logf}, batch)
+			topo := string(tgt.Info.Topology)
+			stage := func() measure.Stage {
+				return live.Stage(metrics.Labels{RunID: runID, Scenario: scenario, Algorithm: a.Describe().Name, Topology: topo}, nil)
+			}
+			return measure.Trials(ctx, measure.Trial{Target: tgt, Topology: topo, Algorithm: a, Limit: l,
+				Call: call, Frame: frame, Logf: logf, Stage: stage}, batch)
 		},
 		Workers: measure.TrialWorkers,
 	}
@@ -115,6 +124,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(errors.New("give exactly one scenario file"))
 	}
 	problems := f.problems()
+	if err := f.live.o.Validate(); err != nil {
+		problems = append(problems, err)
+	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	s, err := scenarios.Load(fs.Arg(0))
@@ -137,7 +149,12 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
 		Seed: f.seed}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
-	o.Lab = huntLab(s.Call, o.Logf)
+	live, stopLive, err := f.live.start(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
+	o.Lab = huntLab(s.Call, o.Logf, live, s.Name)
 	plan, err := hunt.NewPlan(o)
 	if err != nil {
 		return badInput(err)

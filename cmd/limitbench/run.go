@@ -16,6 +16,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/internal/segment"
@@ -52,6 +53,8 @@ type runFlags struct {
 	segment              *segment.Segment
 	ci                   ciFlags
 	outs                 *ciOutputs // what the run writes for CI (--junit, --metrics-report, GitHub)
+	live                 liveFlags
+	metrics              *metrics.Exporter // the run's live metrics (--metrics-addr ...), nil without
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -60,6 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	f.env.register(fs)
 	f.seg.register(fs)
 	f.ci.register(fs)
+	f.live.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
@@ -127,6 +131,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
 		return badInput(err)
 	}
+	if err := f.live.o.Validate(); err != nil {
+		return badInput(err)
+	}
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
 	}
@@ -142,6 +149,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	var stopLive func()
+	if f.metrics, stopLive, err = f.live.start(ctx, stderr); err != nil {
+		return err
+	}
+	defer stopLive()
 	var topologies []redisenv.Topology
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
@@ -274,7 +286,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
 	stderr = con
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs,
+		Metrics: f.metrics}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)

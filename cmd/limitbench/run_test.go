@@ -55,6 +55,8 @@ func TestRunBadInput(t *testing.T) {
 		{"depth without pipeline", []string{write("depth.yaml", base+"pipeline_depth: 8\n")}, []string{"depth.yaml:7", "pipeline_depth"}},
 		{"bad threshold", []string{write("th.yaml", base+"thresholds: [\"p99 << 5ms\"]\n")}, []string{"th.yaml:7", "thresholds"}},
 		{"bad repeat", []string{"--repeat", "0", suite + "smoke.yaml"}, []string{"--repeat must be >= 1"}},
+		{"bad --metrics-addr", []string{"--metrics-addr", "9464", suite + "smoke.yaml"}, []string{`--metrics-addr "9464": want host:port`}},
+		{"bad --otlp-endpoint", []string{"--otlp-endpoint", "127.0.0.1:4318", suite + "smoke.yaml"}, []string{"--otlp-endpoint", "want an http or https URL"}},
 		{"negative procs", []string{"--procs", "-1", suite + "smoke.yaml"}, []string{"--procs must be >= 0"}},
 		{"bad backend", []string{"--backend", "vm", suite + "smoke.yaml"}, []string{`unknown backend "vm"`}},
 		{"bad override", []string{"--rate", "-1", suite + "smoke.yaml"}, []string{"--rate"}},

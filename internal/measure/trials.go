@@ -75,6 +75,8 @@ type Trial struct {
 	Frame arrival.Align
 	// Logf, when set, receives the trials' warnings (keys that could not be removed).
 	Logf func(format string, args ...any)
+	// Stage, when set, gives one more stage for each trial (live metrics).
+	Stage func() Stage
 }
 
 // Trials runs each trace of batch as one measurement of t (Do): a short real trial, on a fresh
@@ -104,7 +106,11 @@ func Trials(ctx context.Context, t Trial, batch []*trace.Trace) ([]*verify.Log, 
 				Plan: load.Plan{Arrival: load.Replay(tr), Duration: scenarios.TraceDuration(tr, 0), Clients: TrialWorkers(tr),
 					LateAfter: trialLateAfter}}
 			var at trialAt
-			m, err := Do(ctx, spec, Functions(t.Call), meeting.stage(&at))
+			stages := []Stage{Functions(t.Call), meeting.stage(&at)}
+			if t.Stage != nil {
+				stages = append(stages, t.Stage())
+			}
+			m, err := Do(ctx, spec, stages...)
 			meeting.gone(&at) // the others must not wait for a trial that ended before it got there
 			if m.Entry != nil {
 				logs[i], warnings[i] = m.Verification.Log, m.Entry.Warnings

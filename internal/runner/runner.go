@@ -22,6 +22,7 @@ import (
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/internal/metrics"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/report"
@@ -57,6 +58,8 @@ type Options struct {
 	// server started later (a restart fault's) is not pinned. When they cannot be pinned, the
 	// run goes on and Logf says why.
 	RedisCPUs []int
+	// Metrics, when set, receives every measurement's live figures (metrics.Exporter.Stage).
+	Metrics *metrics.Exporter
 
 	// windows are the windows of every contract of the run (measure.Windows), which Run fills
 	// in so that every measurement of a run has the same timeline bin, no wider than the
@@ -280,6 +283,11 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	case s.Arrival != nil && s.Arrival.Align.Every > 0:
 		stages = append(stages, measure.Align(s.Arrival.Align))
 	}
+	live := metrics.Labels{RunID: runID, Scenario: s.Name, Algorithm: name, Topology: topo}
+	if o.Segment != nil {
+		live.Segment = fmt.Sprintf("%d/%d", o.Segment.Index, o.Segment.Count)
+	}
+	stages = append(stages, o.Metrics.Stage(live, s.Faults))
 	m, err := measure.Do(ctx, spec, stages...)
 	return m.Entry, err
 }
