@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -20,12 +21,8 @@ import (
 // The policy Run hunts with, beyond the budget its caller gives (Budget's other fields).
 const (
 	// ShrinkReplays is how many times each shrink candidate is replayed; it must break the
-	// contract in every one (Budget.Replays).
+	// contract definitely in every one, by however little, to be kept (Budget.Replays).
 	ShrinkReplays = 2
-	// ShrinkMargin is how far above 1 each of those replays must score (Budget.Margin): a
-	// reproducer that broke the contract by luck, or by a single permit that timing jitter can
-	// take away, is not kept.
-	ShrinkMargin = 0.1
 	// ConfirmReplays is how many replays more, at the end, the reproducer must break the
 	// contract in, or an earlier, larger shrink step is the reproducer (Budget.Confirm).
 	ConfirmReplays = 5
@@ -93,15 +90,23 @@ func badOptions(format string, args ...any) error {
 	return &optionsError{fmt.Sprintf(format, args...)}
 }
 
-// CheckScenario reports what in s a hunt cannot honour: a WAIT after each request
-// (wait_replicas), which trials do not send. NewPlan checks it too; a caller that collects
-// every problem of its input at once calls it first.
+// CheckScenario reports what in s a hunt cannot honour, each as "file:line: field: message": a
+// WAIT after each request (wait_replicas), which trials do not send, and a fault schedule
+// (faults), which the search cannot place yet: a hunt without them would report what held
+// without the faults the scenario asks for. NewPlan checks it too; a caller that collects every
+// problem of its input at once calls it first.
 func CheckScenario(s *scenarios.Scenario) error {
+	var errs []error
 	if s.Wait.Enabled() {
 		// Trials have loads of their own; a WAIT they did not send must not be taken for measured.
-		return fmt.Errorf("%s: wait_replicas applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)", s.File)
+		errs = append(errs, errors.New(s.ProblemAt("wait_replicas",
+			"applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)").String()))
 	}
-	return nil
+	if len(s.Faults) > 0 {
+		errs = append(errs, errors.New(s.ProblemAt("faults",
+			"a hunt cannot place faults yet, and would report what held without them; hunt a copy without faults, or measure the faults with limitbench run").String()))
+	}
+	return errors.Join(errs...)
 }
 
 // Plan is a hunt ready to run: its options checked and the scenario's algorithms resolved into
@@ -137,6 +142,9 @@ func NewPlan(o Options) (*Plan, error) {
 	s := o.Scenario
 	if err := errors.Join(CheckScenario(s), o.Bounds.Validate()); err != nil {
 		return nil, err
+	}
+	if o.Time < o.Bounds.Span {
+		return nil, badOptions("hunt: time %s is shorter than one trial (a schedule of up to %s): give at least the span", o.Time, o.Bounds.Span)
 	}
 	p := &Plan{o: o}
 	skews := skewsOf(s.ClockSkew)
@@ -275,7 +283,7 @@ func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 	cfg := Config{
 		Target: q.target,
 		Bounds: o.Bounds,
-		Budget: Budget{Time: o.Time, Trials: o.Trials, Batch: o.Batch, Replays: ShrinkReplays, Margin: ShrinkMargin, Confirm: ConfirmReplays},
+		Budget: Budget{Time: o.Time, Trials: o.Trials, Batch: o.Batch, Replays: ShrinkReplays, Confirm: ConfirmReplays},
 		Seed:   o.Seed,
 		Trial: func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
 			return o.Lab.Trial(ctx, tgt, q.alg, o.Scenario.Limit, frame, batch)
@@ -310,7 +318,7 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 			} else {
 				files.Scenario = base + "-repro.yaml"
 				out.Scenarios[files.Scenario] = reproScenario(s, q.target.Algorithm, topo, files.Shrunk, res.Frame, sr.Trace,
-					algs, p.o.Lab.Workers(sr.Trace))
+					algs, p.o.Lab.Workers(sr.Trace), filepath.Join(dir, files.Scenario))
 			}
 		}
 	}
@@ -319,13 +327,29 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 	out.File.Entries = append(out.File.Entries, e)
 	switch v := res.Violation; {
 	case v != nil && v.Shrunk != nil:
-		p.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %d to %d requests%s: %s", e.Algorithm, topo, v.Trial,
-			v.Score(), v.Shrunk.From.Rows, v.Shrunk.To.Rows, confirmText(v.Confirmation), filepath.Join(dir, e.Reproducer()))
+		minimal := ""
+		if v.Shrunk.Minimal {
+			minimal = " (1-minimal)"
+		}
+		p.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %s to %s%s%s; replay: %s", e.Algorithm, topo, v.Trial,
+			v.Score(), requestsText(v.Shrunk.From), requestsText(v.Shrunk.To), minimal, confirmText(v.Confirmation), ReplayCommand(dir, &e))
 	case v != nil:
 		p.logf("hunt %s on %s: violation at trial %d (score %.3f)", e.Algorithm, topo, v.Trial, v.Score())
 	default:
 		p.logf("hunt %s on %s: no violation in %d trials (%s); closest approach %.3f", e.Algorithm, topo, res.Trials, res.Stop, e.BestScore)
 	}
+}
+
+// ReplayCommand returns what replays e's violation from the directory the hunt ran in, dir being
+// its results directory as the hunt was given it: `limitbench run DIR/REPRO.yaml` for a
+// reproducer scenario, else the path of the trace that holds the schedule. e must have a
+// Violation.
+func ReplayCommand(dir string, e *Entry) string {
+	path := filepath.Join(dir, e.Reproducer())
+	if strings.HasSuffix(path, ".yaml") {
+		return "limitbench run " + path
+	}
+	return path
 }
 
 // confirmText says in a few words how the reproducer fared in its confirmation replays.

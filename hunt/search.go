@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -41,16 +42,12 @@ type Budget struct {
 	Shrink int
 	// ShrinkTime is the wall time shrinking may take (default Time).
 	ShrinkTime time.Duration
-	// Replays is how many times each shrink candidate is replayed; it must violate the
-	// contract in every one to be kept (default 1). More replays keep a reproducer that
-	// violates only by luck out.
+	// Replays is how many times each shrink candidate is replayed (default 1); shrinking keeps
+	// a candidate only when every replay breaks the contract definitely, however small the
+	// excess (an off-by-one is one permit over), and counts a row deletion towards minimality
+	// only when no replay of it does (Answer). More replays keep a reproducer that violates only
+	// by luck out.
 	Replays int
-	// Margin is how far above 1 a shrink candidate must score in every replay to be kept
-	// (default 0: any definite violation). A reproducer shrunk to the brink of the limit (one
-	// permit over) breaks the contract again only when the replay's timing is as lucky; a
-	// margin keeps it some permits over, so it reproduces more often. The violation the search
-	// found is the reproducer when no smaller schedule keeps the margin.
-	Margin float64
 	// Confirm is how many times the shrunk reproducer is replayed, in one batch, once shrinking
 	// ends (0: not confirmed). It is kept only when every replay breaks the contract (scores
 	// above 1: what a `limitbench run` of it judges a fail); otherwise the schedules shrinking
@@ -122,6 +119,10 @@ type Progress struct {
 	Best float64
 	// Rows is the size of the best schedule (search) or the current shrunk one.
 	Rows int
+	// Waiting, when not zero, says that the next batch waits that long for the hunt's frame
+	// (the clock's phase its schedules start at: a minute boundary for minute windows) before
+	// it runs; Waited is the time all batches so far waited for it, in every phase.
+	Waiting, Waited time.Duration
 }
 
 // Stop says why a search ended.
@@ -191,9 +192,12 @@ type Result struct {
 	Frame arrival.Align
 	// Families are the names of the families that applied.
 	Families []string
-	// Trials counts the schedules the search ran; Elapsed is the time it took.
+	// Trials counts the schedules the search ran; Elapsed is the time it took. Waited is the
+	// part of the hunt's time (search, shrink and confirmation) that its trials spent waiting
+	// for the frame, as the frame puts it (Frame.Start); it is no measure of the limiter.
 	Trials  int
 	Elapsed time.Duration
+	Waited  time.Duration
 	Stop    Stop
 	// Best is the candidate with the highest score (the violation, when there is one); nil
 	// when no trial ran.
@@ -245,6 +249,7 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 		fams:   fams,
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x68756e74)),
 		seen:   map[uint64]bool{},
+		now:    now,
 		res: &Result{
 			Target: cfg.Target,
 			Frame:  FrameOf(cfg.Target, bounds),
@@ -265,8 +270,9 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 			Batch:    max(1, budget.Batch/budget.Replays),
 			Deadline: now().Add(budget.ShrinkTime),
 			Now:      now,
-			Progress: cfg.Progress,
+			Progress: s.progress,
 			Skews:    cfg.Target.Skews,
+			Score:    v.Score(),
 		})
 		v.Shrunk = sr
 		if err != nil {
@@ -303,7 +309,7 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 		for i := range batch {
 			batch[i] = t
 		}
-		logs, err := s.cfg.Trial(ctx, batch)
+		logs, err := s.trial(ctx, Progress{Phase: "confirm", Trials: c.Replays, Rows: len(t.Rows)}, batch)
 		if err != nil {
 			return false, err
 		}
@@ -374,6 +380,7 @@ type search struct {
 	seen   map[uint64]bool
 	made   int // candidates proposed so far
 	res    *Result
+	now    func() time.Time
 }
 
 // run runs batches until a violation, the budget or ctx ends the search.
@@ -403,7 +410,7 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 		for i, c := range batch {
 			traces[i] = c.Trace
 		}
-		logs, err := s.cfg.Trial(ctx, traces)
+		logs, err := s.trial(ctx, s.searchProgress(start), traces)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.res.Stop = StopCanceled
@@ -431,15 +438,44 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 				s.res.Violation = &Violation{Candidate: *c, Report: rep}
 			}
 		}
-		if p := s.cfg.Progress; p != nil {
-			p(Progress{Phase: "search", Trials: s.res.Trials, Elapsed: now().Sub(start), Best: s.res.Best.Score(), Rows: len(s.res.Best.Trace.Rows)})
-		}
+		s.progress(s.searchProgress(start))
 		if s.res.Violation != nil {
 			s.res.Best = &s.res.Violation.Candidate
 			s.res.Stop = StopViolation
 			return nil
 		}
 	}
+}
+
+// searchProgress is the search's state since start, for Progress.
+func (s *search) searchProgress(start time.Time) Progress {
+	p := Progress{Phase: "search", Trials: s.res.Trials, Elapsed: s.now().Sub(start)}
+	if b := s.res.Best; b != nil {
+		p.Best, p.Rows = b.Score(), len(b.Trace.Rows)
+	}
+	return p
+}
+
+// progress gives p, with the time waited so far, to Config.Progress.
+func (s *search) progress(p Progress) {
+	if f := s.cfg.Progress; f != nil {
+		p.Waited = s.res.Waited
+		f(p)
+	}
+}
+
+// trial runs batch with the hunt's trial. When the batch will wait a second or more for the
+// frame, it first says so on Progress (p, with Waiting set); the wait, as the frame puts it, is
+// added to Result.Waited.
+func (s *search) trial(ctx context.Context, p Progress, batch []*trace.Trace) ([]*verify.Log, error) {
+	at := s.now()
+	wait := s.res.Frame.Start(at).Sub(at)
+	if wait >= time.Second {
+		p.Waiting = wait
+		s.progress(p)
+	}
+	s.res.Waited += wait
+	return s.cfg.Trial(ctx, batch)
 }
 
 // better orders candidates: higher score first, then fewer rows, then earlier trial.
@@ -509,34 +545,38 @@ func (s *search) next() *Candidate {
 	return &Candidate{Trace: mutate(s.cfg.Target, s.bounds, s.rng, p.Trace), Family: p.Family, Mutations: p.Mutations + 1}
 }
 
-// predicate replays traces with the hunt's trial: a trace still violates when every one of its
-// Budget.Replays replays scores above 1 + Budget.Margin.
+// predicate replays each trace Budget.Replays times with the hunt's trial and answers how many
+// replays broke the contract definitely (scored above 1), and the lowest score.
 func (s *search) predicate() Predicate {
 	r := s.budget.Replays
-	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
 		traces := make([]*trace.Trace, 0, len(batch)*r)
 		for _, t := range batch {
 			for range r {
 				traces = append(traces, t)
 			}
 		}
-		logs, err := s.cfg.Trial(ctx, traces)
+		logs, err := s.trial(ctx, Progress{Phase: "shrink", Trials: len(traces)}, traces)
 		if err != nil {
 			return nil, err
 		}
 		if len(logs) != len(traces) {
 			return nil, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(traces))
 		}
-		out := make([]bool, len(batch))
+		out := make([]Answer, len(batch))
 		for i := range batch {
-			out[i] = true
+			a := Answer{Replays: r, Score: math.Inf(1)}
 			for k := range r {
 				ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i*r+k])
 				if err != nil {
 					return nil, err
 				}
-				out[i] = out[i] && ap.Score > 1+s.budget.Margin
+				a.Score = min(a.Score, ap.Score)
+				if ap.Score > 1 {
+					a.Broke++
+				}
 			}
+			out[i] = a
 		}
 		return out, nil
 	}

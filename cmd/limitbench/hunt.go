@@ -52,8 +52,11 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 // problems returns every problem of the flags' values at once.
 func (f *huntFlags) problems() []error {
 	var problems []error
-	if f.budget <= 0 {
+	switch {
+	case f.budget <= 0:
 		problems = append(problems, fmt.Errorf("--budget must be > 0, got %s", f.budget))
+	case f.span > 0 && f.budget < f.span:
+		problems = append(problems, fmt.Errorf("--budget %s is too short for one trial (each lasts about --span, %s): give at least %s", f.budget, f.span, f.span))
 	}
 	if f.trials < 0 {
 		problems = append(problems, fmt.Errorf("--trials must be >= 0, got %d", f.trials))
@@ -149,7 +152,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := out.Write(dir.path); err != nil {
 		return fmt.Errorf("write results to %s: %w", dir.path, err)
 	}
-	hunt.WriteSummary(stdout, out.File)
+	hunt.WriteSummary(stdout, out.File, dir.path)
 	fmt.Fprintf(stdout, "results: %s\n", dir.path)
 	switch {
 	case interrupted:
@@ -187,9 +190,23 @@ func huntOutput(stderr io.Writer, quiet bool) (logf func(string, ...any), progre
 		progress = func(alg, topo string, p hunt.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(stderr, "\r\033[Khunt %s %s: %s, %d trials, %s, best %.3f, %d rows", alg, topo, p.Phase, p.Trials,
-				p.Elapsed.Truncate(100*time.Millisecond), p.Best, p.Rows)
+			fmt.Fprint(stderr, "\r\033[K"+progressLine(alg, topo, p))
 		}
 	}
 	return logf, progress
+}
+
+// progressLine is the live line of a hunt's progress: the phase, its trials, time, best score
+// and rows, and the time spent waiting for the clock's phase (a minute boundary for minute
+// windows), or the wait the next batch is starting.
+func progressLine(alg, topo string, p hunt.Progress) string {
+	line := fmt.Sprintf("hunt %s %s: %s", alg, topo, p.Phase)
+	if p.Waiting > 0 {
+		return line + fmt.Sprintf(", waiting %s for the clock's phase (%s waited so far)", p.Waiting.Round(time.Second), p.Waited.Round(time.Second))
+	}
+	line += fmt.Sprintf(", %d trials, %s, best %.3f, %d rows", p.Trials, p.Elapsed.Truncate(100*time.Millisecond), p.Best, p.Rows)
+	if p.Waited >= time.Second {
+		line += fmt.Sprintf(", %s waiting for the clock's phase", p.Waited.Round(time.Second))
+	}
+	return line
 }
