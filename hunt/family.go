@@ -198,9 +198,9 @@ func refillPoint(g *gen) {
 	}
 }
 
-// anchorPeriods returns the periods a limiter may count from its first request: the window (or
-// the time a bucket takes to refill its capacity), a bucket's refill period and fractions of
-// it, and a few permits' refill times, each once, at most half the span.
+// anchorPeriods returns the periods a limiter may count from its first request, likeliest
+// first: the window (or the time a bucket takes to refill its capacity), a bucket's refill
+// period and fractions of it, and a few permits' refill times, each once, at most half the span.
 func (g *gen) anchorPeriods() []time.Duration {
 	var out []time.Duration
 	add := func(d time.Duration) {
@@ -220,6 +220,10 @@ func (g *gen) anchorPeriods() []time.Duration {
 	return out
 }
 
+// anchorGuard is how far at least the anchored family's bursts stay from the instant they
+// straddle.
+const anchorGuard = 3 * time.Millisecond
+
 // anchored: one request at t0 creates the limiter's state, and with it whatever the limiter
 // counts from its first request (a refill every P, a window of W); k whole periods Q later the
 // allowance is spent just before t0 + k·Q and again just after it. A bucket that adds R tokens
@@ -230,11 +234,13 @@ func anchored(g *gen) {
 		windowBoundary(g)
 		return
 	}
-	q := qs[0]
-	if g.rng.IntN(3) == 0 {
-		q = qs[g.rng.IntN(len(qs))]
+	// The likelier periods first: the first half the time, the second a quarter, and so on.
+	i := 0
+	for i < len(qs)-1 && g.rng.IntN(2) == 0 {
+		i++
 	}
-	room := min(q/4, 50*time.Millisecond)
+	q := qs[i]
+	room := max(min(q/4, 50*time.Millisecond), anchorGuard)
 	most := int((g.b.Span - room) / q) // periods that fit after t0 = 0
 	if most < 1 {
 		most = 1
@@ -248,11 +254,12 @@ func anchored(g *gen) {
 	cs := g.burstClients(2, g.skew())
 	g.add(t0, cs[0], s, 1)
 	at := t0 + k*q
-	// Before the instant by at least a millisecond (the first request's round trip), after it
-	// by a little.
-	d1 := time.Millisecond + g.small(room)
-	g.burst(at-d1, g.small(d1-time.Millisecond/2), g.count(), cs, s)
-	g.burst(at+g.small(room), g.small(room), g.count(), cs, s)
+	// On either side of the instant by a few milliseconds at least: the limiter counts from the
+	// moment the first request reached it, some way into its round trip (a new connection's
+	// dial included), and a burst of many requests is not decided at one instant either.
+	d1 := anchorGuard + g.small(room)
+	g.burst(at-d1, g.small(d1-anchorGuard/2), g.count(), cs, s)
+	g.burst(at+anchorGuard+g.small(room), g.small(room), g.count(), cs, s)
 }
 
 // keyExpiry: the first request at t0 creates a key that lives W (a window counted from its

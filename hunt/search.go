@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -33,7 +32,8 @@ type Budget struct {
 	// Trials is the most schedules the search runs; 0 bounds them by Time only.
 	Trials int
 	// Batch is the number of schedules given to one Trial call, and of shrink candidates
-	// replayed together (default 1). Batches let trials share one wait for the frame.
+	// replayed together, each Replays times (so Batch·Replays trials at once) (default 1).
+	// Batches let trials share one wait for the frame.
 	Batch int
 	// Keep is the number of best candidates kept for mutation (default 8).
 	Keep int
@@ -267,7 +267,7 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 	if v := s.res.Violation; v != nil && budget.Shrink > 0 && ctx.Err() == nil {
 		sr, err := Shrink(ctx, v.Trace, s.predicate(), ShrinkOptions{
 			Calls:    budget.Shrink,
-			Batch:    max(1, budget.Batch/budget.Replays),
+			Batch:    budget.Batch,
 			Deadline: now().Add(budget.ShrinkTime),
 			Now:      now,
 			Progress: s.progress,
@@ -305,29 +305,15 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 	broke := map[int]int{}
 	try := func(back int) (bool, error) {
 		t := path[last-back]
-		batch := make([]*trace.Trace, c.Replays)
-		for i := range batch {
-			batch[i] = t
+		trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+			return s.trial(ctx, Progress{Phase: "confirm", Trials: len(batch), Rows: len(t.Rows)}, batch)
 		}
-		logs, err := s.trial(ctx, Progress{Phase: "confirm", Trials: c.Replays, Rows: len(t.Rows)}, batch)
+		a, err := replay(ctx, trial, s.cfg.Target.Contract, s.cfg.Target.Algorithm, []*trace.Trace{t}, c.Replays)
 		if err != nil {
 			return false, err
 		}
-		if len(logs) != len(batch) {
-			return false, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(batch))
-		}
-		n := 0
-		for _, l := range logs {
-			ap, err := verify.ApproachOf(s.cfg.Target.Contract, l)
-			if err != nil {
-				return false, err
-			}
-			if ap.Score > 1 {
-				n++
-			}
-		}
-		broke[back] = n
-		return n == c.Replays, nil
+		broke[back] = a[0].Broke
+		return a[0].Holds(), nil
 	}
 	// Exponential steps back until one holds (hi), the one before it failing (lo).
 	lo, hi := -1, -1
@@ -548,37 +534,11 @@ func (s *search) next() *Candidate {
 // predicate replays each trace Budget.Replays times with the hunt's trial and answers how many
 // replays broke the contract definitely (scored above 1), and the lowest score.
 func (s *search) predicate() Predicate {
-	r := s.budget.Replays
+	trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+		return s.trial(ctx, Progress{Phase: "shrink", Trials: len(batch)}, batch)
+	}
 	return func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
-		traces := make([]*trace.Trace, 0, len(batch)*r)
-		for _, t := range batch {
-			for range r {
-				traces = append(traces, t)
-			}
-		}
-		logs, err := s.trial(ctx, Progress{Phase: "shrink", Trials: len(traces)}, traces)
-		if err != nil {
-			return nil, err
-		}
-		if len(logs) != len(traces) {
-			return nil, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(traces))
-		}
-		out := make([]Answer, len(batch))
-		for i := range batch {
-			a := Answer{Replays: r, Score: math.Inf(1)}
-			for k := range r {
-				ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i*r+k])
-				if err != nil {
-					return nil, err
-				}
-				a.Score = min(a.Score, ap.Score)
-				if ap.Score > 1 {
-					a.Broke++
-				}
-			}
-			out[i] = a
-		}
-		return out, nil
+		return replay(ctx, trial, s.cfg.Target.Contract, s.cfg.Target.Algorithm, batch, s.budget.Replays)
 	}
 }
 
