@@ -120,6 +120,17 @@
 // about and broke the contract in none of its replays; a deletion that broke it in some replays
 // but not all leaves the claim unmade.
 //
+// # Corpus
+//
+// A corpus is a directory of reproducers kept across hunts, as Hypothesis' example database
+// and rapid's fail files keep failing examples (LoadCorpus says what an entry is). With
+// Options.Corpus, Plan.Run gives each search the entries of its algorithm saved with the
+// scenario's limit at the hunt's frame (Config.Corpus): Hunt runs them first, every one
+// whatever the budget, so a flaw that came back is found at once and shrunk again; then it
+// searches as without them. Each new reproducer is saved there (Outcome.Corpus,
+// CorpusFiles.Write) as a scenario that expects the contract to hold, so that `limitbench run`
+// of the corpus's scenarios fails in CI while any of them still breaks its contract.
+//
 // # Waiting for the frame
 //
 // Every trial starts at the hunt's frame, so a batch waits up to one period for it (a minute for

@@ -52,7 +52,9 @@ type Entry struct {
 	Align arrival.Align `json:"align"`
 	// Trials counts the schedules run; ElapsedS is the search's time; Stop why it ended
 	// (violation, trials, time, canceled, exhausted).
-	Trials   int     `json:"trials"`
+	Trials int `json:"trials"`
+	// Corpus counts the reproducers of the corpus (hunt --corpus) run first, among Trials.
+	Corpus   int     `json:"corpus,omitempty"`
 	ElapsedS float64 `json:"elapsed_s"`
 	Stop     string  `json:"stop"`
 	// WaitedS is the time the trials of every phase (search, shrink, confirmation) spent
@@ -154,6 +156,7 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		Families:  append([]string{}, res.Families...),
 		Align:     res.Frame,
 		Trials:    res.Trials,
+		Corpus:    res.Corpus,
 		ElapsedS:  res.Elapsed.Seconds(),
 		Stop:      string(res.Stop),
 		WaitedS:   res.Waited.Seconds(),

@@ -80,6 +80,10 @@ func entryView(e *Entry) (row, section) {
 	s := section{Heading: e.Algorithm + " on " + e.Topology, Label: label, Class: class}
 	s.Lines = append(s.Lines, fmt.Sprintf("Families: %s. Time zero at %ss past a multiple of %ss.", strings.Join(e.Families, ", "),
 		report.Number(e.Align.Offset.Seconds()), report.Number(e.Align.Every.Seconds())))
+	if e.Corpus > 0 {
+		s.Lines = append(s.Lines, fmt.Sprintf("Replayed %d %s of the corpus before searching.", e.Corpus,
+			report.Plural(int64(e.Corpus), "reproducer", "reproducers")))
+	}
 	if len(e.SkewsS) > 0 {
 		skews := make([]string, len(e.SkewsS))
 		for i, k := range e.SkewsS {

@@ -15,6 +15,7 @@ import (
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -67,7 +68,11 @@ type Options struct {
 	Trials, Batch int
 	// Seed seeds every choice of the search.
 	Seed uint64
-	Lab  Lab
+	// Corpus, when set, is a corpus directory (see LoadCorpus): the entries of each algorithm
+	// hunted, saved with the scenario's limit at the hunt's frame, are replayed before the
+	// search (Config.Corpus), and each new reproducer is saved there (Outcome.Corpus).
+	Corpus string
+	Lab    Lab
 	// Logf, when set, is given a line for every step worth a line: each environment's start
 	// and stop, each algorithm's contract, what its hunt found.
 	Logf func(format string, args ...any)
@@ -116,6 +121,7 @@ type Plan struct {
 	o       Options
 	quarry  []quarry
 	skipped []string
+	corpus  []CorpusEntry
 }
 
 // quarry is one algorithm to hunt.
@@ -147,6 +153,12 @@ func NewPlan(o Options) (*Plan, error) {
 		return nil, badOptions("hunt: time %s is shorter than one trial (a schedule of up to %s): give at least the span", o.Time, o.Bounds.Span)
 	}
 	p := &Plan{o: o}
+	if o.Corpus != "" {
+		var err error
+		if p.corpus, err = LoadCorpus(o.Corpus); err != nil {
+			return nil, err
+		}
+	}
 	skews := skewsOf(s.ClockSkew)
 	for _, e := range s.ResolveAlgorithms() {
 		a, err := l.Resolve(s, e)
@@ -196,6 +208,10 @@ type Outcome struct {
 	Traces map[string]*trace.Trace
 	// Scenarios are the reproducer scenarios, YAML that `limitbench run` replays.
 	Scenarios map[string][]byte
+	// Corpus is what Run saves into Options.Corpus (WriteCorpus writes it): each new
+	// reproducer as a corpus entry, a scenario and its trace, by file name; nil without a
+	// corpus.
+	Corpus *CorpusFiles
 }
 
 // Run hunts every target on every topology of the scenario, one environment started and
@@ -212,6 +228,9 @@ func (p *Plan) Run(ctx context.Context, dir string) (*Outcome, error) {
 			SpanS: o.Bounds.Span.Seconds(), Entries: []Entry{}},
 		Traces:    map[string]*trace.Trace{},
 		Scenarios: map[string][]byte{},
+	}
+	if o.Corpus != "" {
+		out.Corpus = &CorpusFiles{Dir: o.Corpus, Traces: map[string]*trace.Trace{}, Scenarios: map[string][]byte{}}
 	}
 	err := p.run(ctx, dir, out)
 	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
@@ -275,8 +294,8 @@ func (p *Plan) topology(ctx context.Context, tgt *redisenv.Target, topo, dir str
 	return nil
 }
 
-// config is the search of q on tgt: the options' budget with Run's shrink policy, and trials
-// through the Lab.
+// config is the search of q on tgt: the options' budget with Run's shrink policy, trials
+// through the Lab, and the corpus's entries of q (which it names on Logf).
 func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 	o := p.o
 	frame := FrameOf(q.target, o.Bounds)
@@ -291,6 +310,12 @@ func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 	}
 	if o.Progress != nil {
 		cfg.Progress = func(pr Progress) { o.Progress(q.target.Algorithm, topo, pr) }
+	}
+	if o.Corpus != "" {
+		var other int
+		cfg.Corpus, other = corpusFor(p.corpus, q.target.Algorithm, o.Scenario.Limit, frame)
+		p.logf("hunt %s on %s: %d %s of the corpus %s to replay first (%d saved with another limit or frame left out)", q.target.Algorithm, topo,
+			len(cfg.Corpus), report.Plural(int64(len(cfg.Corpus)), "reproducer", "reproducers"), o.Corpus, other)
 	}
 	return cfg
 }
@@ -320,6 +345,9 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 				out.Scenarios[files.Scenario] = reproScenario(s, q.target.Algorithm, topo, files.Shrunk, res.Frame, sr.Trace,
 					algs, p.o.Lab.Workers(sr.Trace), filepath.Join(dir, files.Scenario))
 			}
+			if err := p.save(out.Corpus, q, topo, res.Frame, sr.Trace); err != nil {
+				p.logf("hunt %s on %s: reproducer not saved to the corpus: %v", q.target.Algorithm, topo, err)
+			}
 		}
 	}
 	e := NewEntry(res, topo, files)
@@ -331,10 +359,11 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 		if v.Shrunk.Minimal {
 			minimal = " (1-minimal)"
 		}
-		p.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %s to %s%s%s; replay: %s", e.Algorithm, topo, v.Trial,
-			v.Score(), requestsText(v.Shrunk.From), requestsText(v.Shrunk.To), minimal, confirmText(v.Confirmation), ReplayCommand(dir, &e))
+		p.logf("hunt %s on %s: violation at trial %d%s (score %.3f), shrunk from %s to %s%s%s; replay: %s", e.Algorithm, topo, v.Trial,
+			fromCorpus(&v.Candidate), v.Score(), requestsText(v.Shrunk.From), requestsText(v.Shrunk.To), minimal, confirmText(v.Confirmation),
+			ReplayCommand(dir, &e))
 	case v != nil:
-		p.logf("hunt %s on %s: violation at trial %d (score %.3f)", e.Algorithm, topo, v.Trial, v.Score())
+		p.logf("hunt %s on %s: violation at trial %d%s (score %.3f)", e.Algorithm, topo, v.Trial, fromCorpus(&v.Candidate), v.Score())
 	default:
 		p.logf("hunt %s on %s: no violation in %d trials (%s); closest approach %.3f", e.Algorithm, topo, res.Trials, res.Stop, e.BestScore)
 	}

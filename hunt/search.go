@@ -99,6 +99,12 @@ type Config struct {
 	Families []string
 	// Seed seeds every choice the search and the families make.
 	Seed uint64
+	// Corpus are schedules saved by earlier hunts, run first, in order, in batches of their
+	// own, before any family's (each is a candidate of family "corpus:NAME"). They are all run
+	// whatever the budget (but not after ctx is canceled), and they count as trials. After
+	// them the families make the schedules they make without a corpus, and the corpus's
+	// schedules are kept for mutation like any other.
+	Corpus []Known
 	// Trial runs schedules (required).
 	Trial Trial
 	// Now reads the clock that measures the budget (default time.Now).
@@ -192,6 +198,9 @@ type Result struct {
 	Frame arrival.Align
 	// Families are the names of the families that applied.
 	Families []string
+	// Corpus counts the schedules of Config.Corpus that were run (one already run is not run
+	// again).
+	Corpus int
 	// Trials counts the schedules the search ran; Elapsed is the time it took. Waited is the
 	// part of the hunt's time (search, shrink and confirmation) that its trials spent waiting
 	// for the frame, as the frame puts it (Frame.Start); it is no measure of the limiter.
@@ -364,7 +373,8 @@ type search struct {
 	rng    *rand.Rand
 	kept   []*Candidate // best first
 	seen   map[uint64]bool
-	made   int // candidates proposed so far
+	made   int // family and mutated candidates proposed so far
+	known  int // schedules of Config.Corpus proposed so far
 	res    *Result
 	now    func() time.Time
 }
@@ -372,19 +382,23 @@ type search struct {
 // run runs batches until a violation, the budget or ctx ends the search.
 func (s *search) run(ctx context.Context, start time.Time, now func() time.Time) error {
 	for {
+		known := len(s.cfg.Corpus) - s.known // the corpus is run whatever the budget
 		switch {
 		case ctx.Err() != nil:
 			s.res.Stop = StopCanceled
 			return nil
-		case s.budget.Trials > 0 && s.res.Trials >= s.budget.Trials:
+		case known == 0 && s.budget.Trials > 0 && s.res.Trials >= s.budget.Trials:
 			s.res.Stop = StopTrials
 			return nil
-		case now().Sub(start) >= s.budget.Time:
+		case known == 0 && now().Sub(start) >= s.budget.Time:
 			s.res.Stop = StopTime
 			return nil
 		}
 		n := s.budget.Batch
-		if s.budget.Trials > 0 {
+		switch {
+		case known > 0:
+			n = min(n, known)
+		case s.budget.Trials > 0:
 			n = min(n, s.budget.Trials-s.res.Trials)
 		}
 		batch := s.propose(n)
@@ -509,13 +523,20 @@ func (s *search) propose(n int) []*Candidate {
 			continue
 		}
 		s.seen[h] = true
+		if c.Mutations == 0 && strings.HasPrefix(c.Family, corpusFamily) {
+			s.res.Corpus++
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// next makes the next candidate.
+// next makes the next candidate: the corpus's first, then the families' and mutations.
 func (s *search) next() *Candidate {
+	if k := s.known; k < len(s.cfg.Corpus) {
+		s.known++
+		return &Candidate{Trace: s.cfg.Corpus[k].Trace, Family: corpusFamily + s.cfg.Corpus[k].Name}
+	}
 	k := s.made
 	s.made++
 	if k < 2*len(s.fams) {

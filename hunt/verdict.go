@@ -85,15 +85,8 @@ func WriteSummary(w io.Writer, f *File, dir string) {
 // Write writes o into dir: every trace and reproducer scenario, hunt.json, and the report
 // (WriteReport). It stops at the first error.
 func (o *Outcome) Write(dir string) error {
-	for name, t := range o.Traces {
-		if err := trace.Write(filepath.Join(dir, name), t); err != nil {
-			return err
-		}
-	}
-	for name, y := range o.Scenarios {
-		if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
-			return err
-		}
+	if err := writeFiles(dir, o.Traces, o.Scenarios); err != nil {
+		return err
 	}
 	var js bytes.Buffer
 	if err := o.File.Write(&js); err != nil {
@@ -104,4 +97,19 @@ func (o *Outcome) Write(dir string) error {
 	}
 	_, err := WriteReport(dir, o.File)
 	return err
+}
+
+// writeFiles writes every trace and scenario into dir by its name, stopping at the first error.
+func writeFiles(dir string, traces map[string]*trace.Trace, scenarios map[string][]byte) error {
+	for name, t := range traces {
+		if err := trace.Write(filepath.Join(dir, name), t); err != nil {
+			return err
+		}
+	}
+	for name, y := range scenarios {
+		if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ type huntFlags struct {
 	trials, batch        int
 	seed                 uint64
 	span                 time.Duration
-	out                  string
+	out, corpus          string
 	force, quiet         bool
 	procs                int
 }
@@ -44,6 +44,7 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of every choice of the search: the same seed explores the same schedules")
 	fs.DurationVar(&f.span, "span", hunt.DefaultSpan, "longest schedule: one trial lasts about this long")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-hunt-<UTC time>/); refused when it holds a hunt.json already, unless --force")
+	fs.StringVar(&f.corpus, "corpus", "", "corpus directory: replay every reproducer saved there for an algorithm hunted before searching, and save each new reproducer there (created when missing); `limitbench run DIR/*.yaml` fails while one still breaks its contract")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
@@ -126,7 +127,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(err)
 	}
 	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
-		Seed: f.seed, Lab: huntLab}
+		Seed: f.seed, Corpus: f.corpus, Lab: huntLab}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
 	plan, err := hunt.NewPlan(o)
 	if err != nil {
@@ -149,11 +150,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	out, runErr := plan.Run(ctx, dir.path)
 	interrupted := ctx.Err() != nil || errors.Is(runErr, runner.ErrInterrupted)
-	if err := out.Write(dir.path); err != nil {
-		return fmt.Errorf("write results to %s: %w", dir.path, err)
+	if err := writeHunt(stdout, out, dir.path); err != nil {
+		return err
 	}
-	hunt.WriteSummary(stdout, out.File, dir.path)
-	fmt.Fprintf(stdout, "results: %s\n", dir.path)
 	switch {
 	case interrupted:
 		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))
@@ -165,6 +164,27 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := hunt.Verdict(out.File, s.Expect); err != nil {
 		return failed(err)
+	}
+	return nil
+}
+
+// writeHunt writes out into the results directory dir and its new reproducers into the corpus,
+// then the summary, where the results are, and each reproducer saved to the corpus.
+func writeHunt(stdout io.Writer, out *hunt.Outcome, dir string) error {
+	if err := out.Write(dir); err != nil {
+		return fmt.Errorf("write results to %s: %w", dir, err)
+	}
+	if c := out.Corpus; c != nil {
+		if err := c.Write(); err != nil {
+			return fmt.Errorf("save reproducers to the corpus %s: %w", c.Dir, err)
+		}
+	}
+	hunt.WriteSummary(stdout, out.File, dir)
+	fmt.Fprintf(stdout, "results: %s\n", dir)
+	if c := out.Corpus; c != nil {
+		for _, saved := range c.Saved() {
+			fmt.Fprintf(stdout, "saved to the corpus: %s\n", saved)
+		}
 	}
 	return nil
 }
