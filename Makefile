@@ -6,12 +6,23 @@ BIN := bin/limitbench
 export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: all build test check bench bench-loadgen bench-gate demo redis-image redis-server clean
+.PHONY: all build test check bench bench-loadgen bench-gate demo redis-image redis-server clean \
+	release-snapshot image
+
+# What a build says it is (internal/version, `limitbench version`): the newest v* tag as git
+# describe tells it, or v0.0.0-<commit> without a tag ("-dirty" with uncommitted changes); the
+# commit and its date (UTC). goreleaser sets the same for a release.
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+DATE := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	echo "v0.0.0-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)")
+VERSION_PKG := github.com/limitbench/limitbench/internal/version
+LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).date=$(DATE)
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/limitbench
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/limitbench
 
 # redis-server: install it with apt-get on Debian-like systems when we are root, else say what to do.
 redis-server:
@@ -53,6 +64,32 @@ bench-loadgen: redis-server
 bench-gate: redis-server
 	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout 20m -v ./bench/ -args -gate-power -gate-power-run-flags '$(GATE_RUN_FLAGS)'
 
+# goreleaser, pinned in its own module (build/tools: its hundreds of dependencies stay out of
+# limitbench's go.mod), built from the Go module proxy.
+GORELEASER := bin/goreleaser
+$(GORELEASER): build/tools/go.mod build/tools/go.sum
+	$(GO) build -C build/tools -o $(CURDIR)/$(GORELEASER) github.com/goreleaser/goreleaser/v2
+
+# Every archive, checksums.txt and the deb and rpm packages in dist/, as a release would make
+# them (.goreleaser.yaml), offline: nothing is published or signed.
+# goreleaser drops every commit value (commit "none") from a checkout without a remote (a new
+# repository, a copy); such a checkout gets the project's URL through git's environment, nothing
+# in the repository changes.
+release-snapshot: $(GORELEASER)
+	@if [ -z "$$(git remote 2>/dev/null)" ]; then \
+	  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/limitbench/limitbench.git; \
+	fi; \
+	echo $(GORELEASER) release --snapshot --clean --skip=publish; \
+	$(GORELEASER) release --snapshot --clean --skip=publish
+
+# The image limitbench:$(VERSION) and limitbench:latest with redis-server and redis-sentinel
+# inside (deploy/image): from the public base images when both are present locally, else FROM
+# scratch from this machine's files; IMAGE_FROM=registry or host chooses. It says which it took.
+IMAGE ?= limitbench
+IMAGE_FROM ?= auto
+image:
+	IMAGE=$(IMAGE) FROM=$(IMAGE_FROM) VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) GO=$(GO) deploy/image/build.sh
+
 # The offline container image built FROM scratch from the host's redis-server (tag printed).
 redis-image: build
 	$(BIN) env --backend container --image host --build-only
@@ -66,4 +103,4 @@ demo: redis-server build
 	$(BIN) hunt --force --budget 10s --out results/demo-hunt scenarios/hunt-published.yaml
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -244,7 +244,13 @@ func Do(ctx context.Context, lim Limiter, c redis.Cmdable, req Request) Pending 
 type Description struct {
 	Name   string
 	Origin string // which seed article or library it comes from
-	Clock  Clock
+	// Script is the file of package scripts whose Lua a built-in algorithm runs (Prepare loads it
+	// from this name); "" for one that sends plain commands, and for a custom script.
+	Script string
+	// Commands are the Redis commands, in ACL form ("zadd"), that the algorithm sends itself,
+	// outside a script: a published design of plain commands. See Commands for all it needs.
+	Commands []string
+	Clock    Clock
 	// KeysPerSubject is how many Redis keys one limited subject uses.
 	KeysPerSubject int
 	// Memory is the growth of state per subject: "O(1)" or "O(limit)".

@@ -26,6 +26,7 @@ func init() { register(FixedWindowCounter{}) }
 func (FixedWindowCounter) Describe() Description {
 	return Description{
 		Name:           "fixed-window",
+		Script:         "fixed_window.lua",
 		Origin:         "seed 001 (Spring WebFlux fixed window), corrected",
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
@@ -47,7 +48,7 @@ func (FixedWindowCounter) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a FixedWindowCounter) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "fixed_window.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

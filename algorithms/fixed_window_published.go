@@ -27,6 +27,7 @@ const publishedExpirySeconds = 59
 func (FixedWindowPublished) Describe() Description {
 	return Description{
 		Name:           "fixed-window-published",
+		Script:         "fixed_window_published.lua",
 		Origin:         "seed 001 (Spring WebFlux fixed window per client and minute-of-hour), as written",
 		Clock:          ClockClient,
 		KeysPerSubject: 1,
@@ -47,7 +48,7 @@ func (FixedWindowPublished) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a FixedWindowPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "fixed_window_published.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

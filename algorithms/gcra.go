@@ -22,6 +22,7 @@ func init() { register(GCRA{}) }
 func (GCRA) Describe() Description {
 	return Description{
 		Name:           "gcra",
+		Script:         "gcra.lua",
 		Origin:         "go-redis/redis_rate, redis-cell (generic cell rate algorithm)",
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
@@ -42,7 +43,7 @@ func (GCRA) Contract(l Limit) (Contract, error) {
 // Prepare implements Algorithm. The burst tolerance Capacity()·T must stay below 2^50 µs (about 35
 // years) so that TAT arithmetic is exact.
 func (a GCRA) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "gcra.lua", func() error {
+	s, err := prepareScript(ctx, a, c, l, prefix, func() error {
 		if interval, _ := gcraParams(l); l.Capacity() > (1<<50)/interval {
 			return fmt.Errorf("%w: capacity %d × %d µs is too long a burst", ErrBadLimit, l.Capacity(), interval)
 		}

@@ -46,6 +46,7 @@ const redissonFlaw = "the caller's clock (ms) decides which grants have expired:
 func (Redisson) Describe() Description {
 	return Description{
 		Name:           "redisson",
+		Script:         "redisson.lua",
 		Origin:         "seed 000 (Redisson RRateLimiter, RateType.OVERALL), as published",
 		Clock:          ClockClient,
 		KeysPerSubject: 3,
@@ -74,6 +75,7 @@ func (Redisson) Model(Limit) Model { return nil }
 func (RedissonPerClient) Describe() Description {
 	return Description{
 		Name:           "redisson-per-client",
+		Script:         "redisson.lua",
 		Origin:         "seed 000 (Redisson RRateLimiter, RateType.PER_CLIENT), as published",
 		Clock:          ClockClient,
 		KeysPerSubject: 3, // config hash + counter and grants of each client
@@ -110,7 +112,7 @@ func redissonContract(l Limit, scope Scope) (Contract, error) {
 
 // prepareRedisson prepares a, either variant of Redisson's limiter (perClient: PER_CLIENT).
 func prepareRedisson(ctx context.Context, a Algorithm, c redis.UniversalClient, l Limit, prefix string, perClient bool) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "redisson.lua", func() error {
+	s, err := prepareScript(ctx, a, c, l, prefix, func() error {
 		if l.Limit >= maxExact {
 			return fmt.Errorf("%w: limit must be < 2^53, got %d", ErrBadLimit, l.Limit)
 		}

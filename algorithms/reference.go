@@ -24,6 +24,7 @@ var _ Algorithm = referenceAlgorithm{}
 func (referenceAlgorithm) Describe() Description {
 	return Description{
 		Name:           ReferenceName,
+		Script:         "reference.lua",
 		Origin:         "calibration: INCR + PEXPIRE, admits everything",
 		KeysPerSubject: 1,
 		Memory:         "O(1)",
@@ -41,7 +42,7 @@ func (referenceAlgorithm) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a referenceAlgorithm) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "reference.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

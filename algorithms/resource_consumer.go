@@ -31,6 +31,7 @@ func init() { register(ResourceConsumer{}) }
 func (ResourceConsumer) Describe() Description {
 	return Description{
 		Name:           "resource-consumer",
+		Script:         "resource_consumer.lua",
 		Origin:         "seed 004 (sliding-window log for a resource and each consumer), corrected",
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the resource's set + one per consumer
@@ -72,7 +73,7 @@ func twoLevelContract(l Limit, g time.Duration) Contract {
 
 // Prepare implements Algorithm.
 func (a ResourceConsumer) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "resource_consumer.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

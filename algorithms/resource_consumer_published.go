@@ -26,6 +26,7 @@ func init() { register(ResourceConsumerPublished{}) }
 func (ResourceConsumerPublished) Describe() Description {
 	return Description{
 		Name:           "resource-consumer-published",
+		Script:         "resource_consumer_published.lua",
 		Origin:         "seed 004 (sliding-window log for a resource and each consumer), as written",
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the resource's set + one per consumer
@@ -48,7 +49,7 @@ func (ResourceConsumerPublished) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a ResourceConsumerPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "resource_consumer_published.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

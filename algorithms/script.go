@@ -36,11 +36,12 @@ const reloadTimeout = 5 * time.Second
 
 // prepareScript is the preamble every built-in algorithm's Prepare shares: it checks l against a's
 // contract (Algorithm.Contract), the key prefix (CheckPrefix) and, in order, each of bounds (an
-// algorithm's own limits on l, such as the bits its arithmetic needs), and only then loads file
-// (loadScript). Every error is wrapped with a's name, as "gcra: ...".
-func prepareScript(ctx context.Context, a Algorithm, c redis.UniversalClient, l Limit, prefix, file string,
+// algorithm's own limits on l, such as the bits its arithmetic needs), and only then loads the
+// file Description.Script names (loadScript). Every error is wrapped with a's name, as "gcra: ...".
+func prepareScript(ctx context.Context, a Algorithm, c redis.UniversalClient, l Limit, prefix string,
 	bounds ...func() error) (*script, error) {
-	name := a.Describe().Name
+	d := a.Describe()
+	name, file := d.Name, d.Script
 	if _, err := a.Contract(l); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -33,6 +33,7 @@ func init() { register(SlidingCounter{}) }
 func (SlidingCounter) Describe() Description {
 	return Description{
 		Name:           "sliding-counter",
+		Script:         "sliding_counter.lua",
 		Origin:         "Cloudflare's sliding window counter",
 		Clock:          ClockServer,
 		KeysPerSubject: 2, // the counters of the current and the previous window
@@ -57,7 +58,7 @@ func (SlidingCounter) Contract(l Limit) (Contract, error) {
 // comparison is exact.
 func (a SlidingCounter) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
 	w := l.Window.Microseconds()
-	s, err := prepareScript(ctx, a, c, l, prefix, "sliding_counter.lua", func() error {
+	s, err := prepareScript(ctx, a, c, l, prefix, func() error {
 		if l.Limit > maxExact/(2*w) {
 			return fmt.Errorf("%w: limit %d × window %s needs more than 53 bits", ErrBadLimit, l.Limit, l.Window)
 		}

@@ -23,6 +23,7 @@ func init() { register(SlidingLog{}) }
 func (SlidingLog) Describe() Description {
 	return Description{
 		Name:           "sliding-log",
+		Script:         "sliding_log.lua",
 		Origin:         "seed 002 (Go sliding window log on a sorted set), made atomic",
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
@@ -44,7 +45,7 @@ func (SlidingLog) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a SlidingLog) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "sliding_log.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ func init() { register(SlidingLogPublished{}) }
 func (SlidingLogPublished) Describe() Description {
 	return Description{
 		Name:           "sliding-log-published",
+		Commands:       []string{"zremrangebyscore", "zadd", "zcard", "expire"},
 		Origin:         "seed 002 (Go sliding window log on a sorted set), as written",
 		Clock:          ClockClient,
 		KeysPerSubject: 1,

@@ -30,6 +30,7 @@ func init() { register(TokenBucketHash{}) }
 func (TokenBucketHash) Describe() Description {
 	return Description{
 		Name:           "token-bucket",
+		Script:         "token_bucket.lua",
 		Origin:         "seed 003 (Jedis token bucket in Lua), corrected",
 		Clock:          ClockServer,
 		KeysPerSubject: 1,
@@ -52,7 +53,7 @@ func (TokenBucketHash) Contract(l Limit) (Contract, error) {
 // below 2^53 so that the script's arithmetic is exact.
 func (a TokenBucketHash) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
 	var unit, rate, capacity, q int64
-	s, err := prepareScript(ctx, a, c, l, prefix, "token_bucket.lua", func() error {
+	s, err := prepareScript(ctx, a, c, l, prefix, func() error {
 		unit, rate = tokenBucketUnits(l)
 		if l.Capacity() > maxExact/unit {
 			return fmt.Errorf("%w: capacity %d with window %s needs more than 53 bits", ErrBadLimit, l.Capacity(), l.Window)

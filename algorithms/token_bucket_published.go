@@ -24,6 +24,7 @@ func init() { register(TokenBucketPublished{}) }
 func (TokenBucketPublished) Describe() Description {
 	return Description{
 		Name:           "token-bucket-published",
+		Script:         "token_bucket_published.lua",
 		Origin:         "seed 003 (Jedis token bucket in Lua), as written",
 		Clock:          ClockClient,
 		KeysPerSubject: 2,
@@ -45,7 +46,7 @@ func (TokenBucketPublished) Contract(l Limit) (Contract, error) {
 
 // Prepare implements Algorithm.
 func (a TokenBucketPublished) Prepare(ctx context.Context, c redis.UniversalClient, l Limit, prefix string) (Limiter, error) {
-	s, err := prepareScript(ctx, a, c, l, prefix, "token_bucket_published.lua")
+	s, err := prepareScript(ctx, a, c, l, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -30,9 +30,9 @@ import (
 	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // verifyLog builds an admission log as the load engine would under a load of twice the limit:

@@ -3,7 +3,9 @@
 // what a limited subject costs, capacity.json's schema (Result, limitbench/capacity/v1) and its
 // rendering as a terminal table, Markdown and a figure, with the projections to other scales.
 //
-// Each step of the sweep is one measurement through runner.Measure on a fresh key prefix of one
-// environment the sweep starts. The command places the process's CPUs first (cpus.Apply) and
+// Each step of the sweep, and the memory step, is one measurement (measure.Do) on a fresh key
+// prefix of one environment the sweep starts, with the scenario's call mode (measure.Functions)
+// and the server's cost (measure.Cost); the memory step's load is a measure.Fill. A key that
+// could not be removed from an external Redis is a note of the result, and said through Logf. The command places the process's CPUs first (cpus.Apply) and
 // passes what it did in Options.CPUs; the sweep pins only the redis-server children it started.
 package capacity

@@ -38,55 +38,9 @@ func Figure(c *Result) (report.Figure, error) {
 	dashed := []vg.Length{vg.Points(5), vg.Points(3)}
 	title := fmt.Sprintf("Capacity of %s on one Redis shard (%s, %s)", c.Algorithm, c.Topology, c.Environment.Backend)
 
-	top := report.NewPlot(title, "", "achieved decisions/s")
-	bottom := report.NewPlot("", "offered rate (requests/s)", "p99 latency (ms, log scale)")
-	for _, p := range []*plot.Plot{top, bottom} {
-		p.X.Min, p.X.Max = 0, xmax
-		p.Legend.TextStyle.Font.Size = vg.Points(10)
-		p.Legend.Padding = vg.Points(2)
-	}
-	// Achieved runs from bottom left to top right, latency rises to the right: the legends go
-	// where the data is not.
-	top.Y.Min = 0
-	top.Legend.Top, top.Legend.Left = false, false
-	top.Legend.YOffs = vg.Points(8)
-	bottom.Legend.Top, bottom.Legend.Left = false, false
-	bottom.Legend.YOffs = vg.Points(8)
-	bottom.Y.Scale = plot.LogScale{}
-	bottom.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	line := func(p *plot.Plot, name string, xys plotter.XYs, col color.Color, width vg.Length, dashes []vg.Length) {
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return // NaN or Inf: leave the series out rather than fail
-		}
-		l.Color, l.Width, l.Dashes = col, width, dashes
-		p.Add(l)
-		if name != "" {
-			p.Legend.Add(name, l)
-		}
-	}
-	points := func(p *plot.Plot, name string, xys plotter.XYs) {
-		lp, sc, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return
-		}
-		lp.Color, lp.Width = algColor, vg.Points(1.8)
-		sc.Color, sc.Shape, sc.Radius = algColor, draw.CircleGlyph{}, vg.Points(3)
-		p.Add(lp, sc)
-		p.Legend.Add(name, lp, sc)
-	}
-	bad := func(p *plot.Plot, xys plotter.XYs) {
-		if len(xys) == 0 {
-			return
-		}
-		sc, err := plotter.NewScatter(xys)
-		if err != nil {
-			return
-		}
-		sc.Color, sc.Shape, sc.Radius = red, draw.CrossGlyph{}, vg.Points(5)
-		p.Add(sc)
-		p.Legend.Add("step failed", sc)
-	}
+	top, bottom := capacityPlots(title, xmax)
+	pen := figurePen{algColor: algColor, red: red}
+	line, points, bad := pen.line, pen.points, pen.bad
 
 	var achieved, p99, badA, badL plotter.XYs
 	ymax := 0.0
@@ -132,6 +86,73 @@ func Figure(c *Result) (report.Figure, error) {
 		top.Draw(cs[0][0])
 		bottom.Draw(cs[1][0])
 	})
+}
+
+// capacityPlots returns the figure's two plots, titled title, over offered rates [0, xmax]: on
+// top achieved against offered, below p99 latency on a log scale, each legend where the data is
+// not (achieved runs from bottom left to top right, latency rises to the right).
+func capacityPlots(title string, xmax float64) (top, bottom *plot.Plot) {
+	top = report.NewPlot(title, "", "achieved decisions/s")
+	bottom = report.NewPlot("", "offered rate (requests/s)", "p99 latency (ms, log scale)")
+	for _, p := range []*plot.Plot{top, bottom} {
+		p.X.Min, p.X.Max = 0, xmax
+		p.Legend.TextStyle.Font.Size = vg.Points(10)
+		p.Legend.Padding = vg.Points(2)
+	}
+	top.Y.Min = 0
+	top.Legend.Top, top.Legend.Left = false, false
+	top.Legend.YOffs = vg.Points(8)
+	bottom.Legend.Top, bottom.Legend.Left = false, false
+	bottom.Legend.YOffs = vg.Points(8)
+	bottom.Y.Scale = plot.LogScale{}
+	bottom.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	return top, bottom
+}
+
+// figurePen draws the figure's series: the algorithm's in its color, failed steps in red.
+type figurePen struct {
+	algColor color.Color
+	red      color.Color
+}
+
+// line adds the line through xys to p, in legend as name unless it is empty; a series with NaN
+// or Inf is left out rather than fail the figure.
+func (f figurePen) line(p *plot.Plot, name string, xys plotter.XYs, col color.Color, width vg.Length, dashes []vg.Length) {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return
+	}
+	l.Color, l.Width, l.Dashes = col, width, dashes
+	p.Add(l)
+	if name != "" {
+		p.Legend.Add(name, l)
+	}
+}
+
+// points adds the steps xys to p as the algorithm's line with points, in the legend as name.
+func (f figurePen) points(p *plot.Plot, name string, xys plotter.XYs) {
+	lp, sc, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return
+	}
+	lp.Color, lp.Width = f.algColor, vg.Points(1.8)
+	sc.Color, sc.Shape, sc.Radius = f.algColor, draw.CircleGlyph{}, vg.Points(3)
+	p.Add(lp, sc)
+	p.Legend.Add(name, lp, sc)
+}
+
+// bad marks the failed steps xys on p with red crosses.
+func (f figurePen) bad(p *plot.Plot, xys plotter.XYs) {
+	if len(xys) == 0 {
+		return
+	}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return
+	}
+	sc.Color, sc.Shape, sc.Radius = f.red, draw.CrossGlyph{}, vg.Points(5)
+	p.Add(sc)
+	p.Legend.Add("step failed", sc)
 }
 
 // latencyRange returns the smallest and largest of the p99 values and the objective (ms; 0 for

@@ -8,8 +8,8 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -121,7 +121,7 @@ func ParseSLO(text, algorithm string) (*scenarios.Threshold, error) {
 func Algorithm(s *scenarios.Scenario, name string) (algorithms.Algorithm, error) {
 	for _, e := range s.Algorithms {
 		if e.Custom != nil && e.Name == name {
-			return runner.Resolve(s, e)
+			return measure.Resolve(s, e)
 		}
 	}
 	return algorithms.Lookup(name)

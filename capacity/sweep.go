@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,8 +17,8 @@ import (
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/judge"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
@@ -73,7 +75,7 @@ const (
 // so as to stay under 300,000 requests. Its window is stretched to at least 10 minutes so no
 // state expires before it is read (state size depends on L, not on the window).
 //
-// The error is non-nil when the sweep could not start or finish (errors as for runner.Run); the
+// The error is non-nil when the sweep could not start or finish (measure's sentinels); the
 // Result is never nil and holds what was measured.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
@@ -91,21 +93,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	finish := func(err error) (*Result, error) {
 		c.FinishedAt = time.Now().UTC()
-		return c, runner.MarkRedis(err)
+		return c, measure.Mark(err)
 	}
 	if s == nil {
 		return finish(errors.New("capacity: no scenario"))
 	}
-	if o.SLO != nil {
-		c.SLO = o.SLO.Text
-		if c.SLO == "" {
-			c.SLO = o.SLO.String()
-		}
-		c.SLOMetric = string(o.SLO.Metric)
-		if o.SLO.Metric.IsLatency() && (o.SLO.Op == scenarios.Less || o.SLO.Op == scenarios.LessEqual) {
-			c.SLOBoundUS = o.SLO.Value
-		}
-	}
+	c.setSLO(o.SLO)
 	alg, err := Algorithm(s, o.Algorithm)
 	if err != nil {
 		return finish(err)
@@ -124,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	tgt, err := redisenv.Start(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return finish(fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err()))
+			return finish(fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err()))
 		}
 		return finish(fmt.Errorf("start %s environment: %w", cfg.Topology, err))
 	}
@@ -142,11 +135,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.Logf("%s %s: %s, Redis %s; %s; CPU idle states %s", tgt.Info.Backend, c.Topology, strings.Join(tgt.Masters(), " "),
 		tgt.Info.Version, c.Pinning.Note, c.Pinning.AwakeNote)
 
-	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: runner.NewRunID(), c: c}
+	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: measure.NewRunID(), c: c}
 	err = sw.run(ctx)
 	if err == nil && o.MemorySubjects > 0 {
 		var m Memory
-		m, err = memoryStep(ctx, tgt, alg, s.Limit, o.MemorySubjects, sw.runID)
+		m, err = sw.memoryStep(ctx)
 		m.LoadBytesPerSubject = c.Memory.LoadBytesPerSubject
 		c.Memory = m
 		if err == nil {
@@ -154,6 +147,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				m.BytesPerSubject, m.Subjects, m.MemoryUsagePerSubject)
 		}
 	}
+	sw.warnedAgain()
+	c.project()
+	if err != nil {
+		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
+	}
+	return finish(err)
+}
+
+// setSLO records the sweep's objective slo (nil: none) in c.
+func (c *Result) setSLO(slo *scenarios.Threshold) {
+	if slo == nil {
+		return
+	}
+	c.SLO = slo.Text
+	if c.SLO == "" {
+		c.SLO = slo.String()
+	}
+	c.SLOMetric = string(slo.Metric)
+	if slo.Metric.IsLatency() && (slo.Op == scenarios.Less || slo.Op == scenarios.LessEqual) {
+		c.SLOBoundUS = slo.Value
+	}
+}
+
+// project sets c's rate per shard and its projections to other scales from the sweep's figures.
+func (c *Result) project() {
 	if c.Masters > 0 {
 		c.ShardRPS = result.Round3(c.SustainableRPS / float64(c.Masters))
 	}
@@ -172,10 +190,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		perSubject = c.Memory.MemoryUsagePerSubject
 	}
 	c.Projection = Project(perSubject, c.ShardRPS)
-	if err != nil {
-		c.Notes = append(c.Notes, "the sweep was cut short: "+err.Error())
-	}
-	return finish(err)
 }
 
 // pin pins the target's servers to the CPUs st chose and describes where Redis and the load
@@ -220,6 +234,8 @@ type sweep struct {
 	runID string
 	c     *Result
 	n     int // steps run, for key prefixes
+	// warned holds the steps' warnings by kind (see warn).
+	warned map[string][]result.Warning
 	// measure runs one step at rate (0: closed loop); nil means measureStep. Tests replace it.
 	measure func(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error)
 }
@@ -339,13 +355,13 @@ func (sw *sweep) step(ctx context.Context, phase string, rate float64) (Step, *r
 
 // measureOnce runs one measurement (sw.measure, else measureStep), checking the context after it.
 func (sw *sweep) measureOnce(ctx context.Context, phase string, rate float64) (Step, *result.Entry, error) {
-	measure := sw.measure
-	if measure == nil {
-		measure = sw.measureStep
+	step := sw.measure
+	if step == nil {
+		step = sw.measureStep
 	}
-	st, e, err := measure(ctx, phase, rate)
+	st, e, err := step(ctx, phase, rate)
 	if e != nil && err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", runner.ErrInterrupted, ctx.Err())
+		err = fmt.Errorf("%w: %w", measure.ErrInterrupted, ctx.Err())
 	}
 	return st, e, err
 }
@@ -447,15 +463,70 @@ func (sw *sweep) measureStep(ctx context.Context, phase string, rate float64) (S
 	}
 	s.Thresholds, s.Expect = nil, result.Expect{}
 	sw.n++
-	m, err := runner.Measure(ctx, runner.Options{Scenario: &s}, sw.tgt, sw.c.Topology, sw.alg, sw.n, sw.runID)
-	if m == nil {
+	m, _, err := sw.measure1(ctx, s.Limit, s.Plan(), strconv.Itoa(sw.n))
+	if m.Entry == nil {
 		return Step{}, nil, err
 	}
-	st := judgeStep(phase, rate, m, sw.o.SLO)
+	st := judgeStep(phase, rate, m.Entry, sw.o.SLO)
 	if phase == PhaseProbe {
 		st.Good, st.Reason = true, ""
 	}
-	return st, m, err
+	return st, m.Entry, err
+}
+
+// measure1 measures the sweep's algorithm once under l with plan p on the key prefix named what,
+// with the scenario's call mode and the server's cost, which it returns with the measurement. A
+// key it could not remove from an external Redis is a note of the sweep's result, said once.
+func (sw *sweep) measure1(ctx context.Context, l algorithms.Limit, p load.Plan, what string) (*measure.Measurement, *measure.Cost, error) {
+	cost := new(measure.Cost)
+	spec := measure.Spec{Target: sw.tgt, Topology: sw.c.Topology, Algorithm: sw.alg, Limit: l, Plan: p,
+		Prefix: measure.KeyPrefix(sw.runID, sw.alg.Describe().Name, what), Logf: sw.o.Logf}
+	m, err := measure.Do(ctx, spec, measure.Functions(sw.o.Scenario.Call), cost.Stage())
+	if m.Entry != nil {
+		for _, w := range m.Entry.Warnings {
+			sw.warn(w)
+		}
+	}
+	return m, cost, err
+}
+
+// warn makes the first warning of each kind a note of the sweep's result and says it through
+// Logf; later ones of that kind are kept (warned), and Run notes them in one line (warnedAgain).
+func (sw *sweep) warn(w result.Warning) {
+	if sw.warned == nil {
+		sw.warned = map[string][]result.Warning{}
+	}
+	sw.warned[w.Kind] = append(sw.warned[w.Kind], w)
+	if len(sw.warned[w.Kind]) == 1 {
+		sw.c.Notes = append(sw.c.Notes, "warning: "+w.Message)
+		sw.o.Logf("warning: %s", w.Message)
+	}
+}
+
+// warnedAgain notes, for each kind of warning more than one step had, how many more did and,
+// for keys left behind, under which prefixes (the first warning's command removes them with its
+// prefix changed).
+func (sw *sweep) warnedAgain() {
+	for _, k := range slices.Sorted(maps.Keys(sw.warned)) {
+		ws := sw.warned[k][1:]
+		if len(ws) == 0 {
+			continue
+		}
+		note := fmt.Sprintf("%d more steps had a %s warning like the one above", len(ws), k)
+		if k == result.WarningKeysLeft {
+			var where []string
+			for _, w := range ws {
+				n := fmt.Sprint(w.Keys)
+				if w.Keys < 0 {
+					n = "some" // they could not be counted
+				}
+				where = append(where, n+" under "+w.Prefix)
+			}
+			note = fmt.Sprintf("keys were left behind by %d more steps as well: %s", len(ws), strings.Join(where, ", "))
+		}
+		sw.c.Notes = append(sw.c.Notes, note)
+		sw.o.Logf("warning: %s", note)
+	}
 }
 
 // judgeStep turns a step's entry into a Step and decides whether it is good.

@@ -17,8 +17,8 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -414,14 +414,17 @@ func TestMemorySlidingLogVsGCRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Stop(context.Background())
-	limit := algorithms.Limit{Limit: 100, Window: time.Second}
+	sc := Scenario()
+	sc.Limit = algorithms.Limit{Limit: 100, Window: time.Second}
 	got := map[string]Memory{}
 	for _, name := range []string{"gcra", "sliding-log"} {
 		a, err := algorithms.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := memoryStep(ctx, tgt, a, limit, DefaultMemorySubjects, runner.NewRunID())
+		sw := &sweep{o: Options{Scenario: sc, MemorySubjects: DefaultMemorySubjects, Logf: t.Logf}, tgt: tgt, alg: a,
+			runID: measure.NewRunID(), c: &Result{Topology: "single"}}
+		m, err := sw.memoryStep(ctx)
 		if err != nil {
 			t.Fatalf("memoryStep(%s): %v", name, err)
 		}

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // metricInput is what compareMetric needs for one metric of one algorithm × topology.

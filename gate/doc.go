@@ -118,14 +118,25 @@
 // BenchmarkGatePower in bench/ (make bench-gate) measures the power and the false alarms on a
 // real Redis.
 //
+// # History formats
+//
+// Report.BMF and Report.BenchmarkAction write the rows with a figure (not the verdict rows) for
+// teams that keep history elsewhere: Bencher's Metric Format and github-action-benchmark's custom
+// JSON. Each names its algorithm × topology "<scenario>/<algorithm>/<topology>" (Row.Benchmark)
+// and its metric by name, with "-ratio" for a row compared as ratios to the reference
+// (Row.Measure), so that a history never mixes units; the value is the current run's median and
+// its bounds are Row.Bound: the baseline median moved by each end of the 99% interval of the
+// change, that is where the current figure lies with the gate's confidence.
+//
 // # Exit codes
 //
 // Policy says which verdicts fail the gate, and `limitbench gate` exits accordingly:
 //
 //	0  no row fails: improvements, insignificant and ok rows, and inconclusive rows by default
 //	1  a Regression; or an Inconclusive row with Policy.FailInconclusive (--fail-inconclusive)
-//	2  bad input: Compare's errors (different scenarios, fewer than MinSamples a side, machines
-//	   that differ without reference samples, nothing in common), unreadable files, bad flags
+//	2  bad input: Compare's errors (different scenarios, different loads without
+//	   Policy.AllowDifferentLoad, fewer than MinSamples a side, machines that differ without
+//	   reference samples, nothing in common), unreadable files, bad flags
 //
 // Inconclusive rows pass by default because on a noisy machine most comparisons of unchanged code
 // cannot rule out a threshold-size change (83% of rows at 9% noise in TestRuleFalseAlarmRate):

@@ -37,6 +37,9 @@ var (
 	ErrTooFewSamples = errors.New("too few samples")
 	// ErrScenarioMismatch: the two results ran different scenarios.
 	ErrScenarioMismatch = errors.New("baseline and current ran different scenarios")
+	// ErrLoadMismatch: the two results ran their scenario under different loads
+	// (LoadDifferences), and the Policy does not allow it.
+	ErrLoadMismatch = errors.New("baseline and current ran different loads")
 	// ErrNoReference: the runs come from different machines, so relative figures are needed, and a
 	// result has no reference entry with per-repeat samples to compute them from.
 	ErrNoReference = errors.New("no reference samples for relative figures")
@@ -117,6 +120,9 @@ type Policy struct {
 	// FailInconclusive makes an Inconclusive row fail the gate like a Regression (exit 1 in the
 	// CLI); by default it is reported and passes.
 	FailInconclusive bool `json:"fail_inconclusive"`
+	// AllowDifferentLoad compares runs whose loads differ (LoadDifferences), naming the
+	// differences in the summary; by default Compare refuses them (ErrLoadMismatch).
+	AllowDifferentLoad bool `json:"allow_different_load,omitempty"`
 }
 
 // DefaultPolicy returns DefaultThresholds with inconclusive rows passing.
@@ -240,14 +246,18 @@ type Report struct {
 	BaselineMachine string `json:"baseline_machine"`
 	CurrentMachine  string `json:"current_machine"`
 	// Reference is the reference script's name; empty when neither result has one.
-	Reference  string   `json:"reference,omitempty"`
-	Policy     Policy   `json:"policy"`
-	Alpha      float64  `json:"alpha"`
-	Power      float64  `json:"power"`
-	MinSamples int      `json:"min_samples"`
-	Counts     Counts   `json:"counts"`
-	Rows       []Row    `json:"rows"`
-	Notes      []string `json:"notes,omitempty"`
+	Reference string `json:"reference,omitempty"`
+	// LoadDiffers lists the settings of the load in which the runs differ (only under
+	// Policy.AllowDifferentLoad: Compare refuses them otherwise); the summary names them, and
+	// the reference's own change between the runs is then not the machine's drift alone.
+	LoadDiffers []LoadDifference `json:"load_differs,omitempty"`
+	Policy      Policy           `json:"policy"`
+	Alpha       float64          `json:"alpha"`
+	Power       float64          `json:"power"`
+	MinSamples  int              `json:"min_samples"`
+	Counts      Counts           `json:"counts"`
+	Rows        []Row            `json:"rows"`
+	Notes       []string         `json:"notes,omitempty"`
 }
 
 // Regressed reports whether any row is a regression.
@@ -283,10 +293,12 @@ func MachineDescription(env result.Environment) string {
 // and on the verification outcome. The rule, the statistics and the exit code of each verdict are
 // specified in the package documentation.
 //
-// Input problems are errors, never rows: different scenario names (ErrScenarioMismatch), fewer
-// than MinSamples samples in a compared entry (ErrTooFewSamples), different machines without
-// reference samples (ErrNoReference), nothing in common (ErrNothingToCompare). Problems about one
-// side are *InputError values; all that are found are returned joined.
+// Input problems are errors, never rows: different scenario names (ErrScenarioMismatch), loads
+// that differ (ErrLoadMismatch, unless p.AllowDifferentLoad), fewer than MinSamples samples in a
+// compared entry (ErrTooFewSamples), different machines without reference samples
+// (ErrNoReference), nothing in common (ErrNothingToCompare). Problems about one side are
+// *InputError values; all that are found are returned joined. Results that do not record their
+// settings (written before they were) are compared with a note that their loads were not.
 func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 	if baseline == nil || current == nil {
 		return nil, errors.New("gate: nil result")
@@ -294,7 +306,12 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 	if baseline.Scenario.Name != current.Scenario.Name {
 		return nil, fmt.Errorf("%w: baseline ran %q, current ran %q", ErrScenarioMismatch, baseline.Scenario.Name, current.Scenario.Name)
 	}
+	loads, loadNote, err := compareLoads(baseline, current, p)
+	if err != nil {
+		return nil, err
+	}
 	g := &Report{
+		LoadDiffers:     loads,
 		Scenario:        baseline.Scenario.Name,
 		BaselineMachine: MachineDescription(baseline.Environment),
 		CurrentMachine:  MachineDescription(current.Environment),
@@ -313,6 +330,9 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 	g.Reference = oldRef
 	if g.Reference == "" {
 		g.Reference = newRef
+	}
+	if loadNote != "" {
+		g.Notes = append(g.Notes, loadNote)
 	}
 
 	var pairs []pair
@@ -387,7 +407,7 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 		row.Scenario = g.Scenario
 		g.Rows = append(g.Rows, row)
 	}
-	g.Notes = append(g.Notes, driftNotes(g.Rows, g.Reference)...)
+	g.Notes = append(g.Notes, driftNotes(g.Rows, g.Reference, len(loads) > 0)...)
 	for _, r := range g.Rows {
 		switch r.Verdict {
 		case Regression:
@@ -410,8 +430,9 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 }
 
 // driftNotes says, per topology, how much the reference's own figures moved between the runs,
-// from the first row of each metric that measured it.
-func driftNotes(rows []Row, ref string) []string {
+// from the first row of each metric that measured it: the machine's drift, or, when the loads
+// differ, the machine's drift and the load's change together.
+func driftNotes(rows []Row, ref string, loadDiffers bool) []string {
 	var topologies []string
 	drift := map[string][]string{}
 	seen := map[string]bool{}
@@ -428,10 +449,13 @@ func driftNotes(rows []Row, ref string) []string {
 			drift[r.Topology] = append(drift[r.Topology], fmt.Sprintf("%s %s%%", r.Metric, signed(c.Drift)))
 		}
 	}
+	why := "the machine's drift, carried by raw figures and cancelled by ratios"
+	if loadDiffers {
+		why = "the different loads and the machine's drift together, carried by raw figures; ratios cancel only what both the script and the reference feel alike"
+	}
 	var notes []string
 	for _, t := range topologies {
-		notes = append(notes, fmt.Sprintf("%s-%s moved between the runs by %s (the machine's drift, carried by raw figures and cancelled by ratios)",
-			ref, t, strings.Join(drift[t], ", ")))
+		notes = append(notes, fmt.Sprintf("%s-%s moved between the runs by %s (%s)", ref, t, strings.Join(drift[t], ", "), why))
 	}
 	return notes
 }

@@ -10,12 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata from the synthetic results in gate_test.go")
@@ -101,7 +104,7 @@ func gateEntry(algorithm, topology string, verdict verify.Verdict, spec sampleSp
 func gateResult(cpus int, entries ...result.Entry) *result.Result {
 	return &result.Result{
 		Schema:   result.SchemaVersion,
-		Scenario: result.Scenario{Name: "saturation", Seed: 1},
+		Scenario: result.Scenario{Name: "saturation", Seed: 1, Settings: gateSettings(200)},
 		Environment: result.Environment{Backend: "process", Topology: "single", RedisVersion: "7.0.15", Nodes: 1,
 			CPUs: cpus, GOMAXPROCS: cpus, GoVersion: "go1.26", HarnessVersion: "test", OS: "linux", Arch: "amd64"},
 		Entries: entries,
@@ -114,6 +117,13 @@ func withReference(r *result.Result, machineSlowdown float64) *result.Result {
 	r.Reference = "reference"
 	r.Entries = append(r.Entries, gateEntry("reference", "single", verify.Pass, sampleSpec{n: len(r.Entries[0].Samples), slowdown: machineSlowdown, efficiency: 1, bytes: 60, cpu: 10}))
 	return r
+}
+
+// gateSettings returns the settings of scenario "saturation" at rate requests per second.
+func gateSettings(rate float64) *result.Settings {
+	return &result.Settings{Limit: algorithms.Limit{Limit: 100, Window: time.Second, Burst: 100, ConsumerLimit: 100}, Cost: 1, DurationS: 5, Clients: 8,
+		ClientMode: load.ModePlain, Arrival: &arrival.Arrival{Rate: rate}, Keys: load.Keys{Count: 100},
+		Algorithms: []string{"gcra", "token-bucket"}}
 }
 
 func baselineResult() *result.Result {
@@ -693,7 +703,15 @@ func gateFixtures() map[string]*result.Result {
 			gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: slowdown, noise: noise}),
 			gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, bytes: 120}))
 	}
+	// Issue 28 item 15: the same scenario at half the rate, every figure halved with it (the
+	// reference's too), was called the machine's drift.
+	halfRate := withReference(gateResult(2,
+		gateEntry("gcra", "single", verify.Pass, sampleSpec{n: 6, slowdown: 2}),
+		gateEntry("token-bucket", "single", verify.Pass, sampleSpec{n: 6, slowdown: 2, bytes: 120})), 2)
+	halfRate.Scenario.Settings = gateSettings(100)
 	return map[string]*result.Result{
+		"baseline-reference": withReference(baselineResult(), 1),
+		"current-half-rate":  halfRate,
 		"baseline-noisy":     noisy(1, gateNoise),
 		"current-noisy-same": noisy(1, gateNoise[2:]),
 		"current-noisy-4x":   noisy(4, gateNoise),

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/limitbench/limitbench/result"
 	"io"
@@ -35,6 +34,9 @@ func (g *Report) summary() string {
 		})
 	default:
 		fmt.Fprintf(&b, "limitbench gate: no regression in scenario %s.", g.Scenario)
+	}
+	if len(g.LoadDiffers) > 0 {
+		fmt.Fprintf(&b, " The runs' loads differ (%s): every change below is the load's as much as the code's.", describeLoads(g.LoadDiffers))
 	}
 	c := g.Counts
 	fmt.Fprintf(&b, " %d rows: %d regression%s, %d inconclusive, %d improvement%s, %d insignificant, %d ok; ",
@@ -165,11 +167,7 @@ func underContract(outcome, contract string) string {
 }
 
 // JSON writes g as indented JSON.
-func (g *Report) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(g)
-}
+func (g *Report) JSON(w io.Writer) error { return writeJSON(w, g) }
 
 func formatValue(r Row, v float64) string {
 	switch {

@@ -98,9 +98,9 @@
 // frame (arrival.align) with as many clients as a trial used (Lab.Workers), and names a custom
 // script relative to the results directory.
 //
-// DESIGN.md has hunt's trials run through internal/measure. Until that package lands, Plan.Run
-// takes the harness's functions as a Lab (cmd/limitbench passes internal/runner's), so hunt
-// depends on no way of measuring and the rewiring is one value in cmd/limitbench.
+// Plan.Run takes the harness's functions as a Lab (cmd/limitbench passes internal/measure's:
+// trials run through measure.Trials, as DESIGN.md has it), so hunt depends on no way of
+// measuring.
 //
 // # Shrinking
 //

@@ -12,7 +12,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // firstHitTarget is a first-hit-window contract: the first-hit family keys on its kind alone.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // PlotBins is the fewest bins a Plot aims for over its trial's extent.

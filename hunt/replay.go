@@ -7,7 +7,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // replay runs each trace of batch r times in one call of trial (each trace's replays side by

@@ -14,9 +14,9 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // The policy Run hunts with, beyond the budget its caller gives (Budget's other fields).
@@ -32,7 +32,7 @@ const (
 // Lab is the harness code a hunt measures with: it resolves the scenario's algorithms, checks
 // custom scripts on a started environment, and runs trials. Every function is required. The
 // caller supplies it so that hunt does not depend on how one measurement is made
-// (cmd/limitbench passes internal/runner's functions; issue 27 puts internal/measure there).
+// (cmd/limitbench passes internal/measure's functions).
 // Run passes their errors through as they are: their sentinels are their owner's.
 type Lab struct {
 	// Resolve returns the algorithm an entry of s names (a built-in, or a custom script of s).

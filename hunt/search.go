@@ -13,7 +13,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Trial runs each schedule of batch as a short trial of the target, each on a fresh key prefix

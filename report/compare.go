@@ -215,13 +215,23 @@ func WriteComparison(dir string, c *Comparison) error {
 	return result.WriteFile(filepath.Join(dir, ComparisonHTMLFile), html.Bytes())
 }
 
-var htmlComparison = template.Must(template.New("comparison").Parse(PageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
+// deltaLines splits a delta ("1.2 → 1.5 (+25.0%)") before its change, so that a cell can break
+// there: comparison.html fits a 1,400-pixel window (TestComparisonFitsA1400PixelWindow).
+func deltaLines(s string) []string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return []string{s[:i], s[i+1:]}
+	}
+	return []string{s}
+}
+
+var htmlComparison = template.Must(template.New("comparison").Funcs(template.FuncMap{"lines": deltaLines}).Parse(
+	`{{define "delta"}}{{range $i, $l := lines .}}{{if $i}}<br>{{end}}<span class="l">{{$l}}</span>{{else}}–{{end}}{{end}}` + PageHead + `<p>Each run against the baseline, for the same algorithm on the same topology. Latency is from each request's intended send time; efficiency is admissions as a share of an exact limiter's. Green is better, red worse (changes over 5%, or 1 point of efficiency).</p>
 <ul>{{range .Runs}}<li><strong>{{.Role}}:</strong> {{.Label}} ({{.Env}})</li>{{end}}</ul>
 {{range .Sections}}<h2>{{.Run}} against {{.Baseline}}</h2>
-<div class="wrap"><table class="v">
+<div class="wrap"><table class="v cmp">
 <thead><tr><th>algorithm</th><th>topology</th><th>verdict</th><th>throughput (/s)</th><th>p50 (ms)</th><th>p99 (ms)</th><th>efficiency</th><th>bytes per subject</th></tr></thead>
 <tbody>{{range .Rows}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td>{{if eq .OnlyIn "baseline"}}only in baseline ({{.BaseVerdict}}){{else if .OnlyIn}}only in this run ({{.Verdict}}){{else if .Changed}}<strong class="down">{{.BaseVerdict}} → {{.Verdict}}</strong>{{else}}{{.Verdict}}{{end}}</td><td class="n {{.ThroughputClass}}">{{or .Throughput "–"}}</td><td class="n {{.P50Class}}">{{or .P50 "–"}}</td><td class="n {{.P99Class}}">{{or .P99 "–"}}</td><td class="n {{.EfficiencyClass}}">{{or .Efficiency "–"}}</td><td class="n {{.BytesClass}}">{{or .BytesPerKey "–"}}</td></tr>{{end}}
+<tr><td class="a">{{.Algorithm}}</td><td>{{.Topology}}</td><td class="vd">{{if eq .OnlyIn "baseline"}}only in baseline ({{.BaseVerdict}}){{else if .OnlyIn}}only in this run ({{.Verdict}}){{else if .Changed}}<strong class="down">{{.BaseVerdict}} → {{.Verdict}}</strong>{{else}}{{.Verdict}}{{end}}</td><td class="n {{.ThroughputClass}}">{{template "delta" .Throughput}}</td><td class="n {{.P50Class}}">{{template "delta" .P50}}</td><td class="n {{.P99Class}}">{{template "delta" .P99}}</td><td class="n {{.EfficiencyClass}}">{{template "delta" .Efficiency}}</td><td class="n {{.BytesClass}}">{{template "delta" .BytesPerKey}}</td></tr>{{end}}
 </tbody></table></div>
 {{end}}
 </body>

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func TestCompare(t *testing.T) {

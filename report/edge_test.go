@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // TestReferenceOutcome: the reference script's entry is labelled as the reference, whatever its

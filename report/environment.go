@@ -3,10 +3,10 @@ package report
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/version"
 	"github.com/limitbench/limitbench/result"
 )
 
@@ -15,11 +15,14 @@ import (
 // redis-servers it counted on this machine (cpus.Applied), Go's and limitbench's versions, OS and
 // architecture. AddTarget adds the Redis side.
 func HarnessEnvironment() result.Environment {
+	v := version.Get()
 	env := result.Environment{
 		CPUs:           runtime.NumCPU(),
 		GOMAXPROCS:     runtime.GOMAXPROCS(0),
 		GoVersion:      runtime.Version(),
-		HarnessVersion: harnessVersion(),
+		HarnessVersion: v.Short(),
+		HarnessCommit:  v.Commit,
+		HarnessDate:    v.Date,
 		OS:             runtime.GOOS,
 		Arch:           runtime.GOARCH,
 	}
@@ -41,34 +44,4 @@ func AddTarget(env *result.Environment, info redisenv.Info) {
 	if len(info.Nodes) > env.Nodes {
 		env.Nodes = len(info.Nodes)
 	}
-}
-
-// harnessVersion is the module version, or the VCS revision the binary was built from.
-func harnessVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
 }

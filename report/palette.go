@@ -9,22 +9,24 @@ import (
 )
 
 // builtinColors fixes the colour of every built-in algorithm so that it is the same in every plot of
-// every report. A corrected algorithm and its "-published" variant share a hue (the published one
-// lighter, and dashed in line plots).
+// every report. No two are alike (TestAlgorithmColorsDistinct holds every pair at least 25 apart
+// in CIELAB, mostly Kelly's colours of maximum contrast), so a plot of all of them can be read
+// line by line; a "-published" variant is also dashed in line plots. None is yellow, the colour
+// of fault windows.
 var builtinColors = map[string]color.RGBA{
-	"fixed-window":                rgb(0x1f77b4),
-	"fixed-window-published":      rgb(0x6baed6),
-	"sliding-log":                 rgb(0xd95f02),
-	"sliding-log-published":       rgb(0xfdae6b),
-	"token-bucket":                rgb(0x2ca02c),
-	"token-bucket-published":      rgb(0x74c476),
-	"redisson":                    rgb(0xd62728),
-	"redisson-per-client":         rgb(0xe7298a),
-	"resource-consumer":           rgb(0x6a51a3),
-	"resource-consumer-published": rgb(0x9e9ac8),
-	"gcra":                        rgb(0x8c564b),
-	"sliding-counter":             rgb(0x17becf),
-	"reference":                   rgb(0x252525),
+	"fixed-window":                rgb(0x0067a5),
+	"fixed-window-published":      rgb(0xe68fac),
+	"sliding-log":                 rgb(0xf38400),
+	"sliding-log-published":       rgb(0x882d17),
+	"token-bucket":                rgb(0x008856),
+	"token-bucket-published":      rgb(0x8db600),
+	"redisson":                    rgb(0xbe0032),
+	"redisson-per-client":         rgb(0x875692),
+	"resource-consumer":           rgb(0x2b3d26),
+	"resource-consumer-published": rgb(0xc2b280),
+	"gcra":                        rgb(0x00a3c7),
+	"sliding-counter":             rgb(0xf99379),
+	"reference":                   rgb(0x848482),
 }
 
 // extraColors serve algorithms without a fixed colour (custom scripts); the name's hash picks one,

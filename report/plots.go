@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Figure kinds of a run's report.
@@ -34,8 +34,9 @@ type Figure struct {
 	Name string
 	// Kind is KindLatency, KindAccuracy or KindCompare.
 	Kind string
-	// Title says what the figure shows, for captions and alt text.
-	Title string
+	// Title says what the figure shows, for alt text; Caption, when set, says it at length for
+	// the caption (Title otherwise).
+	Title, Caption string
 	// Topology and Algorithm say which entries it shows (Algorithm only for accuracy figures).
 	Topology, Algorithm string
 	// Algorithms lists the algorithms drawn, in drawing order.
@@ -116,8 +117,11 @@ func figureSpecs(r *result.Result) ([]figureSpec, error) {
 		}
 		specs = append(specs, compareSpec(r, topo, entries))
 		for _, e := range entries {
-			if len(e.Timeline.Offered) > 0 {
-				specs = append(specs, accuracySpec(r, e))
+			switch {
+			case len(e.Timeline.Use) > 0:
+				specs = append(specs, useAccuracySpec(r, e))
+			case len(e.Timeline.Offered) > 0:
+				specs = append(specs, rateAccuracySpec(r, e))
 			}
 		}
 	}
@@ -249,47 +253,26 @@ func latencySpec(r *result.Result, topo string, entries []*result.Entry) (*figur
 	}, nil
 }
 
-// accuracySpec plots one entry over time: offered/s, admitted/s and the contract's limit/s, each
-// bin a step from its start to its end (so a cross is on its bin's step), with a red cross at each
-// definite violation, on the admitted step of the bin it fell in (one whose time is outside the
-// timeline is counted in the legend instead), and each injected fault's window shaded
-// (faultWindows). The time axis is the timeline's.
-func accuracySpec(r *result.Result, e *result.Entry) figureSpec {
+// rateAccuracySpec plots one entry of a result written before the timeline recorded each
+// limit's use (Timeline.Use) over time: offered/s, admitted/s and the contract's limit/s, each
+// bin a step from its start to its end (so a cross is on its bin's step), with a red cross at
+// each definite violation, on the admitted step of the bin it fell in (one whose time is outside
+// the timeline is counted in the legend instead), and each injected fault's window shaded
+// (faultWindows). The time axis is the timeline's. A per-bin rate against the contract's
+// long-run rate is all such a result allows; it can show a correct limiter above its line (a
+// window's burst), which the use plot (useAccuracySpec) never does.
+func rateAccuracySpec(r *result.Result, e *result.Entry) figureSpec {
 	t := e.Timeline
 	title := fmt.Sprintf("Admissions over time, %s on %s: %s", e.Algorithm, e.Topology, e.Verification.Contract)
 	p := NewPlot(title, "time since start (s)", "requests per second")
 	l := NewLegend()
 	end := float64(len(t.Offered)) * t.BinS
 	faultWindows(p, &l, e.Verification.Faults, end)
-	// steps returns per bin i the point (i·BinS, v_i / BinS), and one more at the last bin's end,
-	// to be drawn as PostStep: the rate holds over the whole bin.
-	steps := func(n int, v func(i int) float64) plotter.XYs {
-		xys := make(plotter.XYs, 0, n+1)
-		for i := range n {
-			xys = append(xys, plotter.XY{X: float64(i) * t.BinS, Y: v(i) / t.BinS})
-		}
-		if n > 0 {
-			xys = append(xys, plotter.XY{X: end, Y: xys[n-1].Y})
-		}
-		return xys
-	}
-	counts := func(c []int64) plotter.XYs { return steps(len(c), func(i int) float64 { return float64(c[i]) }) }
-	add := func(name string, xys plotter.XYs, c color.Color, width vg.Length, dashes []vg.Length) {
-		line, err := plotter.NewLine(xys)
-		if err != nil {
-			return // NaN or Inf in the data: leave the series out rather than fail the report
-		}
-		line.Color, line.Width, line.Dashes = c, width, dashes
-		line.StepStyle = plotter.PostStep
-		p.Add(line)
-		l.Add(name, line)
-	}
-	add("offered/s", counts(t.Offered), color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, vg.Points(1.5), nil)
-	adm := counts(t.Admitted)
-	add("admitted/s", adm, AlgorithmColor(e.Algorithm), vg.Points(2), nil)
+	addStep(p, &l, "offered/s", binSteps(toFloats(t.Offered), t.BinS, t.BinS), color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, vg.Points(1.5), nil)
+	adm := binSteps(toFloats(t.Admitted), t.BinS, t.BinS)
+	addStep(p, &l, "admitted/s", adm, AlgorithmColor(e.Algorithm), vg.Points(2), nil)
 	if hasLimit(t.Limit) {
-		add("contract limit/s", steps(len(t.Limit), func(i int) float64 { return t.Limit[i] }), color.Black,
-			vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)})
+		addStep(p, &l, "contract limit/s", binSteps(t.Limit, t.BinS, t.BinS), color.Black, vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)})
 	}
 	if ts := e.Verification.ViolationTimesS; len(ts) > 0 {
 		xys := make(plotter.XYs, 0, len(ts))
@@ -323,7 +306,15 @@ func accuracySpec(r *result.Result, e *result.Entry) figureSpec {
 	if end > 0 {
 		p.X.Max = end
 	}
-	p.Y.Min = 0
+	// Room above the highest line, so that none runs along the frame.
+	ymax := 1.0
+	for i := range t.Offered {
+		ymax = math.Max(ymax, float64(max(t.Offered[i], t.Admitted[i]))/t.BinS)
+		if i < len(t.Limit) {
+			ymax = math.Max(ymax, t.Limit[i]/t.BinS)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, ymax*1.15
 	return figureSpec{
 		Figure: Figure{
 			Name: "accuracy-" + e.Name(), Kind: KindAccuracy, Title: title,
@@ -418,6 +409,10 @@ func hasLimit(limit []float64) bool {
 	return false
 }
 
+// efficiencyPanel is the title of the comparison figure's efficiency panel, which draws the exact
+// limiter's 1.0 as a line.
+const efficiencyPanel = "Efficiency (admitted / ideal)"
+
 // comparePanel is one small multiple of the comparison figure.
 type comparePanel struct {
 	title string
@@ -425,20 +420,16 @@ type comparePanel struct {
 }
 
 // compareSpec draws small multiples of horizontal bars, one bar per algorithm, for throughput,
-// p99, Redis CPU per decision, bytes per subject and efficiency.
+// p99, Redis's own time per decision (commandstats), Redis CPU per decision, bytes per subject
+// and efficiency. Throughput is left out, and the title says so, when every entry completed its
+// offered rate (within 2%): in an open loop that figure is the schedule's, the same for all.
+// A panel nobody measured is left out too.
 func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureSpec {
-	cpu := comparePanel{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }}
-	if !anyValue(entries, cpu.value) {
-		cpu = comparePanel{"Redis time per call (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }}
-	}
-	panels := []comparePanel{
-		{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }},
-		{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }},
-		cpu,
-		{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
-		{"Efficiency (admitted / ideal)", func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
-	}
+	panels, atOffered := comparePanels(entries)
 	title := fmt.Sprintf("Algorithms compared, %s on %s", r.Scenario.Name, topo)
+	if atOffered {
+		title += " (each completed its offered rate)"
+	}
 	names := make([]string, len(entries))
 	// Bars are drawn bottom-up; reverse so the first algorithm is on top.
 	for i, e := range entries {
@@ -446,40 +437,7 @@ func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureS
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for pi, pn := range panels {
-		p := NewPlot(pn.title, "", "")
-		p.Title.TextStyle.Font.Size = vg.Points(11)
-		for i, e := range entries {
-			v := pn.value(e)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				v = 0
-			}
-			bc, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(11))
-			if err != nil {
-				continue
-			}
-			bc.Horizontal = true
-			bc.XMin = float64(len(entries) - 1 - i)
-			bc.Color = AlgorithmColor(e.Algorithm)
-			bc.LineStyle.Width = 0
-			p.Add(bc)
-		}
-		p.NominalY(names...)
-		p.X.Min = 0
-		p.X.Max = 1 // an all-zero panel (not measured) still gets an axis
-		for _, e := range entries {
-			if v := pn.value(e); v*1.08 > p.X.Max && !math.IsInf(v, 0) {
-				p.X.Max = v * 1.08
-			}
-		}
-		if pi == 4 && anyValue(entries, pn.value) {
-			// Efficiency: show the exact limiter's 1.0 as a line.
-			if ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(entries)) - 0.5}}); err == nil {
-				ref.Color = color.Black
-				ref.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-				p.Add(ref)
-			}
-		}
-		plots[pi] = []*plot.Plot{p}
+		plots[pi] = []*plot.Plot{comparePlot(pn, entries, names)}
 	}
 	rowH := vg.Points(40) + vg.Points(14)*vg.Length(len(entries))
 	h := vg.Points(36) + rowH*vg.Length(len(panels))
@@ -504,6 +462,71 @@ func compareSpec(r *result.Result, topo string, entries []*result.Entry) figureS
 			}
 		},
 	}
+}
+
+// comparePanels returns the panels of the comparison figure of entries, and whether every entry
+// completed its offered rate (then throughput is left out).
+func comparePanels(entries []*result.Entry) ([]comparePanel, bool) {
+	var panels []comparePanel
+	atOffered := true
+	for _, e := range entries {
+		atOffered = atOffered && e.OfferedRPS > 0 && math.Abs(e.ThroughputRPS-e.OfferedRPS) <= 0.02*e.OfferedRPS
+	}
+	if !atOffered {
+		panels = append(panels, comparePanel{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }})
+	}
+	panels = append(panels, comparePanel{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 / MicrosPerMilli }})
+	for _, p := range []comparePanel{
+		{"Redis time per decision (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }},
+		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
+	} {
+		if anyValue(entries, p.value) {
+			panels = append(panels, p)
+		}
+	}
+	return append(panels,
+		comparePanel{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
+		comparePanel{efficiencyPanel, func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
+	), atOffered
+}
+
+// comparePlot is one panel of the comparison figure: a horizontal bar per entry, names from the
+// bottom up.
+func comparePlot(pn comparePanel, entries []*result.Entry, names []string) *plot.Plot {
+	p := NewPlot(pn.title, "", "")
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	for i, e := range entries {
+		v := pn.value(e)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		bc, err := plotter.NewBarChart(plotter.Values{v}, vg.Points(11))
+		if err != nil {
+			continue
+		}
+		bc.Horizontal = true
+		bc.XMin = float64(len(entries) - 1 - i)
+		bc.Color = AlgorithmColor(e.Algorithm)
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+	}
+	p.NominalY(names...)
+	p.X.Min = 0
+	p.X.Max = 1 // an all-zero panel (not measured) still gets an axis
+	for _, e := range entries {
+		if v := pn.value(e); v*1.08 > p.X.Max && !math.IsInf(v, 0) {
+			p.X.Max = v * 1.08
+		}
+	}
+	if pn.title == efficiencyPanel && anyValue(entries, pn.value) {
+		// Efficiency: show the exact limiter's 1.0 as a line.
+		if ref, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(entries)) - 0.5}}); err == nil {
+			ref.Color = color.Black
+			ref.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			p.Add(ref)
+		}
+	}
+	return p
 }
 
 func anyValue(entries []*result.Entry, f func(*result.Entry) float64) bool {

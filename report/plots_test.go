@@ -1,16 +1,19 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // figureByName returns the figure of figs with name, failing the test when there is none.
@@ -100,9 +103,10 @@ func TestAccuracyPlotMarksViolations(t *testing.T) {
 // svgBar matches a filled rectangle as vgsvg writes a horizontal bar: M x0,y0 L x0,y1 L x1,y1 L x1,y0 Z.
 var svgBar = regexp.MustCompile(`<path d="M([-\d.]+),([-\d.]+)L[-\d.]+,[-\d.]+L([-\d.]+),[-\d.]+L[-\d.]+,[-\d.]+Z"\s+style="fill:(#[0-9A-Fa-f]{6})"`)
 
-// TestComparePlotPanels: the compare plot has its five panels (throughput, p99, Redis CPU per
-// decision, bytes per subject, efficiency), in that order from the top, with one bar per algorithm
-// in each, and bar lengths in proportion to the entries' figures.
+// TestComparePlotPanels: the compare plot has its panels (p99, Redis time and CPU per decision,
+// bytes per subject, efficiency; no throughput, since every entry of the fixture completed its
+// offered rate), in that order from the top, with one bar per algorithm in each, and bar lengths
+// in proportion to the entries' figures.
 func TestComparePlotPanels(t *testing.T) {
 	r := readFixture(t, "result.json")
 	figs, err := Figures(r)
@@ -111,12 +115,15 @@ func TestComparePlotPanels(t *testing.T) {
 	}
 	f := figureByName(t, figs, "compare-single")
 	svg := string(f.SVG)
+	if strings.Contains(svg, ">Throughput") || !strings.Contains(f.Title, "each completed its offered rate") {
+		t.Errorf("compare plot %q has a throughput panel, or its title does not say why not", f.Title)
+	}
 	panels := []struct {
 		title string
 		value func(e *result.Entry) float64
 	}{
-		{"Throughput (decisions/s)", func(e *result.Entry) float64 { return e.ThroughputRPS }},
 		{"p99 latency from intended send (ms)", func(e *result.Entry) float64 { return e.LatencyUS.P99 }},
+		{"Redis time per decision (µs, commandstats)", func(e *result.Entry) float64 { return e.Server.USecPerCall }},
 		{"Redis CPU per decision (µs)", func(e *result.Entry) float64 { return e.Server.CPUUSecPerDecision }},
 		{"Memory per subject (bytes)", func(e *result.Entry) float64 { return e.Server.BytesPerKey }},
 		{"Efficiency (admitted / ideal)", func(e *result.Entry) float64 { return e.Accuracy.Efficiency }},
@@ -400,4 +407,97 @@ func TestBinOf(t *testing.T) {
 			t.Errorf("binOf(%g, %g) = %d; want %d", tt.v, tt.binS, got, tt.want)
 		}
 	}
+}
+
+// TestAccuracyPlotCorrectUnderAllowance (issue 31): the accuracy plot of every correct algorithm
+// of the demo (the built-in ones without a known flaw, on both topologies) never draws a bin
+// over the allowance it draws: in the data it is drawn from (each limit's use per bin against
+// its allowance) and in the figure itself, where no point of the algorithm's line in the top
+// panel lies above the allowance line.
+func TestAccuracyPlotCorrectUnderAllowance(t *testing.T) {
+	r := readFixture(t, "demo-result.json")
+	checked := 0
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		a, err := algorithms.Lookup(e.Algorithm)
+		if err != nil || a.Describe().Flaw != "" {
+			continue
+		}
+		if len(e.Timeline.Use) == 0 {
+			t.Fatalf("%s: the demo's result has no use per bin", e.Name())
+		}
+		for _, u := range e.Timeline.Use {
+			for bin, v := range u.Held {
+				if v > u.Allowance {
+					t.Errorf("%s, %s: bin %d holds %g, over the allowance %g the plot draws", e.Name(), u.Contract, bin, v, u.Allowance)
+				}
+			}
+		}
+		if msg := overAllowanceLine(t, r, e); msg != "" {
+			t.Errorf("%s: %s", e.Name(), msg)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("checked %d plots; want every correct algorithm on both topologies", checked)
+	}
+	// The figure check sees a line over its allowance: a use planted over it is caught.
+	e := r.Entry("gcra", "single")
+	e.Timeline.Use[0].Held[len(e.Timeline.Use[0].Held)/2] = e.Timeline.Use[0].Allowance * 1.5
+	if msg := overAllowanceLine(t, r, e); msg == "" {
+		t.Error("a use planted 50% over the allowance is not seen above the allowance line of the figure")
+	}
+}
+
+// overAllowanceLine renders e's accuracy plot and describes the first point of e's line in its
+// top panel that lies above the allowance line, or returns "" when none does (SVG y grows
+// upwards: the figure is flipped).
+func overAllowanceLine(t *testing.T, r *result.Result, e *result.Entry) string {
+	t.Helper()
+	spec := useAccuracySpec(r, e)
+	if err := spec.render(); err != nil {
+		t.Fatal(err)
+	}
+	var allowY []float64
+	for _, m := range strokePath.FindAllStringSubmatch(string(spec.SVG), -1) {
+		if !strings.EqualFold(m[2], "#000000") {
+			continue
+		}
+		var xs, ys []float64
+		for _, p := range regexp.MustCompile(`[ML]([-\d.]+),([-\d.]+)`).FindAllStringSubmatch(m[1], -1) {
+			x, _ := strconv.ParseFloat(p[1], 64)
+			y, _ := strconv.ParseFloat(p[2], 64)
+			xs, ys = append(xs, x), append(ys, y)
+		}
+		if len(xs) == 2 && ys[0] == ys[1] && xs[1]-xs[0] > 300 { // the allowance: a long level line
+			allowY = append(allowY, ys[0])
+		}
+	}
+	if len(allowY) == 0 {
+		t.Fatalf("%s: no allowance line in the accuracy SVG", e.Name())
+	}
+	c := AlgorithmColor(e.Algorithm)
+	lines := linePoints(spec.SVG, colorHex(c.R, c.G, c.B))
+	if len(lines) < 2 {
+		t.Fatalf("%s: %d lines of its colour; want the use (top panel) and admitted/s (bottom)", e.Name(), len(lines))
+	}
+	// The top panel's lines are above the bottom panel's.
+	sort.Slice(lines, func(i, j int) bool { return minY(lines[i]) > minY(lines[j]) })
+	top := slices.Max(allowY)
+	for _, line := range lines[:len(e.Timeline.Use)] {
+		for _, p := range line {
+			if p[1] > top+0.01 {
+				return fmt.Sprintf("the use line reaches y=%.2f, above the allowance line at y=%.2f", p[1], top)
+			}
+		}
+	}
+	return ""
+}
+
+func minY(pts [][2]float64) float64 {
+	m := math.Inf(1)
+	for _, p := range pts {
+		m = math.Min(m, p[1])
+	}
+	return m
 }

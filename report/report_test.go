@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/xml"
 	"image"
+	"image/color"
 	_ "image/png"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,8 +262,16 @@ func contains(s []string, v string) bool {
 // urlRef finds attribute values and CSS url() references in HTML.
 var urlRef = regexp.MustCompile(`(?i)(?:src|href|srcset|action|poster|data)\s*=\s*["']?([^"'\s>]+)|url\(\s*['"]?([^'")]+)`)
 
-// checkSelfContained fails unless every reference in html is an inline data: URI or a fragment,
-// and no http(s) URL appears anywhere.
+// scriptTag matches an opening <script> tag; networkAPI the script APIs that reach beyond the page.
+var (
+	scriptTag  = regexp.MustCompile(`(?i)<script\b[^>]*>`)
+	networkAPI = regexp.MustCompile(`\b(fetch|XMLHttpRequest|WebSocket|EventSource|sendBeacon|importScripts|Worker|SharedWorker|import)\s*\(|\bnew\s+(WebSocket|Worker|EventSource|XMLHttpRequest)\b|\b(location|document\.location)\s*(\.href)?\s*=|window\.open\b|\.src\s*=`)
+)
+
+// checkSelfContained fails unless html needs nothing external (issue 31: the report's rule was "no
+// script", it is now "nothing external"): every reference in it is an inline data: URI or a
+// fragment, no http(s) URL appears anywhere, every script is inline (no src) and uses no API
+// that reaches beyond the page.
 func checkSelfContained(t *testing.T, html []byte) {
 	t.Helper()
 	if m := regexp.MustCompile(`(?i)https?://`).Find(html); m != nil {
@@ -276,8 +288,18 @@ func checkSelfContained(t *testing.T, html []byte) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if bytes.Contains(bytes.ToLower(html), []byte("<script")) {
-		t.Error("report.html contains a script; it must need no JavaScript")
+	for _, tag := range scriptTag.FindAll(html, -1) {
+		if bytes.Contains(bytes.ToLower(tag), []byte("src")) {
+			t.Errorf("report.html loads a script (%s); scripts must be inline", tag)
+		}
+	}
+	for _, js := range regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`).FindAllSubmatch(html, -1) {
+		if m := networkAPI.Find(js[1]); m != nil {
+			t.Errorf("a script of report.html uses %q, which could reach beyond the page", m)
+		}
+	}
+	if bytes.Contains(bytes.ToLower(html), []byte("<link")) || bytes.Contains(html, []byte("@import")) {
+		t.Error("report.html links a style sheet or other resource; everything must be inline")
 	}
 }
 
@@ -290,13 +312,49 @@ func TestBusiest(t *testing.T) {
 		{"sliding-window(100, 1s)", 0, ""},
 		{"sliding-window(100, 1s)", 1, "its busiest sliding window held 100% of its limit"},
 		{"fixed-window(100, 1s)", 1.99, "its busiest sliding window held 199% of its limit, which fixed windows allow across a window boundary (up to 200%)"},
-		{"sliding-window(20, 1s, granularity 1µs) and sliding-window(20, 1s, granularity 1µs) per subject+client", 2, "its busiest sliding window held 200% of its limit, within the clock granularity its contract states"},
-		{"first-hit-window(20, 1s, granularity 1ms)", 1.02, "its busiest first-hit window held 102% of its limit, within the clock granularity its contract states"},
+		{"sliding-window(20, 1s, granularity 1µs) and sliding-window(20, 1s, granularity 1µs) per subject+client", 2, "its busiest sliding window held 200% of its limit at the requests' midpoints (see Why)"},
+		{"sliding-window(20, 1s, granularity 1s) and sliding-window(20, 1s, granularity 1s) per subject+client", 2, "its busiest sliding window held 200% of its limit, which its clock granularity keeps the verifier from proving over (see Why)"},
+		{"sliding-window(20, 1s, granularity 1s)", 3.5, "its busiest sliding window held 350% of its limit at the requests' midpoints (see Why)"},
+		{"first-hit-window(20, 1s, granularity 1ms)", 1.02, "its busiest first-hit window held 102% of its limit at the requests' midpoints (see Why)"},
 		{"token-bucket(10, 100/1s)", 0.96, "at its fullest, its bucket was 96% drawn"},
 	}
 	for _, tt := range tests {
 		if got := busiest(tt.contract, tt.ratio); got != tt.want {
 			t.Errorf("busiest(%q, %g) = %q; want %q", tt.contract, tt.ratio, got, tt.want)
+		}
+	}
+}
+
+// TestAlgorithmColorsDistinct: every two built-in algorithms' colours are at least 25 apart in
+// CIELAB (ΔE*76), so that a plot of all of them does not show near-identical lines (issue 31).
+func TestAlgorithmColorsDistinct(t *testing.T) {
+	lab := func(c color.RGBA) [3]float64 {
+		lin := func(v uint8) float64 {
+			x := float64(v) / 255
+			if x <= 0.04045 {
+				return x / 12.92
+			}
+			return math.Pow((x+0.055)/1.055, 2.4)
+		}
+		r, g, b := lin(c.R), lin(c.G), lin(c.B)
+		x := (0.4124*r + 0.3576*g + 0.1805*b) / 0.95047
+		y := 0.2126*r + 0.7152*g + 0.0722*b
+		z := (0.0193*r + 0.1192*g + 0.9505*b) / 1.08883
+		f := func(t float64) float64 {
+			if t > 0.008856 {
+				return math.Cbrt(t)
+			}
+			return 7.787*t + 16.0/116
+		}
+		return [3]float64{116*f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))}
+	}
+	names := slices.Sorted(maps.Keys(builtinColors))
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			la, lb := lab(builtinColors[a]), lab(builtinColors[b])
+			if d := math.Sqrt(math.Pow(la[0]-lb[0], 2) + math.Pow(la[1]-lb[1], 2) + math.Pow(la[2]-lb[2], 2)); d < 25 {
+				t.Errorf("%s and %s are %.1f apart in CIELAB; want at least 25", a, b, d)
+			}
 		}
 	}
 }

@@ -11,7 +11,7 @@
 // The schema embeds each concept in its owner's type rather than a copy: the scenario's keys,
 // skew and client mode (internal/load), limit, custom scripts and WAIT (algorithms), arrival
 // profile (internal/arrival), latency summaries, error classes and timeline counts
-// (internal/load), the verification and accuracy sections (internal/verify) and the node watch's
+// (internal/load), the verification and accuracy sections (verify) and the node watch's
 // record (internal/faults/watch). Expect, the scenario's expectations, is declared here, the
 // lowest package that needs it; package scenarios loads the YAML straight into it.
 //

@@ -8,7 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Entry is the result of one algorithm on one topology. Counts are requests; rates are per second
@@ -57,9 +57,17 @@ type Entry struct {
 
 	Verification verify.Summary         `json:"verification"`
 	Accuracy     verify.AccuracySummary `json:"accuracy"`
-	Server       Server                 `json:"server"`
+	// Fairness is how the limits that several clients shared divided their admissions among
+	// them (verify.NewFairness); nil when no limit was shared (a limit per client, or one
+	// client per subject) or in results written before it was recorded.
+	Fairness *verify.Fairness `json:"fairness,omitempty"`
+	Server   Server           `json:"server"`
 	// Timeline is offered, admitted, denied and errors over time, for the accuracy plot.
 	Timeline Timeline `json:"timeline"`
+	// Excerpt is the admission log around the worst violation, definite or else possible
+	// (verify.NewExcerpt: at most verify.MaxExcerpt requests), for the report's violation
+	// explorer; nil without a violation or in results written before it was recorded.
+	Excerpt *verify.Excerpt `json:"excerpt,omitempty"`
 	// ErrorClasses lists the errors of the measured part by kind (Redis's error code, or what
 	// happened to the connection) and outcome, the most frequent first, each with the text of
 	// its first error; empty when no request failed.
@@ -133,10 +141,15 @@ type Server struct {
 // Timeline is the measurement over time, for the accuracy plot: load's counts per bin (offered,
 // admitted permits, denied, errors) and, beside them, the most the contract allows in each bin
 // over every subject offered requests in it (verify.Measurement.BinLimits), permits per bin; nil
-// or 0 when it has no meaning (no contract). All slices have the same length.
+// or 0 when it has no meaning (no contract). Use holds, per limit of the contract, the most any
+// scope held in the limit's own window in each bin, with the allowance a correct limiter stays
+// within (verify.NewWindowUse): what the accuracy plot draws against the contract; nil without a
+// contract or in results written before it was recorded. All slices per bin have the same
+// length.
 type Timeline struct {
 	load.Series
-	Limit []float64 `json:"limit,omitempty"`
+	Limit []float64          `json:"limit,omitempty"`
+	Use   []verify.WindowUse `json:"use,omitempty"`
 }
 
 // Sample is one repeat's figures.

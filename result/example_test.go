@@ -5,8 +5,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // The runner fills an Entry per algorithm × topology: histograms in microseconds (merged from one

@@ -16,7 +16,7 @@ import (
 	"github.com/limitbench/limitbench/internal/faults/watch"
 	"github.com/limitbench/limitbench/internal/golden"
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // fullResultGolden is a result.json with every section and field populated: the bytes
@@ -43,6 +43,7 @@ func fullResult(t *testing.T) *Result {
 	}
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	lat := load.Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
+	firstUS := int64(1_250_000)
 	full := Entry{
 		Algorithm: "my-limiter", Topology: "cluster", Custom: true, Call: "evalsha",
 		Requests: 2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
@@ -52,7 +53,10 @@ func fullResult(t *testing.T) *Result {
 		Verification: verify.Summary{
 			Verdict: verify.Fail, Reasons: []string{"2 definite violations", `threshold "p99 < 400us" broken: p99 = 512µs`},
 			Contract: "token-bucket(5, 1/1s)", DefiniteViolations: 2, PossibleViolations: 5, WorstExcess: 3,
-			Where:             "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
+			Where: "subject s1 client c2, 8 permits where 5 were allowed, between 1.000s and 1.500s",
+			Finding: "Admitted more than token-bucket(5, 1/1s) allows: 2 definite violations, the worst subject s1 client c2, " +
+				"8 permits where 5 were allowed, between 1.000s and 1.500s.",
+			Pressure:          &verify.Pressure{Windows: 40, Full: 12, FullShare: 0.3, Denials: 35, Crossings: 9, Pressed: true},
 			ExpectedViolation: true, MayViolate: true,
 			Thresholds: []verify.ThresholdCheck{
 				{Threshold: "p99 < 400us", Status: verify.ThresholdBroken, Value: 512, Shown: "512µs"},
@@ -85,8 +89,21 @@ func fullResult(t *testing.T) *Result {
 			Prefix: "limitbench:ab12cd34:my-limiter:1:", Keys: 12,
 			Remove: "redis-cli -h 127.0.0.1 -p 7000 --user USER --scan --pattern 'limitbench:ab12cd34:my-limiter:1:*' | xargs -r -n 500 redis-cli -h 127.0.0.1 -p 7000 --user USER unlink"}},
 		Accuracy: verify.AccuracySummary{IdealAllowed: 1000, Efficiency: 0.98, FalseDenials: 20, MaxWindowRatio: 1.6},
-		Server:   Server{USecPerCall: 4.125, CPUUSecPerDecision: 6.5, BytesPerKey: 96, Keys: 150},
-		Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50}, Errors: []int64{2, 2}}, Limit: []float64{50, 52.5}},
+		Fairness: &verify.Fairness{Subjects: 2, Clients: []verify.ClientShare{
+			{Client: "c0", Offered: 1200, Admitted: 700, Share: 0.714, Fair: 0.5},
+			{Client: "c1", Offered: 800, Admitted: 280, Share: 0.286, Fair: 0.5}},
+			ClientsOmitted: 1, Jain: 0.84, JainMin: 0.79, JainMinSubject: "s1",
+			Starved: &verify.Starvation{Client: "c1", Subject: "s1", Denials: 17, FromS: 2.5, ToS: 3.25}},
+		Server: Server{USecPerCall: 4.125, CPUUSecPerDecision: 6.5, BytesPerKey: 96, Keys: 150},
+		Timeline: Timeline{Series: load.Series{BinS: 0.5, Offered: []int64{100, 101}, Admitted: []int64{50, 49}, Denied: []int64{48, 50}, Errors: []int64{2, 2}}, Limit: []float64{50, 52.5},
+			Use: []verify.WindowUse{{Contract: "token-bucket(5, 1/1s)", Measure: "the most tokens the bucket of one subject and client had drawn and not yet refilled",
+				Allowance: 5, Held: []float64{5, 7.5}}}},
+		Excerpt: &verify.Excerpt{Violation: "definite", Contract: "token-bucket(5, 1/1s) per subject+client", Kind: algorithms.TokenBucket,
+			Limit: 5, WindowUS: 1_000_000, Capacity: 5, RefillPermits: 1, RefillPerUS: 1_000_000, GranularityUS: 1000,
+			Scope: "subject+client", Subject: "s1", Client: "c2", FromUS: 1_000_000, ToUS: 1_500_000, Permits: 8, Allowed: 5,
+			FirstUS: &firstUS, SpanFromUS: -4_000_000, SpanToUS: 6_500_000, Lanes: []string{"c0", "c2"}, LaneClients: []int{0, 2},
+			Requests: []verify.ExcerptRequest{{Lane: 1, Lo: 1_000_000, Hi: 1_000_250, K: "a", Permits: 1, S: true}},
+			Omitted:  2, CountPartial: true},
 		Samples: []Sample{
 			{Repeat: 1, ThroughputRPS: 196, LatencyUS: lat, Efficiency: 0.97, USecPerCall: 4, CPUUSecPerDecision: 6.25, BytesPerKey: 95, Verdict: verify.Pass},
 			{Repeat: 2, ThroughputRPS: 198, LatencyUS: lat, Efficiency: 0.99, USecPerCall: 4.25, CPUUSecPerDecision: 6.75, BytesPerKey: 97, Verdict: verify.Fail},
@@ -134,6 +151,7 @@ func fullResult(t *testing.T) *Result {
 					Allowed:  algorithms.ReplyRule{Element: 1, Op: algorithms.RuleEquals, Value: "1"},
 					Contract: algorithms.Contract{Kind: algorithms.TokenBucket, Capacity: 5, RefillPermits: 1, RefillPer: time.Second}}},
 				Expect:      Expect{Violations: []string{"my-limiter"}, MayViolate: []string{"gcra"}},
+				SpeedOnly:   true,
 				Thresholds:  []string{"p99 < 400us", "my-limiter: efficiency > 0.9"},
 				Persistence: "aof-always", Faults: []string{"restart master at 4.4s, recovery 1s"},
 				Wait: &algorithms.Wait{Replicas: 1, Timeout: 50 * time.Millisecond},
@@ -141,7 +159,8 @@ func fullResult(t *testing.T) *Result {
 		},
 		Environment: Environment{Backend: "container", Topology: "single,cluster", Image: "redis:7.4", RedisVersion: "7.4.1",
 			Nodes: 6, CPUs: 4, GOMAXPROCS: 3, GOMAXPROCSNote: "load generator on GOMAXPROCS 3: --procs (6 local redis-server(s))",
-			LocalServers: 6, IdleNote: "held awake while the command runs (wake-up latency limit 0 µs)", PinNote: "redis-servers pinned to CPU(s) [3], the load generator to [0 1 2]", GoVersion: "go1.26.0", HarnessVersion: "v1.2.3", OS: "linux", Arch: "amd64"},
+			LocalServers: 6, IdleNote: "held awake while the command runs (wake-up latency limit 0 µs)", PinNote: "redis-servers pinned to CPU(s) [3], the load generator to [0 1 2]", GoVersion: "go1.26.0", HarnessVersion: "v1.2.3",
+			HarnessCommit: "0123456789abcdef0123456789abcdef01234567", HarnessDate: "2026-01-02T03:04:05Z", OS: "linux", Arch: "amd64"},
 		StartedAt: start, FinishedAt: start.Add(95 * time.Second),
 		CutShort: true, CutShortNote: "interrupted: the results cover what was measured before the signal",
 		Reference: "reference",

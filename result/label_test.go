@@ -3,7 +3,7 @@ package result
 import (
 	"testing"
 
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func TestLabel(t *testing.T) {

@@ -20,7 +20,7 @@ var leafImports = []string{
 	module + "/internal/load",
 	module + "/internal/problem",
 	module + "/internal/trace",
-	module + "/internal/verify",
+	module + "/verify",
 	module + "/internal/wire",
 	module + "/result",
 	module + "/scripts",

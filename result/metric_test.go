@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // measured returns an entry of alg on single with a pass verdict and figures for every metric:

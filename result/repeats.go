@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // MergeRepeats merges the repeats of one algorithm on one topology, entries[i] being repeat i+1,

@@ -91,6 +91,9 @@ type Settings struct {
 	Custom     []algorithms.CustomSpec `json:"custom,omitempty"`
 	// Expect is what the verifier had to find.
 	Expect Expect `json:"expect"`
+	// SpeedOnly says the scenario measured speed only (scenario speed_only): an entry that never
+	// pressed its contract kept its verdict.
+	SpeedOnly bool `json:"speed_only,omitempty"`
 	// Thresholds are the scenario's thresholds as written.
 	Thresholds []string `json:"thresholds,omitempty"`
 	// Persistence is what the servers limitbench started kept on disk; left out for none.
@@ -145,8 +148,12 @@ type Environment struct {
 	PinNote string `json:"pin_note,omitempty"`
 	// GoVersion is runtime.Version() of the harness.
 	GoVersion string `json:"go_version"`
-	// HarnessVersion is limitbench's version (module version or VCS revision).
+	// HarnessVersion is limitbench's version in one word (version.Info.Short); HarnessCommit
+	// and HarnessDate are the commit it was built from and that commit's date, when the binary
+	// knows them (version.Info).
 	HarnessVersion string `json:"harness_version"`
+	HarnessCommit  string `json:"harness_commit,omitempty"`
+	HarnessDate    string `json:"harness_date,omitempty"`
 	// OS and Arch are runtime.GOOS and runtime.GOARCH.
 	OS   string `json:"os,omitempty"`
 	Arch string `json:"arch,omitempty"`

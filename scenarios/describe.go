@@ -37,6 +37,7 @@ func (s *Scenario) settings() *result.Settings {
 		Expect: result.Expect{
 			Violations: slices.Clone(s.Expect.Violations), MayViolate: slices.Clone(s.Expect.MayViolate),
 		},
+		SpeedOnly: s.SpeedOnly,
 	}
 	if s.ClientMode == load.ModePipeline {
 		st.PipelineDepth = s.PipelineDepth

@@ -27,6 +27,7 @@
 //	client_mode: plain          # default plain; plain | pipeline | autopipeline
 //	pipeline_depth: 16          # only with client_mode: pipeline, where it defaults to 16 (1 to 10,000)
 //	call: evalsha               # default evalsha; evalsha | fcall (built-in scripts as Redis Functions)
+//	speed_only: false           # default false; true: measures speed only, an entry that never pressed its contract keeps its verdict
 //	arrival:                    # omit for a closed loop (each client sends when its last reply is in)
 //	  rate: 2000                # requests per second, all clients together (at most 10,000,000)
 //	keys:
@@ -76,7 +77,7 @@
 //	keys.count                1 to 16,777,216 (load.MaxKeys)
 //	cost                      1 to 65,535 (load.MaxCost)
 //	arrival                   steps or spikes repeated over the run at most 1,000,000 pieces
-//	                          (load.MaxSegments); every length at most 24h; align at most 1h
+//	                          (load.MaxPieces); every length at most 24h; align at most 1h
 //	                          (MaxAlign: the run waits up to one period)
 //	zipf_s, hot_share         finite numbers
 //	thresholds                one that no measurement can keep ("p99 < 0ms", "max <= 0us",

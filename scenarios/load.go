@@ -42,7 +42,7 @@ func Parse(name string, data []byte) (*Scenario, error) {
 // topFields are the fields of a scenario, in the order the package doc lists them.
 var topFields = []string{
 	"version", "name", "description", "topologies", "duration", "warmup", "seed", "clients",
-	"client_mode", "pipeline_depth", "call", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
+	"client_mode", "pipeline_depth", "call", "speed_only", "arrival", "keys", "limit", "cost", "clock_skew", "algorithms",
 	"expect", "thresholds", "persistence", "replicas", "faults", "wait_replicas", "wait_timeout", "wait_short",
 }
 
@@ -306,6 +306,11 @@ func (d *decoder) scenario(root *yaml.Node, s *Scenario) {
 	if n := m["call"]; n != nil {
 		if v, ok := d.str(n, "call"); ok {
 			s.Call = algorithms.CallMode(v)
+		}
+	}
+	if n := m["speed_only"]; n != nil {
+		if v, ok := d.bool(n, "speed_only"); ok {
+			s.SpeedOnly = v
 		}
 	}
 	if m["pipeline_depth"] == nil && s.ClientMode == load.ModePipeline {

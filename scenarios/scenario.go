@@ -76,6 +76,11 @@ type Scenario struct {
 	Algorithms []AlgorithmEntry
 	Expect     result.Expect
 	Thresholds []Threshold
+	// SpeedOnly says that the scenario measures speed only and does not set out to press its
+	// contract (speed_only; default false): an entry that never pressed it keeps its verdict and
+	// says the contract was not exercised, where any other scenario's is inconclusive
+	// (verify.Measurement.SpeedOnly).
+	SpeedOnly bool
 	// Persistence is what the servers limitbench starts keep on disk, which decides what a
 	// restart loses; default none.
 	Persistence redisenv.Persistence
@@ -207,7 +212,7 @@ func (s *Scenario) Plan() load.Plan {
 		p.Arrival = load.Replay(s.Arrival.Trace)
 		p.Keys, p.Seed, p.Skew, p.Cost = load.Keys{}, 0, load.Skew{}, 0
 	} else if s.Arrival != nil {
-		p.Arrival = load.NewProfile(s.Arrival.Segments(s.TotalDuration())...)
+		p.Arrival = load.NewProfile(s.Arrival.Pieces(s.TotalDuration())...)
 	}
 	return p
 }

@@ -405,9 +405,9 @@ func (c *checker) arrival(a *arrival.Arrival) {
 	// are valid.)
 	if span := c.s.TotalDuration(); len(c.probs) == before && load.CheckDuration(c.s.Duration) == nil &&
 		load.CheckWarmup(c.s.Warmup) == nil {
-		if n := a.Pieces(span); n > load.MaxSegments {
+		if n := a.PieceBound(span); n > load.MaxPieces {
 			c.add("arrival", "the schedule repeats to %d pieces over warmup + duration (%s); at most %d: make the steps or the spike's period longer",
-				n, span, load.MaxSegments)
+				n, span, load.MaxPieces)
 		}
 	}
 }

@@ -13,14 +13,39 @@ import (
 	"github.com/limitbench/limitbench/capacity"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
 func init() {
 	register("capacity", "find the decisions per second one Redis shard sustains, and the memory per subject", runCapacity)
 }
+
+// capacityUsage is the help of `limitbench capacity`, before its flags.
+const capacityUsage = `usage: limitbench capacity --algorithm NAME [flags] [SCENARIO.yaml]
+
+Sweeps the open-loop rate on one Redis environment: a closed-loop probe finds the saturation
+throughput S, steps double the rate from S/4 until one breaks the objective, achieves under 95%
+of the offered rate, falls behind schedule or fails over 0.1% of its requests, then bisection
+narrows the last good and first bad rates to within 5%. A step that breaks only a latency
+objective is measured once more and its rate judged on both steps' latencies together, so that
+one stall of the machine does not decide the sweep. Each step uses a fresh key prefix. A memory
+step then puts fresh subjects at their limit and reads used_memory and MEMORY USAGE.
+
+Without SCENARIO, each step runs the saturation scenario's load open loop: 32 plain clients over
+1,000 uniform subjects, limit 1,000 per second each, seed 1. A SCENARIO gives its clients, mode,
+keys, limit, cost, seed and skew; its arrival, duration and algorithms are ignored.
+
+On the process backend with more than one CPU, Redis is pinned to the last CPU and the load
+generator to the others (--no-pin turns it off); the report says which. During the sweep the
+CPUs are kept out of deep idle states (--awake=false leaves them alone): waking a sleeping CPU on
+every round trip, costly on virtual machines, would otherwise count as Redis's latency.
+
+Writes capacity.json, capacity.md, capacity.png and capacity.svg into --out and prints the table.
+
+flags:
+`
 
 // capacityFlags are the flags of `limitbench capacity`.
 type capacityFlags struct {
@@ -53,29 +78,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states during the sweep (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and round trips no longer pay to wake them; --awake=false leaves them alone")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the table")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `usage: limitbench capacity --algorithm NAME [flags] [SCENARIO.yaml]
-
-Sweeps the open-loop rate on one Redis environment: a closed-loop probe finds the saturation
-throughput S, steps double the rate from S/4 until one breaks the objective, achieves under 95%%
-of the offered rate, falls behind schedule or fails over 0.1%% of its requests, then bisection
-narrows the last good and first bad rates to within 5%%. A step that breaks only a latency
-objective is measured once more and its rate judged on both steps' latencies together, so that
-one stall of the machine does not decide the sweep. Each step uses a fresh key prefix. A memory
-step then puts fresh subjects at their limit and reads used_memory and MEMORY USAGE.
-
-Without SCENARIO, each step runs the saturation scenario's load open loop: 32 plain clients over
-1,000 uniform subjects, limit 1,000 per second each, seed 1. A SCENARIO gives its clients, mode,
-keys, limit, cost, seed and skew; its arrival, duration and algorithms are ignored.
-
-On the process backend with more than one CPU, Redis is pinned to the last CPU and the load
-generator to the others (--no-pin turns it off); the report says which. During the sweep the
-CPUs are kept out of deep idle states (--awake=false leaves them alone): waking a sleeping CPU on
-every round trip, costly on virtual machines, would otherwise count as Redis's latency.
-
-Writes capacity.json, capacity.md, capacity.png and capacity.svg into --out and prints the table.
-
-flags:
-`)
+		fmt.Fprint(stderr, capacityUsage)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -91,7 +94,7 @@ flags:
 	if f.out == "" {
 		out, err = newOutDir("results", "capacity-"+keyName(f.algorithm)+"-"+timeStamp(time.Now()))
 	} else {
-		out, err = explicitOutDir("--out", f.out, capacity.File, f.force)
+		out, err = explicitOutDir("--out", f.out, capacity.File, f.force, stderr)
 	}
 	if err != nil {
 		return err
@@ -113,7 +116,7 @@ flags:
 	c, runErr := capacity.Run(ctx, opts)
 	var writeErr error
 	if c.Probe != nil || len(c.Steps) > 0 {
-		if errors.Is(runErr, runner.ErrInterrupted) {
+		if errors.Is(runErr, measure.ErrInterrupted) {
 			c.Notes = append(c.Notes, "interrupted: the figures cover what was measured before the signal")
 		}
 		writeErr = capacity.Write(dir, c)
@@ -160,18 +163,7 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 	}
 	// Apply the overrides so the scenario is validated as the sweep will run it: a custom
 	// script whose keys do not share a hash tag is refused before a cluster sweep starts.
-	var ov scenarios.Overrides
-	if set["clients"] {
-		ov.Clients = &f.clients
-	}
-	if f.env.topology != "" {
-		ov.Topologies = []redisenv.Topology{redisenv.Topology(f.env.topology)}
-	}
-	if set["call"] {
-		mode := algorithms.CallMode(f.call)
-		ov.Call = &mode
-	}
-	if ov.Clients != nil || ov.Topologies != nil || ov.Call != nil {
+	if ov, ok := f.overrides(set); ok {
 		if err := s.Apply(ov); err != nil {
 			problems = append(problems, err)
 		}
@@ -221,6 +213,21 @@ func capacityOptions(fs *flag.FlagSet, f capacityFlags, set map[string]bool) (*s
 		o.MemorySubjects = -1
 	}
 	return s, o, nil
+}
+
+// overrides returns the scenario overrides the flags set gives, and whether there are any.
+func (f capacityFlags) overrides(set map[string]bool) (ov scenarios.Overrides, ok bool) {
+	if set["clients"] {
+		ov.Clients = &f.clients
+	}
+	if f.env.topology != "" {
+		ov.Topologies = []redisenv.Topology{redisenv.Topology(f.env.topology)}
+	}
+	if set["call"] {
+		mode := algorithms.CallMode(f.call)
+		ov.Call = &mode
+	}
+	return ov, ov.Clients != nil || ov.Topologies != nil || ov.Call != nil
 }
 
 // keyName keeps an algorithm name usable in a directory name.

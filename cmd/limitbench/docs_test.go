@@ -508,6 +508,10 @@ func (c *docChecker) checkLimitbench(at string, args []string) {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || strings.HasSuffix(args[0], ":") {
 		return // the usage, or a line of output that names the command
 	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		c.checked["limitbench command"]++
+		return // main's own flag, as `limitbench version`
+	}
 	sub := args[0]
 	c.checked["limitbench command"]++
 	if _, ok := commands[sub]; !ok {

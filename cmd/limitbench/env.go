@@ -30,7 +30,7 @@ type envFlags struct {
 func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", string(redisenv.BackendAuto), "where Redis comes from: auto (process if redis-server is on PATH, else a local container image), process, container or external")
 	fs.StringVar(&f.image, "image", "", `container image (default "`+redisenv.DefaultImage+`"), or "host" to build (once, offline) an image from the local redis-server`)
-	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://... for TLS, or host:port,host:port (implies --backend external)")
+	fs.StringVar(&f.url, "redis", "", "external Redis: redis://user:password@host:port[/db], redis://user:password@host:port,host:port (cluster seeds), rediss://...[?ca_file=F&cert_file=F&key_file=F&server_name=N&skip_verify=true] for TLS (docs/environments.md), or host:port,host:port (implies --backend external)")
 	fs.IntVar(&f.masters, "masters", 0, "cluster masters for started backends (default 3)")
 	fs.IntVar(&f.replicas, "replicas", 0, "replicas per cluster master, or of the Sentinel topology's master (default 1 there) (process and container backends)")
 }
@@ -159,16 +159,16 @@ func printEnv(w io.Writer, t *redisenv.Target) {
 
 // redisCLI returns a redis-cli command line that connects to the first master.
 func redisCLI(t *redisenv.Target) string {
-	return redisCLILine(t.Masters()[0], t.Username, t.Password, t.IsCluster(), t.TLS(), t.DB())
+	return redisCLILine(t.Masters()[0], t.Username, t.Password, t.IsCluster(), t.RedisCLIArgs(), t.DB())
 }
 
 // redisCLILine returns a redis-cli command line for addr with the given credentials, -c for a
-// cluster, --tls for TLS and -n for a database other than 0.
-func redisCLILine(addr, username, password string, cluster, tls bool, db int) string {
+// cluster, the TLS flags tlsArgs (Target.RedisCLIArgs) and -n for a database other than 0.
+func redisCLILine(addr, username, password string, cluster bool, tlsArgs []string, db int) string {
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := fmt.Sprintf("redis-cli -h %s -p %s", shellQuote(host), port)
-	if tls {
-		cmd += " --tls"
+	for _, a := range tlsArgs {
+		cmd += " " + shellQuote(a)
 	}
 	if username != "" {
 		cmd += " --user " + shellQuote(username)

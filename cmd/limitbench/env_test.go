@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 )
 
 func TestEnvBadInput(t *testing.T) {
@@ -148,20 +150,23 @@ func TestEnvBuildOnly(t *testing.T) {
 func TestRedisCLILine(t *testing.T) {
 	tests := []struct {
 		addr, user, pass string
-		cluster, tls     bool
+		cluster          bool
+		tls              []string
 		db               int
 		want             string
 	}{
-		{"127.0.0.1:7000", "", "", false, false, 0, "redis-cli -h 127.0.0.1 -p 7000"},
-		{"127.0.0.1:7000", "", "pw", true, false, 0, "redis-cli -h 127.0.0.1 -p 7000 -a pw --no-auth-warning -c"},
-		{"cache.example:6380", "bench", "p w'x", false, true, 2,
+		{"127.0.0.1:7000", "", "", false, nil, 0, "redis-cli -h 127.0.0.1 -p 7000"},
+		{"127.0.0.1:7000", "", "pw", true, nil, 0, "redis-cli -h 127.0.0.1 -p 7000 -a pw --no-auth-warning -c"},
+		{"cache.example:6380", "bench", "p w'x", false, []string{"--tls"}, 2,
 			`redis-cli -h cache.example -p 6380 --tls --user bench -a 'p w'\''x' --no-auth-warning -n 2`},
-		{"[::1]:7000", "", "", true, true, 0, "redis-cli -h ::1 -p 7000 --tls -c"},
+		{"[::1]:7000", "", "", true, []string{"--tls"}, 0, "redis-cli -h ::1 -p 7000 --tls -c"},
+		{"127.0.0.1:7000", "", "", false, []string{"--tls", "--cacert", "/my certs/ca.pem", "--sni", "cache.example"}, 0,
+			"redis-cli -h 127.0.0.1 -p 7000 --tls --cacert '/my certs/ca.pem' --sni cache.example"},
 	}
 	for _, tt := range tests {
 		got := redisCLILine(tt.addr, tt.user, tt.pass, tt.cluster, tt.tls, tt.db)
 		if got != tt.want {
-			t.Errorf("redisCLILine(%q, %q, %q, %v, %v, %d) =\n%s\nwant\n%s", tt.addr, tt.user, tt.pass, tt.cluster, tt.tls, tt.db, got, tt.want)
+			t.Errorf("redisCLILine(%q, %q, %q, %v, %q, %d) =\n%s\nwant\n%s", tt.addr, tt.user, tt.pass, tt.cluster, tt.tls, tt.db, got, tt.want)
 		}
 	}
 }
@@ -189,6 +194,10 @@ func TestEnvRedisCLIWorks(t *testing.T) {
 	ext := start(redisenv.Config{Backend: redisenv.BackendExternal,
 		URL: "redis://:" + single.Password + "@" + single.Masters()[0] + "/2"})
 	cluster := start(redisenv.Config{Backend: redisenv.BackendProcess, Topology: redisenv.TopologyCluster})
+	tlsServer := redistest.StartTLS(t, true)
+	tlsURL := url.URL{Scheme: "rediss", User: url.UserPassword("default", tlsServer.Password), Host: tlsServer.Addr,
+		RawQuery: url.Values{"ca_file": {tlsServer.CAFile}, "cert_file": {tlsServer.CertFile}, "key_file": {tlsServer.KeyFile}}.Encode()}
+	tlsTarget := start(redisenv.Config{Backend: redisenv.BackendExternal, URL: tlsURL.String()})
 	for _, tt := range []struct {
 		name    string
 		target  *redisenv.Target
@@ -196,6 +205,7 @@ func TestEnvRedisCLIWorks(t *testing.T) {
 		want    string
 	}{
 		{"external database 2", ext, "CLIENT INFO", " db=2 "},
+		{"TLS with a client certificate", tlsTarget, "PING", "PONG"},
 		{"cluster", cluster, "SET {cli}x 1", "OK"}, // -c follows the MOVED reply of a key elsewhere
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,6 +258,11 @@ func buildBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// Tests that want GitHub Actions' outputs set GITHUB_* themselves; none writes into the step
+	// of a CI that runs the tests on GitHub.
+	for _, k := range []string{"GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"} {
+		_ = os.Unsetenv(k)
+	}
 	code := m.Run()
 	if builtBin != "" {
 		_ = os.RemoveAll(filepath.Dir(builtBin))

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,8 +18,8 @@ import (
 
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // faultRun is one `limitbench run` against a private redis-server, told to the CLI as an
@@ -97,7 +99,7 @@ func runWithFault(t *testing.T, server *redisenv.Target, user, password, scenari
 		r.res = res
 		b, _ := os.ReadFile(filepath.Join(out, result.FileName))
 		r.json = string(b)
-	} else if !os.IsNotExist(err) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("result.json: %v", err)
 	}
 	return r
@@ -306,7 +308,9 @@ func TestFaultSuite(t *testing.T) {
 
 	t.Run("keys left behind", func(t *testing.T) {
 		s := start(t)
-		if err := s.Client.Do(context.Background(), "ACL", "SETUSER", "nounlink", "reset", "on", ">secret", "~*", "+@all", "-unlink").Err(); err != nil {
+		// UNLINK is taken away while the run goes, after the check before it that would refuse
+		// the user: the cleanup is then refused.
+		if err := s.Client.Do(context.Background(), "ACL", "SETUSER", "nounlink", "reset", "on", ">secret", "~*", "+@all").Err(); err != nil {
 			t.Fatal(err)
 		}
 		// sliding-log keeps its key for the 1 s window after the run: the cleanup finds it.
@@ -318,7 +322,9 @@ func TestFaultSuite(t *testing.T) {
 		if err := os.WriteFile(scenario, []byte(strings.Replace(string(b), "[gcra]", "[sliding-log]", 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := runWithFault(t, s, "nounlink", "secret", scenario, func(context.Context) error { return nil })
+		r := runWithFault(t, s, "nounlink", "secret", scenario, func(ctx context.Context) error {
+			return s.Client.Do(ctx, "ACL", "SETUSER", "nounlink", "-unlink").Err()
+		})
 		check{code: exitOK, written: true, verdicts: pass,
 			stdout: []string{"warning: sliding-log single: 1 key under limitbench:", "were left behind", "NOPERM",
 				"--scan --pattern 'limitbench:"},
@@ -327,13 +333,34 @@ func TestFaultSuite(t *testing.T) {
 
 	t.Run("NOPERM", func(t *testing.T) {
 		s := start(t)
-		if err := s.Client.Do(context.Background(), "ACL", "SETUSER", "limited", "reset", "on", ">secret", "~other:*", "+@all").Err(); err != nil {
+		// The user's keys are narrowed while the run goes (the check before it passed): the
+		// run stops at the first refusal and writes what it measured.
+		if err := s.Client.Do(context.Background(), "ACL", "SETUSER", "limited", "reset", "on", ">secret", "~*", "+@all").Err(); err != nil {
 			t.Fatal(err)
 		}
-		r := runWithFault(t, s, "limited", "secret", faultScenario(t, "plain", 500, 6*time.Second), func(context.Context) error { return nil })
-		check{code: exitEnv, written: true, verdicts: inconclusive, stopsBy: 2 * time.Second,
+		r := runWithFault(t, s, "limited", "secret", faultScenario(t, "plain", 500, 6*time.Second), func(ctx context.Context) error {
+			return s.Client.Do(ctx, "ACL", "SETUSER", "limited", "resetkeys", "~other:*").Err()
+		})
+		// What was measured before the refusal is judged (pass or inconclusive, never fail).
+		check{code: exitEnv, written: true, verdicts: []verify.Verdict{verify.Pass, verify.Inconclusive}, stopsBy: 2 * time.Second,
 			stderr: []string{"the Redis user lacks a permission the run needs", "NOPERM this user has no permissions to access one of the keys",
-				"~limitbench:*"},
+				"limitbench acl"},
 			result: []string{`"cut_short": true`, `"kind": "NOPERM"`}}.hold(t, r)
+	})
+
+	t.Run("NOPERM before the run", func(t *testing.T) {
+		s := start(t)
+		if err := s.Client.Do(context.Background(), "ACL", "SETUSER", "narrow", "reset", "on", ">secret", "~other:*", "+@all", "-unlink").Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Refused before anything starts, naming what the user lacks and the line that grants it;
+		// nothing was measured, so nothing is written.
+		r := runWithFault(t, s, "narrow", "secret", faultScenario(t, "plain", 500, 6*time.Second), func(context.Context) error { return nil })
+		check{code: exitEnv, written: false,
+			stderr: []string{"the Redis user lacks a permission the run needs", `user "narrow" may not run`, "UNLINK",
+				"ACL SETUSER narrow on >PASSWORD ~limitbench:*"}}.hold(t, r)
+		if n := calls(context.Background(), s.Client, "evalsha"); n != 0 {
+			t.Errorf("the limiter was called %d times; want a refusal before the run starts", n)
+		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/result"
@@ -56,6 +57,11 @@ func TestGateCommand(t *testing.T) {
 			"", gateFixture("current-5") + " (baseline): gcra on single: too few samples: 5"},
 		{"different scenarios", []string{"gate", "--baseline", base, gateFixture("current-zipf")}, 2,
 			"", `baseline and current ran different scenarios: baseline ran "saturation", current ran "zipf"`},
+		// Issue 28 item 15: the scenario at 100/s against a baseline at 200/s.
+		{"different load", []string{"gate", "--baseline", gateFixture("baseline-reference"), gateFixture("current-half-rate")}, 2,
+			"", "baseline and current ran different loads: arrival constant 200/s (baseline) vs constant 100/s (current)"},
+		{"different load allowed", []string{"gate", "--allow-different-load", "--baseline", gateFixture("baseline-reference"), gateFixture("current-half-rate")}, 0,
+			"The runs' loads differ (arrival constant 200/s (baseline) vs constant 100/s (current))", ""},
 		{"missing baseline", []string{"gate", "--baseline", missing, gateFixture("current-same")}, 2,
 			"", "baseline: read result: open " + missing},
 		{"invalid current", []string{"gate", "--baseline", base, bad}, 2, "", "current: " + bad + ": "},
@@ -106,4 +112,16 @@ func TestGateCommandJSON(t *testing.T) {
 		g.Rows[0].Figures != gate.FiguresRaw || !(g.Rows[0].MDE > 0 && g.Rows[0].MDE < g.Rows[0].Threshold) || g.Rows[0].RepeatsNeeded != gate.MinSamples {
 		t.Errorf("rows = %+v; want 12, the first a throughput regression of raw figures with p < 0.05, an MDE under its threshold and 6 repeats needed", g.Rows)
 	}
+}
+
+// TestGateLoadGolden is the regression test of issue 28 item 15 through the built binary: a gate
+// of the scenario at 100/s against a baseline at 200/s is bad input (exit 2) that names the
+// different rate, not a comparison that calls the halved throughput the machine's drift.
+func TestGateLoadGolden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	runGoldens(t, buildBinary(t), []cliCase{
+		{"gate-different-load", []string{"gate", "--baseline", gateFixture("baseline-reference"), gateFixture("current-half-rate")}, exitBadInput},
+	}, 5*time.Second, nil)
 }

@@ -11,10 +11,13 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/hunt"
+	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 func init() {
@@ -32,6 +35,7 @@ type huntFlags struct {
 	out, corpus          string
 	force, quiet         bool
 	procs                int
+	ci                   ciFlags
 }
 
 func (f *huntFlags) register(fs *flag.FlagSet) {
@@ -48,6 +52,7 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
+	f.ci.register(fs)
 }
 
 // problems returns every problem of the flags' values at once.
@@ -77,22 +82,29 @@ func (f *huntFlags) problems() []error {
 }
 
 // outDir returns the results directory: --out, or a new results/<scenario>-hunt-<UTC time>/.
-func (f *huntFlags) outDir(scenario string) (*outDir, error) {
+func (f *huntFlags) outDir(scenario string, stderr io.Writer) (*outDir, error) {
 	if f.out == "" {
 		return newOutDir("results", scenario+"-hunt-"+timeStamp(time.Now()))
 	}
-	return explicitOutDir("--out", f.out, hunt.FileName, f.force)
+	return explicitOutDir("--out", f.out, hunt.FileName, f.force, stderr)
 }
 
-// huntLab is internal/runner's side of a hunt: resolving algorithms, checking custom scripts and
-// running trials, its errors marked with runner's sentinels for main's exit codes.
-var huntLab = hunt.Lab{
-	Resolve: runner.Resolve,
-	Check: func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
-		return runner.MarkRedis(runner.CheckScripts(ctx, tgt, algs))
-	},
-	Trial:   runner.HuntTrial,
-	Workers: runner.HuntWorkers,
+// huntLab is internal/measure's side of a hunt: resolving algorithms, checking custom scripts
+// and running trials (measure.Trials, called as the scenario calls its scripts, warnings to
+// logf), its errors marked with measure's sentinels for main's exit codes.
+func huntLab(call algorithms.CallMode, logf func(string, ...any)) hunt.Lab {
+	return hunt.Lab{
+		Resolve: measure.Resolve,
+		Check: func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error {
+			return measure.Mark(measure.CheckScripts(ctx, tgt, algs))
+		},
+		Trial: func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
+			batch []*trace.Trace) ([]*verify.Log, error) {
+			return measure.Trials(ctx, measure.Trial{Target: tgt, Topology: string(tgt.Info.Topology), Algorithm: a, Limit: l,
+				Call: call, Frame: frame, Logf: logf}, batch)
+		},
+		Workers: measure.TrialWorkers,
+	}
 }
 
 func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -127,13 +139,14 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(err)
 	}
 	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
-		Seed: f.seed, Corpus: f.corpus, Lab: huntLab}
+		Seed: f.seed, Corpus: f.corpus}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
+	o.Lab = huntLab(s.Call, o.Logf)
 	plan, err := hunt.NewPlan(o)
 	if err != nil {
 		return badInput(err)
 	}
-	dir, err := f.outDir(s.Name)
+	dir, err := f.outDir(s.Name, stderr)
 	defer dir.release()
 	if err != nil {
 		return err
@@ -149,16 +162,19 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	out, runErr := plan.Run(ctx, dir.path)
-	interrupted := ctx.Err() != nil || errors.Is(runErr, runner.ErrInterrupted)
+	interrupted := ctx.Err() != nil || errors.Is(runErr, measure.ErrInterrupted)
 	if err := writeHunt(stdout, out, dir.path); err != nil {
 		return err
 	}
+	if err := huntCIOutputs(ctx, f.ci, s, out.File, dir.path, stdout); err != nil {
+		return fmt.Errorf("write CI outputs: %w", err)
+	}
 	switch {
 	case interrupted:
-		return failed(fmt.Errorf("%w; what was found so far is in %s", runner.ErrInterrupted, dir.path))
+		return failed(fmt.Errorf("%w; what was found so far is in %s", measure.ErrInterrupted, dir.path))
 	case errors.Is(runErr, redisenv.ErrUnavailable):
 		// A start refused for a permission names it, as run says it.
-		return fmt.Errorf("%w; what was found so far is in %s", runner.MarkRedis(runErr), dir.path)
+		return fmt.Errorf("%w; what was found so far is in %s", measure.Mark(runErr), dir.path)
 	case runErr != nil:
 		return fmt.Errorf("%w; what was found so far is in %s", runErr, dir.path)
 	}
@@ -210,16 +226,16 @@ func huntOutput(stderr io.Writer, quiet bool) (logf func(string, ...any), progre
 		progress = func(alg, topo string, p hunt.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprint(stderr, "\r\033[K"+progressLine(alg, topo, p))
+			fmt.Fprint(stderr, "\r\033[K"+huntProgressLine(alg, topo, p))
 		}
 	}
 	return logf, progress
 }
 
-// progressLine is the live line of a hunt's progress: the phase, its trials, time, best score
+// huntProgressLine is the live line of a hunt's progress: the phase, its trials, time, best score
 // and rows, and the time spent waiting for the clock's phase (a minute boundary for minute
 // windows), or the wait the next batch is starting.
-func progressLine(alg, topo string, p hunt.Progress) string {
+func huntProgressLine(alg, topo string, p hunt.Progress) string {
 	line := fmt.Sprintf("hunt %s %s: %s", alg, topo, p.Phase)
 	if p.Waiting > 0 {
 		return line + fmt.Sprintf(", waiting %s for the clock's phase (%s waited so far)", p.Waiting.Round(time.Second), p.Waited.Round(time.Second))

@@ -13,8 +13,8 @@ import (
 	"github.com/limitbench/limitbench/hunt"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // replayCommand is the replay command hunt prints for a reproducer scenario.
@@ -98,7 +98,8 @@ func checkMinimal(t *testing.T, scenario string, e hunt.Entry, repro *trace.Trac
 			t.Error(err)
 		}
 	}()
-	alg, err := huntLab.Resolve(s, s.ResolveAlgorithms()[0])
+	lab := huntLab(s.Call, t.Logf)
+	alg, err := lab.Resolve(s, s.ResolveAlgorithms()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func checkMinimal(t *testing.T, scenario string, e hunt.Entry, repro *trace.Trac
 		c.Rows = slices.Delete(c.Rows, i, i+1)
 		batch = append(batch, c.Canonical(), c.Canonical())
 	}
-	logs, err := huntLab.Trial(ctx, tgt, alg, s.Limit, e.Align, batch)
+	logs, err := lab.Trial(ctx, tgt, alg, s.Limit, e.Align, batch)
 	if err != nil {
 		t.Fatal(err)
 	}

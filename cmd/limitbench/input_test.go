@@ -140,6 +140,31 @@ func TestBadInputGoldens(t *testing.T) {
 	}
 }
 
+// atOnce runs n copies of the binary bin with args, in dir, at once, and returns each one's exit
+// code and combined output.
+func atOnce(t *testing.T, n int, bin, dir string, args ...string) (codes []int, outputs []string) {
+	t.Helper()
+	codes, outputs = make([]int, n), make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = dir
+			b, err := cmd.CombinedOutput()
+			outputs[i] = string(b)
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				codes[i] = ee.ExitCode()
+			} else if err != nil {
+				codes[i] = -1
+				outputs[i] += err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	return codes, outputs
+}
+
 // mkdir creates dir and returns it.
 func mkdir(t *testing.T, dir string) string {
 	t.Helper()
@@ -186,18 +211,8 @@ func TestRunDefaultOutUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	outs := make([]string, 2)
-	for i := range outs {
-		wg.Go(func() {
-			cmd := exec.Command(bin, "run", "--backend", "process", "--quiet", "--no-reference", "--algorithms", "gcra",
-				"--duration", "200ms", smoke)
-			cmd.Dir = cwd
-			out, err := cmd.CombinedOutput()
-			outs[i] = fmt.Sprintf("%s(%v)", out, err)
-		})
-	}
-	wg.Wait()
+	_, outs := atOnce(t, 2, bin, cwd, "run", "--backend", "process", "--quiet", "--no-reference", "--algorithms", "gcra",
+		"--duration", "200ms", smoke)
 	dirs, err := filepath.Glob(filepath.Join(cwd, "results", "smoke-*", result.FileName))
 	if err != nil || len(dirs) != 2 {
 		t.Fatalf("results: %v (%v); want two folders with a result.json each; outputs:\n%s", dirs, err, strings.Join(outs, "\n"))
@@ -222,18 +237,22 @@ func TestNewOutDir(t *testing.T) {
 
 	held := mkdir(t, filepath.Join(parent, "held"))
 	writeFile(t, held, result.FileName, "{}\n")
-	if _, err := explicitOutDir("--out", held, result.FileName, false); exitCode(err) != exitBadInput {
+	if _, err := explicitOutDir("--out", held, result.FileName, false, nil); exitCode(err) != exitBadInput {
 		t.Errorf("explicitOutDir(a folder holding a result) = %v; want bad input", err)
 	}
-	if _, err := explicitOutDir("--out", held, result.FileName, true); err != nil {
+	if d, err := explicitOutDir("--out", held, result.FileName, true, nil); err != nil {
 		t.Errorf("explicitOutDir(a folder holding a result, force) = %v; want it taken", err)
+	} else {
+		d.release()
 	}
-	if _, err := explicitOutDir("--out", held, capacity.File, false); err != nil {
+	if d, err := explicitOutDir("--out", held, capacity.File, false, nil); err != nil {
 		t.Errorf("explicitOutDir(a folder holding a run's result, for a capacity result) = %v; want it taken", err)
+	} else {
+		d.release()
 	}
 
 	deep := filepath.Join(parent, "a", "b", "c")
-	d, err := explicitOutDir("--out", deep, result.FileName, false)
+	d, err := explicitOutDir("--out", deep, result.FileName, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +260,7 @@ func TestNewOutDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(parent, "a")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after release of an unused %s: %v; want a, b and c removed", deep, err)
 	}
-	d, err = explicitOutDir("--out", deep, result.FileName, false)
+	d, err = explicitOutDir("--out", deep, result.FileName, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

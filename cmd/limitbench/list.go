@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/report"
 )
 
 func init() {
@@ -31,8 +32,9 @@ type listEntry struct {
 
 // runList prints every registered algorithm as a table, or as a JSON array with --json.
 func runList(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("list", "[--json] [--limit N] [--window D] [--consumer-limit N]", stderr)
+	fs := newFlagSet("list", "[--json] [--wide] [--limit N] [--window D] [--consumer-limit N]", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	wide := fs.Bool("wide", false, "print every column, origin, known flaw and correction included, one line per algorithm however wide (default: a table of 120 columns, each algorithm's origin, flaw and correction under it)")
 	limit := fs.Int64("limit", 100, "permits per window used to render each contract")
 	window := fs.Duration("window", time.Second, "window used to render each contract")
 	consumer := fs.Int64("consumer-limit", 0, "per-consumer limit of the resource-consumer contracts (0: the same as -limit)")
@@ -54,6 +56,9 @@ func runList(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(entries)
+	}
+	if *wide {
+		return writeWideList(stdout, entries, l)
 	}
 	return writeList(stdout, entries, l)
 }
@@ -83,26 +88,61 @@ func listEntries(l algorithms.Limit) ([]listEntry, error) {
 	return entries, nil
 }
 
-// writeList prints entries as an aligned table; the known flaw of each published design is the
-// last column ("-" for the others).
+// writeList prints entries as a table within report.TerminalWidth columns (the contract wrapped
+// when it is long), then a paragraph per algorithm with its origin, and its known flaw or what
+// was corrected, wrapped to the same width.
 func writeList(w io.Writer, entries []listEntry, l algorithms.Limit) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tORIGIN\tCONTRACT\tCLOCK\tKEYS/SUBJECT\tMEMORY/SUBJECT\tCOST>1\tKNOWN FLAW")
+	t := report.Table{Header: []string{"NAME", "CLOCK", "KEYS", "MEMORY/SUBJECT", "COST>1", "CONTRACT"},
+		Right: []bool{false, false, true}, Wrap: 5}
 	for _, e := range entries {
-		cost, flaw := "no", e.Flaw
-		if e.Cost {
-			cost = "yes"
-		}
-		if flaw == "" {
-			flaw = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			e.Name, e.Origin, e.Contract, e.Clock, e.KeysPerSubject, e.Memory, cost, flaw)
+		t.Rows = append(t.Rows, []string{e.Name, e.Clock, fmt.Sprint(e.KeysPerSubject), e.Memory, yesNo(e.Cost), e.Contract})
 	}
-	if err := tw.Flush(); err != nil {
+	var b strings.Builder
+	if err := t.Write(&b, report.TerminalWidth); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d algorithms; contracts shown for limit %d per %s (-limit, -window).\n",
+	b.WriteString("\n")
+	for _, e := range entries {
+		text := e.Origin + "."
+		if e.Flaw != "" {
+			text += " Known flaw: " + e.Flaw + "."
+		}
+		if e.Corrected != "" {
+			text += " Corrected: " + e.Corrected + "."
+		}
+		b.WriteString(report.Paragraph(e.Name+": ", text, report.TerminalWidth))
+	}
+	fmt.Fprintf(&b, "\n%d algorithms; contracts shown for limit %d per %s (-limit, -window); --wide prints one line each.\n",
 		len(entries), l.Limit, l.Window)
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWideList prints entries as one table, one line per algorithm, every field a column.
+func writeWideList(w io.Writer, entries []listEntry, l algorithms.Limit) error {
+	t := report.Table{Header: []string{"NAME", "ORIGIN", "CONTRACT", "CLOCK", "KEYS/SUBJECT", "MEMORY/SUBJECT", "COST>1", "KNOWN FLAW", "CORRECTED"},
+		Wrap: -1}
+	for _, e := range entries {
+		t.Rows = append(t.Rows, []string{e.Name, e.Origin, e.Contract, e.Clock, fmt.Sprint(e.KeysPerSubject), e.Memory, yesNo(e.Cost),
+			orDash(e.Flaw), orDash(e.Corrected)})
+	}
+	if err := t.Write(w, 0); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d algorithms; contracts shown for limit %d per %s (-limit, -window).\n", len(entries), l.Limit, l.Window)
+	return err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -6,37 +6,71 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/report"
 )
 
-// TestListTable: `limitbench list` exits 0 and has one row per registered algorithm, with its
-// contract for the default limit, and the known flaw of every published design.
+// TestListTable: `limitbench list` exits 0 and fits 120 columns (issue 31): a row per
+// registered algorithm with its clock, memory and contract for the default limit (wrapped onto
+// the lines below when long), and under the table, for each, its origin and its known flaw or
+// correction in full. `list --wide` has all of that on one line per algorithm.
 func TestListTable(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"list"}, &out, &errb); code != exitOK {
 		t.Fatalf("list: exit %d, stderr %q", code, errb.String())
 	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
+	var wide, errw bytes.Buffer
+	if code := run([]string{"list", "--wide"}, &wide, &errw); code != exitOK {
+		t.Fatalf("list --wide: exit %d, stderr %q", code, errw.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	for i, line := range lines {
+		if n := utf8.RuneCountInString(line); n > report.TerminalWidth {
+			t.Errorf("line %d of list is %d columns; want at most %d:\n%s", i+1, n, report.TerminalWidth, line)
+		}
+	}
+	// A row and its continuation lines, and the paragraph under the table, by name.
+	table, notes := map[string]string{}, map[string]string{}
+	name := ""
+	for _, line := range lines {
+		switch f := strings.Fields(line); {
+		case len(f) == 0:
+		case strings.HasPrefix(line, " ") && name != "":
+			table[name] += " " + strings.TrimSpace(line)
+			notes[name] += " " + strings.TrimSpace(line)
+		case strings.HasSuffix(f[0], ":"):
+			name = strings.TrimSuffix(f[0], ":")
+			notes[name] = line
+		default:
+			name = f[0]
+			table[name] = line
+		}
+	}
+	wideRows := map[string]string{}
+	for _, line := range strings.Split(wide.String(), "\n") {
 		if f := strings.Fields(line); len(f) > 0 {
-			rows[f[0]] = line
+			wideRows[f[0]] = line
 		}
 	}
 	for _, a := range algorithms.All() {
 		d := a.Describe()
-		row, ok := rows[d.Name]
-		if !ok {
-			t.Errorf("no row for %s in:\n%s", d.Name, out.String())
-			continue
-		}
 		c, err := a.Contract(algorithms.Limit{Limit: 100, Window: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{d.Origin, c.String(), d.Clock.String(), d.Memory, d.Flaw} {
-			if !strings.Contains(row, want) {
-				t.Errorf("row of %s lacks %q:\n%s", d.Name, want, row)
+		for _, want := range []string{c.String(), d.Clock.String(), d.Memory} {
+			if !strings.Contains(table[d.Name], want) {
+				t.Errorf("row of %s lacks %q:\n%s", d.Name, want, table[d.Name])
+			}
+		}
+		for _, want := range []string{d.Origin, d.Flaw, d.Corrected} {
+			if !strings.Contains(strings.Join(strings.Fields(notes[d.Name]), " "), strings.Join(strings.Fields(want), " ")) {
+				t.Errorf("the note on %s lacks %q:\n%s", d.Name, want, notes[d.Name])
+			}
+			if !strings.Contains(wideRows[d.Name], want) {
+				t.Errorf("wide row of %s lacks %q:\n%s", d.Name, want, wideRows[d.Name])
 			}
 		}
 	}

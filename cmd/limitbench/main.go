@@ -24,8 +24,8 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -56,18 +56,18 @@ var exitCodes = []struct {
 	{errFailed, exitFailed},
 	{errEnvironment, exitEnv},
 	// Ctrl-C or SIGTERM: what was measured is written, and the run did not pass.
-	{runner.ErrInterrupted, exitFailed},
+	{measure.ErrInterrupted, exitFailed},
 	// A refused permission is the environment's problem, whatever else the error says.
-	{runner.ErrPermission, exitEnv},
+	{measure.ErrPermission, exitEnv},
 	{scenarios.ErrInvalid, exitBadInput},
-	{runner.ErrBadScript, exitBadInput},
+	{measure.ErrBadScript, exitBadInput},
 	{redisenv.ErrBadConfig, exitBadInput},
 	{algorithms.ErrUnknownAlgorithm, exitBadInput},
 	// A load out of bounds; scenarios.Load reports it first, with its file, line and field.
 	{load.ErrBadPlan, exitBadInput},
 	{redisenv.ErrUnavailable, exitEnv},
-	{runner.ErrLost, exitEnv},
-	{runner.ErrRedis, exitEnv},
+	{measure.ErrLost, exitEnv},
+	{measure.ErrRedis, exitEnv},
 }
 
 // exitCode returns the exit code for err (see exitCodes); 0 for nil.
@@ -144,12 +144,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "limitbench: unknown command %q\n", args[0])
 		usage(stderr)
 		return exitBadInput
 	}
+	// Every message goes through the console, so that none shares a line with a live progress
+	// line (run's).
+	con := newConsole(stderr)
+	stderr = con
 	redis.SetLogger(newRedisLog(stderr, cmd.name, os.Getenv(redisLogEnv) == "1"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -163,11 +170,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "limitbench %s: stopping cleanly; signal again to quit at once\n", cmd.name)
 	})()
 	err := cmd.run(ctx, args[1:], stdout, stderr)
+	con.ClearLive()
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stderr, "limitbench %s: %v\n", cmd.name, err)
+		fmt.Fprintf(stderr, "limitbench %s: %s\n", cmd.name, ownWords(err))
 	}
 	return code
+}
+
+// ownWords returns err's message in limitbench's words: a cancellation (Ctrl-C, SIGTERM) that
+// reached it from Go's context package says "interrupted" where Go says "context canceled".
+func ownWords(err error) string {
+	msg := err.Error()
+	if !errors.Is(err, context.Canceled) {
+		return msg
+	}
+	canceled := context.Canceled.Error()
+	msg = strings.ReplaceAll(msg, ": "+canceled, "")
+	msg = strings.ReplaceAll(msg, canceled, "interrupted")
+	if !strings.Contains(msg, "interrupted") && !strings.Contains(msg, "cut short") {
+		msg = "interrupted: " + msg
+	}
+	return msg
 }
 
 // redisLogEnv names the environment variable that, set to 1, shows go-redis's own log lines.

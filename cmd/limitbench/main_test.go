@@ -8,8 +8,8 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/runner"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -26,16 +26,16 @@ func TestExitCode(t *testing.T) {
 		{"help", flag.ErrHelp, exitOK},
 		{"bad flag", badInput(errors.New("--repeat must be >= 1")), exitBadInput},
 		{"bad scenario", wrap(scenarios.ErrInvalid), exitBadInput},
-		{"bad script", wrap(runner.ErrBadScript), exitBadInput},
+		{"bad script", wrap(measure.ErrBadScript), exitBadInput},
 		{"bad environment config", wrap(redisenv.ErrBadConfig), exitBadInput},
 		{"unknown algorithm", wrap(algorithms.ErrUnknownAlgorithm), exitBadInput},
-		{"load out of bounds", runner.MarkRedis(fmt.Errorf("run gcra: %w", load.ErrBadPlan)), exitBadInput},
+		{"load out of bounds", measure.Mark(fmt.Errorf("run gcra: %w", load.ErrBadPlan)), exitBadInput},
 		{"failed verdicts", failed(errors.New("2 problem(s)")), exitFailed},
-		{"interrupted", wrap(runner.ErrInterrupted), exitFailed},
-		{"interrupted while starting", fmt.Errorf("%w: %w", runner.ErrInterrupted, redisenv.ErrUnavailable), exitFailed},
+		{"interrupted", wrap(measure.ErrInterrupted), exitFailed},
+		{"interrupted while starting", fmt.Errorf("%w: %w", measure.ErrInterrupted, redisenv.ErrUnavailable), exitFailed},
 		{"no environment", wrap(redisenv.ErrUnavailable), exitEnv},
-		{"lost", wrap(runner.ErrLost), exitEnv},
-		{"redis failed a step", runner.MarkRedis(errors.New("prepare gcra: WRONGTYPE")), exitEnv},
+		{"lost", wrap(measure.ErrLost), exitEnv},
+		{"redis failed a step", measure.Mark(errors.New("prepare gcra: WRONGTYPE")), exitEnv},
 		{"env command", envFailure(errors.New("environment lost")), exitEnv},
 		{"write error", errors.New("write results: disk full"), exitFailed},
 	} {
@@ -45,18 +45,18 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// TestMarkRedis: an error of no sentinel is marked ErrRedis with its own message; one of Run's
+// TestMark: an error of no sentinel is marked ErrRedis with its own message; one of measure's
 // sentinels is returned as it is.
-func TestMarkRedis(t *testing.T) {
+func TestMark(t *testing.T) {
 	plain := errors.New("prepare gcra: WRONGTYPE")
-	if got := runner.MarkRedis(plain); !errors.Is(got, runner.ErrRedis) || !errors.Is(got, plain) || got.Error() != plain.Error() {
-		t.Errorf("MarkRedis(%v) = %v; want it marked ErrRedis with the same message", plain, got)
+	if got := measure.Mark(plain); !errors.Is(got, measure.ErrRedis) || !errors.Is(got, plain) || got.Error() != plain.Error() {
+		t.Errorf("Mark(%v) = %v; want it marked ErrRedis with the same message", plain, got)
 	}
-	lost := fmt.Errorf("%w: after gcra", runner.ErrLost)
-	if got := runner.MarkRedis(lost); got != lost {
-		t.Errorf("MarkRedis(%v) = %v; want it unchanged", lost, got)
+	lost := fmt.Errorf("%w: after gcra", measure.ErrLost)
+	if got := measure.Mark(lost); got != lost {
+		t.Errorf("Mark(%v) = %v; want it unchanged", lost, got)
 	}
-	if runner.MarkRedis(nil) != nil {
-		t.Error("MarkRedis(nil) != nil")
+	if measure.Mark(nil) != nil {
+		t.Error("Mark(nil) != nil")
 	}
 }

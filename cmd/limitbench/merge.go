@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
 )
@@ -19,17 +19,19 @@ func init() {
 	register("merge", "merge the partial results of a segmented run into one verified result", runMerge)
 }
 
-// runMerge implements `limitbench merge [--out DIR] [--force] DIR...`: each DIR (or its
+// runMerge implements `limitbench merge [--out DIR] [--force] [--junit FILE] [--metrics-report FILE] DIR...`: each DIR (or its
 // result.json) is one segment's partial result of `limitbench run --segment I/N`. It checks they
-// are every segment of one run, each once (runner.ErrNotOneRun is bad input, exit 2, naming the
-// directories and segments), merges and verifies them as one history (runner.Merge), writes
+// are every segment of one run, each once (segment.ErrNotOneRun is bad input, exit 2, naming the
+// directories and segments), merges and verifies them as one history (segment.Merge), writes
 // result.json, the .hgrm files, plots and reports into DIR (default a new
 // results/<scenario>-merged-<UTC time>/), and exits 1 when the merged run failed its verdicts,
 // expectations or thresholds.
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("merge", "[--out DIR] [--force] DIR...", stderr)
+	fs := newFlagSet("merge", "[--out DIR] [--force] [--junit FILE] [--metrics-report FILE] DIR...", stderr)
 	out := fs.String("out", "", "directory to write the merged result to (default a new results/<scenario>-merged-<UTC time>/); refused when it holds a result, unless --force")
 	force := fs.Bool("force", false, forceUsage)
+	var cf ciFlags
+	cf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,7 +39,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return badInput(errors.New("no partial result given: name each segment's results directory"))
 	}
-	var parts []runner.Part
+	var parts []segment.Part
 	for _, arg := range fs.Args() {
 		dir, path := arg, filepath.Join(arg, result.FileName)
 		if st, err := os.Stat(arg); err == nil && !st.IsDir() {
@@ -50,21 +52,20 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := result.ReadPartialLogs(dir, r); err != nil {
 			return badInput(fmt.Errorf("%s: %w", dir, err))
 		}
-		parts = append(parts, runner.Part{Dir: dir, Result: r})
+		parts = append(parts, segment.Part{Dir: dir, Result: r})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, err := runner.Merge(parts)
+	res, failures, err := segment.Merge(parts)
 	if err != nil {
 		return badInput(err)
 	}
-	res := c.Result
 	var o *outDir
 	if *out == "" {
 		o, err = newOutDir("results", res.Scenario.Name+"-merged-"+timeStamp(time.Now()))
 	} else {
-		o, err = explicitOutDir("--out", *out, result.FileName, *force)
+		o, err = explicitOutDir("--out", *out, result.FileName, *force, stderr)
 	}
 	if err != nil {
 		return err
@@ -75,8 +76,16 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	fmt.Fprintf(stdout, "merged %d segments: %s\n", len(parts), o.path)
-	if len(c.Failures) > 0 {
-		return failed(fmt.Errorf("%d problem(s):\n  %s", len(c.Failures), strings.Join(c.Failures, "\n  ")))
+	outs := newCIOutputs(ctx, cf)
+	err = outs.addResult(res, o.path, outs.placesOfFile(res.Scenario.File))
+	if ferr := outs.finish(stdout); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return fmt.Errorf("write CI outputs: %w", err)
+	}
+	if len(failures) > 0 {
+		return failed(fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  ")))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 //   - An explicit --out may exist (a directory) or not (it is created); it must be writable,
 //     and unless --force it must not hold a result of the command's kind already (the file
 //     that marks one: result.json, capacity.json, comparison.md).
+//   - Either is locked for as long as the command runs (lockDir): a second command given the
+//     same directory is refused before it starts, even with --force.
 //
 // A directory the command created and left empty (bad input found later, a run that measured
 // nothing) is removed when it ends.
@@ -32,6 +35,7 @@ type outDir struct {
 	path    string
 	created bool   // the command created it: release removes it while empty
 	top     string // the outermost directory the command created for it (path or a parent)
+	lock    *dirLock
 }
 
 // timeStamp is the UTC time of a default results directory's name.
@@ -51,7 +55,12 @@ func newOutDir(parent, base string) (*outDir, error) {
 		err := os.Mkdir(path, 0o755)
 		switch {
 		case err == nil:
-			return &outDir{path: path, created: true, top: path}, nil
+			o := &outDir{path: path, created: true, top: path}
+			if o.lock, err = lockDir("results directory", path, nil); err != nil {
+				o.release()
+				return nil, err
+			}
+			return o, nil
 		case errors.Is(err, fs.ErrExist) && i < 1000:
 			continue
 		}
@@ -60,9 +69,10 @@ func newOutDir(parent, base string) (*outDir, error) {
 }
 
 // explicitOutDir checks dir, given by --out (flag names it in messages): a directory or
-// nothing (then it is created, with its parents), writable, and, unless force, without marker,
-// the file of a result of the command's kind. Errors are bad input.
-func explicitOutDir(flag, dir, marker string, force bool) (*outDir, error) {
+// nothing (then it is created, with its parents), writable, not in use by another command (it
+// takes the lock: see lockDir, which tells notes when it takes over a dead command's lock) and,
+// unless force, without marker, the file of a result of the command's kind. Errors are bad input.
+func explicitOutDir(flag, dir, marker string, force bool, notes io.Writer) (*outDir, error) {
 	o := &outDir{path: dir}
 	switch st, err := os.Stat(dir); {
 	case err != nil:
@@ -85,14 +95,20 @@ func explicitOutDir(flag, dir, marker string, force bool) (*outDir, error) {
 		o.release()
 		return nil, badInput(fmt.Errorf("%s %s cannot be written: %w", flag, dir, errors.Join(cerr, rerr)))
 	}
+	if o.lock, err = lockDir(flag, dir, notes); err != nil {
+		o.release()
+		return nil, err
+	}
 	if force || marker == "" {
 		return o, nil
 	}
 	switch _, err := os.Stat(filepath.Join(dir, marker)); {
 	case err == nil:
+		o.release()
 		return nil, badInput(fmt.Errorf("%s %s already holds a result (%s); choose another directory, or add --force to replace it",
 			flag, dir, marker))
 	case !errors.Is(err, fs.ErrNotExist):
+		o.release()
 		return nil, badInput(fmt.Errorf("%s %s: %w", flag, dir, pathErr(err)))
 	}
 	return o, nil
@@ -123,10 +139,15 @@ func missingTop(dir string) string {
 	}
 }
 
-// release removes the directory, and the parents the command created for it, when the command
-// created it and they are still empty; it is safe on nil.
+// release lets the directory's lock go, and removes the directory, and the parents the command
+// created for it, when the command created it and they are still empty; it is safe on nil.
 func (o *outDir) release() {
-	if o == nil || !o.created {
+	if o == nil {
+		return
+	}
+	o.lock.release()
+	o.lock = nil
+	if !o.created {
 		return
 	}
 	for d := filepath.Clean(o.path); ; d = filepath.Dir(d) {

@@ -58,7 +58,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if dir == "" || samePath(dir, own) {
 			dir = own // a rebuild in place
 		} else {
-			o, err := explicitOutDir("--out", dir, result.FileName, *force)
+			o, err := explicitOutDir("--out", dir, result.FileName, *force, stderr)
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if dir == "" {
 		dir, label = ".", "the current directory"
 	}
-	o, err := explicitOutDir(label, dir, report.ComparisonMarkdownFile, *force)
+	o, err := explicitOutDir(label, dir, report.ComparisonMarkdownFile, *force, stderr)
 	if err != nil {
 		return err
 	}

@@ -9,15 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/cpus"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
@@ -40,14 +41,16 @@ type runFlags struct {
 	call                 string
 	out                  string
 	force                bool
-	quiet                bool
+	quiet, wide          bool
 	repeat               int
 	noReference          bool
 	procs                int
 	awake, pin           bool
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
 	seg                  segmentFlags
-	segment              *runner.Segment
+	segment              *segment.Segment
+	ci                   ciFlags
+	outs                 *ciOutputs // what the run writes for CI (--junit, --metrics-report, GitHub)
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,6 +58,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f runFlags
 	f.env.register(fs)
 	f.seg.register(fs)
+	f.ci.register(fs)
 	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
 	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
 	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
@@ -67,6 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
@@ -120,7 +125,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
 		return badInput(err)
 	}
-	dirs, err := runDirs(loaded, f.out, f.force, time.Now())
+	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
+		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
+	}
+	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
+		return err
+	}
+	dirs, err := runDirs(loaded, f.out, f.force, time.Now(), stderr)
 	defer func() {
 		for _, d := range dirs {
 			d.release()
@@ -149,6 +160,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	var failures []string
 	var firstErr error
+	f.outs = newCIOutputs(ctx, f.ci)
 	for i, s := range loaded {
 		fails, err := runOne(ctx, s, env, f, dirs[i].path, stdout, stderr)
 		failures = append(failures, fails...)
@@ -157,12 +169,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			break
 		}
 	}
+	// What was measured is reported to CI too when the run could not finish.
+	if err := f.outs.finish(stdout); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("write CI outputs: %w", err)
+	}
 	if firstErr != nil {
 		return firstErr
 	}
 	if len(failures) > 0 && f.segment != nil {
 		// A segment's own verdicts cover a part of the history: limitbench merge judges the run.
-		fmt.Fprintf(stderr, "segment %s: not judged alone (limitbench merge judges the merged run): %s\n", f.segment.Share,
+		fmt.Fprintf(stderr, "segment %s: not judged alone (limitbench merge judges the merged run): %s\n", f.segment,
 			strings.Join(failures, "; "))
 		return nil
 	}
@@ -173,9 +189,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // runDirs reserves the results directory of each scenario (see outdir.go): out, or out/<name>
-// of each with several scenarios, or by default a new results/<name>-<UTC time of now>. The
-// directories it reserved come back even with an error, to be released.
-func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time) ([]*outDir, error) {
+// of each with several scenarios, or by default a new results/<name>-<UTC time of now>; notes
+// hears of a dead command's lock taken over. The directories it reserved come back even with an
+// error, to be released.
+func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time, notes io.Writer) ([]*outDir, error) {
 	var dirs []*outDir
 	if out != "" && len(loaded) > 1 {
 		seen := map[string]string{}
@@ -194,9 +211,9 @@ func runDirs(loaded []*scenarios.Scenario, out string, force bool, now time.Time
 		case out == "":
 			d, err = newOutDir("results", s.Name+"-"+timeStamp(now))
 		case len(loaded) > 1:
-			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), result.FileName, force)
+			d, err = explicitOutDir("--out", filepath.Join(out, s.Name), result.FileName, force, notes)
 		default:
-			d, err = explicitOutDir("--out", out, result.FileName, force)
+			d, err = explicitOutDir("--out", out, result.FileName, force, notes)
 		}
 		if err != nil {
 			return dirs, err
@@ -249,44 +266,22 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 // finish.
 func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, dir string,
 	stdout, stderr io.Writer) ([]string, error) {
-	live := isTerminal(stderr) && !f.quiet
-	var mu sync.Mutex
+	// The console keeps the live progress line apart from every message (console.Write).
+	con := newConsole(stderr)
+	stderr = con
 	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
 			fmt.Fprintf(stderr, format+"\n", args...)
 		}
 		fmt.Fprintf(stderr, "scenario %s: %s\n", s.Name, oneLine(s.Description))
 	}
-	if live {
-		opts.Progress = func(p runner.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			phase := ""
-			if p.Warmup {
-				phase = " warmup"
-			}
-			rep := ""
-			if p.Repeats > 1 {
-				rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
-			}
-			fmt.Fprintf(stderr, "\r\033[K%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
-				p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
-				p.Requests, p.Admitted, p.Errors, p.Rate)
-		}
+	if con.term && !f.quiet {
+		opts.Progress = func(p runner.Progress) { con.Live(progressLine(p)) }
 	}
 	if !f.quiet {
 		opts.Done = func(e *result.Entry, repeat int) {
-			mu.Lock()
-			defer mu.Unlock()
-			if live {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
+			con.Live("") // this measurement's progress is over
 			rep := ""
 			if f.repeat > 1 {
 				rep = fmt.Sprintf(" #%d", repeat)
@@ -302,10 +297,11 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 	}
 	out, runErr := runner.Run(ctx, opts)
+	con.ClearLive() // the summary goes to stdout, on the same terminal: not onto the live line
 	res := out.Result
-	interrupted := runErr != nil && errors.Is(runErr, runner.ErrInterrupted)
+	interrupted := runErr != nil && errors.Is(runErr, measure.ErrInterrupted)
 	// Redis lost or refusing a permission during the run: what was measured is written too.
-	envLost := runErr != nil && (errors.Is(runErr, runner.ErrLost) || errors.Is(runErr, runner.ErrPermission))
+	envLost := runErr != nil && (errors.Is(runErr, measure.ErrLost) || errors.Is(runErr, measure.ErrPermission))
 	var writeErr error
 	written := false
 	// An interrupted run always leaves a result.json, even with nothing measured, so that a script
@@ -328,9 +324,18 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		}
 		written = writeErr == nil
 	}
-	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
+	writeSummary := report.WriteSummary
+	if f.wide {
+		writeSummary = report.WriteWideSummary
+	}
+	_ = writeSummary(stdout, res) // stdout: a failed write has nowhere to be reported
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
+	}
+	if written && f.segment == nil { // limitbench merge judges a segmented run
+		if err := f.outs.addResult(res, dir, f.outs.places(s)); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("CI outputs: %w", err)
+		}
 	}
 	if writeErr != nil {
 		fmt.Fprintf(stderr, "limitbench run: write results to %s: %v\n", dir, writeErr)
@@ -355,8 +360,26 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// isTerminal reports whether w is a terminal.
+// progressLine is the live line of a measurement in progress.
+func progressLine(p runner.Progress) string {
+	phase := ""
+	if p.Warmup {
+		phase = " warmup"
+	}
+	rep := ""
+	if p.Repeats > 1 {
+		rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
+	}
+	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+		p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
+		p.Requests, p.Admitted, p.Errors, p.Rate)
+}
+
+// isTerminal reports whether w is a terminal (a console on one counts).
 func isTerminal(w io.Writer) bool {
+	if c, ok := w.(*console); ok {
+		return c.term
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

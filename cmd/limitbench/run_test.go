@@ -20,9 +20,9 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // suite is the path of the standard scenarios from this package's directory.
@@ -263,6 +263,13 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if pids := redisServersOn(addr[1]); len(pids) > 0 {
 		t.Errorf("redis-server %v still serves %s after the interrupted run", pids, addr[1])
+	}
+	// Issue 31: limitbench's own words, each message on a line of its own.
+	if strings.Contains(stderr.String(), "context canceled") {
+		t.Errorf("stderr after SIGINT says Go's \"context canceled\":\n%s", stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^limitbench run: stopping cleanly; signal again to quit at once$`).MatchString(stderr.String()) {
+		t.Errorf("stderr lacks the stop message on a line of its own:\n%s", stderr.String())
 	}
 }
 
@@ -534,6 +541,9 @@ func TestRunInterruptedBeforeMeasuring(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "nothing was measured") || strings.Contains(err.Error(), "results so far") {
 		t.Errorf("message %v; want it to say that nothing was measured", err)
+	}
+	if msg := ownWords(err); strings.Contains(msg, "context canceled") {
+		t.Errorf("the message printed is %q; want limitbench's words, not Go's \"context canceled\"", msg)
 	}
 	if !strings.Contains(stdout.String(), "results: "+out) {
 		t.Errorf("stdout does not say where the result is:\n%s", stdout.String())

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Issue 19: the standard restart scenario, cut to two corrected algorithms: the restart is

@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/limitbench/limitbench/internal/load"
-	"github.com/limitbench/limitbench/internal/runner"
+	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -34,27 +33,27 @@ func (f *segmentFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.segments, "segments", 0, "run one of N segments, the segment number taken from $"+indexEnv+" (a Kubernetes Indexed Job's)")
 	fs.StringVar(&f.runID, "run-id", "", "the id every segment of one run shares (letters, digits, . _ -; default from the scenario's hash and seed): use a new one for each run")
 	fs.StringVar(&f.startAt, "start-at", "", "segments: start the first measurement at this RFC 3339 time instead of at the barrier in Redis")
-	fs.DurationVar(&f.lead, "lead", runner.DefaultLead, "segments: how long after the first generator reaches a barrier the load starts")
+	fs.DurationVar(&f.lead, "lead", segment.DefaultLead, "segments: how long after the first generator reaches a barrier the load starts")
 	fs.DurationVar(&f.clockOffset, "test-clock-offset", 0, "segments, for testing only: move this generator's clock by this much")
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// config returns the runner.Segment the flags set, nil when none; set says which flags were
-// given. Errors are bad input.
-func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario, repeat int) (*runner.Segment, error) {
-	var share load.Share
+// config returns the segment the flags set, nil when none; set says which flags were given.
+// Errors are bad input.
+func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario, repeat int) (*segment.Segment, error) {
+	var g *segment.Segment
 	var err error
 	switch {
 	case set["segment"] && set["segments"]:
 		return nil, errors.New("--segment and --segments: give one (--segments takes the segment from $" + indexEnv + ")")
 	case set["segment"]:
-		if share, err = load.ParseShare(f.segment); err != nil {
+		if g, err = segment.Parse(f.segment); err != nil {
 			return nil, fmt.Errorf("--segment: %w", err)
 		}
 	case set["segments"]:
-		if f.segments < 1 || f.segments > load.MaxShareCount {
-			return nil, fmt.Errorf("--segments must be in [1, %d], got %d", load.MaxShareCount, f.segments)
+		if f.segments < 1 || f.segments > segment.MaxCount {
+			return nil, fmt.Errorf("--segments must be in [1, %d], got %d", segment.MaxCount, f.segments)
 		}
 		v, ok := os.LookupEnv(indexEnv)
 		if !ok {
@@ -64,7 +63,7 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 		if err != nil || i < 0 || i >= f.segments {
 			return nil, fmt.Errorf("--segments %d: $%s is %q; want a whole number in [0, %d]", f.segments, indexEnv, v, f.segments-1)
 		}
-		share = load.Share{Index: i, Count: f.segments}
+		g = &segment.Segment{Index: i, Count: f.segments}
 	default:
 		for _, name := range []string{"run-id", "start-at", "lead", "test-clock-offset"} {
 			if set[name] {
@@ -79,22 +78,20 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 	if repeat != 1 {
 		return nil, fmt.Errorf("--repeat %d: a segmented run measures each algorithm once; repeat the whole run instead", repeat)
 	}
-	p := loaded[0].Plan()
-	p.Share = share
-	if err := p.Validate(); err != nil {
+	if err := g.Check(loaded[0].Plan()); err != nil {
 		return nil, fmt.Errorf("%s: %w", loaded[0].File, err)
 	}
 	if f.lead <= 0 {
 		return nil, fmt.Errorf("--lead must be > 0, got %s", f.lead)
 	}
-	g := &runner.Segment{Share: share, RunID: f.runID, Lead: f.lead, ClockOffset: f.clockOffset}
+	g.RunID, g.Lead, g.ClockOffset = f.runID, f.lead, f.clockOffset
 	if f.startAt != "" {
 		if g.StartAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return nil, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-11-24T22:00:00Z", f.startAt)
 		}
 	}
 	if g.RunID == "" {
-		g.RunID = runner.DefaultRunID(result.ScenarioHash(loaded[0].Describe("")))
+		g.RunID = segment.DefaultRunID(result.ScenarioHash(loaded[0].Describe("")))
 	} else if !runIDPattern.MatchString(g.RunID) {
 		return nil, fmt.Errorf("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-'", g.RunID)
 	}

@@ -66,8 +66,8 @@ func TestSegmentsFromTheEnvironment(t *testing.T) {
 		g, err := f.config(set, loaded, 1)
 		switch {
 		case tt.want < 0 && err == nil:
-			t.Errorf("$%s=%s: config = %v; want an error", indexEnv, tt.env, g.Share)
-		case tt.want >= 0 && (err != nil || g.Share.Index != tt.want || g.Share.Count != 3):
+			t.Errorf("$%s=%s: config = %v; want an error", indexEnv, tt.env, g)
+		case tt.want >= 0 && (err != nil || g.Index != tt.want || g.Count != 3):
 			t.Errorf("$%s=%s: config = %v, %v; want segment %d/3", indexEnv, tt.env, g, err, tt.want)
 		case tt.want >= 0 && !strings.HasPrefix(g.RunID, "seg-"):
 			t.Errorf("$%s=%s: run id %q; want one derived from the scenario's hash", indexEnv, tt.env, g.RunID)
@@ -142,7 +142,8 @@ algorithms: [gcra]
 	out := filepath.Join(tmp, "merged")
 	// gcra passes; on a machine too loaded to keep to the schedule the merged verdict is
 	// inconclusive, exit 1, and the merged result is written all the same.
-	if code, msg := merge(append([]string{"--out", out}, dirs...)...); code != 0 && code != exitFailed {
+	junit, metrics := filepath.Join(tmp, "merged.xml"), filepath.Join(tmp, "merged-metrics.txt")
+	if code, msg := merge(append([]string{"--out", out, "--junit", junit, "--metrics-report", metrics}, dirs...)...); code != 0 && code != exitFailed {
 		t.Fatalf("merge: exit %d:\n%s", code, msg)
 	} else if code != 0 {
 		t.Logf("merge: exit %d: %s", code, msg)
@@ -150,6 +151,14 @@ algorithms: [gcra]
 	merged, err := result.Read(filepath.Join(out, result.FileName))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The merged verdict as JUnit: gcra's one testcase, failed only if the merged run was not a
+	// pass; and its figures as metrics.
+	if got := junitCounts(t, junit); got[0] != 1 || (got[1]+got[2] == 0) != (merged.Entries[0].Label() == "pass") {
+		t.Errorf("merge --junit: (tests, failures, errors, skipped) = %v for a merged %s; want gcra's verdict", got, merged.Entries[0].Label())
+	}
+	if b, err := os.ReadFile(metrics); err != nil || !strings.Contains(string(b), `limitbench_definite_violations{scenario="seg",algorithm="gcra",topology="cluster"} 0`) {
+		t.Errorf("merge --metrics-report: %v\n%s", err, b)
 	}
 	var sum int64
 	for _, d := range dirs {

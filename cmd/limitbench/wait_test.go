@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/report"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // Issue 19: the standard wait-replicas scenario on gcra, on real Sentinels, with WAIT 1 after

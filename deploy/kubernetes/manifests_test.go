@@ -35,9 +35,14 @@ type (
 		Parallelism    *int   `yaml:"parallelism"`
 		Template       struct {
 			Spec struct {
-				RestartPolicy string      `yaml:"restartPolicy"`
-				Containers    []container `yaml:"containers"`
-				Volumes       []volume    `yaml:"volumes"`
+				RestartPolicy   string `yaml:"restartPolicy"`
+				SecurityContext struct {
+					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
+					RunAsUser    *int  `yaml:"runAsUser"`
+					FSGroup      *int  `yaml:"fsGroup"`
+				} `yaml:"securityContext"`
+				Containers []container `yaml:"containers"`
+				Volumes    []volume    `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	}
@@ -71,6 +76,9 @@ type (
 		} `yaml:"persistentVolumeClaim"`
 	}
 )
+
+// imageUID is the uid of the user limitbench in the image (deploy/image).
+const imageUID = 10001
 
 // load parses every document of every *.yaml file of the directory, strictly.
 func load(t *testing.T) map[string]object {
@@ -225,6 +233,16 @@ func TestManifests(t *testing.T) {
 	}
 	if _, err := scenarios.Load(path); err != nil {
 		t.Errorf("the ConfigMap's scenario: %v", err)
+	}
+
+	// Both Jobs run the image as its non-root user, able to write to the shared volume.
+	for name, job := range map[string]object{"generators": gen, "merge": merge} {
+		sc := job.Spec.Template.Spec.SecurityContext
+		if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != imageUID ||
+			sc.FSGroup == nil || *sc.FSGroup != imageUID {
+			t.Errorf("%s: securityContext runAsNonRoot %v, runAsUser %v, fsGroup %v; want true and the image's uid %d",
+				name, sc.RunAsNonRoot, sc.RunAsUser, sc.FSGroup, imageUID)
+		}
 	}
 
 	// The merge step reads exactly the N directories the generators write, on the same volume

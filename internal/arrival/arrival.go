@@ -1,6 +1,6 @@
 // Package arrival is the open-loop arrival profile a scenario names: a constant rate, a ramp,
 // steps, spikes or a replayed trace, optionally aligned to the Unix clock. It gives the pacer
-// its pieces (Segments, as load.Segment), the rate at any instant (RateAt), the profile in words
+// its pieces (Pieces, as load.Piece), the rate at any instant (RateAt), the profile in words
 // (String) and in result.json's settings (MarshalJSON).
 //
 // It is its own leaf, below package scenarios (which loads it from YAML) and package result (which
@@ -167,15 +167,15 @@ func (a *Arrival) RateAt(t, span time.Duration) float64 {
 	return a.Rate
 }
 
-// Segments returns the schedule over [0, span) as consecutive pieces (the pacer's segments) whose lengths add up to span
+// Pieces returns the schedule over [0, span) as consecutive pieces (load.Piece) whose lengths add up to span
 // (span is Scenario.TotalDuration): one piece for a constant rate or a ramp, the steps repeated
 // as often as span needs (the last copy cut short), and a spike's base and peak pieces in turn.
 // RateAt(t, span) equals the rate of the piece that holds t. It returns nil when span <= 0.
-func (a *Arrival) Segments(span time.Duration) []load.Segment {
+func (a *Arrival) Pieces(span time.Duration) []load.Piece {
 	if span <= 0 {
 		return nil
 	}
-	var out []load.Segment
+	var out []load.Piece
 	var at time.Duration
 	add := func(from, to float64, d time.Duration) {
 		if d > span-at {
@@ -184,7 +184,7 @@ func (a *Arrival) Segments(span time.Duration) []load.Segment {
 			d = span - at
 		}
 		if d > 0 {
-			out = append(out, load.Segment{From: from, To: to, Duration: d})
+			out = append(out, load.Piece{From: from, To: to, Duration: d})
 			at += d
 		}
 	}
@@ -218,10 +218,10 @@ func (a *Arrival) Segments(span time.Duration) []load.Segment {
 	return out
 }
 
-// Pieces returns, without building them, a bound on how many pieces Segments(span) returns:
+// PieceBound returns, without building them, a bound on how many pieces Pieces(span) returns:
 // at least as many, and at most one period's pieces more (the last period is cut at span);
 // math.MaxInt when the count does not fit. a must be valid (every length > 0).
-func (a *Arrival) Pieces(span time.Duration) int {
+func (a *Arrival) PieceBound(span time.Duration) int {
 	if span <= 0 {
 		return 0
 	}

@@ -21,34 +21,34 @@ func TestArrivalRateAndSegments(t *testing.T) {
 		a    Arrival
 		span time.Duration
 		at   map[time.Duration]float64
-		segs []load.Segment
+		segs []load.Piece
 	}{
 		{"constant", Arrival{Rate: 5}, time.Second, map[time.Duration]float64{0: 5, 999 * ms: 5},
-			[]load.Segment{{From: 5, To: 5, Duration: time.Second}}},
+			[]load.Piece{{From: 5, To: 5, Duration: time.Second}}},
 		{"ramp", Arrival{Ramp: &Ramp{From: 0, To: 100}}, 10 * time.Second,
 			map[time.Duration]float64{0: 0, 5 * time.Second: 50, 10 * time.Second: 100},
-			[]load.Segment{{From: 0, To: 100, Duration: 10 * time.Second}}},
+			[]load.Piece{{From: 0, To: 100, Duration: 10 * time.Second}}},
 		{"steps repeat and are cut at span", Arrival{Steps: []Step{{For: 2 * time.Second, Rate: 1}, {For: time.Second, Rate: 9}}},
 			5 * time.Second, map[time.Duration]float64{0: 1, 2 * time.Second: 9, 3 * time.Second: 1, 4500 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: 2 * time.Second}, {From: 9, To: 9, Duration: time.Second}, {From: 1, To: 1, Duration: 2 * time.Second}}},
+			[]load.Piece{{From: 1, To: 1, Duration: 2 * time.Second}, {From: 9, To: 9, Duration: time.Second}, {From: 1, To: 1, Duration: 2 * time.Second}}},
 		{"spike once", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: time.Second, For: 500 * ms}}, 3 * time.Second,
 			map[time.Duration]float64{0: 1, time.Second: 50, 1499 * ms: 50, 1500 * ms: 1, 2900 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: time.Second}, {From: 50, To: 50, Duration: 500 * ms}, {From: 1, To: 1, Duration: 1500 * ms}}},
+			[]load.Piece{{From: 1, To: 1, Duration: time.Second}, {From: 50, To: 50, Duration: 500 * ms}, {From: 1, To: 1, Duration: 1500 * ms}}},
 		{"spike every 2s", Arrival{Spike: &Spike{Base: 1, Peak: 50, At: 1900 * ms, For: 200 * ms, Every: 2 * time.Second}}, 5 * time.Second,
 			map[time.Duration]float64{0: 1, 1900 * ms: 50, 2050 * ms: 50, 2100 * ms: 1, 3950 * ms: 50, 4200 * ms: 1},
-			[]load.Segment{{From: 1, To: 1, Duration: 1900 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 1800 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 900 * ms}}},
+			[]load.Piece{{From: 1, To: 1, Duration: 1900 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 1800 * ms}, {From: 50, To: 50, Duration: 200 * ms}, {From: 1, To: 1, Duration: 900 * ms}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if n, segs := tt.a.Pieces(tt.span), len(tt.a.Segments(tt.span)); n < segs || n > segs+len(tt.a.Steps)+2 {
-				t.Errorf("Pieces(%s) = %d; want a bound of the %d segments, within one period", tt.span, n, segs)
+			if n, segs := tt.a.PieceBound(tt.span), len(tt.a.Pieces(tt.span)); n < segs || n > segs+len(tt.a.Steps)+2 {
+				t.Errorf("PieceBound(%s) = %d; want a bound of the %d pieces, within one period", tt.span, n, segs)
 			}
 			for at, want := range tt.at {
 				if got := tt.a.RateAt(at, tt.span); got != want {
 					t.Errorf("RateAt(%s, %s) = %v; want %v", at, tt.span, got, want)
 				}
 			}
-			segs := tt.a.Segments(tt.span)
+			segs := tt.a.Pieces(tt.span)
 			if diff := cmp.Diff(tt.segs, segs); diff != "" {
 				t.Errorf("Segments(%s) (-want +got):\n%s", tt.span, diff)
 			}
@@ -56,13 +56,13 @@ func TestArrivalRateAndSegments(t *testing.T) {
 			var at time.Duration
 			for _, s := range segs {
 				if s.From == s.To && tt.a.RateAt(at, tt.span) != s.From {
-					t.Errorf("segment at %s has rate %v; RateAt says %v", at, s.From, tt.a.RateAt(at, tt.span))
+					t.Errorf("piece at %s has rate %v; RateAt says %v", at, s.From, tt.a.RateAt(at, tt.span))
 				}
 				sum += s.Duration
 				at += s.Duration
 			}
 			if sum != tt.span {
-				t.Errorf("segments add up to %s; want %s", sum, tt.span)
+				t.Errorf("pieces add up to %s; want %s", sum, tt.span)
 			}
 		})
 	}
@@ -91,9 +91,9 @@ func TestPieces(t *testing.T) {
 			}
 		}
 		span := ms("span", 1) * 10
-		n, segs := a.Pieces(span), len(a.Segments(span))
+		n, segs := a.PieceBound(span), len(a.Pieces(span))
 		if n < segs || n > segs+perPeriod+1 {
-			rt.Fatalf("Pieces(%s) = %d for %d segments of %s; want a bound within %d", span, n, segs, a.String(), perPeriod+1)
+			rt.Fatalf("PieceBound(%s) = %d for %d pieces of %s; want a bound within %d", span, n, segs, a.String(), perPeriod+1)
 		}
 	})
 }

@@ -2,8 +2,8 @@
 // few round trips and keeps the closest reading, an Offset with its error.
 //
 // Why a package of its own: the offset is measured once per measurement, before the load, by
-// the code that runs the measurement (internal/runner today; internal/measure in DESIGN.md's
-// layout), and it is read by the verifier's admission log (verify.NewAdmissionLog), which
+// the code that runs the measurement (internal/measure, which also widens its error by the one
+// drift allowance, measure.Drift), and it is read by the verifier's admission log (verify.NewAdmissionLog), which
 // places each admission of an external server at the server's TIME minus the offset, give or
 // take its error, and by a segment's partial result. It is neither the load generator's concern
 // nor the verifier's (which only reads histories), so it sits below both: a value type and the

@@ -1,7 +1,17 @@
 // Package faults owns the nemesis: what breaks Redis during a load and what is seen to break.
-// It holds the building blocks a runner drives; a scenario's fault schedule (scenarios.Fault) is
-// carried out by the runner's injector (internal/runner, inject.go) with them and with redisenv's
-// node control.
+// A scenario's fault schedule (scenarios.Fault) is carried out by an Injector (Inject) with the
+// proxies below and redisenv's node control; a measurement drives it through internal/measure's
+// Faults stage, which also turns what the injector did into the verifier's fault windows.
+//
+// # Injector
+//
+// Inject starts one goroutine per fault of a schedule, each acting at its time on the run's
+// clock: a restart, kill, pause, failover, script flush or client kill on the nodes its target
+// resolves to when it starts, or a latency, reset or blackhole on the proxies in front of them
+// (or on a master's replication link, routed before the load by RouteReplication). Each
+// Injection records when the injector began and finished acting, the nodes, a failover's
+// promoted replica and what went wrong; Busy says a restart or failover is under way, when
+// Redis is unreachable on purpose.
 //
 // # Node watch
 //

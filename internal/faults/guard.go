@@ -3,12 +3,11 @@ package faults
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/limitbench/limitbench/internal/load"
 )
@@ -46,8 +45,9 @@ type GuardOptions struct {
 
 // Guard watches the outcomes of a run (Observe, load.Plan.OnOutcome) for an environment that is
 // gone and calls its stop function once, with the reason, as soon as it is: Redis lost
-// (ErrUnreachable, see GuardOptions) or a permission refused (ErrNoPermission, at the first
-// NOPERM reply: with an ACL that forbids the run's keys or commands every request would fail).
+// (ErrUnreachable, see GuardOptions) or a permission refused (ErrNoPermission, at the first ACL
+// refusal, load.Refused: a NOPERM reply, or a command a script called refused; with an ACL that
+// forbids the run's keys or commands every request would fail).
 // So a run stops instead of sending errors until its scheduled end. Its methods are safe for
 // concurrent use.
 type Guard struct {
@@ -92,9 +92,8 @@ func (g *Guard) Observe(o *load.Outcome) {
 		}
 		return
 	}
-	var re redis.Error
-	if errors.As(o.Err, &re) && strings.HasPrefix(re.Error(), "NOPERM") {
-		g.trip(&StopError{Reason: ErrNoPermission, Err: o.Err})
+	if load.Refused(o.Err) {
+		g.trip(&StopError{Reason: ErrNoPermission, Err: fmt.Errorf("%s: %w", refusal(o.Err), o.Err)})
 		return
 	}
 	g.mu.Lock()
@@ -117,6 +116,37 @@ func (g *Guard) Observe(o *load.Outcome) {
 	}
 }
 
+// refusedCommand finds the command and the script in Redis's words for a refusal: "... to run the
+// 'incr' command" and "script: <sha or function>, on @user_script:1."
+var (
+	refusedCommand = regexp.MustCompile(`to run the '([^']+)' command`)
+	refusedScript  = regexp.MustCompile(`script: ([^,\s]+),? on @user_(?:script|function)`)
+)
+
+// refusal says in words what an ACL refusal (load.Refused) refused: a command sent, or a command
+// a script called, naming the command and the script when Redis does (Redis 7.0 does not name a
+// command refused inside a script).
+func refusal(err error) string {
+	s := err.Error()
+	command := "a command"
+	if m := refusedCommand.FindStringSubmatch(s); m != nil {
+		command = strings.ToUpper(strings.ReplaceAll(m[1], "|", " "))
+	}
+	keys := strings.Contains(s, "keys mentioned") || strings.Contains(s, "to access")
+	m := refusedScript.FindStringSubmatch(s)
+	switch {
+	case m == nil && keys:
+		return "Redis refused the user a key"
+	case m == nil:
+		return "Redis refused the user " + command
+	case keys:
+		return "Redis refused the user a key that script " + m[1] + " used"
+	case command == "a command":
+		return "Redis refused the user a command that script " + m[1] + " called (Redis 7.0 does not say which)"
+	}
+	return "Redis refused the user " + command + ", which script " + m[1] + " called"
+}
+
 // trip records err and calls stop, once.
 func (g *Guard) trip(err error) {
 	g.mu.Lock()
@@ -131,8 +161,9 @@ func (g *Guard) trip(err error) {
 }
 
 // StopError is why a Guard stopped a run: Reason (ErrUnreachable or ErrNoPermission) and what
-// showed it (Err: the NOPERM reply, or the requests that could not reach Redis). Its message is
-// Err's; errors.Is matches both.
+// showed it (Err: the refusal, in words naming the command and the script where Redis does, then
+// Redis's reply; or the requests that could not reach Redis). Its message is Err's; errors.Is
+// matches both.
 type StopError struct {
 	Reason, Err error
 }

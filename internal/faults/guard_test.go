@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ func TestGuard(t *testing.T) {
 		{"an error reply ends the streak", cat(every(0, 900, 40, refused), []outcome{{950, oom}}, every(1000, 1900, 40, refused)), nil, 0},
 		{"timeouts never trip it", every(0, 10000, 100, timeout), nil, 0},
 		{"NOPERM trips it at once", cat(every(0, 50, 10, nil), []outcome{{55, fmt.Errorf("gcra: %w", noperm)}}), ErrNoPermission, 6},
+		// Issue 28 item 4: Redis 7.0 words a command refused inside a script without NOPERM.
+		{"a refusal inside a script trips it at once", cat(every(0, 50, 10, nil), []outcome{{55, inScript70}}), ErrNoPermission, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +89,36 @@ func TestGuard(t *testing.T) {
 				t.Errorf("tripped at outcome %d; want %d (%v)", tripped, tt.wantAt, g.Err())
 			}
 		})
+	}
+}
+
+// A command refused inside a script, in Redis 7.0's words and in 7.2's.
+var (
+	inScript70 = replyError("ERR The user executing the script can't run this command or subcommand script: 2bab3b661081db58bd2341920e0ba7cf5dc77b25, on @user_script:1.")
+	inScript72 = replyError("ERR ACL failure in script: User bench has no permissions to run the 'pexpire' command script: 2bab3b661081db58bd2341920e0ba7cf5dc77b25, on @user_script:4.")
+)
+
+// TestGuardNamesRefusal: the guard's error names what was refused, the command and the script,
+// as far as Redis's words do.
+func TestGuardNamesRefusal(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{replyError("NOPERM this user has no permissions to run the 'memory|usage' command"), "Redis refused the user MEMORY USAGE: NOPERM"},
+		{replyError("NOPERM User bench has no permissions to run the 'fcall' command"), "Redis refused the user FCALL: NOPERM"},
+		{replyError("NOPERM this user has no permissions to access one of the keys used as arguments"), "Redis refused the user a key: NOPERM"},
+		{inScript70, "Redis refused the user a command that script 2bab3b661081db58bd2341920e0ba7cf5dc77b25 called (Redis 7.0 does not say which): ERR The user"},
+		{inScript72, "Redis refused the user PEXPIRE, which script 2bab3b661081db58bd2341920e0ba7cf5dc77b25 called: ERR ACL failure"},
+		{replyError("ERR The user executing the script can't access at least one of the keys mentioned in the command arguments script: limitbench_gcra, on @user_function:2."),
+			"Redis refused the user a key that script limitbench_gcra used: ERR"},
+	} {
+		var got error
+		g := NewGuard(GuardOptions{}, func(err error) { got = err })
+		g.Observe(&load.Outcome{Err: tt.err, Class: load.ClassFailed})
+		if got == nil || !errors.Is(got, ErrNoPermission) || !strings.HasPrefix(got.Error(), tt.want) {
+			t.Errorf("guard on %q stopped with %v; want ErrNoPermission starting %q", tt.err, got, tt.want)
+		}
 	}
 }
 

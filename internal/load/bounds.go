@@ -22,9 +22,9 @@ const (
 	// MaxRate is the highest arrival rate, in requests per second across all clients
 	// together: ten million, a hundred times what one generator sends to one Redis shard.
 	MaxRate = 10_000_000
-	// MaxSegments is the most pieces an arrival schedule may have (steps or spikes repeated
+	// MaxPieces is the most pieces an arrival schedule may have (steps or spikes repeated
 	// over the run): a million pieces take about 50 MB.
-	MaxSegments = 1_000_000
+	MaxPieces = 1_000_000
 	// MaxClients is the most concurrent clients: Redis's default maxclients. Each is a
 	// goroutine and, in plain and pipeline mode, a connection of its own.
 	MaxClients = 10_000

@@ -42,7 +42,8 @@
 // external server's clock against the harness's, for the admission log, is package clock's.
 //
 // The concepts a scenario states about its load are load's types, decoded from YAML by package
-// scenarios and written into result.json as they are: Keys, Skew, Mode and the arrival's Segment.
+// scenarios and written into result.json as they are: Keys, Skew, Mode and the arrival's Piece.
+// A segment of a segmented run is not load's: a Plan asks its Share which ticks are its own.
 // Nothing is dropped silently: values clamped into a histogram, warmup outcomes kept out of the
 // figures, and ticks the generator could not send in time are all counted in Counts.
 //

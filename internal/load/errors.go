@@ -43,11 +43,15 @@ const (
 	KindErrorReply = "error reply"
 	// KindOther: anything else.
 	KindOther = "other"
+	// KindNoPerm: Redis refused the user a command or a key (see Refused), in whichever words:
+	// NOPERM for a command sent, an ERR for one a script called.
+	KindNoPerm = "NOPERM"
 )
 
 // ErrorKindOf names what kind of error err is, in a few words: for an error reply, Redis's error
-// code, its first word ("OOM", "NOSCRIPT", "NOPERM", "ERR" for a script that raised an error,
-// "BUSY", "LOADING", "MOVED", "CLUSTERDOWN", ...); otherwise what happened to the connection
+// code, its first word ("OOM", "NOSCRIPT", "ERR" for a script that raised an error, "BUSY",
+// "LOADING", "MOVED", "CLUSTERDOWN", ...), except that every ACL refusal, a command a script
+// called included, is KindNoPerm (see Refused); otherwise what happened to the connection
 // (KindTimeout, KindRefused, KindDial, KindConnLost, KindPoolTimeout, KindClosed) or to the
 // reply (KindBadReply), KindCost, or KindOther. "" for nil.
 func ErrorKindOf(err error) string {
@@ -56,6 +60,9 @@ func ErrorKindOf(err error) string {
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
+		if Refused(err) {
+			return KindNoPerm
+		}
 		return replyCode(re.Error())
 	}
 	var ne net.Error
@@ -80,6 +87,22 @@ func ErrorKindOf(err error) string {
 		return KindConnLost
 	}
 	return KindOther
+}
+
+// Refused reports whether err holds Redis refusing the user a command or a key, in each of its
+// wordings: a NOPERM reply to a command sent, and for a command a script called, which Redis checks
+// against the caller's ACL too, "ERR The user executing the script can't run this command or
+// subcommand" and "... can't access at least one of the keys mentioned in the command arguments"
+// (Redis 7.0), and "ERR ACL failure in script: User u has no permissions to run the 'incr'
+// command" (7.2 and later; "... to access the 'k' key").
+func Refused(err error) bool {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return false
+	}
+	s := re.Error()
+	return strings.HasPrefix(s, "NOPERM") || strings.HasPrefix(s, "ERR ACL failure in script") ||
+		strings.HasPrefix(s, "ERR The user executing the script can't")
 }
 
 // Unreachable reports whether kind (an ErrorKindOf) says the request could not reach Redis at all:

@@ -28,6 +28,12 @@ func TestErrorKindOf(t *testing.T) {
 		{wire.ReplyError("NOSCRIPT No matching script. Please use EVAL."), "NOSCRIPT"},
 		{wire.ReplyError("NOPERM this user has no permissions to run the 'evalsha' command"), "NOPERM"},
 		{wire.ReplyError("ERR user_script:1: boom script: 8290, on @user_script:1."), "ERR"},
+		// Issue 28 item 4: a command refused inside a script is an ACL refusal, in each wording.
+		{wire.ReplyError("ERR The user executing the script can't run this command or subcommand script: 2bab3b66, on @user_script:1."), KindNoPerm},
+		{wire.ReplyError("ERR The user executing the script can't access at least one of the keys mentioned in the command arguments script: 76, on @user_script:1."), KindNoPerm},
+		{fmt.Errorf("gcra: %w", wire.ReplyError("ERR ACL failure in script: User u has no permissions to run the 'incr' command script: 76, on @user_script:1.")), KindNoPerm},
+		// A script's own error that quotes the words is not a refusal.
+		{wire.ReplyError("ERR user_script:1: ACL failure in script script: 8290, on @user_script:1."), "ERR"},
 		{wire.ReplyError("MOVED 3999 127.0.0.1:6381"), "MOVED"},
 		{wire.ReplyError("my own words"), KindErrorReply},
 		{wire.ReplyError("Busy"), KindErrorReply},

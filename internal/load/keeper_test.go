@@ -32,13 +32,13 @@ func waitReturn(t *testing.T, what string, f func()) {
 func TestKeepTimeReturns(t *testing.T) {
 	t.Run("finished while waiting for a far tick", func(t *testing.T) {
 		finished := make(chan struct{})
-		r := keeperRunner(NewProfile(Segment{From: 0, To: 0, Duration: time.Hour}, Segment{From: 1, To: 1, Duration: time.Hour}), 3*time.Hour)
+		r := keeperRunner(NewProfile(Piece{From: 0, To: 0, Duration: time.Hour}, Piece{From: 1, To: 1, Duration: time.Hour}), 3*time.Hour)
 		time.AfterFunc(10*time.Millisecond, func() { close(finished) })
 		waitReturn(t, "finished", func() { r.keepTime(finished) })
 	})
 	t.Run("schedule ends", func(t *testing.T) {
 		// 200 ticks over the first 20 ms, then none: keepTime serves them and returns.
-		r := keeperRunner(NewProfile(Segment{From: 10_000, To: 10_000, Duration: 20 * time.Millisecond}, Segment{From: 0, To: 0, Duration: time.Second}), time.Hour)
+		r := keeperRunner(NewProfile(Piece{From: 10_000, To: 10_000, Duration: 20 * time.Millisecond}, Piece{From: 0, To: 0, Duration: time.Second}), time.Hour)
 		waitReturn(t, "schedule end", func() { r.keepTime(make(chan struct{})) })
 	})
 	t.Run("run ends", func(t *testing.T) {
@@ -88,9 +88,9 @@ func TestFirstDue(t *testing.T) {
 			p = unchecked(rapid.Float64Range(1, 1e15).Draw(rt, "rate"))
 		case 1:
 			p = NewProfile(
-				Segment{From: rapid.Float64Range(0, 1e6).Draw(rt, "a"), To: rapid.Float64Range(0, 1e6).Draw(rt, "b"), Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d1"))},
-				Segment{From: 0, To: 0, Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d2"))},
-				Segment{From: rapid.Float64Range(1, 1e6).Draw(rt, "c"), To: 0, Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d3"))})
+				Piece{From: rapid.Float64Range(0, 1e6).Draw(rt, "a"), To: rapid.Float64Range(0, 1e6).Draw(rt, "b"), Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d1"))},
+				Piece{From: 0, To: 0, Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d2"))},
+				Piece{From: rapid.Float64Range(1, 1e6).Draw(rt, "c"), To: 0, Duration: time.Duration(rapid.Int64Range(1, 1e8).Draw(rt, "d3"))})
 		default:
 			p = Constant(rapid.Float64Range(1, MaxRate).Draw(rt, "rate"))
 		}

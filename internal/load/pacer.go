@@ -43,14 +43,15 @@ func (ClosedLoop) Pace(time.Duration, uint64) (time.Duration, bool) { return 0, 
 // Rate implements Pacer: unbounded.
 func (ClosedLoop) Rate(time.Duration) float64 { return math.Inf(1) }
 
-// Segment is one piece of a Profile: over Duration the rate goes linearly from From to To hits
-// per second (From == To for a constant piece).
-type Segment struct {
+// Piece is one piece of a Profile (of an arrival profile; a generator's share of a run is a
+// segment, Plan.Share): over Duration the rate goes linearly from From to To hits per second
+// (From == To for a constant piece).
+type Piece struct {
 	From, To float64
 	Duration time.Duration
 }
 
-// Profile is a piecewise-linear rate: its segments in order, then the last segment's To rate
+// Profile is a piecewise-linear rate: its pieces in order, then the last piece's To rate
 // for ever (the schedule stops there when that rate is 0). The number of hits due by time t is
 // the integral of the rate, H(t); hit n is intended at the t where H(t) = n, so hit 0 is due at
 // once and, at a constant rate r, hit n is due at n/r seconds.
@@ -59,13 +60,13 @@ type Segment struct {
 // Constructors never panic: an invalid profile reports its problem from Validate (Plan.Validate
 // calls it) and schedules nothing.
 type Profile struct {
-	segs []seg
-	tail float64 // rate after the last segment, hits per second
-	err  error
+	pieces []piece
+	tail   float64 // rate after the last piece, hits per second
+	err    error
 }
 
-// seg is a Segment with its start time and the hits due before it.
-type seg struct {
+// piece is a Piece with its start time and the hits due before it.
+type piece struct {
 	start  float64 // seconds from the run's start
 	hits   float64 // H(start)
 	from   float64 // hits per second at start
@@ -74,32 +75,32 @@ type seg struct {
 	end    float64 // H(start + length)
 }
 
-// NewProfile returns the piecewise-linear Profile of segs. Rates must pass CheckRate (finite,
-// in [0, MaxRate]) and durations be > 0; at least one segment and at most MaxSegments are
+// NewProfile returns the piecewise-linear Profile of pieces. Rates must pass CheckRate (finite,
+// in [0, MaxRate]) and durations be > 0; at least one piece and at most MaxPieces are
 // required.
-func NewProfile(segs ...Segment) *Profile {
+func NewProfile(pieces ...Piece) *Profile {
 	p := &Profile{}
 	var errs []error
 	switch {
-	case len(segs) == 0:
-		errs = append(errs, fmt.Errorf("%w: no segments", ErrBadPacer))
-	case len(segs) > MaxSegments:
-		return &Profile{err: fmt.Errorf("%w: %d segments; at most %d", ErrBadPacer, len(segs), MaxSegments)}
+	case len(pieces) == 0:
+		errs = append(errs, fmt.Errorf("%w: no pieces", ErrBadPacer))
+	case len(pieces) > MaxPieces:
+		return &Profile{err: fmt.Errorf("%w: %d pieces; at most %d", ErrBadPacer, len(pieces), MaxPieces)}
 	}
 	var start, hits float64
-	for i, s := range segs {
+	for i, s := range pieces {
 		for _, r := range []float64{s.From, s.To} {
 			if err := CheckRate(r, false); err != nil {
-				errs = append(errs, fmt.Errorf("%w: segment %d: rate %w", ErrBadPacer, i, err))
+				errs = append(errs, fmt.Errorf("%w: piece %d: rate %w", ErrBadPacer, i, err))
 			}
 		}
 		if s.Duration <= 0 {
-			errs = append(errs, fmt.Errorf("%w: segment %d: duration %s must be > 0", ErrBadPacer, i, s.Duration))
+			errs = append(errs, fmt.Errorf("%w: piece %d: duration %s must be > 0", ErrBadPacer, i, s.Duration))
 		}
 		length := s.Duration.Seconds()
-		g := seg{start: start, hits: hits, from: s.From, to: s.To, length: length}
+		g := piece{start: start, hits: hits, from: s.From, to: s.To, length: length}
 		g.end = hits + (s.From+s.To)/2*length
-		p.segs = append(p.segs, g)
+		p.pieces = append(p.pieces, g)
 		start += length
 		hits = g.end
 		p.tail = s.To
@@ -112,36 +113,36 @@ func NewProfile(segs ...Segment) *Profile {
 
 // Constant returns a Profile of rate hits per second from the start for ever.
 func Constant(rate float64) *Profile {
-	return NewProfile(Segment{From: rate, To: rate, Duration: time.Second})
+	return NewProfile(Piece{From: rate, To: rate, Duration: time.Second})
 }
 
 // Ramp returns a Profile whose rate rises (or falls) linearly from `from` to `to` hits per second
 // over `over`, then stays at `to`.
 func Ramp(from, to float64, over time.Duration) *Profile {
-	return NewProfile(Segment{From: from, To: to, Duration: over})
+	return NewProfile(Piece{From: from, To: to, Duration: over})
 }
 
 // Steps returns a Profile that holds each of rates (hits per second) for `every`, in order, and
 // stays at the last one.
 func Steps(every time.Duration, rates ...float64) *Profile {
-	segs := make([]Segment, len(rates))
+	pieces := make([]Piece, len(rates))
 	for i, r := range rates {
-		segs[i] = Segment{From: r, To: r, Duration: every}
+		pieces[i] = Piece{From: r, To: r, Duration: every}
 	}
-	return NewProfile(segs...)
+	return NewProfile(pieces...)
 }
 
 // Spike returns a Profile at base hits per second, jumping to peak from `at` for `width`, then
 // back to base for ever. at == 0 starts with the spike.
 func Spike(base, peak float64, at, width time.Duration) *Profile {
-	var segs []Segment
+	var pieces []Piece
 	if at > 0 {
-		segs = append(segs, Segment{From: base, To: base, Duration: at})
+		pieces = append(pieces, Piece{From: base, To: base, Duration: at})
 	}
-	segs = append(segs,
-		Segment{From: peak, To: peak, Duration: width},
-		Segment{From: base, To: base, Duration: time.Second})
-	return NewProfile(segs...)
+	pieces = append(pieces,
+		Piece{From: peak, To: peak, Duration: width},
+		Piece{From: base, To: base, Duration: time.Second})
+	return NewProfile(pieces...)
 }
 
 // Validate returns the construction error of p, or nil.
@@ -158,17 +159,17 @@ func (p *Profile) Hits(elapsed time.Duration) float64 {
 		return 0
 	}
 	t := elapsed.Seconds()
-	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].start+p.segs[i].length > t })
-	if i == len(p.segs) {
-		last := p.segs[len(p.segs)-1]
+	i := sort.Search(len(p.pieces), func(i int) bool { return p.pieces[i].start+p.pieces[i].length > t })
+	if i == len(p.pieces) {
+		last := p.pieces[len(p.pieces)-1]
 		return last.end + p.tail*(t-last.start-last.length)
 	}
-	g := p.segs[i]
+	g := p.pieces[i]
 	tau := t - g.start
 	return g.hits + g.from*tau + (g.to-g.from)*tau*tau/(2*g.length)
 }
 
-// At implements Pacer. Within a segment that starts at hit count C with rate a rising to b over
+// At implements Pacer. Within a piece that starts at hit count C with rate a rising to b over
 // D seconds, hit n is due τ seconds into it, where a·τ + (b−a)·τ²/(2D) = n − C; the stable
 // root is τ = 2k / (a + sqrt(a² + 2(b−a)k/D)) with k = n − C.
 func (p *Profile) At(n uint64) (time.Duration, bool) {
@@ -176,16 +177,16 @@ func (p *Profile) At(n uint64) (time.Duration, bool) {
 		return 0, false
 	}
 	x := float64(n)
-	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].end > x })
+	i := sort.Search(len(p.pieces), func(i int) bool { return p.pieces[i].end > x })
 	var t float64
-	if i == len(p.segs) {
+	if i == len(p.pieces) {
 		if p.tail <= 0 {
 			return 0, false
 		}
-		last := p.segs[len(p.segs)-1]
+		last := p.pieces[len(p.pieces)-1]
 		t = last.start + last.length + (x-last.end)/p.tail
 	} else {
-		g := p.segs[i]
+		g := p.pieces[i]
 		k := x - g.hits
 		if k <= 0 {
 			t = g.start
@@ -213,7 +214,7 @@ func (p *Profile) Rate(elapsed time.Duration) float64 {
 		return 0
 	}
 	t := elapsed.Seconds()
-	for _, g := range p.segs {
+	for _, g := range p.pieces {
 		if t < g.start+g.length {
 			return g.from + (g.to-g.from)*(t-g.start)/g.length
 		}

@@ -78,7 +78,7 @@ func TestProfilesHitTheirRates(t *testing.T) {
 		{"steps", Steps(time.Second, 100, 200, 300, 50), []float64{100, 200, 300, 50, 50}},
 		{"spike", Spike(100, 2000, 2*time.Second, time.Second), []float64{100, 100, 2000, 100, 100}},
 		{"spike at start", Spike(100, 2000, 0, time.Second), []float64{2000, 100}},
-		{"segments with a pause", NewProfile(Segment{From: 10, To: 10, Duration: time.Second}, Segment{Duration: time.Second}, Segment{From: 20, To: 20, Duration: time.Second}), []float64{10, 0, 20, 20}},
+		{"segments with a pause", NewProfile(Piece{From: 10, To: 10, Duration: time.Second}, Piece{Duration: time.Second}, Piece{From: 20, To: 20, Duration: time.Second}), []float64{10, 0, 20, 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestProfilesHitTheirRates(t *testing.T) {
 }
 
 func TestProfileRate(t *testing.T) {
-	p := NewProfile(Segment{From: 0, To: 100, Duration: 10 * time.Second}, Segment{From: 50, To: 50, Duration: time.Second})
+	p := NewProfile(Piece{From: 0, To: 100, Duration: 10 * time.Second}, Piece{From: 50, To: 50, Duration: time.Second})
 	tests := []struct {
 		at   time.Duration
 		want float64
@@ -154,7 +154,7 @@ func TestFallingRampAtIsMonotone(t *testing.T) {
 		leadFor := time.Duration(rapid.Int64Range(1, int64(time.Second)).Draw(rt, "lead_for"))
 		from := rapid.Float64Range(1, 100_000).Draw(rt, "from")
 		over := time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(10*time.Second)).Draw(rt, "over"))
-		p := NewProfile(Segment{From: lead, To: lead, Duration: leadFor}, Segment{From: from, To: 0, Duration: over})
+		p := NewProfile(Piece{From: lead, To: lead, Duration: leadFor}, Piece{From: from, To: 0, Duration: over})
 		end := leadFor + over
 		total := p.Hits(end)
 		prev := time.Duration(0)

@@ -103,8 +103,8 @@ type Plan struct {
 	// OnOutcome, when set, is called with every outcome, warmup included, from the worker
 	// goroutines concurrently. The pointer is valid only during the call.
 	OnOutcome func(*Outcome)
-	// Share is this generator's segment of the load (see Share); the zero Share is the whole
-	// load. Closed loop, Clients must be at least Share.Count.
+	// Share is this generator's segment of the load (see Share); nil is the whole load. Closed
+	// loop, at least one of the Clients must be the segment's (Share.Runs).
 	Share Share
 	// Wait, when enabled (Replicas > 0), follows every request with WAIT Replicas Timeout, in
 	// the same round trip and on the same connection (algorithms.WaitCall): each request's
@@ -120,6 +120,43 @@ type Plan struct {
 	// the past: the ticks already due are sent at once and count as late when they are more
 	// than LateAfter behind. Zero starts the run when Run is called.
 	Start time.Time
+}
+
+// validateTrace appends to errs, each wrapped with ErrBadPlan, the problems of p's trace tp and
+// of the fields a trace leaves no room for: it names every row's subject, client, clock offset
+// and cost.
+func (p Plan) validateTrace(tp *TracePacer, errs []error) []error {
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrBadPlan}, args...)...))
+	}
+	if tp == nil || tp.Trace() == nil {
+		bad("arrival: a nil trace")
+	} else if err := tp.Trace().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
+	}
+	if p.Keys != (Keys{}) {
+		bad("keys cannot be combined with a trace (its rows name their subjects)")
+	}
+	if !p.Skew.IsZero() {
+		bad("skew cannot be combined with a trace (it names its clients' clock offsets)")
+	}
+	if p.Cost != 0 {
+		bad("cost cannot be combined with a trace (its rows name their costs)")
+	}
+	if p.Seed != 0 {
+		bad("seed cannot be combined with a trace (it chooses nothing)")
+	}
+	return errs
+}
+
+// runsAny reports whether p's share runs at least one of its closed-loop clients.
+func (p *Plan) runsAny() bool {
+	for c := range p.Clients {
+		if p.runs(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p Plan) withDefaults() Plan {
@@ -188,32 +225,12 @@ func (p Plan) Validate() error {
 		field("pipeline depth", CheckPipelineDepth(depth, p.Clients))
 	}
 	if tp, ok := p.Arrival.(*TracePacer); ok {
-		if tp == nil || tp.Trace() == nil {
-			bad("arrival: a nil trace")
-		} else if err := tp.Trace().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: arrival: %w", ErrBadPlan, err))
-		}
-		// The trace names every row's subject, client, clock offset and cost.
-		if p.Keys != (Keys{}) {
-			bad("keys cannot be combined with a trace (its rows name their subjects)")
-		}
-		if !p.Skew.IsZero() {
-			bad("skew cannot be combined with a trace (it names its clients' clock offsets)")
-		}
-		if p.Cost != 0 {
-			bad("cost cannot be combined with a trace (its rows name their costs)")
-		}
-		if p.Seed != 0 {
-			bad("seed cannot be combined with a trace (it chooses nothing)")
-		}
+		errs = p.validateTrace(tp, errs)
 	} else {
 		errs = p.Keys.validate(errs)
 	}
-	if err := p.Share.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrBadPlan, err))
-	} else if _, closed := p.Arrival.(ClosedLoop); closed && !p.Share.Whole() && p.Clients < p.Share.Count {
-		bad("a closed loop of %d clients cannot be split into %d segments (each segment runs clients of its own)",
-			p.Clients, p.Share.Count)
+	if _, closed := p.Arrival.(ClosedLoop); closed && p.Share != nil && p.Clients > 0 && !p.runsAny() {
+		bad("a closed loop of %d clients gives this segment none (each segment runs clients of its own)", p.Clients)
 	}
 	if p.Cost != 0 {
 		field("cost", CheckCost(p.Cost))

@@ -189,66 +189,32 @@ func genReplay(t *rapid.T) *trace.Trace {
 	return tr
 }
 
-// TestReplaySegments: the n segments of a trace are disjoint, together hold every row once in
-// its place, and each keeps the rows' order and offsets; their pacers schedule exactly them.
-func TestReplaySegments(t *testing.T) {
+// TestReplayRows: the pacer of a trace schedules exactly its rows, in order, each at its offset,
+// and stops after the last.
+func TestReplayRows(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tr := genReplay(t)
-		n := rapid.IntRange(1, 7).Draw(t, "segments")
-		seen := make([]int, len(tr.Rows))
-		total := uint64(0)
-		for i := range n {
-			p, err := ReplaySegment(tr, i, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			total += p.Len()
-			var prev time.Duration
-			for k := uint64(0); k < p.Len(); k++ {
-				idx := p.Index(k)
-				if idx%uint64(n) != uint64(i) {
-					t.Fatalf("segment %d/%d row %d is trace row %d", i, n, k, idx)
-				}
-				seen[idx]++
-				r, ok := p.Row(k)
-				at, ok2 := p.At(k)
-				if !ok || !ok2 || r != tr.Rows[idx] || at != r.At || at < prev {
-					t.Fatalf("segment %d/%d row %d = %+v, %v, at %s; want trace row %d %+v", i, n, k, r, ok, at, idx, tr.Rows[idx])
-				}
-				prev = at
-			}
-			if _, ok := p.Row(p.Len()); ok {
-				t.Fatalf("segment %d/%d has a row past its end", i, n)
-			}
-			if _, stop := p.Pace(tr.Span()+time.Hour, p.Len()); !stop {
-				t.Fatalf("segment %d/%d does not stop after its last row", i, n)
-			}
-			if got := Scheduled(p, tr.Span()+1); got != p.Len() {
-				t.Fatalf("Scheduled(segment %d/%d) = %d; want %d", i, n, got, p.Len())
+		p := Replay(tr)
+		if p.Len() != uint64(len(tr.Rows)) {
+			t.Fatalf("Len = %d; want %d rows", p.Len(), len(tr.Rows))
+		}
+		for k := range p.Len() {
+			r, ok := p.Row(k)
+			at, ok2 := p.At(k)
+			if !ok || !ok2 || r != tr.Rows[k] || at != r.At {
+				t.Fatalf("row %d = %+v, %v, at %s; want %+v", k, r, ok, at, tr.Rows[k])
 			}
 		}
-		if total != uint64(len(tr.Rows)) {
-			t.Fatalf("segments hold %d rows; the trace %d", total, len(tr.Rows))
+		if _, ok := p.Row(p.Len()); ok {
+			t.Fatalf("a row past the end")
 		}
-		for idx, c := range seen {
-			if c != 1 {
-				t.Fatalf("trace row %d is in %d segments", idx, c)
-			}
+		if _, stop := p.Pace(tr.Span()+time.Hour, p.Len()); !stop {
+			t.Fatalf("the pacer does not stop after the last row")
+		}
+		if got := Scheduled(p, tr.Span()+1); got != p.Len() {
+			t.Fatalf("Scheduled = %d; want %d", got, p.Len())
 		}
 	})
-}
-
-func TestReplaySegmentArgs(t *testing.T) {
-	tr := &trace.Trace{Rows: []trace.Row{{Cost: 1}}, Clients: []string{"c"}, Subjects: []string{"s"}}
-	for _, in := range [][2]int{{0, 0}, {-1, 2}, {2, 2}} {
-		if _, err := ReplaySegment(tr, in[0], in[1]); !errors.Is(err, trace.ErrInvalid) {
-			t.Errorf("ReplaySegment(%d, %d) = %v; want trace.ErrInvalid", in[0], in[1], err)
-		}
-	}
-	p, err := ReplaySegment(tr, 1, 2)
-	if err != nil || p.Len() != 0 {
-		t.Errorf("ReplaySegment(1, 2) of one row = %v, %v; want an empty segment", p, err)
-	}
 }
 
 // TestTracePacer: the pacer of a trace, as a table of instants.

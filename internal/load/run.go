@@ -134,29 +134,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		return nil, err
 	}
 	p = p.withDefaults()
-	r := &runner{
-		p:      p,
-		c:      c,
-		cmd:    c,
-		lim:    lim,
-		warm:   p.Warmup,
-		end:    p.Warmup + p.Duration,
-		pick:   NewPicker(p.Keys, p.Seed),
-		reqCtx: context.WithoutCancel(ctx),
-		done:   ctx.Done(),
-	}
-	r.subjects = p.Keys.Names()
-	_, r.closed = p.Arrival.(ClosedLoop)
-	if tp, ok := p.Arrival.(*TracePacer); ok {
-		r.useTrace(tp)
-	} else {
-		r.clients = make([]string, p.Clients)
-		r.skew = make([]time.Duration, p.Clients)
-		for i := range r.clients {
-			r.clients[i] = "c" + strconv.Itoa(i)
-			r.skew[i] = p.Skew.Offset(i, p.Clients)
-		}
-	}
+	r := newRunner(ctx, c, lim, p)
 	if _, cluster := c.(*redis.ClusterClient); cluster && p.Wait.Enabled() && p.Mode == ModePipeline {
 		return nil, fmt.Errorf("%w: wait: WAIT cannot follow each request in pipeline mode on a cluster (the cluster's pipelines send a WAIT, which has no key, to any master); use plain", ErrBadPlan)
 	}
@@ -183,7 +161,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	}
 	workers := make([]*worker, 0, p.Clients)
 	for i := range p.Clients {
-		if !r.closed || p.Share.Runs(i) {
+		if !r.closed || p.runs(i) {
 			workers = append(workers, newWorker(r, i))
 		}
 	}
@@ -221,9 +199,45 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	close(finished)
 	bg.Wait()
 
+	return r.result(workers, sinks, time.Duration(cancelAt.Load()))
+}
+
+// newRunner returns the state of a run of p (with its defaults) on c: its subjects, clients and
+// their clock offsets.
+func newRunner(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p Plan) *runner {
+	r := &runner{
+		p:      p,
+		c:      c,
+		cmd:    c,
+		lim:    lim,
+		warm:   p.Warmup,
+		end:    p.Warmup + p.Duration,
+		pick:   NewPicker(p.Keys, p.Seed),
+		reqCtx: context.WithoutCancel(ctx),
+		done:   ctx.Done(),
+	}
+	r.subjects = p.Keys.Names()
+	_, r.closed = p.Arrival.(ClosedLoop)
+	if tp, ok := p.Arrival.(*TracePacer); ok {
+		r.useTrace(tp)
+	} else {
+		r.clients = make([]string, p.Clients)
+		r.skew = make([]time.Duration, p.Clients)
+		for i := range r.clients {
+			r.clients[i] = "c" + strconv.Itoa(i)
+			r.skew[i] = p.Skew.Offset(i, p.Clients)
+		}
+	}
+	return r
+}
+
+// result sums up the run once its workers are done: canceledAt is the offset the run was
+// canceled at (negative when it was not). The shards' aggregators are merged into sinks' own.
+func (r *runner) result(workers []*worker, sinks Sinks, canceledAt time.Duration) (*Result, error) {
+	p := r.p
 	stop := r.end
 	res := &Result{Plan: p, Start: r.start, ClosedLoop: r.closed, Subjects: r.subjects, Clients: r.clients}
-	if at := time.Duration(cancelAt.Load()); at >= 0 && at < stop {
+	if at := canceledAt; at >= 0 && at < stop {
 		stop, res.Canceled = at, true
 	}
 	res.Duration = max(0, stop-r.warm)
@@ -233,7 +247,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if r.closed {
 		res.Scheduled = res.Counts.Requests
 	} else if stop > r.warm {
-		res.Scheduled = p.Share.Of(Scheduled(p.Arrival, stop)) - p.Share.Of(Scheduled(p.Arrival, r.warm))
+		res.Scheduled = p.of(Scheduled(p.Arrival, stop)) - p.of(Scheduled(p.Arrival, r.warm))
 		if res.Scheduled > res.Counts.Requests {
 			res.Counts.Missed = res.Scheduled - res.Counts.Requests
 		}

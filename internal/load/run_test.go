@@ -524,7 +524,7 @@ func TestPlanBounds(t *testing.T) {
 		{"rate too high", func(p *Plan) { p.Arrival = Constant(1e15) }, "arrival"},
 		{"NaN rate", func(p *Plan) { p.Arrival = Constant(math.NaN()) }, "arrival"},
 		{"infinite rate", func(p *Plan) { p.Arrival = Ramp(0, math.Inf(1), time.Second) }, "arrival"},
-		{"too many segments", func(p *Plan) { p.Arrival = Steps(time.Millisecond, make([]float64, MaxSegments+1)...) }, "arrival"},
+		{"too many pieces", func(p *Plan) { p.Arrival = Steps(time.Millisecond, make([]float64, MaxPieces+1)...) }, "arrival"},
 		{"NaN zipf exponent", func(p *Plan) { p.Keys = Keys{Count: 3, Distribution: Zipf, ZipfS: math.NaN()} }, "keys.zipf_s"},
 		{"NaN hot share", func(p *Plan) { p.Keys = Keys{Count: 3, Distribution: Hot, HotShare: math.NaN()} }, "keys.hot_share"},
 	}

@@ -178,7 +178,7 @@ func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
 	r := w.r
 	if r.trace != nil {
 		row, _ := r.trace.Row(n) // n was claimed from the pacer, so the row exists
-		*o = Outcome{Tick: r.trace.Index(n), Subject: row.Subject, Client: row.Client, Cost: row.Cost, Intended: intended}
+		*o = Outcome{Tick: n, Subject: row.Subject, Client: row.Client, Cost: row.Cost, Intended: intended}
 		return
 	}
 	*o = Outcome{
@@ -341,7 +341,7 @@ func (w *worker) record(outs []Outcome) {
 func (w *worker) openLoop() {
 	r := w.r
 	for {
-		n := r.p.Share.Tick(r.next.Add(1) - 1)
+		n := r.p.tick(r.next.Add(1) - 1)
 		at, ok := r.p.Arrival.At(n)
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
@@ -361,12 +361,12 @@ func (w *worker) openLoop() {
 			// Take every further tick that is already due, up to the depth.
 			for k < w.depth {
 				m := r.next.Load()
-				at2, ok := r.p.Arrival.At(r.p.Share.Tick(m))
+				at2, ok := r.p.Arrival.At(r.p.tick(m))
 				if !ok || at2 > elapsed || at2 >= r.end {
 					break
 				}
 				if r.next.CompareAndSwap(m, m+1) {
-					w.prepare(&w.outs[k], r.p.Share.Tick(m), at2)
+					w.prepare(&w.outs[k], r.p.tick(m), at2)
 					k++
 				}
 			}

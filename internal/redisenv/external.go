@@ -2,11 +2,11 @@ package redisenv
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,24 +14,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// tlsSettings is the TLS configuration of a rediss:// target.
-type tlsSettings struct{ base *tls.Config }
-
-// config returns a TLS config for addr (server name = addr's host; "" keeps the URL's host).
-func (s *tlsSettings) config(addr string) *tls.Config {
-	c := s.base.Clone()
-	if host, _, err := net.SplitHostPort(addr); err == nil && addr != "" && net.ParseIP(host) == nil {
-		c.ServerName = host
-	}
-	return c
-}
-
 // externalSpec is a parsed Config.URL.
 type externalSpec struct {
 	seeds              []string
 	username, password string
 	db                 int
 	tls                *tlsSettings
+}
+
+// user returns the user name the spec authenticates as, "default" for none.
+func (spec externalSpec) user() string {
+	if spec.username == "" {
+		return "default"
+	}
+	return spec.username
 }
 
 // parseExternal parses Config.URL: a redis:// or rediss:// URL whose host part may list several
@@ -90,33 +86,8 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 			}
 			spec.seeds = append(spec.seeds, a)
 		}
-		query, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			return bad("URL %s: malformed options: %v", u.Redacted(), err)
-		}
-		for name := range query {
-			if name != "addr" {
-				return bad("URL %s: unknown option %q (the only option is addr, an extra cluster seed)", u.Redacted(), name)
-			}
-		}
-		if u.Fragment != "" {
-			return bad("URL %s: unexpected fragment #%s", u.Redacted(), u.Fragment)
-		}
-		for _, a := range query["addr"] { // go-redis style extra cluster seeds
-			if err := checkHostPort(a); err != nil {
-				return bad("URL %s: addr %q: %v", u.Redacted(), a, err)
-			}
-			spec.seeds = append(spec.seeds, a)
-		}
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			db, err := strconv.Atoi(p)
-			if err != nil || db < 0 {
-				return bad("URL %s: database %q is not a number", u.Redacted(), p)
-			}
-			spec.db = db
-		}
-		if u.Scheme == "rediss" {
-			spec.tls = &tlsSettings{base: &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}}
+		if err := spec.urlOptions(u, host); err != nil {
+			return externalSpec{}, err
 		}
 		return spec, nil
 	}
@@ -129,6 +100,45 @@ func parseExternal(raw, username, password string) (externalSpec, error) {
 		spec.seeds = append(spec.seeds, a)
 	}
 	return spec, nil
+}
+
+// urlOptions reads what follows the host of URL u (whose host is host) into spec: its options
+// (addr, an extra cluster seed; the TLS options, see parseTLS), its /db and its fragment (refused).
+// Errors wrap ErrBadConfig and show u redacted.
+func (spec *externalSpec) urlOptions(u *url.URL, host string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: URL %s: "+format, append([]any{ErrBadConfig, u.Redacted()}, args...)...)
+	}
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return bad("malformed options: %v", err)
+	}
+	for name := range query {
+		if name != "addr" && !slices.Contains(tlsOptions, name) {
+			return bad("unknown option %q (the options are addr, an extra cluster seed, and for rediss:// %s)",
+				name, strings.Join(tlsOptions, ", "))
+		}
+	}
+	if spec.tls, err = parseTLS(u.Scheme, host, u.Redacted(), query); err != nil {
+		return err
+	}
+	if u.Fragment != "" {
+		return bad("unexpected fragment #%s", u.Fragment)
+	}
+	for _, a := range query["addr"] { // go-redis style extra cluster seeds
+		if err := checkHostPort(a); err != nil {
+			return bad("addr %q: %v", a, err)
+		}
+		spec.seeds = append(spec.seeds, a)
+	}
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		db, err := strconv.Atoi(p)
+		if err != nil || db < 0 {
+			return bad("database %q is not a number", p)
+		}
+		spec.db = db
+	}
+	return nil
 }
 
 // Seeds returns the addresses (host:port) an external target's URL names, as Start tries them;
@@ -249,11 +259,16 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 			return r.c, nil
 		case isAuthError(r.err):
 			closeRest(n - 1)
-			user := spec.username
-			if user == "" {
-				user = "default"
-			}
-			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, user, r.err)
+			return nil, fmt.Errorf("%w: %s refused user %q: wrong user or password (%v)", ErrBadConfig, seed, spec.user(), r.err)
+		case strings.HasPrefix(r.err.Error(), "NOPERM"):
+			// The server answered: its ACL refuses the user PING, as every seed's would.
+			closeRest(n - 1)
+			return nil, fmt.Errorf("%w: %s: user %q may not run PING, which limitbench needs (`limitbench acl` prints all a run needs): %w",
+				ErrUnavailable, seed, spec.user(), r.err)
+		case tlsProblem(r.err, spec.tls) != "":
+			// Every seed shares the TLS settings: the URL is wrong, not the server unreachable.
+			closeRest(n - 1)
+			return nil, fmt.Errorf("%w: %s: %s", ErrBadConfig, seed, tlsProblem(r.err, spec.tls))
 		case isDBError(r.err):
 			// The server answered and has no such database: the URL is wrong, not the server
 			// unreachable (every seed of a cluster would say the same).
@@ -263,7 +278,11 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 		}
 		errs[r.i] = fmt.Errorf("%s: %w", seed, r.err)
 	}
-	return nil, fmt.Errorf("%w: cannot reach %s within %s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, errors.Join(errs...))
+	over := ""
+	if spec.tls != nil {
+		over = " over TLS (a port that does not speak TLS never answers the handshake: use redis:// for a plain one)"
+	}
+	return nil, fmt.Errorf("%w: cannot reach %s within %s%s: %w", ErrUnavailable, strings.Join(spec.seeds, ","), timeout, over, errors.Join(errs...))
 }
 
 // startExternal connects to a server the user runs. It never writes to it.
@@ -286,6 +305,10 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 	defer c.Close()
 	info, err := c.Info(ctx, "server", "cluster").Result()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOPERM") {
+			return nil, fmt.Errorf("%w: %s: user %q may not run INFO, which limitbench needs (`limitbench acl` prints all a run needs): %w",
+				ErrUnavailable, c.Options().Addr, spec.user(), err)
+		}
 		return nil, fmt.Errorf("%w: %s: INFO: %w", ErrUnavailable, c.Options().Addr, err)
 	}
 	isCluster := infoField(info, "cluster_enabled") == "1"
@@ -308,6 +331,9 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 		out.Nodes = nodes
 	} else {
 		out.Nodes = []Node{{Addr: c.Options().Addr, Role: RoleMaster}}
+	}
+	if spec.tls != nil && spec.tls.base.InsecureSkipVerify {
+		cfg.logf("redisenv: warning: skip_verify=true: the TLS certificates of %s are not verified", strings.Join(spec.seeds, ","))
 	}
 	t := newTarget(out, spec.username, spec.password, spec.tls, nil)
 	t.db = spec.db

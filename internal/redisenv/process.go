@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -113,8 +112,8 @@ func (s *procServer) stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-s.done:
 	default:
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		_ = syscall.Kill(-pid, syscall.SIGCONT)
+		_ = signalGroup(pid, sigTerm)
+		_ = signalGroup(pid, sigCont)
 		timer := time.NewTimer(grace)
 		select {
 		case <-s.done:
@@ -124,7 +123,7 @@ func (s *procServer) stop(ctx context.Context, grace time.Duration) error {
 		timer.Stop()
 	}
 	// Kill the group in any case: it is gone or it did not stop in time.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = signalGroup(pid, sigKill)
 	<-s.done
 	removeRecord(pid)
 	if err := os.RemoveAll(s.dir); err != nil {
@@ -156,7 +155,7 @@ func (s *procServer) kill(ctx context.Context) error {
 		return fmt.Errorf("%s was stopped", s.addr())
 	}
 	pid := s.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = signalGroup(pid, sigKill)
 	select {
 	case <-s.done:
 	case <-ctx.Done():
@@ -193,22 +192,22 @@ func (s *procServer) start(ctx context.Context) error {
 }
 
 // signal sends sig to the server's process group.
-func (s *procServer) signal(sig syscall.Signal) error {
+func (s *procServer) signal(sig procSignal) error {
 	cmd, _ := s.proc()
 	if s.exited() {
 		return fmt.Errorf("%s is not running", s.addr())
 	}
-	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+	if err := signalGroup(cmd.Process.Pid, sig); err != nil {
 		return fmt.Errorf("%s: %s: %w", s.addr(), sig, err)
 	}
 	return nil
 }
 
 // pause stops the server with SIGSTOP: it keeps its connections and answers nothing until resume.
-func (s *procServer) pause(context.Context) error { return s.signal(syscall.SIGSTOP) }
+func (s *procServer) pause(context.Context) error { return s.signal(sigStop) }
 
 // resume continues a paused server with SIGCONT; resuming a running server does nothing.
-func (s *procServer) resume(context.Context) error { return s.signal(syscall.SIGCONT) }
+func (s *procServer) resume(context.Context) error { return s.signal(sigCont) }
 
 // newPassword returns a random 32-hex-digit password.
 func newPassword() string {

@@ -129,10 +129,17 @@ type Config struct {
 	//	redis://[user[:password]@]h1:p1,h2:p2,...[/db]      cluster seeds sharing the credentials
 	//	rediss://...                                        either of the above over TLS
 	//	redis://...?addr=h2:p2&addr=h3:p3                   extra seeds, go-redis style
+	//	rediss://...?ca_file=F&cert_file=F&key_file=F      TLS options (below)
 	//	h1:p1[,h2:p2...]                                    seeds, credentials from Username/Password
 	//
 	// User "default" is the same as no user. A password with reserved characters (@ : / ? # ,
-	// %) must be percent-encoded in a URL. Any option but addr, and a fragment, are refused.
+	// %) must be percent-encoded in a URL. Options other than addr and, with rediss://, the TLS
+	// options are refused, and so is a fragment. TLS options: ca_file (the PEM file of the CAs that
+	// sign the servers' certificates; default the system's, which SSL_CERT_FILE may name),
+	// cert_file and key_file (a client certificate, for servers with tls-auth-clients), server_name
+	// (the name the certificates are checked against; default each node's host name, or the URL's
+	// host for a node known by its IP address) and skip_verify=true (go-redis's option: no check).
+	// A certificate that cannot be verified, or a handshake the server refuses, is ErrBadConfig.
 	// Seeds are tried at once and the first that answers is used; for a cluster it tells the
 	// others. A cluster has only database 0; a database the server does not have (above its
 	// databases setting) is ErrBadConfig once the server answers.
@@ -410,22 +417,48 @@ func (t *Target) TLS() bool { return t.tlsConn != nil }
 // else 0.
 func (t *Target) DB() int { return t.db }
 
-// nodeOptions returns the options of a plain client to one node with the target's credentials.
-func (t *Target) nodeOptions(addr string) *redis.Options {
-	o := &redis.Options{
-		Addr:         addr,
-		DB:           t.db,
-		Username:     t.Username,
-		Password:     t.Password,
-		MaxRetries:   -1,
-		DialTimeout:  5 * time.Second,
-		PoolSize:     4,
-		ReadTimeout:  10 * time.Second,
-		WriteTimeout: 10 * time.Second,
-		// A quiet handshake: see noMaintNotifications.
+// universalOptions returns the options of a client of the whole target with o's pool, timeouts
+// and dialer: its masters (cluster mode on a cluster), or on sentinel its Sentinels and master
+// name. It is the one place where every client of the target gets its credentials, database and
+// TLS, retries off (MaxRetries -1, MaxRedirects -1: a timed-out script may have run, and a MOVED
+// reply is an error, never a silent re-send) and a quiet handshake (see noMaintNotifications).
+func (t *Target) universalOptions(o ClientOptions) *redis.UniversalOptions {
+	uo := &redis.UniversalOptions{
+		Addrs:                    t.Masters(),
+		IsClusterMode:            t.cluster,
+		DB:                       t.db,
+		Username:                 t.Username,
+		Password:                 t.Password,
+		MaxRetries:               -1,
+		MaxRedirects:             -1,
 		MaintNotificationsConfig: noMaintNotifications(),
 		DisableIdentity:          true,
+		PoolSize:                 o.PoolSize,
+		MinIdleConns:             o.MinIdleConns,
+		DialTimeout:              o.DialTimeout,
+		ReadTimeout:              o.ReadTimeout,
+		WriteTimeout:             o.WriteTimeout,
+		PoolTimeout:              o.PoolTimeout,
+		Dialer:                   o.Dialer,
 	}
+	if t.Info.Topology == TopologySentinel {
+		uo.MasterName = t.Info.MasterName
+		uo.Addrs = slices.Clone(t.Info.Sentinels)
+		uo.SentinelPassword = t.Password
+	}
+	if t.tlsConn != nil {
+		uo.TLSConfig = t.tlsConn.config("")
+	}
+	return uo
+}
+
+// nodeOptions returns the options of a plain client to one node (see universalOptions): a pool
+// of 4, dial timeout 5 s, read and write timeouts 10 s, TLS checked against the node's name.
+func (t *Target) nodeOptions(addr string) *redis.Options {
+	uo := t.universalOptions(ClientOptions{PoolSize: 4, DialTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second})
+	uo.Addrs = []string{addr}
+	o := uo.Simple()
 	if t.tlsConn != nil {
 		o.TLSConfig = t.tlsConn.config(addr)
 	}
@@ -449,50 +482,7 @@ func noMaintNotifications() *maintnotifications.Config {
 // cluster it is a *redis.ClusterClient, on sentinel a failover client (a *redis.Client), else a
 // *redis.Client. Stop closes it.
 func (t *Target) NewClient(o ClientOptions) redis.UniversalClient {
-	var c redis.UniversalClient
-	if t.Info.Topology == TopologySentinel {
-		fo := t.failoverOptions()
-		fo.PoolSize = o.PoolSize
-		fo.MinIdleConns = o.MinIdleConns
-		fo.DialTimeout = o.DialTimeout
-		fo.ReadTimeout = o.ReadTimeout
-		fo.WriteTimeout = o.WriteTimeout
-		fo.PoolTimeout = o.PoolTimeout
-		fo.Dialer = o.Dialer
-		c = redis.NewFailoverClient(fo)
-	} else if t.cluster {
-		co := &redis.ClusterOptions{
-			Addrs:        t.Masters(),
-			Username:     t.Username,
-			Password:     t.Password,
-			MaxRetries:   -1,
-			MaxRedirects: -1,
-			// A quiet handshake: see noMaintNotifications.
-			MaintNotificationsConfig: noMaintNotifications(),
-			DisableIdentity:          true,
-			PoolSize:                 o.PoolSize,
-			MinIdleConns:             o.MinIdleConns,
-			DialTimeout:              o.DialTimeout,
-			ReadTimeout:              o.ReadTimeout,
-			WriteTimeout:             o.WriteTimeout,
-			PoolTimeout:              o.PoolTimeout,
-			Dialer:                   o.Dialer,
-		}
-		if t.tlsConn != nil {
-			co.TLSConfig = t.tlsConn.config("")
-		}
-		c = redis.NewClusterClient(co)
-	} else {
-		ro := t.nodeOptions(t.Masters()[0])
-		ro.PoolSize = o.PoolSize
-		ro.MinIdleConns = o.MinIdleConns
-		ro.DialTimeout = o.DialTimeout
-		ro.ReadTimeout = o.ReadTimeout
-		ro.WriteTimeout = o.WriteTimeout
-		ro.PoolTimeout = o.PoolTimeout
-		ro.Dialer = o.Dialer
-		c = redis.NewClient(ro)
-	}
+	c := redis.NewUniversalClient(t.universalOptions(o))
 	t.mu.Lock()
 	t.extra = append(t.extra, c)
 	t.mu.Unlock()
@@ -542,73 +532,6 @@ func (t *Target) InfoAll(ctx context.Context, section string) (map[string]string
 	return out, err
 }
 
-// globEscape escapes the glob metacharacters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// ScanPrefix calls fn with every batch of the keys that start with prefix, on every master
-// (SCAN with MATCH on the escaped prefix, COUNT 1000), with that master's client. Masters are
-// scanned concurrently, the batches of one master one after the other; batches are never empty.
-// An error from fn or from SCAN stops that master's scan; the errors are joined, each prefixed
-// with the master's address. prefix must not be empty: that would be every key.
-func (t *Target) ScanPrefix(ctx context.Context, prefix string, fn func(ctx context.Context, c *redis.Client, keys []string) error) error {
-	if prefix == "" {
-		return fmt.Errorf("%w: empty key prefix", ErrBadConfig)
-	}
-	match := globEscape(prefix) + "*"
-	return t.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-			if err != nil {
-				return fmt.Errorf("SCAN %s: %w", match, err)
-			}
-			if len(keys) > 0 {
-				if err := fn(ctx, c, keys); err != nil {
-					return err
-				}
-			}
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	})
-}
-
-// ClaimPrefix returns an error wrapping ErrPrefixInUse if any master holds a key that starts with
-// prefix, so a run never mixes its keys with someone else's. prefix must not be empty.
-func (t *Target) ClaimPrefix(ctx context.Context, prefix string) error {
-	return t.ScanPrefix(ctx, prefix, func(_ context.Context, _ *redis.Client, keys []string) error {
-		return fmt.Errorf("%w: %q holds key %q", ErrPrefixInUse, prefix, keys[0])
-	})
-}
-
-// CleanupPrefix removes every key that starts with prefix, with SCAN and UNLINK on every master.
-// It never touches other keys and never flushes. prefix must not be empty.
-func (t *Target) CleanupPrefix(ctx context.Context, prefix string) error {
-	return t.ScanPrefix(ctx, prefix, func(ctx context.Context, c *redis.Client, keys []string) error {
-		// One UNLINK per key: keys of different slots cannot share a command on a cluster.
-		pipe := c.Pipeline()
-		for _, k := range keys {
-			pipe.Unlink(ctx, k)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("UNLINK: %w", err)
-		}
-		return nil
-	})
-}
-
 // Stop closes every client and stops the servers or containers Start launched (an external
 // server is left as it is). It is idempotent: later calls return the first call's result.
 func (t *Target) Stop(ctx context.Context) error {
@@ -644,23 +567,8 @@ func newTarget(info Info, username, password string, tlsConn *tlsSettings, stopF
 	for _, a := range t.Masters() {
 		t.masters = append(t.masters, redis.NewClient(t.nodeOptions(a)))
 	}
-	if t.cluster {
-		co := &redis.ClusterOptions{
-			Addrs:        t.Masters(),
-			Username:     username,
-			Password:     password,
-			MaxRetries:   -1,
-			MaxRedirects: -1,
-			// A quiet handshake: see noMaintNotifications.
-			MaintNotificationsConfig: noMaintNotifications(),
-			DisableIdentity:          true,
-		}
-		if tlsConn != nil {
-			co.TLSConfig = tlsConn.config("")
-		}
-		t.Client = redis.NewClusterClient(co)
-	} else if info.Topology == TopologySentinel {
-		t.Client = redis.NewFailoverClient(t.failoverOptions())
+	if t.cluster || info.Topology == TopologySentinel {
+		t.Client = redis.NewUniversalClient(t.universalOptions(ClientOptions{}))
 	} else {
 		o := t.nodeOptions(t.Masters()[0])
 		o.PoolSize = 0 // go-redis default

@@ -140,21 +140,6 @@ func startSentinel(ctx context.Context, cfg Config, l launcher, info Info, close
 	return t, nil
 }
 
-// failoverOptions returns the options of a failover client of a sentinel target, retries off.
-func (t *Target) failoverOptions() *redis.FailoverOptions {
-	return &redis.FailoverOptions{
-		MasterName:       t.Info.MasterName,
-		SentinelAddrs:    slices.Clone(t.Info.Sentinels),
-		SentinelPassword: t.Password,
-		Username:         t.Username,
-		Password:         t.Password,
-		MaxRetries:       -1,
-		// A quiet handshake: see noMaintNotifications (the failover client turns maintenance
-		// notifications off itself).
-		DisableIdentity: true,
-	}
-}
-
 // quietClient returns a client of one node (or Sentinel) for the harness's own checks: one
 // connection, retries off, short timeouts.
 func quietClient(addr, password string) *redis.Client {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // record is what the process backend writes for every server it starts, so that a later harness
@@ -57,7 +56,7 @@ func alive(pid int, start uint64) bool {
 	if pid <= 0 {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !pidExists(pid) {
 		return false
 	}
 	st, state := procStat(pid)
@@ -118,8 +117,8 @@ func sweep(ctx context.Context, logf func(string, ...any)) {
 		}
 		if alive(r.PID, r.PIDStart) && isRedisServer(r.PID) {
 			// The server leads its own process group (Setpgid): kill the whole group.
-			_ = syscall.Kill(-r.PID, syscall.SIGKILL)
-			_ = syscall.Kill(r.PID, syscall.SIGKILL)
+			_ = signalGroup(r.PID, sigKill)
+			_ = signalPID(r.PID, sigKill)
 			logf("redisenv: swept redis-server pid %d (%s) left by dead harness pid %d", r.PID, r.Addr, r.HarnessPID)
 		}
 		if r.Dir != "" && strings.HasPrefix(filepath.Base(r.Dir), "limitbench-redis-") && filepath.Dir(r.Dir) == filepath.Clean(os.TempDir()) {

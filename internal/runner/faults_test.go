@@ -15,11 +15,12 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/internal/verify"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // overLimit is a scenario of names at ten times their limit (1000/s against 100 per second) on one
@@ -34,7 +35,7 @@ func overLimit(t *testing.T, names []string, d time.Duration) *scenarios.Scenari
 	})
 }
 
-// measured is what Measure returned for one algorithm.
+// measured is what measureOne returned for one algorithm.
 type measured struct {
 	e    *result.Entry
 	err  error
@@ -48,9 +49,9 @@ func measureUnder(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario, fau
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := map[string]measured{}
-	runID := NewRunID()
+	runID := measure.NewRunID()
 	for _, entry := range s.Algorithms {
-		a, err := Resolve(s, entry)
+		a, err := measure.Resolve(s, entry)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func measureUnder(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario, fau
 			})
 		}}
 		start := time.Now()
-		e, err := Measure(ctx, o, tgt, "single", a, 1, runID)
+		e, err := measureOne(ctx, o, tgt, "single", a, 1, runID)
 		took := time.Since(start)
 		wg.Wait()
 		if e != nil {
@@ -146,7 +147,7 @@ func TestMeasureStopsWhenRedisIsLost(t *testing.T) {
 		return tgt.Kill(ctx, tgt.Masters()[0])
 	})
 	m := got["gcra"]
-	if !errors.Is(m.err, ErrLost) || !errors.Is(m.err, faults.ErrUnreachable) {
+	if !errors.Is(m.err, measure.ErrLost) || !errors.Is(m.err, faults.ErrUnreachable) {
 		t.Fatalf("Measure = %v; want ErrLost, the guard's reason", m.err)
 	}
 	if m.took > 5*time.Second {
@@ -211,7 +212,7 @@ func TestMeasureNoPermission(t *testing.T) {
 			_, ext := aclTarget(t, "limited", tt.rules...)
 			got := measureUnder(t, ext, overLimit(t, []string{"gcra"}, 6*time.Second), func(context.Context) error { return nil })
 			m := got["gcra"]
-			if !errors.Is(m.err, ErrPermission) || !strings.Contains(m.err.Error(), "NOPERM") {
+			if !errors.Is(m.err, measure.ErrPermission) || !strings.Contains(m.err.Error(), "NOPERM") {
 				t.Fatalf("Measure = %v; want ErrPermission with Redis's NOPERM", m.err)
 			}
 			if m.took > 3*time.Second {

@@ -15,9 +15,10 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
-	"github.com/limitbench/limitbench/internal/verify"
+	"github.com/limitbench/limitbench/internal/segment"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // clusterEnv returns the package's shared cluster as an external environment, the way
@@ -31,16 +32,16 @@ func clusterEnv(t *testing.T) redisenv.Config {
 
 // runSegments runs s as count segments at once, segment i with the clock offset offsets[i],
 // sharing runID, and returns their results by segment.
-func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID string, offsets []time.Duration) []Part {
+func runSegments(t *testing.T, s *scenarios.Scenario, env redisenv.Config, runID string, offsets []time.Duration) []segment.Part {
 	t.Helper()
-	parts := make([]Part, len(offsets))
+	parts := make([]segment.Part, len(offsets))
 	errs := make([]error, len(offsets))
 	var wg sync.WaitGroup
 	for i, off := range offsets {
 		wg.Go(func() {
-			seg := &Segment{Share: load.Share{Index: i, Count: len(offsets)}, RunID: runID, Lead: 1500 * time.Millisecond, ClockOffset: off}
+			seg := &segment.Segment{Index: i, Count: len(offsets), RunID: runID, Lead: 1500 * time.Millisecond, ClockOffset: off}
 			out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true, Segment: seg})
-			parts[i], errs[i] = Part{Dir: fmt.Sprintf("segment-%d", i), Result: out.Result}, err
+			parts[i], errs[i] = segment.Part{Dir: fmt.Sprintf("segment-%d", i), Result: out.Result}, err
 		})
 	}
 	wg.Wait()
@@ -97,7 +98,7 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 	// says so) sends less than the schedule, and then the requests cannot be compared exactly:
 	// such an attempt is run again, three times at most. Late ticks are still sent.
 	var whole *result.Result
-	var parts []Part
+	var parts []segment.Part
 	for attempt := 1; ; attempt++ {
 		whole = runSegments(t, s, env, fmt.Sprintf("whole%d", attempt), []time.Duration{0})[0].Result
 		parts = runSegments(t, s, env, fmt.Sprintf("parts%d", attempt), []time.Duration{0, 150 * time.Millisecond, -250 * time.Millisecond})
@@ -113,21 +114,21 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 		}
 		t.Logf("attempt %d missed ticks, trying again: %v", attempt, missed)
 	}
-	merged, err := Merge(parts)
+	merged, failures, err := segment.Merge(parts)
 	if err != nil {
 		t.Fatalf("Merge: %v", err)
 	}
-	if len(merged.Result.Generators) != 3 {
-		t.Errorf("merged result has %d generator rows; want 3", len(merged.Result.Generators))
+	if len(merged.Generators) != 3 {
+		t.Errorf("merged result has %d generator rows; want 3", len(merged.Generators))
 	}
-	for i, g := range merged.Result.Generators {
+	for i, g := range merged.Generators {
 		want := []float64{0, -150_000, 250_000}[i]
 		if d := g.ClockOffsetUS - want; d < -50_000 || d > 50_000 {
 			t.Errorf("generator %d: clock offset %.0f µs; want about %.0f µs (its artificial offset, negated)", i, g.ClockOffsetUS, want)
 		}
 	}
 	for i, name := range names {
-		w, m := whole.Entries[i], merged.Result.Entries[i]
+		w, m := whole.Entries[i], merged.Entries[i]
 		if w.Algorithm != name || m.Algorithm != name {
 			t.Fatalf("entry %d: whole %s, merged %s; want %s", i, w.Algorithm, m.Algorithm, name)
 		}
@@ -186,8 +187,8 @@ func TestSegmentsMergeToTheUnsegmentedRun(t *testing.T) {
 			t.Errorf("%s: latency histogram holds %d; want %d decisions", name, lat.TotalCount(), m.Allowed+m.Denied)
 		}
 	}
-	if len(merged.Failures) > 0 {
-		t.Logf("merged failures: %v", merged.Failures)
+	if len(failures) > 0 {
+		t.Logf("merged failures: %v", failures)
 	}
 }
 
@@ -215,11 +216,11 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 			}
 		}
 	}
-	merged, err := Merge(parts)
+	merged, _, err := segment.Merge(parts)
 	if err != nil {
 		t.Fatalf("Merge: %v", err)
 	}
-	for _, e := range merged.Result.Entries {
+	for _, e := range merged.Entries {
 		v := e.Verification
 		t.Logf("merged %s: %d requests, %d allowed, %s, %d definite", e.Algorithm, e.Requests, e.Allowed, v.Verdict, v.DefiniteViolations)
 		switch e.Algorithm {
@@ -235,43 +236,6 @@ func TestMergeCatchesWhatNoSegmentShows(t *testing.T) {
 	}
 }
 
-// TestMergeRefusesOtherRuns: results that are not every segment of one run, once each, are
-// refused with ErrNotOneRun, naming what is wrong.
-func TestMergeRefusesOtherRuns(t *testing.T) {
-	seg := func(dir, run, hash string, i, n int) Part {
-		return Part{Dir: dir, Result: &result.Result{Segment: &result.Segment{RunID: run, ScenarioHash: hash, Index: i, Count: n}}}
-	}
-	tests := []struct {
-		name  string
-		parts []Part
-		want  []string
-	}{
-		{"none", nil, []string{"no results given"}},
-		{"not a segment", []Part{{Dir: "plain", Result: &result.Result{}}}, []string{"plain is not a segment's result"}},
-		{"mixed runs", []Part{seg("a", "r1", "h", 0, 2), seg("b", "r2", "h", 1, 2)}, []string{`b is of run "r2", a of run "r1"`}},
-		{"mixed scenarios", []Part{seg("a", "r", "h1", 0, 2), seg("b", "r", "h2", 1, 2)}, []string{"b ran another scenario"}},
-		{"mixed counts", []Part{seg("a", "r", "h", 0, 2), seg("b", "r", "h", 1, 3)}, []string{"b is one of 3 segments, a one of 2"}},
-		{"missing", []Part{seg("a", "r", "h", 0, 3), seg("b", "r", "h", 2, 3)}, []string{"segment(s) missing: 1/3"}},
-		{"duplicate", []Part{seg("a", "r", "h", 0, 2), seg("b", "r", "h", 0, 2), seg("c", "r", "h", 1, 2)},
-			[]string{"segment 0/2 is given twice: a and b"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Merge(tt.parts)
-			if !errors.Is(err, ErrNotOneRun) {
-				t.Fatalf("Merge = %v; want an error wrapping ErrNotOneRun", err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Merge = %q; want it to say %q", err, w)
-				}
-			}
-		})
-	}
-}
-
-// TestSegmentArrivingLate: a generator whose start (--start-at) has already passed sends its
-// ticks late, and its result says how late it started; the lateness makes its run behind
 // schedule, hence inconclusive, never a pass.
 func TestSegmentArrivingLate(t *testing.T) {
 	needRedis(t)
@@ -282,7 +246,7 @@ func TestSegmentArrivingLate(t *testing.T) {
 		s.Keys = load.Keys{Count: 2, Distribution: load.Uniform}
 		s.Arrival = &arrival.Arrival{Rate: 100}
 	})
-	seg := &Segment{Share: load.Share{Index: 1, Count: 2}, RunID: "late", StartAt: time.Now().Add(-700 * time.Millisecond)}
+	seg := &segment.Segment{Index: 1, Count: 2, RunID: "late", StartAt: time.Now().Add(-700 * time.Millisecond)}
 	out, err := Run(context.Background(), Options{Scenario: s, Env: env, NoReference: true, Segment: seg})
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -95,7 +95,7 @@ func (p *parser) jsonLine(line int, b []byte) error {
 		return fail(sc.i, "more after the object: one object per line")
 	}
 	missing := false
-	for k, c := range columns[:3] {
+	for k, c := range requiredColumns {
 		if !fs[k].present {
 			missing = true
 			if err := p.add(line, 0, c, "missing (offset, client and subject are required)"); err != nil {

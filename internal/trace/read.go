@@ -50,7 +50,7 @@ func Read(path string) (*Trace, error) {
 // CSV: the first line that is not a comment is the header, naming the columns in any order:
 // offset, client and subject are required, cost (default 1) and skew (default 0s) optional;
 // fields are trimmed of spaces; every line has as many fields as the header (there are no
-// comment lines). JSON Lines: one object per line with the same keys (offset and skew strings,
+// comment lines), and a cell of an optional column may be left empty for its default. JSON Lines: one object per line with the same keys (offset and skew strings,
 // cost an integer, client and subject strings); blank lines are skipped. In both, offset and
 // skew are Go durations with a unit ("0s", "1.5ms", "-2s"), and a client's skew must be the
 // same on each of its rows.
@@ -301,8 +301,11 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// columns are the columns a trace may have, required ones first.
+// columns are the columns a trace may have, the required ones (requiredColumns) first.
 var columns = []string{"offset", "client", "subject", "cost", "skew"}
+
+// requiredColumns are the columns every row must fill.
+var requiredColumns = columns[:3]
 
 func (p *parser) csv(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -353,7 +356,11 @@ func (p *parser) csv(r io.Reader) error {
 				return field{}
 			}
 			l, c := cr.FieldPos(i)
-			return field{present: true, text: strings.TrimSpace(rec[i]), line: l, col: c}
+			text := strings.TrimSpace(rec[i])
+			if text == "" && k >= len(requiredColumns) {
+				return field{} // an optional cell left empty: the column's default
+			}
+			return field{present: true, text: text, line: l, col: c}
 		}
 		if p.row(line, get(0), get(1), get(2), get(3), get(4)) != nil {
 			return nil
@@ -399,7 +406,7 @@ func (p *parser) header(cr *csv.Reader, rec []string, idx *[5]int) bool {
 			idx[k] = i
 		}
 	}
-	for k, c := range columns[:3] {
+	for k, c := range requiredColumns {
 		if idx[k] < 0 {
 			ok = false
 			p.add(line, 0, "", "the header has no %q column (offset, client and subject are required)", c)

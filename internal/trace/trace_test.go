@@ -146,6 +146,10 @@ func TestParseAccepts(t *testing.T) {
 			&Trace{Rows: []Row{{0, 0, 0, 1}, {250 * time.Microsecond, 1, 1, 1}, {250 * time.Microsecond, 0, 0, 1}}, Clients: []string{"c0", "c1"}, Subjects: []string{"s0", "s1"}}},
 		{"zero offset without unit, skew all zero", "offset,client,subject,cost,skew\n0,c0,s0,3,0s\n1m,c0,s0,1,0s\n", CSV,
 			&Trace{Rows: []Row{{0, 0, 0, 3}, {time.Minute, 0, 0, 1}}, Clients: []string{"c0"}, Subjects: []string{"s0"}}},
+		// Issue 28 item 12: README's trace example left a skew cell empty, and the reader refused it.
+		{"empty optional cells take their defaults", "offset,client,subject,cost,skew\n0s,a,s,,\n1ms,b,s,2,250ms\n2ms,a,s, ,\n", CSV,
+			&Trace{Rows: []Row{{0, 0, 0, 1}, {time.Millisecond, 0, 1, 2}, {2 * time.Millisecond, 0, 0, 1}}, Clients: []string{"a", "b"}, Subjects: []string{"s"},
+				Skew: []time.Duration{0, 250 * time.Millisecond}}},
 		{"json lines, keys in any order, blank lines, skew", "{\"client\":\"a\",\"subject\":\"s\",\"offset\":\"1s\",\"skew\":\"-2s\"}\n\n{\"offset\":\"1s\",\"client\":\"b\",\"subject\":\"s\",\"cost\":2}\r\n", JSONL,
 			&Trace{Rows: []Row{{time.Second, 0, 0, 1}, {time.Second, 0, 1, 2}}, Clients: []string{"a", "b"}, Subjects: []string{"s"}, Skew: []time.Duration{-2 * time.Second, 0}}},
 	}

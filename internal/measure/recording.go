@@ -1,0 +1,180 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/clock"
+	"github.com/limitbench/limitbench/internal/faults"
+	"github.com/limitbench/limitbench/internal/faults/watch"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/verify"
+)
+
+// Recording is the aggregators one measurement feeds: latency histograms, the timeline and the
+// errors by class of the measured part, and the admission logs of the measured part and of the
+// warmup (Warmup is nil without one). A segment's partial result is a Recording encoded, and the
+// merge of a segmented run merges the segments' Recordings (Merge) into the entry one
+// unsegmented measurement would have given (Entry).
+type Recording struct {
+	Histograms  *load.Histograms
+	Timeline    *load.Timeline
+	Errors      *load.Errors
+	Log, Warmup *verify.AdmissionLog
+}
+
+// newRecording returns the aggregators of a measurement of p whose admission logs are on the
+// clock sharedClock, server and clientClock say (see verify.AdmissionLog).
+func newRecording(p load.Plan, sharedClock bool, server *clock.Offset, clientClock bool) *Recording {
+	r := &Recording{
+		Histograms: load.NewHistograms(p.MaxLatency),
+		Timeline:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
+		Errors:     load.NewErrors(),
+		Log:        verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock),
+	}
+	if p.Warmup > 0 {
+		r.Warmup = verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock)
+	}
+	return r
+}
+
+// Sinks returns the aggregators as load.Run takes them.
+func (r *Recording) Sinks() load.Sinks {
+	s := load.Sinks{Measured: []load.Aggregator{r.Histograms, r.Timeline, r.Errors, r.Log}}
+	if r.Warmup != nil {
+		s.Warmup = []load.Aggregator{r.Warmup}
+	}
+	return s
+}
+
+// oneClock puts r's admission logs on the server's clock for every algorithm (see
+// verify.AdmissionLog.OneClock).
+func (r *Recording) oneClock() {
+	r.Log.OneClock = true
+	if r.Warmup != nil {
+		r.Warmup.OneClock = true
+	}
+}
+
+// Merge merges o's aggregators into r's: both must be of one plan.
+func (r *Recording) Merge(o *Recording) error {
+	errs := []error{r.Histograms.Merge(o.Histograms), r.Timeline.Merge(o.Timeline), r.Errors.Merge(o.Errors), r.Log.Merge(o.Log)}
+	switch {
+	case r.Warmup != nil && o.Warmup != nil:
+		errs = append(errs, r.Warmup.Merge(o.Warmup))
+	case (r.Warmup == nil) != (o.Warmup == nil):
+		errs = append(errs, fmt.Errorf("%w: one recording has a warmup log, another none", load.ErrMismatch))
+	}
+	return errors.Join(errs...)
+}
+
+// Verification returns what the verifier needs of the measurement res recorded in r, for an
+// algorithm with contract and model: its logs, warnings and start; the disruptions are the
+// caller's (see disruptions).
+func (r *Recording) Verification(res *load.Result, contract algorithms.Contract, model algorithms.Model) verify.Measurement {
+	m := verify.Measurement{
+		Contract: contract, Model: model,
+		Log: r.Log.Log(res.Subjects, res.Clients),
+		Warnings: verify.Warnings{Behind: res.Behind, Canceled: res.Canceled, ClockMismatch: res.Counts.ClockMismatch,
+			Dropped: res.Counts.Dropped},
+		Start: r.Log.Micros(res.Plan.Warmup),
+	}
+	if r.Warmup != nil {
+		m.Warmup = r.Warmup.Log(res.Subjects, res.Clients)
+	}
+	return m
+}
+
+// disruptions returns the node watch's events as the verifier takes them: on the admission log's
+// clock, described in words with when they were seen (seconds from the start of the measured
+// part of res), each with what it means for the limiter's state (faults.Event.StateLost,
+// Deposes; a promotion's former master).
+func (r *Recording) disruptions(events []faults.Event, res *load.Result) []verify.Disruption {
+	var out []verify.Disruption
+	measured := res.Start.Add(res.Plan.Warmup)
+	for _, e := range events {
+		after, at := e.After.Sub(res.Start), e.At.Sub(res.Start)
+		if e.After.IsZero() {
+			// Any time since the watch began, before the load: from the load's start (every
+			// request of the log was sent after it), or At when that is earlier.
+			after = min(0, at)
+		}
+		lo, hi := r.Log.Span(after, at)
+		d := verify.Disruption{Lo: lo, Hi: hi, Node: e.Node, Kind: string(e.Kind), StateLost: e.StateLost(), Deposes: e.Deposes(),
+			What: fmt.Sprintf("%s (seen at %.3fs)", e.Describe(), e.At.Sub(measured).Seconds())}
+		if e.Kind == watch.EventPromoted {
+			d.Former = e.From
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Entry builds the result entry of one measurement of algorithm name on topo recorded in r:
+// load's counts, rates, latency and timeline of res, the verifier's sections of vm and the
+// contract's limit per bin, and the server's cost srv (nil when not measured); custom marks a
+// scenario's own script.
+func (r *Recording) Entry(name, topo string, res *load.Result, vm verify.Measurement, custom bool, srv *result.Server) result.Entry {
+	e := result.NewEntry(name, topo, res)
+	e.Custom = custom
+	if srv != nil {
+		e.Server = *srv
+	}
+	// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
+	// histogram, and the report says so.
+	_ = e.SetHistograms(r.Histograms.Latency(), r.Histograms.Service())
+	e.Verification, e.Accuracy = vm.Sections()
+	// The report's violation explorer and fairness section; a log Check refuses has no excerpt,
+	// and the verification above says why.
+	e.Excerpt, _ = verify.NewExcerpt(vm.Contract, vm.Log, vm.Start, 0)
+	e.Fairness = verify.NewFairness(vm.Contract, vm.Log, vm.Start)
+	e.ErrorClasses = r.Errors.Classes(res.Plan.Warmup)
+	series := r.Timeline.Series()
+	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, r.Timeline.Width, len(series.Offered)),
+		Use: verify.NewWindowUse(vm.Contract, vm.Log, vm.Warmup, vm.Start, r.Timeline.Width, len(series.Offered))}
+	return e
+}
+
+// Windows returns the windows of c and of the contracts it holds at the same time (Also): a
+// window's length, a token bucket's refill period (the time its Limit permits refill in); none
+// for NoContract. A measurement's timeline bin is no wider than the narrowest (load.BinFor).
+func Windows(c algorithms.Contract) []time.Duration {
+	var out []time.Duration
+	switch c.Kind {
+	case algorithms.SlidingWindow, algorithms.FixedWindow, algorithms.FirstHitWindow:
+		out = append(out, c.Window)
+	case algorithms.TokenBucket:
+		out = append(out, c.RefillPer)
+	}
+	for _, a := range c.Also {
+		out = append(out, Windows(a)...)
+	}
+	return out
+}
+
+// binLimits returns the contract's limit for each of n timeline bins of width bin
+// (verify.Measurement.BinLimits: its steady allowance times the scopes offered requests), with
+// the scopes counted over spans of k whole bins about as long as the contract's narrowest window
+// (k = ⌊window / bin⌋, at least 1), each bin taking 1/k of its span's limit. Bins much finer than
+// the window (load.BinFor) would otherwise make the limit line jump with the subjects that
+// happened to send within each bin; so it shows the contract's rate for the subjects in play
+// around it. nil without a contract.
+func binLimits(vm verify.Measurement, bin time.Duration, n int) []float64 {
+	k := 1
+	if ws := Windows(vm.Contract); len(ws) > 0 && bin > 0 {
+		k = max(1, int(slices.Min(ws)/bin))
+	}
+	spans := vm.BinLimits(time.Duration(k)*bin, (n+k-1)/k)
+	if spans == nil {
+		return nil
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = result.Round3(spans[i/k] / float64(k))
+	}
+	return out
+}

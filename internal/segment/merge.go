@@ -1,0 +1,328 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/internal/judge"
+	"github.com/limitbench/limitbench/internal/load"
+	"github.com/limitbench/limitbench/internal/measure"
+	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
+)
+
+// ErrNotOneRun means the results given to Merge are not the segments of one run: a result that
+// is not a segment's, segments of different runs (run id, scenario or number of segments), a
+// segment missing or given twice, or segments that measured different algorithms. The message
+// names the directories and segments concerned.
+var ErrNotOneRun = errors.New("the results are not the segments of one run")
+
+// Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir, its
+// admission logs read (result.ReadPartialLogs).
+type Part struct {
+	Dir    string
+	Result *result.Result
+}
+
+// Merge checks that parts are every segment of one run, each once, and merges them into the
+// result that one unsegmented run would have given: for each algorithm, the segments' histograms,
+// timelines, errors by class and admission logs merged (every aggregator merges exactly), the
+// counts added up, and the merged history verified as one, with accuracy against an exact limiter
+// over the merged offered sequence. The result has one result.Generator per segment and is judged
+// against the scenario's expectations and thresholds: failures lists, one sentence each, what
+// makes the merged run fail (empty: it passed).
+//
+// The server's figures are segment 0's, its CPU time per decision divided by the number of
+// segments (every generator's decisions ran in the window it measured). The segments' node
+// watches are kept per segment in their own results; when one saw Redis change, a merged failed
+// verdict becomes inconclusive (the merged history is not cut into epochs).
+//
+// Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
+// algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
+func Merge(parts []Part) (res *result.Result, failures []string, err error) {
+	if err := checkOneRun(parts); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Result.Segment.Index < parts[j].Result.Segment.Index })
+	first := parts[0].Result
+	st := first.Scenario.Settings
+	if st == nil {
+		return nil, nil, fmt.Errorf("%w: %s: the result has no scenario settings", ErrNotOneRun, parts[0].Dir)
+	}
+	res = &result.Result{
+		Schema:      result.SchemaVersion,
+		Scenario:    first.Scenario,
+		Environment: first.Environment,
+		StartedAt:   first.StartedAt,
+		FinishedAt:  first.FinishedAt,
+		Reference:   first.Reference,
+	}
+	for _, p := range parts {
+		r := p.Result
+		res.MergedFrom = append(res.MergedFrom, p.Dir)
+		if r.StartedAt.Before(res.StartedAt) {
+			res.StartedAt = r.StartedAt
+		}
+		if r.FinishedAt.After(res.FinishedAt) {
+			res.FinishedAt = r.FinishedAt
+		}
+		if r.CutShort {
+			res.CutShort = true
+			res.CutShortNote = strings.TrimPrefix(res.CutShortNote+"; ", "; ") +
+				fmt.Sprintf("segment %d: %s", r.Segment.Index, r.CutShortNote)
+		}
+		res.Generators = append(res.Generators, generatorOf(r))
+	}
+	topoStart := map[string]int{}
+	for i := range first.Entries {
+		e, err := mergeEntry(parts, i, st)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := topoStart[e.Topology]; !ok {
+			topoStart[e.Topology] = len(res.Entries)
+		}
+		res.Entries = append(res.Entries, *e)
+	}
+	for _, at := range topoStart {
+		res.Relate(at)
+	}
+	s, err := judgeScenario(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, judge.Run(s, res), nil
+}
+
+// checkOneRun returns an error wrapping ErrNotOneRun that names every problem at once, or nil.
+func checkOneRun(parts []Part) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("%w: no results given", ErrNotOneRun)
+	}
+	var problems []string
+	var ref *result.Segment
+	var refDir string
+	seen := map[int][]string{}
+	for _, p := range parts {
+		sg := p.Result.Segment
+		if sg == nil {
+			problems = append(problems, fmt.Sprintf("%s is not a segment's result (run with --segment)", p.Dir))
+			continue
+		}
+		if ref == nil {
+			ref, refDir = sg, p.Dir
+		}
+		switch {
+		case sg.RunID != ref.RunID:
+			problems = append(problems, fmt.Sprintf("%s is of run %q, %s of run %q", p.Dir, sg.RunID, refDir, ref.RunID))
+		case sg.ScenarioHash != ref.ScenarioHash:
+			problems = append(problems, fmt.Sprintf("%s ran another scenario (or seed, or overrides) than %s", p.Dir, refDir))
+		case sg.Count != ref.Count:
+			problems = append(problems, fmt.Sprintf("%s is one of %d segments, %s one of %d", p.Dir, sg.Count, refDir, ref.Count))
+		}
+		seen[sg.Index] = append(seen[sg.Index], p.Dir)
+	}
+	if ref != nil && len(problems) == 0 {
+		var missing []string
+		for i := range ref.Count {
+			switch dirs := seen[i]; {
+			case len(dirs) == 0:
+				missing = append(missing, fmt.Sprintf("%d/%d", i, ref.Count))
+			case len(dirs) > 1:
+				problems = append(problems, fmt.Sprintf("segment %d/%d is given twice: %s", i, ref.Count, strings.Join(dirs, " and ")))
+			}
+		}
+		if len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("segment(s) missing: %s", strings.Join(missing, ", ")))
+		}
+	}
+	if len(problems) == 0 {
+		// Every segment measured the same algorithms, each with its partial.
+		want := entryNames(parts[0].Result)
+		for _, p := range parts {
+			if got := entryNames(p.Result); !slices.Equal(got, want) {
+				problems = append(problems, fmt.Sprintf("%s measured %s, %s measured %s", p.Dir, strings.Join(got, " "),
+					parts[0].Dir, strings.Join(want, " ")))
+			}
+			for _, e := range p.Result.Entries {
+				if e.Partial == nil {
+					problems = append(problems, fmt.Sprintf("%s: %s has no partial result", p.Dir, e.Name()))
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w:\n  %s", ErrNotOneRun, strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+func entryNames(r *result.Result) []string {
+	var out []string
+	for _, e := range r.Entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// mergeEntry merges entry i of every part (the parts sorted by segment).
+func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error) {
+	e0 := &parts[0].Result.Entries[i]
+	name := e0.Name()
+	var rec *measure.Recording
+	var counts load.Counts
+	var scheduled uint64
+	var duration time.Duration
+	var canceled, disrupted bool
+	measuredFrom := int64(0)
+	for k, p := range parts {
+		e := &p.Result.Entries[i]
+		pt := e.Partial
+		r, err := decodeRecording(pt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
+		}
+		if !r.Log.OneClock {
+			return nil, fmt.Errorf("%w: %s: %s: the admission log is not on the server's clock", ErrNotOneRun, p.Dir, name)
+		}
+		if k == 0 {
+			rec = r
+			measuredFrom = pt.MeasuredFromUS
+		} else if err := rec.Merge(r); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
+		}
+		measuredFrom = min(measuredFrom, pt.MeasuredFromUS)
+		counts.Add(pt.Counts)
+		scheduled += pt.Scheduled
+		duration = max(duration, time.Duration(pt.DurationNS))
+		canceled = canceled || pt.Canceled
+		disrupted = disrupted || (e.Watch != nil && len(e.Watch.Events) > 0)
+	}
+	pt := e0.Partial
+	res := &load.Result{
+		Plan:     load.Plan{Warmup: time.Duration(pt.WarmupNS), Bin: time.Duration(pt.BinNS)},
+		Duration: duration, Canceled: canceled, Counts: counts, Scheduled: scheduled,
+		Subjects: st.Keys.Names(), Clients: clientNames(st.Clients),
+	}
+	if st.Wait != nil {
+		res.Plan.Wait = *st.Wait
+	}
+	res.Behind = load.Behind(scheduled, counts.Missed, counts.Late)
+	if s := duration.Seconds(); s > 0 {
+		res.OfferedRate = float64(scheduled) / s
+		res.AchievedRate = float64(counts.Requests) / s
+		res.Throughput = float64(counts.Allowed+counts.Denied) / s
+	}
+	a, err := mergedAlgorithm(e0.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	contract, err := a.Contract(st.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	vm := rec.Verification(res, contract, a.Model(st.Limit))
+	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly
+	srv := e0.Server
+	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
+	e := rec.Entry(e0.Algorithm, e0.Topology, res, vm, e0.Custom, &srv)
+	if disrupted && e.Verification.Verdict == verify.Fail {
+		e.Verification.Verdict = verify.Inconclusive
+		e.Verification.Reasons = append(e.Verification.Reasons,
+			"a segment's node watch saw Redis change during the measurement; the merged history is not cut at the change, so its violations are not definite (see the segments' results)")
+	}
+	for _, p := range parts {
+		for _, w := range p.Result.Entries[i].Warnings {
+			w.Message = fmt.Sprintf("segment %d: %s", p.Result.Segment.Index, w.Message)
+			e.Warnings = append(e.Warnings, w)
+		}
+	}
+	return &e, nil
+}
+
+// mergedAlgorithm returns the algorithm an entry names: a built-in one or the reference script.
+func mergedAlgorithm(name string) (algorithms.Algorithm, error) {
+	if name == algorithms.ReferenceName {
+		return algorithms.Reference(), nil
+	}
+	a, err := algorithms.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (merge verifies built-in algorithms only; custom scripts are not merged yet)", err)
+	}
+	return a, nil
+}
+
+func clientNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("c%d", i)
+	}
+	return out
+}
+
+// decodeRecording decodes the aggregators of a partial entry (see partialOf).
+func decodeRecording(pt *result.Partial) (*measure.Recording, error) {
+	r := &measure.Recording{Histograms: &load.Histograms{}, Timeline: &load.Timeline{}, Errors: load.NewErrors(),
+		Log: &verify.AdmissionLog{}}
+	errs := []error{r.Histograms.UnmarshalBinary(pt.Histograms), r.Timeline.UnmarshalBinary(pt.Timeline),
+		r.Errors.UnmarshalBinary(pt.Errors), r.Log.UnmarshalBinary(pt.LogData)}
+	if pt.WarmupLog != "" {
+		r.Warmup = &verify.AdmissionLog{}
+		errs = append(errs, r.Warmup.UnmarshalBinary(pt.WarmupLogData))
+	}
+	return r, errors.Join(errs...)
+}
+
+// generatorOf returns the per-generator row of a segment's result r: its requests and lateness
+// over every entry but the reference script's, its mean throughput per entry, how late it
+// started at worst, and its clock offset with the smallest error.
+func generatorOf(r *result.Result) result.Generator {
+	g := result.Generator{Segment: r.Segment.Index}
+	var tp float64
+	n, measured := 0, 0
+	for i := range r.Entries {
+		e := &r.Entries[i]
+		pt := e.Partial
+		if pt == nil {
+			continue
+		}
+		if n == 0 || pt.ClockErrorUS < g.ClockErrorUS {
+			g.ClockOffsetUS, g.ClockErrorUS = pt.ClockOffsetUS, pt.ClockErrorUS
+		}
+		n++
+		g.LateStartMS = max(g.LateStartMS, pt.LateStartMS)
+		if r.IsReference(e) {
+			continue
+		}
+		g.Requests += e.Requests
+		g.Late += e.Late
+		tp += e.ThroughputRPS
+		measured++
+	}
+	if measured > 0 {
+		g.ThroughputRPS = result.Round3(tp / float64(measured))
+	}
+	if g.Requests > 0 {
+		g.LateFraction = float64(g.Late) / float64(g.Requests)
+	}
+	return g
+}
+
+// judgeScenario returns the part of a scenario judge.Run reads, from a result's settings.
+func judgeScenario(st *result.Settings) (*scenarios.Scenario, error) {
+	s := &scenarios.Scenario{Expect: st.Expect}
+	for _, text := range st.Thresholds {
+		th, err := scenarios.ParseThreshold(text)
+		if err != nil {
+			return nil, fmt.Errorf("%w: threshold %q: %w", ErrNotOneRun, text, err)
+		}
+		s.Thresholds = append(s.Thresholds, th)
+	}
+	return s, nil
+}
