@@ -34,6 +34,13 @@
 //     bursts come from clients whose clocks put them on either side of the boundary.
 //   - refill-point: a drained token bucket probed at and around the instants it refills, relative
 //     to the drain and to the epoch (a bucket that refills in whole intervals).
+//   - anchored: one request creates the limiter's state; whole periods later (a refill period,
+//     a window, a few permits' refill time, counted from that first request, not from the
+//     epoch) the allowance is spent just before the instant and again just after it (a bucket
+//     that adds R tokens every P from its first request gives C + R).
+//   - key-expiry: a window filled from its first request, then requests every few hundred µs
+//     across the millisecond its key expires in (Redis keeps a key through that millisecond,
+//     with PTTL 0), and the allowance again right after.
 //   - after-drain: steady overload, then bursts right after the limiter drained.
 //   - skewed-newcomer: clients whose clocks are off first appear just after a drain.
 //   - skew-alternation: clients ahead and behind take turns, so a limiter that stores the
@@ -86,14 +93,14 @@
 // scripts, hunts each algorithm with a contract, stops the environment, and returns an Outcome:
 // the File and the traces and reproducer scenarios its entries name, which Outcome.Write puts
 // in the results directory with the report. Shrinking keeps a candidate only when it breaks the
-// contract in ShrinkReplays replays by more than ShrinkMargin, and the reproducer must then
-// break it in ConfirmReplays more. A reproducer scenario replays the shrunk trace at the hunt's
+// contract definitely, by however little, in each of ShrinkReplays replays, and the reproducer
+// must then break it in ConfirmReplays more. A reproducer scenario replays the shrunk trace at the hunt's
 // frame (arrival.align) with as many clients as a trial used (Lab.Workers), and names a custom
 // script relative to the results directory.
 //
-// DESIGN.md has hunt's trials run through internal/measure. Until that package lands, Plan.Run
-// takes the harness's functions as a Lab (cmd/limitbench passes internal/runner's), so hunt
-// depends on no way of measuring and the rewiring is one value in cmd/limitbench.
+// Plan.Run takes the harness's functions as a Lab (cmd/limitbench passes internal/measure's:
+// trials run through measure.Trials, as DESIGN.md has it), so hunt depends on no way of
+// measuring.
 //
 // # Shrinking
 //
@@ -106,6 +113,27 @@
 // first), pull rows across a gap together, round every offset to a coarser grid, and delete
 // single rows. It never tries a candidate twice and never one that is not smaller, so it ends;
 // it is deterministic given the predicate's answers; and it is bounded by a number of predicate
-// calls and a deadline. When it ends because no pass makes progress, the result is 1-minimal for
-// row deletion: deleting any one row loses the violation (ShrinkResult.Minimal).
+// calls and a deadline. The predicate answers how many replays of a trace broke the contract
+// (Answer): a trace is kept only when all did (however small the excess: one permit over is a
+// violation), and the result is called 1-minimal for row deletion (ShrinkResult.Minimal) only
+// when shrinking ended because no pass made progress and every deletion of one row was asked
+// about and broke the contract in none of its replays; a deletion that broke it in some replays
+// but not all leaves the claim unmade.
+//
+// # Corpus
+//
+// A corpus is a directory of reproducers kept across hunts, as Hypothesis' example database
+// and rapid's fail files keep failing examples (LoadCorpus says what an entry is). With
+// Options.Corpus, Plan.Run gives each search the entries of its algorithm saved with the
+// scenario's limit at the hunt's frame (Config.Corpus): Hunt runs them first, every one
+// whatever the budget, so a flaw that came back is found at once and shrunk again; then it
+// searches as without them. Each new reproducer is saved there (Outcome.Corpus,
+// CorpusFiles.Write) as a scenario that expects the contract to hold, so that `limitbench run`
+// of the corpus's scenarios fails in CI while any of them still breaks its contract.
+//
+// # Waiting for the frame
+//
+// Every trial starts at the hunt's frame, so a batch waits up to one period for it (a minute for
+// minute windows). Progress says so before such a wait (Progress.Waiting) and counts the time
+// waited (Progress.Waited, Result.Waited, hunt.json's waited_s).
 package hunt

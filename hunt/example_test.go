@@ -39,14 +39,15 @@ func ExampleShrink() {
 	for i := range 40 {
 		tr.Rows = append(tr.Rows, trace.Row{At: time.Duration(i/4) * 10 * time.Millisecond, Client: uint16(i % 2), Cost: 1})
 	}
-	threeAtOnce := func(_ context.Context, batch []*trace.Trace) ([]bool, error) {
-		out := make([]bool, len(batch))
+	threeAtOnce := func(_ context.Context, batch []*trace.Trace) ([]hunt.Answer, error) {
+		out := make([]hunt.Answer, len(batch))
 		for i, t := range batch {
-			n := map[time.Duration]int{}
+			n, holds := map[time.Duration]int{}, false
 			for _, r := range t.Rows {
 				n[r.At]++
-				out[i] = out[i] || n[r.At] >= 3
+				holds = holds || n[r.At] >= 3
 			}
+			out[i] = hunt.AnswerOf(holds)
 		}
 		return out, nil
 	}

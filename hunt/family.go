@@ -73,6 +73,18 @@ var Families = []Family{
 		make:    overshoot,
 	},
 	{
+		Name:    "anchored",
+		Aim:     "one request creates the limiter's state; whole periods later (refills, windows counted from that first request, not from the epoch) the allowance is spent just before the instant and again just after it",
+		Applies: func(Target) bool { return true },
+		make:    anchored,
+	},
+	{
+		Name:    "key-expiry",
+		Aim:     "a window filled from its first request, then requests every few hundred µs across the millisecond its key expires (Redis keeps a key through that millisecond, with PTTL 0), and the allowance again right after",
+		Applies: func(Target) bool { return true },
+		make:    keyExpiry,
+	},
+	{
 		Name:    "after-drain",
 		Aim:     "steady overload, then bursts right after the limiter drained",
 		Applies: func(Target) bool { return true },
@@ -184,6 +196,99 @@ func refillPoint(g *gen) {
 			}
 		}
 	}
+}
+
+// anchorPeriods returns the periods a limiter may count from its first request, likeliest
+// first: the window (or the time a bucket takes to refill its capacity), a bucket's refill
+// period and fractions of it, and a few permits' refill times, each once, at most half the span.
+func (g *gen) anchorPeriods() []time.Duration {
+	var out []time.Duration
+	add := func(d time.Duration) {
+		if d >= time.Millisecond && d <= g.b.Span/2 && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	add(g.a.window)
+	if c := g.a.c; c.Kind == algorithms.TokenBucket {
+		for _, div := range []time.Duration{1, 2, 4} {
+			add(c.RefillPer / div)
+		}
+	}
+	for _, m := range []time.Duration{1, 2, 5, 10} {
+		add(g.a.unit * m)
+	}
+	return out
+}
+
+// anchorGuard is how far at least the anchored family's bursts stay from the instant they
+// straddle.
+const anchorGuard = 3 * time.Millisecond
+
+// anchored: one request at t0 creates the limiter's state, and with it whatever the limiter
+// counts from its first request (a refill every P, a window of W); k whole periods Q later the
+// allowance is spent just before t0 + k·Q and again just after it. A bucket that adds R tokens
+// every P from its first request, full by then, admits C before the instant and R after it.
+func anchored(g *gen) {
+	qs := g.anchorPeriods()
+	if len(qs) == 0 {
+		windowBoundary(g)
+		return
+	}
+	// The likelier periods first: the first half the time, the second a quarter, and so on.
+	i := 0
+	for i < len(qs)-1 && g.rng.IntN(2) == 0 {
+		i++
+	}
+	q := qs[i]
+	room := max(min(q/4, 50*time.Millisecond), anchorGuard)
+	most := int((g.b.Span - room) / q) // periods that fit after t0 = 0
+	if most < 1 {
+		most = 1
+	}
+	k := time.Duration(1 + g.rng.IntN(min(most, 3)))
+	t0 := time.Duration(0)
+	if slack := g.b.Span - room - k*q; slack > 0 {
+		t0 = time.Duration(g.rng.Int64N(int64(slack) + 1))
+	}
+	s := g.subject(0)
+	cs := g.burstClients(2, g.skew())
+	g.add(t0, cs[0], s, 1)
+	at := t0 + k*q
+	// On either side of the instant by a few milliseconds at least: the limiter counts from the
+	// moment the first request reached it, some way into its round trip (a new connection's
+	// dial included), and a burst of many requests is not decided at one instant either.
+	d1 := anchorGuard + g.small(room)
+	g.burst(at-d1, g.small(d1-anchorGuard/2), g.count(), cs, s)
+	g.burst(at+anchorGuard+g.small(room), g.small(room), g.count(), cs, s)
+}
+
+// keyExpiry: the first request at t0 creates a key that lives W (a window counted from its
+// first hit); the allowance less one fills the window soon after; requests every 100 to 300 µs
+// sweep [t0 + W − 2 ms, t0 + W + 1 ms], so that some reach the millisecond the key expires in
+// (Redis keeps it through that millisecond and reports PTTL 0 there); then the allowance again
+// right after. t0 lies 500 to 700 µs past a whole millisecond of the frame, so that the key's
+// last millisecond (counted from the millisecond the first request reached it in) falls mostly
+// before t0 + W, inside the first window.
+func keyExpiry(g *gen) {
+	w := g.a.window
+	if w > g.b.Span-4*time.Millisecond {
+		firstHit(g)
+		return
+	}
+	t0 := g.instant(0.1)
+	if room := g.b.Span - w - w/2; room > 0 {
+		t0 = time.Duration(g.rng.Int64N(int64(room) + 1))
+	}
+	t0 = t0.Truncate(time.Millisecond) + 500*time.Microsecond + time.Duration(g.rng.Int64N(int64(200*time.Microsecond)))
+	s := g.subject(0)
+	cs := g.burstClients(2, g.skew())
+	g.add(t0, cs[0], s, 1)
+	g.burst(t0+time.Millisecond+g.small(w/4), g.small(w/4), max(0, int(g.a.allow)-1), cs, s)
+	gap := 100*time.Microsecond + time.Duration(g.rng.Int64N(int64(200*time.Microsecond)))
+	for at := t0 + w - 2*time.Millisecond; at <= t0+w+time.Millisecond; at += gap {
+		g.add(at, cs[len(cs)-1], s, 1)
+	}
+	g.burst(t0+w+time.Millisecond+g.small(w/4), g.small(w/4), max(g.count(), int(g.a.allow)), cs, s)
 }
 
 // firstHit: one request at t0 opens a window [t0, t0+W); the allowance less one is spent just

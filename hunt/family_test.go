@@ -110,7 +110,7 @@ func TestFamiliesFor(t *testing.T) {
 		}
 		return out
 	}
-	common := []string{"after-drain", "spike", "poisson", "on-off"}
+	common := []string{"anchored", "key-expiry", "after-drain", "spike", "poisson", "on-off"}
 	tests := []struct {
 		tg   Target
 		want []string
@@ -203,6 +203,10 @@ func familyCases(t *testing.T) []familyCase {
 		{"spike", fixed, flawed[4].mk, fixedModel},
 		// A count checked for equality, on whole seconds, held to a contract of granularity 1 s.
 		{"overshoot", mustTarget(t, "resource-consumer-published", l, nil), func() limiter { return newEqualsOnly(l) }, model("resource-consumer", l)},
+		// A bucket that refills 10 every 500 ms from its first request, held to the same rate.
+		{"anchored", bucket, func() limiter { return newAnchoredRefill(20, 10, 500*time.Millisecond) }, bucketModel},
+		// A first-hit window that admits in its key's expiry millisecond (PTTL 0).
+		{"key-expiry", firstHitTarget(l), func() limiter { return newPTTLZero(l) }, func() limiter { return newFirstHit(l) }},
 		{"after-drain", fixed, overBy, fixedModel},
 		{"poisson", fixed, overBy, fixedModel},
 		{"on-off", fixed, overBy, fixedModel},
@@ -251,6 +255,14 @@ func TestFamiliesFindWhatTheyAimAt(t *testing.T) {
 			t.Logf("%d of 20 schedules broke it; the correct limiter's closest approach %.3f", found, best)
 		})
 	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // firstRows returns, per client, the index of its first row.
@@ -345,6 +357,39 @@ func TestFamilyShapes(t *testing.T) {
 			}
 			if after == 0 || near+after < int(l.Limit) {
 				return fmt.Sprintf("%d rows near the window's end, %d after it", near, after)
+			}
+			return ""
+		}},
+		{"anchored", bucket, func(tr *trace.Trace, _ []time.Duration) string {
+			// The first request alone, then rows on both sides of a whole number of periods
+			// after it, for some period the bucket may count from it.
+			t0 := tr.Rows[0].At
+			if len(tr.Rows) > 1 && tr.Rows[1].At == t0 {
+				return "the first request is not alone"
+			}
+			for _, q := range []time.Duration{w, w / 2, w / 4, w / 20, w / 10, w / 4, w / 2} {
+				for k := time.Duration(1); t0+k*q <= DefaultSpan; k++ {
+					at, before, after := t0+k*q, 0, 0
+					for _, r := range tr.Rows[1:] {
+						before += b2i(r.At < at && r.At >= at-60*time.Millisecond)
+						after += b2i(r.At >= at && r.At <= at+120*time.Millisecond)
+					}
+					if before > 0 && after > 0 {
+						return ""
+					}
+				}
+			}
+			return "no rows on both sides of an instant anchored at the first request"
+		}},
+		{"key-expiry", firstHitTarget(l), func(tr *trace.Trace, _ []time.Duration) string {
+			// Requests within 2 ms of the first one's instant plus a window, at most 300 µs
+			// apart.
+			t0, n := tr.Rows[0].At, 0
+			for _, r := range tr.Rows {
+				n += b2i(r.At >= t0+w-2*time.Millisecond && r.At <= t0+w+time.Millisecond)
+			}
+			if n < 10 {
+				return fmt.Sprintf("%d rows around the key's expiry", n)
 			}
 			return ""
 		}},

@@ -52,9 +52,14 @@ type Entry struct {
 	Align arrival.Align `json:"align"`
 	// Trials counts the schedules run; ElapsedS is the search's time; Stop why it ended
 	// (violation, trials, time, canceled, exhausted).
-	Trials   int     `json:"trials"`
+	Trials int `json:"trials"`
+	// Corpus counts the reproducers of the corpus (hunt --corpus) run first, among Trials.
+	Corpus   int     `json:"corpus,omitempty"`
 	ElapsedS float64 `json:"elapsed_s"`
 	Stop     string  `json:"stop"`
+	// WaitedS is the time the trials of every phase (search, shrink, confirmation) spent
+	// waiting for the frame (Result.Waited): up to a period per batch.
+	WaitedS float64 `json:"waited_s,omitempty"`
 	// BestScore is the best schedule's score: above 1 for a definite violation; at most 1 is
 	// the closest approach of an algorithm never broken.
 	BestScore float64 `json:"best_score"`
@@ -151,8 +156,10 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		Families:  append([]string{}, res.Families...),
 		Align:     res.Frame,
 		Trials:    res.Trials,
+		Corpus:    res.Corpus,
 		ElapsedS:  res.Elapsed.Seconds(),
 		Stop:      string(res.Stop),
+		WaitedS:   res.Waited.Seconds(),
 	}
 	if res.Target.Clock == algorithms.ClockClient {
 		for _, s := range res.Target.Skews {
@@ -231,6 +238,9 @@ func markOf(res *Result) plotWhere {
 func schedule(c *Candidate, trace string) Schedule {
 	return Schedule{Trace: trace, Family: c.Family, Mutations: c.Mutations, Trial: c.Trial, Score: c.Score(), Size: sizeOut(SizeOf(c.Trace))}
 }
+
+// size returns the rows, clients and subjects of s as a Size (for requestsText).
+func (s SizeOut) size() Size { return Size{Rows: s.Rows, Clients: s.Clients, Subjects: s.Subjects} }
 
 func sizeOut(s Size) SizeOut {
 	return SizeOut{Rows: s.Rows, Clients: s.Clients, Subjects: s.Subjects, Permits: s.Permits,

@@ -80,6 +80,10 @@ func entryView(e *Entry) (row, section) {
 	s := section{Heading: e.Algorithm + " on " + e.Topology, Label: label, Class: class}
 	s.Lines = append(s.Lines, fmt.Sprintf("Families: %s. Time zero at %ss past a multiple of %ss.", strings.Join(e.Families, ", "),
 		report.Number(e.Align.Offset.Seconds()), report.Number(e.Align.Every.Seconds())))
+	if e.Corpus > 0 {
+		s.Lines = append(s.Lines, fmt.Sprintf("Replayed %d %s of the corpus before searching.", e.Corpus,
+			report.Plural(int64(e.Corpus), "reproducer", "reproducers")))
+	}
 	if len(e.SkewsS) > 0 {
 		skews := make([]string, len(e.SkewsS))
 		for i, k := range e.SkewsS {
@@ -115,16 +119,16 @@ func violationView(e *Entry, r *row, s *section) {
 	r.Sizes += fmt.Sprintf(" → %d rows, %d clients", sh.Size.Rows, sh.Size.Clients)
 	minimal := ""
 	if sh.Minimal {
-		minimal = " (1-minimal: dropping any one request loses the violation)"
+		minimal = " (1-minimal: without any one of its requests, no replay broke the contract)"
 	}
-	s.Lines = append(s.Lines, fmt.Sprintf("Shrunk from %d to %d requests%s in %d replays; reproducer trace %s.",
-		vi.Schedule.Size.Rows, sh.Size.Rows, minimal, sh.Replays, sh.Trace))
+	s.Lines = append(s.Lines, fmt.Sprintf("Shrunk from %s to %s%s in %d replays; reproducer trace %s.",
+		requestsText(vi.Schedule.Size.size()), requestsText(sh.Size.size()), minimal, sh.Replays, sh.Trace))
 	if c := sh.Confirm; c != nil {
 		s.Lines = append(s.Lines, confirmLine(c))
 	}
 	if sh.Scenario != "" {
 		r.Repro = "limitbench run " + sh.Scenario
-		s.ReproText, s.Repro = "Replay it with:", r.Repro
+		s.ReproText, s.Repro = "Replay it, from this report's directory, with:", r.Repro
 	} else {
 		r.Repro = sh.Trace
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 )
 
@@ -34,16 +35,38 @@ func (p *Plan) algorithmsYAML(q quarry, dir string) (string, error) {
 }
 
 // reproScenario returns a scenario that replays the trace file traceFile (beside it) against alg
-// on topo with s's limit, at the frame the hunt ran it, with workers clients, and expects the
-// violation. algs is its algorithms: field (algorithmsYAML).
-func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arrival.Align, t *trace.Trace, algs string, workers int) []byte {
+// on topo with s's limit, at the frame the hunt ran it, with workers clients (the workers that
+// send the trace's own clients), and expects the violation. algs is its algorithms: field
+// (algorithmsYAML); replay is the scenario's path as `limitbench run` takes it from the
+// directory the hunt ran in.
+func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arrival.Align, t *trace.Trace, algs string, workers int,
+	replay string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by limitbench hunt from %s: replays the schedule that broke %s.\n", s.File, alg)
-	fmt.Fprintf(&b, "# limitbench run %s  (passes when the violation is found again)\n", strings.TrimSuffix(traceFile, ".csv")+".yaml")
-	fmt.Fprintf(&b, "version: 1\nname: %s-repro\n", fileSafe(alg))
-	fmt.Fprintf(&b, "description: The schedule limitbench hunt found and shrank that breaks %s's contract (%d requests).\n", alg, len(t.Rows))
+	fmt.Fprintf(&b, "# From the directory the hunt ran in: limitbench run %s  (passes when the violation is found again)\n", replay)
+	b.WriteString(scheduleYAML(s, fileSafe(alg)+"-repro", topo, traceFile, frame, workers,
+		fmt.Sprintf("The schedule limitbench hunt found and shrank that breaks %s's contract (%s).", alg, requestsText(SizeOf(t)))))
+	b.WriteString(algs)
+	fmt.Fprintf(&b, "expect:\n  violations: [%s]\n", alg)
+	return b.Bytes()
+}
+
+// requestsText says how many requests from how many clients a schedule of size z has:
+// "21 requests from 1 client".
+func requestsText(z Size) string {
+	return fmt.Sprintf("%d %s from %d %s", z.Rows, report.Plural(int64(z.Rows), "request", "requests"),
+		z.Clients, report.Plural(int64(z.Clients), "client", "clients"))
+}
+
+// scheduleYAML returns the fields of a scenario named name that replays traceFile on topo with
+// s's limit at frame, sent by workers clients (each row goes as its own client of the trace), up
+// to its algorithms: field.
+func scheduleYAML(s *scenarios.Scenario, name, topo, traceFile string, frame arrival.Align, workers int, description string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version: 1\nname: %s\n", name)
+	fmt.Fprintf(&b, "description: %s\n", description)
 	fmt.Fprintf(&b, "topologies: [%s]\n", topo)
-	fmt.Fprintf(&b, "clients: %d\n", workers)
+	fmt.Fprintf(&b, "clients: %d   # workers that send the trace's rows, each as the row's own client\n", workers)
 	fmt.Fprintf(&b, "arrival:\n  trace: %s\n", traceFile)
 	if frame.Every > 0 {
 		fmt.Fprintf(&b, "  align: {every: %s, offset: %s}\n", frame.Every, frame.Offset)
@@ -57,9 +80,7 @@ func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arr
 		fmt.Fprintf(&b, ", consumer_limit: %d", l.ConsumerLimit)
 	}
 	b.WriteString("}\n")
-	b.WriteString(algs)
-	fmt.Fprintf(&b, "expect:\n  violations: [%s]\n", alg)
-	return b.Bytes()
+	return b.String()
 }
 
 // customEntryYAML returns the algorithms: field of a reproducer scenario written into dir for the

@@ -58,7 +58,7 @@ algorithms:
 	if err := trace.Write(filepath.Join(dir, "t.csv"), tr); err != nil {
 		t.Fatal(err)
 	}
-	y := reproScenario(s, "mine", "single", "t.csv", arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}, tr, algs, 3)
+	y := reproScenario(s, "mine", "single", "t.csv", arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}, tr, algs, 3, "results/deep/repro.yaml")
 	repro := filepath.Join(dir, "repro.yaml")
 	if err := os.WriteFile(repro, y, 0o644); err != nil {
 		t.Fatal(err)
@@ -76,6 +76,9 @@ algorithms:
 	if !slices.Equal(back.Expect.Violations, []string{"mine"}) || back.Clients != 3 ||
 		back.Arrival.Align != (arrival.Align{Every: time.Second, Offset: 900 * time.Millisecond}) {
 		t.Errorf("reproducer expects %v, has %d clients, aligned %+v; want [mine], 3, 1s+900ms", back.Expect.Violations, back.Clients, back.Arrival.Align)
+	}
+	if !strings.Contains(string(y), "limitbench run results/deep/repro.yaml") || !strings.Contains(back.Description, "(2 requests from 1 client)") {
+		t.Errorf("reproducer's replay command or description:\n%s", y)
 	}
 	if _, err := customEntryYAML(scenario, "nope", dir); err == nil || !strings.Contains(err.Error(), `no custom algorithm "nope"`) {
 		t.Errorf("customEntryYAML of an unknown name: %v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -13,6 +14,7 @@ import (
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
+	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/scenarios"
 	"github.com/limitbench/limitbench/verify"
 )
@@ -20,12 +22,8 @@ import (
 // The policy Run hunts with, beyond the budget its caller gives (Budget's other fields).
 const (
 	// ShrinkReplays is how many times each shrink candidate is replayed; it must break the
-	// contract in every one (Budget.Replays).
+	// contract definitely in every one, by however little, to be kept (Budget.Replays).
 	ShrinkReplays = 2
-	// ShrinkMargin is how far above 1 each of those replays must score (Budget.Margin): a
-	// reproducer that broke the contract by luck, or by a single permit that timing jitter can
-	// take away, is not kept.
-	ShrinkMargin = 0.1
 	// ConfirmReplays is how many replays more, at the end, the reproducer must break the
 	// contract in, or an earlier, larger shrink step is the reproducer (Budget.Confirm).
 	ConfirmReplays = 5
@@ -34,7 +32,7 @@ const (
 // Lab is the harness code a hunt measures with: it resolves the scenario's algorithms, checks
 // custom scripts on a started environment, and runs trials. Every function is required. The
 // caller supplies it so that hunt does not depend on how one measurement is made
-// (cmd/limitbench passes internal/runner's functions; issue 27 puts internal/measure there).
+// (cmd/limitbench passes internal/measure's functions).
 // Run passes their errors through as they are: their sentinels are their owner's.
 type Lab struct {
 	// Resolve returns the algorithm an entry of s names (a built-in, or a custom script of s).
@@ -70,7 +68,11 @@ type Options struct {
 	Trials, Batch int
 	// Seed seeds every choice of the search.
 	Seed uint64
-	Lab  Lab
+	// Corpus, when set, is a corpus directory (see LoadCorpus): the entries of each algorithm
+	// hunted, saved with the scenario's limit at the hunt's frame, are replayed before the
+	// search (Config.Corpus), and each new reproducer is saved there (Outcome.Corpus).
+	Corpus string
+	Lab    Lab
 	// Logf, when set, is given a line for every step worth a line: each environment's start
 	// and stop, each algorithm's contract, what its hunt found.
 	Logf func(format string, args ...any)
@@ -93,15 +95,23 @@ func badOptions(format string, args ...any) error {
 	return &optionsError{fmt.Sprintf(format, args...)}
 }
 
-// CheckScenario reports what in s a hunt cannot honour: a WAIT after each request
-// (wait_replicas), which trials do not send. NewPlan checks it too; a caller that collects
-// every problem of its input at once calls it first.
+// CheckScenario reports what in s a hunt cannot honour, each as "file:line: field: message": a
+// WAIT after each request (wait_replicas), which trials do not send, and a fault schedule
+// (faults), which the search cannot place yet: a hunt without them would report what held
+// without the faults the scenario asks for. NewPlan checks it too; a caller that collects every
+// problem of its input at once calls it first.
 func CheckScenario(s *scenarios.Scenario) error {
+	var errs []error
 	if s.Wait.Enabled() {
 		// Trials have loads of their own; a WAIT they did not send must not be taken for measured.
-		return fmt.Errorf("%s: wait_replicas applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)", s.File)
+		errs = append(errs, errors.New(s.ProblemAt("wait_replicas",
+			"applies to limitbench run; a hunt's trials do not send WAIT (remove it, or hunt a copy without it)").String()))
 	}
-	return nil
+	if len(s.Faults) > 0 {
+		errs = append(errs, errors.New(s.ProblemAt("faults",
+			"a hunt cannot place faults yet, and would report what held without them; hunt a copy without faults, or measure the faults with limitbench run").String()))
+	}
+	return errors.Join(errs...)
 }
 
 // Plan is a hunt ready to run: its options checked and the scenario's algorithms resolved into
@@ -111,6 +121,7 @@ type Plan struct {
 	o       Options
 	quarry  []quarry
 	skipped []string
+	corpus  []CorpusEntry
 }
 
 // quarry is one algorithm to hunt.
@@ -138,7 +149,16 @@ func NewPlan(o Options) (*Plan, error) {
 	if err := errors.Join(CheckScenario(s), o.Bounds.Validate()); err != nil {
 		return nil, err
 	}
+	if o.Time < o.Bounds.Span {
+		return nil, badOptions("hunt: time %s is shorter than one trial (a schedule of up to %s): give at least the span", o.Time, o.Bounds.Span)
+	}
 	p := &Plan{o: o}
+	if o.Corpus != "" {
+		var err error
+		if p.corpus, err = LoadCorpus(o.Corpus); err != nil {
+			return nil, err
+		}
+	}
 	skews := skewsOf(s.ClockSkew)
 	for _, e := range s.ResolveAlgorithms() {
 		a, err := l.Resolve(s, e)
@@ -188,6 +208,10 @@ type Outcome struct {
 	Traces map[string]*trace.Trace
 	// Scenarios are the reproducer scenarios, YAML that `limitbench run` replays.
 	Scenarios map[string][]byte
+	// Corpus is what Run saves into Options.Corpus (WriteCorpus writes it): each new
+	// reproducer as a corpus entry, a scenario and its trace, by file name; nil without a
+	// corpus.
+	Corpus *CorpusFiles
 }
 
 // Run hunts every target on every topology of the scenario, one environment started and
@@ -204,6 +228,9 @@ func (p *Plan) Run(ctx context.Context, dir string) (*Outcome, error) {
 			SpanS: o.Bounds.Span.Seconds(), Entries: []Entry{}},
 		Traces:    map[string]*trace.Trace{},
 		Scenarios: map[string][]byte{},
+	}
+	if o.Corpus != "" {
+		out.Corpus = &CorpusFiles{Dir: o.Corpus, Traces: map[string]*trace.Trace{}, Scenarios: map[string][]byte{}}
 	}
 	err := p.run(ctx, dir, out)
 	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
@@ -267,15 +294,15 @@ func (p *Plan) topology(ctx context.Context, tgt *redisenv.Target, topo, dir str
 	return nil
 }
 
-// config is the search of q on tgt: the options' budget with Run's shrink policy, and trials
-// through the Lab.
+// config is the search of q on tgt: the options' budget with Run's shrink policy, trials
+// through the Lab, and the corpus's entries of q (which it names on Logf).
 func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 	o := p.o
 	frame := FrameOf(q.target, o.Bounds)
 	cfg := Config{
 		Target: q.target,
 		Bounds: o.Bounds,
-		Budget: Budget{Time: o.Time, Trials: o.Trials, Batch: o.Batch, Replays: ShrinkReplays, Margin: ShrinkMargin, Confirm: ConfirmReplays},
+		Budget: Budget{Time: o.Time, Trials: o.Trials, Batch: o.Batch, Replays: ShrinkReplays, Confirm: ConfirmReplays},
 		Seed:   o.Seed,
 		Trial: func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
 			return o.Lab.Trial(ctx, tgt, q.alg, o.Scenario.Limit, frame, batch)
@@ -283,6 +310,12 @@ func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 	}
 	if o.Progress != nil {
 		cfg.Progress = func(pr Progress) { o.Progress(q.target.Algorithm, topo, pr) }
+	}
+	if o.Corpus != "" {
+		var other int
+		cfg.Corpus, other = corpusFor(p.corpus, q.target.Algorithm, o.Scenario.Limit, frame)
+		p.logf("hunt %s on %s: %d %s of the corpus %s to replay first (%d saved with another limit or frame left out)", q.target.Algorithm, topo,
+			len(cfg.Corpus), report.Plural(int64(len(cfg.Corpus)), "reproducer", "reproducers"), o.Corpus, other)
 	}
 	return cfg
 }
@@ -310,7 +343,10 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 			} else {
 				files.Scenario = base + "-repro.yaml"
 				out.Scenarios[files.Scenario] = reproScenario(s, q.target.Algorithm, topo, files.Shrunk, res.Frame, sr.Trace,
-					algs, p.o.Lab.Workers(sr.Trace))
+					algs, p.o.Lab.Workers(sr.Trace), filepath.Join(dir, files.Scenario))
+			}
+			if err := p.save(out.Corpus, q, topo, res.Frame, sr.Trace); err != nil {
+				p.logf("hunt %s on %s: reproducer not saved to the corpus: %v", q.target.Algorithm, topo, err)
 			}
 		}
 	}
@@ -319,13 +355,30 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 	out.File.Entries = append(out.File.Entries, e)
 	switch v := res.Violation; {
 	case v != nil && v.Shrunk != nil:
-		p.logf("hunt %s on %s: violation at trial %d (score %.3f), shrunk from %d to %d requests%s: %s", e.Algorithm, topo, v.Trial,
-			v.Score(), v.Shrunk.From.Rows, v.Shrunk.To.Rows, confirmText(v.Confirmation), filepath.Join(dir, e.Reproducer()))
+		minimal := ""
+		if v.Shrunk.Minimal {
+			minimal = " (1-minimal)"
+		}
+		p.logf("hunt %s on %s: violation at trial %d%s (score %.3f), shrunk from %s to %s%s%s; replay: %s", e.Algorithm, topo, v.Trial,
+			fromCorpus(&v.Candidate), v.Score(), requestsText(v.Shrunk.From), requestsText(v.Shrunk.To), minimal, confirmText(v.Confirmation),
+			ReplayCommand(dir, &e))
 	case v != nil:
-		p.logf("hunt %s on %s: violation at trial %d (score %.3f)", e.Algorithm, topo, v.Trial, v.Score())
+		p.logf("hunt %s on %s: violation at trial %d%s (score %.3f)", e.Algorithm, topo, v.Trial, fromCorpus(&v.Candidate), v.Score())
 	default:
 		p.logf("hunt %s on %s: no violation in %d trials (%s); closest approach %.3f", e.Algorithm, topo, res.Trials, res.Stop, e.BestScore)
 	}
+}
+
+// ReplayCommand returns what replays e's violation from the directory the hunt ran in, dir being
+// its results directory as the hunt was given it: `limitbench run DIR/REPRO.yaml` for a
+// reproducer scenario, else the path of the trace that holds the schedule. e must have a
+// Violation.
+func ReplayCommand(dir string, e *Entry) string {
+	path := filepath.Join(dir, e.Reproducer())
+	if strings.HasSuffix(path, ".yaml") {
+		return "limitbench run " + path
+	}
+	return path
 }
 
 // confirmText says in a few words how the reproducer fared in its confirmation replays.

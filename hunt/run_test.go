@@ -159,7 +159,7 @@ expect:
 		}
 	}
 	repro := out.Scenarios["fixed-window-published-single-repro.yaml"]
-	for _, w := range []string{"clients: 7\n", "  align: {every: 1m0s, offset: 59s}\n", "algorithms: [fixed-window-published]\n"} {
+	for _, w := range []string{"clients: 7 ", "  align: {every: 1m0s, offset: 59s}\n", "algorithms: [fixed-window-published]\n"} {
 		if !strings.Contains(string(repro), w) {
 			t.Errorf("reproducer scenario lacks %q:\n%s", w, repro)
 		}
@@ -190,7 +190,7 @@ func TestRunCanceled(t *testing.T) {
 	s := writeScenario(t, dir, "g.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra]\n")
 	sim := &simLab{}
 	plan, err := NewPlan(Options{Scenario: s, Env: redisenv.Config{Backend: redisenv.BackendProcess}, Bounds: Bounds{Span: DefaultSpan},
-		Time: time.Second, Batch: 1, Lab: sim.lab()})
+		Time: DefaultSpan, Batch: 1, Lab: sim.lab()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +209,9 @@ func TestNewPlanRefuses(t *testing.T) {
 	good := writeScenario(t, dir, "g.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra]\n")
 	none := writeScenario(t, dir, "n.yaml", "limit: {limit: 20, window: 1s}\nalgorithms:\n"+benchOnly)
 	wait := writeScenario(t, dir, "w.yaml", "topologies: [sentinel]\nwait_replicas: 1\nlimit: {limit: 20, window: 1s}\nalgorithms: [gcra]\n")
+	faults := writeScenario(t, dir, "f.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra]\nfaults:\n  - {at: 1500ms, kind: restart, target: master}\n")
 	lab := (&simLab{}).lab()
-	ok := Options{Scenario: good, Bounds: Bounds{Span: DefaultSpan}, Time: time.Second, Batch: 1, Lab: lab}
+	ok := Options{Scenario: good, Bounds: Bounds{Span: DefaultSpan}, Time: DefaultSpan, Batch: 1, Lab: lab}
 	for _, c := range []struct {
 		name string
 		edit func(o *Options)
@@ -222,7 +223,9 @@ func TestNewPlanRefuses(t *testing.T) {
 		{"no time", func(o *Options) { o.Time = 0 }, "time 0s", ErrBadOptions},
 		{"span too long", func(o *Options) { o.Bounds.Span = 2 * time.Hour }, "span 2h0m0s is outside", ErrBadTarget},
 		{"nothing to hunt", func(o *Options) { o.Scenario = none }, "n.yaml: no algorithm of the scenario has a contract to break", ErrBadOptions},
-		{"wait", func(o *Options) { o.Scenario = wait }, "wait_replicas applies to limitbench run", nil},
+		{"wait", func(o *Options) { o.Scenario = wait }, "w.yaml:2: wait_replicas: applies to limitbench run", nil},
+		{"faults", func(o *Options) { o.Scenario = faults }, "f.yaml:3: faults: a hunt cannot place faults yet", nil},
+		{"time shorter than a trial", func(o *Options) { o.Time = time.Nanosecond }, "time 1ns is shorter than one trial", ErrBadOptions},
 		{"unknown algorithm", func(o *Options) {
 			o.Lab.Resolve = func(*scenarios.Scenario, scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {
 				return algorithms.Lookup("nope")

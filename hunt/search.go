@@ -32,7 +32,8 @@ type Budget struct {
 	// Trials is the most schedules the search runs; 0 bounds them by Time only.
 	Trials int
 	// Batch is the number of schedules given to one Trial call, and of shrink candidates
-	// replayed together (default 1). Batches let trials share one wait for the frame.
+	// replayed together, each Replays times (so Batch·Replays trials at once) (default 1).
+	// Batches let trials share one wait for the frame.
 	Batch int
 	// Keep is the number of best candidates kept for mutation (default 8).
 	Keep int
@@ -41,16 +42,12 @@ type Budget struct {
 	Shrink int
 	// ShrinkTime is the wall time shrinking may take (default Time).
 	ShrinkTime time.Duration
-	// Replays is how many times each shrink candidate is replayed; it must violate the
-	// contract in every one to be kept (default 1). More replays keep a reproducer that
-	// violates only by luck out.
+	// Replays is how many times each shrink candidate is replayed (default 1); shrinking keeps
+	// a candidate only when every replay breaks the contract definitely, however small the
+	// excess (an off-by-one is one permit over), and counts a row deletion towards minimality
+	// only when no replay of it does (Answer). More replays keep a reproducer that violates only
+	// by luck out.
 	Replays int
-	// Margin is how far above 1 a shrink candidate must score in every replay to be kept
-	// (default 0: any definite violation). A reproducer shrunk to the brink of the limit (one
-	// permit over) breaks the contract again only when the replay's timing is as lucky; a
-	// margin keeps it some permits over, so it reproduces more often. The violation the search
-	// found is the reproducer when no smaller schedule keeps the margin.
-	Margin float64
 	// Confirm is how many times the shrunk reproducer is replayed, in one batch, once shrinking
 	// ends (0: not confirmed). It is kept only when every replay breaks the contract (scores
 	// above 1: what a `limitbench run` of it judges a fail); otherwise the schedules shrinking
@@ -102,6 +99,12 @@ type Config struct {
 	Families []string
 	// Seed seeds every choice the search and the families make.
 	Seed uint64
+	// Corpus are schedules saved by earlier hunts, run first, in order, in batches of their
+	// own, before any family's (each is a candidate of family "corpus:NAME"). They are all run
+	// whatever the budget (but not after ctx is canceled), and they count as trials. After
+	// them the families make the schedules they make without a corpus, and the corpus's
+	// schedules are kept for mutation like any other.
+	Corpus []Known
 	// Trial runs schedules (required).
 	Trial Trial
 	// Now reads the clock that measures the budget (default time.Now).
@@ -122,6 +125,10 @@ type Progress struct {
 	Best float64
 	// Rows is the size of the best schedule (search) or the current shrunk one.
 	Rows int
+	// Waiting, when not zero, says that the next batch waits that long for the hunt's frame
+	// (the clock's phase its schedules start at: a minute boundary for minute windows) before
+	// it runs; Waited is the time all batches so far waited for it, in every phase.
+	Waiting, Waited time.Duration
 }
 
 // Stop says why a search ended.
@@ -191,9 +198,15 @@ type Result struct {
 	Frame arrival.Align
 	// Families are the names of the families that applied.
 	Families []string
-	// Trials counts the schedules the search ran; Elapsed is the time it took.
+	// Corpus counts the schedules of Config.Corpus that were run (one already run is not run
+	// again).
+	Corpus int
+	// Trials counts the schedules the search ran; Elapsed is the time it took. Waited is the
+	// part of the hunt's time (search, shrink and confirmation) that its trials spent waiting
+	// for the frame, as the frame puts it (Frame.Start); it is no measure of the limiter.
 	Trials  int
 	Elapsed time.Duration
+	Waited  time.Duration
 	Stop    Stop
 	// Best is the candidate with the highest score (the violation, when there is one); nil
 	// when no trial ran.
@@ -245,6 +258,7 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 		fams:   fams,
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x68756e74)),
 		seen:   map[uint64]bool{},
+		now:    now,
 		res: &Result{
 			Target: cfg.Target,
 			Frame:  FrameOf(cfg.Target, bounds),
@@ -262,11 +276,12 @@ func Hunt(ctx context.Context, cfg Config) (*Result, error) {
 	if v := s.res.Violation; v != nil && budget.Shrink > 0 && ctx.Err() == nil {
 		sr, err := Shrink(ctx, v.Trace, s.predicate(), ShrinkOptions{
 			Calls:    budget.Shrink,
-			Batch:    max(1, budget.Batch/budget.Replays),
+			Batch:    budget.Batch,
 			Deadline: now().Add(budget.ShrinkTime),
 			Now:      now,
-			Progress: cfg.Progress,
+			Progress: s.progress,
 			Skews:    cfg.Target.Skews,
+			Score:    v.Score(),
 		})
 		v.Shrunk = sr
 		if err != nil {
@@ -299,29 +314,15 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 	broke := map[int]int{}
 	try := func(back int) (bool, error) {
 		t := path[last-back]
-		batch := make([]*trace.Trace, c.Replays)
-		for i := range batch {
-			batch[i] = t
+		trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+			return s.trial(ctx, Progress{Phase: "confirm", Trials: len(batch), Rows: len(t.Rows)}, batch)
 		}
-		logs, err := s.cfg.Trial(ctx, batch)
+		a, err := replay(ctx, trial, s.cfg.Target.Contract, s.cfg.Target.Algorithm, []*trace.Trace{t}, c.Replays)
 		if err != nil {
 			return false, err
 		}
-		if len(logs) != len(batch) {
-			return false, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(batch))
-		}
-		n := 0
-		for _, l := range logs {
-			ap, err := verify.ApproachOf(s.cfg.Target.Contract, l)
-			if err != nil {
-				return false, err
-			}
-			if ap.Score > 1 {
-				n++
-			}
-		}
-		broke[back] = n
-		return n == c.Replays, nil
+		broke[back] = a[0].Broke
+		return a[0].Holds(), nil
 	}
 	// Exponential steps back until one holds (hi), the one before it failing (lo).
 	lo, hi := -1, -1
@@ -372,26 +373,32 @@ type search struct {
 	rng    *rand.Rand
 	kept   []*Candidate // best first
 	seen   map[uint64]bool
-	made   int // candidates proposed so far
+	made   int // family and mutated candidates proposed so far
+	known  int // schedules of Config.Corpus proposed so far
 	res    *Result
+	now    func() time.Time
 }
 
 // run runs batches until a violation, the budget or ctx ends the search.
 func (s *search) run(ctx context.Context, start time.Time, now func() time.Time) error {
 	for {
+		known := len(s.cfg.Corpus) - s.known // the corpus is run whatever the budget
 		switch {
 		case ctx.Err() != nil:
 			s.res.Stop = StopCanceled
 			return nil
-		case s.budget.Trials > 0 && s.res.Trials >= s.budget.Trials:
+		case known == 0 && s.budget.Trials > 0 && s.res.Trials >= s.budget.Trials:
 			s.res.Stop = StopTrials
 			return nil
-		case now().Sub(start) >= s.budget.Time:
+		case known == 0 && now().Sub(start) >= s.budget.Time:
 			s.res.Stop = StopTime
 			return nil
 		}
 		n := s.budget.Batch
-		if s.budget.Trials > 0 {
+		switch {
+		case known > 0:
+			n = min(n, known)
+		case s.budget.Trials > 0:
 			n = min(n, s.budget.Trials-s.res.Trials)
 		}
 		batch := s.propose(n)
@@ -403,7 +410,7 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 		for i, c := range batch {
 			traces[i] = c.Trace
 		}
-		logs, err := s.cfg.Trial(ctx, traces)
+		logs, err := s.trial(ctx, s.searchProgress(start), traces)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.res.Stop = StopCanceled
@@ -431,15 +438,44 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 				s.res.Violation = &Violation{Candidate: *c, Report: rep}
 			}
 		}
-		if p := s.cfg.Progress; p != nil {
-			p(Progress{Phase: "search", Trials: s.res.Trials, Elapsed: now().Sub(start), Best: s.res.Best.Score(), Rows: len(s.res.Best.Trace.Rows)})
-		}
+		s.progress(s.searchProgress(start))
 		if s.res.Violation != nil {
 			s.res.Best = &s.res.Violation.Candidate
 			s.res.Stop = StopViolation
 			return nil
 		}
 	}
+}
+
+// searchProgress is the search's state since start, for Progress.
+func (s *search) searchProgress(start time.Time) Progress {
+	p := Progress{Phase: "search", Trials: s.res.Trials, Elapsed: s.now().Sub(start)}
+	if b := s.res.Best; b != nil {
+		p.Best, p.Rows = b.Score(), len(b.Trace.Rows)
+	}
+	return p
+}
+
+// progress gives p, with the time waited so far, to Config.Progress.
+func (s *search) progress(p Progress) {
+	if f := s.cfg.Progress; f != nil {
+		p.Waited = s.res.Waited
+		f(p)
+	}
+}
+
+// trial runs batch with the hunt's trial. When the batch will wait a second or more for the
+// frame, it first says so on Progress (p, with Waiting set); the wait, as the frame puts it, is
+// added to Result.Waited.
+func (s *search) trial(ctx context.Context, p Progress, batch []*trace.Trace) ([]*verify.Log, error) {
+	at := s.now()
+	wait := s.res.Frame.Start(at).Sub(at)
+	if wait >= time.Second {
+		p.Waiting = wait
+		s.progress(p)
+	}
+	s.res.Waited += wait
+	return s.cfg.Trial(ctx, batch)
 }
 
 // better orders candidates: higher score first, then fewer rows, then earlier trial.
@@ -487,13 +523,20 @@ func (s *search) propose(n int) []*Candidate {
 			continue
 		}
 		s.seen[h] = true
+		if c.Mutations == 0 && strings.HasPrefix(c.Family, corpusFamily) {
+			s.res.Corpus++
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// next makes the next candidate.
+// next makes the next candidate: the corpus's first, then the families' and mutations.
 func (s *search) next() *Candidate {
+	if k := s.known; k < len(s.cfg.Corpus) {
+		s.known++
+		return &Candidate{Trace: s.cfg.Corpus[k].Trace, Family: corpusFamily + s.cfg.Corpus[k].Name}
+	}
 	k := s.made
 	s.made++
 	if k < 2*len(s.fams) {
@@ -509,36 +552,14 @@ func (s *search) next() *Candidate {
 	return &Candidate{Trace: mutate(s.cfg.Target, s.bounds, s.rng, p.Trace), Family: p.Family, Mutations: p.Mutations + 1}
 }
 
-// predicate replays traces with the hunt's trial: a trace still violates when every one of its
-// Budget.Replays replays scores above 1 + Budget.Margin.
+// predicate replays each trace Budget.Replays times with the hunt's trial and answers how many
+// replays broke the contract definitely (scored above 1), and the lowest score.
 func (s *search) predicate() Predicate {
-	r := s.budget.Replays
-	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
-		traces := make([]*trace.Trace, 0, len(batch)*r)
-		for _, t := range batch {
-			for range r {
-				traces = append(traces, t)
-			}
-		}
-		logs, err := s.cfg.Trial(ctx, traces)
-		if err != nil {
-			return nil, err
-		}
-		if len(logs) != len(traces) {
-			return nil, fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(traces))
-		}
-		out := make([]bool, len(batch))
-		for i := range batch {
-			out[i] = true
-			for k := range r {
-				ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i*r+k])
-				if err != nil {
-					return nil, err
-				}
-				out[i] = out[i] && ap.Score > 1+s.budget.Margin
-			}
-		}
-		return out, nil
+	trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+		return s.trial(ctx, Progress{Phase: "shrink", Trials: len(batch)}, batch)
+	}
+	return func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
+		return replay(ctx, trial, s.cfg.Target.Contract, s.cfg.Target.Algorithm, batch, s.budget.Replays)
 	}
 }
 

@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -274,63 +275,104 @@ func TestHuntBatchShrinkSameResult(t *testing.T) {
 // predicateOf is the hunt's predicate with the simulated trial: one replay scores above 1.
 func predicateOf(tg Target, frame arrival.Align, mk func() limiter) Predicate {
 	trial := simTrial(tg, frame, mk, nil)
-	return func(ctx context.Context, batch []*trace.Trace) ([]bool, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
 		logs, err := trial(ctx, batch)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]bool, len(batch))
+		out := make([]Answer, len(batch))
 		for i, l := range logs {
 			ap, err := verify.ApproachOf(tg.Contract, l)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = ap.Score > 1
+			out[i] = AnswerOf(ap.Score > 1)
+			out[i].Score = ap.Score
 		}
 		return out, nil
 	}
 }
 
-// TestHuntShrinkMargin: with a margin, the shrinker keeps only schedules that break the contract
-// by more than the margin, so the reproducer of each flawed limiter keeps more rows than the
-// fewest that break it, and still scores above 1 + margin when replayed.
-func TestHuntShrinkMargin(t *testing.T) {
-	const margin = 0.5
-	for _, c := range flawedCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			clock := &fakeClock{t: simEpoch}
-			res, err := Hunt(context.Background(), Config{
-				Target: c.target,
-				Budget: Budget{Trials: 300, Shrink: 300, Margin: margin},
-				Seed:   1,
-				Trial:  simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil),
-				Now:    clock.now,
-			})
-			if err != nil {
-				t.Fatal(err)
+// TestHuntShrinksOffByOne: a fixed window that admits one request too many (21 where 20 are
+// allowed, a score of 1.05) is shrunk however small its excess: to the 21 requests of one window,
+// 1-minimal, which the test checks by deleting each row in turn and replaying. The progress of
+// the shrink reports the kept violation's score, never 0.
+func TestHuntShrinksOffByOne(t *testing.T) {
+	l := demoLimit
+	tg := Target{Algorithm: "over-by-one", Contract: algorithms.Contract{Kind: algorithms.FixedWindow, Limit: l.Limit, Window: l.Window},
+		Clock: algorithms.ClockServer}
+	mk := func() limiter { return &overByOne{*newSnapshotRace(l)} }
+	clock := &fakeClock{t: simEpoch}
+	var shrinkBest []float64
+	res, err := Hunt(context.Background(), Config{
+		Target: tg, Budget: Budget{Trials: 300, Shrink: 400, Replays: 2, Confirm: 3}, Seed: 1,
+		Trial: simTrial(tg, FrameOf(tg, Bounds{}), mk, nil), Now: clock.now,
+		Progress: func(p Progress) {
+			if p.Phase == "shrink" {
+				shrinkBest = append(shrinkBest, p.Best)
 			}
-			v := res.Violation
-			if v == nil || v.Shrunk == nil {
-				t.Fatalf("no violation shrunk in %d trials", res.Trials)
-			}
-			logs, err := simTrial(c.target, res.Frame, c.mk, nil)(context.Background(), []*trace.Trace{v.Shrunk.Trace})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ap, err := verify.ApproachOf(c.target.Contract, logs[0])
-			if err != nil {
-				t.Fatal(err)
-			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Violation
+	if v == nil || v.Shrunk == nil || v.Confirmation == nil {
+		t.Fatalf("violation %+v; want one shrunk and confirmed", v)
+	}
+	sr := v.Shrunk
+	if sr.To.Rows != 21 || sr.To.Rows >= sr.From.Rows || !sr.Minimal || !v.Confirmation.Confirmed() || sr.Score <= 1 {
+		t.Fatalf("shrunk from %s to %s (score %.3f), minimal %v, confirmation %+v; want 21 rows, 1-minimal, confirmed",
+			sr.From, sr.To, sr.Score, sr.Minimal, *v.Confirmation)
+	}
+	if len(shrinkBest) == 0 || slices.ContainsFunc(shrinkBest, func(b float64) bool { return b <= 1 }) {
+		t.Errorf("shrink progress best scores %v; want the kept violation's score (above 1) every time", shrinkBest)
+	}
+	trial := simTrial(tg, res.Frame, mk, nil)
+	for i := range sr.Trace.Rows {
+		c := sr.Trace.Clone()
+		c.Rows = slices.Delete(c.Rows, i, i+1)
+		logs, err := trial(context.Background(), []*trace.Trace{c.Canonical()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap, err := verify.ApproachOf(tg.Contract, logs[0]); err != nil || ap.Score > 1 {
+			t.Errorf("claimed 1-minimal, but without row %d it still scores %.3f (%v)", i, ap.Score, err)
+		}
+	}
+}
+
+// TestShrinkMinimalOnlyWhenLost: a row deletion that breaks the contract in some of its replays
+// but not all is neither kept nor counted as lost, so the result is not claimed 1-minimal.
+func TestShrinkMinimalOnlyWhenLost(t *testing.T) {
+	cond := burstCond(5, time.Millisecond, 2*time.Second)
+	tr := messyTrace()
+	res, err := Shrink(context.Background(), tr, countingPredicate(cond, new(int)), ShrinkOptions{Calls: 5000})
+	if err != nil || !res.Minimal {
+		t.Fatalf("deterministic: minimal %v, %v", res.Minimal, err)
+	}
+	// The same, but a trace smaller than the reproducer breaks it in one replay of two.
+	floor := res.To.Rows
+	mixed := func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
+		out := make([]Answer, len(batch))
+		for i, t := range batch {
+			out[i] = AnswerOf(cond(t))
+			out[i].Replays = 2
 			switch {
-			case v.Shrunk.Steps > 0 && ap.Score <= 1+margin:
-				t.Errorf("shrunk to %s scoring %.3f; want above %.1f", v.Shrunk.To, ap.Score, 1+margin)
-			case v.Shrunk.Steps == 0 && v.Shrunk.To != SizeOf(v.Trace):
-				t.Errorf("nothing kept, yet the reproducer is not the violation found")
-			case v.Shrunk.To.Rows <= c.rows:
-				t.Errorf("shrunk to %d rows, the fewest that break it at all (%d); want more with a margin", v.Shrunk.To.Rows, c.rows)
+			case out[i].Broke == 1:
+				out[i].Broke = 2
+			case len(t.Rows) < floor:
+				out[i].Broke = 1
 			}
-			t.Logf("score %.3f found, %s shrunk to %s scoring %.3f", v.Score(), v.Shrunk.From, v.Shrunk.To, ap.Score)
-		})
+		}
+		return out, nil
+	}
+	got, err := Shrink(context.Background(), tr, mixed, ShrinkOptions{Calls: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Minimal || got.To != res.To {
+		t.Errorf("with timing-dependent deletions: %s, minimal %v; want %s, not minimal", got.To, got.Minimal, res.To)
 	}
 }
 

@@ -10,9 +10,36 @@ import (
 	"github.com/limitbench/limitbench/internal/trace"
 )
 
-// Predicate replays each trace of batch and reports, in batch order, whether it still breaks the
-// contract. The traces of one batch may be replayed at the same time. An error ends shrinking.
-type Predicate func(ctx context.Context, batch []*trace.Trace) ([]bool, error)
+// Predicate replays each trace of batch and answers, in batch order, how it fared: how many of
+// its replays broke the contract. The traces of one batch may be replayed at the same time. An
+// error ends shrinking.
+type Predicate func(ctx context.Context, batch []*trace.Trace) ([]Answer, error)
+
+// Answer is what replaying one trace showed: of Replays replays, Broke broke the contract
+// definitely, and Score is the lowest score among them (verify.Approach's score: above 1 is a
+// definite violation).
+type Answer struct {
+	Replays, Broke int
+	Score          float64
+}
+
+// Holds reports whether every replay broke the contract: the trace still violates, and
+// shrinking may keep it.
+func (a Answer) Holds() bool { return a.Replays > 0 && a.Broke == a.Replays }
+
+// Lost reports whether no replay broke the contract: the trace lost the violation. An answer
+// that neither holds nor is lost (some replays broke it, some did not) is timing-dependent: the
+// trace is not kept, and does not count towards minimality either.
+func (a Answer) Lost() bool { return a.Replays > 0 && a.Broke == 0 }
+
+// AnswerOf returns the Answer of a deterministic predicate about a trace: one replay that broke
+// the contract (scored 2) when holds, else one that did not (scored 0).
+func AnswerOf(holds bool) Answer {
+	if holds {
+		return Answer{Replays: 1, Broke: 1, Score: 2}
+	}
+	return Answer{Replays: 1}
+}
 
 // ShrinkOptions bound Shrink. Zero fields take the defaults.
 type ShrinkOptions struct {
@@ -25,8 +52,12 @@ type ShrinkOptions struct {
 	// Deadline, when not zero, ends shrinking at that time, read with Now (default time.Now).
 	Deadline time.Time
 	Now      func() time.Time
-	// Progress, when set, is called after each accepted step.
+	// Progress, when set, is called after each batch the predicate was asked about, with the
+	// lowest replay score of the trace kept so far as Best (Score until a step is kept).
 	Progress func(Progress)
+	// Score is the input's score (the violation as found), reported as Best until shrinking
+	// keeps a smaller trace.
+	Score float64
 	// Skews are the clock offsets a client may be moved to (a hunt's Target.Skews); 0 is
 	// always allowed. Shrinking moves a client's offset only to an allowed one of smaller
 	// magnitude, so a reproducer never needs a clock offset the scenario did not allow.
@@ -111,10 +142,15 @@ type ShrinkResult struct {
 	From, To Size
 	// Calls counts the traces the predicate was asked about; Steps the smaller traces kept.
 	Calls, Steps int
-	// Minimal reports that shrinking ended because no pass made progress, so deleting any one
-	// row of Trace loses the violation (every such deletion was asked about and failed). False
-	// when the budget, the deadline or a cancellation ended it first.
+	// Minimal reports that deleting any one row of Trace loses the violation: every such
+	// deletion was asked about, and no replay of any of them broke the contract (Answer.Lost).
+	// False when the budget, the deadline or a cancellation ended shrinking first, and when a
+	// deletion broke the contract in some of its replays but not all (timing-dependent: neither
+	// kept nor ruled out).
 	Minimal bool
+	// Score is the lowest score among the replays of Trace when shrinking kept it (Answer.Score);
+	// ShrinkOptions.Score when nothing smaller than the input was kept.
+	Score float64
 	// Path is every trace shrinking kept, in order: the input first, Trace last (so
 	// len(Path) == Steps + 1). A confirmation that rejects Trace walks back along it.
 	Path []*trace.Trace
@@ -146,9 +182,10 @@ func Shrink(ctx context.Context, t *trace.Trace, pred Predicate, opt ShrinkOptio
 		opt:     opt,
 		cur:     cur,
 		size:    SizeOf(cur),
-		answers: map[uint64]bool{traceHash(cur): true},
+		answers: map[uint64]Answer{},
 		start:   opt.Now(),
 		path:    []*trace.Trace{cur},
+		score:   opt.Score,
 	}
 	res := &ShrinkResult{From: s.size}
 	var err error
@@ -166,12 +203,28 @@ func Shrink(ctx context.Context, t *trace.Trace, pred Predicate, opt ShrinkOptio
 			break
 		}
 		if !progress {
-			res.Minimal = true
+			res.Minimal = s.minimal()
 			break
 		}
 	}
-	res.Trace, res.To, res.Calls, res.Steps, res.Path = s.cur, s.size, s.calls, s.steps, s.path
+	res.Trace, res.To, res.Calls, res.Steps, res.Path, res.Score = s.cur, s.size, s.calls, s.steps, s.path, s.score
 	return res, err
+}
+
+// minimal reports whether every deletion of one row of the current trace was asked about and
+// lost the violation in all of its replays.
+func (s *shrinker) minimal() bool {
+	del := chunks(1)
+	for pos := range del.n(s.cur) {
+		c := del.make(s.cur, pos)
+		if c == nil {
+			continue // the trace's only row
+		}
+		if a, asked := s.answers[traceHash(c.Canonical())]; !asked || !a.Lost() {
+			return false
+		}
+	}
+	return true
 }
 
 type shrinker struct {
@@ -181,11 +234,12 @@ type shrinker struct {
 	opt     ShrinkOptions
 	cur     *trace.Trace
 	size    Size
-	answers map[uint64]bool // the predicate's answer for each trace asked about
+	answers map[uint64]Answer // the predicate's answer for each trace asked about
 	calls   int
 	steps   int
 	start   time.Time
 	path    []*trace.Trace // the traces kept, input first
+	score   float64        // the lowest replay score of cur (opt.Score for the input)
 }
 
 // exhausted reports whether the budget, the deadline or the context ends shrinking.
@@ -225,8 +279,8 @@ func (s *shrinker) run(p pass) (bool, error) {
 				continue
 			}
 			h := traceHash(c)
-			if holds, asked := s.answers[h]; asked {
-				if holds {
+			if a, asked := s.answers[h]; asked {
+				if a.Holds() {
 					known = c
 					break
 				}
@@ -237,25 +291,27 @@ func (s *shrinker) run(p pass) (bool, error) {
 		}
 		if len(cands) > 0 {
 			s.calls += len(cands)
-			ok, err := s.pred(s.ctx, cands)
+			answers, err := s.pred(s.ctx, cands)
 			if err != nil {
 				if s.ctx.Err() != nil {
 					return progress, nil
 				}
 				return progress, fmt.Errorf("shrink: %w", err)
 			}
-			if len(ok) != len(cands) {
-				return progress, fmt.Errorf("shrink: the predicate answered %d of %d traces", len(ok), len(cands))
+			if len(answers) != len(cands) {
+				return progress, fmt.Errorf("shrink: the predicate answered %d of %d traces", len(answers), len(cands))
 			}
 			for i, c := range cands {
-				s.answers[traceHash(c)] = ok[i]
+				s.answers[traceHash(c)] = answers[i]
 			}
-			if i := slices.Index(ok, true); i >= 0 {
+			if i := slices.IndexFunc(answers, Answer.Holds); i >= 0 {
 				s.keep(cands[i])
 				progress = true
 				pos = at[i]
+				s.report()
 				continue
 			}
+			s.report()
 		}
 		if known == nil {
 			if len(cands) == 0 {
@@ -274,10 +330,15 @@ func (s *shrinker) run(p pass) (bool, error) {
 // keep makes c, which holds, the current trace.
 func (s *shrinker) keep(c *trace.Trace) {
 	s.cur, s.size = c, SizeOf(c)
+	s.score = s.answers[traceHash(c)].Score
 	s.path = append(s.path, c)
 	s.steps++
+}
+
+// report gives Progress the shrinker's state.
+func (s *shrinker) report() {
 	if f := s.opt.Progress; f != nil {
-		f(Progress{Phase: "shrink", Trials: s.calls, Elapsed: s.opt.Now().Sub(s.start), Rows: len(s.cur.Rows)})
+		f(Progress{Phase: "shrink", Trials: s.calls, Elapsed: s.opt.Now().Sub(s.start), Best: s.score, Rows: len(s.cur.Rows)})
 	}
 }
 

@@ -14,14 +14,14 @@ import (
 
 // countingPredicate wraps a pure condition on a trace as a Predicate that counts its calls.
 func countingPredicate(cond func(*trace.Trace) bool, calls *int) Predicate {
-	return func(_ context.Context, batch []*trace.Trace) ([]bool, error) {
-		out := make([]bool, len(batch))
+	return func(_ context.Context, batch []*trace.Trace) ([]Answer, error) {
+		out := make([]Answer, len(batch))
 		for i, t := range batch {
 			*calls++
 			if err := t.Validate(); err != nil {
 				return nil, fmt.Errorf("asked about an invalid trace: %w", err)
 			}
-			out[i] = cond(t)
+			out[i] = AnswerOf(cond(t))
 		}
 		return out, nil
 	}
@@ -174,7 +174,7 @@ func TestShrinkBounds(t *testing.T) {
 	tr := messyTrace()
 	clock := &fakeClock{t: simEpoch}
 	calls := 0
-	pred := func(ctx context.Context, b []*trace.Trace) ([]bool, error) {
+	pred := func(ctx context.Context, b []*trace.Trace) ([]Answer, error) {
 		clock.t = clock.t.Add(time.Second)
 		return countingPredicate(cond, &calls)(ctx, b)
 	}
@@ -184,7 +184,7 @@ func TestShrinkBounds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	calls = 0
-	res, err = Shrink(ctx, tr, func(ctx context.Context, b []*trace.Trace) ([]bool, error) {
+	res, err = Shrink(ctx, tr, func(ctx context.Context, b []*trace.Trace) ([]Answer, error) {
 		if calls == 3 {
 			cancel()
 			return nil, ctx.Err()
@@ -194,7 +194,7 @@ func TestShrinkBounds(t *testing.T) {
 	if err != nil || calls != 3 || res.Minimal || !cond(res.Trace) {
 		t.Errorf("canceled: %d calls, Minimal %v, %v; want nil after 3", calls, res.Minimal, err)
 	}
-	res, err = Shrink(context.Background(), tr, func(context.Context, []*trace.Trace) ([]bool, error) {
+	res, err = Shrink(context.Background(), tr, func(context.Context, []*trace.Trace) ([]Answer, error) {
 		return nil, fmt.Errorf("redis lost")
 	}, ShrinkOptions{})
 	if err == nil || res == nil || res.Trace == nil {

@@ -300,6 +300,59 @@ func (e *equalsOnly) decide(subject, _ string, cost, trueUs, _ int64) bool {
 	return true
 }
 
+// anchoredRefill is a token bucket that adds R tokens every P counted from the bucket's first
+// request (a discrete refill anchored at the limiter's own instant, not at the epoch), capped at
+// C: a burst that straddles a refill instant, on a full bucket, gets C + R at once.
+type anchoredRefill struct {
+	capacity, r, p int64 // tokens, tokens per refill, µs per refill
+	state          map[string]*[2]int64
+}
+
+func newAnchoredRefill(capacity, r int64, p time.Duration) *anchoredRefill {
+	return &anchoredRefill{capacity: capacity, r: r, p: p.Microseconds(), state: map[string]*[2]int64{}}
+}
+
+func (a *anchoredRefill) decide(subject, _ string, cost, trueUs, _ int64) bool {
+	st := a.state[subject] // tokens, the last refill instant
+	if st == nil {
+		st = &[2]int64{a.capacity, trueUs}
+		a.state[subject] = st
+	}
+	if n := (trueUs - st[1]) / a.p; n > 0 {
+		st[0] = min(a.capacity, st[0]+n*a.r)
+		st[1] += n * a.p
+	}
+	if st[0] < cost {
+		return false
+	}
+	st[0] -= cost
+	return true
+}
+
+// pttlZero is a first-hit window (INCR, PEXPIRE W on the first hit) whose caller admits a
+// request when the script's denial reply, the key's PTTL, is 0: Redis keeps a key through the
+// millisecond it expires in and reports PTTL 0 there, so a request in that millisecond of a full
+// window is admitted.
+type pttlZero struct {
+	limit, windowMs int64
+	state           map[string]*[2]int64 // count, the millisecond the key expires in
+}
+
+func newPTTLZero(l algorithms.Limit) *pttlZero {
+	return &pttlZero{limit: l.Limit, windowMs: l.Window.Milliseconds(), state: map[string]*[2]int64{}}
+}
+
+func (p *pttlZero) decide(subject, _ string, cost, trueUs, _ int64) bool {
+	ms := trueUs / 1000
+	st := p.state[subject]
+	if st == nil || ms > st[1] { // the key is gone once the millisecond it expires in has passed
+		st = &[2]int64{0, ms + p.windowMs}
+		p.state[subject] = st
+	}
+	st[0] += cost
+	return st[0] <= p.limit || st[1]-ms == 0
+}
+
 // demoLimit is the demo's limit: 20 per second.
 var demoLimit = algorithms.Limit{Limit: 20, Window: time.Second}
 

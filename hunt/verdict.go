@@ -56,8 +56,11 @@ func Verdict(f *File, expect result.Expect) error {
 }
 
 // WriteSummary writes one line per entry of f under a header: algorithm, topology, trials, best
-// score, and whether it held or broke its contract with its reproducer.
-func WriteSummary(w io.Writer, f *File) {
+// score, and whether it held or broke its contract; for a violation, the size of the schedule
+// found and of its reproducer (requests and clients, as the reproducer's trace and scenario
+// have them), and what replays it from the directory the hunt ran in (ReplayCommand; dir is the
+// results directory as the hunt was given it).
+func WriteSummary(w io.Writer, f *File, dir string) {
 	fmt.Fprintf(w, "%-30s %-8s %7s %10s  %s\n", "ALGORITHM", "TOPOLOGY", "TRIALS", "BEST", "RESULT")
 	for _, e := range f.Entries {
 		res := "held"
@@ -66,7 +69,14 @@ func WriteSummary(w io.Writer, f *File) {
 			if e.ExpectedViolation {
 				res = "violation (expected)"
 			}
-			res += ": " + e.Reproducer()
+			res += ": " + requestsText(v.Schedule.Size.size())
+			if sh := v.Shrunk; sh != nil {
+				res += " → " + requestsText(sh.Size.size())
+				if sh.Minimal {
+					res += " (1-minimal)"
+				}
+			}
+			res += "; " + ReplayCommand(dir, &e)
 		}
 		fmt.Fprintf(w, "%-30s %-8s %7d %10.3f  %s\n", e.Algorithm, e.Topology, e.Trials, e.BestScore, res)
 	}
@@ -75,15 +85,8 @@ func WriteSummary(w io.Writer, f *File) {
 // Write writes o into dir: every trace and reproducer scenario, hunt.json, and the report
 // (WriteReport). It stops at the first error.
 func (o *Outcome) Write(dir string) error {
-	for name, t := range o.Traces {
-		if err := trace.Write(filepath.Join(dir, name), t); err != nil {
-			return err
-		}
-	}
-	for name, y := range o.Scenarios {
-		if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
-			return err
-		}
+	if err := writeFiles(dir, o.Traces, o.Scenarios); err != nil {
+		return err
 	}
 	var js bytes.Buffer
 	if err := o.File.Write(&js); err != nil {
@@ -94,4 +97,19 @@ func (o *Outcome) Write(dir string) error {
 	}
 	_, err := WriteReport(dir, o.File)
 	return err
+}
+
+// writeFiles writes every trace and scenario into dir by its name, stopping at the first error.
+func writeFiles(dir string, traces map[string]*trace.Trace, scenarios map[string][]byte) error {
+	for name, t := range traces {
+		if err := trace.Write(filepath.Join(dir, name), t); err != nil {
+			return err
+		}
+	}
+	for name, y := range scenarios {
+		if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

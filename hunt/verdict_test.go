@@ -49,15 +49,17 @@ func TestVerdict(t *testing.T) {
 func TestWriteSummary(t *testing.T) {
 	f := &File{Entries: []Entry{
 		{Algorithm: "a", Topology: "single", Trials: 3, BestScore: 1.25, ExpectedViolation: true,
-			Violation: &Found{Schedule: Schedule{Trace: "a-found.csv"}, Shrunk: &Shrunk{Trace: "a-repro.csv", Scenario: "a-repro.yaml"}}},
-		{Algorithm: "b", Topology: "cluster", Trials: 12, BestScore: 2, Violation: &Found{Schedule: Schedule{Trace: "b-found.csv"}}},
+			Violation: &Found{Schedule: Schedule{Trace: "a-found.csv", Size: SizeOut{Rows: 36, Clients: 3}},
+				Shrunk: &Shrunk{Trace: "a-repro.csv", Scenario: "a-repro.yaml", Size: SizeOut{Rows: 21, Clients: 1}, Minimal: true}}},
+		{Algorithm: "b", Topology: "cluster", Trials: 12, BestScore: 2,
+			Violation: &Found{Schedule: Schedule{Trace: "b-found.csv", Size: SizeOut{Rows: 1, Clients: 1}}}},
 		{Algorithm: "c", Topology: "single", Trials: 40, BestScore: 0.95},
 	}}
 	var b bytes.Buffer
-	WriteSummary(&b, f)
+	WriteSummary(&b, f, "results/h")
 	want := `ALGORITHM                      TOPOLOGY  TRIALS       BEST  RESULT
-a                              single         3      1.250  violation (expected): a-repro.yaml
-b                              cluster       12      2.000  VIOLATION: b-found.csv
+a                              single         3      1.250  violation (expected): 36 requests from 3 clients → 21 requests from 1 client (1-minimal); limitbench run results/h/a-repro.yaml
+b                              cluster       12      2.000  VIOLATION: 1 request from 1 client; results/h/b-found.csv
 c                              single        40      0.950  held
 `
 	if b.String() != want {

@@ -34,7 +34,7 @@ type huntFlags struct {
 	trials, batch        int
 	seed                 uint64
 	span                 time.Duration
-	out                  string
+	out, corpus          string
 	force, quiet         bool
 	procs                int
 	ci                   ciFlags
@@ -51,6 +51,7 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of every choice of the search: the same seed explores the same schedules")
 	fs.DurationVar(&f.span, "span", hunt.DefaultSpan, "longest schedule: one trial lasts about this long")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-hunt-<UTC time>/); refused when it holds a hunt.json already, unless --force")
+	fs.StringVar(&f.corpus, "corpus", "", "corpus directory: replay every reproducer saved there for an algorithm hunted before searching, and save each new reproducer there (created when missing); `limitbench run DIR/*.yaml` fails while one still breaks its contract")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
@@ -60,8 +61,11 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 // problems returns every problem of the flags' values at once.
 func (f *huntFlags) problems() []error {
 	var problems []error
-	if f.budget <= 0 {
+	switch {
+	case f.budget <= 0:
 		problems = append(problems, fmt.Errorf("--budget must be > 0, got %s", f.budget))
+	case f.span > 0 && f.budget < f.span:
+		problems = append(problems, fmt.Errorf("--budget %s is too short for one trial (each lasts about --span, %s): give at least %s", f.budget, f.span, f.span))
 	}
 	if f.trials < 0 {
 		problems = append(problems, fmt.Errorf("--trials must be >= 0, got %d", f.trials))
@@ -147,7 +151,7 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return badInput(err)
 	}
 	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
-		Seed: f.seed}
+		Seed: f.seed, Corpus: f.corpus}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
 	live, stopLive, err := f.live.start(ctx, stderr)
 	if err != nil {
@@ -176,11 +180,9 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	out, runErr := plan.Run(ctx, dir.path)
 	interrupted := ctx.Err() != nil || errors.Is(runErr, measure.ErrInterrupted)
-	if err := out.Write(dir.path); err != nil {
-		return fmt.Errorf("write results to %s: %w", dir.path, err)
+	if err := writeHunt(stdout, out, dir.path); err != nil {
+		return err
 	}
-	hunt.WriteSummary(stdout, out.File)
-	fmt.Fprintf(stdout, "results: %s\n", dir.path)
 	if err := huntCIOutputs(ctx, f.ci, s, out.File, dir.path, stdout); err != nil {
 		return fmt.Errorf("write CI outputs: %w", err)
 	}
@@ -195,6 +197,27 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := hunt.Verdict(out.File, s.Expect); err != nil {
 		return failed(err)
+	}
+	return nil
+}
+
+// writeHunt writes out into the results directory dir and its new reproducers into the corpus,
+// then the summary, where the results are, and each reproducer saved to the corpus.
+func writeHunt(stdout io.Writer, out *hunt.Outcome, dir string) error {
+	if err := out.Write(dir); err != nil {
+		return fmt.Errorf("write results to %s: %w", dir, err)
+	}
+	if c := out.Corpus; c != nil {
+		if err := c.Write(); err != nil {
+			return fmt.Errorf("save reproducers to the corpus %s: %w", c.Dir, err)
+		}
+	}
+	hunt.WriteSummary(stdout, out.File, dir)
+	fmt.Fprintf(stdout, "results: %s\n", dir)
+	if c := out.Corpus; c != nil {
+		for _, saved := range c.Saved() {
+			fmt.Fprintf(stdout, "saved to the corpus: %s\n", saved)
+		}
 	}
 	return nil
 }
@@ -220,9 +243,23 @@ func huntOutput(stderr io.Writer, quiet bool) (logf func(string, ...any), progre
 		progress = func(alg, topo string, p hunt.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(stderr, "\r\033[Khunt %s %s: %s, %d trials, %s, best %.3f, %d rows", alg, topo, p.Phase, p.Trials,
-				p.Elapsed.Truncate(100*time.Millisecond), p.Best, p.Rows)
+			fmt.Fprint(stderr, "\r\033[K"+huntProgressLine(alg, topo, p))
 		}
 	}
 	return logf, progress
+}
+
+// huntProgressLine is the live line of a hunt's progress: the phase, its trials, time, best score
+// and rows, and the time spent waiting for the clock's phase (a minute boundary for minute
+// windows), or the wait the next batch is starting.
+func huntProgressLine(alg, topo string, p hunt.Progress) string {
+	line := fmt.Sprintf("hunt %s %s: %s", alg, topo, p.Phase)
+	if p.Waiting > 0 {
+		return line + fmt.Sprintf(", waiting %s for the clock's phase (%s waited so far)", p.Waiting.Round(time.Second), p.Waited.Round(time.Second))
+	}
+	line += fmt.Sprintf(", %d trials, %s, best %.3f, %d rows", p.Trials, p.Elapsed.Truncate(100*time.Millisecond), p.Best, p.Rows)
+	if p.Waited >= time.Second {
+		line += fmt.Sprintf(", %s waiting for the clock's phase", p.Waited.Round(time.Second))
+	}
+	return line
 }

@@ -16,10 +16,19 @@ import (
 	"github.com/limitbench/limitbench/result"
 )
 
-// runBin runs the built binary with args and returns its exit code, stdout and stderr.
+// runBin runs the built binary with args in the test's working directory and returns its exit
+// code, stdout and stderr.
 func runBin(t *testing.T, bin string, args ...string) (int, string, string) {
 	t.Helper()
+	return runBinIn(t, "", bin, args...)
+}
+
+// runBinIn runs the built binary with args in the directory dir ("": the test's) and returns
+// its exit code, stdout and stderr.
+func runBinIn(t *testing.T, dir, bin string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
