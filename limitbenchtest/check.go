@@ -95,6 +95,10 @@ func Hunt(t testing.TB, c algorithms.Contract, newLimiter func() Limiter, o Hunt
 		t.Fatalf("limitbenchtest: %v", err)
 	}
 	v := res.Violation
+	if res.Best == nil {
+		t.Errorf("limitbenchtest: hunt of %s ran no trial within %v: it checked nothing", c, budget.Time)
+		return
+	}
 	if v == nil {
 		t.Logf("limitbenchtest: hunt of %s: %d schedules in %v broke nothing (best came to %.0f%% of the contract)",
 			c, res.Trials, res.Elapsed.Round(time.Millisecond), 100*res.Best.Score())
