@@ -6,18 +6,24 @@
 // reproducer when the limiter broke it.
 //
 //	func TestLimiter(t *testing.T) {
-//		contract := verify.TokenBucket(10, 10, time.Second)
-//		limitbenchtest.Check(t, contract, newLimiter(), limitbenchtest.Boundaries(contract, 1))
+//		contract := verify.TokenBucket(10, 10, time.Second) // what the limiter promises
+//		s, err := limitbenchtest.Boundaries(contract, 1)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		limitbenchtest.Check(t, contract, newLimiter(), s)
 //		limitbenchtest.Hunt(t, contract, newLimiter, limitbenchtest.HuntOptions{Time: 3 * time.Second})
 //	}
+//
+// newLimiter returns a Limiter with no state; docs/library.md has a whole example.
 //
 // # Schedules
 //
 // A Schedule is a list of requests at offsets from its time zero, each from a client for a
 // subject, played open loop: every request is sent at its offset, whatever happened to the
 // ones before. Constant sends at a steady rate; Boundaries aims bursts at the contract's
-// weak points (the allowance spent just before a window boundary, a tick of a coarse clock or
-// a token bucket's refill, and again just after it); Skewed gives clients clocks that are off
+// boundaries (the allowance spent just before a window boundary, a tick of a coarse clock or
+// a whole refill period on the Unix clock, and again just after it); Skewed gives clients clocks that are off
 // (a limiter that trusts the caller's time reads it with ClientNow); Hunt searches for a
 // breaking schedule within a time budget, with limitbench's own schedule families, and shrinks
 // the one it finds. Schedules that aim at boundaries place their time zero on the Unix clock
@@ -26,7 +32,7 @@
 // # Time
 //
 // Every decision is timed on this process's clock: the interval from just before the call to
-// just after it return, read both from the wall clock and from the monotonic one and widened to
+// just after it returned, read both from the wall clock and from the monotonic one and widened to
 // cover both, so a limiter that reads time.Now (either reading) decided inside it. Schedules are
 // short (a couple of seconds); the calls run on up to Workers goroutines at a time.
 //

@@ -56,15 +56,16 @@ func Constant(perSecond float64, d time.Duration) Schedule {
 }
 
 // Boundaries returns a schedule aimed at c's boundaries, placed on the Unix clock where
-// limitbench's hunt places its schedules (hunt.FrameOf: a boundary of c's period P, the fixed
-// window, a coarse clock's tick, the window or the refill period, falls at offset Lead =
-// min(P, 2 s)/2). The allowance (the limit, or a token bucket's capacity) and one more are
-// asked for in the tenth of P before the boundary and again in the twentieth after it, then,
-// when P is at most 5 s, again within a millisecond either side of the next boundary: a
-// limiter that resets or refills at once on a boundary of the Unix clock admits twice its
-// allowance in a span c allows far less in. Asked for on one subject by one client, one
-// permit each. Seed varies the instants within those spans; the same arguments give the same
-// schedule. It fails when c is not a contract limitbench can check.
+// limitbench's hunt places its schedules (hunt.FrameOf): a boundary of c's period P (the fixed
+// window, a coarse clock's tick, the window or the refill period) falls at offset Lead =
+// D/2, D = min(P, 2 s). The allowance (the limit, or a token bucket's capacity) and one more
+// are asked for from D/5 to D/20 before the boundary and again from D/100 to D/20 after it
+// (a play that runs late still straddles the boundary), then, when P is at most 5 s, within a
+// millisecond either side of the next boundary: a limiter that resets or refills at once on
+// a boundary of the Unix clock admits twice its allowance in a span c allows far less in.
+// Asked for on one subject by one client, one permit each. Seed varies the instants within
+// those spans; the same arguments give the same schedule. It fails when c is not a contract
+// limitbench can check.
 func Boundaries(c algorithms.Contract, seed uint64) (Schedule, error) {
 	t, err := targetOf(c, false, nil)
 	if err != nil {
@@ -91,8 +92,9 @@ func Boundaries(c algorithms.Contract, seed uint64) (Schedule, error) {
 			s.Requests = append(s.Requests, Request{At: at, Client: "c0", Subject: "s0", Permits: 1})
 		}
 	}
-	burst(lead-p/10, lead-p/100)
-	burst(lead+p/100, lead+p/20)
+	d := min(p, 2*time.Second) // lead is d/2
+	burst(lead-d/5, lead-d/20)
+	burst(lead+d/100, lead+d/20)
 	if p <= 5*time.Second {
 		burst(lead+p-time.Millisecond, lead+p-10*time.Microsecond)
 		burst(lead+p+10*time.Microsecond, lead+p+time.Millisecond)
