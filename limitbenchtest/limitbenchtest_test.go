@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/limitbenchtest"
@@ -163,5 +165,31 @@ func TestRecorder(t *testing.T) {
 	tb := run(func(tb testing.TB) { r.Check(tb, verify.SlidingWindow(10, time.Second)) })
 	if len(tb.failures) != 1 || !strings.Contains(tb.failures[0], "inconclusive") {
 		t.Errorf("a request the log could not hold: failures %q; want one inconclusive", tb.failures)
+	}
+}
+
+// A reproducer too long for a literal is written to a trace file that ReadSchedule reads back.
+func TestReproducerFile(t *testing.T) {
+	s := limitbenchtest.Constant(200, 500*time.Millisecond)
+	if len(s.Requests) <= limitbenchtest.MaxLiteral {
+		t.Fatalf("%d requests: not more than MaxLiteral", len(s.Requests))
+	}
+	admitAll := func(context.Context, string, int64) (bool, error) { return true, nil }
+	tb := run(func(tb testing.TB) { limitbenchtest.Check(tb, verify.SlidingWindow(10, time.Second), admitAll, s) })
+	if len(tb.failures) != 1 {
+		t.Fatalf("failures %q; want 1", tb.failures)
+	}
+	_, rest, ok := strings.Cut(tb.failures[0], " written to ")
+	path, _, _ := strings.Cut(rest, ":")
+	if !ok || path == "" {
+		t.Fatalf("the failure names no file:\n%s", tb.failures[0])
+	}
+	defer os.Remove(path)
+	back, err := limitbenchtest.ReadSchedule(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Errorf("ReadSchedule(%s) (-played +read):\n%s", path, diff)
 	}
 }
