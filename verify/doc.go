@@ -12,6 +12,27 @@
 // gives the same answers while holding only what a later violation can still include (see
 // "Streaming" below); the whole-history checker stays the reference.
 //
+// # Use as a library
+//
+// The package is public so that a team whose limiter is Go code can check it from its own
+// tests; package limitbenchtest drives a limiter and fails a test with this package's finding.
+// Three steps need nothing but this package and algorithms.Contract:
+//
+//   - a contract: SlidingWindow, FixedWindow, FirstHitWindow, TokenBucket or GCRA (set its
+//     Granularity to a coarse clock's resolution, its Scope, its Also), or
+//     algorithms.ParseContract of the text limitbench writes ("token-bucket(10, 5/1s)");
+//   - a log: a Recorder, given subject, client, permits, send and receive time (or the
+//     decision time twice) and the outcome (Admitted, Denied, Unknown, Failed) of every request;
+//   - the check: Check for the definite and possible violations and the worst excess of each
+//     limit (Report, LimitReport), Accuracy for how close the limiter came to an exact one,
+//     JudgeWith for the verdict.
+//
+// The rest (AdmissionLog, StreamLog, Measurement and the result sections) is what the
+// limitbench command uses; some of it takes the harness's internal types.
+//
+// Stability: v0. The API may change before limitbench's v1; the semantics below do not change
+// without the specification changing with them.
+//
 // # Times are intervals
 //
 // Every Event says only that its decision happened at some instant in [Lo, Hi], in microseconds
