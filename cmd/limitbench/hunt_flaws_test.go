@@ -98,7 +98,7 @@ func checkMinimal(t *testing.T, scenario string, e hunt.Entry, repro *trace.Trac
 			t.Error(err)
 		}
 	}()
-	lab := huntLab(s.Call, t.Logf)
+	lab := huntLab(s.Call, t.Logf, nil, s.Name)
 	alg, err := lab.Resolve(s, s.ResolveAlgorithms()[0])
 	if err != nil {
 		t.Fatal(err)
