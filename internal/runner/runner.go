@@ -254,10 +254,10 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 		}
 		now := time.Now()
 		r := Rounds{Topology: topo, Done: done, Elapsed: now.Sub(start), Last: now.Sub(roundStart), Result: sofar(res, runs, first, o.Scenario)}
-		roundStart = now
 		return o.More(r)
 	}
 	for rep := 1; more(rep - 1); rep++ {
+		roundStart = time.Now()
 		for i, a := range algs {
 			e, err := measureOne(ctx, o, tgt, topo, a, rep, runID)
 			if e != nil {
