@@ -61,8 +61,20 @@ bench-loadgen: redis-server
 # script against itself and against copies made 10 to 300% costlier, on a quiet machine and beside
 # a process keeping one CPU half busy; prints detections, false alarms, median MDE and the checks.
 # About 13 minutes. GATE_RUN_FLAGS adds flags to every run (GATE_RUN_FLAGS=--awake=false: CPUs left to idle).
+# BenchmarkGatePower's size: trials per condition, --repeat of every run (a number or auto), the
+# budget of each run's rounds under auto, the conditions (quiet, busy: a competitor keeping one CPU
+# half busy), and the time for the whole benchmark. Runs on a shared machine are slow: lower the
+# trials and say so.
+BENCH_GATE_TRIALS ?= 10
+BENCH_GATE_REPEAT ?= 6
+BENCH_GATE_REPEAT_BUDGET ?= 2m
+BENCH_GATE_CONDITIONS ?= quiet,busy
+BENCH_GATE_BUDGET ?= 14m
+BENCH_GATE_TIMEOUT ?= 20m
 bench-gate: redis-server
-	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout 20m -v ./bench/ -args -gate-power -gate-power-run-flags '$(GATE_RUN_FLAGS)'
+	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout $(BENCH_GATE_TIMEOUT) -v ./bench/ -args -gate-power -gate-power-run-flags '$(GATE_RUN_FLAGS)' \
+		-gate-power-trials $(BENCH_GATE_TRIALS) -gate-power-repeat $(BENCH_GATE_REPEAT) -gate-power-repeat-budget $(BENCH_GATE_REPEAT_BUDGET) \
+		-gate-power-conditions $(BENCH_GATE_CONDITIONS) -gate-power-budget $(BENCH_GATE_BUDGET)
 
 # goreleaser, pinned in its own module (build/tools: its hundreds of dependencies stay out of
 # limitbench's go.mod), built from the Go module proxy.

@@ -8,4 +8,9 @@
 // and the server's cost (measure.Cost); the memory step's load is a measure.Fill. A key that
 // could not be removed from an external Redis is a note of the result, and said through Logf. The command places the process's CPUs first (cpus.Apply) and
 // passes what it did in Options.CPUs; the sweep pins only the redis-server children it started.
+//
+// Result.Noise is how busy the machine was over the sweep (steal and other processes' CPU time
+// from /proc/stat, the probe's round trip against Redis's own time per call, the spread of steps
+// at the same rate); when it is over a limit the rendering leads with a warning that the figure
+// measures a busy machine rather than Redis.
 package capacity

@@ -28,6 +28,9 @@ func fullCapacity(t *testing.T) *Result {
 			Requests: 26000, CPUUSecPerDecision: 20.25, USecPerCall: 3, BytesPerSubject: 69, Good: true,
 			Note: "over both steps p99 1.9ms"})
 	c.Memory.Window = "10m0s"
+	c.Noise = Noise{CPUMeasured: true, CPUNote: "", StealPct: 0.4, OtherCPUPct: 61.5, ProbeP99US: 412000, ServiceUS: 5,
+		Clients: 32, ProbeRatio: 2575, Spread: 1.1}
+	c.Noise.judge()
 	c.Memory.Note = "used_memory did not grow"
 	c.Notes = []string{"the 3 masters shared 2 CPU(s)", "stopped after 24 steps"}
 	c.Files = []string{File, MarkdownFile, "capacity.png", "capacity.svg"}

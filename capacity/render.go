@@ -37,6 +37,7 @@ func (c *Result) summaryRows() [][2]string {
 		[2]string{"bytes per subject", c.memoryText()},
 		[2]string{"CPU pinning", c.Pinning.Note},
 		[2]string{"CPU idle states", c.Pinning.awakeText()},
+		[2]string{"machine noise", c.Noise.text()},
 		[2]string{"steps", fmt.Sprintf("%d of %gs each (after %gs warmup), bisected to %.0f%%", len(c.Steps), c.StepS, c.WarmupS, c.Resolution*100)},
 	)
 	return rows
@@ -82,6 +83,9 @@ func (c *Result) memoryText() string {
 // terminal.
 func (c *Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	if warn := c.Noise.Warning(); warn != "" {
+		fmt.Fprintf(tw, "warning: %s.\n\n", warn)
+	}
 	for _, r := range c.summaryRows() {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
@@ -117,6 +121,9 @@ func (c *Result) WriteText(w io.Writer) error {
 func (c *Result) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Capacity of %s on one %s shard\n\n", c.Algorithm, c.Topology)
+	if warn := c.Noise.Warning(); warn != "" {
+		fmt.Fprintf(&b, "> **Warning:** %s.\n\n", report.MarkdownCell(warn))
+	}
 	b.WriteString("| | |\n|---|---|\n")
 	for _, r := range c.summaryRows() {
 		fmt.Fprintf(&b, "| %s | %s |\n", r[0], report.MarkdownCell(r[1]))

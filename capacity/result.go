@@ -91,11 +91,14 @@ type Result struct {
 	// CPUUSecPerDecision is Redis CPU (user + sys) per decision at the sustainable step, µs.
 	CPUUSecPerDecision float64 `json:"cpu_usec_per_decision"`
 	// USecPerCall is Redis's own time per command call at the sustainable step, µs.
-	USecPerCall float64    `json:"usec_per_call"`
-	Memory      Memory     `json:"memory"`
-	Projection  Projection `json:"projection"`
-	StartedAt   time.Time  `json:"started_at"`
-	FinishedAt  time.Time  `json:"finished_at"`
+	USecPerCall float64 `json:"usec_per_call"`
+	Memory      Memory  `json:"memory"`
+	// Noise is how busy the machine was during the sweep, and whether that makes
+	// SustainableRPS a figure of the machine rather than of Redis.
+	Noise      Noise      `json:"noise"`
+	Projection Projection `json:"projection"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt time.Time  `json:"finished_at"`
 	// Notes are sentences a reader should see (a sweep cut short, a step with errors).
 	Notes []string `json:"notes,omitempty"`
 	// Files lists what was written beside capacity.json.

@@ -137,7 +137,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		tgt.Info.Version, c.Pinning.Note, c.Pinning.AwakeNote)
 
 	sw := &sweep{o: o, tgt: tgt, alg: alg, runID: measure.NewRunID(), c: c}
-	err = sw.run(ctx)
+	err = sw.runNoting(ctx, liveProc)
 	if err == nil && o.MemorySubjects > 0 {
 		var m Memory
 		m, err = sw.memoryStep(ctx)

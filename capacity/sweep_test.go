@@ -376,6 +376,10 @@ func TestRunProcess(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkSweep(t, c)
+	if runtime.GOOS == "linux" && !c.Noise.CPUMeasured {
+		t.Errorf("noise %+v; want the CPU figures measured from /proc", c.Noise)
+	}
+	t.Logf("machine noise: %s", c.Noise.text())
 	if steps != len(c.Steps)+1 {
 		t.Errorf("OnStep called %d times; want %d (the probe and every step)", steps, len(c.Steps)+1)
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchmath"
@@ -20,6 +21,9 @@ type metricInput struct {
 	kinds            []Figures
 	oldRefs, newRefs refSamples
 	threshold        float64
+	// alpha is the level of the row's interval and MDE: Alpha, or the level of the current
+	// run's last look when it chose its rounds sequentially (result.Sequential).
+	alpha float64
 }
 
 // candidate is one kind of figures of a row, summarized.
@@ -46,6 +50,9 @@ func (c candidate) score() float64 { return c.mde + math.Abs(c.drift) }
 // reference's own change between the runs, never the entry's, so the choice does not favour a
 // verdict about the entry.
 func compareMetric(in metricInput) (Row, string) {
+	if in.alpha == 0 {
+		in.alpha = Alpha
+	}
 	var cands []candidate
 	var firstNote string
 	for _, k := range in.kinds {
@@ -83,7 +90,7 @@ func compareMetric(in metricInput) (Row, string) {
 		Unit: def.metric.Unit(), Threshold: th, DeltaUnit: "%", OldN: len(best.ov), NewN: len(best.nv),
 		OldMedian: best.os.median, NewMedian: best.ns.median, OldSpread: best.os.spread, NewSpread: best.ns.spread,
 		MDE:           best.mde,
-		RepeatsNeeded: repeatsNeeded(best.os.sigma*best.scale, best.ns.sigma*best.scale, th, Alpha, Power),
+		RepeatsNeeded: repeatsNeeded(best.os.sigma*best.scale, best.ns.sigma*best.scale, th, in.alpha, Power),
 	}
 	for _, c := range cands {
 		row.Candidates = append(row.Candidates, Candidate{Figures: c.figures, MDE: c.mde, Drift: c.drift})
@@ -92,10 +99,10 @@ func compareMetric(in metricInput) (Row, string) {
 		row.Unit = "× reference"
 	}
 	cmp := benchmath.AssumeNothing.Compare(
-		benchmath.NewSample(append([]float64(nil), best.ov...), &benchmath.Thresholds{CompareAlpha: Alpha}),
-		benchmath.NewSample(append([]float64(nil), best.nv...), &benchmath.Thresholds{CompareAlpha: Alpha}))
+		benchmath.NewSample(append([]float64(nil), best.ov...), &benchmath.Thresholds{CompareAlpha: in.alpha}),
+		benchmath.NewSample(append([]float64(nil), best.nv...), &benchmath.Thresholds{CompareAlpha: in.alpha}))
 	row.P = cmp.P
-	row.DeltaLow, row.DeltaHigh = shiftCI(best.ov, best.nv, best.scale, Alpha)
+	row.DeltaLow, row.DeltaHigh = shiftCI(best.ov, best.nv, best.scale, in.alpha)
 
 	// worse and better are how far the change certainly goes in the bad and the good direction,
 	// in the row's unit: the end of the interval nearer to no change (negative when the interval
@@ -121,7 +128,7 @@ func compareMetric(in metricInput) (Row, string) {
 			worse, better, reach = better, worse, -row.DeltaLow
 		}
 	}
-	ci := fmt.Sprintf("%.0f%% CI %s", (1-Alpha)*100, formatCI(row))
+	ci := fmt.Sprintf("%s%% CI %s", confidence(in.alpha), formatCI(row))
 	significant := row.DeltaLow > 0 || row.DeltaHigh < 0
 	switch {
 	case worse > th:
@@ -149,6 +156,12 @@ func compareMetric(in metricInput) (Row, string) {
 		row.Note = "significant but within the threshold"
 	}
 	return row, ""
+}
+
+// confidence returns the confidence 1 − alpha in percent with as many digits as it needs: "99"
+// for Alpha, "99.9" or "99.87" for a sequential look's level.
+func confidence(alpha float64) string {
+	return strconv.FormatFloat((1-alpha)*100, 'g', 4, 64)
 }
 
 // signedReach returns the end of row's interval on the worse side, signed as the delta is.
@@ -197,7 +210,7 @@ func newCandidate(in metricInput, k Figures) (candidate, string) {
 	default:
 		c.scale = 100 / math.Abs(c.os.median)
 	}
-	c.mde = mde(c.os.sigma*c.scale, c.ns.sigma*c.scale, len(c.ov), len(c.nv), Alpha, Power)
+	c.mde = mde(c.os.sigma*c.scale, c.ns.sigma*c.scale, len(c.ov), len(c.nv), in.alpha, Power)
 	return c, ""
 }
 

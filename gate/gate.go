@@ -385,9 +385,14 @@ func Compare(baseline, current *result.Result, p Policy) (*Report, error) {
 		return nil, err
 	}
 
+	g.Notes = append(g.Notes, sequentialNotes(current.Sequential)...)
 	for _, pr := range pairs {
+		alpha := Alpha
+		if lv, ok := current.Sequential.Level(pr.new.Topology); ok {
+			alpha = lv
+		}
 		for _, def := range metricDefs {
-			in := metricInput{def: def, old: pr.old, cur: pr.new, threshold: p.Thresholds.For(def.metric)}
+			in := metricInput{def: def, old: pr.old, cur: pr.new, threshold: p.Thresholds.For(def.metric), alpha: alpha}
 			if g.SameMachine || !def.relative {
 				in.kinds = append(in.kinds, FiguresRaw)
 			}

@@ -290,9 +290,13 @@ func mde(sx, sy float64, m, n int, alpha, power float64) float64 {
 	if sx == 0 && sy == 0 {
 		return 0
 	}
+	level := intervalLevel(m, n, alpha)
+	if level <= 0 {
+		return math.Inf(1) // no interval at this level: nothing is detectable
+	}
 	vx, vy := sx*sx/float64(m), sy*sy/float64(n)
 	nu := (vx + vy) * (vx + vy) / (vx*vx/float64(m-1) + vy*vy/float64(n-1))
-	factor := tQuantile(1-intervalLevel(m, n, alpha)/2, nu) + tQuantile(power, nu)
+	factor := tQuantile(1-level/2, nu) + tQuantile(power, nu)
 	return factor * math.Sqrt(math.Pi/3) * math.Sqrt(vx+vy)
 }
 

@@ -38,6 +38,51 @@ type Result struct {
 	Generators []Generator `json:"generators,omitempty"`
 	// MergedFrom names the directories a merged result was merged from.
 	MergedFrom []string `json:"merged_from,omitempty"`
+	// Sequential is set on a run whose rounds were added until its figures could decide
+	// (`run --repeat auto`): the rule, and per topology the rounds run and the level at which
+	// the gate judges them (package gate states the rule).
+	Sequential *Sequential `json:"sequential,omitempty"`
+}
+
+// Sequential is how a run chose its number of rounds: looking after every round from the first
+// possible one, it stopped when every gated figure could decide or its budget was spent. Rule
+// names the procedure (package gate's doc specifies it), Alpha is the level spent over all the
+// looks of a topology, BudgetS the time budget of each topology's rounds, seconds.
+type Sequential struct {
+	Rule       string               `json:"rule"`
+	Alpha      float64              `json:"alpha"`
+	BudgetS    float64              `json:"budget_s"`
+	Baseline   string               `json:"baseline,omitempty"`
+	Topologies []SequentialTopology `json:"topologies"`
+}
+
+// SequentialTopology is where the rounds of one topology stopped. Level is the two-sided level
+// of the last look, the one at which the gate must judge this topology's figures; Spent is
+// the level spent by the looks before it. Decided says every gated figure could decide at its
+// threshold; Undecided names those that could not, one phrase each.
+type SequentialTopology struct {
+	Topology  string   `json:"topology"`
+	Rounds    int      `json:"rounds"`
+	Looks     int      `json:"looks"`
+	ElapsedS  float64  `json:"elapsed_s"`
+	Spent     float64  `json:"spent"`
+	Level     float64  `json:"level"`
+	Decided   bool     `json:"decided"`
+	Undecided []string `json:"undecided,omitempty"`
+}
+
+// Level returns the level at which the figures of topology were judged when the run stopped,
+// and whether the run was sequential on it.
+func (s *Sequential) Level(topology string) (float64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	for _, t := range s.Topologies {
+		if t.Topology == topology {
+			return t.Level, true
+		}
+	}
+	return 0, false
 }
 
 // Scenario describes what was run, once and structured: the scenario's name, description, file,

@@ -42,6 +42,10 @@ generator to the others (--no-pin turns it off); the report says which. During t
 CPUs are kept out of deep idle states (--awake=false leaves them alone): waking a sleeping CPU on
 every round trip, costly on virtual machines, would otherwise count as Redis's latency.
 
+It reads how busy the machine was over the sweep (CPU steal and other processes' CPU time from
+/proc/stat, the probe's round trip against Redis's time per call, steps repeated at one rate) and
+leads its output with a warning when the figure measures a busy machine rather than Redis.
+
 Writes capacity.json, capacity.md, capacity.png and capacity.svg into --out and prints the table.
 
 flags:

@@ -140,7 +140,7 @@ func TestCapacityCommand(t *testing.T) {
 		t.Fatalf("exit %d; want 0", code)
 	}
 	for _, w := range []string{"sustainable rate:", "closed-loop saturation:", "Redis CPU per decision:",
-		"bytes per subject:", "CPU pinning:", "CPU idle states:", "PHASE", "probe", "SUBJECTS", "100,000,000", "SHARDS", "30% headroom", "results: "} {
+		"bytes per subject:", "CPU pinning:", "CPU idle states:", "machine noise:", "PHASE", "probe", "SUBJECTS", "100,000,000", "SHARDS", "30% headroom", "results: "} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q", w)
 		}
@@ -162,6 +162,36 @@ func TestCapacityCommand(t *testing.T) {
 		if !c.Pinning.Pinned || len(c.Pinning.HarnessCPUs) != len(cpus)-1 {
 			t.Errorf("pinning %+v on %d CPUs; want Redis on one, the load generator on the others", c.Pinning, len(cpus))
 		}
+	}
+}
+
+// TestCapacityBusyMachine: beside processes that spin on every CPU, the sweep's figure measures
+// the machine, and capacity says so in its output and capacity.json: the spinners alone take
+// about half the CPU time (they compete with the generator and Redis for it as equals), twice
+// capacity.OtherCPULimit. Nothing is timed: the share of CPU time other processes took is what
+// it reads.
+func TestCapacityBusyMachine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the machine's CPU time is read from /proc/stat")
+	}
+	for range runtime.NumCPU() {
+		spin := exec.Command("sh", "-c", "while :; do :; done")
+		if err := spin.Start(); err != nil {
+			t.Fatalf("start a spinning process: %v", err)
+		}
+		t.Cleanup(func() {
+			_ = spin.Process.Kill()
+			_ = spin.Wait()
+		})
+	}
+	_, stdout, c := capacityRun(t, "--algorithm", "gcra", "--slo", "p99 < 50ms", "--step", "300ms", "--subjects", "0")
+	n := c.Noise
+	if !n.CPUMeasured || n.OtherCPUPct <= capacity.OtherCPULimit || !n.Busy {
+		t.Errorf("noise %+v; want other processes over %g%% of the CPU time, busy", n, capacity.OtherCPULimit)
+	}
+	if !strings.HasPrefix(stdout, "warning: this figure measures a busy machine rather than Redis: ") ||
+		!strings.Contains(stdout, "BUSY: steal") {
+		t.Errorf("stdout does not lead with the busy machine's warning, or lacks the noise row:\n%s", stdout)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/limitbench/limitbench/algorithms"
+	"github.com/limitbench/limitbench/gate"
 	"github.com/limitbench/limitbench/internal/cpus"
 	"github.com/limitbench/limitbench/internal/measure"
 	"github.com/limitbench/limitbench/internal/metrics"
@@ -44,6 +45,9 @@ type runFlags struct {
 	force                bool
 	quiet, wide          bool
 	repeat               int
+	auto                 bool // --repeat auto
+	autoF                autoFlags
+	autos                []*autoRepeat // per scenario, with --repeat auto
 	noReference          bool
 	procs                int
 	awake, pin           bool
@@ -77,7 +81,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
 	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
-	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
+	repeatF := repeatFlag{n: 1}
+	fs.Var(&repeatF, "repeat", "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample. auto: 6 rounds, then one more at a time until every gated figure can decide at its threshold or --repeat-budget is spent (docs/ci-gate.md)")
+	fs.DurationVar(&f.autoF.budget, "repeat-budget", defaultRepeatBudget, "with --repeat auto: the time each topology's rounds may take")
+	fs.StringVar(&f.autoF.baseline, "baseline", "", "with --repeat auto: the result.json (or its directory) the run will be gated against, so that each figure's minimum detectable effect is judged against it (default: the run's own spread)")
+	fs.StringVar(&f.autoF.policy, "metric-threshold", "", "with --repeat auto: the gate's thresholds, as limitbench gate takes them (default "+gate.DefaultThresholds().String()+")")
 	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
@@ -90,6 +98,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return badInput(errors.New("no scenario file given"))
 	}
+	f.repeat, f.auto = repeatF.n, repeatF.auto
 	if f.repeat < 1 {
 		return badInput(fmt.Errorf("--repeat must be >= 1, got %d", f.repeat))
 	}
@@ -98,6 +107,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !f.auto && (set["repeat-budget"] || set["baseline"] || set["metric-threshold"]) {
+		return badInput(errors.New("--repeat-budget, --baseline and --metric-threshold apply to --repeat auto"))
+	}
 	if !set["pin"] {
 		// Repeats are samples for the gate: pinned, Redis's CPU per decision varied from repeat
 		// to repeat about half as much on the 2-CPU VM (BenchmarkGatePower, docs/ci-gate.md).
@@ -117,6 +129,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			continue
 		}
 		loaded = append(loaded, s)
+	}
+	if f.auto && len(problems) == 0 {
+		f.autos, problems = autoRepeats(f.autoF, loaded)
 	}
 	if len(problems) > 0 {
 		return badInput(errors.Join(problems...))
@@ -176,7 +191,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var firstErr error
 	f.outs = newCIOutputs(ctx, f.ci)
 	for i, s := range loaded {
-		fails, err := runOne(ctx, s, env, f, dirs[i].path, stdout, stderr)
+		var auto *autoRepeat
+		if f.auto {
+			auto = f.autos[i]
+		}
+		fails, err := runOne(ctx, s, env, f, auto, dirs[i].path, stdout, stderr)
 		failures = append(failures, fails...)
 		if err != nil {
 			firstErr = err
@@ -281,7 +300,10 @@ func overrides(f runFlags, set map[string]bool) scenarios.Overrides {
 // runOne runs one scenario, writes its results into dir and prints its summary. It returns the
 // scenario's failures, and an error (already marked with its exit code) when the run could not
 // finish.
-func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, dir string,
+//
+// auto, when not nil, adds rounds to the run until its figures can decide (--repeat auto) and
+// records how in result.json.
+func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f runFlags, auto *autoRepeat, dir string,
 	stdout, stderr io.Writer) ([]string, error) {
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
@@ -301,7 +323,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		opts.Done = func(e *result.Entry, repeat int) {
 			con.Live("") // this measurement's progress is over
 			rep := ""
-			if f.repeat > 1 {
+			if f.repeat > 1 || f.auto {
 				rep = fmt.Sprintf(" #%d", repeat)
 			}
 			// The label is the measurement's own verdict, with expected and tolerated violations
@@ -314,9 +336,23 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 				e.Requests, e.ThroughputRPS, report.Micros(e.LatencyUS.P99), label)
 		}
 	}
+	if auto != nil {
+		auto.logf = func(format string, args ...any) {
+			if !f.quiet {
+				fmt.Fprintf(stderr, format+"\n", args...)
+			}
+		}
+		opts.More = auto.more
+	}
 	out, runErr := runner.Run(ctx, opts)
 	con.ClearLive() // the summary goes to stdout, on the same terminal: not onto the live line
 	res := out.Result
+	if auto != nil {
+		res.Sequential = auto.sequential()
+		if runErr == nil && auto.err != nil {
+			runErr = auto.err
+		}
+	}
 	interrupted := runErr != nil && errors.Is(runErr, measure.ErrInterrupted)
 	// Redis lost or refusing a permission during the run: what was measured is written too.
 	envLost := runErr != nil && (errors.Is(runErr, measure.ErrLost) || errors.Is(runErr, measure.ErrPermission))
@@ -347,6 +383,9 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 		writeSummary = report.WriteWideSummary
 	}
 	_ = writeSummary(stdout, res) // stdout: a failed write has nowhere to be reported
+	if auto != nil {
+		auto.summary(stdout)
+	}
 	if written {
 		fmt.Fprintf(stdout, "results: %s\n", dir)
 	}

@@ -39,6 +39,9 @@ type Options struct {
 	Env redisenv.Config
 	// Repeat runs each algorithm this many times (default 1), interleaved: A B C A B C.
 	Repeat int
+	// More, when set, is asked after every round from the Repeat-th on whether to run another
+	// round of the same topology (`run --repeat auto`); nil: Repeat rounds exactly.
+	More func(Rounds) bool
 	// NoReference skips the reference script (a bare INCR + PEXPIRE) that is otherwise measured
 	// under the same load in every round, so that results carry relative figures.
 	NoReference bool
@@ -74,6 +77,16 @@ type Progress struct {
 	load.Progress
 	// Duration is the planned length of this measurement, warmup included.
 	Duration time.Duration
+}
+
+// Rounds is what Options.More sees after a round: the topology, the rounds done, the time since
+// its first round began, how long the last round took, and the run so far, with this topology's
+// entries merged over its rounds (their repeats as samples) and related to the reference.
+type Rounds struct {
+	Topology      string
+	Done          int
+	Elapsed, Last time.Duration
+	Result        *result.Result
 }
 
 // Conclusion is what Run concluded.
@@ -234,7 +247,20 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 		}
 		res.Relate(first)
 	}()
-	for rep := 1; rep <= o.Repeat; rep++ {
+	start, roundStart := time.Now(), time.Now()
+	more := func(done int) bool {
+		if done < o.Repeat {
+			return true
+		}
+		if o.More == nil || done == 0 {
+			return false
+		}
+		now := time.Now()
+		r := Rounds{Topology: topo, Done: done, Elapsed: now.Sub(start), Last: now.Sub(roundStart), Result: sofar(res, runs, first, o.Scenario)}
+		return o.More(r)
+	}
+	for rep := 1; more(rep - 1); rep++ {
+		roundStart = time.Now()
 		for i, a := range algs {
 			e, err := measureOne(ctx, o, tgt, topo, a, rep, runID)
 			if e != nil {
@@ -257,6 +283,22 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 	return nil
 }
 
+// sofar returns a copy of res with the entries of runs (one per algorithm, its repeats so far)
+// merged and appended after the first earlier ones, and related to the reference.
+func sofar(res *result.Result, runs [][]result.Entry, first int, s *scenarios.Scenario) *result.Result {
+	out := *res
+	out.Entries = append([]result.Entry(nil), res.Entries[:first]...)
+	for _, es := range runs {
+		if len(es) > 0 {
+			e := result.MergeRepeats(es)
+			judge.Expectations(&e, s)
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	out.Relate(first)
+	return &out
+}
+
 // measureOne measures algorithm a once on tgt (whose topology is topo) under o.Scenario's load,
 // on a fresh key prefix of run runID numbered rep (the run's shared prefix for a segment), with
 // the stages the scenario asks for, and returns its entry (nil when nothing was measured).
@@ -270,7 +312,7 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	if o.Progress != nil {
 		total := s.TotalDuration()
 		spec.Plan.Progress = func(lp load.Progress) {
-			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: o.Repeat, Progress: lp, Duration: total})
+			o.Progress(Progress{Algorithm: name, Topology: topo, Repeat: rep, Repeats: max(o.Repeat, rep), Progress: lp, Duration: total})
 		}
 	}
 	stages := []measure.Stage{measure.Functions(s.Call), new(measure.Cost).Stage()}
