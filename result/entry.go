@@ -116,6 +116,11 @@ type Warning struct {
 // were left behind.
 const WarningKeysLeft = "keys-left-behind"
 
+// WarningHistoryLeftOut: the measurement was verified as it ran and made more decisions than
+// limitbench keeps in memory, so the sections built from its whole history (the violation
+// explorer, fairness, the timeline's window use, the server's bytes per key) were left out.
+const WarningHistoryLeftOut = "history-left-out"
+
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not
 // recorded.

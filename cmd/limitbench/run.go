@@ -44,6 +44,7 @@ type runFlags struct {
 	quiet, wide          bool
 	repeat               int
 	noReference          bool
+	wholeHistory         bool
 	procs                int
 	awake, pin           bool
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
@@ -74,6 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
@@ -269,7 +271,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
 	stderr = con
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs}
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, WholeHistory: f.wholeHistory, Segment: f.segment, RedisCPUs: f.redisCPUs}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)

@@ -41,6 +41,9 @@ type Options struct {
 	// NoReference skips the reference script (a bare INCR + PEXPIRE) that is otherwise measured
 	// under the same load in every round, so that results carry relative figures.
 	NoReference bool
+	// WholeHistory makes every measurement keep its whole history and verify it after the
+	// load (measure.Spec.WholeHistory), for a comparison with verifying as it runs.
+	WholeHistory bool
 	// Progress, when set, receives a live view of the current measurement about once a second.
 	Progress func(Progress)
 	// Done, when set, is called after each measurement with its entry.
@@ -263,7 +266,7 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	s := o.Scenario
 	name := a.Describe().Name
 	spec := measure.Spec{Target: tgt, Topology: topo, Algorithm: a, Limit: s.Limit, Plan: s.Plan(), Windows: o.windows, SpeedOnly: s.SpeedOnly,
-		Prefix: measure.KeyPrefix(runID, name, strconv.Itoa(rep)), Logf: o.Logf}
+		Prefix: measure.KeyPrefix(runID, name, strconv.Itoa(rep)), Logf: o.Logf, WholeHistory: o.WholeHistory}
 	if o.Progress != nil {
 		total := s.TotalDuration()
 		spec.Plan.Progress = func(lp load.Progress) {
