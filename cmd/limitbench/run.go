@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -372,9 +373,21 @@ func progressLine(p runner.Progress) string {
 	if p.Repeats > 1 {
 		rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
 	}
-	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s  %d MB in use",
 		p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
-		p.Requests, p.Admitted, p.Errors, p.Rate)
+		p.Requests, p.Admitted, p.Errors, p.Rate, memoryInUse()>>20)
+}
+
+// memoryInUse returns the memory the Go runtime holds from the system and has not released:
+// heap, stacks and the runtime's own (runtime/metrics, read without stopping the world). It
+// follows the process's RSS closely, and is what a soak's live line shows.
+func memoryInUse() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 || m[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64() - m[1].Value.Uint64()
 }
 
 // isTerminal reports whether w is a terminal (a console on one counts).
