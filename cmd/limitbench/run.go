@@ -282,6 +282,13 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	if con.term && !f.quiet {
 		opts.Progress = func(p runner.Progress) { con.Live(progressLine(p)) }
 	}
+	if f.segment == nil { // a segment's result.json goes with logs that only its end writes
+		opts.Checkpoint = func(r *result.Result) {
+			if err := r.Write(dir); err != nil {
+				fmt.Fprintf(stderr, "limitbench run: write a checkpoint to %s: %v\n", dir, err)
+			}
+		}
+	}
 	if !f.quiet {
 		opts.Done = func(e *result.Entry, repeat int) {
 			con.Live("") // this measurement's progress is over
