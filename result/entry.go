@@ -99,7 +99,7 @@ type Entry struct {
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and
 // the report print Message.
 type Warning struct {
-	// Kind names the warning: WarningKeysLeft.
+	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut.
 	Kind string `json:"kind"`
 	// Message says what happened and what to do, in words.
 	Message string `json:"message"`
