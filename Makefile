@@ -6,7 +6,7 @@ BIN := bin/limitbench
 export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 export TESTCONTAINERS_RYUK_DISABLED ?= true
 
-.PHONY: all build test check bench bench-loadgen bench-gate demo redis-image redis-server clean \
+.PHONY: all build test check bench bench-loadgen bench-gate bench-soak demo redis-image redis-server clean \
 	release-snapshot image
 
 # What a build says it is (internal/version, `limitbench version`): the newest v* tag as git
@@ -75,6 +75,16 @@ bench-gate: redis-server
 	$(GO) test -run '^$$' -bench '^BenchmarkGatePower$$' -benchtime 1x -timeout $(BENCH_GATE_TIMEOUT) -v ./bench/ -args -gate-power -gate-power-run-flags '$(GATE_RUN_FLAGS)' \
 		-gate-power-trials $(BENCH_GATE_TRIALS) -gate-power-repeat $(BENCH_GATE_REPEAT) -gate-power-repeat-budget $(BENCH_GATE_REPEAT_BUDGET) \
 		-gate-power-conditions $(BENCH_GATE_CONDITIONS) -gate-power-budget $(BENCH_GATE_BUDGET)
+
+# Soaks (issue 30): peak RSS of saturation runs of gcra (--no-reference) of 30 s and 300 s verifying
+# as they run, the 30 s run again with --whole-history (paired: the throughput ratio), and the peak
+# RSS of merging a 3-segment 120 s run; medians of SOAK_ROUNDS paired rounds (default 2: the 300 s
+# run dominates, about 9 minutes a round) with ranges, and issue 30's targets met or not. Then the
+# streaming verifier's events per CPU second (verify's BenchmarkStream).
+SOAK_ROUNDS ?= 2
+bench-soak: redis-server
+	$(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 120m -v ./bench/ -args -soak -soak-rounds $(SOAK_ROUNDS) $(SOAK_ARGS)
+	$(GO) test -run '^$$' -bench '^BenchmarkStream$$' -benchtime 1x -timeout 20m ./verify/
 
 # goreleaser, pinned in its own module (build/tools: its hundreds of dependencies stay out of
 # limitbench's go.mod), built from the Go module proxy.

@@ -99,7 +99,7 @@ type Entry struct {
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and
 // the report print Message.
 type Warning struct {
-	// Kind names the warning: WarningKeysLeft.
+	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut.
 	Kind string `json:"kind"`
 	// Message says what happened and what to do, in words.
 	Message string `json:"message"`
@@ -115,6 +115,11 @@ type Warning struct {
 // WarningKeysLeft: the cleanup of a measurement's keys on an external server failed, and keys
 // were left behind.
 const WarningKeysLeft = "keys-left-behind"
+
+// WarningHistoryLeftOut: the measurement was verified as it ran and made more decisions than
+// limitbench keeps in memory, so the sections built from its whole history (the violation
+// explorer, fairness, the timeline's window use, the server's bytes per key) were left out.
+const WarningHistoryLeftOut = "history-left-out"
 
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not

@@ -163,7 +163,9 @@ func (l *StreamLog) Add(o *load.Outcome) {
 	}
 	l.buf = append(l.buf, e)
 	l.maxRecv = max(l.maxRecv, int64(o.Received/time.Microsecond))
-	if len(l.buf) >= streamBatch {
+	// A warmup's shard hands over every event: once the warmup is over it gets no more, and
+	// the events it held would hold the watermark at the warmup until Finish.
+	if len(l.buf) >= streamBatch || l.warmup {
 		l.flush()
 	}
 }
@@ -359,6 +361,21 @@ func (l *StreamLog) BinLimits(bin time.Duration, bins int) []float64 {
 		return nil
 	}
 	return l.core.ms.BinLimits(bin, bins)
+}
+
+// Retained returns the events the stream holds in memory now (MeasurementStream.Retained): 0
+// before the first batch. Safe to call during the run.
+func (l *StreamLog) Retained() int64 {
+	c := l.core
+	c.mu.Lock()
+	ms := c.ms
+	c.mu.Unlock()
+	if ms == nil {
+		return 0
+	}
+	c.msMu.Lock()
+	defer c.msMu.Unlock()
+	return ms.Retained()
 }
 
 // Spilled returns the events kept in temporary files rather than in memory: the stream's

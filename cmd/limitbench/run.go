@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	runtimemetrics "runtime/metrics"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ type runFlags struct {
 	autoF                autoFlags
 	autos                []*autoRepeat // per scenario, with --repeat auto
 	noReference          bool
+	wholeHistory         bool
 	procs                int
 	awake, pin           bool
 	speedOnly            bool
@@ -88,6 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.autoF.policy, "metric-threshold", "", "with --repeat auto: the gate's thresholds, as limitbench gate takes them (default "+gate.DefaultThresholds().String()+")")
 	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
@@ -308,8 +311,8 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
 	stderr = con
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, Segment: f.segment, RedisCPUs: f.redisCPUs,
-		Metrics: f.metrics}
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, WholeHistory: f.wholeHistory, Segment: f.segment,
+		RedisCPUs: f.redisCPUs, Metrics: f.metrics}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
@@ -318,6 +321,13 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	}
 	if con.term && !f.quiet {
 		opts.Progress = func(p runner.Progress) { con.Live(progressLine(p)) }
+	}
+	if f.segment == nil { // a segment's result.json goes with logs that only its end writes
+		opts.Checkpoint = func(r *result.Result) {
+			if err := r.Write(dir); err != nil {
+				fmt.Fprintf(stderr, "limitbench run: write a checkpoint to %s: %v\n", dir, err)
+			}
+		}
 	}
 	if !f.quiet {
 		opts.Done = func(e *result.Entry, repeat int) {
@@ -427,9 +437,21 @@ func progressLine(p runner.Progress) string {
 	if p.Repeats > 1 {
 		rep = fmt.Sprintf(" #%d/%d", p.Repeat, p.Repeats)
 	}
-	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s",
+	return fmt.Sprintf("%s %s%s%s  %s/%s  %d requests  %d admitted  %d errors  %.0f/s  %d MB in use",
 		p.Algorithm, p.Topology, rep, phase, p.Elapsed.Truncate(100*time.Millisecond), p.Duration,
-		p.Requests, p.Admitted, p.Errors, p.Rate)
+		p.Requests, p.Admitted, p.Errors, p.Rate, memoryInUse()>>20)
+}
+
+// memoryInUse returns the memory the Go runtime holds from the system and has not released:
+// heap, stacks and the runtime's own (runtime/metrics, read without stopping the world). It
+// follows the process's RSS closely, and is what a soak's live line shows.
+func memoryInUse() uint64 {
+	m := []runtimemetrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	runtimemetrics.Read(m)
+	if m[0].Value.Kind() != runtimemetrics.KindUint64 || m[1].Value.Kind() != runtimemetrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64() - m[1].Value.Uint64()
 }
 
 // isTerminal reports whether w is a terminal (a console on one counts).

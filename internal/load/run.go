@@ -216,19 +216,33 @@ func newRunner(ctx context.Context, c redis.UniversalClient, lim algorithms.Limi
 		reqCtx: context.WithoutCancel(ctx),
 		done:   ctx.Done(),
 	}
-	r.subjects = p.Keys.Names()
+	r.subjects, r.clients = p.Names()
 	_, r.closed = p.Arrival.(ClosedLoop)
 	if tp, ok := p.Arrival.(*TracePacer); ok {
 		r.useTrace(tp)
 	} else {
-		r.clients = make([]string, p.Clients)
 		r.skew = make([]time.Duration, p.Clients)
-		for i := range r.clients {
-			r.clients[i] = "c" + strconv.Itoa(i)
+		for i := range r.skew {
 			r.skew[i] = p.Skew.Offset(i, p.Clients)
 		}
 	}
 	return r
+}
+
+// Names returns the names a run of p gives its subjects and clients, those Result.Subjects and
+// Result.Clients will hold (and an Outcome's indices refer to): a trace's own, or the plan's
+// keys and "c0", "c1", … for its Clients. An aggregator that names them during the run (a
+// streaming verifier) takes them from here.
+func (p Plan) Names() (subjects, clients []string) {
+	if tp, ok := p.Arrival.(*TracePacer); ok {
+		t := tp.Trace()
+		return t.Subjects, t.Clients
+	}
+	clients = make([]string, p.Clients)
+	for i := range clients {
+		clients[i] = "c" + strconv.Itoa(i)
+	}
+	return p.Keys.Names(), clients
 }
 
 // result sums up the run once its workers are done: canceledAt is the offset the run was

@@ -30,7 +30,8 @@
 //     OneClock), its offset is measured (clock.Measure) and its error widened by Drift(span):
 //     100 ppm of the load's span, warmup included, plus a minute. This is the one rule for the
 //     drift, whatever the driver. The aggregators (Recording) are made on the clock the decision
-//     times will be on.
+//     times will be on, with the streaming verifier among them unless the measurement keeps its
+//     whole history (Measurement.WholeHistory: hunt trials, fault schedules, segments).
 //  6. Begin. The stages' Begin (the server's figures before the load; a segment's shifted
 //     clock wraps the limiter and the sinks); then the node watch's first poll of every node
 //     (at most 2 s).
@@ -44,7 +45,8 @@
 //  9. End. The stages' End (a fault schedule's injector stops, and replication is waited for to
 //     settle). An error of load.Run (a plan it refused) ends the measurement here.
 //  10. Verify. The node watch stops; what the verifier is given (verify.Measurement) is the
-//     recorded logs, whether the prefix was fresh (a custom script's empty key may hold state
+//     recorded logs (the stream has verified the admissions as they came; the logs hold the
+//     whole history only within KeepEvents, see Recording), whether the prefix was fresh (a custom script's empty key may hold state
 //     from before), the watch's events as disruptions, the stages' additions (Verify: fault
 //     windows) and why the guard stopped the load.
 //  11. Report. The entry (result.Entry): load's figures, the verifier's sections, the timeline
@@ -73,7 +75,7 @@
 //
 // A stage is the seam for what observes or changes a measurement: live metrics (issue 32) are a
 // stage whose Observe counts outcomes and whose Report closes its series; a streaming verifier
-// (issue 30) is one more aggregator in the Recording; eviction seen by the node watch (issue
+// (issue 30) is one more aggregator in the Recording (it is: Recording.Stream); eviction seen by the node watch (issue
 // 28.1) is one more kind of event that step 10 turns into a disruption; function libraries that
 // are never replaced or deleted unless this run loaded them (issue 28.3) are the Functions
 // stage's decision; a generator that dies (issue 28.14) is the segment stage's Leave and Meet.

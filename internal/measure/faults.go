@@ -22,7 +22,8 @@ const SettleTimeout = 20 * time.Second
 // Faults returns the stage that carries out a scenario's fault schedule during the load (on
 // servers limitbench started; on an external Redis only client-side network faults):
 //
-//   - Setup: when the schedule has a network fault, a proxy in front of every node
+//   - Setup: the measurement keeps its whole history (Measurement.WholeHistory); when the
+//     schedule has a network fault, a proxy in front of every node
 //     (faults.ProxyTarget) through which the load's client dials, and on the replication link
 //     of every master a fault on that link targets (faults.RouteReplication);
 //   - Start: the injector (faults.Inject), each fault at its time from the start of the
@@ -53,6 +54,8 @@ type faultStage struct {
 }
 
 func (f *faultStage) setup(ctx context.Context, m *Measurement) error {
+	// The fault windows are given to the whole-history checker after the load (verify).
+	m.WholeHistory = true
 	if !faults.NeedsNetwork(f.schedule) {
 		return nil
 	}

@@ -38,6 +38,10 @@ type Spec struct {
 	// Windows are further windows the timeline's bin must be no wider than: a run's other
 	// algorithms', so that every measurement of a run has the same bin.
 	Windows []time.Duration
+	// WholeHistory keeps every admission in memory and verifies them after the load with the
+	// whole-history checker, instead of verifying them as they come (see Recording): for a
+	// comparison of the two (make bench-soak).
+	WholeHistory bool
 	// Logf, when set, receives the warnings that have no entry to go into (the measurement
 	// ended before it measured anything).
 	Logf func(format string, args ...any)
@@ -57,6 +61,11 @@ type Measurement struct {
 	// the algorithm's clock and even when the server shares the harness's: the histories of
 	// generators with clocks of their own merge only there (verify.AdmissionLog.OneClock).
 	OneClock bool
+	// WholeHistory, set by Spec.WholeHistory or a Setup stage that reads the measurement's
+	// whole log (hunt trials, a fault schedule's windows, a segment's partial result), makes
+	// the Recording keep every admission and verify after the load, with no stream (see
+	// Recording). OneClock implies it: the stream reads decision times on the log's clock.
+	WholeHistory bool
 	// Limiter is the prepared algorithm and Contract its contract (step 4); a Begin stage may
 	// wrap the Limiter.
 	Limiter  algorithms.Limiter
@@ -84,7 +93,8 @@ type Measurement struct {
 // their steps, and returns it. The Measurement is never nil; its Entry is set when something
 // was measured, even with an error. Every error matches one of the package's sentinels (Mark).
 func Do(ctx context.Context, spec Spec, stages ...Stage) (m *Measurement, err error) {
-	m = &Measurement{Spec: spec, Plan: spec.Plan, stages: stages, Client: redisenv.ClientOptions{PoolSize: spec.Plan.Clients + 2}}
+	m = &Measurement{Spec: spec, Plan: spec.Plan, stages: stages, Client: redisenv.ClientOptions{PoolSize: spec.Plan.Clients + 2},
+		WholeHistory: spec.WholeHistory}
 	clean := context.WithoutCancel(ctx) // what must be done even when ctx ends
 	defer func() { err = Mark(err) }()
 	// 1. Claim the key prefix.
@@ -266,12 +276,47 @@ func (m *Measurement) clock(ctx context.Context) error {
 		off.Err += Drift(m.Plan.Warmup + m.Plan.Duration)
 		m.Clock = &off
 	}
-	m.Recording = newRecording(m.Plan, shared, m.Clock, m.Spec.Algorithm.Describe().Clock == algorithms.ClockClient)
+	m.Recording = newRecording(m.Plan, shared, m.Clock, m.Spec.Algorithm.Describe().Clock == algorithms.ClockClient, m.streamSettings())
 	if m.OneClock {
 		m.Recording.oneClock()
 	}
 	m.Sinks = m.Recording.Sinks()
 	return nil
+}
+
+// streamSettings returns what the Recording's stream verifies (nil when the measurement keeps
+// its whole history): the contract, the reference model, whether the prefix is fresh (a custom
+// script's empty key could hold state from before), the bin widths of the timeline's limit, and
+// the load's timeouts as the longest a request may be in flight.
+func (m *Measurement) streamSettings() *verify.StreamLogSettings {
+	if m.WholeHistory || m.OneClock {
+		return nil
+	}
+	a := m.Spec.Algorithm
+	ca, custom := a.(*customAlgorithm)
+	subjects, clients := m.Plan.Names()
+	return &verify.StreamLogSettings{
+		Measurement: verify.Measurement{Contract: m.Contract, Model: a.Model(m.Spec.Limit),
+			Fresh: !custom || !ca.HasEmptyKey(), SpeedOnly: m.Spec.SpeedOnly},
+		Warmup: m.Plan.Warmup, Subjects: subjects, Clients: clients,
+		Stream:  verify.StreamSettings{BinWidths: []time.Duration{time.Duration(binSpan(m.Contract, m.Plan.Bin)) * m.Plan.Bin}},
+		Horizon: inFlight(m.Client),
+	}
+}
+
+// inFlight returns the longest a request of a client with options o may take from its send to
+// its outcome: a wait for a free connection, a dial, a write and a read, each at most its
+// timeout (go-redis's defaults where o leaves them zero: 5 s to dial, 3 s to write and to read,
+// a read timeout and a second for a connection). Retries are off (redisenv.Target).
+func inFlight(o redisenv.ClientOptions) time.Duration {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	read := or(o.ReadTimeout, 3*time.Second)
+	return or(o.PoolTimeout, read+time.Second) + or(o.DialTimeout, 5*time.Second) + or(o.WriteTimeout, 3*time.Second) + read
 }
 
 // load is step 8: the load runs with a guard that stops it when Redis is lost or refuses a
@@ -375,6 +420,9 @@ func (m *Measurement) check(ctx context.Context) error {
 func (m *Measurement) release(ctx context.Context) {
 	if m.Watch != nil {
 		m.Watch.Stop()
+	}
+	if m.Recording != nil {
+		_ = m.Recording.Close() // temporary files only
 	}
 	for _, s := range slices.Backward(m.stages) {
 		if s.Release != nil {

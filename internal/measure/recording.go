@@ -16,20 +16,32 @@ import (
 )
 
 // Recording is the aggregators one measurement feeds: latency histograms, the timeline and the
-// errors by class of the measured part, and the admission logs of the measured part and of the
-// warmup (Warmup is nil without one). A segment's partial result is a Recording encoded, and the
-// merge of a segmented run merges the segments' Recordings (Merge) into the entry one
-// unsegmented measurement would have given (Entry).
+// errors by class of the measured part, the streaming verifier (Stream) and the admission logs
+// of the measured part and of the warmup (Warmup is nil without one). A segment's partial result
+// is a Recording encoded, and the merge of a segmented run merges the segments' Recordings
+// (Merge) into the entry one unsegmented measurement would have given (Entry).
+//
+// A measurement verifies as it runs: Stream checks the admissions as they come and holds what a
+// later violation can still include, so that its memory follows the contract's windows rather
+// than the run's length. Log and Warmup then keep the whole history only up to KeepEvents (for
+// the sections the stream does not give; Kept says whether they hold it). A measurement that
+// needs its whole history (Measurement.WholeHistory) has no Stream: its logs keep every event
+// and the whole-history checker verifies them after the run.
 type Recording struct {
 	Histograms  *load.Histograms
 	Timeline    *load.Timeline
 	Errors      *load.Errors
 	Log, Warmup *verify.AdmissionLog
+	Stream      *verify.StreamLog
+
+	streamWarmup *verify.StreamLog
+	kept         *history // the budget of Log and Warmup beside a Stream
 }
 
 // newRecording returns the aggregators of a measurement of p whose admission logs are on the
-// clock sharedClock, server and clientClock say (see verify.AdmissionLog).
-func newRecording(p load.Plan, sharedClock bool, server *clock.Offset, clientClock bool) *Recording {
+// clock sharedClock, server and clientClock say (see verify.AdmissionLog), streaming with set
+// unless set is nil.
+func newRecording(p load.Plan, sharedClock bool, server *clock.Offset, clientClock bool, set *verify.StreamLogSettings) *Recording {
 	r := &Recording{
 		Histograms: load.NewHistograms(p.MaxLatency),
 		Timeline:   load.NewTimeline(p.Warmup, p.Bin, p.Duration),
@@ -39,20 +51,47 @@ func newRecording(p load.Plan, sharedClock bool, server *clock.Offset, clientClo
 	if p.Warmup > 0 {
 		r.Warmup = verify.NewAdmissionLog(time.Time{}, sharedClock, server, clientClock)
 	}
+	if set != nil {
+		r.Stream = verify.NewStreamLog(time.Time{}, sharedClock, server, clientClock, *set)
+		r.streamWarmup = r.Stream.Warmup()
+		r.kept = &history{}
+	}
 	return r
 }
 
 // Sinks returns the aggregators as load.Run takes them.
 func (r *Recording) Sinks() load.Sinks {
-	s := load.Sinks{Measured: []load.Aggregator{r.Histograms, r.Timeline, r.Errors, r.Log}}
+	log := func(l *verify.AdmissionLog) load.Aggregator {
+		if r.kept != nil {
+			return &keptLog{log: l, h: r.kept}
+		}
+		return l
+	}
+	s := load.Sinks{Measured: []load.Aggregator{r.Histograms, r.Timeline, r.Errors, log(r.Log)}}
+	if r.Stream != nil {
+		s.Measured = append(s.Measured, r.Stream)
+		s.Warmup = append(s.Warmup, r.streamWarmup)
+	}
 	if r.Warmup != nil {
-		s.Warmup = []load.Aggregator{r.Warmup}
+		s.Warmup = append(s.Warmup, log(r.Warmup))
 	}
 	return s
 }
 
+// Kept reports whether Log and Warmup hold the whole history: always without a Stream, and
+// with one when the run stayed within KeepEvents.
+func (r *Recording) Kept() bool { return r.kept == nil || !r.kept.over.Load() }
+
+// Close removes the stream's temporary files, if any.
+func (r *Recording) Close() error {
+	if r.Stream == nil {
+		return nil
+	}
+	return r.Stream.Close()
+}
+
 // oneClock puts r's admission logs on the server's clock for every algorithm (see
-// verify.AdmissionLog.OneClock).
+// verify.AdmissionLog.OneClock). Only a Recording without a Stream has it.
 func (r *Recording) oneClock() {
 	r.Log.OneClock = true
 	if r.Warmup != nil {
@@ -60,7 +99,8 @@ func (r *Recording) oneClock() {
 	}
 }
 
-// Merge merges o's aggregators into r's: both must be of one plan.
+// Merge merges o's aggregators into r's: both must be of one plan, and keep their whole
+// histories (a segment's do).
 func (r *Recording) Merge(o *Recording) error {
 	errs := []error{r.Histograms.Merge(o.Histograms), r.Timeline.Merge(o.Timeline), r.Errors.Merge(o.Errors), r.Log.Merge(o.Log)}
 	switch {
@@ -73,9 +113,15 @@ func (r *Recording) Merge(o *Recording) error {
 }
 
 // Verification returns what the verifier needs of the measurement res recorded in r, for an
-// algorithm with contract and model: its logs, warnings and start; the disruptions are the
-// caller's (see disruptions).
+// algorithm with contract and model: its logs (empty when they were not kept), warnings and
+// start; the disruptions are the caller's (see disruptions).
 func (r *Recording) Verification(res *load.Result, contract algorithms.Contract, model algorithms.Model) verify.Measurement {
+	if !r.Kept() { // let go of what the logs held before the budget was spent
+		r.Log = r.Log.Fresh().(*verify.AdmissionLog)
+		if r.Warmup != nil {
+			r.Warmup = r.Warmup.Fresh().(*verify.AdmissionLog)
+		}
+	}
 	m := verify.Measurement{
 		Contract: contract, Model: model,
 		Log: r.Log.Log(res.Subjects, res.Clients),
@@ -115,9 +161,11 @@ func (r *Recording) disruptions(events []faults.Event, res *load.Result) []verif
 }
 
 // Entry builds the result entry of one measurement of algorithm name on topo recorded in r:
-// load's counts, rates, latency and timeline of res, the verifier's sections of vm and the
-// contract's limit per bin, and the server's cost srv (nil when not measured); custom marks a
-// scenario's own script.
+// load's counts, rates, latency and timeline of res, the verifier's sections (the stream's, or
+// vm's for a Recording without one) and the contract's limit per bin, and the server's cost srv
+// (nil when not measured); custom marks a scenario's own script. The sections that need the
+// whole history (the excerpt, fairness, the window use) come from vm's logs when r kept them;
+// otherwise the entry says they were left out (result.WarningHistoryLeftOut).
 func (r *Recording) Entry(name, topo string, res *load.Result, vm verify.Measurement, custom bool, srv *result.Server) result.Entry {
 	e := result.NewEntry(name, topo, res)
 	e.Custom = custom
@@ -127,16 +175,39 @@ func (r *Recording) Entry(name, topo string, res *load.Result, vm verify.Measure
 	// Encoding a histogram we built cannot fail short of a bug; the entry then simply has no
 	// histogram, and the report says so.
 	_ = e.SetHistograms(r.Histograms.Latency(), r.Histograms.Service())
-	e.Verification, e.Accuracy = vm.Sections()
+	e.ErrorClasses = r.Errors.Classes(res.Plan.Warmup)
+	series := r.Timeline.Series()
+	e.Timeline = result.Timeline{Series: series}
+	n := len(series.Offered)
+	if r.streamed(vm) {
+		for _, d := range vm.Disruptions { // the stream does not cut its history: a loss makes it inconclusive
+			r.Stream.Disrupt(d)
+		}
+		e.Verification, e.Accuracy = r.Stream.Sections(vm.Warnings)
+		e.Timeline.Limit = binLimits(vm.Contract, r.Stream.BinLimits, r.Timeline.Width, n)
+	} else {
+		e.Verification, e.Accuracy = vm.Sections()
+		e.Timeline.Limit = binLimits(vm.Contract, vm.BinLimits, r.Timeline.Width, n)
+	}
+	if !r.Kept() {
+		e.Warnings = append(e.Warnings, result.Warning{Kind: result.WarningHistoryLeftOut, Message: fmt.Sprintf(
+			"verified as it ran; it made more than %d decisions, more than limitbench keeps in memory, so the violation explorer, "+
+				"fairness, the window use and the server's bytes per key were left out", KeepEvents)})
+		return e
+	}
 	// The report's violation explorer and fairness section; a log Check refuses has no excerpt,
 	// and the verification above says why.
 	e.Excerpt, _ = verify.NewExcerpt(vm.Contract, vm.Log, vm.Start, 0)
 	e.Fairness = verify.NewFairness(vm.Contract, vm.Log, vm.Start)
-	e.ErrorClasses = r.Errors.Classes(res.Plan.Warmup)
-	series := r.Timeline.Series()
-	e.Timeline = result.Timeline{Series: series, Limit: binLimits(vm, r.Timeline.Width, len(series.Offered)),
-		Use: verify.NewWindowUse(vm.Contract, vm.Log, vm.Warmup, vm.Start, r.Timeline.Width, len(series.Offered))}
+	e.Timeline.Use = verify.NewWindowUse(vm.Contract, vm.Log, vm.Warmup, vm.Start, r.Timeline.Width, n)
 	return e
+}
+
+// streamed reports whether the entry's sections are the stream's: r has one, and unless r kept
+// the whole history of a measurement with disruptions or injected faults, which the
+// whole-history checker cuts into epochs.
+func (r *Recording) streamed(vm verify.Measurement) bool {
+	return r.Stream != nil && !(r.Kept() && (len(vm.Disruptions) > 0 || len(vm.Faults) > 0))
 }
 
 // Windows returns the windows of c and of the contracts it holds at the same time (Also): a
@@ -156,19 +227,16 @@ func Windows(c algorithms.Contract) []time.Duration {
 	return out
 }
 
-// binLimits returns the contract's limit for each of n timeline bins of width bin
-// (verify.Measurement.BinLimits: its steady allowance times the scopes offered requests), with
-// the scopes counted over spans of k whole bins about as long as the contract's narrowest window
-// (k = ⌊window / bin⌋, at least 1), each bin taking 1/k of its span's limit. Bins much finer than
-// the window (load.BinFor) would otherwise make the limit line jump with the subjects that
-// happened to send within each bin; so it shows the contract's rate for the subjects in play
-// around it. nil without a contract.
-func binLimits(vm verify.Measurement, bin time.Duration, n int) []float64 {
-	k := 1
-	if ws := Windows(vm.Contract); len(ws) > 0 && bin > 0 {
-		k = max(1, int(slices.Min(ws)/bin))
-	}
-	spans := vm.BinLimits(time.Duration(k)*bin, (n+k-1)/k)
+// binLimits returns the contract c's limit for each of n timeline bins of width bin (limits:
+// verify.Measurement.BinLimits or the stream's: its steady allowance times the scopes offered
+// requests), with the scopes counted over spans of k whole bins about as long as the contract's
+// narrowest window (k = ⌊window / bin⌋, at least 1: binSpan), each bin taking 1/k of its span's
+// limit. Bins much finer than the window (load.BinFor) would otherwise make the limit line jump
+// with the subjects that happened to send within each bin; so it shows the contract's rate for
+// the subjects in play around it. nil without a contract.
+func binLimits(c algorithms.Contract, limits func(time.Duration, int) []float64, bin time.Duration, n int) []float64 {
+	k := binSpan(c, bin)
+	spans := limits(time.Duration(k)*bin, (n+k-1)/k)
 	if spans == nil {
 		return nil
 	}
@@ -177,4 +245,14 @@ func binLimits(vm verify.Measurement, bin time.Duration, n int) []float64 {
 		out[i] = result.Round3(spans[i/k] / float64(k))
 	}
 	return out
+}
+
+// binSpan is the number of timeline bins of width bin that binLimits counts scopes over for
+// contract c.
+func binSpan(c algorithms.Contract, bin time.Duration) int {
+	k := 1
+	if ws := Windows(c); len(ws) > 0 && bin > 0 {
+		k = max(1, int(slices.Min(ws)/bin))
+	}
+	return k
 }

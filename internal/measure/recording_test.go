@@ -53,7 +53,7 @@ func TestBinLimitsOverTheWindow(t *testing.T) {
 		ev(1_100_000, 0), // span 1: a only, in bin 4
 	}}
 	m := verify.Measurement{Contract: algorithms.Contract{Kind: algorithms.SlidingWindow, Limit: 8, Window: time.Second}, Log: log, Start: start}
-	got := binLimits(m, 250*time.Millisecond, 6)
+	got := binLimits(m.Contract, m.BinLimits, 250*time.Millisecond, 6)
 	want := []float64{4, 4, 4, 4, 2, 2} // 8/s × 0.25 s × 2 subjects; then 1 subject
 	if len(got) != len(want) {
 		t.Fatalf("binLimits = %v; want %v", got, want)
@@ -64,11 +64,11 @@ func TestBinLimitsOverTheWindow(t *testing.T) {
 		}
 	}
 	// Bins as wide as the window: what verify's BinLimits gives.
-	if got, want := binLimits(m, time.Second, 2), m.BinLimits(time.Second, 2); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if got, want := binLimits(m.Contract, m.BinLimits, time.Second, 2), m.BinLimits(time.Second, 2); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("binLimits by 1 s = %v; want %v", got, want)
 	}
 	m.Contract = algorithms.Contract{Kind: algorithms.NoContract}
-	if got := binLimits(m, 250*time.Millisecond, 6); got != nil {
+	if got := binLimits(m.Contract, m.BinLimits, 250*time.Millisecond, 6); got != nil {
 		t.Errorf("no contract: %v; want nil", got)
 	}
 }

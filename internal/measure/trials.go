@@ -104,7 +104,8 @@ func Trials(ctx context.Context, t Trial, batch []*trace.Trace) ([]*verify.Log, 
 			spec := Spec{Target: t.Target, Topology: t.Topology, Algorithm: t.Algorithm, Limit: t.Limit,
 				Prefix: KeyPrefix(runID, name, "h"+strconv.Itoa(i)), Logf: t.Logf,
 				Plan: load.Plan{Arrival: load.Replay(tr), Duration: scenarios.TraceDuration(tr, 0), Clients: TrialWorkers(tr),
-					LateAfter: trialLateAfter}}
+					LateAfter: trialLateAfter},
+				WholeHistory: true} // the hunt reads each trial's log
 			var at trialAt
 			stages := []Stage{Functions(t.Call), meeting.stage(&at)}
 			if t.Stage != nil {

@@ -14,6 +14,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,10 +46,18 @@ type Options struct {
 	// NoReference skips the reference script (a bare INCR + PEXPIRE) that is otherwise measured
 	// under the same load in every round, so that results carry relative figures.
 	NoReference bool
+	// WholeHistory makes every measurement keep its whole history and verify it after the
+	// load (measure.Spec.WholeHistory), for a comparison with verifying as it runs.
+	WholeHistory bool
 	// Progress, when set, receives a live view of the current measurement about once a second.
 	Progress func(Progress)
 	// Done, when set, is called after each measurement with its entry.
 	Done func(e *result.Entry, repeat int)
+	// Checkpoint, when set, is called after each measurement with the result so far (a copy:
+	// the measurements finished, repeats merged as at the end), marked cut short with a note
+	// saying it is a checkpoint; `limitbench run` writes it as result.json, so that a run
+	// killed outright leaves what it measured behind.
+	Checkpoint func(r *result.Result)
 	// Logf, when set, receives one line per notable step (environment chosen, started, stopped).
 	Logf func(format string, args ...any)
 	// ScenarioFile is recorded in the result; defaults to Scenario.File.
@@ -162,6 +171,26 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 	return finish(nil)
 }
 
+// checkpoint returns a copy of res with the entries of the measurements of runs so far (per
+// algorithm, its repeats; first is the index of this topology's first entry in res), marked cut
+// short as a checkpoint of a run still going.
+func checkpoint(res *result.Result, runs [][]result.Entry, first int, s *scenarios.Scenario) *result.Result {
+	c := *res
+	c.Entries = slices.Clone(res.Entries)
+	for _, es := range runs {
+		if len(es) > 0 {
+			e := result.MergeRepeats(es)
+			judge.Expectations(&e, s)
+			c.Entries = append(c.Entries, e)
+		}
+	}
+	c.Relate(first)
+	c.FinishedAt = time.Now().UTC()
+	c.CutShort = true
+	c.CutShortNote = "checkpoint: the run was still going; this covers the measurements it had finished"
+	return &c
+}
+
 // resolve returns the algorithms of o's run, the reference script first unless o.NoReference,
 // and records in o the windows of their contracts.
 func resolve(o *Options, res *result.Result) ([]algorithms.Algorithm, error) {
@@ -271,6 +300,9 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 					done := *e
 					o.Done(&done, rep)
 				}
+				if o.Checkpoint != nil {
+					o.Checkpoint(checkpoint(res, runs, first, o.Scenario))
+				}
 			}
 			if err != nil {
 				return err
@@ -308,7 +340,7 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	s := o.Scenario
 	name := a.Describe().Name
 	spec := measure.Spec{Target: tgt, Topology: topo, Algorithm: a, Limit: s.Limit, Plan: s.Plan(), Windows: o.windows, SpeedOnly: s.SpeedOnly.Covers(name),
-		Prefix: measure.KeyPrefix(runID, name, strconv.Itoa(rep)), Logf: o.Logf}
+		Prefix: measure.KeyPrefix(runID, name, strconv.Itoa(rep)), Logf: o.Logf, WholeHistory: o.WholeHistory}
 	if o.Progress != nil {
 		total := s.TotalDuration()
 		spec.Plan.Progress = func(lp load.Progress) {
