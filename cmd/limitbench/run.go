@@ -67,7 +67,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
 	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
-	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function of a library named for this run: FUNCTION LOAD, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/verify"
 )
 
@@ -94,5 +98,117 @@ func writeLargeValues(ctx context.Context, c redis.UniversalClient, size int, in
 		case <-tick.C:
 			_ = c.Set(ctx, fmt.Sprintf("user:big:%d", i), value, 0).Err()
 		}
+	}
+}
+
+// userLibraries loads, on c, the two function libraries of a user that limitbench must leave as
+// they are: limitbench_gcra (the name limitbench once gave its own gcra library) and userlib
+// (examples/custom's function_lib.lua under the user's name, whose source it returns).
+func userLibraries(t *testing.T, ctx context.Context, c redis.UniversalClient) (userlib string) {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/custom/function_lib.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	userlib = strings.Replace(string(src), "name=limitbench_example", "name=userlib", 1)
+	for _, code := range []string{"#!lua name=limitbench_gcra\nredis.register_function('user_gcra', function(keys, args) return 'user' end)\n", userlib} {
+		if err := c.FunctionLoad(ctx, code).Err(); err != nil {
+			t.Fatalf("load a user's library: %v", err)
+		}
+	}
+	return userlib
+}
+
+// functionLibraries returns FUNCTION LIST WITHCODE of c as text, libraries in name order.
+func functionLibraries(t *testing.T, ctx context.Context, c redis.UniversalClient) string {
+	t.Helper()
+	libs, err := c.FunctionList(ctx, redis.FunctionListQuery{WithCode: true}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(libs, func(a, b redis.Library) int { return strings.Compare(a.Name, b.Name) })
+	return fmt.Sprintf("%+v", libs)
+}
+
+// TestRunFunctionLibrariesUntouched is issue 28's third broken promise: limitbench never replaces
+// or deletes a function library it did not load. Against a Redis holding a user's limitbench_gcra
+// and userlib: two concurrent `run --call fcall` measure without an error (each under names of its
+// own, neither unloading the other's), a custom library whose name and code are the user's
+// userlib runs on it and leaves it, one named userlib with other code is exit 2 naming the
+// library, and afterwards FUNCTION LIST WITHCODE is as it was.
+func TestRunFunctionLibrariesUntouched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs Redis")
+	}
+	bin := buildBinary(t)
+	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	ctx := context.Background()
+	userlib := userLibraries(t, ctx, server.Client)
+	before := functionLibraries(t, ctx, server.Client)
+	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
+	tmp := t.TempDir()
+
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			out := filepath.Join(tmp, fmt.Sprintf("fcall%d", i))
+			code, _, stderr := runBin(t, bin, "run", "--redis", u.String(), "--call", "fcall", "--algorithms", "gcra,token-bucket",
+				"--duration", "1500ms", "--no-reference", "--quiet", "--out", out, suite+"smoke.yaml")
+			if code != exitOK && code != exitFailed { // 1: a verdict the load left inconclusive
+				t.Errorf("concurrent run %d: exit %d\n%s", i, code, stderr)
+			}
+			res, err := result.Read(filepath.Join(out, result.FileName))
+			if err != nil {
+				t.Errorf("concurrent run %d: %v", i, err)
+				return
+			}
+			for _, e := range res.Entries {
+				if e.Call != "fcall" || e.Errors+e.Unknown > 0 {
+					t.Errorf("concurrent run %d: %s: call %q, %d errors, %d unknown: a run unloaded the other's library?",
+						i, e.Name(), e.Call, e.Errors, e.Unknown)
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	scenario := func(lib string) string {
+		dir := t.TempDir()
+		writeFile(t, dir, "userlib.lua", lib)
+		return writeFile(t, dir, "lib.yaml", `version: 1
+name: lib
+topologies: [single]
+duration: 1s
+warmup: 0s
+seed: 1
+clients: 4
+arrival: {rate: 80}
+keys: {count: 2, distribution: uniform}
+limit: {limit: 20, window: 1s}
+algorithms:
+  - name: users-function
+    library: userlib.lua
+    function: allow
+    keys: ["log:{{tag}}"]
+    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
+    allowed: {element: 1, equals: 1}
+    time: {element: 2, unit: us}
+    contract: {kind: sliding-window, limit: 20, window: 1s}
+`)
+	}
+	code, _, stderr := runBin(t, bin, "run", "--redis", u.String(), "--no-reference", "--quiet", "--out", filepath.Join(tmp, "same"),
+		scenario(userlib))
+	if code != exitOK && code != exitFailed {
+		t.Errorf("the user's own library, same code: exit %d; want 0 (or 1, inconclusive)\n%s", code, stderr)
+	}
+	other := strings.Replace(userlib, "redis.call", "redis.pcall", 1)
+	code, _, stderr = runBin(t, bin, "run", "--redis", u.String(), "--no-reference", "--quiet", "--out", filepath.Join(tmp, "other"),
+		scenario(other))
+	first, _, _ := strings.Cut(stderr, "\n")
+	if code != exitBadInput || !strings.Contains(first, "library userlib") || !strings.Contains(first, "differs from") {
+		t.Errorf("a library named userlib with other code: exit %d, first line %q; want exit 2 naming the library", code, first)
+	}
+	if after := functionLibraries(t, ctx, server.Client); after != before {
+		t.Errorf("the user's function libraries changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
