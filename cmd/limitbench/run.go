@@ -128,6 +128,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
 	}
+	if f.segment != nil && env.Backend != redisenv.BackendExternal {
+		return badInput(fmt.Errorf("--segment needs one Redis that every segment shares: give it with --redis URL "+
+			"(--backend %s starts a private Redis for each generator, and segments that never shared one cannot be merged)", env.Backend))
+	}
 	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
 		return err
 	}

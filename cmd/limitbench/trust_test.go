@@ -212,3 +212,57 @@ algorithms:
 		t.Errorf("the user's function libraries changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestSegmentsNeedOneRedis is issue 28's second broken promise: segments that never shared a
+// Redis were merged into a false fail. `run --segment` with a backend that starts a private Redis
+// is exit 2 before anything starts, and `merge` refuses two segments measured against two
+// different servers (exit 2, naming both directories), since each partial records its server's
+// run id.
+func TestSegmentsNeedOneRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	code, _, stderr := runBin(t, bin, "run", "--backend", "process", "--segment", "0/2", "--out", filepath.Join(tmp, "p"), suite+"smoke.yaml")
+	if first, _, _ := strings.Cut(stderr, "\n"); code != exitBadInput || !strings.Contains(first, "--segment needs one Redis that every segment shares") {
+		t.Errorf("run --backend process --segment 0/2: exit %d, first line %q; want exit 2 saying segments need one Redis", code, first)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "p")); err == nil {
+		t.Errorf("the refused run made its results directory: something started")
+	}
+
+	scenario := writeFile(t, tmp, "seg.yaml", `version: 1
+name: seg
+topologies: [single]
+duration: 1s
+warmup: 0s
+seed: 2
+clients: 2
+arrival: {rate: 60}
+keys: {count: 2, distribution: uniform}
+limit: {limit: 20, window: 1s}
+algorithms: [gcra]
+`)
+	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	dirs := make([]string, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+		u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
+		dirs[i] = filepath.Join(tmp, fmt.Sprintf("s%d", i))
+		wg.Go(func() {
+			code, _, stderr := runBin(t, bin, "run", "--redis", u.String(), "--no-reference", "--quiet", "--segment", fmt.Sprintf("%d/2", i),
+				"--run-id", "two-servers", "--start-at", start, "--out", dirs[i], scenario)
+			if code != exitOK && code != exitFailed {
+				t.Errorf("segment %d: exit %d\n%s", i, code, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	code, _, stderr = runBin(t, bin, "merge", "--out", filepath.Join(tmp, "merged"), dirs[0], dirs[1])
+	if code != exitBadInput || !strings.Contains(stderr, dirs[0]) || !strings.Contains(stderr, dirs[1]) ||
+		!strings.Contains(stderr, "must share one Redis") {
+		t.Errorf("merge of segments measured on two servers: exit %d; want 2 naming both directories\n%s", code, stderr)
+	}
+}
