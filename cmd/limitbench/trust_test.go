@@ -266,3 +266,147 @@ algorithms: [gcra]
 		t.Errorf("merge of segments measured on two servers: exit %d; want 2 naming both directories\n%s", code, stderr)
 	}
 }
+
+// userData is what a user's Redis holds that limitbench must leave as it was: every user key's
+// DUMP and PTTL, whether the user's cached script is still cached, and FUNCTION LIST WITHCODE.
+type userData struct {
+	dumps  map[string]string
+	pttls  map[string]time.Duration
+	script bool
+	libs   string
+}
+
+// loadUserData fills c with a user's keys of every type, each with a TTL, a cached script and two
+// function libraries (userLibraries), and returns the digest of the script and the userlib code.
+func loadUserData(t *testing.T, ctx context.Context, c redis.UniversalClient) (sha, userlib string) {
+	t.Helper()
+	pipe := c.Pipeline()
+	pipe.Set(ctx, "user:string", "v", 0)
+	pipe.RPush(ctx, "user:list", "a", "b", "c")
+	pipe.HSet(ctx, "user:hash", "f1", "1", "f2", "2")
+	pipe.SAdd(ctx, "user:set", "x", "y")
+	pipe.ZAdd(ctx, "user:zset", redis.Z{Score: 1, Member: "m1"}, redis.Z{Score: 2, Member: "m2"})
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: "user:stream", ID: "1-1", Values: []any{"k", "v"}})
+	pipe.SetBit(ctx, "user:bits", 7, 1)
+	pipe.PFAdd(ctx, "user:hll", "a", "b")
+	for _, k := range userKeys {
+		pipe.Expire(ctx, k, time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := c.ScriptLoad(ctx, "return redis.call('GET', KEYS[1])").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha, userLibraries(t, ctx, c)
+}
+
+var userKeys = []string{"user:string", "user:list", "user:hash", "user:set", "user:zset", "user:stream", "user:bits", "user:hll"}
+
+// readUserData reads what loadUserData put on c.
+func readUserData(t *testing.T, ctx context.Context, c redis.UniversalClient, sha string) userData {
+	t.Helper()
+	d := userData{dumps: map[string]string{}, pttls: map[string]time.Duration{}, libs: functionLibraries(t, ctx, c)}
+	for _, k := range userKeys {
+		d.dumps[k], _ = c.Dump(ctx, k).Result()
+		d.pttls[k], _ = c.PTTL(ctx, k).Result()
+	}
+	exists, err := c.ScriptExists(ctx, sha).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.script = len(exists) == 1 && exists[0]
+	return d
+}
+
+// TestDataSafety is issue 28's data-safety check: on an external Redis holding a user's keys of
+// every type with TTLs, a cached script and two function libraries (one named as limitbench once
+// named its own), `run` (EVALSHA and FCALL), a custom function algorithm on the user's own
+// library, `hunt`, `capacity` and a segmented run with its merge leave every key's DUMP and PTTL
+// (within the time the test took), the script cache and FUNCTION LIST WITHCODE as they were.
+func TestDataSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs every command against Redis")
+	}
+	bin := buildBinary(t)
+	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	ctx := context.Background()
+	sha, userlib := loadUserData(t, ctx, server.Client)
+	began := time.Now()
+	before := readUserData(t, ctx, server.Client, sha)
+	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
+	redisURL, tmp := u.String(), t.TempDir()
+	dir := t.TempDir()
+	writeFile(t, dir, "userlib.lua", userlib)
+	custom := writeFile(t, dir, "custom.yaml", `version: 1
+name: safety
+topologies: [single]
+duration: 500ms
+warmup: 0s
+seed: 1
+clients: 2
+arrival: {rate: 60}
+keys: {count: 2, distribution: uniform}
+limit: {limit: 10, window: 1s}
+algorithms:
+  - gcra
+  - name: users-function
+    library: userlib.lua
+    function: allow
+    keys: ["log:{{tag}}"]
+    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
+    allowed: {element: 1, equals: 1}
+    time: {element: 2, unit: us}
+    contract: {kind: sliding-window, limit: 10, window: 1s}
+`)
+	seg := writeFile(t, dir, "seg.yaml", "version: 1\nname: seg\ntopologies: [single]\nduration: 500ms\nwarmup: 0s\nseed: 2\nclients: 2\n"+
+		"arrival: {rate: 60}\nkeys: {count: 2, distribution: uniform}\nlimit: {limit: 10, window: 1s}\nalgorithms: [gcra]\n")
+	out := func(name string) string { return filepath.Join(tmp, name) }
+	steps := [][]string{
+		{"run", "--redis", redisURL, "--quiet", "--out", out("evalsha"), custom},
+		{"run", "--redis", redisURL, "--quiet", "--call", "fcall", "--algorithms", "gcra", "--out", out("fcall"), custom},
+		{"hunt", "--redis", redisURL, "--quiet", "--budget", "2s", "--algorithms", "gcra", "--out", out("hunt"), seg},
+		{"capacity", "--redis", redisURL, "--quiet", "--algorithm", "gcra", "--step", "300ms", "--warmup", "0s", "--subjects", "10",
+			"--out", out("capacity")},
+	}
+	for _, args := range steps {
+		if code, _, stderr := runBin(t, bin, args...); code != exitOK && code != exitFailed {
+			t.Errorf("limitbench %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			args := []string{"run", "--redis", redisURL, "--quiet", "--no-reference", "--segment", fmt.Sprintf("%d/2", i), "--run-id", "safety",
+				"--lead", "1s", "--out", out(fmt.Sprintf("seg%d", i)), seg}
+			if code, _, stderr := runBin(t, bin, args...); code != exitOK {
+				t.Errorf("segment %d: exit %d\n%s", i, code, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	if code, _, stderr := runBin(t, bin, "merge", "--out", out("merged"), out("seg0"), out("seg1")); code != exitOK && code != exitFailed {
+		t.Errorf("merge: exit %d\n%s", code, stderr)
+	}
+
+	after := readUserData(t, ctx, server.Client, sha)
+	took := time.Since(began)
+	for _, k := range userKeys {
+		if after.dumps[k] != before.dumps[k] {
+			t.Errorf("%s: DUMP changed", k)
+		}
+		if d := before.pttls[k] - after.pttls[k]; after.pttls[k] <= 0 || d < 0 || d > took+time.Second {
+			t.Errorf("%s: PTTL %s before, %s after %s; want it lower by at most the time that passed", k, before.pttls[k], after.pttls[k], took)
+		}
+	}
+	if !after.script {
+		t.Errorf("the user's cached script %s is gone", sha)
+	}
+	if after.libs != before.libs {
+		t.Errorf("the user's function libraries changed:\nbefore %s\nafter  %s", before.libs, after.libs)
+	}
+	if n, err := server.Client.DBSize(ctx).Result(); err != nil || n != int64(len(userKeys)) {
+		t.Errorf("%d keys on the server after every command, %v; want the user's %d (limitbench's left behind?)", n, err, len(userKeys))
+	}
+}
