@@ -130,6 +130,20 @@ func functionLibraries(t *testing.T, ctx context.Context, c redis.UniversalClien
 	return fmt.Sprintf("%+v", libs)
 }
 
+// usersFunction is a scenario's algorithms entry that calls allow of the user's library userlib
+// (userlib.lua beside the scenario), a sliding log of limit permits per second.
+func usersFunction(limit int) string {
+	return fmt.Sprintf(`  - name: users-function
+    library: userlib.lua
+    function: allow
+    keys: ["log:{{tag}}"]
+    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
+    allowed: {element: 1, equals: 1}
+    time: {element: 2, unit: us}
+    contract: {kind: sliding-window, limit: %d, window: 1s}
+`, limit)
+}
+
 // TestRunFunctionLibrariesUntouched is issue 28's third broken promise: limitbench never replaces
 // or deletes a function library it did not load. Against a Redis holding a user's limitbench_gcra
 // and userlib: two concurrent `run --call fcall` measure without an error (each under names of its
@@ -186,15 +200,7 @@ arrival: {rate: 80}
 keys: {count: 2, distribution: uniform}
 limit: {limit: 20, window: 1s}
 algorithms:
-  - name: users-function
-    library: userlib.lua
-    function: allow
-    keys: ["log:{{tag}}"]
-    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
-    allowed: {element: 1, equals: 1}
-    time: {element: 2, unit: us}
-    contract: {kind: sliding-window, limit: 20, window: 1s}
-`)
+`+usersFunction(20))
 	}
 	code, _, stderr := runBin(t, bin, "run", "--redis", u.String(), "--no-reference", "--quiet", "--out", filepath.Join(tmp, "same"),
 		scenario(userlib))
@@ -351,15 +357,7 @@ keys: {count: 2, distribution: uniform}
 limit: {limit: 10, window: 1s}
 algorithms:
   - gcra
-  - name: users-function
-    library: userlib.lua
-    function: allow
-    keys: ["log:{{tag}}"]
-    args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"]
-    allowed: {element: 1, equals: 1}
-    time: {element: 2, unit: us}
-    contract: {kind: sliding-window, limit: 10, window: 1s}
-`)
+`+usersFunction(10))
 	seg := writeFile(t, dir, "seg.yaml", "version: 1\nname: seg\ntopologies: [single]\nduration: 500ms\nwarmup: 0s\nseed: 2\nclients: 2\n"+
 		"arrival: {rate: 60}\nkeys: {count: 2, distribution: uniform}\nlimit: {limit: 10, window: 1s}\nalgorithms: [gcra]\n")
 	out := func(name string) string { return filepath.Join(tmp, name) }
