@@ -408,3 +408,43 @@ algorithms:
 		t.Errorf("%d keys on the server after every command, %v; want the user's %d (limitbench's left behind?)", n, err, len(userKeys))
 	}
 }
+
+// TestSegmentAlone is part of issue 28's lost generator: a segment whose partner never comes
+// (it died) measures its share, warns that only 1 of 2 generators arrived, and leaves in Redis
+// no key without a TTL (the barrier's done counter had none).
+func TestSegmentAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real Redis")
+	}
+	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
+	scenario := writeFile(t, t.TempDir(), "seg.yaml", "version: 1\nname: seg\ntopologies: [single]\nduration: 500ms\nwarmup: 0s\nseed: 2\n"+
+		"clients: 2\narrival: {rate: 60}\nkeys: {count: 2, distribution: uniform}\nlimit: {limit: 10, window: 1s}\nalgorithms: [gcra]\n")
+	code, _, stderr, res := runCLI(t, t.TempDir(), true, "--backend", "external", "--redis", u.String(), "--no-reference",
+		"--segment", "0/2", "--run-id", "alone", "--lead", "300ms", scenario)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	warned := false
+	for _, e := range res.Entries {
+		for _, w := range e.Warnings {
+			warned = warned || (w.Kind == "segment" && strings.Contains(w.Message, "only 1 of 2 generators arrived"))
+		}
+	}
+	if !warned {
+		t.Errorf("no warning that the partner never arrived: %+v", res.Entries)
+	}
+	ctx := context.Background()
+	keys, err := server.Client.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("no key left in Redis: the lone segment removed the run's keys, so the TTL check checks nothing")
+	}
+	for _, k := range keys {
+		if ttl, err := server.Client.PTTL(ctx, k).Result(); err != nil || ttl < 0 {
+			t.Errorf("key %s left with PTTL %s, %v; want a TTL", k, ttl, err)
+		}
+	}
+}
