@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -38,7 +37,7 @@ type CustomSpec struct {
 	// Source is the Lua text.
 	Source string
 	// Function, when not empty, says that Script is a Redis function library (Redis 7, its
-	// first line "#!lua name=..."), loaded with FUNCTION LOAD REPLACE on every master, and that
+	// first line "#!lua name=..."), loaded with FUNCTION LOAD on every master (see loadLibrary), and that
 	// each request calls this function of it with FCALL. Empty: Script is a script, called with
 	// EVALSHA.
 	Function string
@@ -111,6 +110,7 @@ type Custom struct {
 	keys, args []template
 	clock      Clock // ClockClient when a template reads the client's clock
 	multi      bool  // {{cost}} is used, so cost > 1 reaches the script
+	loaded     loadedLibrary
 }
 
 var _ Algorithm = (*Custom)(nil)
@@ -282,14 +282,19 @@ var ErrEmptyKeyOnCluster = errors.New(`an empty key "" stays empty (limitbench n
 // Check loads the script with SCRIPT LOAD on every master of c, as Prepare does, so that a
 // caller can find a script Redis rejects before running anything. A script that does not compile
 // fails with Redis's own reply (a redis.Error, "ERR Error compiling script ..."), wrapped in a
-// message that names the algorithm and the script's file and line.
+// message that names the algorithm and the script's file and line. A function library is loaded
+// as Prepare loads it (see loadLibrary: a library of that name with other code is an error
+// wrapping ErrLibraryInUse), then unloaded where Check loaded it.
 func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 	_, err := a.load(ctx, c)
+	if uerr := a.Unload(ctx, c); err == nil && uerr != nil {
+		return fmt.Errorf("%s: unload function library after checking it: %w", a.spec.Name, uerr)
+	}
 	return err
 }
 
-// load loads the script (SCRIPT LOAD) or, for a function, the library (FUNCTION LOAD REPLACE) on
-// every master of c. For a function it returns a nil script: requests go by FCALL.
+// load loads the script (SCRIPT LOAD) or, for a function, the library (loadLibrary) on every
+// master of c. For a function it returns a nil script: requests go by FCALL.
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
 	if a.spec.Function != "" {
 		if err := a.loadLibrary(ctx, c); err != nil {
@@ -302,107 +307,6 @@ func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, er
 		return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 	}
 	return s, nil
-}
-
-// loadLibrary runs FUNCTION LOAD REPLACE of the spec's library on every master of c, and checks
-// that the library registers the spec's function (FUNCTION LIST).
-func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error {
-	load := func(ctx context.Context, m redis.Cmdable) error {
-		lib, err := m.FunctionLoadReplace(ctx, a.spec.Source).Result()
-		if err != nil {
-			return err
-		}
-		libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib}).Result()
-		if err != nil {
-			return err
-		}
-		for _, l := range libs {
-			for _, f := range l.Functions {
-				if l.Name == lib && f.Name == a.spec.Function {
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("library %s registers no function %s", lib, a.spec.Function)
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
-	}
-	return load(ctx, c)
-}
-
-// Unload removes the function library that Prepare loaded from every master of c (FUNCTION
-// DELETE of the name on the library's "#!lua name=" line), so that a run leaves no library
-// behind; a master that no longer has it is not an error. It does nothing for a script (the
-// script cache is Redis's to manage).
-func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
-	if a.spec.Function == "" {
-		return nil
-	}
-	name := libraryName(a.spec.Source)
-	if name == "" {
-		return nil // FUNCTION LOAD refused it: nothing was loaded
-	}
-	del := func(ctx context.Context, m redis.Cmdable) error {
-		err := m.FunctionDelete(ctx, name).Err()
-		if err != nil && strings.Contains(err.Error(), "Library not found") {
-			return nil
-		}
-		return err
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
-	}
-	return del(ctx, c)
-}
-
-// library is a custom algorithm's function library as one limiter loaded it.
-type library struct {
-	a  *Custom
-	on redis.UniversalClient
-	// gen counts the loads since the first; mu serialises them.
-	mu  sync.Mutex
-	gen atomic.Uint64
-}
-
-// after returns what passes a call's decision and error through, having loaded the library again
-// on every master when the error says the function is gone (a restart, FUNCTION FLUSH), unless a
-// load since gen (the load generation when the call was sent) already did. The call keeps its
-// error; a failed load is added to it.
-func (b *library) after(gen uint64) func(Decision, error) (Decision, error) {
-	return func(d Decision, err error) (Decision, error) {
-		if err == nil || !strings.Contains(err.Error(), "Function not found") {
-			return d, err
-		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.gen.Load() != gen {
-			return d, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
-		defer cancel()
-		rerr := b.a.loadLibrary(ctx, b.on)
-		b.gen.Add(1)
-		if rerr != nil {
-			return d, fmt.Errorf("%w (loading the function library again failed: %w)", err, rerr)
-		}
-		return d, err
-	}
-}
-
-// libraryName returns the library name that src's first line gives ("#!lua name=mylib"), or ""
-// when it gives none.
-func libraryName(src string) string {
-	line, _, _ := strings.Cut(src, "\n")
-	if !strings.HasPrefix(line, "#!") {
-		return ""
-	}
-	for _, f := range strings.Fields(line)[1:] {
-		if v, ok := strings.CutPrefix(f, "name="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // ScriptError is a custom script that could not be loaded into Redis. Err is what Redis (or the

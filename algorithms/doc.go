@@ -2,9 +2,11 @@
 //
 // A Custom runs a user's Lua script unchanged (NewCustom checks its CustomSpec; Prepare loads the
 // script on every master and binds it to one Limit and key prefix). With CustomSpec.Function set,
-// the script is a Redis function library instead: Prepare loads it with FUNCTION LOAD REPLACE on
-// every master, requests call the function with FCALL (a call that finds it gone loads the
-// library again on every master), and Unload removes the library. Four things describe it:
+// the script is a Redis function library instead: Prepare loads it with FUNCTION LOAD on every
+// master where no library of its name is (one with the same code is used as it is, one with
+// other code is ErrLibraryInUse: a user's library is never replaced), requests call the function
+// with FCALL (a call that finds it gone loads the library again on every master), and Unload
+// removes the library where Prepare loaded it. Four things describe it:
 //
 //   - Keys and Args are templates (template.go): literal text with placeholders for the request
 //     (subject, tag, client, cost, uuid), the limit (limit, window_ms, window_s, burst, rate,

@@ -2,6 +2,8 @@ package algorithms
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,8 +19,8 @@ type CallMode string
 const (
 	// CallEvalSha calls each script with EVALSHA after SCRIPT LOAD on every master.
 	CallEvalSha CallMode = "evalsha"
-	// CallFCall calls each script as the function of a library loaded with FUNCTION LOAD REPLACE
-	// on every master (see FunctionLibrary).
+	// CallFCall calls each script as the function of a library that limitbench loads on every
+	// master, under a name of its own (see FunctionLibrary).
 	CallFCall CallMode = "fcall"
 )
 
@@ -35,11 +37,28 @@ func ParseCallMode(s string) (CallMode, error) {
 }
 
 // Functions is the set of function libraries that built-in algorithms loaded when prepared with a
-// context from WithFunctions, so that they can be removed after the measurement (Delete). It is
-// safe for concurrent use. The zero value is ready to use.
+// context from WithFunctions, so that they can be removed after the measurement (Delete). Its
+// libraries and their functions have names that hold a tag drawn at random for this Functions
+// (FunctionLibrary), so that they never take the name of a user's library or function, nor of
+// another run's: a run replaces and deletes only what it loaded. It is safe for concurrent use.
+// The zero value is ready to use.
 type Functions struct {
 	mu   sync.Mutex
+	tag  string // drawn on first use
 	libs []*script
+}
+
+// Tag returns the random tag in the names of f's libraries and functions: 12 hexadecimal
+// digits, drawn on the first call.
+func (f *Functions) Tag() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tag == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+		f.tag = hex.EncodeToString(b[:])
+	}
+	return f.tag
 }
 
 type functionsKey struct{}
@@ -66,6 +85,18 @@ func (f *Functions) add(s *script) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.libs = append(f.libs, s)
+}
+
+// loaded returns the script f recorded for library lib on c, or nil.
+func (f *Functions) loaded(c redis.UniversalClient, lib string) *script {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.libs {
+		if s.on == c && s.lib == lib {
+			return s
+		}
+	}
+	return nil
 }
 
 // Libraries returns the names of the libraries loaded so far, in load order (one per Prepare).
@@ -112,28 +143,35 @@ func (f *Functions) Delete(ctx context.Context) error {
 
 // onEveryMaster runs do on each master of a *redis.ClusterClient (ForEachMaster), otherwise on c.
 func onEveryMaster(ctx context.Context, c redis.UniversalClient, do func(context.Context, redis.Cmdable) error) error {
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return do(ctx, m) })
+	return forEachMaster(ctx, c, func(ctx context.Context, _ string, m redis.Cmdable) error { return do(ctx, m) })
+}
+
+// FunctionLibrary returns the function library limitbench makes of a built-in script's Lua src,
+// named with tag (Functions.Tag): library limitbench_<name>_<tag>, whose one function
+// <name>_<tag> runs src with KEYS and ARGV as its arguments (the names the script reads), so
+// that FCALL function numkeys keys... args... decides as EVALSHA of src does. The function has no
+// flags: Redis treats it as one that may write, as it does a script. Function names are global in
+// Redis, so the tag is in both names.
+func FunctionLibrary(name, tag, src string) (lib, function, code string) {
+	function = name + "_" + tag
+	lib = "limitbench_" + function
+	return lib, function, "#!lua name=" + lib + "\nredis.register_function('" + function + "', function(KEYS, ARGV)\n" + src + "\nend)\n"
+}
+
+// loadFunction loads src as the function library of name (FunctionLibrary, with f's tag) on every
+// master of c, records it in f, and returns it as a script whose Calls send FCALL. The first load
+// is FUNCTION LOAD without REPLACE, so that a library of that name, which limitbench did not load,
+// is refused rather than replaced; a library f loaded already on c is used again.
+func loadFunction(ctx context.Context, c redis.UniversalClient, f *Functions, name, src string) (*script, error) {
+	lib, function, code := FunctionLibrary(name, f.Tag(), src)
+	if s := f.loaded(c, lib); s != nil {
+		return s, nil
 	}
-	return do(ctx, c)
-}
-
-// FunctionLibrary returns the function library limitbench makes of a built-in script's Lua src:
-// library limitbench_<fn>, whose one function fn runs src with KEYS and ARGV as its arguments (the
-// names the script reads), so that FCALL fn numkeys keys... args... decides as EVALSHA of src
-// does. The function has no flags: Redis treats it as one that may write, as it does a script.
-func FunctionLibrary(fn, src string) (lib, code string) {
-	lib = "limitbench_" + fn
-	return lib, "#!lua name=" + lib + "\nredis.register_function('" + fn + "', function(KEYS, ARGV)\n" + src + "\nend)\n"
-}
-
-// loadFunction loads src as the function library of fn (FunctionLibrary) with FUNCTION LOAD
-// REPLACE on every master of c, records it in f, and returns it as a script whose Calls send
-// FCALL fn.
-func loadFunction(ctx context.Context, c redis.UniversalClient, f *Functions, fn, src string) (*script, error) {
-	lib, code := FunctionLibrary(fn, src)
-	s := &script{Script: redis.NewScript(src), on: c, fn: fn, lib: lib, libCode: code}
-	if err := s.loadEverywhere(ctx); err != nil {
+	s := &script{Script: redis.NewScript(src), on: c, fn: function, lib: lib, libCode: code}
+	err := onEveryMaster(ctx, c, func(ctx context.Context, m redis.Cmdable) error {
+		return m.FunctionLoad(ctx, code).Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("load function library %s: %w", lib, err)
 	}
 	f.add(s)

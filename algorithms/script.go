@@ -17,7 +17,7 @@ import (
 // script is a Lua script an algorithm runs: loaded with SCRIPT LOAD on every master of the
 // client it was prepared on, and loaded again there when a pipeline finds it gone (see
 // evalCmd.result). A built-in script prepared with WithFunctions is instead the function fn of
-// the library lib (FunctionLibrary), loaded with FUNCTION LOAD REPLACE and called with FCALL.
+// the library lib (FunctionLibrary), loaded with FUNCTION LOAD and called with FCALL.
 // It is safe for concurrent use.
 type script struct {
 	*redis.Script
@@ -94,7 +94,7 @@ func loadEverywhere(ctx context.Context, c redis.UniversalClient, s *redis.Scrip
 }
 
 // loadEverywhere loads s again on every master of the client it was prepared on: SCRIPT LOAD, or
-// FUNCTION LOAD REPLACE of its library.
+// FUNCTION LOAD REPLACE of its library (its name is this run's own: see FunctionLibrary).
 func (s *script) loadEverywhere(ctx context.Context) error {
 	if s.fn == "" {
 		return loadEverywhere(ctx, s.on, s.Script)

@@ -15,7 +15,8 @@ import (
 // bytes testdata/full-result.json had then), reads as the same result, and is written again as
 // this version writes it: the words are dropped, nothing else changes. The sections added since
 // (an entry's fairness and excerpt, its timeline's use, its verification's finding and pressure;
-// the scenario's speed_only; the harness's commit and date; the run's sequential rounds) are absent
+// the scenario's speed_only; the harness's commit and date; the run's sequential rounds; a
+// segment's servers) are absent
 // there and read as empty.
 func TestReadPreviousVersion(t *testing.T) {
 	old, err := Read(filepath.Join("testdata", "v1-words-result.json"))
@@ -32,6 +33,7 @@ func TestReadPreviousVersion(t *testing.T) {
 	old.Environment.HarnessCommit, old.Environment.HarnessDate = cur.Environment.HarnessCommit, cur.Environment.HarnessDate
 	cur.Scenario.Settings.SpeedOnly = nil
 	cur.Sequential = nil
+	cur.Segment.Servers = nil
 	for i := range cur.Entries {
 		e := &cur.Entries[i]
 		e.Fairness, e.Excerpt, e.Timeline.Use = nil, nil, nil

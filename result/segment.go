@@ -27,6 +27,17 @@ type Segment struct {
 	// TestClockOffsetUS is the artificial offset added to this generator's clock (testing only);
 	// zero in real runs.
 	TestClockOffsetUS int64 `json:"test_clock_offset_us,omitempty"`
+	// Servers identifies the Redis the segment measured: each master as the generator reached
+	// it, with its run_id (INFO server), when the environment started. Segments of one run share
+	// one Redis, so their run ids agree (addresses may differ between generators); empty in a
+	// result written before it was recorded.
+	Servers []SegmentServer `json:"servers,omitempty"`
+}
+
+// SegmentServer is one master of the Redis a segment measured.
+type SegmentServer struct {
+	Addr  string `json:"addr"`
+	RunID string `json:"run_id"`
 }
 
 // Partial is what one segment's entry holds for merging: the measurement's aggregators,

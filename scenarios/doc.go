@@ -160,7 +160,9 @@
 //
 // In place of script:, library: my_lib.lua and function: allow name a Redis function library (its
 // first line "#!lua name=my_lib") and the function each request calls with FCALL; the library is
-// loaded with FUNCTION LOAD REPLACE on every master and removed after each measurement. script:
+// loaded with FUNCTION LOAD on every master and removed after each measurement. A library of that
+// name already on the server is used as it is when its code is the same (and left there), and is
+// an error when it differs: limitbench never replaces a library it did not load. script:
 // and library: together, or one of library: and function: without the other, are errors.
 //
 // Templates (see algorithms.CustomTemplates): {{subject}}, {{tag}} (the subject in braces, a

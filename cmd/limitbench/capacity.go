@@ -76,7 +76,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&f.warmup, "warmup", 0, "warmup before each step (default a quarter of --step, at most 1s)")
 	fs.IntVar(&f.subjects, "subjects", capacity.DefaultMemorySubjects, "subjects the memory step touches (fewer when each needs many requests to reach its limit); 0 skips it")
 	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients of every step")
-	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function of a library named for this run: FUNCTION LOAD, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/capacity-<algorithm>-<UTC time>/); refused when it holds a capacity result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: the CPUs it is pinned to, else one CPU left to each redis-server on this machine, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")

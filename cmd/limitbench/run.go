@@ -78,7 +78,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
 	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
 	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
-	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function: FUNCTION LOAD REPLACE, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function of a library named for this run: FUNCTION LOAD, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
@@ -154,6 +154,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
+	}
+	if f.segment != nil && env.Backend != redisenv.BackendExternal {
+		return badInput(fmt.Errorf("--segment needs one Redis that every segment shares: give it with --redis URL "+
+			"(--backend %s starts a private Redis for each generator, and segments that never shared one cannot be merged)", env.Backend))
 	}
 	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
 		return err

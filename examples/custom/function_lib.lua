@@ -2,7 +2,7 @@
 -- function_lib.lua: a sliding log as a Redis function library (Redis 7: FUNCTION LOAD, FCALL),
 -- as libraries increasingly ship their limiters: loaded once, it survives SCRIPT FLUSH and,
 -- when the server persists it, restarts. Written for limitbench's examples/custom
--- (function.yaml), which loads it with FUNCTION LOAD REPLACE on every master and calls its
+-- (function.yaml), which loads it with FUNCTION LOAD on every master and calls its
 -- functions with FCALL.
 --
 -- allow holds sliding-window(limit, window). allow_lenient is the same log with a PLANTED FLAW,

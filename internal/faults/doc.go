@@ -15,19 +15,19 @@
 //
 // # Node watch
 //
-// A Watcher polls every node (INFO server, INFO replication and INFO commandstats: run_id,
-// uptime, role, master_repl_offset, connected replicas, a replica's master and link, and the
-// calls of the commands in Disruptive) on its own connections at a fixed interval and records
+// A Watcher polls every node (INFO server, replication, stats, memory and commandstats: run_id,
+// uptime, role, master_repl_offset, connected replicas, a replica's master and link, evicted_keys
+// and maxmemory_policy, and the calls of the commands in Disruptive) on its own connections at a fixed interval and records
 // time-stamped Events: a restart (run_id changed, or uptime went back), a promotion or
 // demotion, a replica following another master, its link going down or up, a replication
 // offset going back (writes the node had are gone), a node becoming unreachable and reachable
-// again, and someone running FLUSHALL, FLUSHDB or SWAPDB (flushed), SCRIPT FLUSH or CLIENT
-// KILL. So faults nobody injected are seen too. Events come from Changes, a pure function of
+// again, keys evicted under maxmemory (evicted), and someone running FLUSHALL, FLUSHDB or SWAPDB
+// (flushed), SCRIPT FLUSH or CLIENT KILL. So faults nobody injected are seen too. Events come from Changes, a pure function of
 // consecutive Snapshots (time is an argument), table-tested without Redis. An event carries the
 // interval in which the change happened: after the last poll that did not show it was sent, at
 // or before the first poll that did came back, so the interval holds the change whatever the
 // round trips. Each event says what it means for the limiters' state (Event.StateLost: a master
-// restarted or flushed, a replica promoted) and in words (Event.Describe).
+// restarted, flushed or evicting keys, a replica promoted) and in words (Event.Describe).
 //
 // The interval is kept short where it matters: a poll the node does not answer is followed by
 // another after a tenth of the interval; a load that meets connection errors pokes the watch

@@ -36,6 +36,11 @@ type Snapshot struct {
 	MasterAddr string
 	// LinkUp is a replica's master_link_status:up; false for a master.
 	LinkUp bool
+	// EvictedKeys is INFO stats evicted_keys: how many keys the server evicted since it started
+	// (or since CONFIG RESETSTAT); 0 when INFO stats was not read.
+	EvictedKeys int64
+	// MaxmemoryPolicy is INFO memory maxmemory_policy ("allkeys-lru"); "" when not read.
+	MaxmemoryPolicy string
 	// Commands counts, from INFO commandstats, the calls of each command that disrupts what a
 	// limiter relies on (see Disruptive), by its commandstats name; nil when INFO commandstats
 	// was not read. Redis counts the subcommands of SCRIPT and CLIENT apart from version 7.
@@ -57,8 +62,8 @@ var Disruptive = map[string]watch.EventKind{
 // Reachable reports whether the node answered the poll.
 func (s Snapshot) Reachable() bool { return s.Err == "" }
 
-// ParseSnapshot reads the text of INFO server and INFO replication (in any order, in one string)
-// that node answered at at. It fails when run_id or role is missing or a number is malformed.
+// ParseSnapshot reads the text of INFO server and INFO replication, and of INFO stats, memory and
+// commandstats when read (in any order, in one string), that node answered at at. It fails when run_id or role is missing or a number is malformed.
 func ParseSnapshot(node string, at time.Time, info string) (Snapshot, error) {
 	s := Snapshot{Node: node, At: at}
 	fields := map[string]string{}
@@ -96,6 +101,8 @@ func ParseSnapshot(node string, at time.Time, info string) (Snapshot, error) {
 	s.Uptime = time.Duration(num("uptime_in_seconds")) * time.Second
 	s.ReplOffset = num("master_repl_offset")
 	s.ConnectedReplicas = int(num("connected_slaves"))
+	s.EvictedKeys = num("evicted_keys")
+	s.MaxmemoryPolicy = fields["maxmemory_policy"]
 	if strings.Contains(info, "# Commandstats") {
 		s.Commands = map[string]int64{}
 		for name := range Disruptive {
@@ -174,6 +181,8 @@ func (e Event) Describe() string {
 		return n + " has its link to its master again"
 	case watch.EventOffsetBack:
 		return n + " dropped replicated writes (offset " + e.From + " → " + e.To + ")"
+	case watch.EventEvicted:
+		return n + " evicted " + e.From + " keys (maxmemory-policy " + e.To + "): the limiter's keys may be among them"
 	case watch.EventFlushed:
 		return n + " was flushed (" + e.From + ")"
 	case watch.EventScriptsFlushed:
@@ -202,13 +211,13 @@ func (e Event) Deposes() bool {
 // StateLost reports whether e may have taken the state of the limiters the node holds away from
 // the clients, so that admissions after it cannot be checked against those before it: a master
 // restarted (without persistence it comes back empty; with an AOF it may miss the last writes),
-// flushed, or a replica promoted (it has only the writes that reached it before); and a node
+// flushed, evicting keys (the limiter's may be among them), or a replica promoted (it has only the writes that reached it before); and a node
 // that answers for the first time after the watch began (Role ""), since a restart before its
 // first answer could not be seen. Nothing else changes the state clients see: a pause, an outage
 // that ends with the same run id, a script flush, killed clients, a replica's restart or link.
 func (e Event) StateLost() bool {
 	switch e.Kind {
-	case watch.EventRestarted, watch.EventFlushed:
+	case watch.EventRestarted, watch.EventFlushed, watch.EventEvicted:
 		return e.Role == redisenv.RoleMaster
 	case watch.EventPromoted:
 		return true
@@ -230,11 +239,11 @@ func (e Event) String() string {
 
 // Changes returns the events between two polls of one node, in this order: reachable or
 // unreachable, restarted, promoted or demoted, master-changed, link-down or link-up,
-// offset-back, then flushed, scripts-flushed and clients-killed. prev is the poll before cur and
+// offset-back, evicted, then flushed, scripts-flushed and clients-killed. prev is the poll before cur and
 // up the last poll before cur in which the node answered (equal to prev when prev answered);
 // either is the zero Snapshot when there was none. Reachability compares cur with prev;
 // everything else compares cur with up, so a restart across an outage is seen, and dated after
-// up.Sent. A command counter that went down (CONFIG RESETSTAT, or a restart) only starts a new
+// up.Sent. A command or eviction counter that went down (CONFIG RESETSTAT, or a restart) only starts a new
 // count. It is a pure function.
 func Changes(prev, up, cur Snapshot) []Event {
 	var out []Event
@@ -284,6 +293,9 @@ func Changes(prev, up, cur Snapshot) []Event {
 	}
 	if !restarted && cur.ReplOffset < up.ReplOffset {
 		ev(watch.EventOffsetBack, up.Sent, strconv.FormatInt(up.ReplOffset, 10), strconv.FormatInt(cur.ReplOffset, 10), role)
+	}
+	if !restarted && cur.EvictedKeys > up.EvictedKeys {
+		ev(watch.EventEvicted, up.Sent, strconv.FormatInt(cur.EvictedKeys-up.EvictedKeys, 10), cur.MaxmemoryPolicy, role)
 	}
 	if !restarted && up.Commands != nil && cur.Commands != nil {
 		names := slices.Sorted(maps.Keys(cur.Commands))

@@ -24,7 +24,7 @@ type WatchOptions struct {
 	// poll the node did not answer, the next comes after a tenth of it (at least 5 ms, at most
 	// Interval), so that the end of an outage is dated closely.
 	Interval time.Duration
-	// Timeout bounds one poll (dial, INFO server, INFO replication); default 500 ms. A node
+	// Timeout bounds one poll (dial and the INFO sections it reads); default 500 ms. A node
 	// that does not answer within it is unreachable: a paused node is seen after Timeout.
 	Timeout time.Duration
 	// Username and Password authenticate to every node.
@@ -194,7 +194,8 @@ func (w *Watcher) Poke() {
 	}
 }
 
-// poll asks node for INFO server, INFO replication and INFO commandstats, pipelined (Redis
+// poll asks node for INFO server, replication, stats (evictions), memory (the eviction policy)
+// and commandstats, pipelined (Redis
 // before 7 takes one section per INFO), within the poll timeout. A connection that breaks (the
 // server closed it: CLIENT KILL, or a restart since the last poll) is tried once more on a fresh
 // one, so that a killed connection is not taken for an unreachable node; a timeout is not.
@@ -202,12 +203,14 @@ func (w *Watcher) poll(ctx context.Context, c *redis.Client, node string) Snapsh
 	ctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
 	defer cancel()
 	sent := w.opts.Now()
-	var server, repl, cmds *redis.StringCmd
+	var server, repl, stats, mem, cmds *redis.StringCmd
 	var err error
 	for try := 0; try < 2; try++ {
 		pipe := c.Pipeline()
 		server = pipe.Info(ctx, "server")
 		repl = pipe.Info(ctx, "replication")
+		stats = pipe.Info(ctx, "stats")
+		mem = pipe.Info(ctx, "memory")
 		cmds = pipe.Info(ctx, "commandstats")
 		if _, err = pipe.Exec(ctx); err == nil || !brokenConn(err) {
 			break
@@ -217,7 +220,7 @@ func (w *Watcher) poll(ctx context.Context, c *redis.Client, node string) Snapsh
 	if err != nil {
 		return Snapshot{Node: node, Sent: sent, At: at, Err: pollError(err)}
 	}
-	s, err := ParseSnapshot(node, at, server.Val()+"\n"+repl.Val()+"\n"+cmds.Val())
+	s, err := ParseSnapshot(node, at, strings.Join([]string{server.Val(), repl.Val(), stats.Val(), mem.Val(), cmds.Val()}, "\n"))
 	if err != nil {
 		return Snapshot{Node: node, Sent: sent, At: at, Err: err.Error()}
 	}

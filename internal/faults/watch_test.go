@@ -37,6 +37,8 @@ func TestParseSnapshot(t *testing.T) {
 		{"commandstats", "run_id:x\nrole:master\n# Commandstats\ncmdstat_flushall:calls=2,usec=9,usec_per_call=4.50,rejected_calls=0,failed_calls=0\n" +
 			"cmdstat_script|flush:calls=1,usec=3\ncmdstat_get:calls=9\n",
 			Snapshot{Node: "n", At: at, RunID: "x", Role: redisenv.RoleMaster, Commands: map[string]int64{"flushall": 2, "script|flush": 1}}, ""},
+		{"stats and memory", "run_id:x\nrole:master\n# Stats\nevicted_keys:189\n# Memory\nmaxmemory:4194304\nmaxmemory_policy:allkeys-lru\n",
+			Snapshot{Node: "n", At: at, RunID: "x", Role: redisenv.RoleMaster, EvictedKeys: 189, MaxmemoryPolicy: "allkeys-lru"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +81,10 @@ func TestChanges(t *testing.T) {
 		return e
 	}
 	cmds := func(s Snapshot, c map[string]int64) Snapshot { s.Commands = c; return s }
+	ev2 := func(s Snapshot, evicted int64) Snapshot {
+		s.EvictedKeys, s.MaxmemoryPolicy = evicted, "allkeys-lru"
+		return s
+	}
 	tests := []struct {
 		name          string
 		prev, up, cur Snapshot
@@ -123,6 +129,12 @@ func TestChanges(t *testing.T) {
 			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 4}), cmds(m(100, "a", time.Hour, 5), map[string]int64{}), nil},
 		{"counters not read: no event", m(0, "a", time.Hour, 5), m(0, "a", time.Hour, 5),
 			cmds(m(100, "a", time.Hour, 5), map[string]int64{"flushall": 4}), nil},
+		{"evicted keys", ev2(m(0, "a", time.Hour, 5), 10), ev2(m(0, "a", time.Hour, 5), 10), ev2(m(100, "a", time.Hour, 5), 199),
+			[]Event{ev(watch.EventEvicted, 0, 100, "189", "allkeys-lru", master)}},
+		{"eviction counter reset: no event", ev2(m(0, "a", time.Hour, 5), 10), ev2(m(0, "a", time.Hour, 5), 10),
+			ev2(m(100, "a", time.Hour, 5), 0), nil},
+		{"a restart resets the eviction counter: no eviction", ev2(m(0, "a", time.Hour, 5), 10), ev2(m(0, "a", time.Hour, 5), 10),
+			ev2(m(100, "b", 0, 0), 20), []Event{ev(watch.EventRestarted, 0, 100, "a", "b", master)}},
 		{"a restart resets the counters: no flush", cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}),
 			cmds(m(0, "a", time.Hour, 5), map[string]int64{"flushall": 0}), cmds(m(100, "b", 0, 0), map[string]int64{"flushall": 2}),
 			[]Event{ev(watch.EventRestarted, 0, 100, "a", "b", master)}},
@@ -148,6 +160,10 @@ func TestEventMeaning(t *testing.T) {
 		{Event{Node: "n", Kind: watch.EventRestarted, From: "1h0m0s", To: "1s", Role: redisenv.RoleMaster}, true, false, "n restarted (uptime 1h0m0s → 1s)"},
 		{Event{Node: "n", Kind: watch.EventRestarted, From: "a", To: "b", Role: redisenv.RoleReplica}, false, false, "n restarted (run id a → b)"},
 		{Event{Node: "n", Kind: watch.EventFlushed, From: "FLUSHALL", To: "1", Role: redisenv.RoleMaster}, true, false, "n was flushed (FLUSHALL)"},
+		{Event{Node: "n", Kind: watch.EventEvicted, From: "189", To: "volatile-lru", Role: redisenv.RoleMaster}, true, false,
+			"n evicted 189 keys (maxmemory-policy volatile-lru): the limiter's keys may be among them"},
+		{Event{Node: "n", Kind: watch.EventEvicted, From: "3", To: "allkeys-lru", Role: redisenv.RoleReplica}, false, false,
+			"n evicted 3 keys (maxmemory-policy allkeys-lru): the limiter's keys may be among them"},
 		{Event{Node: "n", Kind: watch.EventPromoted, From: "m:1", Role: redisenv.RoleReplica}, true, false, "n was promoted to master (it followed m:1)"},
 		{Event{Node: "n", Kind: watch.EventDemoted, To: "m:2", Role: redisenv.RoleMaster}, false, true, "n became a replica of m:2"},
 		{Event{Node: "n", Kind: watch.EventUnreachable, To: "connection refused", Role: redisenv.RoleMaster}, false, true, "n stopped answering (connection refused)"},

@@ -129,7 +129,9 @@ func withCustomNotes(e result.Entry, lim algorithms.Limiter, contract algorithms
 
 // CheckScripts loads every custom script among algs (as Resolve returns them) on every master of
 // tgt, so that a script Redis rejects (its Lua does not compile, or its keys do not fit the
-// topology) stops a run before anything is measured. Every
+// topology), or a function library whose name the server holds with other code
+// (algorithms.ErrLibraryInUse), stops a run before anything is measured; what it loads it
+// unloads. Every
 // rejected script is reported at once, each wrapping ErrBadScript with Redis's own message, the
 // script's file and line, and the scenario file's line and field (see badScript). An error that
 // is not Redis's answer (the connection failed) is returned as it is, without ErrBadScript.
@@ -144,7 +146,7 @@ func CheckScripts(ctx context.Context, tgt *redisenv.Target, algs []algorithms.A
 		var rerr redis.Error
 		switch {
 		case err == nil:
-		case errors.As(err, &rerr) && !noPermission(err):
+		case errors.As(err, &rerr) && !noPermission(err), errors.Is(err, algorithms.ErrLibraryInUse):
 			errs = append(errs, ca.badScript(err))
 		default:
 			return fmt.Errorf("load custom script: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -350,5 +351,24 @@ func startExternal(ctx context.Context, cfg Config) (*Target, error) {
 		o.PoolSize = 0
 		t.Client = redis.NewClient(o)
 	}
+	t.warnEviction(ctx, cfg)
 	return t, nil
+}
+
+// warnEviction warns, through cfg's Logf, of every master of t that may evict keys: maxmemory
+// set with a policy that evicts (allkeys-* or volatile-*). The limiters' keys (with a TTL, so
+// volatile-* policies take them too) may then be evicted during a run, which loses their state;
+// the node watch sees evictions and the verifier cuts the history there. A master that does not
+// answer INFO memory is left to the run to report.
+func (t *Target) warnEviction(ctx context.Context, cfg Config) {
+	infos, _ := t.InfoAll(ctx, "memory")
+	for _, addr := range slices.Sorted(maps.Keys(infos)) {
+		info := infos[addr]
+		policy, limit := infoField(info, "maxmemory_policy"), infoField(info, "maxmemory")
+		if limit == "" || limit == "0" || policy == "" || policy == "noeviction" {
+			continue
+		}
+		cfg.logf("redisenv: warning: %s has maxmemory %s bytes with maxmemory-policy %s: it may evict the limiters' keys during a run, "+
+			"which loses their state (the verdict is then inconclusive, never a fail)", addr, limit, policy)
+	}
 }

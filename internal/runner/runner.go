@@ -238,6 +238,14 @@ func runEnvironment(ctx context.Context, o Options, topo redisenv.Topology, algs
 		return fmt.Errorf("start %s environment: %w", topo, err)
 	}
 	report.AddTarget(&res.Environment, tgt.Info)
+	if res.Segment != nil {
+		servers, err := segment.Servers(ctx, tgt)
+		if err != nil {
+			_ = tgt.Stop(context.WithoutCancel(ctx))
+			return fmt.Errorf("%w: identify the Redis the segment measures: %w", redisenv.ErrUnavailable, err)
+		}
+		res.Segment.Servers = servers
+	}
 	if len(o.RedisCPUs) > 0 {
 		if err := tgt.PinServers(ctx, o.RedisCPUs); err != nil {
 			logf("%s: redis-servers not pinned: %v", topo, err)

@@ -125,6 +125,9 @@ func checkOneRun(parts []Part) error {
 			problems = append(problems, fmt.Sprintf("%s ran another scenario (or seed, or overrides) than %s", p.Dir, refDir))
 		case sg.Count != ref.Count:
 			problems = append(problems, fmt.Sprintf("%s is one of %d segments, %s one of %d", p.Dir, sg.Count, refDir, ref.Count))
+		case !sameServers(sg.Servers, ref.Servers):
+			problems = append(problems, fmt.Sprintf("%s measured Redis %s, %s measured Redis %s: the segments of a run must share one Redis",
+				p.Dir, describeServers(sg.Servers), refDir, describeServers(ref.Servers)))
 		}
 		seen[sg.Index] = append(seen[sg.Index], p.Dir)
 	}

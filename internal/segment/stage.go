@@ -89,9 +89,10 @@ func (st *stage) report(m *measure.Measurement, e *result.Entry) {
 	e.Partial = part
 }
 
-// leave records that this generator finished the measurement and reports whether it was the
-// last of the run's segments to do so, and how many generators had arrived at the barrier
-// (result.Partial.Arrived).
+// leave records that this generator finished the measurement (a counter with a TTL) and reports
+// whether it was the last of the run's segments to do so, and how many generators had arrived at
+// the barrier (result.Partial.Arrived); when fewer than all had, the entry gets a warning of kind
+// "segment".
 func (st *stage) leave(ctx context.Context, m *measure.Measurement) bool {
 	c, prefix := m.Spec.Target.Client, m.Spec.Prefix
 	n, err := c.Incr(ctx, prefix+"done").Result()
@@ -100,9 +101,18 @@ func (st *stage) leave(ctx context.Context, m *measure.Measurement) bool {
 		// generators still running.
 		return false
 	}
+	// The counter expires as the barrier's keys do, counted from now: when a partner never
+	// leaves (it died), nothing of the run stays in Redis for good.
+	if err := c.Expire(ctx, prefix+"done", st.g.Lead+m.Plan.Warmup+m.Plan.Duration+time.Minute).Err(); err != nil {
+		m.Warn(result.Warning{Kind: "segment", Message: fmt.Sprintf("the key %sdone has no TTL (EXPIRE: %v): remove it by hand", prefix, err)})
+	}
 	arrived, _ := c.Get(ctx, prefix+"arrived").Int64()
 	if m.Entry != nil && m.Entry.Partial != nil {
 		m.Entry.Partial.Arrived = arrived
+	}
+	if count := int64(st.g.Count); arrived > 0 && arrived < count {
+		m.Warn(result.Warning{Kind: "segment", Message: fmt.Sprintf("only %d of %d generators arrived at the barrier before this one "+
+			"finished: the other segments' share of the load was not sent with it (a generator died, or started too late)", arrived, count)})
 	}
 	return n >= int64(st.g.Count)
 }

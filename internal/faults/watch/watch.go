@@ -34,6 +34,10 @@ const (
 	// had and took a shorter history from a new master (From, To: the offsets). Writes only it
 	// had are lost.
 	EventOffsetBack EventKind = "offset-back"
+	// EventEvicted: the node evicted keys to stay under maxmemory (INFO stats evicted_keys
+	// went up; From: how many, To: the maxmemory-policy). The limiters' keys may be among them:
+	// their state may be gone, as after a flush.
+	EventEvicted EventKind = "evicted"
 	// EventFlushed: someone ran FLUSHALL, FLUSHDB or SWAPDB on the node (From, To: the command
 	// and how many calls). Its keys, the limiters' state among them, may be gone.
 	EventFlushed EventKind = "flushed"
