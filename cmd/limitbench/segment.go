@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/internal/segment"
@@ -56,6 +57,24 @@ func checkStartAt(at, now time.Time) error {
 	return nil
 }
 
+// mergeable refuses, before anything starts, a segmented run of s that limitbench merge would
+// refuse at the end: a custom script's entry (merge verifies built-in algorithms only). The
+// error names the entry's file, line and field.
+func mergeable(s *scenarios.Scenario) error {
+	var lines []string
+	for i, e := range s.Algorithms {
+		if e.Custom != nil {
+			lines = append(lines, s.ProblemAt(fmt.Sprintf("algorithms[%d]", i), fmt.Sprintf(
+				"%s is a custom script, and limitbench merge verifies built-in algorithms only (custom scripts are not merged yet): run it without --segment, or leave it out with --algorithms",
+				e.Name)).String())
+		}
+	}
+	if len(lines) > 0 {
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	return nil
+}
+
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // config returns the segment the flags set, nil when none; set says which flags were given.
@@ -96,6 +115,9 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 	}
 	if repeat != 1 {
 		return nil, fmt.Errorf("--repeat %d: a segmented run measures each algorithm once; repeat the whole run instead", repeat)
+	}
+	if err := mergeable(loaded[0]); err != nil {
+		return nil, err
 	}
 	if err := g.Check(loaded[0].Plan()); err != nil {
 		return nil, fmt.Errorf("%s: %w", loaded[0].File, err)
