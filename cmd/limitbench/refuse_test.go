@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/limitbench/limitbench/result"
+)
+
+// copyExample copies examples/custom/name into dir and returns its path there.
+func copyExample(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../examples/custom", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, string(b))
+}
+
+// TestRunSelectsCustomEntry is the regression test of issue 28 item 11: on a scenario whose
+// custom entries have contracts of different kinds (a token bucket, then a first-hit window),
+// --algorithms naming the second was refused with exit 2, blaming the token bucket's fields
+// under the index the selected entry took; the selected entry runs, on a real redis-server, as
+// the file does without the flag.
+func TestRunSelectsCustomEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs against real Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	copyExample(t, tmp, "token_bucket.lua")
+	copyExample(t, tmp, "first_hit.lua")
+	file := writeFile(t, tmp, "mixed.yaml", `version: 1
+name: mixed
+topologies: [single]
+duration: 2s
+warmup: 0s
+seed: 1
+clients: 8
+arrival:
+  steps:
+    - {for: 450ms, rate: 0}
+    - {for: 100ms, rate: 10}
+    - {for: 650ms, rate: 0}
+    - {for: 50ms, rate: 400}
+    - {for: 450ms, rate: 0}
+    - {for: 50ms, rate: 400}
+    - {for: 250ms, rate: 0}
+  align: {every: 1s}
+keys: {count: 1}
+limit: {limit: 10, window: 1s}
+algorithms:
+  - {name: my-token-bucket, script: token_bucket.lua, keys: ["rl:{{tag}}:tokens", "rl:{{tag}}:ts"],
+     args: ["{{burst}}", "{{limit}}", "{{window_ms}}", "{{cost}}"], allowed: {element: 1, equals: 1},
+     time: {element: 3, unit: us}, contract: {kind: token-bucket, capacity: 10, rate: 10, per: 1s}}
+  - {name: my-first-hit, script: first_hit.lua, keys: ["hits:{{tag}}"], args: ["{{window_ms}}", "{{cost}}"],
+     allowed: {element: 1, at_most: "{{limit}}"}, time: {element: 2, unit: us},
+     contract: {kind: first-hit-window, limit: 10, window: 1s, granularity: 1ms}}
+`)
+	out := filepath.Join(tmp, "out")
+	runGoldens(t, bin, []cliCase{
+		{"algorithms-selects-custom", []string{"run", "--backend", "process", "--quiet", "--no-reference",
+			"--algorithms", "my-first-hit", "--out", out, file}, exitOK},
+	}, 2*time.Minute, map[string]string{"$TMP": tmp})
+	res, err := result.Read(filepath.Join(out, result.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != 1 || res.Entries[0].Algorithm != "my-first-hit" {
+		t.Errorf("result.json: %d entries; want my-first-hit's alone", len(res.Entries))
+	}
+}
