@@ -316,14 +316,18 @@ func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error
 		if err != nil {
 			return err
 		}
+		var registered []string
 		for _, l := range libs {
 			for _, f := range l.Functions {
 				if l.Name == lib && f.Name == a.spec.Function {
 					return nil
 				}
+				if l.Name == lib {
+					registered = append(registered, f.Name)
+				}
 			}
 		}
-		return fmt.Errorf("library %s registers no function %s", lib, a.spec.Function)
+		return &noFunctionError{library: lib, function: a.spec.Function, registered: registered}
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
@@ -404,6 +408,27 @@ func libraryName(src string) string {
 	}
 	return ""
 }
+
+// ErrNoFunction is matched (errors.Is) by Check's and Prepare's error when a function library
+// loads but does not register the function the spec names: the scenario's mistake, not Redis's.
+var ErrNoFunction = errors.New("the library does not register the function")
+
+// noFunctionError is a library that does not register function; registered are the functions it
+// does register.
+type noFunctionError struct {
+	library, function string
+	registered        []string
+}
+
+func (e *noFunctionError) Error() string {
+	msg := fmt.Sprintf("library %s registers no function %s", e.library, e.function)
+	if len(e.registered) > 0 {
+		msg += " (it registers " + strings.Join(e.registered, ", ") + ")"
+	}
+	return msg
+}
+
+func (e *noFunctionError) Is(target error) bool { return target == ErrNoFunction }
 
 // ScriptError is a custom script that could not be loaded into Redis. Err is what Redis (or the
 // connection) answered; for a script that does not compile it is a redis.Error, such as

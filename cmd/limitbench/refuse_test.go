@@ -72,3 +72,34 @@ algorithms:
 		t.Errorf("result.json: %d entries; want my-first-hit's alone", len(res.Entries))
 	}
 }
+
+// TestRunLibraryWithoutFunction is the regression test of issue 28 item 9: a function library
+// that loads but does not register the scenario's function: was exit 3, as if Redis had failed;
+// it is bad input, exit 2, naming the scenario's line, the library file and the function, before
+// anything is measured (against a real redis-server, which loads the library).
+func TestRunLibraryWithoutFunction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs against real Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	copyExample(t, tmp, "function_lib.lua")
+	file := writeFile(t, tmp, "nofunc.yaml", `version: 1
+name: nofunc
+topologies: [single]
+duration: 1s
+arrival: {rate: 100}
+limit: {limit: 20, window: 1s}
+algorithms:
+  - {name: typo, library: function_lib.lua, function: alow, keys: ["log:{{tag}}"],
+     args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"], allowed: {element: 1, equals: 1},
+     contract: {kind: sliding-window, limit: 20, window: 1s}}
+`)
+	out := filepath.Join(tmp, "out")
+	runGoldens(t, bin, []cliCase{
+		{"library-without-function", []string{"run", "--backend", "process", "--quiet", "--no-reference", "--out", out, file}, exitBadInput},
+	}, 2*time.Minute, map[string]string{"$TMP": tmp})
+	if _, err := os.Stat(filepath.Join(out, result.FileName)); err == nil {
+		t.Errorf("a run refused before any measurement wrote %s", result.FileName)
+	}
+}
