@@ -9,14 +9,23 @@ import (
 	"github.com/limitbench/limitbench/result"
 )
 
-// copyExample copies examples/custom/name into dir and returns its path there.
-func copyExample(t *testing.T, dir, name string) string {
+// exampleScenario skips in -short mode, builds the binary, writes a scenario named name with body
+// into a temporary directory beside a copy of each of the examples/custom files libs, and returns
+// the binary, the directory and the scenario's path.
+func exampleScenario(t *testing.T, name, body string, libs ...string) (bin, tmp, file string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../examples/custom", name))
-	if err != nil {
-		t.Fatal(err)
+	if testing.Short() {
+		t.Skip("builds the binary and runs against real Redis")
 	}
-	return writeFile(t, dir, name, string(b))
+	bin, tmp = buildBinary(t), t.TempDir()
+	for _, lib := range libs {
+		b, err := os.ReadFile(filepath.Join("../../examples/custom", lib))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, tmp, lib, string(b))
+	}
+	return bin, tmp, writeFile(t, tmp, name, body)
 }
 
 // TestRunSelectsCustomEntry is the regression test of issue 28 item 11: on a scenario whose
@@ -25,14 +34,7 @@ func copyExample(t *testing.T, dir, name string) string {
 // under the index the selected entry took; the selected entry runs, on a real redis-server, as
 // the file does without the flag.
 func TestRunSelectsCustomEntry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs against real Redis")
-	}
-	bin := buildBinary(t)
-	tmp := t.TempDir()
-	copyExample(t, tmp, "token_bucket.lua")
-	copyExample(t, tmp, "first_hit.lua")
-	file := writeFile(t, tmp, "mixed.yaml", `version: 1
+	bin, tmp, file := exampleScenario(t, "mixed.yaml", `version: 1
 name: mixed
 topologies: [single]
 duration: 2s
@@ -58,7 +60,7 @@ algorithms:
   - {name: my-first-hit, script: first_hit.lua, keys: ["hits:{{tag}}"], args: ["{{window_ms}}", "{{cost}}"],
      allowed: {element: 1, at_most: "{{limit}}"}, time: {element: 2, unit: us},
      contract: {kind: first-hit-window, limit: 10, window: 1s, granularity: 1ms}}
-`)
+`, "token_bucket.lua", "first_hit.lua")
 	out := filepath.Join(tmp, "out")
 	runGoldens(t, bin, []cliCase{
 		{"algorithms-selects-custom", []string{"run", "--backend", "process", "--quiet", "--no-reference",
@@ -78,13 +80,7 @@ algorithms:
 // it is bad input, exit 2, naming the scenario's line, the library file and the function, before
 // anything is measured (against a real redis-server, which loads the library).
 func TestRunLibraryWithoutFunction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs against real Redis")
-	}
-	bin := buildBinary(t)
-	tmp := t.TempDir()
-	copyExample(t, tmp, "function_lib.lua")
-	file := writeFile(t, tmp, "nofunc.yaml", `version: 1
+	bin, tmp, file := exampleScenario(t, "nofunc.yaml", `version: 1
 name: nofunc
 topologies: [single]
 duration: 1s
@@ -94,7 +90,7 @@ algorithms:
   - {name: typo, library: function_lib.lua, function: alow, keys: ["log:{{tag}}"],
      args: ["{{limit}}", "{{window_ms}}", "{{uuid}}"], allowed: {element: 1, equals: 1},
      contract: {kind: sliding-window, limit: 20, window: 1s}}
-`)
+`, "function_lib.lua")
 	out := filepath.Join(tmp, "out")
 	runGoldens(t, bin, []cliCase{
 		{"library-without-function", []string{"run", "--backend", "process", "--quiet", "--no-reference", "--out", out, file}, exitBadInput},
