@@ -1,11 +1,14 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/result"
 )
 
@@ -97,5 +100,44 @@ algorithms:
 	}, 2*time.Minute, map[string]string{"$TMP": tmp})
 	if _, err := os.Stat(filepath.Join(out, result.FileName)); err == nil {
 		t.Errorf("a run refused before any measurement wrote %s", result.FileName)
+	}
+}
+
+// TestFaultGoldens is the regression test of issue 28 items 5 and 6. Two pauses of one node at
+// overlapping times are refused before anything starts (the second was cut short by the first's
+// resume, and result.json recorded it as scheduled). A fault target that names no node of the
+// environment (master:9 on a 3-master cluster, a node: address that is none of its servers)
+// failed only when due, inside result.json, with exit 0: it is exit 2 naming the file, line and
+// field once the environment is up, before the first measurement (against a real cluster and a
+// real external redis-server).
+func TestFaultGoldens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts Redis")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
+	u := url.URL{Scheme: "redis", User: url.UserPassword("default", server.Password), Host: server.Masters()[0]}
+	scenario := func(name, topology, faults string) string {
+		return writeFile(t, tmp, name+".yaml", "version: 1\nname: "+name+"\ntopologies: ["+topology+
+			"]\nduration: 2s\narrival: {rate: 100}\nlimit: {limit: 10, window: 1s}\nalgorithms: [gcra]\nfaults:\n"+faults)
+	}
+	run := func(name string, args ...string) []string {
+		return append(append([]string{"run", "--quiet", "--no-reference", "--out", filepath.Join(tmp, name)}, args...),
+			filepath.Join(tmp, name+".yaml"))
+	}
+	scenario("two-pauses", "single", "  - {at: 500ms, kind: pause, duration: 1s}\n  - {at: 1s, kind: pause, target: masters, duration: 500ms}\n")
+	scenario("master-9", "cluster", "  - {at: 500ms, kind: pause, target: \"master:9\", duration: 500ms}\n")
+	scenario("unknown-node", "single", "  - {at: 500ms, kind: latency, target: \"node:127.0.0.1:1\", duration: 500ms, latency: 5ms}\n")
+	cases := []cliCase{
+		{"faults-overlap", run("two-pauses", "--backend", "process"), exitBadInput},
+		{"fault-target-shard", run("master-9", "--backend", "process"), exitBadInput},
+		{"fault-target-node", run("unknown-node", "--redis", u.String()), exitBadInput},
+	}
+	runGoldens(t, bin, cases, 2*time.Minute, map[string]string{"$TMP": tmp, "$REDIS": server.Masters()[0], "$PASSWORD": server.Password})
+	for _, name := range []string{"two-pauses", "master-9", "unknown-node"} {
+		if _, err := os.Stat(filepath.Join(tmp, name, result.FileName)); err == nil {
+			t.Errorf("%s: refused before any measurement, yet %s was written", name, result.FileName)
+		}
 	}
 }
