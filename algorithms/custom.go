@@ -423,7 +423,8 @@ type noFunctionError struct {
 func (e *noFunctionError) Error() string {
 	msg := fmt.Sprintf("library %s registers no function %s", e.library, e.function)
 	if len(e.registered) > 0 {
-		msg += " (it registers " + strings.Join(e.registered, ", ") + ")"
+		names := slices.Sorted(slices.Values(e.registered)) // FUNCTION LIST's order varies
+		msg += " (it registers " + strings.Join(names, ", ") + ")"
 	}
 	return msg
 }
