@@ -2,7 +2,9 @@ package algorithms
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,21 +89,49 @@ func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error
 	})
 }
 
-// registers checks with FUNCTION LIST that library lib on m registers function fn.
+// registers checks with FUNCTION LIST that library lib on m registers function fn; when it
+// does not, the error matches ErrNoFunction and names the functions it does register.
 func registers(ctx context.Context, m redis.Cmdable, lib, fn string) error {
 	libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib}).Result()
 	if err != nil {
 		return err
 	}
+	var registered []string
 	for _, l := range libs {
+		if l.Name != lib {
+			continue
+		}
 		for _, f := range l.Functions {
-			if l.Name == lib && f.Name == fn {
+			if f.Name == fn {
 				return nil
 			}
+			registered = append(registered, f.Name)
 		}
 	}
-	return fmt.Errorf("library %s registers no function %s", lib, fn)
+	return &noFunctionError{library: lib, function: fn, registered: registered}
 }
+
+// ErrNoFunction is matched (errors.Is) by Check's and Prepare's error when a function library
+// loads but does not register the function the spec names: the scenario's mistake, not Redis's.
+var ErrNoFunction = errors.New("the library does not register the function")
+
+// noFunctionError is a library that does not register function; registered are the functions it
+// does register.
+type noFunctionError struct {
+	library, function string
+	registered        []string
+}
+
+func (e *noFunctionError) Error() string {
+	msg := fmt.Sprintf("library %s registers no function %s", e.library, e.function)
+	if len(e.registered) > 0 {
+		names := slices.Sorted(slices.Values(e.registered)) // FUNCTION LIST's order varies
+		msg += " (it registers " + strings.Join(names, ", ") + ")"
+	}
+	return msg
+}
+
+func (e *noFunctionError) Is(target error) bool { return target == ErrNoFunction }
 
 // Unload removes the function library from every master of c where Prepare (or Check) loaded it
 // (FUNCTION DELETE of the name on the library's "#!lua name=" line), so that a run leaves no

@@ -111,3 +111,16 @@ func TestCustomValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestApplySelectsCustomEntries is the regression test of issue 28 item 11: --algorithms naming
+// custom entries whose contracts are of different kinds was refused with problems of the entries
+// that were not selected (their fields' places stayed under the indexes the selected ones took).
+func TestApplySelectsCustomEntries(t *testing.T) {
+	s := loadForTest(t, "testdata/custom.yaml")
+	if err := s.Apply(Overrides{Algorithms: []string{"counter", "bucket"}}); err != nil {
+		t.Fatalf("Apply(--algorithms counter,bucket) = %v; want the two valid entries accepted", err)
+	}
+	if !s.present("algorithms[1].contract.capacity") || s.present("algorithms[1].contract.limit") {
+		t.Errorf("algorithms[1] after --algorithms counter,bucket: fields %v; want bucket's own", s.pos)
+	}
+}

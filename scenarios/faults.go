@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -208,6 +210,7 @@ func (d *decoder) faults(n *yaml.Node) []Fault {
 func (c *checker) faults() {
 	s := c.s
 	c.faultThresholds()
+	c.faultOverlaps()
 	if s.Replicas < 0 || s.Replicas > 5 {
 		c.add("replicas", "must be between 0 and 5 (replicas per master), got %d", s.Replicas)
 	}
@@ -283,6 +286,58 @@ func (c *checker) faults() {
 	}
 }
 
+// faultOverlaps refuses a fault on a server (not a network fault) that may act on a node an
+// earlier one still acts on, each acting during [At, At + Duration]: the first's end would undo
+// the second (a resume ends both pauses; a restart during a pause starts a server the pause then
+// resumes) while the result records both as scheduled. Network faults may overlap anything:
+// each is a fault of its own on the proxy, taken off alone, and a latency on the replication
+// link during a failover is what failover.yaml measures. The problem names the later fault's
+// line.
+func (c *checker) faultOverlaps() {
+	fs := c.s.Faults
+	for j := range fs {
+		for i := range j {
+			a, b := fs[i], fs[j]
+			if a.Kind.Network() || b.Kind.Network() || !mayShareNode(a.Target, b.Target) ||
+				b.At > a.At+a.Duration || a.At > b.At+b.Duration {
+				continue
+			}
+			c.add(fmt.Sprintf("faults[%d].at", j), "%s overlaps faults[%d] (%s) on %s: the first's end would undo the second; give them times that do not overlap, or targets that do not share a node",
+				b.Name(), i, a.Name(), sharedNode(a.Target, b.Target))
+		}
+	}
+}
+
+// mayShareNode reports whether a and b may name one node when the faults start: the same shard's
+// master (masters names every master), the same shard's replica, or an address (node:) that may
+// be any of them.
+func mayShareNode(a, b redisenv.Selector) bool {
+	kind := func(s redisenv.Selector) redisenv.SelectorKind {
+		if s.Kind == "" {
+			return redisenv.SelectMaster
+		}
+		return s.Kind
+	}
+	ka, kb := kind(a), kind(b)
+	switch {
+	case ka == redisenv.SelectNode && kb == redisenv.SelectNode:
+		return a.Addr == b.Addr
+	case ka == redisenv.SelectNode || kb == redisenv.SelectNode:
+		return true
+	case ka == redisenv.SelectMasters || kb == redisenv.SelectMasters:
+		return ka != redisenv.SelectReplica && kb != redisenv.SelectReplica
+	}
+	return ka == kb && a.Shard == b.Shard
+}
+
+// sharedNode words the node a and b may share, for a message.
+func sharedNode(a, b redisenv.Selector) string {
+	if a.String() == b.String() {
+		return "the same node (" + a.String() + ")"
+	}
+	return "a node both " + a.String() + " and " + b.String() + " may name"
+}
+
 // faultThresholds refuses a fault_excess threshold in a scenario without faults.
 func (c *checker) faultThresholds() {
 	if len(c.s.Faults) > 0 {
@@ -329,6 +384,36 @@ func (s *Scenario) CheckEnvironment(env redisenv.Config, topology redisenv.Topol
 		case ft.Target.Shard > 0 && topology != redisenv.TopologyCluster:
 			add(f+".target", "%s: topology %s has shard 0 only", ft.Target, topology)
 		}
+	}
+	return errorsOf(probs)
+}
+
+// CheckTargets reports, as problems of s's file, the faults whose target names no node of tgt: a
+// master:N or replica:N beyond its shards, a node:HOST:PORT that is none of its servers or
+// Sentinels. The environment decides both (how many masters it has, which addresses it holds), so
+// a run calls it once the environment is up, before the first measurement; the message says so.
+// nil when every target names a node.
+func (s *Scenario) CheckTargets(tgt *redisenv.Target) error {
+	const when = "; fault targets are checked once the environment is up, before the first measurement"
+	shards := tgt.Shards()
+	var addrs []string
+	for _, n := range tgt.Info.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	addrs = append(addrs, tgt.Info.Sentinels...)
+	var probs []problem.Problem
+	for i, ft := range s.Faults {
+		sel, msg := ft.Target, ""
+		switch {
+		case sel.Kind != redisenv.SelectNode && sel.Kind != redisenv.SelectMasters && sel.Shard >= shards:
+			msg = fmt.Sprintf("%s: the %s environment has %d shard(s), master:0 to master:%d", sel, tgt.Info.Topology, shards, shards-1)
+		case sel.Kind == redisenv.SelectNode && !slices.Contains(addrs, sel.Addr):
+			msg = fmt.Sprintf("%s: no server or Sentinel of the %s environment is at %s (they are at %s)", sel, tgt.Info.Topology,
+				sel.Addr, strings.Join(addrs, ", "))
+		default:
+			continue
+		}
+		probs = append(probs, s.place(problem.Problem{Field: fmt.Sprintf("faults[%d].target", i), Msg: msg + when}))
 	}
 	return errorsOf(probs)
 }

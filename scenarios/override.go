@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -99,16 +100,7 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		s.flags["topologies"] = "--topology"
 	}
 	if o.Algorithms != nil {
-		customs := map[string]*algorithms.CustomSpec{}
-		for _, e := range s.Algorithms {
-			if e.Custom != nil {
-				customs[e.Name] = e.Custom
-			}
-		}
-		s.Algorithms = nil
-		for _, n := range o.Algorithms {
-			s.Algorithms = append(s.Algorithms, AlgorithmEntry{Name: n, Custom: customs[n]})
-		}
+		s.selectAlgorithms(o.Algorithms)
 		s.flags["algorithms"] = "--algorithms"
 		run := s.names(builtins)
 		keep := func(names []string) []string {
@@ -134,4 +126,39 @@ func (s *Scenario) apply(o Overrides, builtins []string) error {
 		s.Thresholds = ts
 	}
 	return s.validate(builtins, nil)
+}
+
+// selectAlgorithms replaces the algorithms list with names, each a custom entry of the list
+// (kept with its script) or a built-in name. A kept custom entry's fields keep their places in
+// the file under its new index, and every other entry's places go, so that a problem of an
+// entry names that entry (issue 28: an entry that was not selected was blamed by its index).
+func (s *Scenario) selectAlgorithms(names []string) {
+	customs := map[string]int{}
+	for i, e := range s.Algorithms {
+		if e.Custom != nil {
+			customs[e.Name] = i
+		}
+	}
+	old := s.Algorithms
+	pos := map[string]position{}
+	for f, at := range s.pos {
+		if !isUnder(f, "algorithms") || f == "algorithms" {
+			pos[f] = at
+		}
+	}
+	s.Algorithms = nil
+	for _, n := range names {
+		e := AlgorithmEntry{Name: n}
+		if i, ok := customs[n]; ok {
+			e.Custom = old[i].Custom
+			from, to := fmt.Sprintf("algorithms[%d]", i), fmt.Sprintf("algorithms[%d]", len(s.Algorithms))
+			for f, at := range s.pos {
+				if isUnder(f, from) {
+					pos[to+f[len(from):]] = at
+				}
+			}
+		}
+		s.Algorithms = append(s.Algorithms, e)
+	}
+	s.pos = pos
 }

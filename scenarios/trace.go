@@ -65,7 +65,7 @@ func (d *decoder) trace(n *yaml.Node, a *arrival.Arrival) {
 // past the trace's last row.
 func (c *checker) checkTrace(a *arrival.Arrival) {
 	for _, f := range []string{"keys", "cost", "clock_skew", "seed"} {
-		if c.s.present(f) {
+		if c.s.present(f) || c.s.flags[f] != "" {
 			c.add(f, "cannot be combined with arrival.trace: the trace names each request's subject, client, clock offset and cost")
 		}
 	}

@@ -57,7 +57,8 @@ func owner(v Violation, c algorithms.Contract, fs []InjectedFault, lost []bool) 
 	return best
 }
 
-// seen returns fs with each window stretched to the losses of the state it meets: a cut that
+// seen returns fs with each window stretched to the losses of the state it owns (cutOwner: a
+// latency on the replication link is not stretched to the failover's loss): a cut that
 // overlaps a fault's window but was seen to end after the fault ended (the node watch dates a
 // restart by its polls) moves the fault's Hi to the cut's Hi and its Until as far, so that the
 // recovery counts from when the loss was over. A cut that never ends (a promotion whose former
@@ -66,13 +67,36 @@ func seen(fs []InjectedFault, cuts []Cut) []InjectedFault {
 	out := append([]InjectedFault(nil), fs...)
 	for i, f := range out {
 		for _, c := range cuts {
-			if f.overlaps(c.Lo, c.Hi) && c.Hi > f.Hi && c.Hi != math.MaxInt64 {
+			if cutOwner(fs, i, c) && c.Hi > f.Hi && c.Hi != math.MaxInt64 {
 				out[i].Until += c.Hi - out[i].Hi
 				out[i].Hi = c.Hi
 			}
 		}
 	}
 	return out
+}
+
+// losesState reports whether a fault of kind may take the limiter's state away by itself: a
+// kill, a restart, a failover (the kinds whose injections are disruptions that cut the history).
+// A pause, a flush of the script cache, killed connections and the network faults do not: a
+// latency on the replication link makes a failover lose more, but the failover loses it.
+func losesState(kind string) bool { return kind == "kill" || kind == "restart" || kind == "failover" }
+
+// cutOwner reports whether the cut c is fault fs[i]'s: its window meets c, and it loses the state
+// by itself or no fault of fs whose window meets c does (then every fault there shares it).
+func cutOwner(fs []InjectedFault, i int, c Cut) bool {
+	if !fs[i].overlaps(c.Lo, c.Hi) {
+		return false
+	}
+	if losesState(fs[i].Kind) {
+		return true
+	}
+	for _, f := range fs {
+		if losesState(f.Kind) && f.overlaps(c.Lo, c.Hi) {
+			return false
+		}
+	}
+	return true
 }
 
 // FaultReport is what one injected fault did to one measurement, in a result entry: its times in
@@ -137,7 +161,7 @@ func faultReports(fs []InjectedFault, er EpochReport, log faultLog, start int64)
 		if f.started() {
 			r.FromS, r.ToS, r.UntilS = round3(float64(f.Lo-start)/1e6), round3(float64(f.Hi-start)/1e6), round3(float64(f.Until-start)/1e6)
 			for _, c := range er.Cuts {
-				if f.overlaps(c.Lo, c.Hi) {
+				if cutOwner(fs, i, c) {
 					if r.StateLost {
 						r.StateLoss += "; "
 					}

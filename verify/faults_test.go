@@ -82,3 +82,31 @@ func TestJudgeFaults(t *testing.T) {
 		t.Errorf("no faults: %v; want %v", j.Verdict, want.Verdict)
 	}
 }
+
+// TestFaultReportsLatencyKeepsState is the regression test of issue 28 item 16's label: a
+// latency on the replication link whose window meets the loss of a failover during it was
+// reported as having lost the state, its window stretched to the loss's end; the failover lost
+// it. A latency alone over a loss still shares it (no other fault can have caused it).
+func TestFaultReportsLatencyKeepsState(t *testing.T) {
+	c, log, ds := restartHistory()
+	r, err := CheckEpochs(c, cloneLog(log), ds, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latency := InjectedFault{Name: "latency 500ms replication link of master at 0.1ms for 0.1ms", Kind: "latency", Target: "master",
+		Lo: 1100, Hi: 1198, Until: 1250}
+	failover := InjectedFault{Name: "failover master at 0.19ms", Kind: "failover", Target: "master", Lo: 1190, Hi: 1195, Until: 1300}
+	fs := []InjectedFault{latency, failover}
+	reps := faultReports(fs, r, log, 1000)
+	stretched := seen(fs, r.Cuts)
+	if reps[0].StateLost || stretched[0].Hi != latency.Hi {
+		t.Errorf("latency's report %+v, window to %d µs; want the state kept, its window as injected (to %d µs)", reps[0], stretched[0].Hi, latency.Hi)
+	}
+	if !reps[1].StateLost || stretched[1].Hi != 1212 {
+		t.Errorf("failover's report %+v, window to %d µs; want the state lost, its window stretched to the loss's end (1212 µs)", reps[1], stretched[1].Hi)
+	}
+	alone := faultReports([]InjectedFault{latency}, r, log, 1000)
+	if !alone[0].StateLost {
+		t.Errorf("a latency alone over the loss: %+v; want it to share the loss", alone[0])
+	}
+}

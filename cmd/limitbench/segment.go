@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/limitbench/limitbench/internal/segment"
@@ -32,9 +33,46 @@ func (f *segmentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.segment, "segment", "", "run segment I/N of the load (0 <= I < N): its share of the schedule, disjoint from the others'; `limitbench merge` joins the N results")
 	fs.IntVar(&f.segments, "segments", 0, "run one of N segments, the segment number taken from $"+indexEnv+" (a Kubernetes Indexed Job's)")
 	fs.StringVar(&f.runID, "run-id", "", "the id every segment of one run shares (letters, digits, . _ -; default from the scenario's hash and seed): use a new one for each run")
-	fs.StringVar(&f.startAt, "start-at", "", "segments: start the first measurement at this RFC 3339 time instead of at the barrier in Redis")
+	fs.StringVar(&f.startAt, "start-at", "", "segments: start the first measurement at this RFC 3339 time (ahead of now, at most 24 hours ahead) instead of at the barrier in Redis")
 	fs.DurationVar(&f.lead, "lead", segment.DefaultLead, "segments: how long after the first generator reaches a barrier the load starts")
 	fs.DurationVar(&f.clockOffset, "test-clock-offset", 0, "segments, for testing only: move this generator's clock by this much")
+}
+
+// MaxStartAhead bounds how far ahead of now --start-at may be: a day, more than any scheduled
+// job waits for its pods, and less than a typo in the date (a year off) makes a generator wait.
+const MaxStartAhead = 24 * time.Hour
+
+// checkStartAt refuses a --start-at that is not ahead of now (the first measurement would send
+// its whole past share of the schedule at once, late) or more than MaxStartAhead ahead (the
+// generator would wait until killed).
+func checkStartAt(at, now time.Time) error {
+	switch {
+	case !at.After(now):
+		return fmt.Errorf("--start-at %s is in the past: the first measurement would start late and send its overdue ticks at once; give a time ahead (at most %.0f hours), or leave --start-at out to start at the barrier",
+			at.UTC().Format(time.RFC3339Nano), MaxStartAhead.Hours())
+	case at.Sub(now) > MaxStartAhead:
+		return fmt.Errorf("--start-at %s is more than %.0f hours ahead: the generator would wait that long; give a time within %.0f hours of now",
+			at.UTC().Format(time.RFC3339Nano), MaxStartAhead.Hours(), MaxStartAhead.Hours())
+	}
+	return nil
+}
+
+// mergeable refuses, before anything starts, a segmented run of s that limitbench merge would
+// refuse at the end: a custom script's entry (merge verifies built-in algorithms only). The
+// error names the entry's file, line and field.
+func mergeable(s *scenarios.Scenario) error {
+	var lines []string
+	for i, e := range s.Algorithms {
+		if e.Custom != nil {
+			lines = append(lines, s.ProblemAt(fmt.Sprintf("algorithms[%d]", i), fmt.Sprintf(
+				"%s is a custom script, and limitbench merge verifies built-in algorithms only (custom scripts are not merged yet): run it without --segment, or leave it out with --algorithms",
+				e.Name)).String())
+		}
+	}
+	if len(lines) > 0 {
+		return errors.New(strings.Join(lines, "\n"))
+	}
+	return nil
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -78,6 +116,9 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 	if repeat != 1 {
 		return nil, fmt.Errorf("--repeat %d: a segmented run measures each algorithm once; repeat the whole run instead", repeat)
 	}
+	if err := mergeable(loaded[0]); err != nil {
+		return nil, err
+	}
 	if err := g.Check(loaded[0].Plan()); err != nil {
 		return nil, fmt.Errorf("%s: %w", loaded[0].File, err)
 	}
@@ -88,6 +129,9 @@ func (f *segmentFlags) config(set map[string]bool, loaded []*scenarios.Scenario,
 	if f.startAt != "" {
 		if g.StartAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return nil, fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2026-11-24T22:00:00Z", f.startAt)
+		}
+		if err := checkStartAt(g.StartAt, time.Now()); err != nil {
+			return nil, err
 		}
 	}
 	if g.RunID == "" {

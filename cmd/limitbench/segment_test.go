@@ -19,8 +19,8 @@ import (
 	"github.com/limitbench/limitbench/scenarios"
 )
 
-// TestSegmentFlagsGoldens: a bad segment, a segmented run of several scenarios or repeats, a run
-// id that cannot go in a key, a --start-at that is not a time, and the segment flags without a
+// TestSegmentFlagsGoldens: a bad segment, a custom script (which merge cannot verify), a segmented run of several scenarios or repeats, a run
+// id that cannot go in a key, a --start-at that is not a time, is past or more than a day ahead, and the segment flags without a
 // segment are bad input, exit 2, before anything starts.
 func TestSegmentFlagsGoldens(t *testing.T) {
 	if testing.Short() {
@@ -40,6 +40,13 @@ func TestSegmentFlagsGoldens(t *testing.T) {
 		{"segment-repeat", runArgs("--segment", "0/2", "--repeat", "2"), exitBadInput},
 		{"segment-run-id", runArgs("--segment", "0/2", "--run-id", "a b"), exitBadInput},
 		{"segment-start-at", runArgs("--segment", "0/2", "--start-at", "noon"), exitBadInput},
+		// Issue 28 item 7: a --start-at in the past sent nothing and exited 0; one in 2099 waited
+		// until killed.
+		{"segment-start-at-past", runArgs("--segment", "0/2", "--start-at", "2001-01-01T00:00:00Z"), exitBadInput},
+		{"segment-start-at-far", runArgs("--segment", "0/2", "--start-at", "2099-01-01T00:00:00Z"), exitBadInput},
+		// Issue 28 item 8: merge refused a custom script only once every segment had run.
+		{"segment-custom-script", []string{"run", "--redis", "127.0.0.1:1", "--out", filepath.Join(tmp, "out"), "--segment", "0/2",
+			"../../examples/custom/counter.yaml"}, exitBadInput},
 		{"run-id-without-segment", runArgs("--run-id", "x"), exitBadInput},
 		{"merge-nothing", []string{"merge"}, exitBadInput},
 		{"segment-closed-loop", []string{"run", "--redis", "127.0.0.1:1", "--out", filepath.Join(tmp, "out"), "--clients", "2",

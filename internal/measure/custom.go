@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -79,7 +80,11 @@ func (a *customAlgorithm) badScript(err error) error {
 	if a.scenario == nil || a.field == "" || !errors.As(err, &serr) {
 		return fmt.Errorf("%w: %w", ErrBadScript, err)
 	}
-	return &scriptError{msg: a.scenario.ProblemAt(a.field, serr.Location()+": "+serr.Err.Error()).String(), err: err}
+	field := a.field
+	if errors.Is(err, algorithms.ErrNoFunction) { // the library loads: the function: field is wrong
+		field = strings.TrimSuffix(field, "library") + "function"
+	}
+	return &scriptError{msg: a.scenario.ProblemAt(field, serr.Location()+": "+serr.Err.Error()).String(), err: err}
 }
 
 // customNotes returns what a custom script's limiter has to add to its entry's
@@ -129,9 +134,9 @@ func withCustomNotes(e result.Entry, lim algorithms.Limiter, contract algorithms
 
 // CheckScripts loads every custom script among algs (as Resolve returns them) on every master of
 // tgt, so that a script Redis rejects (its Lua does not compile, or its keys do not fit the
-// topology), or a function library whose name the server holds with other code
-// (algorithms.ErrLibraryInUse), stops a run before anything is measured; what it loads it
-// unloads. Every
+// topology, or a function library does not register its function), or a function library whose
+// name the server holds with other code (algorithms.ErrLibraryInUse), stops a run before anything
+// is measured; what it loads it unloads. Every
 // rejected script is reported at once, each wrapping ErrBadScript with Redis's own message, the
 // script's file and line, and the scenario file's line and field (see badScript). An error that
 // is not Redis's answer (the connection failed) is returned as it is, without ErrBadScript.
@@ -146,7 +151,7 @@ func CheckScripts(ctx context.Context, tgt *redisenv.Target, algs []algorithms.A
 		var rerr redis.Error
 		switch {
 		case err == nil:
-		case errors.As(err, &rerr) && !noPermission(err), errors.Is(err, algorithms.ErrLibraryInUse):
+		case errors.As(err, &rerr) && !noPermission(err), errors.Is(err, algorithms.ErrLibraryInUse), errors.Is(err, algorithms.ErrNoFunction):
 			errs = append(errs, ca.badScript(err))
 		default:
 			return fmt.Errorf("load custom script: %w", err)

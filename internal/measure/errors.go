@@ -11,11 +11,13 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // Errors of a measurement; compare with errors.Is. Every error Do and Trials return matches one
-// of them, redisenv's ErrUnavailable or ErrBadConfig, or algorithms.ErrUnknownAlgorithm (see
-// Mark); cmd/limitbench's exit-code table names each.
+// of them, redisenv's ErrUnavailable or ErrBadConfig, algorithms.ErrUnknownAlgorithm, or
+// scenarios.ErrInvalid (a scenario that does not fit the environment; see Mark);
+// cmd/limitbench's exit-code table names each.
 var (
 	// ErrLost means Redis stopped answering during the measurement. What was measured before is
 	// still in the Measurement's Entry.
@@ -52,7 +54,7 @@ func Mark(err error) error {
 // known reports whether err matches one of the errors Do documents.
 func known(err error) bool {
 	for _, k := range []error{ErrLost, ErrInterrupted, ErrBadScript, ErrPermission, ErrRedis, redisenv.ErrUnavailable,
-		redisenv.ErrBadConfig, algorithms.ErrUnknownAlgorithm} {
+		redisenv.ErrBadConfig, algorithms.ErrUnknownAlgorithm, scenarios.ErrInvalid} {
 		if errors.Is(err, k) {
 			return true
 		}

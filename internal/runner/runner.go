@@ -113,7 +113,8 @@ func (o *Conclusion) Passed() bool { return len(o.Failures) == 0 }
 
 // Run runs o.Scenario and returns its conclusion, the expectations and thresholds judged. The
 // error is non-nil when the run could not start or finish: an environment that could not be set
-// up (wrapping redisenv.ErrUnavailable or ErrBadConfig), Redis lost mid-run (measure.ErrLost), a
+// up (wrapping redisenv.ErrUnavailable or ErrBadConfig), a fault target that names no node of
+// it (scenarios.ErrInvalid, Scenario.CheckTargets), Redis lost mid-run (measure.ErrLost), a
 // bad custom script (measure.ErrBadScript), cancellation (measure.ErrInterrupted), or Redis
 // failing a step otherwise (measure.ErrRedis). The Conclusion is never nil and holds what was
 // measured.
@@ -264,10 +265,14 @@ func runEnvironment(ctx context.Context, o Options, topo redisenv.Topology, algs
 	return err
 }
 
-// runTopology runs every algorithm on tgt, o.Repeat rounds, and appends one entry per algorithm
-// to res (repeats become its Samples).
+// runTopology checks that the scenario's fault targets and custom scripts fit tgt, then runs
+// every algorithm on tgt, o.Repeat rounds, and appends one entry per algorithm to res (repeats
+// become its Samples).
 func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo string, algs []algorithms.Algorithm,
 	runID string, res *result.Result) error {
+	if err := o.Scenario.CheckTargets(tgt); err != nil {
+		return err
+	}
 	if err := measure.CheckScripts(ctx, tgt, algs); err != nil {
 		return err
 	}
