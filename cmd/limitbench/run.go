@@ -66,34 +66,8 @@ type runFlags struct {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "[flags] SCENARIO.yaml...", stderr)
 	var f runFlags
-	f.env.register(fs)
-	f.seg.register(fs)
-	f.ci.register(fs)
-	f.live.register(fs)
-	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
-	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
-	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
-	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
-	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
-	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
-	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
-	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
-	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function of a library named for this run: FUNCTION LOAD, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
-	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
-	fs.BoolVar(&f.force, "force", false, forceUsage)
-	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
-	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
 	repeatF := repeatFlag{n: 1}
-	fs.Var(&repeatF, "repeat", "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample. auto: 6 rounds, then one more at a time until every gated figure can decide at its threshold or --repeat-budget is spent (docs/ci-gate.md)")
-	fs.DurationVar(&f.autoF.budget, "repeat-budget", defaultRepeatBudget, "with --repeat auto: the time each topology's rounds may take")
-	fs.StringVar(&f.autoF.baseline, "baseline", "", "with --repeat auto: the result.json (or its directory) the run will be gated against, so that each figure's minimum detectable effect is judged against it (default: the run's own spread)")
-	fs.StringVar(&f.autoF.policy, "metric-threshold", "", "with --repeat auto: the gate's thresholds, as limitbench gate takes them (default "+gate.DefaultThresholds().String()+")")
-	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
-	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
-	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
-	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
-	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
-	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
+	f.register(fs, &repeatF)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -119,20 +93,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		f.pin = f.repeat > 1
 	}
 
-	// Load every scenario first, so that bad input is reported before anything starts.
-	var loaded []*scenarios.Scenario
-	var problems []error
-	for _, path := range fs.Args() {
-		s, err := scenarios.Load(path)
-		if err == nil {
-			err = s.Apply(overrides(f, set))
-		}
-		if err != nil {
-			problems = append(problems, err)
-			continue
-		}
-		loaded = append(loaded, s)
-	}
+	loaded, problems := loadScenarios(fs.Args(), overrides(f, set))
 	if f.auto && len(problems) == 0 {
 		f.autos, problems = autoRepeats(f.autoF, loaded)
 	}
@@ -143,21 +104,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput(err)
 	}
-	if err := checkEnvironments(loaded, env); err != nil {
+	if err := f.checkInput(loaded, env, set); err != nil {
 		return badInput(err)
-	}
-	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
-		return badInput(err)
-	}
-	if err := f.live.o.Validate(); err != nil {
-		return badInput(err)
-	}
-	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
-		return badInput(errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge"))
-	}
-	if f.segment != nil && env.Backend != redisenv.BackendExternal {
-		return badInput(fmt.Errorf("--segment needs one Redis that every segment shares: give it with --redis URL "+
-			"(--backend %s starts a private Redis for each generator, and segments that never shared one cannot be merged)", env.Backend))
 	}
 	if err := runPermissions(ctx, loaded, env, f, stderr); err != nil {
 		return err
@@ -176,13 +124,92 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer stopLive()
+	defer f.applyCPUs(loaded, env, stderr)()
+	return f.runAll(ctx, loaded, env, dirs, stdout, stderr)
+}
+
+// register registers the flags of `limitbench run` on fs; --repeat goes into repeat.
+func (f *runFlags) register(fs *flag.FlagSet, repeat *repeatFlag) {
+	f.env.register(fs)
+	f.seg.register(fs)
+	f.ci.register(fs)
+	f.live.register(fs)
+	fs.StringVar(&f.topology, "topology", "", "override the scenario's topologies: single, cluster, sentinel, or a list such as single,cluster")
+	fs.StringVar(&f.algorithms, "algorithms", "", "override the scenario's algorithms: a comma-separated list of names, or all")
+	fs.DurationVar(&f.duration, "duration", 0, "override the measured duration of each run")
+	fs.Float64Var(&f.rate, "rate", 0, "override the arrival with a constant rate: requests per second across ALL clients together (not per client)")
+	fs.IntVar(&f.clients, "clients", 0, "override the number of concurrent clients")
+	fs.IntVar(&f.waitReplicas, "wait-replicas", 0, "override the scenario's wait_replicas: follow every request with WAIT N (pipelined with it; 0: no WAIT), to measure what waiting for replicas costs and saves")
+	fs.StringVar(&f.waitShort, "wait-short", "", "override the scenario's wait_short: admit (take the script's decision, as WAIT alone does) or deny (fail closed: an admission whose WAIT came back short is a denial)")
+	fs.Int64Var(&f.seed, "seed", 0, "override the seed (the same seed sends the same sequence)")
+	fs.StringVar(&f.call, "call", "", "how built-in algorithms' scripts are called: evalsha (SCRIPT LOAD, EVALSHA) or fcall (each script as a Redis Function of a library named for this run: FUNCTION LOAD, FCALL, FUNCTION DELETE after); default the scenario's call, else evalsha")
+	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-<UTC time>/; with several scenarios, one subdirectory each); refused when it holds a result already, unless --force")
+	fs.BoolVar(&f.force, "force", false, forceUsage)
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary table and failures")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the summary table (p50, the contract) on one line per entry, however wide (default: 120 columns)")
+	fs.Var(repeat, "repeat", "run each algorithm N times, interleaved (A B C A B C); result.json keeps every sample. auto: 6 rounds, then one more at a time until every gated figure can decide at its threshold or --repeat-budget is spent (docs/ci-gate.md)")
+	fs.DurationVar(&f.autoF.budget, "repeat-budget", defaultRepeatBudget, "with --repeat auto: the time each topology's rounds may take")
+	fs.StringVar(&f.autoF.baseline, "baseline", "", "with --repeat auto: the result.json (or its directory) the run will be gated against, so that each figure's minimum detectable effect is judged against it (default: the run's own spread)")
+	fs.StringVar(&f.autoF.policy, "metric-threshold", "", "with --repeat auto: the gate's thresholds, as limitbench gate takes them (default "+gate.DefaultThresholds().String()+")")
+	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
+	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
+	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
+	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
+}
+
+// loadScenarios loads every scenario of paths with the overrides o applied, and returns every
+// problem of every file at once, so that bad input is reported before anything starts.
+func loadScenarios(paths []string, o scenarios.Overrides) ([]*scenarios.Scenario, []error) {
+	var loaded []*scenarios.Scenario
+	var problems []error
+	for _, path := range paths {
+		s, err := scenarios.Load(path)
+		if err == nil {
+			err = s.Apply(o)
+		}
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		loaded = append(loaded, s)
+	}
+	return loaded, problems
+}
+
+// checkInput checks what the scenarios loaded and the flags set ask of the environment env
+// before anything starts: every problem is bad input.
+func (f *runFlags) checkInput(loaded []*scenarios.Scenario, env redisenv.Config, set map[string]bool) error {
+	if err := checkEnvironments(loaded, env); err != nil {
+		return err
+	}
+	var err error
+	if f.segment, err = f.seg.config(set, loaded, f.repeat); err != nil {
+		return err
+	}
+	if err := f.live.o.Validate(); err != nil {
+		return err
+	}
+	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
+		return errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge")
+	}
+	if f.segment != nil && env.Backend != redisenv.BackendExternal {
+		return fmt.Errorf("--segment needs one Redis that every segment shares: give it with --redis URL "+
+			"(--backend %s starts a private Redis for each generator, and segments that never shared one cannot be merged)", env.Backend)
+	}
+	return nil
+}
+
+// applyCPUs places the process's CPUs for the scenarios loaded on env (cpus.Apply), keeps the
+// CPUs left to Redis in f, says what it did unless --quiet, and returns the undo.
+func (f *runFlags) applyCPUs(loaded []*scenarios.Scenario, env redisenv.Config, stderr io.Writer) (undo func()) {
 	var topologies []redisenv.Topology
 	for _, s := range loaded {
 		topologies = append(topologies, s.Topologies...)
 	}
 	st, undo := cpus.Apply(cpus.Policy{Env: env, Topologies: topologies, Procs: f.procs, Awake: f.awake, AwakeNote: "--awake=false",
 		Pin: f.pin, NotPinned: "--pin=false, or a single repeat"})
-	defer undo()
 	f.redisCPUs = st.RedisCPUs
 	if !f.quiet {
 		if st.ProcsNote != "" {
@@ -193,7 +220,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintln(stderr, "not pinned: "+st.NotPinned)
 		}
 	}
+	return undo
+}
 
+// runAll runs each scenario of loaded into its directory of dirs, and reports to CI what was
+// measured, also when the run could not finish. It returns the first error that stopped it, or
+// the scenarios' failures as a failed run (a segment's are said, not judged: merge judges).
+func (f *runFlags) runAll(ctx context.Context, loaded []*scenarios.Scenario, env redisenv.Config, dirs []*outDir,
+	stdout, stderr io.Writer) error {
 	var failures []string
 	var firstErr error
 	f.outs = newCIOutputs(ctx, f.ci)
@@ -202,14 +236,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if f.auto {
 			auto = f.autos[i]
 		}
-		fails, err := runOne(ctx, s, env, f, auto, dirs[i].path, stdout, stderr)
+		fails, err := runOne(ctx, s, env, *f, auto, dirs[i].path, stdout, stderr)
 		failures = append(failures, fails...)
 		if err != nil {
 			firstErr = err
 			break
 		}
 	}
-	// What was measured is reported to CI too when the run could not finish.
 	if err := f.outs.finish(stdout); err != nil && firstErr == nil {
 		firstErr = fmt.Errorf("write CI outputs: %w", err)
 	}
