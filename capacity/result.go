@@ -8,10 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/load"
 	"github.com/limitbench/limitbench/result"
+	"github.com/limitbench/limitbench/scenarios"
 )
 
 // SchemaVersion is the value of Result.Schema this package writes and reads.
@@ -282,4 +285,17 @@ func Write(dir string, c *Result) error {
 		return fmt.Errorf("encode %s: %w", File, err)
 	}
 	return result.WriteFile(filepath.Join(dir, File), append(b, '\n'))
+}
+
+// describe returns capacity.json's scenario section: s as each step runs it, on topology, with
+// o's algorithm, a step's duration and warmup, and no arrival of its own (each step sets its own
+// constant rate, Step.OfferedRPS).
+func describe(s *scenarios.Scenario, o Options, topology string) result.Scenario {
+	d := s.Describe(s.File)
+	d.Topologies = []string{topology}
+	st := d.Settings
+	st.DurationS, st.WarmupS, st.Arrival = o.Step.Seconds(), o.Warmup.Seconds(), nil
+	st.Algorithms = []string{o.Algorithm}
+	st.Custom = slices.DeleteFunc(st.Custom, func(c algorithms.CustomSpec) bool { return c.Name != o.Algorithm })
+	return d
 }

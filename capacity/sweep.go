@@ -586,16 +586,3 @@ func niceRate(r float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(r))-1)
 	return math.Floor(r/p) * p
 }
-
-// describe returns capacity.json's scenario section: s as each step runs it, on topology, with
-// o's algorithm, a step's duration and warmup, and no arrival of its own (each step sets its own
-// constant rate, Step.OfferedRPS).
-func describe(s *scenarios.Scenario, o Options, topology string) result.Scenario {
-	d := s.Describe(s.File)
-	d.Topologies = []string{topology}
-	st := d.Settings
-	st.DurationS, st.WarmupS, st.Arrival = o.Step.Seconds(), o.Warmup.Seconds(), nil
-	st.Algorithms = []string{o.Algorithm}
-	st.Custom = slices.DeleteFunc(st.Custom, func(c algorithms.CustomSpec) bool { return c.Name != o.Algorithm })
-	return d
-}
