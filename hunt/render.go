@@ -276,10 +276,10 @@ func WriteReport(dir string, f *File) ([]string, error) {
 var htmlReport = template.Must(template.New("hunt").Parse(report.PageHead + `<p>{{.Intro}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
 <h2>Hunt</h2>
-<div class="wrap"><table class="v">
+<div class="wrap"><table class="hunt">
 <thead><tr><th>algorithm</th><th>topology</th><th>contract</th><th>trials</th><th>best score</th><th>result</th><th>found → reproducer</th><th>reproducer</th></tr></thead>
 <tbody>{{range .Rows}}
-<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td class="c">{{.Contract}}</td><td class="n">{{.Trials}}</td><td class="n">{{.Best}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td>{{.Sizes}}</td><td>{{if .Repro}}<code>{{.Repro}}</code>{{end}}</td></tr>{{end}}
+<tr><td>{{.Algorithm}}</td><td>{{.Topology}}</td><td>{{.Contract}}</td><td class="n">{{.Trials}}</td><td class="n">{{.Best}}</td><td><span class="badge {{.Class}}">{{.Label}}</span></td><td>{{.Sizes}}</td><td>{{if .Repro}}<code>{{.Repro}}</code>{{end}}</td></tr>{{end}}
 </tbody></table></div>
 {{range .Sections}}<section><h3>{{.Heading}} <span class="badge {{.Class}}">{{.Label}}</span></h3>
 {{range .Lines}}<p>{{.}}</p>

@@ -455,7 +455,7 @@ figure{margin:1rem 0 2rem}figure img{display:block;max-width:100%;height:auto;bo
 figcaption{font-size:.9rem;color:#444;margin-top:.3rem}
 ul{padding-left:1.3rem}
 table.decision th,table.decision td{white-space:normal}table.decision td.n,table.decision td.a{white-space:nowrap}table.decision td.best{font-weight:700;background:#e3f1e3}table.decision tr.rec td.a{font-weight:700}table.decision .badge{white-space:normal}
-table.cmp td{white-space:normal}table.cmp td.a,table.cmp .l{white-space:nowrap}table.cmp td.vd{min-width:9rem}
+table.hunt td{overflow-wrap:anywhere}table.hunt td.n,table.hunt .badge{white-space:nowrap}table.cmp td{white-space:normal}table.cmp td.a,table.cmp .l{white-space:nowrap}table.cmp td.vd{min-width:9rem}
 p.rec{font-size:1.05rem;margin:.3rem 0}p.legend{font-size:.88rem;color:#444}ul.why li{margin:.35rem 0}
 @media (max-width:40rem){body{font-size:15px;padding:.6rem}table{font-size:.8rem}th,td{padding:.2rem .3rem}table.kv th{width:auto}}
 @media print{body{max-width:none;padding:0;font-size:11pt}.wrap{overflow:visible}figure,table,tr,section{break-inside:avoid;page-break-inside:avoid}h2,h3{break-after:avoid;page-break-after:avoid}figure img{max-height:24cm;width:auto;max-width:100%;border:0}}
