@@ -35,8 +35,9 @@ redis-server:
 	  fi; \
 	fi
 
+# TESTFLAGS adds go test flags (.ci/run gives -v, to list every skipped test with its reason).
 test: redis-server
-	$(GO) test -race -timeout 30m ./...
+	$(GO) test -race -timeout 30m $(TESTFLAGS) ./...
 
 check: redis-server
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
