@@ -19,7 +19,7 @@ const MinEfficiency = 0.99
 
 // RuleText states the rule Recommend applies, for the reports.
 const RuleText = "The recommended algorithm is the one that costs Redis the least time per decision " +
-	"(commandstats) among those that pass, with no possible violation, an efficiency of at least 99% " +
+	"(commandstats) among those that pass, having pressed their contract, with no possible violation, an efficiency of at least 99% " +
 	"against an exact limiter with the same contract, and that the scenario does not expect to violate " +
 	"(expect.violations, expect.may_violate); ties go to the lower p99 latency."
 
@@ -36,6 +36,8 @@ func Disqualified(r *result.Result, e *result.Entry) string {
 		return "reference script"
 	case label != string(verify.Pass):
 		return "not a pass"
+	case v.Pressure != nil && !v.Pressure.Pressed:
+		return "contract not exercised"
 	case v.PossibleViolations > 0:
 		return fmt.Sprintf("%s possible %s", Count(v.PossibleViolations), Plural(v.PossibleViolations, "violation", "violations"))
 	case slices.Contains(expected, e.Algorithm):
