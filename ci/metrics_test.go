@@ -8,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/limitbench/limitbench/gate"
 )
@@ -19,7 +20,7 @@ func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
 	if !bytes.HasSuffix(text, []byte("# EOF\n")) {
 		t.Errorf("the report does not end with # EOF:\n%s", text)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		t.Fatalf("the Prometheus text parser refuses the report: %v\n%s", err, text)
@@ -149,7 +150,7 @@ func TestMetricsGateAndHunt(t *testing.T) {
 
 // TestMetricsParserRejects: the text parser the tests rely on does refuse a malformed report.
 func TestMetricsParserRejects(t *testing.T) {
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	for _, bad := range []string{
 		"limitbench_x{algorithm=\"a} 1\n",
 		"# TYPE limitbench_x gauge\nlimitbench_x 1 2 3 4\n",
