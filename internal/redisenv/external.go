@@ -236,6 +236,9 @@ func probeSeeds(ctx context.Context, spec externalSpec, timeout time.Duration) (
 			if err != nil {
 				_ = c.Close()
 				c = nil
+				if alert := tlsAlertAfterHandshake(ctx, o, err); alert != nil {
+					err = alert
+				}
 			}
 			results <- result{i, c, err}
 		}()

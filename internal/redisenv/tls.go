@@ -1,16 +1,22 @@
 package redisenv
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The TLS options of a rediss:// URL (see Config.URL). skip_verify is go-redis's own (ParseURL),
@@ -154,4 +160,36 @@ func (t *Target) RedisCLIArgs() []string {
 		args = append(args, "--insecure")
 	}
 	return args
+}
+
+// tlsAlertAfterHandshake tells why a TLS connection was cut right after its handshake. Under TLS
+// 1.3 the client's side of the handshake ends before the server has checked the client's
+// certificate, so a server that wants one (tls-auth-clients yes) refuses it with an alert that the
+// client only reads later; when the client writes its first command first, the connection may
+// already be closed and the client sees "connection reset" or EOF instead of the alert. When err is
+// such a cut on a TLS connection, this dials addr once more, writes nothing, and reads what the
+// server sends: its alert (a *net.OpError "remote error") is returned. nil when err is no such cut,
+// o has no TLS, or the server sends no alert within a second (a cut for some other reason).
+func tlsAlertAfterHandshake(ctx context.Context, o *redis.Options, err error) error {
+	if o.TLSConfig == nil || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: o.TLSConfig.Clone()}
+	conn, derr := d.DialContext(ctx, "tcp", o.Addr)
+	var op *net.OpError
+	if derr != nil {
+		if errors.As(derr, &op) && op.Op == "remote error" {
+			return derr
+		}
+		return nil
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, rerr := conn.Read(make([]byte, 1))
+	if errors.As(rerr, &op) && op.Op == "remote error" {
+		return rerr
+	}
+	return nil
 }

@@ -2,16 +2,21 @@ package redisenv_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // tlsURL returns a rediss:// URL of s with the given options.
@@ -95,6 +100,29 @@ func TestExternalTLS(t *testing.T) {
 				bad = append(bad, struct{ name, url, want string }{"no client certificate", tlsURL(s, "127.0.0.1", url.Values{"ca_file": {s.CAFile}}),
 					"the server refused the TLS handshake: tls: certificate required (the server wants a client certificate it trusts"})
 			}
+			// A connection cut right after the handshake (a reset where the alert was expected:
+			// TLS 1.3 ends the client's handshake before the server checks its certificate) is
+			// explained by dialling again and reading the server's alert; without client
+			// authentication nothing is sent and the cut stays unexplained.
+			t.Run("cut after the handshake", func(t *testing.T) {
+				pem, err := os.ReadFile(s.CAFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				roots := x509.NewCertPool()
+				roots.AppendCertsFromPEM(pem)
+				o := &redis.Options{Addr: s.Addr, TLSConfig: &tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12}}
+				alert := redisenv.TLSAlertAfterHandshake(context.Background(), o, fmt.Errorf("write: %w", syscall.ECONNRESET))
+				if clientAuth && (alert == nil || !strings.Contains(alert.Error(), "certificate required")) {
+					t.Errorf("TLSAlertAfterHandshake = %v; want the server's alert, certificate required", alert)
+				}
+				if !clientAuth && alert != nil {
+					t.Errorf("TLSAlertAfterHandshake = %v; want nil from a server that wants no client certificate", alert)
+				}
+				if alert := redisenv.TLSAlertAfterHandshake(context.Background(), o, errors.New("ERR unknown")); alert != nil {
+					t.Errorf("TLSAlertAfterHandshake(a server's error reply) = %v; want nil", alert)
+				}
+			})
 			for _, tt := range bad {
 				t.Run(tt.name, func(t *testing.T) {
 					begin := time.Now()

@@ -1,0 +1,4 @@
+package redisenv
+
+// TLSAlertAfterHandshake is tlsAlertAfterHandshake, for the external tests.
+var TLSAlertAfterHandshake = tlsAlertAfterHandshake
