@@ -104,6 +104,7 @@ type view struct {
 	Scenario    []row
 	Environment []row
 	CutShort    string
+	Partial     string // a merge without some segments: which, and what that means for the verdicts
 	// Decisions is the decision summary, one per topology; Whys the cause of every entry that
 	// needs one (Why), in r's order.
 	Decisions []decisionView
@@ -160,6 +161,11 @@ func newView(r *result.Result, figs []Figure, inline bool) view {
 	v.Scenario, v.Environment = scenarioRows(r), environmentRows(r)
 	if r.CutShort {
 		v.CutShort = orDefault(r.CutShortNote, "the run stopped before its planned end") + " The figures cover what was measured until then."
+	}
+	if len(r.MissingSegments) > 0 {
+		v.Partial = fmt.Sprintf("merged without segment(s) %s, which did not finish: their requests are in no figure. "+
+			"A definite violation among the segments merged stays definite where missing admissions can only add to it; every pass is inconclusive.",
+			strings.Join(r.MissingSegments, ", "))
 	}
 	for i := range r.Entries {
 		e := &r.Entries[i]
@@ -296,6 +302,9 @@ func WriteMarkdown(w io.Writer, r *result.Result, figs []Figure) error {
 	fmt.Fprintf(&b, "**Summary:** %s\n\n", MarkdownText(v.Summary))
 	if v.CutShort != "" {
 		fmt.Fprintf(&b, "> **Cut short:** %s\n\n", MarkdownText(v.CutShort))
+	}
+	if v.Partial != "" {
+		fmt.Fprintf(&b, "> **Partial merge:** %s\n\n", MarkdownText(v.Partial))
 	}
 	writeDecisionMarkdown(&b, v)
 	writeExplorersMarkdown(&b, v.Explorers)
@@ -480,6 +489,7 @@ var htmlReport = template.Must(template.New("report").Parse(`{{define "cell"}}<t
 	PageHead + `{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><strong>Summary:</strong> {{.Summary}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
+{{if .Partial}}<p class="note"><strong>Partial merge:</strong> {{.Partial}}</p>{{end}}
 {{if .Decisions}}<h2>Decision</h2>
 <p>{{.RuleText}}</p>
 {{range .Decisions}}<h3>{{.Topology}}</h3>

@@ -16,7 +16,7 @@ import (
 // this version writes it: the words are dropped, nothing else changes. The sections added since
 // (an entry's fairness and excerpt, its timeline's use, its verification's finding and pressure;
 // the scenario's speed_only; the harness's commit and date; the run's sequential rounds; a
-// segment's servers) are absent
+// segment's servers; a partial merge's missing segments) are absent
 // there and read as empty.
 func TestReadPreviousVersion(t *testing.T) {
 	old, err := Read(filepath.Join("testdata", "v1-words-result.json"))
@@ -32,7 +32,7 @@ func TestReadPreviousVersion(t *testing.T) {
 	}
 	old.Environment.HarnessCommit, old.Environment.HarnessDate = cur.Environment.HarnessCommit, cur.Environment.HarnessDate
 	cur.Scenario.Settings.SpeedOnly = nil
-	cur.Sequential = nil
+	cur.Sequential, cur.MissingSegments = nil, nil
 	cur.Segment.Servers = nil
 	for i := range cur.Entries {
 		e := &cur.Entries[i]

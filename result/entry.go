@@ -99,7 +99,7 @@ type Entry struct {
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and
 // the report print Message.
 type Warning struct {
-	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut.
+	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut, WarningPartialMerge.
 	Kind string `json:"kind"`
 	// Message says what happened and what to do, in words.
 	Message string `json:"message"`
@@ -120,6 +120,10 @@ const WarningKeysLeft = "keys-left-behind"
 // limitbench keeps in memory, so the sections built from its whole history (the violation
 // explorer, fairness, the timeline's window use, the server's bytes per key) were left out.
 const WarningHistoryLeftOut = "history-left-out"
+
+// WarningPartialMerge: the entry was merged without some segments of its run (see
+// Result.MissingSegments), so its figures are of the present segments' requests only.
+const WarningPartialMerge = "partial-merge"
 
 // Histograms holds HdrHistograms of latency in microseconds, each as the base64 text of its V2
 // compressed encoding (what hdrhistogram-go's Encode and Decode exchange). Empty means not

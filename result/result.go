@@ -38,6 +38,11 @@ type Result struct {
 	Generators []Generator `json:"generators,omitempty"`
 	// MergedFrom names the directories a merged result was merged from.
 	MergedFrom []string `json:"merged_from,omitempty"`
+	// MissingSegments names, as "I/N", the segments a partial merge went without (a generator
+	// that died or never finished): their requests are in no figure and no history of the result.
+	// A definite violation found without them stays definite where missing admissions can only
+	// add to it; every pass is then inconclusive (segment.Merge states the rule).
+	MissingSegments []string `json:"missing_segments,omitempty"`
 	// Sequential is set on a run whose rounds were added until its figures could decide
 	// (`run --repeat auto`): the rule, and per topology the rounds run and the level at which
 	// the gate judges them (package gate states the rule).

@@ -223,7 +223,7 @@ func checkEpochs(c algorithms.Contract, log *Log, ds []Disruption, from int64, c
 	var epochs []*Log
 	if len(cuts) > 0 {
 		// Split before Check reorders the events (it does not need them in order).
-		if hasFirstHit(c) {
+		if HasFirstHit(c) {
 			epochs, r.Unplaced = SplitAll(log, cuts)
 		} else {
 			epochs, r.Unplaced = Split(log, cuts)
@@ -313,10 +313,12 @@ func plural(n int64, one, many string) string {
 	return many
 }
 
-// hasFirstHit reports whether c or one of its Also is a first-hit-window limit.
-func hasFirstHit(c algorithms.Contract) bool {
+// HasFirstHit reports whether c or one of its Also is a first-hit-window limit: its windows start
+// at a key's first request after the last one ended, so a history missing a request may place them
+// elsewhere.
+func HasFirstHit(c algorithms.Contract) bool {
 	if c.Kind == algorithms.FirstHitWindow {
 		return true
 	}
-	return slices.ContainsFunc(c.Also, hasFirstHit)
+	return slices.ContainsFunc(c.Also, HasFirstHit)
 }

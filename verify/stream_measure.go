@@ -93,7 +93,7 @@ func NewMeasurementStream(m Measurement, base int64, subjects, clients []string,
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}
-	ms.firstHit = hasFirstHit(m.Contract)
+	ms.firstHit = HasFirstHit(m.Contract)
 	ms.accLims = slices.DeleteFunc(lims, func(l limit) bool { return l.kind == algorithms.NoContract })
 	if ms.whole, err = ms.newEpoch(true); err != nil {
 		return nil, err

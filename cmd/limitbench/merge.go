@@ -21,8 +21,9 @@ func init() {
 
 // runMerge implements `limitbench merge [--out DIR] [--force] [--junit FILE] [--metrics-report FILE] DIR...`: each DIR (or its
 // result.json) is one segment's partial result of `limitbench run --segment I/N`. It checks they
-// are every segment of one run, each once (segment.ErrNotOneRun is bad input, exit 2, naming the
-// directories and segments), merges and verifies them as one history (segment.Merge), writes
+// are segments of one run, each once (segment.ErrNotOneRun is bad input, exit 2, naming the
+// directories and segments), merges and verifies them as one history (segment.Merge; without some
+// segments, a partial merge that warns and names them, where no pass is claimed), writes
 // result.json, the .hgrm files, plots and reports into DIR (default a new
 // results/<scenario>-merged-<UTC time>/), and exits 1 when the merged run failed its verdicts,
 // expectations or thresholds.
@@ -74,8 +75,13 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := report.WriteAll(o.path, res); err != nil {
 		return fmt.Errorf("write the merged result to %s: %w", o.path, err)
 	}
+	if len(res.MissingSegments) > 0 {
+		fmt.Fprintf(stderr, "warning: merged without segment(s) %s, which did not finish: their requests are in no figure; "+
+			"a definite violation found without them stays definite where missing admissions can only add to it, and every pass is inconclusive\n",
+			strings.Join(res.MissingSegments, ", "))
+	}
 	_ = report.WriteSummary(stdout, res) // stdout: a failed write has nowhere to be reported
-	fmt.Fprintf(stdout, "merged %d segments: %s\n", len(parts), o.path)
+	fmt.Fprintf(stdout, "merged %d of %d segments: %s\n", len(parts), len(parts)+len(res.MissingSegments), o.path)
 	outs := newCIOutputs(ctx, cf)
 	err = outs.addResult(res, o.path, outs.placesOfFile(res.Scenario.File))
 	if ferr := outs.finish(stdout); err == nil {

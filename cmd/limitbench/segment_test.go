@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
 	"github.com/limitbench/limitbench/scenarios"
+	"github.com/limitbench/limitbench/verify"
 )
 
 // TestSegmentFlagsGoldens: a bad segment, a custom script (which merge cannot verify), a segmented run of several scenarios or repeats, a run
@@ -84,8 +86,9 @@ func TestSegmentsFromTheEnvironment(t *testing.T) {
 
 // TestSegmentProcessesMerge: three `limitbench run --segment I/3` processes, each with a clock of
 // its own, against one real cluster, then `limitbench merge`: the merged result holds every
-// generator's requests and a per-generator table, `report` reads it, and merge refuses missing,
-// duplicate and mixed segments with exit 2, naming them.
+// generator's requests and a per-generator table, `report` reads it, merge refuses duplicate and
+// mixed segments with exit 2, naming them, and merges two of the three as a partial result: their
+// requests only, the missing segment named, gcra's pass inconclusive (exit 1).
 func TestSegmentProcessesMerge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Redis under load")
@@ -212,6 +215,25 @@ algorithms: [gcra]
 			a.Requests, a.Allowed, a.Verification.Verdict, m.Requests, m.Allowed, m.Verification.Verdict)
 	}
 
+	// Two of the three: a partial merge.
+	outPartial := filepath.Join(tmp, "partial")
+	if code, msg := merge("--out", outPartial, dirs[0], dirs[2]); code != exitFailed || !strings.Contains(msg, "merged without segment(s) 1/3") {
+		t.Errorf("merge of segments 0 and 2 of 3: exit %d, %q; want exit 1 warning that segment 1/3 is missing", code, msg)
+	}
+	if p, err := result.Read(filepath.Join(outPartial, result.FileName)); err != nil {
+		t.Error(err)
+	} else {
+		e, whole := p.Entries[0], merged.Entries[0]
+		if !slices.Equal(p.MissingSegments, []string{"1/3"}) || len(p.Generators) != 2 || e.Requests >= whole.Requests ||
+			e.Verification.Verdict != verify.Inconclusive || !strings.Contains(strings.Join(e.Verification.Reasons, "; "), "segment(s) 1/3 missing") {
+			t.Errorf("partial merge: missing %v, %d generators, %d requests (whole %d), %s %q; want [1/3], 2, fewer, inconclusive naming 1/3",
+				p.MissingSegments, len(p.Generators), e.Requests, whole.Requests, e.Verification.Verdict, e.Verification.Reasons)
+		}
+	}
+	if md, err := os.ReadFile(filepath.Join(outPartial, report.MarkdownFile)); err != nil || !bytes.Contains(md, []byte("**Partial merge:** merged without segment(s) 1/3")) {
+		t.Errorf("report.md of the partial merge does not say it is partial (%v)", err)
+	}
+
 	// Another run's segment 2, for mixing.
 	other := filepath.Join(tmp, "other")
 	if code, stderr := run("other", "2/3", "0s", other); code != 0 {
@@ -222,7 +244,6 @@ algorithms: [gcra]
 		args []string
 		want string
 	}{
-		{"missing", []string{dirs[0], dirs[2]}, "segment(s) missing: 1/3"},
 		{"duplicate", []string{dirs[0], dirs[1], dirs[1], dirs[2]}, "segment 1/3 is given twice: " + dirs[1] + " and " + dirs[1]},
 		{"mixed", []string{dirs[0], dirs[1], other}, other + ` is of run "other", ` + dirs[0] + ` of run "procs"`},
 	} {

@@ -19,8 +19,8 @@ import (
 
 // ErrNotOneRun means the results given to Merge are not the segments of one run: a result that
 // is not a segment's, segments of different runs (run id, scenario or number of segments), a
-// segment missing or given twice, or segments that measured different algorithms. The message
-// names the directories and segments concerned.
+// segment given twice, or segments that measured different algorithms. The message names the
+// directories and segments concerned.
 var ErrNotOneRun = errors.New("the results are not the segments of one run")
 
 // Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir, its
@@ -38,15 +38,24 @@ type Part struct {
 // against the scenario's expectations and thresholds: failures lists, one sentence each, what
 // makes the merged run fail (empty: it passed).
 //
-// The server's figures are segment 0's, its CPU time per decision divided by the number of
-// segments (every generator's decisions ran in the window it measured). The segments' node
+// A segment may be missing (its generator died, was preempted or never finished): the merge is
+// then partial, and result.Result.MissingSegments names what is missing. Missing admissions can
+// only add to a window's count, so a definite violation among the segments merged stays definite,
+// except under a first-hit window, where a missing earlier request would have started the windows
+// elsewhere: there it becomes a possible violation and the verdict inconclusive. Every pass is
+// inconclusive, the missing segments named in its reasons, and each entry warns that its accuracy
+// is against the present segments' requests only.
+//
+// The server's figures are the first present segment's, its CPU time per decision divided by the
+// number of segments merged (every generator's decisions ran in the window it measured). The segments' node
 // watches are kept per segment in their own results; when one saw Redis change, a merged failed
 // verdict becomes inconclusive (the merged history is not cut into epochs).
 //
 // Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
 // algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
 func Merge(parts []Part) (res *result.Result, failures []string, err error) {
-	if err := checkOneRun(parts); err != nil {
+	missing, err := checkOneRun(parts)
+	if err != nil {
 		return nil, nil, err
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Result.Segment.Index < parts[j].Result.Segment.Index })
@@ -56,12 +65,13 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 		return nil, nil, fmt.Errorf("%w: %s: the result has no scenario settings", ErrNotOneRun, parts[0].Dir)
 	}
 	res = &result.Result{
-		Schema:      result.SchemaVersion,
-		Scenario:    first.Scenario,
-		Environment: first.Environment,
-		StartedAt:   first.StartedAt,
-		FinishedAt:  first.FinishedAt,
-		Reference:   first.Reference,
+		Schema:          result.SchemaVersion,
+		Scenario:        first.Scenario,
+		Environment:     first.Environment,
+		StartedAt:       first.StartedAt,
+		FinishedAt:      first.FinishedAt,
+		Reference:       first.Reference,
+		MissingSegments: missing,
 	}
 	for _, p := range parts {
 		r := p.Result
@@ -81,7 +91,7 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	}
 	topoStart := map[string]int{}
 	for i := range first.Entries {
-		e, err := mergeEntry(parts, i, st)
+		e, err := mergeEntry(parts, i, st, missing)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -100,10 +110,11 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	return res, judge.Run(s, res), nil
 }
 
-// checkOneRun returns an error wrapping ErrNotOneRun that names every problem at once, or nil.
-func checkOneRun(parts []Part) error {
+// checkOneRun returns an error wrapping ErrNotOneRun that names every problem at once, or nil and
+// the segments missing, as "I/N".
+func checkOneRun(parts []Part) (missing []string, err error) {
 	if len(parts) == 0 {
-		return fmt.Errorf("%w: no results given", ErrNotOneRun)
+		return nil, fmt.Errorf("%w: no results given", ErrNotOneRun)
 	}
 	var problems []string
 	var ref *result.Segment
@@ -132,7 +143,6 @@ func checkOneRun(parts []Part) error {
 		seen[sg.Index] = append(seen[sg.Index], p.Dir)
 	}
 	if ref != nil && len(problems) == 0 {
-		var missing []string
 		for i := range ref.Count {
 			switch dirs := seen[i]; {
 			case len(dirs) == 0:
@@ -140,9 +150,6 @@ func checkOneRun(parts []Part) error {
 			case len(dirs) > 1:
 				problems = append(problems, fmt.Sprintf("segment %d/%d is given twice: %s", i, ref.Count, strings.Join(dirs, " and ")))
 			}
-		}
-		if len(missing) > 0 {
-			problems = append(problems, fmt.Sprintf("segment(s) missing: %s", strings.Join(missing, ", ")))
 		}
 	}
 	if len(problems) == 0 {
@@ -161,9 +168,9 @@ func checkOneRun(parts []Part) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w:\n  %s", ErrNotOneRun, strings.Join(problems, "\n  "))
+		return nil, fmt.Errorf("%w:\n  %s", ErrNotOneRun, strings.Join(problems, "\n  "))
 	}
-	return nil
+	return missing, nil
 }
 
 func entryNames(r *result.Result) []string {
@@ -174,8 +181,9 @@ func entryNames(r *result.Result) []string {
 	return out
 }
 
-// mergeEntry merges entry i of every part (the parts sorted by segment).
-func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error) {
+// mergeEntry merges entry i of every part (the parts sorted by segment); missing names the
+// segments a partial merge goes without.
+func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*result.Entry, error) {
 	e0 := &parts[0].Result.Entries[i]
 	name := e0.Name()
 	var rec *measure.Recording
@@ -239,6 +247,12 @@ func mergeEntry(parts []Part, i int, st *result.Settings) (*result.Entry, error)
 		e.Verification.Verdict = verify.Inconclusive
 		e.Verification.Reasons = append(e.Verification.Reasons,
 			"a segment's node watch saw Redis change during the measurement; the merged history is not cut at the change, so its violations are not definite (see the segments' results)")
+	}
+	if len(missing) > 0 {
+		partialVerdict(&e.Verification, missing, verify.HasFirstHit(contract))
+		e.Warnings = append(e.Warnings, result.Warning{Kind: result.WarningPartialMerge, Message: fmt.Sprintf(
+			"merged without segment(s) %s: throughput, latency and accuracy are of the present segments' requests only (the exact limiter did not see the missing ones)",
+			strings.Join(missing, ", "))})
 	}
 	for _, p := range parts {
 		for _, w := range p.Result.Entries[i].Warnings {
@@ -328,4 +342,32 @@ func judgeScenario(st *result.Settings) (*scenarios.Scenario, error) {
 		s.Thresholds = append(s.Thresholds, th)
 	}
 	return s, nil
+}
+
+// partialVerdict adjusts the verification of a history that lacks the requests of the missing
+// segments. A pass becomes inconclusive: the missing admissions could break the contract. A
+// definite violation stays definite, since missing admissions only add to a window's count, unless
+// the contract has a first-hit window (firstHit): a missing earlier request would have started the
+// key's windows elsewhere, so its violations become possible ones and a fail inconclusive.
+func partialVerdict(v *verify.Summary, missing []string, firstHit bool) {
+	which := strings.Join(missing, ", ")
+	switch {
+	case v.Verdict == verify.Pass:
+		v.Verdict = verify.Inconclusive
+		v.Reasons = append(v.Reasons, fmt.Sprintf("segment(s) %s missing from the merge: no violation among the segments merged, "+
+			"but the missing segments' admissions could break the contract", which))
+		v.Finding = fmt.Sprintf("No violation among the segments merged; without segment(s) %s the contract cannot be said to have held.", which)
+	case v.DefiniteViolations > 0 && firstHit:
+		v.PossibleViolations += v.DefiniteViolations
+		v.DefiniteViolations = 0
+		v.ViolationTimesS, v.ViolationTimesOmitted = nil, 0
+		if v.Verdict == verify.Fail {
+			v.Verdict = verify.Inconclusive
+		}
+		v.Reasons = append(v.Reasons, fmt.Sprintf("segment(s) %s missing from the merge: the contract's windows start at a key's first request, "+
+			"and a missing earlier request would have started them elsewhere, so the violations found are possible, not definite", which))
+		v.Finding = fmt.Sprintf("Violations are possible among the segments merged; without segment(s) %s, where the first-hit windows began is not known.", which)
+	case v.DefiniteViolations > 0:
+		v.Reasons = append(v.Reasons, fmt.Sprintf("found among the segments merged, without segment(s) %s: missing admissions can only add to them", which))
+	}
 }
