@@ -36,7 +36,9 @@ type Disruption struct {
 	// have been admitted by either, each on its own state: the state is unsettled from Lo until
 	// then, and to the end of the log when that is never seen.
 	Former string
-	// Deposes: the node stopped acting as a master here (demoted, unreachable, restarted).
+	// Deposes: the node stopped acting as a master here (demoted, unreachable, restarted), or
+	// answered the load for the last time here: only the load touches the limiter's keys, so the
+	// node's state no longer decides anything after it.
 	Deposes bool
 }
 

@@ -79,6 +79,8 @@ type Measurement struct {
 	Sinks     load.Sinks
 	// Watch is the node watch (step 2).
 	Watch *faults.Watcher
+	// served, on Sentinel, is when the load last read a reply from each master (step 8).
+	served *served
 	// Result is what the load did (step 8), Verification what the verifier was given (step 10)
 	// and Entry the measurement's result entry (step 11); nil until then.
 	Result       *load.Result
@@ -340,6 +342,11 @@ func (m *Measurement) load(ctx context.Context) (*load.Result, error) {
 		}
 	}
 	client := m.Spec.Target.NewClient(m.Client)
+	if m.Spec.Target.Info.Topology == redisenv.TopologySentinel {
+		// Which master answered the load, and until when: what ends a promotion's cut (served).
+		m.served = newServed(m.Spec.Target.RealAddr)
+		client.AddHook(m.served)
+	}
 	// Closed as soon as the load ends, so that its connections are not counted in what the
 	// measurement costs the server.
 	defer client.Close()
@@ -365,7 +372,7 @@ func (m *Measurement) verify() {
 	// it, except a custom script's empty key, which could hold state from before.
 	ca, custom := a.(*customAlgorithm)
 	vm.Fresh = !custom || !ca.HasEmptyKey()
-	vm.Disruptions = m.Recording.disruptions(events, m.Result)
+	vm.Disruptions = m.Recording.disruptions(events, m.Result, m.served)
 	for _, s := range m.stages {
 		if s.Verify != nil {
 			s.Verify(m, &vm)

@@ -138,8 +138,13 @@ func (r *Recording) Verification(res *load.Result, contract algorithms.Contract,
 // disruptions returns the node watch's events as the verifier takes them: on the admission log's
 // clock, described in words with when they were seen (seconds from the start of the measured
 // part of res), each with what it means for the limiter's state (faults.Event.StateLost,
-// Deposes; a promotion's former master).
-func (r *Recording) disruptions(events []faults.Event, res *load.Result) []verify.Disruption {
+// Deposes; a promotion's former master). With sv (Sentinel: when the load last read a reply from
+// each master), each promotion is followed by its former master's last answer to the load, or
+// the promotion's start when that came before: a disruption that deposes the former master
+// there, since from then on only the new master decided the load's requests. The promotion's cut
+// then ends when the load is served by the new master alone, not when the node watch sees the
+// former master demoted, which on Sentinel can be seconds later.
+func (r *Recording) disruptions(events []faults.Event, res *load.Result, sv *served) []verify.Disruption {
 	var out []verify.Disruption
 	measured := res.Start.Add(res.Plan.Warmup)
 	for _, e := range events {
@@ -156,8 +161,26 @@ func (r *Recording) disruptions(events []faults.Event, res *load.Result) []verif
 			d.Former = e.From
 		}
 		out = append(out, d)
+		if e.Kind == watch.EventPromoted && e.From != "" && sv != nil {
+			out = append(out, r.lastServed(sv, e, res, after))
+		}
 	}
 	return out
+}
+
+// lastServed is the disruption that deposes promotion e's former master when the load last read
+// a reply from it (sv), or at the promotion's start, after (time since res.Start), when that is
+// later: no request of the load was decided by the former master after it.
+func (r *Recording) lastServed(sv *served, e faults.Event, res *load.Result, after time.Duration) verify.Disruption {
+	measured := res.Start.Add(res.Plan.Warmup)
+	x := after
+	what := fmt.Sprintf("%s answered none of the load's requests after the promotion began", e.From)
+	if last, ok := sv.last(e.From); ok && last.Sub(res.Start) > after {
+		x = last.Sub(res.Start)
+		what = fmt.Sprintf("%s answered the load for the last time at %.3fs", e.From, last.Sub(measured).Seconds())
+	}
+	lo, hi := r.Log.Span(x, x)
+	return verify.Disruption{Lo: lo, Hi: hi, Node: e.From, Kind: "last-served", What: what, Deposes: true}
 }
 
 // Entry builds the result entry of one measurement of algorithm name on topo recorded in r:
