@@ -76,8 +76,12 @@ func loadScript(ctx context.Context, c redis.UniversalClient, file string) (*scr
 	return newScript(ctx, c, string(src))
 }
 
-// newScript loads src on every master of c (loadEverywhere) and returns it as a script.
+// newScript loads src on every master of c (loadEverywhere) and returns it as a script; with a
+// ctx from WithStrictKeys, src behind the strict-keys guard.
 func newScript(ctx context.Context, c redis.UniversalClient, src string) (*script, error) {
+	if strictKeysOf(ctx) {
+		src = guardKeys(src)
+	}
 	s := &script{Script: redis.NewScript(src), on: c}
 	if err := loadEverywhere(ctx, c, s.Script); err != nil {
 		return nil, err

@@ -22,6 +22,11 @@ type Entry struct {
 	// fcall, a built-in algorithm), evalsha otherwise (also for sliding-log-published, which sends
 	// plain commands either way). Empty in results written before it was recorded.
 	Call string `json:"call,omitempty"`
+	// StrictKeys is true when the scripts ran behind the strict-keys guard (`run --strict-keys`):
+	// every command they called was checked for keys not passed in KEYS, and refused with a
+	// STRICTKEYS error when it had one (see WarningStrictKeys). The guard costs a command per
+	// command: latency and server figures are not comparable with a run without it.
+	StrictKeys bool `json:"strict_keys,omitempty"`
 
 	// Requests is every request sent: Allowed + Denied + Errors + Unknown.
 	Requests int64 `json:"requests"`
@@ -99,7 +104,8 @@ type Entry struct {
 // Warning is something a run leaves the user to deal with that no verdict shows. The summary and
 // the report print Message.
 type Warning struct {
-	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut, WarningPartialMerge.
+	// Kind names the warning: WarningKeysLeft, WarningHistoryLeftOut, WarningPartialMerge,
+	// WarningStrictKeys.
 	Kind string `json:"kind"`
 	// Message says what happened and what to do, in words.
 	Message string `json:"message"`
@@ -120,6 +126,11 @@ const WarningKeysLeft = "keys-left-behind"
 // limitbench keeps in memory, so the sections built from its whole history (the violation
 // explorer, fairness, the timeline's window use, the server's bytes per key) were left out.
 const WarningHistoryLeftOut = "history-left-out"
+
+// WarningStrictKeys: behind the strict-keys guard, the script called a command on a key not
+// passed in KEYS, which Dragonfly, Kvrocks and Upstash refuse and a Redis Cluster may keep on
+// another node. A portability finding, not a violation: the requests it refused count as errors.
+const WarningStrictKeys = "strict-keys"
 
 // WarningPartialMerge: the entry was merged without some segments of its run (see
 // Result.MissingSegments), so its figures are of the present segments' requests only.

@@ -51,6 +51,7 @@ type runFlags struct {
 	autos                []*autoRepeat // per scenario, with --repeat auto
 	noReference          bool
 	wholeHistory         bool
+	strictKeys           bool
 	procs                int
 	awake, pin           bool
 	speedOnly            bool
@@ -153,6 +154,7 @@ func (f *runFlags) register(fs *flag.FlagSet, repeat *repeatFlag) {
 	fs.StringVar(&f.autoF.policy, "metric-threshold", "", "with --repeat auto: the gate's thresholds, as limitbench gate takes them (default "+gate.DefaultThresholds().String()+")")
 	fs.BoolVar(&f.speedOnly, "speed-only", false, "measure speed only (the scenario's speed_only: true): an entry whose load never pressed its contract keeps its verdict and says the contract was not exercised, instead of being inconclusive; --speed-only=false clears the scenario's")
 	fs.BoolVar(&f.noReference, "no-reference", false, "do not measure the reference script (INCR + PEXPIRE) used for relative figures")
+	fs.BoolVar(&f.strictKeys, "strict-keys", false, "run every script behind a guard that refuses a command on a key not passed in KEYS (as Dragonfly, Kvrocks and Upstash do) and report the first as a portability warning; figures are not comparable (the guard costs a command per command)")
 	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
@@ -191,12 +193,39 @@ func (f *runFlags) checkInput(loaded []*scenarios.Scenario, env redisenv.Config,
 	if err := f.live.o.Validate(); err != nil {
 		return err
 	}
+	if f.strictKeys {
+		if err := guardable(loaded); err != nil {
+			return err
+		}
+	}
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge")
 	}
 	if f.segment != nil && env.Backend != redisenv.BackendExternal {
 		return fmt.Errorf("--segment needs one Redis that every segment shares: give it with --redis URL "+
 			"(--backend %s starts a private Redis for each generator, and segments that never shared one cannot be merged)", env.Backend)
+	}
+	return nil
+}
+
+// guardable refuses, before anything starts, what --strict-keys cannot guard: a scenario whose
+// built-in scripts are called as Redis Functions (call: fcall) or a custom algorithm that is a
+// function library. The error names each file, line and field.
+func guardable(loaded []*scenarios.Scenario) error {
+	var lines []string
+	for _, s := range loaded {
+		if s.Call == algorithms.CallFCall {
+			lines = append(lines, s.ProblemAt("call", "--strict-keys guards scripts called with EVALSHA, and this scenario calls the built-in algorithms as Redis Functions (fcall): give --call evalsha").String())
+		}
+		for i, e := range s.Algorithms {
+			if e.Custom != nil && e.Custom.Function != "" {
+				lines = append(lines, s.ProblemAt(fmt.Sprintf("algorithms[%d]", i), fmt.Sprintf(
+					"%s is a function library (function: %s), which --strict-keys does not guard: leave it out with --algorithms", e.Name, e.Custom.Function)).String())
+			}
+		}
+	}
+	if len(lines) > 0 {
+		return errors.New(strings.Join(lines, "\n"))
 	}
 	return nil
 }
@@ -348,7 +377,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	// The console keeps the live progress line apart from every message (console.Write).
 	con := newConsole(stderr)
 	stderr = con
-	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, WholeHistory: f.wholeHistory, Segment: f.segment,
+	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, WholeHistory: f.wholeHistory, StrictKeys: f.strictKeys, Segment: f.segment,
 		RedisCPUs: f.redisCPUs, Metrics: f.metrics}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {

@@ -49,6 +49,8 @@ type Options struct {
 	// WholeHistory makes every measurement keep its whole history and verify it after the
 	// load (measure.Spec.WholeHistory), for a comparison with verifying as it runs.
 	WholeHistory bool
+	// StrictKeys runs every script behind the strict-keys guard (measure.StrictKeys).
+	StrictKeys bool
 	// Progress, when set, receives a live view of the current measurement about once a second.
 	Progress func(Progress)
 	// Done, when set, is called after each measurement with its entry.
@@ -361,6 +363,9 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 		}
 	}
 	stages := []measure.Stage{measure.Functions(s.Call), new(measure.Cost).Stage()}
+	if o.StrictKeys {
+		stages = append(stages, measure.StrictKeys())
+	}
 	if len(s.Faults) > 0 {
 		stages = append(stages, measure.Faults(s.Faults))
 	}
