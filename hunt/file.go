@@ -74,6 +74,11 @@ type Entry struct {
 	// Plot is the best schedule's trial as the report draws it (admitted against allowed, from
 	// the trial's own log); nil when no trial ran or its log was not kept.
 	Plot *Plot `json:"plot,omitempty"`
+	// Excerpt is the requests around the worst violation of the violating schedule's trial (the
+	// best schedule's when none broke the contract and one may have), as report.html's explorer
+	// draws them (verify.NewExcerpt, times from the trial's time zero); nil when its trial had no
+	// violation, definite or possible.
+	Excerpt *verify.Excerpt `json:"excerpt,omitempty"`
 }
 
 // Schedule describes one schedule that was run.
@@ -196,6 +201,12 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 	}
 	if b := res.Best; b != nil && b.Log != nil {
 		e.Plot = plotOf(b.Log, res.Target.Contract, markOf(res))
+		log := b.Log
+		if v := res.Violation; v != nil && v.Candidate.Log != nil {
+			log = v.Candidate.Log
+		}
+		// A log the checker refuses has no excerpt; the verdict above says why.
+		e.Excerpt, _ = verify.NewExcerpt(res.Target.Contract, log, log.Base, 0)
 	}
 	return e
 }

@@ -19,6 +19,9 @@ type view struct {
 	Title, Intro, CutShort string
 	Rows                   []row
 	Sections               []section
+	// Explorers, in report.html only, is the Violations section: an interactive explorer of each
+	// entry's excerpt (report.ExplorersHTML), definite violations first.
+	Explorers template.HTML
 }
 
 // row is an entry's line in the report's table.
@@ -64,6 +67,23 @@ func newView(f *File, figs []report.Figure, inline bool) view {
 		v.Sections = append(v.Sections, s)
 	}
 	return v
+}
+
+// explorers returns the explorers of f's excerpts (Entry.Excerpt): the definite violations
+// first, then the possible ones, each in f's order.
+func explorers(f *File) []report.ExplorerOf {
+	var out []report.ExplorerOf
+	for _, kind := range []string{"definite", "possible"} {
+		for i := range f.Entries {
+			e := &f.Entries[i]
+			if x := e.Excerpt; x != nil && x.Violation == kind {
+				r, _ := entryView(e)
+				out = append(out, report.ExplorerOf{Excerpt: x, Class: r.Class,
+					Heading: fmt.Sprintf("%s on %s: %s violation of %s, trial %d", e.Algorithm, e.Topology, kind, x.Contract, trialOf(e))})
+			}
+		}
+	}
+	return out
 }
 
 // entryView returns e's row and section, without its figure.
@@ -227,10 +247,16 @@ func WriteMarkdown(w io.Writer, f *File, figs []report.Figure) error {
 }
 
 // WriteHTML writes report.html for a hunt: the same content as WriteMarkdown in one
-// self-contained file, every figure inline as a PNG data: URI, the reports' inline CSS, no
-// JavaScript and no reference to any other file or host.
+// self-contained file, every figure inline as a PNG data: URI, the reports' inline CSS, and the
+// violation explorer of each violating schedule (report.ExplorersHTML: inline data and script);
+// no reference to any other file or host.
 func WriteHTML(w io.Writer, f *File, figs []report.Figure) error {
-	if err := htmlReport.Execute(w, newView(f, figs, true)); err != nil {
+	v := newView(f, figs, true)
+	var err error
+	if v.Explorers, err = report.ExplorersHTML(explorers(f)); err != nil {
+		return err
+	}
+	if err := htmlReport.Execute(w, v); err != nil {
 		return fmt.Errorf("write report.html: %w", err)
 	}
 	return nil
@@ -286,7 +312,7 @@ var htmlReport = template.Must(template.New("hunt").Parse(report.PageHead + `<p>
 {{end}}{{if .Repro}}<p>{{.ReproText}} <code>{{.Repro}}</code></p>
 {{end}}{{with .Figure}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Title}}</figcaption></figure>
 {{end}}</section>
-{{end}}
+{{end}}{{.Explorers}}
 </body>
 </html>
 `))

@@ -85,10 +85,21 @@ func TestWriteReport(t *testing.T) {
 	if n := strings.Count(h, "<figure>"); n != 2 {
 		t.Errorf("report.html has %d figures; want 2", n)
 	}
-	for _, s := range []string{"http://", "https://", "<script", `src="hunt-`} {
+	for _, s := range []string{"http://", "https://", "<script src", `src="hunt-`} {
 		if strings.Contains(h, s) {
 			t.Errorf("report.html is not self-contained: it has %q", s)
 		}
+	}
+	// The violating schedule's explorer: its section, its data and the script that draws it,
+	// inline (report.TestExplorersHTMLInChromium drives it in a browser).
+	for _, s := range []string{"<h2>Violations</h2>", "fixed-window-published on single: definite violation of fixed-window(20, 1m0s), trial",
+		`<script type="application/json" id="lb-explorers">`, `<div class="xp" data-i="0">`} {
+		if !strings.Contains(h, s) {
+			t.Errorf("report.html lacks the explorer's %q", s)
+		}
+	}
+	if n := strings.Count(h, `<div class="xp" data-i=`); n != 1 {
+		t.Errorf("report.html has %d explorers; want 1, the violation's", n)
 	}
 }
 

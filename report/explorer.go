@@ -72,16 +72,6 @@ func newExplorer(r *result.Result, e *result.Entry, i int) explorerView {
 	x := e.Excerpt
 	label := r.LabelOf(e)
 	heading := fmt.Sprintf("%s on %s: %s violation of %s", e.Algorithm, e.Topology, x.Violation, x.Contract)
-	text := fmt.Sprintf("%s: %s permits where %s %s allowed, between %s and %s.", upperFirst(scopeName(x)), Count(x.Permits),
-		Count(x.Allowed), Plural(x.Allowed, "was", "were"), seconds(float64(x.FromUS)/1e6), seconds(float64(x.ToUS)/1e6))
-	if x.Omitted > 0 {
-		text += fmt.Sprintf(" %s %s of the span left out (the excerpt holds at most %s, those nearest the window kept)",
-			Count(x.Omitted), Plural(x.Omitted, "request", "requests"), Count(verify.MaxExcerpt))
-		if x.CountPartial {
-			text += ", some of them admissions in the window: the running count shown is short of the checker's"
-		}
-		text += "."
-	}
 	d := explorerData{Excerpt: x, Title: heading, Skews: laneSkews(r, x)}
 	v := e.Verification
 	for _, f := range v.Faults {
@@ -97,7 +87,23 @@ func newExplorer(r *result.Result, e *result.Entry, i int) explorerView {
 			d.Marks = append(d.Marks, t)
 		}
 	}
-	return explorerView{Index: i, ID: "explore-" + e.Name(), Heading: heading, Text: text, Class: labelClass(label), Data: d}
+	return explorerView{Index: i, ID: "explore-" + e.Name(), Heading: heading, Text: excerptText(x), Class: labelClass(label), Data: d}
+}
+
+// excerptText says in words what an explorer of x shows: the scope, its permits against the
+// allowance and when, and what the excerpt left out.
+func excerptText(x *verify.Excerpt) string {
+	text := fmt.Sprintf("%s: %s permits where %s %s allowed, between %s and %s.", upperFirst(scopeName(x)), Count(x.Permits),
+		Count(x.Allowed), Plural(x.Allowed, "was", "were"), seconds(float64(x.FromUS)/1e6), seconds(float64(x.ToUS)/1e6))
+	if x.Omitted > 0 {
+		text += fmt.Sprintf(" %s %s of the span left out (the excerpt holds at most %s, those nearest the window kept)",
+			Count(x.Omitted), Plural(x.Omitted, "request", "requests"), Count(verify.MaxExcerpt))
+		if x.CountPartial {
+			text += ", some of them admissions in the window: the running count shown is short of the checker's"
+		}
+		text += "."
+	}
+	return text
 }
 
 // micro converts seconds to whole µs.
@@ -167,6 +173,59 @@ const explorerCSS = `
 .xp-pin.on{border-left-color:#d62728;background:#fff4f4}
 details.x>summary{cursor:pointer;font-weight:600;margin:.6rem 0 .2rem}
 `
+
+// explorersTemplate defines the templates of the explorers' section ("explorers": heading,
+// legend and one <details> per explorer, over .Explorers and .ExplorerLegend) and of their data
+// and script ("explorers-script": .ExplorerData and .Script), which report.html places at the
+// end of its body and ExplorersHTML right after the section.
+const explorersTemplate = `{{define "explorers"}}{{if .Explorers}}<h2>Violations</h2>
+<p class="legend">{{.ExplorerLegend}}</p>
+{{range .Explorers}}<details class="x" id="{{.ID}}"{{if .Open}} open{{end}}><summary><span class="badge {{.Class}}">{{.Heading}}</span></summary>
+<p>{{.Text}}</p>
+<div class="xp" data-i="{{.Index}}"><div class="xp-tools"><button type="button" data-z="in">zoom in</button><button type="button" data-z="out">zoom out</button><button type="button" data-z="window">the worst window</button><button type="button" data-z="all">the whole excerpt</button><span>wheel: zoom, drag: pan, click: pin</span></div>
+<svg class="xp-svg" role="img" aria-label="{{.Heading}}"></svg><div class="xp-tip" hidden></div><div class="xp-pin">Click a request to pin its details here.</div></div>
+<noscript><p>The explorer is drawn by the page's own script, which is off; the sentence above says what it shows.</p></noscript>
+</details>
+{{end}}{{end}}{{end}}{{define "explorers-script"}}{{if .Explorers}}<script type="application/json" id="lb-explorers">{{.ExplorerData}}</script>
+<script>{{.Script}}</script>{{end}}{{end}}`
+
+var explorersSection = template.Must(template.New("section").Parse(explorersTemplate + `{{template "explorers" .}}{{template "explorers-script" .}}`))
+
+// ExplorerOf is a violation explorer for a page other than report.html (a hunt's report.html,
+// package hunt): the excerpt it draws, its heading, and the class of its badge (LabelClass of
+// the entry's label).
+type ExplorerOf struct {
+	Excerpt *verify.Excerpt
+	Heading string
+	Class   string
+}
+
+// ExplorersHTML renders the Violations section of a page built on PageHead for xs, as report.html
+// draws it (the first open): each explorer, its sentence, the legend, the explorers' inline data
+// and the script that draws them. Nothing external: the script and the data are in the page.
+// "" when xs is empty. A page holds at most one such section.
+func ExplorersHTML(xs []ExplorerOf) (template.HTML, error) {
+	if len(xs) == 0 {
+		return "", nil
+	}
+	v := struct {
+		Explorers      []explorerView
+		ExplorerLegend string
+		ExplorerData   []explorerData
+		Script         template.JS
+	}{ExplorerLegend: explorerLegend, Script: explorerScript}
+	for i, x := range xs {
+		v.Explorers = append(v.Explorers, explorerView{Index: i, ID: fmt.Sprintf("explore-%d", i), Heading: x.Heading,
+			Text: excerptText(x.Excerpt), Class: x.Class, Open: i == 0,
+			Data: explorerData{Excerpt: x.Excerpt, Title: x.Heading, Skews: make([]string, len(x.Excerpt.Lanes))}})
+	}
+	v.ExplorerData = explorersData(v.Explorers)
+	var b strings.Builder
+	if err := explorersSection.Execute(&b, v); err != nil {
+		return "", fmt.Errorf("render the violation explorers: %w", err)
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template above
+}
 
 // explorerScript draws the explorers from the page's inline JSON: explorerJS, trusted as it is.
 var explorerScript = template.JS(explorerJS)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html/template"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,4 +219,40 @@ func TestTablesFitA1400PixelWindow(t *testing.T) {
 			p.close(t)
 		})
 	}
+}
+
+// TestExplorersHTMLInChromium (issue 31): the explorer as another page embeds it
+// (ExplorersHTML after PageHead, as a hunt's report.html does) draws in headless Chromium: the
+// excerpt's requests in view, hovering over an admission shows its details, a click pins them;
+// the page makes no network request and logs no console error.
+func TestExplorersHTMLInChromium(t *testing.T) {
+	x := firstExcerpt(t, readFixture(t, "demo-result.json"))
+	section, err := ExplorersHTML([]ExplorerOf{{Excerpt: x.Excerpt, Heading: "my-limiter on single: definite violation, trial 3", Class: "fail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	head := template.Must(template.New("head").Parse(PageHead))
+	if err := head.Execute(&b, struct{ Title string }{"embedded explorer"}); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString(string(section) + "\n</body>\n</html>\n")
+	page := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(page, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := openPage(t, page, screenshotW, 1000)
+	p.do(t, chromedp.Poll[chromedp.Void](`document.querySelector(".xp[data-ready='1']") !== null`))
+	i, cx, cy := visibleRequest(t, p)
+	q := x.Requests[i]
+	p.do(t, chromedp.MouseEvent(chromedp.MouseMoved, cx, cy))
+	tip := eval[string](t, p, `(function () { var t = document.querySelector(".xp .xp-tip"); return t.hidden ? "" : t.textContent; })()`)
+	if !strings.Contains(tip, x.Lanes[q.Lane]) || !strings.Contains(tip, "admitted") {
+		t.Errorf("hovering over request %d shows %q; want its client %s and its outcome", i, tip, x.Lanes[q.Lane])
+	}
+	p.do(t, chromedp.MouseClickXY(cx, cy))
+	if pinned := eval[string](t, p, `document.querySelector(".xp").getAttribute("data-pinned") || ""`); pinned != fmt.Sprint(i) {
+		t.Errorf("after a click on request %d the explorer has pinned %q", i, pinned)
+	}
+	p.close(t)
 }

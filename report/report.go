@@ -485,7 +485,7 @@ const PageHead = `<!DOCTYPE html>
 <h1>{{.Title}}</h1>
 `
 
-var htmlReport = template.Must(template.New("report").Parse(`{{define "cell"}}<td class="n{{if .Best}} best{{end}}">{{.Text}}</td>{{end}}` +
+var htmlReport = template.Must(template.New("report").Parse(explorersTemplate + `{{define "cell"}}<td class="n{{if .Best}} best{{end}}">{{.Text}}</td>{{end}}` +
 	PageHead + `{{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><strong>Summary:</strong> {{.Summary}}</p>
 {{if .CutShort}}<p class="note"><strong>Cut short:</strong> {{.CutShort}}</p>{{end}}
@@ -502,15 +502,7 @@ var htmlReport = template.Must(template.New("report").Parse(`{{define "cell"}}<t
 {{end}}<p class="legend">{{.DecisionLegend}}</p>{{end}}
 {{if .Whys}}<h2>Why</h2>
 <ul class="why">{{range .Whys}}<li><span class="badge {{.Class}}">{{.Algorithm}} on {{.Topology}}: {{.Label}}</span> {{.Text}}</li>{{end}}</ul>{{end}}
-{{if .Explorers}}<h2>Violations</h2>
-<p class="legend">{{.ExplorerLegend}}</p>
-{{range .Explorers}}<details class="x" id="{{.ID}}"{{if .Open}} open{{end}}><summary><span class="badge {{.Class}}">{{.Heading}}</span></summary>
-<p>{{.Text}}</p>
-<div class="xp" data-i="{{.Index}}"><div class="xp-tools"><button type="button" data-z="in">zoom in</button><button type="button" data-z="out">zoom out</button><button type="button" data-z="window">the worst window</button><button type="button" data-z="all">the whole excerpt</button><span>wheel: zoom, drag: pan, click: pin</span></div>
-<svg class="xp-svg" role="img" aria-label="{{.Heading}}"></svg><div class="xp-tip" hidden></div><div class="xp-pin">Click a request to pin its details here.</div></div>
-<noscript><p>The explorer is drawn by the page's own script, which is off; the sentence above says what it shows.</p></noscript>
-</details>
-{{end}}{{end}}
+{{template "explorers" .}}
 {{if .Fairness}}<details class="x"><summary>Fairness among clients sharing a limit</summary>
 <div class="wrap"><table class="v">
 <thead><tr><th>algorithm</th><th>topology</th><th>Jain's index</th><th>lowest subject</th><th>most favoured</th><th>least favoured</th><th>longest run of denials under the fair share</th></tr></thead>
@@ -550,8 +542,7 @@ var htmlReport = template.Must(template.New("report").Parse(`{{define "cell"}}<t
 {{range .Topologies}}<h3>{{.Topology}}</h3>
 {{range .Figures}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}</details>{{end}}
-{{if .Explorers}}<script type="application/json" id="lb-explorers">{{.ExplorerData}}</script>
-<script>{{.Script}}</script>{{end}}
+{{template "explorers-script" .}}
 </body>
 </html>
 `))
