@@ -11,7 +11,7 @@ import (
 )
 
 // SequentialRule names the procedure of Sequence in result.Sequential.Rule; doc.go specifies it.
-const SequentialRule = "pocock-type alpha spending over the time budget, a look after every round"
+const SequentialRule = "pocock-type alpha spending over the time budget, a look whenever the rounds have grown by half"
 
 // Spent returns the level a sequential run has spent once the fraction t of its time budget has
 // passed: Lan and DeMets' Pocock-type spending function α·ln(1 + (e − 1)·t) with α = Alpha; 0 for
@@ -36,13 +36,24 @@ type Sequence struct {
 
 	spent float64
 	looks int
+	next  int                       // the round of the next look (0: MinSamples)
+	prev  result.SequentialTopology // the last look
 }
 
-// Look judges the rounds of topology in current (every algorithm's repeats so far as samples)
-// after rounds rounds, elapsed since the first began, the last one having taken round. It
-// returns the look, to be recorded in result.Sequential, and whether to stop: every gated figure
-// of the topology can decide, or the budget leaves no time for another round. An error (from
-// Compare) stops the rounds too.
+// LookGrowth is how much the rounds grow from one look to the next: a look after MinSamples
+// rounds, then after ⌈1.5·k⌉ rounds when the last was after k (6, 9, 14, 21, 32, ...), and after
+// the last round the budget allows. The level a skipped round would have spent goes to the next
+// look (the spending is over time), so fewer looks judge at wider levels: simulated with 5%
+// noise (TestSequentialFalseAlarmsAndPower, 100 trials), +25% CPU is found in 97 trials after 20
+// rounds on average, against 91 after 24 with a look after every round; 0 false alarms either way.
+const LookGrowth = 1.5
+
+// Look is called after every round: it judges the rounds of topology in current (every
+// algorithm's repeats so far as samples) after rounds rounds, elapsed since the first began, the
+// last one having taken round, when this round is one of the looks (LookGrowth). It returns the
+// look, to be recorded in result.Sequential (after a round without a look, the last look with the
+// rounds brought up to date), and whether to stop: every gated figure of the topology can decide,
+// or the budget leaves no time for another round. An error (from Compare) stops the rounds too.
 //
 // The look's level is Spent(t) − (the level spent by the earlier looks), t = elapsed / Budget;
 // a look after which no round fits in the budget (elapsed + round > Budget) is the last and
@@ -50,9 +61,16 @@ type Sequence struct {
 // its verdict is not Inconclusive (with a Baseline), or its MDE is at most its threshold
 // (without). The reference and the verdict rows are not counted: more rounds change neither.
 func (s *Sequence) Look(current *result.Result, topology string, rounds int, elapsed, round time.Duration) (result.SequentialTopology, bool, error) {
-	s.looks++
 	t := elapsed.Seconds() / s.Budget.Seconds()
 	last := t >= 1 || elapsed+round > s.Budget
+	if !last && rounds < max(s.next, MinSamples) {
+		// No look after this round: what the last look found, the rounds brought up to date.
+		l := s.prev
+		l.Topology, l.Rounds, l.ElapsedS = topology, rounds, math.Round(elapsed.Seconds()*1000)/1000
+		return l, false, nil
+	}
+	s.looks++
+	s.next = max(rounds+1, int(math.Ceil(float64(rounds)*LookGrowth)))
 	level := Spent(t) - s.spent
 	if last {
 		level = Alpha - s.spent
@@ -85,6 +103,7 @@ func (s *Sequence) Look(current *result.Result, topology string, rounds int, ela
 		}
 	}
 	look.Decided = len(look.Undecided) == 0
+	s.prev = look
 	return look, last || look.Decided, nil
 }
 

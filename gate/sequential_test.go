@@ -3,6 +3,7 @@ package gate
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,33 +48,45 @@ func grow(rng *rand.Rand, cur *result.Result, level, sd float64) {
 	cur.Entries[0].Samples = append(cur.Entries[0].Samples, next)
 }
 
-// TestSequenceLevels: the levels of the looks of one topology add up to at most Alpha, and the
-// look after which no round fits in the budget takes what is left.
+// TestSequenceLevels: the looks come after round 6, then whenever the rounds have grown by half
+// (9), and after the last round the budget allows (10); each is judged at the level spent since
+// the last, the rounds between looks spend nothing, the levels add up to Alpha, and the last look
+// takes what is left.
 func TestSequenceLevels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cur := normalRun(rng, MinSamples, 25, 0.5) // too noisy to decide
 	seq := &Sequence{Budget: 100 * time.Second, Policy: DefaultPolicy()}
 	var sum float64
+	var looked []int
 	for k := MinSamples; ; k++ {
 		look, stop, err := seq.Look(cur, "single", k, time.Duration(k)*10*time.Second, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(look.Spent-sum) > 1e-15 || look.Level <= 0 {
-			t.Fatalf("look %d: spent %g, level %g; want spent %g and a positive level", look.Looks, look.Spent, look.Level, sum)
+		if look.Rounds != k {
+			t.Fatalf("after round %d the look says %d rounds", k, look.Rounds)
 		}
-		sum += look.Level
+		if look.Looks > len(looked) { // a look after this round
+			looked = append(looked, k)
+			if math.Abs(look.Spent-sum) > 1e-15 || look.Level <= 0 {
+				t.Fatalf("look %d: spent %g, level %g; want spent %g and a positive level", look.Looks, look.Spent, look.Level, sum)
+			}
+			sum += look.Level
+			if want := Spent(float64(k) / 10); !stop && math.Abs(sum-want) > 1e-15 {
+				t.Errorf("after the look at round %d spent %g; want Spent(%g) = %g", k, sum, float64(k)/10, want)
+			}
+		}
 		if stop {
 			if k != 10 || look.Decided || len(look.Undecided) == 0 || math.Abs(sum-Alpha) > 1e-15 {
 				t.Errorf("stopped after round %d, decided %v (%q), levels sum %g; want round 10 (100s of 100s), undecided, Alpha spent",
 					k, look.Decided, look.Undecided, sum)
 			}
-			return
-		}
-		if want := Spent(float64(k) / 10); math.Abs(sum-want) > 1e-15 {
-			t.Errorf("after round %d spent %g; want Spent(%g) = %g", k, sum, float64(k)/10, want)
+			break
 		}
 		grow(rng, cur, 25, 0.5)
+	}
+	if !slices.Equal(looked, []int{6, 9, 10}) {
+		t.Errorf("looks after rounds %v; want 6, 9 (grown by half) and 10 (the last the budget allows)", looked)
 	}
 }
 

@@ -171,7 +171,7 @@ func fullResult(t *testing.T) *Result {
 			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
 		MergedFrom:      []string{"results/run-001/segment-0"},
 		MissingSegments: []string{"2/3"},
-		Sequential: &Sequential{Rule: "pocock-type alpha spending over the time budget, a look after every round", Alpha: 0.01,
+		Sequential: &Sequential{Rule: "pocock-type alpha spending over the time budget, a look whenever the rounds have grown by half", Alpha: 0.01,
 			BudgetS: 600, Baseline: "results/main", Topologies: []SequentialTopology{{Topology: "cluster", Rounds: 9, Looks: 4,
 				ElapsedS: 412.5, Spent: 0.0061, Level: 0.0012, Decided: false, Undecided: []string{"my-limiter p99 (MDE 18.2% > 15%)"}},
 				{Topology: "single", Rounds: 6, Looks: 1, ElapsedS: 95, Level: 0.0031, Decided: true}}},
