@@ -16,7 +16,7 @@ import (
 // FaultKind names what a scheduled fault does.
 type FaultKind string
 
-// Fault kinds. The first six act on servers limitbench started (process or container backend);
+// Fault kinds. The first seven act on servers limitbench started (process or container backend);
 // the last three on the network between the load generator and Redis, and are the only ones
 // allowed on an external Redis.
 const (
@@ -37,6 +37,12 @@ const (
 	// FaultClientKill runs CLIENT KILL TYPE normal on the targeted servers: every client
 	// connection is closed.
 	FaultClientKill FaultKind = "client-kill"
+	// FaultEvict forces every key out of the targeted masters through maxmemory, as a server
+	// short of memory does: it sets maxmemory-policy allkeys-random and maxmemory 1 byte, lets
+	// the server evict until it holds no key (at most 2 s), then puts both settings back. The
+	// limiter's state is gone, as after a restart, but the server, its connections and its
+	// scripts stay; requests that write meanwhile are refused (OOM).
+	FaultEvict FaultKind = "evict"
 	// FaultLatency delays every reply from the targeted nodes by Latency ± Jitter for Duration.
 	FaultLatency FaultKind = "latency"
 	// FaultReset resets every connection to the targeted nodes that carries data during
@@ -49,7 +55,13 @@ const (
 
 // FaultKinds lists every kind, in the order of the package doc.
 var FaultKinds = []FaultKind{FaultKill, FaultRestart, FaultPause, FaultFailover, FaultFlushScripts,
-	FaultClientKill, FaultLatency, FaultReset, FaultBlackhole}
+	FaultClientKill, FaultEvict, FaultLatency, FaultReset, FaultBlackhole}
+
+// LosesState reports whether k takes the limiter's state away by itself: kill, restart, failover
+// (a promoted replica lacks the last writes) and evict.
+func (k FaultKind) LosesState() bool {
+	return k == FaultKill || k == FaultRestart || k == FaultFailover || k == FaultEvict
+}
 
 // Network reports whether k acts on the network between the load generator and Redis (through
 // a proxy in front of each node) rather than on a server.
@@ -233,7 +245,7 @@ func (c *checker) faults() {
 			known = known || ft.Kind == k
 		}
 		if !known {
-			c.add(f+".kind", "unknown fault kind %q; use kill, restart, pause, failover, flush-scripts, client-kill, latency, reset or blackhole", ft.Kind)
+			c.add(f+".kind", "unknown fault kind %q; use kill, restart, pause, failover, flush-scripts, client-kill, evict, latency, reset or blackhole", ft.Kind)
 			continue
 		}
 		if ft.At < 0 {
@@ -274,6 +286,9 @@ func (c *checker) faults() {
 		}
 		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
 			c.add(f+".target", "failover acts on masters (master, master:N or masters), not %s", ft.Target)
+		}
+		if ft.Kind == FaultEvict && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
+			c.add(f+".target", "evict acts on masters (master, master:N or masters; a replica ignores maxmemory), not %s", ft.Target)
 		}
 		switch {
 		case ft.Link != LinkClient && ft.Link != LinkReplication:

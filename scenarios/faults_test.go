@@ -81,6 +81,8 @@ func TestFaultsInvalid(t *testing.T) {
 		{"bad mode", "- {at: 1s, kind: failover, mode: gently}", []string{`faults[0].mode: unknown failover mode "gently"`}},
 		{"mode on kill", "- {at: 1s, kind: kill, mode: force}", []string{"faults[0].mode: only for kind failover"}},
 		{"failover of a replica", "- {at: 1s, kind: failover, target: replica}", []string{"faults[0].target: failover acts on masters"}},
+		{"evict of a replica", "- {at: 1s, kind: evict, target: replica}", []string{"faults[0].target: evict acts on masters"}},
+		{"evict with a duration", "- {at: 1s, kind: evict, duration: 1s}", []string{"faults[0].duration: evict acts once and takes no duration"}},
 		{"bad target", "- {at: 1s, kind: kill, target: primary}", []string{`faults[0].target: "primary": want master`}},
 		{"negative recovery", "- {at: 1s, kind: kill, recovery: -1s}", []string{"faults[0].recovery: must be >= 0"}},
 		{"not a list", "{at: 1s}", []string{"faults: must be a list"}},

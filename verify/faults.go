@@ -77,10 +77,12 @@ func seen(fs []InjectedFault, cuts []Cut) []InjectedFault {
 }
 
 // losesState reports whether a fault of kind may take the limiter's state away by itself: a
-// kill, a restart, a failover (the kinds whose injections are disruptions that cut the history).
+// kill, a restart, a failover, an eviction (the kinds whose injections are disruptions that cut the history).
 // A pause, a flush of the script cache, killed connections and the network faults do not: a
 // latency on the replication link makes a failover lose more, but the failover loses it.
-func losesState(kind string) bool { return kind == "kill" || kind == "restart" || kind == "failover" }
+func losesState(kind string) bool {
+	return kind == "kill" || kind == "restart" || kind == "failover" || kind == "evict"
+}
 
 // cutOwner reports whether the cut c is fault fs[i]'s: its window meets c, and it loses the state
 // by itself or no fault of fs whose window meets c does (then every fault there shares it).

@@ -198,3 +198,44 @@ func TestRunSentinelFailoverLagScenario(t *testing.T) {
 		t.Errorf("failover %+v, fault_excess %d; want the state lost and an excess attributed to the failover", fo, v.FaultExcess)
 	}
 }
+
+// Issue 29: an evict fault forces the limiter's keys out through maxmemory mid-run: the fault is
+// carried out, loses the state (the node watch sees the eviction), what the loss allowed is the
+// fault's, and a correct limiter never fails.
+func TestRunEvictFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Redis under load")
+	}
+	scenario := writeFile(t, t.TempDir(), "evict.yaml", `version: 1
+name: evict
+topologies: [single]
+duration: 2s
+warmup: 200ms
+clients: 4
+arrival: {rate: 300}
+keys: {count: 2}
+limit: {limit: 40, window: 1s}
+algorithms: [gcra, fixed-window]
+faults:
+  - {at: 1s, kind: evict, target: master}
+`)
+	code, stderr, res := runScenario(t, "--no-reference", scenario)
+	if res == nil || len(res.Entries) != 2 {
+		t.Fatalf("exit %d, result %+v:\n%s", code, res, stderr)
+	}
+	for _, e := range res.Entries {
+		v := e.Verification
+		if v.Verdict == verify.Fail || len(v.Faults) != 1 {
+			t.Errorf("%s: verdict %s, faults %+v (%v); want never a fail, the one fault reported", e.Algorithm, v.Verdict, v.Faults, v.Reasons)
+			continue
+		}
+		f := v.Faults[0]
+		evicted := false
+		for _, d := range v.Disruptions {
+			evicted = evicted || d.Kind == "evicted"
+		}
+		if f.Kind != "evict" || f.Error != "" || !f.StateLost || !evicted {
+			t.Errorf("%s: fault %+v, disruptions %+v; want the eviction carried out, seen, and the state lost", e.Algorithm, f, v.Disruptions)
+		}
+	}
+}

@@ -209,6 +209,8 @@ func act(ctx context.Context, tgt *redisenv.Target, f scenarios.Fault, proxies m
 		j.Err = each(func(a string) error {
 			return onNode(a, func(c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
 		})
+	case scenarios.FaultEvict:
+		j.Err = each(func(a string) error { return onNode(a, func(c *redis.Client) error { return evictAll(ctx, c) }) })
 	case scenarios.FaultClientKill:
 		j.Err = each(func(a string) error {
 			return onNode(a, func(c *redis.Client) error { return c.Do(ctx, "CLIENT", "KILL", "TYPE", "normal").Err() })
@@ -321,4 +323,47 @@ func NeedsNetwork(schedule []scenarios.Fault) bool {
 		}
 	}
 	return false
+}
+
+// evictTimeout bounds how long evictAll waits for the server to hold no key.
+const evictTimeout = 2 * time.Second
+
+// evictAll forces every key out of the server c talks to through maxmemory: it sets
+// maxmemory-policy allkeys-random and maxmemory 1 byte, sends PING until DBSIZE is 0 (the server
+// evicts before each command it runs while over maxmemory) or evictTimeout has passed, and puts
+// both settings back, also when it fails or the context ends.
+func evictAll(ctx context.Context, c *redis.Client) error {
+	was, err := c.ConfigGet(ctx, "maxmemory*").Result()
+	if err != nil {
+		return fmt.Errorf("evict: CONFIG GET maxmemory: %w", err)
+	}
+	limit, policy := was["maxmemory"], was["maxmemory-policy"]
+	if limit == "" || policy == "" {
+		return fmt.Errorf("evict: CONFIG GET maxmemory* gave %v", was)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = c.ConfigSet(rctx, "maxmemory", limit).Err() // reported below if the state stays wrong
+		_ = c.ConfigSet(rctx, "maxmemory-policy", policy).Err()
+	}()
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "allkeys-random").Err(); err != nil {
+		return fmt.Errorf("evict: CONFIG SET maxmemory-policy: %w", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		return fmt.Errorf("evict: CONFIG SET maxmemory: %w", err)
+	}
+	deadline := time.Now().Add(evictTimeout)
+	for {
+		n, err := c.DBSize(ctx).Result()
+		switch {
+		case err != nil:
+			return fmt.Errorf("evict: DBSIZE: %w", err)
+		case n == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("evict: %d keys still held after %s", n, evictTimeout)
+		}
+		_ = c.Ping(ctx).Err() // each command lets the server evict again
+	}
 }

@@ -175,16 +175,14 @@ func addNoScripts(reps []verify.FaultReport, js []faults.Injection, ns *noScript
 }
 
 // injectedDisruptions returns the injections that may have lost the limiter's state (a restart,
-// a kill, a failover) as disruptions on the admission log's clock, so that the history is cut
+// a kill, a failover, an eviction) as disruptions on the admission log's clock, so that the history is cut
 // there even if the node watch did not see the change (it polls). Cutting only removes
 // violations from the algorithm's account; the watch's own events, when it saw them, merge
 // with these into one cut.
 func (r *Recording) injectedDisruptions(js []faults.Injection, res *load.Result) []verify.Disruption {
 	var out []verify.Disruption
 	for _, j := range js {
-		switch j.Fault.Kind {
-		case scenarios.FaultRestart, scenarios.FaultKill, scenarios.FaultFailover:
-		default:
+		if !j.Fault.Kind.LosesState() {
 			continue
 		}
 		if j.Start.IsZero() {
