@@ -291,6 +291,7 @@ func TestEnvStopsOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts clusters")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}

@@ -17,6 +17,7 @@ func TestHuntCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	cwd := t.TempDir()
 	for _, name := range []string{"off_by_one_window.yaml", "off_by_one_window.lua"} {

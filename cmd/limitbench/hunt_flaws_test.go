@@ -32,6 +32,7 @@ func TestHuntOffByOneWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	cwd := t.TempDir()
 	example, err := filepath.Abs("../../examples/custom/off_by_one_window.yaml")
@@ -169,6 +170,7 @@ func TestHuntDiscreteRefill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	writeFile(t, tmp, "discrete_refill.lua", discreteRefill)

@@ -71,6 +71,7 @@ func TestHuntFindsPublishedFlaws(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	scenario := writeFile(t, tmp, "pub.yaml", `limit: {limit: 20, window: 1s}
@@ -143,6 +144,7 @@ func TestHuntPublishedScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	out := filepath.Join(t.TempDir(), "out")
 	start := time.Now()
@@ -187,6 +189,7 @@ func TestHuntInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	scenario := writeFile(t, tmp, "g.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra, token-bucket]\n")
@@ -259,6 +262,7 @@ func TestHuntCustomReproducer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and hunts on a real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	scenario := customScenario(t, tmp)

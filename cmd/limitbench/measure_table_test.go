@@ -46,6 +46,7 @@ func TestMeasurementTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every driver against real Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skipf("redis-server is not on PATH: %v", err)
 	}

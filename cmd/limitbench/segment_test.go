@@ -93,6 +93,7 @@ func TestSegmentProcessesMerge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Redis under load")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	tgt := redistest.Cluster(t).Target
 	u := url.URL{Scheme: "redis", User: url.UserPassword("default", tgt.Password), Host: strings.Join(tgt.Masters(), ",")}

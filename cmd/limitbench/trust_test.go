@@ -154,6 +154,7 @@ func TestRunFunctionLibrariesUntouched(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
 	ctx := context.Background()
@@ -335,6 +336,7 @@ func TestDataSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs every command against Redis")
 	}
+	t.Parallel() // a child process, no state of this one: overlaps the other waits
 	bin := buildBinary(t)
 	server := redistest.Start(t, redisenv.Config{Backend: redisenv.BackendProcess})
 	ctx := context.Background()
