@@ -344,6 +344,8 @@ func (m *Measurement) load(ctx context.Context) (*load.Result, error) {
 	client := m.Spec.Target.NewClient(m.Client)
 	if m.Spec.Target.Info.Topology == redisenv.TopologySentinel {
 		// Which master answered the load, and until when: what ends a promotion's cut (served).
+		// The hook sees every connection: the client dials none before its first command
+		// (m.Client.MinIdleConns is 0), and none is sent before this.
 		m.served = newServed(m.Spec.Target.RealAddr)
 		client.AddHook(m.served)
 	}
