@@ -135,17 +135,46 @@ func WritePartialLogs(dir string, r *Result) error {
 // its Partial names.
 func ReadPartialLogs(dir string, r *Result) error {
 	for i := range r.Entries {
+		if err := ReadPartialLog(dir, &r.Entries[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadPartialLog reads into e's Partial, of a result read from dir, the admission logs it names
+// (LogData, WarmupLogData); nothing for an entry without a Partial.
+func ReadPartialLog(dir string, e *Entry) error {
+	p := e.Partial
+	if p == nil {
+		return nil
+	}
+	var err error
+	if p.LogData, err = os.ReadFile(filepath.Join(dir, filepath.Base(p.Log))); err != nil {
+		return fmt.Errorf("%s: admission log: %w", e.Name(), err)
+	}
+	if p.WarmupLog != "" {
+		if p.WarmupLogData, err = os.ReadFile(filepath.Join(dir, filepath.Base(p.WarmupLog))); err != nil {
+			return fmt.Errorf("%s: warmup admission log: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// CheckPartialLogs checks that the admission logs each partial entry of r, a result read from dir,
+// names are there to be read (ReadPartialLog), without reading them.
+func CheckPartialLogs(dir string, r *Result) error {
+	for i := range r.Entries {
 		p := r.Entries[i].Partial
 		if p == nil {
 			continue
 		}
-		var err error
-		if p.LogData, err = os.ReadFile(filepath.Join(dir, filepath.Base(p.Log))); err != nil {
-			return fmt.Errorf("%s: admission log: %w", r.Entries[i].Name(), err)
-		}
-		if p.WarmupLog != "" {
-			if p.WarmupLogData, err = os.ReadFile(filepath.Join(dir, filepath.Base(p.WarmupLog))); err != nil {
-				return fmt.Errorf("%s: warmup admission log: %w", r.Entries[i].Name(), err)
+		for _, f := range []struct{ what, name string }{{"admission log", p.Log}, {"warmup admission log", p.WarmupLog}} {
+			if f.name == "" && f.what != "admission log" {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, filepath.Base(f.name))); err != nil {
+				return fmt.Errorf("%s: %s: %w", r.Entries[i].Name(), f.what, err)
 			}
 		}
 	}

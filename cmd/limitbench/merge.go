@@ -50,7 +50,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return badInput(err) // result.Read's errors name the file
 		}
-		if err := result.ReadPartialLogs(dir, r); err != nil {
+		if err := result.CheckPartialLogs(dir, r); err != nil { // read one at a time by the merge
 			return badInput(fmt.Errorf("%s: %w", dir, err))
 		}
 		parts = append(parts, segment.Part{Dir: dir, Result: r})

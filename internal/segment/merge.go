@@ -23,8 +23,9 @@ import (
 // directories and segments concerned.
 var ErrNotOneRun = errors.New("the results are not the segments of one run")
 
-// Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir, its
-// admission logs read (result.ReadPartialLogs).
+// Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir. The
+// admission logs of its entries are read from Dir by Merge, one at a time, and let go once decoded
+// (result.ReadPartialLog), unless an entry's Partial holds them already.
 type Part struct {
 	Dir    string
 	Result *result.Result
@@ -195,7 +196,16 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	for k, p := range parts {
 		e := &p.Result.Entries[i]
 		pt := e.Partial
+		read := pt.LogData == nil
+		if read {
+			if err := result.ReadPartialLog(p.Dir, e); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, p.Dir, err)
+			}
+		}
 		r, err := decodeRecording(pt)
+		if read { // decoded: only the events are kept, not their bytes as well
+			pt.LogData, pt.WarmupLogData = nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
 		}
@@ -239,6 +249,11 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	vm := rec.Verification(res, contract, a.Model(st.Limit))
+	// vm holds the events now; let the segments' chunks go before the verifier's own memory.
+	rec.Log = rec.Log.Fresh().(*verify.AdmissionLog)
+	if rec.Warmup != nil {
+		rec.Warmup = rec.Warmup.Fresh().(*verify.AdmissionLog)
+	}
 	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly.Covers(e0.Algorithm)
 	srv := e0.Server
 	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
