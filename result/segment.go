@@ -169,12 +169,12 @@ func CheckPartialLogs(dir string, r *Result) error {
 		if p == nil {
 			continue
 		}
-		for _, f := range []struct{ what, name string }{{"admission log", p.Log}, {"warmup admission log", p.WarmupLog}} {
-			if f.name == "" && f.what != "admission log" {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(dir, filepath.Base(f.name))); err != nil {
-				return fmt.Errorf("%s: %s: %w", r.Entries[i].Name(), f.what, err)
+		if _, err := os.Stat(filepath.Join(dir, filepath.Base(p.Log))); err != nil {
+			return fmt.Errorf("%s: admission log: %w", r.Entries[i].Name(), err)
+		}
+		if p.WarmupLog != "" {
+			if _, err := os.Stat(filepath.Join(dir, filepath.Base(p.WarmupLog))); err != nil {
+				return fmt.Errorf("%s: warmup admission log: %w", r.Entries[i].Name(), err)
 			}
 		}
 	}
