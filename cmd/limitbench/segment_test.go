@@ -240,11 +240,20 @@ algorithms: [gcra]
 	if code, stderr := run("other", "2/3", "0s", other); code != 0 {
 		t.Fatalf("other run: exit %d:\n%s", code, stderr)
 	}
+	// Segment 2 without its admission log.
+	noLog := withPreviousScenario(t, dirs[2])
+	logs, _ := filepath.Glob(filepath.Join(noLog, "*.alog"))
+	for _, l := range logs {
+		if err := os.Remove(l); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"log missing", []string{dirs[0], dirs[1], noLog}, "gcra-cluster: admission log: stat " + noLog},
 		{"duplicate", []string{dirs[0], dirs[1], dirs[1], dirs[2]}, "segment 1/3 is given twice: " + dirs[1] + " and " + dirs[1]},
 		{"mixed", []string{dirs[0], dirs[1], other}, other + ` is of run "other", ` + dirs[0] + ` of run "procs"`},
 	} {
