@@ -114,6 +114,7 @@ func TestACLExactLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs every algorithm against real Redis")
 	}
+	t.Parallel() // child processes on a server of its own: overlaps the other waits
 	s := newACLServer(t)
 	smoke := suite + "smoke.yaml"
 	lines := map[string]string{}
