@@ -48,9 +48,9 @@ type Part struct {
 // is against the present segments' requests only.
 //
 // The server's figures are the first present segment's, its CPU time per decision divided by the
-// number of segments merged (every generator's decisions ran in the window it measured). The segments' node
-// watches are kept per segment in their own results; when one saw Redis change, a merged failed
-// verdict becomes inconclusive (the merged history is not cut into epochs).
+// number of segments merged (every generator's decisions ran in the window it measured). The
+// segments' node watches are kept per segment in their own results; when one saw Redis change, a
+// merged failed verdict becomes inconclusive (the merged history is not cut into epochs).
 //
 // Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
 // algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
