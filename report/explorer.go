@@ -192,8 +192,8 @@ const explorersTemplate = `{{define "explorers"}}{{if .Explorers}}<h2>Violations
 var explorersSection = template.Must(template.New("section").Parse(explorersTemplate + `{{template "explorers" .}}{{template "explorers-script" .}}`))
 
 // ExplorerOf is a violation explorer for a page other than report.html (a hunt's report.html,
-// package hunt): the excerpt it draws, its heading, and the class of its badge (LabelClass of
-// the entry's label).
+// package hunt): the excerpt it draws, its heading, and the class of its badge in the reports'
+// style sheet ("pass", "fail", "caught", "inconclusive").
 type ExplorerOf struct {
 	Excerpt *verify.Excerpt
 	Heading string
@@ -224,7 +224,7 @@ func ExplorersHTML(xs []ExplorerOf) (template.HTML, error) {
 	if err := explorersSection.Execute(&b, v); err != nil {
 		return "", fmt.Errorf("render the violation explorers: %w", err)
 	}
-	return template.HTML(b.String()), nil //nolint:gosec // rendered by html/template above
+	return template.HTML(b.String()), nil // rendered, escaped, by html/template above
 }
 
 // explorerScript draws the explorers from the page's inline JSON: explorerJS, trusted as it is.
