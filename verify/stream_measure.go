@@ -156,6 +156,20 @@ func (e *epochStream) advance(t int64) {
 	}
 }
 
+// definiteSoFar is the definite violations e's streams have found so far, each first-hit-window
+// limit's from its stream over the warmup too (as finish takes them).
+func (e *epochStream) definiteSoFar() int64 {
+	var n int64
+	for i, sl := range e.main.lims {
+		if k := slices.Index(e.fhAt, i); k >= 0 {
+			n += e.fh[k].lims[0].definite
+			continue
+		}
+		n += sl.definite
+	}
+	return n
+}
+
 // finish returns the history's report, as Measurement.check gives it.
 func (e *epochStream) finish() (Report, error) {
 	rep, err := e.main.Finish()

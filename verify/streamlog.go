@@ -288,6 +288,28 @@ func (l *StreamLog) AdvanceCuts(t int64) {
 	l.locked(func(ms *MeasurementStream) { ms.AdvanceCuts(t) })
 }
 
+// DefiniteSoFar returns the definite violations the stream has found so far, over the events it
+// has checked of the measured part taken as one history (a first-hit window with the warmup's
+// requests, as its Sections do); 0 before the stream has started. It only grows while the load
+// runs, and is safe to call from any goroutine, for live figures. The measurement's own count,
+// known at its end, may be lower: a loss of the limiter's state seen then attributes the
+// violations that reach across it to the loss.
+func (l *StreamLog) DefiniteSoFar() int64 {
+	c := l.core
+	c.mu.Lock()
+	started := c.done != nil
+	c.mu.Unlock()
+	if !started {
+		return 0
+	}
+	c.msMu.Lock()
+	defer c.msMu.Unlock()
+	if c.ms == nil {
+		return 0
+	}
+	return c.ms.whole.definiteSoFar()
+}
+
 func (l *StreamLog) locked(f func(ms *MeasurementStream)) {
 	c := l.core
 	c.mu.Lock()

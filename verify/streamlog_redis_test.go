@@ -19,7 +19,9 @@ import (
 // limits: for a sliding window, a fixed window, a token bucket and a published token bucket
 // whose skewed clients over-admit, over some 13,000 requests each with a warmup. With a horizon
 // of 200 ms the stream checks as the run goes (no request on loopback takes that long: none is
-// late). The StreamLog's record decodes to the AdmissionLog's events.
+// late). The StreamLog's record decodes to the AdmissionLog's events. Its live count of definite
+// violations (DefiniteSoFar), read when the load ends, is some when the verdict has some, and
+// never more than it.
 func TestStreamLogMatchesAdmissionLogOnRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
@@ -71,7 +73,12 @@ func TestStreamLogMatchesAdmissionLogOnRedis(t *testing.T) {
 			wantB := m.BinLimits(bin, 50)
 			m.Log = adm.Log(res.Subjects, res.Clients)
 			wantV, wantA := m.Sections()
+			soFar := sl.DefiniteSoFar() // the live figure, before the stream is finished
 			gotV, gotA := sl.Sections(w)
+			if soFar > gotV.DefiniteViolations || (gotV.DefiniteViolations > 0) != (soFar > 0) {
+				t.Errorf("DefiniteSoFar after the load = %d; want at most the final %d, and some when there are some (the load ran %s past the horizon)",
+					soFar, gotV.DefiniteViolations, plan.Duration)
+			}
 			t.Logf("%d events: %s, %d definite, %d possible, efficiency %.3f", nEvents, gotV.Verdict, gotV.DefiniteViolations,
 				gotV.PossibleViolations, gotA.Efficiency)
 			if d := cmp.Diff(wantV, gotV); d != "" {

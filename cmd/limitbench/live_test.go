@@ -87,6 +87,11 @@ func TestLiveMetricsPrometheus(t *testing.T) {
 			t.Errorf("limitbench_window_allowance_permits of %s = %v; want %v", e.Algorithm, got, allowance)
 		}
 	}
+	// The streaming verifier's live count, a gauge while a measurement runs, was scraped or pushed
+	// while the second measurement ran, as the counts above were: none, for correct limiters.
+	if got := promQuery(t, prom, `max(max_over_time(limitbench_violations_definite_live{scenario="live"}[10m]))`); got != 0 {
+		t.Errorf("limitbench_violations_definite_live reached %v; want 0 for correct limiters", got)
+	}
 }
 
 // freeAddr returns a loopback address with a port free now.

@@ -41,6 +41,7 @@ var (
 	descAllow    = desc("limitbench_window_allowance_permits", "The permits the contract allows one subject in one window (a bucket: capacity plus one refill period).")
 	descDefinite = desc("limitbench_violations_definite_total", "Definite violations the verifier found in the measurements finished so far.")
 	descPossible = desc("limitbench_violations_possible_total", "Possible violations the verifier found in the measurements finished so far.")
+	descLive     = desc("limitbench_violations_definite_live", "Definite violations the streaming verifier has found so far in the measurement under way (a loss of state seen at its end may attribute some to the loss).")
 )
 
 // Series lists the name of every series limitbench exports (a histogram's own: its _bucket,
@@ -53,6 +54,7 @@ var Series = []string{
 	"limitbench_lateness_seconds", "limitbench_faults_active", "limitbench_window_admitted_permits",
 	"limitbench_window_admitted_permits_max", "limitbench_window_allowance_permits",
 	"limitbench_violations_definite_total", "limitbench_violations_possible_total",
+	"limitbench_violations_definite_live",
 }
 
 // collector is the Prometheus collector of an Exporter's series: it sums each series' shards
@@ -113,4 +115,5 @@ func collectSeries(ch chan<- prometheus.Metric, s *series, now time.Time) {
 	}
 	counter(descDefinite, g.definite)
 	counter(descPossible, g.possible)
+	gauge(descLive, g.live)
 }

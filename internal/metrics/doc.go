@@ -31,6 +31,10 @@
 // are not taken into account). It is shown beside limitbench_window_allowance_permits to watch a
 // limiter work; it is not a verdict. Only per-subject contracts with a window (or a bucket's
 // refill period) have it. Definite and possible violations are the verifier's, counted when each
-// measurement ends (limitbench_violations_definite_total): the streaming checker (verify.Stream)
-// is not fed from measurements yet, so violations are not known before a measurement ends.
+// measurement ends (limitbench_violations_definite_total, a counter). While a measurement
+// verified as it runs is under way, limitbench_violations_definite_live (a gauge) is what its
+// streaming verifier has found so far (verify.StreamLog.DefiniteSoFar), over the history taken as
+// one: a loss of the limiter's state that the measurement's end sees may attribute some of them to
+// the loss, so the counter, not the gauge, is the verdict. A measurement that keeps its whole
+// history instead of streaming it (--whole-history) has no live gauge.
 package metrics

@@ -95,7 +95,9 @@ func TestStageCounts(t *testing.T) {
 		}
 	}
 	for _, name := range Series {
-		if _, ok := got[name]; !ok && name != "limitbench_achieved_requests_per_second" {
+		// No progress was reported (achieved), and no streaming verifier runs here (the live count:
+		// verify's TestStreamLogMatchesAdmissionLogOnRedis and cmd/limitbench's live test).
+		if _, ok := got[name]; !ok && name != "limitbench_achieved_requests_per_second" && name != "limitbench_violations_definite_live" {
 			t.Errorf("Series lists %s, which was not exported", name)
 		}
 	}

@@ -73,6 +73,10 @@ type series struct {
 	achieved float64        // requests per second in the last progress interval
 	definite uint64         // definite violations of the measurements finished so far
 	possible uint64
+	// live is the definite violations the streaming verifier has found so far in the
+	// measurement under way (verify.StreamLog.DefiniteSoFar); nil between measurements and
+	// for a measurement verified after its load.
+	live func() int64
 	// mostEnded and allowance are the window counts' most and allowance of the measurements
 	// that ended.
 	mostEnded uint64

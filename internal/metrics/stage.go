@@ -24,7 +24,8 @@ type Labels struct {
 //
 //   - Setup: the warmup's length (its outcomes are counted apart), and the plan's Progress
 //     wrapped to read the achieved rate;
-//   - Start: the plan's rate, the fault schedule's clock and the window counts of the contract;
+//   - Start: the plan's rate, the fault schedule's clock, the window counts of the contract and
+//     the streaming verifier's definite violations so far;
 //   - Observe: every outcome counted (never excused);
 //   - End: the rates and active faults drop to nothing;
 //   - Report: the verifier's definite and possible violations added.
@@ -53,6 +54,9 @@ func (x *Exporter) Stage(l Labels, schedule []scenarios.Fault) measure.Stage {
 			s.mu.Lock()
 			s.offered = func() float64 { return arrival.Rate(time.Since(origin)) }
 			s.faults = faultClock{schedule: schedule, measured: measured}
+			if r := m.Recording; r != nil && r.Stream != nil {
+				s.live = r.Stream.DefiniteSoFar
+			}
 			s.mu.Unlock()
 			s.windowPtr.Store(newWindowCounts(m.Contract, m.Plan.Keys.Count, origin))
 		},
@@ -77,6 +81,7 @@ func (s *series) end() {
 	defer s.mu.Unlock()
 	s.offered, s.achieved = nil, 0
 	s.faults = faultClock{}
+	s.live = nil
 	if w := s.windowPtr.Swap(nil); w != nil {
 		s.mostEnded = max(s.mostEnded, w.most.Load())
 		s.allowance = w.allowance
@@ -90,6 +95,7 @@ type gauges struct {
 	window            *windowGauges
 	definite          uint64
 	possible          uint64
+	live              float64 // NaN: no measurement verified as it runs is under way
 }
 
 // windowGauges are the correctness gauges of the window counts.
@@ -103,7 +109,10 @@ func (s *series) gauges(now time.Time) gauges {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := gauges{offered: math.NaN(), achieved: math.NaN(), definite: s.definite, possible: s.possible,
-		active: s.faults.active(now)}
+		active: s.faults.active(now), live: math.NaN()}
+	if s.live != nil {
+		g.live = float64(s.live())
+	}
 	if s.offered != nil {
 		g.offered, g.achieved = s.offered(), s.achieved
 		if math.IsInf(g.offered, 0) {
