@@ -118,8 +118,12 @@ type Plan struct {
 	// Start, when set, is the wall time of the run's offset 0: Run waits until then (or until
 	// its context ends) before the first tick. A Start already past starts the schedule in
 	// the past: the ticks already due are sent at once and count as late when they are more
-	// than LateAfter behind. Zero starts the run when Run is called.
+	// than LateAfter behind. Zero starts the run once Run has opened its connections.
 	Start time.Time
+	// OnStart, when set, is called with the run's offset 0 (Start, or when Run started its clock)
+	// just before the first tick, on Run's goroutine: what must keep time with the load (a fault
+	// schedule) starts there. It must return at once.
+	OnStart func(start time.Time)
 }
 
 // validateTrace appends to errs, each wrapped with ErrBadPlan, the problems of p's trace tp and

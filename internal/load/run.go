@@ -172,6 +172,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	for _, sh := range r.shards {
 		sh.sinks.start(r.start)
 	}
+	if p.OnStart != nil {
+		p.OnStart(r.start)
+	}
 
 	finished := make(chan struct{})
 	var cancelAt atomic.Int64

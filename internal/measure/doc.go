@@ -40,8 +40,9 @@
 //  8. Load. load.Run sends the plan with the measurement's own client (closed when the load
 //     ends), every outcome seen by the stages' Observe and then by a guard (faults.Guard) that
 //     stops the load when Redis is lost or refuses a permission; a stage's Observe may excuse
-//     outcomes while Redis is unreachable on purpose. The stages' Start is called just before,
-//     with when the measured part begins.
+//     outcomes while Redis is unreachable on purpose. The stages' Start is called when the
+//     load's clock starts (load.Plan.OnStart: once its connections are open, before the first
+//     tick), with when the measured part begins.
 //  9. End. The stages' End (a fault schedule's injector stops, and replication is waited for to
 //     settle). An error of load.Run (a plan it refused) ends the measurement here.
 //  10. Verify. The node watch stops; what the verifier is given (verify.Measurement) is the

@@ -352,13 +352,13 @@ func (m *Measurement) load(ctx context.Context) (*load.Result, error) {
 	// Closed as soon as the load ends, so that its connections are not counted in what the
 	// measurement costs the server.
 	defer client.Close()
-	start := p.Start
-	if start.IsZero() {
-		start = time.Now()
-	}
-	for _, s := range m.stages {
-		if s.Start != nil {
-			s.Start(ctx, m, start.Add(p.Warmup))
+	// The stages start with the load's own clock, once its connections are open: a fault
+	// scheduled at 1s acts 1 s into the measured part however long they took to open.
+	p.OnStart = func(start time.Time) {
+		for _, s := range m.stages {
+			if s.Start != nil {
+				s.Start(ctx, m, start.Add(p.Warmup))
+			}
 		}
 	}
 	return load.Run(loadCtx, client, m.Limiter, p, m.Sinks)

@@ -28,8 +28,9 @@ type Stage struct {
 	Begin func(ctx context.Context, m *Measurement) error
 	// Meet decides when the load starts (step 7): it waits, or sets the Plan's Start.
 	Meet func(ctx context.Context, m *Measurement) error
-	// Start is called just before the load (step 8) with when its measured part begins, on the
-	// harness's clock.
+	// Start is called when the load's clock starts (step 8, load.Plan.OnStart: its connections
+	// open, its first tick not yet sent) with when its measured part begins, on the harness's
+	// clock. It must return at once.
 	Start func(ctx context.Context, m *Measurement, measured time.Time)
 	// Observe sees every outcome of the load (warmup included) from the workers, concurrently,
 	// before the guard; it returns true to excuse it from the guard (Redis unreachable on
