@@ -284,11 +284,8 @@ func (c *checker) faults() {
 		} else if c.s.present(f + ".mode") {
 			c.add(f+".mode", "only for kind failover, not %s", ft.Kind)
 		}
-		if ft.Kind == FaultFailover && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
-			c.add(f+".target", "failover acts on masters (master, master:N or masters), not %s", ft.Target)
-		}
-		if ft.Kind == FaultEvict && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
-			c.add(f+".target", "evict acts on masters (master, master:N or masters; a replica ignores maxmemory), not %s", ft.Target)
+		if why, ok := mastersOnly[ft.Kind]; ok && ft.Target.Kind != redisenv.SelectMaster && ft.Target.Kind != redisenv.SelectMasters && ft.Target.Kind != "" {
+			c.add(f+".target", "%s acts on masters (master, master:N or masters%s), not %s", ft.Kind, why, ft.Target)
 		}
 		switch {
 		case ft.Link != LinkClient && ft.Link != LinkReplication:
@@ -300,6 +297,9 @@ func (c *checker) faults() {
 		}
 	}
 }
+
+// mastersOnly holds the kinds that act on masters only, with why when it is not plain.
+var mastersOnly = map[FaultKind]string{FaultFailover: "", FaultEvict: "; a replica ignores maxmemory"}
 
 // faultOverlaps refuses a fault on a server (not a network fault) that may act on a node an
 // earlier one still acts on, each acting during [At, At + Duration]: the first's end would undo

@@ -196,18 +196,9 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	for k, p := range parts {
 		e := &p.Result.Entries[i]
 		pt := e.Partial
-		read := pt.LogData == nil
-		if read {
-			if err := result.ReadPartialLog(p.Dir, e); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, p.Dir, err)
-			}
-		}
-		r, err := decodeRecording(pt)
-		if read { // decoded: only the events are kept, not their bytes as well
-			pt.LogData, pt.WarmupLogData = nil, nil
-		}
+		r, err := decodePart(p.Dir, e)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", p.Dir, name, err)
+			return nil, err
 		}
 		if !r.Log.OneClock {
 			return nil, fmt.Errorf("%w: %s: %s: the admission log is not on the server's clock", ErrNotOneRun, p.Dir, name)
@@ -263,12 +254,7 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 		e.Verification.Reasons = append(e.Verification.Reasons,
 			"a segment's node watch saw Redis change during the measurement; the merged history is not cut at the change, so its violations are not definite (see the segments' results)")
 	}
-	if len(missing) > 0 {
-		partialVerdict(&e.Verification, missing, verify.HasFirstHit(contract))
-		e.Warnings = append(e.Warnings, result.Warning{Kind: result.WarningPartialMerge, Message: fmt.Sprintf(
-			"merged without segment(s) %s: throughput, latency and accuracy are of the present segments' requests only (the exact limiter did not see the missing ones)",
-			strings.Join(missing, ", "))})
-	}
+	partialEntry(&e, missing, contract)
 	for _, p := range parts {
 		for _, w := range p.Result.Entries[i].Warnings {
 			w.Message = fmt.Sprintf("segment %d: %s", p.Result.Segment.Index, w.Message)
@@ -276,6 +262,18 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 		}
 	}
 	return &e, nil
+}
+
+// partialEntry marks e, merged without the segments missing (none: nothing to do), as partial:
+// its verdict as partialVerdict says, and a warning that its figures are the present segments'.
+func partialEntry(e *result.Entry, missing []string, contract algorithms.Contract) {
+	if len(missing) == 0 {
+		return
+	}
+	partialVerdict(&e.Verification, missing, verify.HasFirstHit(contract))
+	e.Warnings = append(e.Warnings, result.Warning{Kind: result.WarningPartialMerge, Message: fmt.Sprintf(
+		"merged without segment(s) %s: throughput, latency and accuracy are of the present segments' requests only (the exact limiter did not see the missing ones)",
+		strings.Join(missing, ", "))})
 }
 
 // mergedAlgorithm returns the algorithm an entry names: a built-in one or the reference script.
@@ -296,6 +294,27 @@ func clientNames(n int) []string {
 		out[i] = fmt.Sprintf("c%d", i)
 	}
 	return out
+}
+
+// decodePart decodes the aggregators of entry e of the segment in dir: its admission logs read
+// from dir when its Partial does not hold them, and let go once decoded, so that only the events
+// are kept, not their bytes as well.
+func decodePart(dir string, e *result.Entry) (*measure.Recording, error) {
+	pt := e.Partial
+	read := pt.LogData == nil
+	if read {
+		if err := result.ReadPartialLog(dir, e); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, dir, err)
+		}
+	}
+	r, err := decodeRecording(pt)
+	if read {
+		pt.LogData, pt.WarmupLogData = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", dir, e.Name(), err)
+	}
+	return r, nil
 }
 
 // decodeRecording decodes the aggregators of a partial entry (see partialOf).
