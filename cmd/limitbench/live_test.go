@@ -87,10 +87,23 @@ func TestLiveMetricsPrometheus(t *testing.T) {
 			t.Errorf("limitbench_window_allowance_permits of %s = %v; want %v", e.Algorithm, got, allowance)
 		}
 	}
-	// The streaming verifier's live count, a gauge while a measurement runs, was scraped or pushed
-	// while the second measurement ran, as the counts above were: none, for correct limiters.
-	if got := promQuery(t, prom, `max(max_over_time(limitbench_violations_definite_live{scenario="live"}[10m]))`); got != 0 {
-		t.Errorf("limitbench_violations_definite_live reached %v; want 0 for correct limiters", got)
+	// The streaming verifier's live count, a gauge only while a measurement runs: none, for
+	// correct limiters, whenever a scrape or push caught it (a loaded machine may let both
+	// measurements pass between two of them; verify's TestStreamLogMatchesAdmissionLogOnRedis
+	// checks the count itself).
+	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(`max(max_over_time(limitbench_violations_definite_live{scenario="live"}[10m])) > 0`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct{ Result []json.RawMessage }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Data.Result) > 0 {
+		t.Errorf("limitbench_violations_definite_live was above 0 for correct limiters: %s", r.Data.Result)
 	}
 }
 
