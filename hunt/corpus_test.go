@@ -39,7 +39,7 @@ func TestHuntCorpusFirst(t *testing.T) {
 		trial := simTrial(tg, FrameOf(tg, Bounds{}), mk, nil)
 		res, err := Hunt(context.Background(), Config{
 			Target: tg, Budget: Budget{Trials: trials, Batch: 2, Shrink: -1}, Seed: 3, Now: clock.now, Corpus: corpus,
-			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]verify.Measurement, error) {
 				for _, tr := range b {
 					seen = append(seen, traceHash(tr))
 				}

@@ -234,7 +234,7 @@ func TestFamiliesFindWhatTheyAimAt(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ap, err := verify.ApproachOf(c.target.Contract, logs[0])
+					ap, err := verify.ApproachOf(c.target.Contract, logs[0].Log)
 					if err != nil {
 						t.Fatal(err)
 					}

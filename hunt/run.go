@@ -44,7 +44,7 @@ type Lab struct {
 	// keys of its own and with its time zero at the same instant of frame, and returns the
 	// admission log of each in batch order (the contract of Trial, for one target).
 	Trial func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
-		batch []*trace.Trace) ([]*verify.Log, error)
+		batch []*trace.Trace) ([]verify.Measurement, error)
 	// Workers returns how many clients a trial of t sends with: a reproducer scenario of t gives
 	// it as clients, so that `limitbench run` sends t as the trial did.
 	Workers func(t *trace.Trace) int
@@ -304,7 +304,7 @@ func (p *Plan) config(tgt *redisenv.Target, topo string, q quarry) Config {
 		Bounds: o.Bounds,
 		Budget: Budget{Time: o.Time, Trials: o.Trials, Batch: o.Batch, Replays: ShrinkReplays, Confirm: ConfirmReplays},
 		Seed:   o.Seed,
-		Trial: func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+		Trial: func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
 			return o.Lab.Trial(ctx, tgt, q.alg, o.Scenario.Limit, frame, batch)
 		},
 	}

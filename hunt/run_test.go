@@ -77,7 +77,7 @@ func (s *simLab) lab() Lab {
 			return tgt.Client.Ping(ctx).Err()
 		},
 		Trial: func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
-			batch []*trace.Trace) ([]*verify.Log, error) {
+			batch []*trace.Trace) ([]verify.Measurement, error) {
 			if err := tgt.Client.Ping(ctx).Err(); err != nil {
 				return nil, err
 			}

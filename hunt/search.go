@@ -18,11 +18,15 @@ import (
 
 // Trial runs each schedule of batch as a short trial of the target, each on a fresh key prefix
 // (no state shared with any other trial) and with its time zero at the hunt's frame
-// (Result.Frame), and returns the admission log of each, in batch order. The schedules of one
-// batch may run at the same time. An error ends the hunt (the environment was lost); a failed
-// request is data in the log. The real Trial runs the target's algorithm against Redis through
-// the runner; tests give a pure-Go model.
-type Trial func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error)
+// (Result.Frame), with the faults each places (trace.Trace.Faults), and returns what the verifier
+// is given of each, in batch order: its admission log (Log) and, when something may have lost
+// the limiter's state, the Disruptions (the history is judged between them) and the Faults as
+// injected; Start is where the log's measured part begins. The schedules of one batch may run
+// at the same time (a schedule with faults alone). An error ends the hunt (the environment was
+// lost); a failed request is data in the log. The real Trial runs the target's algorithm
+// against Redis through the runner; tests give a pure-Go model and a Measurement with its Log
+// only.
+type Trial func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error)
 
 // Budget bounds a hunt. Zero fields take the defaults.
 type Budget struct {
@@ -157,6 +161,11 @@ type Candidate struct {
 	// Log is its trial's admission log (events in any order), for plots of the best
 	// schedule; kept for the best candidates only (nil for the others).
 	Log *verify.Log
+	// Faults are what the faults its schedule placed did, and Cost the permits they cost (the
+	// sum of their Excess): what a loss of the state allowed, which is not the algorithm's
+	// doing. Nil and 0 without faults.
+	Faults []verify.FaultReport
+	Cost   int64
 }
 
 // Score returns the candidate's score: above 1 for a definite violation.
@@ -213,6 +222,10 @@ type Result struct {
 	Best *Candidate
 	// Violation is the first schedule that broke the contract, or nil.
 	Violation *Violation
+	// Costliest is the schedule whose faults cost the most permits (Candidate.Cost above 0),
+	// or nil: where the search placed the nemesis worst for the limiter. It is no violation
+	// of the algorithm's: a correct limiter that keeps its state in Redis loses it too.
+	Costliest *Candidate
 }
 
 // ErrBadConfig means a Config cannot run.
@@ -314,7 +327,7 @@ func (s *search) confirm(ctx context.Context, v *Violation, now func() time.Time
 	broke := map[int]int{}
 	try := func(back int) (bool, error) {
 		t := path[last-back]
-		trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+		trial := func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
 			return s.trial(ctx, Progress{Phase: "confirm", Trials: len(batch), Rows: len(t.Rows)}, batch)
 		}
 		a, err := replay(ctx, trial, s.cfg.Target.Contract, s.cfg.Target.Algorithm, []*trace.Trace{t}, c.Replays)
@@ -410,7 +423,7 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 		for i, c := range batch {
 			traces[i] = c.Trace
 		}
-		logs, err := s.trial(ctx, s.searchProgress(start), traces)
+		ms, err := s.trial(ctx, s.searchProgress(start), traces)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.res.Stop = StopCanceled
@@ -418,24 +431,23 @@ func (s *search) run(ctx context.Context, start time.Time, now func() time.Time)
 			}
 			return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, s.res.Trials+1, err)
 		}
-		if len(logs) != len(batch) {
-			return fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(logs), len(batch))
+		if len(ms) != len(batch) {
+			return fmt.Errorf("hunt %s: trial returned %d logs for %d schedules", s.cfg.Target.Algorithm, len(ms), len(batch))
 		}
 		for i, c := range batch {
 			s.res.Trials++
 			c.Trial = s.res.Trials
-			ap, err := verify.ApproachOf(s.cfg.Target.Contract, logs[i])
+			j, err := judge(s.cfg.Target.Contract, ms[i], s.res.Violation == nil)
 			if err != nil {
 				return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, c.Trial, err)
 			}
-			c.Approach, c.Log = ap, logs[i]
+			c.Approach, c.Log, c.Faults, c.Cost = j.Approach, ms[i].Log, j.Faults, j.Cost
 			s.keep(c)
-			if ap.Score > 1 && s.res.Violation == nil {
-				rep, err := verify.Check(s.cfg.Target.Contract, logs[i])
-				if err != nil {
-					return fmt.Errorf("hunt %s: trial %d: %w", s.cfg.Target.Algorithm, c.Trial, err)
-				}
-				s.res.Violation = &Violation{Candidate: *c, Report: rep}
+			if c.Cost > 0 && (s.res.Costliest == nil || costOrder(c, s.res.Costliest) < 0) {
+				s.res.Costliest = c
+			}
+			if j.Approach.Score > 1 && s.res.Violation == nil {
+				s.res.Violation = &Violation{Candidate: *c, Report: j.Report}
 			}
 		}
 		s.progress(s.searchProgress(start))
@@ -467,7 +479,7 @@ func (s *search) progress(p Progress) {
 // trial runs batch with the hunt's trial. When the batch will wait a second or more for the
 // frame, it first says so on Progress (p, with Waiting set); the wait, as the frame puts it, is
 // added to Result.Waited.
-func (s *search) trial(ctx context.Context, p Progress, batch []*trace.Trace) ([]*verify.Log, error) {
+func (s *search) trial(ctx context.Context, p Progress, batch []*trace.Trace) ([]verify.Measurement, error) {
 	at := s.now()
 	wait := s.res.Frame.Start(at).Sub(at)
 	if wait >= time.Second {
@@ -555,7 +567,7 @@ func (s *search) next() *Candidate {
 // predicate replays each trace Budget.Replays times with the hunt's trial and answers how many
 // replays broke the contract definitely (scored above 1), and the lowest score.
 func (s *search) predicate() Predicate {
-	trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+	trial := func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
 		return s.trial(ctx, Progress{Phase: "shrink", Trials: len(batch)}, batch)
 	}
 	return func(ctx context.Context, batch []*trace.Trace) ([]Answer, error) {
@@ -563,7 +575,7 @@ func (s *search) predicate() Predicate {
 	}
 }
 
-// traceHash identifies a canonical trace by its rows and clock offsets (not its names).
+// traceHash identifies a canonical trace by its rows, clock offsets and faults (not its names).
 func traceHash(t *trace.Trace) uint64 {
 	h := fnv.New64a()
 	var buf [16]byte
@@ -580,6 +592,12 @@ func traceHash(t *trace.Trace) uint64 {
 	for _, s := range t.Skew {
 		put(uint64(s), 0)
 		_, _ = h.Write(buf[:8])
+	}
+	for _, f := range t.Faults {
+		put(uint64(f.At), 0)
+		put(uint64(f.Duration), 8)
+		_, _ = h.Write(buf[:])
+		_, _ = h.Write([]byte(f.Kind))
 	}
 	return h.Sum64()
 }

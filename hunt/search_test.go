@@ -71,7 +71,7 @@ func TestHuntFindsAndShrinksFlaws(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := verify.Check(c.target.Contract, logs[0])
+			rep, err := verify.Check(c.target.Contract, logs[0].Log)
 			if err != nil || rep.Definite() == 0 {
 				t.Fatalf("shrunk trace replayed: %d definite, %v", rep.Definite(), err)
 			}
@@ -96,7 +96,7 @@ func TestHuntMutationsFind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ap, err := verify.ApproachOf(c.target.Contract, logs[0]); err != nil || ap.Score > 1 {
+		if ap, err := verify.ApproachOf(c.target.Contract, logs[0].Log); err != nil || ap.Score > 1 {
 			t.Fatalf("a Poisson schedule alone broke the leak (seed %d): %v %v", seed, ap.Score, err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestHuntDeterministic(t *testing.T) {
 		trial := simTrial(c.target, FrameOf(c.target, Bounds{}), c.mk, nil)
 		_, err := Hunt(context.Background(), Config{
 			Target: c.target, Budget: Budget{Trials: 60, Batch: 3}, Seed: seed, Now: clock.now,
-			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]verify.Measurement, error) {
 				for _, tr := range b {
 					seen = append(seen, traceHash(tr))
 				}
@@ -191,7 +191,7 @@ func TestHuntBudget(t *testing.T) {
 		clock := &fakeClock{t: simEpoch}
 		trial := simTrial(c.target, frame, c.mk, nil)
 		res, err := Hunt(context.Background(), Config{Target: c.target, Budget: Budget{Time: 10 * time.Second}, Now: clock.now,
-			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]verify.Measurement, error) {
 				clock.t = clock.t.Add(time.Second) // each trial takes a second
 				return trial(ctx, b)
 			}})
@@ -206,7 +206,7 @@ func TestHuntBudget(t *testing.T) {
 		trial := simTrial(c.target, frame, c.mk, nil)
 		n := 0
 		res, err := Hunt(ctx, Config{Target: c.target, Now: clock.now,
-			Trial: func(ctx context.Context, b []*trace.Trace) ([]*verify.Log, error) {
+			Trial: func(ctx context.Context, b []*trace.Trace) ([]verify.Measurement, error) {
 				if n++; n == 5 {
 					cancel()
 				}
@@ -219,7 +219,7 @@ func TestHuntBudget(t *testing.T) {
 	t.Run("trial error", func(t *testing.T) {
 		boom := errors.New("redis lost")
 		res, err := Hunt(context.Background(), Config{Target: c.target,
-			Trial: func(context.Context, []*trace.Trace) ([]*verify.Log, error) { return nil, boom }})
+			Trial: func(context.Context, []*trace.Trace) ([]verify.Measurement, error) { return nil, boom }})
 		if !errors.Is(err, boom) || res == nil || res.Trials != 0 {
 			t.Fatalf("Hunt = %+v, %v; want the trial's error", res, err)
 		}
@@ -282,7 +282,7 @@ func predicateOf(tg Target, frame arrival.Align, mk func() limiter) Predicate {
 		}
 		out := make([]Answer, len(batch))
 		for i, l := range logs {
-			ap, err := verify.ApproachOf(tg.Contract, l)
+			ap, err := verify.ApproachOf(tg.Contract, l.Log)
 			if err != nil {
 				return nil, err
 			}
@@ -336,7 +336,7 @@ func TestHuntShrinksOffByOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ap, err := verify.ApproachOf(tg.Contract, logs[0]); err != nil || ap.Score > 1 {
+		if ap, err := verify.ApproachOf(tg.Contract, logs[0].Log); err != nil || ap.Score > 1 {
 			t.Errorf("claimed 1-minimal, but without row %d it still scores %.3f (%v)", i, ap.Score, err)
 		}
 	}
@@ -381,7 +381,7 @@ func TestShrinkMinimalOnlyWhenLost(t *testing.T) {
 // for a violation that depends on timing.
 func flakyTrial(trial Trial, minRows int) Trial {
 	replays := map[uint64]int{}
-	return func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
 		run := make([]*trace.Trace, len(batch))
 		for i, tr := range batch {
 			run[i] = tr

@@ -12,6 +12,7 @@ import (
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
 	"github.com/limitbench/limitbench/internal/trace"
+	"github.com/limitbench/limitbench/scenarios"
 	"github.com/limitbench/limitbench/verify"
 )
 
@@ -37,11 +38,11 @@ const simRTT = 200 * time.Microsecond
 // harness's clock. calls, when not nil, counts the traces run.
 func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Trial {
 	start := frame.Start(simEpoch).UnixMicro()
-	return func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
+	return func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		logs := make([]*verify.Log, len(batch))
+		out := make([]verify.Measurement, len(batch))
 		for i, tr := range batch {
 			if calls != nil {
 				*calls++
@@ -51,9 +52,25 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 			}
 			lim := mk()
 			log := &verify.Log{Subjects: tr.Subjects, Clients: tr.Clients, Base: start}
+			m := verify.Measurement{Log: log, Start: start}
+			faults := tr.Faults
 			for _, r := range tr.Rows {
 				sent := r.At.Microseconds()
 				x := sent + simRTT.Microseconds()/2
+				// A fault that loses the state (every kind but pause, which only delays) acts
+				// before the rows due after it: the limiter starts anew.
+				for len(faults) > 0 && faults[0].At.Microseconds() <= x {
+					f := faults[0]
+					faults = faults[1:]
+					at := start + f.At.Microseconds()
+					m.Faults = append(m.Faults, verify.InjectedFault{Name: f.Kind, Kind: f.Kind, Target: "master",
+						Lo: at, Hi: at + f.Duration.Microseconds(), Until: at + f.Duration.Microseconds()})
+					if scenarios.FaultKind(f.Kind).LosesState() {
+						lim = mk()
+						m.Disruptions = append(m.Disruptions, verify.Disruption{Lo: at, Hi: at, Node: "sim", Kind: "restarted",
+							What: "the simulated limiter started anew", StateLost: true})
+					}
+				}
 				ok := lim.decide(tr.Subjects[r.Subject], tr.Clients[r.Client], int64(r.Cost),
 					start+x, start+x+tr.SkewOf(r.Client).Microseconds())
 				k := verify.Denied
@@ -70,9 +87,9 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 				}
 				log.Events = append(log.Events, e)
 			}
-			logs[i] = log
+			out[i] = m
 		}
-		return logs, nil
+		return out, nil
 	}
 }
 

@@ -76,15 +76,15 @@ func Hunt(t testing.TB, c algorithms.Contract, newLimiter func() Limiter, o Hunt
 	bounds := hunt.Bounds{Span: cmp.Or(o.Span, time.Second), Rows: 1000, Clients: 16}
 	budget := hunt.Budget{Time: cmp.Or(o.Time, 3*time.Second), Trials: o.Trials, Batch: 4, Shrink: 40, Replays: 1, Confirm: 2}
 	frame := hunt.FrameOf(target, bounds)
-	trial := func(ctx context.Context, batch []*trace.Trace) ([]*verify.Log, error) {
-		logs := make([]*verify.Log, len(batch))
+	trial := func(ctx context.Context, batch []*trace.Trace) ([]verify.Measurement, error) {
+		logs := make([]verify.Measurement, len(batch))
 		var wg sync.WaitGroup
 		for i, tr := range batch {
 			wg.Go(func() {
 				r := NewRecorder(newLimiter())
 				_ = fromTrace(tr, frame).play(ctx, r) // canceled: the hunt stops on ctx itself
-				logs[i] = r.Log()
-				logs[i].Fresh = true
+				logs[i].Log = r.Log()
+				logs[i].Log.Fresh = true
 			})
 		}
 		wg.Wait()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitbench/limitbench/internal/problem"
 	"github.com/limitbench/limitbench/internal/redisenv"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/result"
 )
 
@@ -431,4 +432,42 @@ func (s *Scenario) CheckTargets(tgt *redisenv.Target) error {
 		probs = append(probs, s.place(problem.Problem{Field: fmt.Sprintf("faults[%d].target", i), Msg: msg + when}))
 	}
 	return errorsOf(probs)
+}
+
+// NemesisKinds are the kinds a schedule's faults may have (trace.Fault, a hunt's nemesis): those
+// that act on the master of a server limitbench started and leave it serving afterwards, so that
+// a trial goes on after them. Kill is not among them (the master stays dead), nor are latency
+// and reset, whose settings a schedule does not carry.
+var NemesisKinds = []FaultKind{FaultRestart, FaultPause, FaultFailover, FaultFlushScripts, FaultClientKill, FaultEvict,
+	FaultBlackhole}
+
+// FaultsOf returns the fault schedule of t's faults (trace.Fault): each at its offset from the
+// start of the measured part, on the master of the first shard, with the given recovery (a
+// scenario's default is the limit's window). Every kind must be one of NemesisKinds.
+func FaultsOf(t *trace.Trace, recovery time.Duration) ([]Fault, error) {
+	var out []Fault
+	for i, f := range t.Faults {
+		k := FaultKind(f.Kind)
+		if !slices.Contains(NemesisKinds, k) {
+			return nil, fmt.Errorf("fault %d of the schedule: kind %q is not one a schedule may place (%s)", i, f.Kind, nemesisNames())
+		}
+		sf := Fault{At: f.At, Kind: k, Target: redisenv.Selector{Kind: redisenv.SelectMaster}, Recovery: recovery}
+		if k.lasts() {
+			if f.Duration <= 0 {
+				return nil, fmt.Errorf("fault %d of the schedule: %s needs a duration above 0", i, f.Kind)
+			}
+			sf.Duration = f.Duration
+		}
+		out = append(out, sf)
+	}
+	return out, nil
+}
+
+// nemesisNames lists NemesisKinds, comma separated.
+func nemesisNames() string {
+	names := make([]string, len(NemesisKinds))
+	for i, k := range NemesisKinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }

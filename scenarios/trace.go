@@ -15,9 +15,13 @@ import (
 
 // TraceDuration is the duration a scenario that replays t with the given warmup takes when the
 // file gives none: until just after the trace's last row (a row due at the run's end would not
-// be sent), and at least load.MinDuration.
+// be sent) and the end of its last fault, and at least load.MinDuration.
 func TraceDuration(t *trace.Trace, warmup time.Duration) time.Duration {
-	return max(load.MinDuration, t.Span()-warmup+time.Millisecond)
+	end := t.Span()
+	for _, f := range t.Faults {
+		end = max(end, f.At+f.Duration)
+	}
+	return max(load.MinDuration, end-warmup+time.Millisecond)
 }
 
 // trace reads arrival.trace: the trace file n names, relative to the scenario file's directory.

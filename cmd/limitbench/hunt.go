@@ -104,7 +104,7 @@ func huntLab(call algorithms.CallMode, logf func(string, ...any), live *metrics.
 			return measure.Mark(measure.CheckScripts(ctx, tgt, algs))
 		},
 		Trial: func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
-			batch []*trace.Trace) ([]*verify.Log, error) {
+			batch []*trace.Trace) ([]verify.Measurement, error) {
 			topo := string(tgt.Info.Topology)
 			stage := func() measure.Stage {
 				return live.Stage(metrics.Labels{RunID: runID, Scenario: scenario, Algorithm: a.Describe().Name, Topology: topo}, nil)

@@ -119,7 +119,7 @@ func checkMinimal(t *testing.T, scenario string, e hunt.Entry, repro *trace.Trac
 		t.Fatal(err)
 	}
 	for i, l := range logs {
-		ap, err := verify.ApproachOf(contract, l)
+		ap, err := verify.ApproachOf(contract, l.Log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,24 +82,51 @@ type Trial struct {
 // Trials runs each trace of batch as one measurement of t (Do): a short real trial, on a fresh
 // key prefix of its own with its own client, with the Functions of t.Call; the trials of a
 // batch are set up at once and start together, at the first instant of t.Frame at least
-// trialSetup after the last is ready, and each lasts until just after its trace's last row
-// (scenarios.TraceDuration), every row sent however late. It returns the admission log of each,
-// in batch order (hunt.Trial).
+// trialSetup after the last is ready, and each lasts until just after its trace's last row or
+// fault (scenarios.TraceDuration), every row sent however late. A trace with faults
+// (trace.Fault, a hunt's nemesis) runs alone, after the others, with the Faults stage carrying
+// them out on the first shard's master (scenarios.FaultsOf, recovery the limit's window): a
+// fault acts on the whole server, so no other trial may share it. It returns what the
+// verifier was given of each (Measurement.Verification: the admission log, the disruptions the
+// node watch saw, the faults as injected), in batch order (hunt.Trial).
 // A failed request is data in its log (a possible admission when it may have run). The error
 // matches ErrInterrupted when ctx ended the batch, ErrLost when Redis stopped answering, or
 // another of Do's sentinels.
-func Trials(ctx context.Context, t Trial, batch []*trace.Trace) ([]*verify.Log, error) {
-	if len(batch) == 0 {
-		return nil, nil
+func Trials(ctx context.Context, t Trial, batch []*trace.Trace) ([]verify.Measurement, error) {
+	out := make([]verify.Measurement, len(batch))
+	var plain []int
+	for i, tr := range batch {
+		if len(tr.Faults) == 0 {
+			plain = append(plain, i)
+		}
+	}
+	if err := t.together(ctx, batch, plain, out); err != nil {
+		return nil, err
+	}
+	for i, tr := range batch {
+		if len(tr.Faults) > 0 {
+			if err := t.together(ctx, batch, []int{i}, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// together runs the traces batch[i], i in which, at once (see Trials), and puts what each
+// measured in out[i].
+func (t Trial) together(ctx context.Context, batch []*trace.Trace, which []int, out []verify.Measurement) error {
+	if len(which) == 0 {
+		return nil
 	}
 	name := t.Algorithm.Describe().Name
 	runID := NewRunID()
-	meeting := newBatch(t.Frame, len(batch))
-	logs := make([]*verify.Log, len(batch))
-	errs := make([]error, len(batch))
-	warnings := make([][]result.Warning, len(batch))
+	meeting := newBatch(t.Frame, len(which))
+	errs := make([]error, len(which))
+	warnings := make([][]result.Warning, len(which))
 	var wg sync.WaitGroup
-	for i, tr := range batch {
+	for k, i := range which {
+		tr := batch[i]
 		wg.Go(func() {
 			spec := Spec{Target: t.Target, Topology: t.Topology, Algorithm: t.Algorithm, Limit: t.Limit,
 				Prefix: KeyPrefix(runID, name, "h"+strconv.Itoa(i)), Logf: t.Logf,
@@ -108,26 +135,35 @@ func Trials(ctx context.Context, t Trial, batch []*trace.Trace) ([]*verify.Log, 
 				WholeHistory: true} // the hunt reads each trial's log
 			var at trialAt
 			stages := []Stage{Functions(t.Call), meeting.stage(&at)}
+			if len(tr.Faults) > 0 {
+				schedule, err := scenarios.FaultsOf(tr, t.Limit.Window)
+				if err != nil {
+					meeting.gone(&at)
+					errs[k] = err
+					return
+				}
+				stages = append(stages, Faults(schedule))
+			}
 			if t.Stage != nil {
 				stages = append(stages, t.Stage())
 			}
 			m, err := Do(ctx, spec, stages...)
 			meeting.gone(&at) // the others must not wait for a trial that ended before it got there
 			if m.Entry != nil {
-				logs[i], warnings[i] = m.Verification.Log, m.Entry.Warnings
+				out[i], warnings[k] = m.Verification, m.Entry.Warnings
 			}
-			errs[i] = err
+			errs[k] = err
 		})
 	}
 	wg.Wait()
 	t.warn(warnings)
 	if err := errors.Join(errs...); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+			return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 		}
-		return nil, Mark(err)
+		return Mark(err)
 	}
-	return logs, nil
+	return nil
 }
 
 // warn says each kind of warning the trials of a batch had (ws, by trial) once, through t.Logf:

@@ -42,7 +42,8 @@ func TestTrials(t *testing.T) {
 	if len(logs) != len(batch) {
 		t.Fatalf("%d logs for %d traces", len(logs), len(batch))
 	}
-	for i, lg := range logs {
+	for i, m := range logs {
+		lg := m.Log
 		admitted, denied := 0, 0
 		for _, e := range lg.Events {
 			switch e.Kind() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -75,7 +76,8 @@ func FormatOf(name string) (Format, error) {
 // MaxSubjects) are distinct non-empty names of at most MaxName bytes, without control characters
 // or leading or trailing spaces; a subject is also a key's {hash tag}, so it must pass
 // algorithms.CheckSubject. Skew is nil (no client has a clock offset) or holds one offset per
-// client, each within ±MaxSkew.
+// client, each within ±MaxSkew. Faults are in time order, at offsets in [0, MaxOffset], each
+// with a kind and a duration of at least 0.
 //
 // A trace read from a file is canonical (see Canonical): clients and subjects are numbered in
 // the order they first appear, and Skew is nil unless some offset is non-zero.
@@ -90,6 +92,25 @@ type Trace struct {
 	// given for that client's requests is the harness's clock plus it (as load.Plan.Skew). Server-
 	// clock algorithms ignore it.
 	Skew []time.Duration
+	// Faults, when not nil, are the faults the schedule places, in time order (a hunt's
+	// nemesis). The trace files do not carry them: a scenario that replays the trace lists them
+	// in its faults: field (scenarios.FaultsOf converts them), which is also how a trace with
+	// faults is run.
+	Faults []Fault
+}
+
+// Fault is the schedule's part of a fault: when it strikes and what it does. The rest of what a
+// fault is (its target, recovery, and the kinds' own settings) is a scenario's (scenarios.Fault),
+// which gives a Fault of a trace its meaning: Kind is a scenarios.FaultKind's name, and it acts
+// on the master of the first shard.
+type Fault struct {
+	// At is when it strikes, as an offset from the start of the run, like a row's.
+	At time.Duration
+	// Kind names what it does (scenarios.FaultKind: restart, evict, pause, ...).
+	Kind string
+	// Duration is how long it lasts, for the kinds that last (pause and the network faults);
+	// 0 for the others.
+	Duration time.Duration
 }
 
 // Row is one request of a Trace, in 16 bytes.
@@ -198,6 +219,18 @@ func (t *Trace) Validate() error {
 	if more > 0 {
 		bad("and %d more bad rows", more)
 	}
+	for i, f := range t.Faults {
+		switch {
+		case f.At < 0 || f.At > MaxOffset:
+			bad("fault %d: offset %s is outside [0s, %s]", i, f.At, MaxOffset)
+		case i > 0 && f.At < t.Faults[i-1].At:
+			bad("fault %d: offset %s is earlier than the fault before (%s): faults must be in time order", i, f.At, t.Faults[i-1].At)
+		case f.Kind == "":
+			bad("fault %d: no kind", i)
+		case f.Duration < 0:
+			bad("fault %d: negative duration %s", i, f.Duration)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -238,7 +271,8 @@ func checkSkew(d time.Duration) error {
 
 // Canonical returns a copy of t with clients and subjects renumbered in the order rows first
 // use them, names no row uses left out, and Skew nil when every used client's offset is zero.
-// Reading what WriteCSV or WriteJSONL wrote gives back t.Canonical(). t must be valid.
+// Reading what WriteCSV or WriteJSONL wrote gives back t.Canonical() without its Faults, which
+// the files do not carry. t must be valid.
 func (t *Trace) Canonical() *Trace {
 	out := &Trace{Rows: make([]Row, len(t.Rows))}
 	cmap := make(map[uint16]uint16)
@@ -266,6 +300,7 @@ func (t *Trace) Canonical() *Trace {
 	if nonzero {
 		out.Skew = skew
 	}
+	out.Faults = slices.Clone(t.Faults)
 	return out
 }
 
@@ -279,5 +314,6 @@ func (t *Trace) Clone() *Trace {
 	if t.Skew != nil {
 		out.Skew = append([]time.Duration(nil), t.Skew...)
 	}
+	out.Faults = slices.Clone(t.Faults)
 	return out
 }

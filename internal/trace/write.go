@@ -11,9 +11,9 @@ import (
 )
 
 // WriteCSV writes t, which must be valid, as a CSV trace that Parse reads back as
-// t.Canonical(): the header offset,client,subject,cost (with ,skew when some client's offset is
-// not zero), then one line per row, offsets and skews as time.Duration.String writes them
-// (exact to the nanosecond). The output depends only on t.
+// t.Canonical() (less its Faults: a scenario lists those): the header offset,client,subject,cost
+// (with ,skew when some client's offset is not zero), then one line per row, offsets and skews
+// as time.Duration.String writes them (exact to the nanosecond). The output depends only on t.
 func (t *Trace) WriteCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	cw := csv.NewWriter(bw)
@@ -49,8 +49,9 @@ func (t *Trace) WriteCSV(w io.Writer) error {
 }
 
 // WriteJSONL writes t, which must be valid, as JSON Lines that Parse reads back as
-// t.Canonical(): one object per row with the keys offset, client, subject, cost (and skew when
-// some client's offset is not zero), in that order. The output depends only on t.
+// t.Canonical() (less its Faults: a scenario lists those): one object per row with the keys
+// offset, client, subject, cost (and skew when some client's offset is not zero), in that order.
+// The output depends only on t.
 func (t *Trace) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	skew := t.hasSkew()
