@@ -11,6 +11,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
+	"github.com/limitbench/limitbench/internal/redisenv"
 	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/scenarios"
 )
@@ -73,10 +74,31 @@ func LoadCorpus(dir string) ([]CorpusEntry, error) {
 				scenarios.ErrInvalid, f, len(algs)))
 			continue
 		}
-		out = append(out, CorpusEntry{File: f, Algorithm: algs[0].Name, Limit: s.Limit, Align: s.Arrival.Align,
-			Trace: s.Arrival.Trace.Canonical()})
+		t := s.Arrival.Trace.Canonical()
+		if t.Faults, err = scheduled(s); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: not a corpus entry: %w", scenarios.ErrInvalid, f, err))
+			continue
+		}
+		out = append(out, CorpusEntry{File: f, Algorithm: algs[0].Name, Limit: s.Limit, Align: s.Arrival.Align, Trace: t})
 	}
 	return out, errors.Join(errs...)
+}
+
+// scheduled returns the faults of s as a schedule places them (trace.Fault): each of a kind a
+// schedule may place, on the master, with the recovery of the limit's window, as a hunt's
+// reproducer lists them; an error names the first that is not.
+func scheduled(s *scenarios.Scenario) ([]trace.Fault, error) {
+	var out []trace.Fault
+	for i, f := range s.Faults {
+		master := f.Target == (redisenv.Selector{}) || f.Target == (redisenv.Selector{Kind: redisenv.SelectMaster})
+		if !slices.Contains(scenarios.NemesisKinds, f.Kind) || !master ||
+			f.Recovery != s.Limit.Window || f.Link != scenarios.LinkClient || f.Drop || f.Mode != "" {
+			return nil, fmt.Errorf("faults[%d] (%s) is not a fault a hunt places (%s on the master, as hunt --faults writes them)",
+				i, f.Name(), scenarios.NemesisNames())
+		}
+		out = append(out, trace.Fault{At: f.At, Kind: string(f.Kind), Duration: f.Duration})
+	}
+	return out, nil
 }
 
 // corpusFor returns the entries of corpus that replay against the algorithm name with limit l
@@ -172,7 +194,7 @@ func (p *Plan) save(c *CorpusFiles, q quarry, topo string, frame arrival.Align, 
 	fmt.Fprintf(&b, "# Saved by limitbench hunt from %s into its corpus: a schedule that broke %s's contract.\n", s.File, alg)
 	fmt.Fprintf(&b, "# limitbench run %s fails (exit 1) while the flaw is there; limitbench hunt --corpus %s replays it first.\n",
 		filepath.Join(c.Dir, name+".yaml"), c.Dir)
-	b.WriteString(scheduleYAML(s, name, topo, name+".csv", frame, p.o.Lab.Workers(t),
+	b.WriteString(scheduleYAML(s, name, topo, name+".csv", frame, t, p.o.Lab.Workers(t),
 		fmt.Sprintf("A schedule limitbench hunt found that broke %s's contract (%s); the contract must hold.", alg, requestsText(SizeOf(t)))))
 	b.WriteString(algs)
 	c.Scenarios[name+".yaml"] = b.Bytes()

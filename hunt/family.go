@@ -24,11 +24,14 @@ type Family struct {
 // Make returns the family's schedule for t within b and seed: a valid, canonical trace.Trace
 // with at least one row, at most b.Rows rows, offsets in [0, b.Span], at most b.Clients
 // clients and b.Subjects subjects, client clock offsets taken from t.Skews (and only for a
-// client-clock t), and costs above 1 only when t.Cost. It is a pure function of its arguments.
+// client-clock t), costs above 1 only when t.Cost, and, one time in two when b.Faults allows
+// them, a fault aimed like the rows (see the package doc). It is a pure function of its
+// arguments.
 // Its time zero is FrameOf(t, b).
 func (f Family) Make(t Target, b Bounds, seed uint64) *trace.Trace {
 	g := newGen(t, b, seed, f.Name)
 	f.make(g)
+	g.maybeStrike()
 	return g.finish()
 }
 

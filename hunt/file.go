@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
+	"github.com/limitbench/limitbench/internal/trace"
 	"github.com/limitbench/limitbench/verify"
 )
 
@@ -30,6 +31,9 @@ type File struct {
 	BudgetS float64 `json:"budget_s"`
 	Trials  int     `json:"max_trials,omitempty"`
 	SpanS   float64 `json:"span_s"`
+	// Faults are the kinds of fault the search placed (hunt --faults; Bounds.Faults); none
+	// when it placed none.
+	Faults []string `json:"faults,omitempty"`
 	// CutShort is set when the hunt was interrupted: entries hold what was found so far.
 	CutShort bool    `json:"cut_short,omitempty"`
 	Entries  []Entry `json:"algorithms"`
@@ -74,6 +78,10 @@ type Entry struct {
 	// Plot is the best schedule's trial as the report draws it (admitted against allowed, from
 	// the trial's own log); nil when no trial ran or its log was not kept.
 	Plot *Plot `json:"plot,omitempty"`
+	// FaultCost is the schedule whose faults cost the most permits (Result.Costliest): what a
+	// loss of the state let through, which is not the algorithm's doing; nil when no fault
+	// cost any.
+	FaultCost *FaultCost `json:"fault_cost,omitempty"`
 	// Excerpt is the requests around the worst violation of the violating schedule's trial (the
 	// best schedule's when none broke the contract and one may have), as report.html's explorer
 	// draws them (verify.NewExcerpt, times from the trial's time zero); nil when its trial had no
@@ -90,11 +98,24 @@ type Schedule struct {
 	Trial     int     `json:"trial"`
 	Score     float64 `json:"score"`
 	Size      SizeOut `json:"size"`
+	// Faults name the faults the schedule placed ("restart master at 980ms"); none when it
+	// placed none.
+	Faults []string `json:"faults,omitempty"`
+}
+
+// FaultCost is the schedule whose faults cost the most permits, and what each of them did.
+type FaultCost struct {
+	Schedule Schedule `json:"schedule"`
+	// Permits is the permits admitted beyond the contract because of the faults (the sum of
+	// their excess).
+	Permits int64                `json:"permits"`
+	Faults  []verify.FaultReport `json:"faults"`
 }
 
 // SizeOut is a Size in hunt.json.
 type SizeOut struct {
 	Rows     int     `json:"rows"`
+	Faults   int     `json:"faults,omitempty"`
 	Clients  int     `json:"clients"`
 	Subjects int     `json:"subjects"`
 	Permits  int64   `json:"permits"`
@@ -147,8 +168,9 @@ type Shrunk struct {
 // Files names the files an Entry refers to, relative to hunt.json; empty names are left out.
 type Files struct {
 	// Best is the best schedule's trace, Found the violating one's as found, Shrunk the
-	// reproducer's trace and Scenario the reproducer's scenario.
-	Best, Found, Shrunk, Scenario string
+	// reproducer's trace and Scenario the reproducer's scenario; Costliest the trace of the
+	// schedule whose faults cost the most.
+	Best, Found, Shrunk, Scenario, Costliest string
 }
 
 // NewEntry describes res, the hunt of one algorithm on topology, with the given file names.
@@ -199,6 +221,9 @@ func NewEntry(res *Result, topology string, files Files) Entry {
 		}
 		e.Violation = f
 	}
+	if c := res.Costliest; c != nil {
+		e.FaultCost = &FaultCost{Schedule: schedule(c, files.Costliest), Permits: c.Cost, Faults: c.Faults}
+	}
 	if b := res.Best; b != nil && b.Log != nil {
 		e.Plot = plotOf(b.Log, res.Target.Contract, markOf(res))
 		log := b.Log
@@ -247,14 +272,29 @@ func markOf(res *Result) plotWhere {
 }
 
 func schedule(c *Candidate, trace string) Schedule {
-	return Schedule{Trace: trace, Family: c.Family, Mutations: c.Mutations, Trial: c.Trial, Score: c.Score(), Size: sizeOut(SizeOf(c.Trace))}
+	return Schedule{Trace: trace, Family: c.Family, Mutations: c.Mutations, Trial: c.Trial, Score: c.Score(), Size: sizeOut(SizeOf(c.Trace)),
+		Faults: FaultNames(c.Trace)}
+}
+
+// FaultNames names the faults t places, as a reproducer scenario lists them ("restart master at
+// 980ms").
+func FaultNames(t *trace.Trace) []string {
+	var out []string
+	for _, f := range t.Faults {
+		d := ""
+		if f.Duration > 0 {
+			d = " for " + f.Duration.String()
+		}
+		out = append(out, fmt.Sprintf("%s master at %s%s", f.Kind, f.At, d))
+	}
+	return out
 }
 
 // size returns the rows, clients and subjects of s as a Size (for requestsText).
 func (s SizeOut) size() Size { return Size{Rows: s.Rows, Clients: s.Clients, Subjects: s.Subjects} }
 
 func sizeOut(s Size) SizeOut {
-	return SizeOut{Rows: s.Rows, Clients: s.Clients, Subjects: s.Subjects, Permits: s.Permits,
+	return SizeOut{Rows: s.Rows, Faults: s.Faults, Clients: s.Clients, Subjects: s.Subjects, Permits: s.Permits,
 		SkewS: s.Skew.Seconds(), ExtentS: s.Extent.Seconds()}
 }
 

@@ -218,7 +218,7 @@ func (g *gen) burstClients(n int, skew time.Duration) []uint16 {
 }
 
 // finish returns the trace: offsets clamped to [0, Span], rows in time order (stable), at most
-// b.Rows of them (the earliest), canonical. An empty schedule gets one row at 0.
+// b.Rows of them (the earliest), faults in order (finishFaults), canonical. An empty schedule gets one row at 0.
 func (g *gen) finish() *trace.Trace {
 	tr := g.tr
 	for i := range tr.Rows {
@@ -234,5 +234,6 @@ func (g *gen) finish() *trace.Trace {
 	if len(tr.Skew) != len(tr.Clients) {
 		tr.Skew = make([]time.Duration, len(tr.Clients))
 	}
+	g.finishFaults()
 	return tr.Canonical()
 }

@@ -31,12 +31,16 @@ var mutations = []mutation{
 	{"burst", addBurst},
 }
 
-// mutate returns a mutated copy of tr: one to three mutations drawn from rng, then the rows put
-// in order and range as Family.Make does.
+// mutate returns a mutated copy of tr: one to three mutations drawn from rng (faultMutations too
+// when b.Faults allows faults), then the rows put in order and range as Family.Make does.
 func mutate(t Target, b Bounds, rng *rand.Rand, tr *trace.Trace) *trace.Trace {
 	g := editGen(t, b, rng, tr)
+	muts := mutations
+	if g.faulty() {
+		muts = append(slices.Clip(mutations), faultMutations...)
+	}
 	for range 1 + rng.IntN(3) {
-		mutations[rng.IntN(len(mutations))].do(g)
+		muts[rng.IntN(len(muts))].do(g)
 		if len(g.tr.Rows) == 0 {
 			break
 		}

@@ -119,7 +119,21 @@ func entryView(e *Entry) (row, section) {
 	if b := e.Best; b != nil && b.Trace != "" && e.Violation == nil {
 		s.Lines = append(s.Lines, fmt.Sprintf("Best schedule: %s (family %s, trial %d, %d requests).", b.Trace, b.Family, b.Trial, b.Size.Rows))
 	}
+	if c := e.FaultCost; c != nil {
+		s.Lines = append(s.Lines, faultCostLine(c))
+	}
 	return r, s
+}
+
+// faultCostLine says what the costliest placement of faults let through, apart from any flaw of
+// the algorithm's.
+func faultCostLine(c *FaultCost) string {
+	line := fmt.Sprintf("The faults cost %d %s beyond the contract at most, at trial %d (%s)", c.Permits,
+		report.Plural(c.Permits, "permit", "permits"), c.Schedule.Trial, strings.Join(c.Schedule.Faults, ", "))
+	if c.Schedule.Trace != "" {
+		line += ", schedule " + c.Schedule.Trace
+	}
+	return line + ": a loss of the limiter's state let them through, which a limiter that keeps its state in Redis cannot prevent; this is not a flaw of the algorithm's."
 }
 
 // violationView adds to r and s how e's violation broke the contract, how it was shrunk and
@@ -131,6 +145,10 @@ func violationView(e *Entry, r *row, s *section) {
 		w.Limit, vi.Schedule.Trial, vi.Schedule.Family, vi.Schedule.Mutations, vi.Definite, report.Plural(vi.Definite, "violation", "violations"),
 		w.Permits, w.Allowed, spanOf(e, w.Lo, w.Hi))
 	s.Lines = append(s.Lines, line+scopeText(w.Subject, w.Client)+".")
+	if fs := vi.Schedule.Faults; len(fs) > 0 {
+		s.Lines = append(s.Lines, fmt.Sprintf("Its schedule placed faults (%s), and the violation lies between two losses of the limiter's state: the algorithm broke its contract, not the faults.",
+			strings.Join(fs, ", ")))
+	}
 	r.Sizes = fmt.Sprintf("%d rows", vi.Schedule.Size.Rows)
 	sh := vi.Shrunk
 	if sh == nil {

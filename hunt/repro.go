@@ -44,7 +44,7 @@ func reproScenario(s *scenarios.Scenario, alg, topo, traceFile string, frame arr
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by limitbench hunt from %s: replays the schedule that broke %s.\n", s.File, alg)
 	fmt.Fprintf(&b, "# From the directory the hunt ran in: limitbench run %s  (passes when the violation is found again)\n", replay)
-	b.WriteString(scheduleYAML(s, fileSafe(alg)+"-repro", topo, traceFile, frame, workers,
+	b.WriteString(scheduleYAML(s, fileSafe(alg)+"-repro", topo, traceFile, frame, t, workers,
 		fmt.Sprintf("The schedule limitbench hunt found and shrank that breaks %s's contract (%s).", alg, requestsText(SizeOf(t)))))
 	b.WriteString(algs)
 	fmt.Fprintf(&b, "expect:\n  violations: [%s]\n", alg)
@@ -60,8 +60,8 @@ func requestsText(z Size) string {
 
 // scheduleYAML returns the fields of a scenario named name that replays traceFile on topo with
 // s's limit at frame, sent by workers clients (each row goes as its own client of the trace), up
-// to its algorithms: field.
-func scheduleYAML(s *scenarios.Scenario, name, topo, traceFile string, frame arrival.Align, workers int, description string) string {
+// to its algorithms: field, with t's faults (and the duration they need) when it places any.
+func scheduleYAML(s *scenarios.Scenario, name, topo, traceFile string, frame arrival.Align, t *trace.Trace, workers int, description string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\nname: %s\n", name)
 	fmt.Fprintf(&b, "description: %s\n", description)
@@ -80,6 +80,18 @@ func scheduleYAML(s *scenarios.Scenario, name, topo, traceFile string, frame arr
 		fmt.Fprintf(&b, ", consumer_limit: %d", l.ConsumerLimit)
 	}
 	b.WriteString("}\n")
+	if len(t.Faults) > 0 {
+		// The trace file holds the rows only: the faults and the time they need are here.
+		fmt.Fprintf(&b, "duration: %s   # the trace's rows and faults\n", scenarios.TraceDuration(t, 0))
+		b.WriteString("faults:   # placed by the hunt, on the master; each one's effects are its own for a window after it\n")
+		for _, f := range t.Faults {
+			fmt.Fprintf(&b, "  - {at: %s, kind: %s", f.At, f.Kind)
+			if f.Duration > 0 {
+				fmt.Fprintf(&b, ", duration: %s", f.Duration)
+			}
+			b.WriteString("}\n")
+		}
+	}
 	return b.String()
 }
 

@@ -84,3 +84,42 @@ algorithms:
 		t.Errorf("customEntryYAML of an unknown name: %v", err)
 	}
 }
+
+// TestReproScenarioFaults: a reproducer of a schedule that places faults lists them in its
+// faults: field, with the duration they need, and loads back as the same schedule: its faults as
+// the corpus reads them (scheduled) and its duration the trace's rows and faults. A scenario
+// fault a hunt does not place is no corpus entry.
+func TestReproScenarioFaults(t *testing.T) {
+	dir := t.TempDir()
+	s := writeScenario(t, dir, "src.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra]\n")
+	tr := &trace.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"},
+		Rows: []trace.Row{{At: 0, Cost: 1}, {At: 900 * time.Millisecond, Cost: 1}},
+		Faults: []trace.Fault{{At: 500 * time.Millisecond, Kind: "restart"}, {At: 1200 * time.Millisecond, Kind: "pause", Duration: 100 * time.Millisecond}}}
+	if err := trace.Write(filepath.Join(dir, "r.csv"), tr); err != nil {
+		t.Fatal(err)
+	}
+	yaml := reproScenario(s, "gcra", "single", "r.csv", arrival.Align{Every: time.Second, Offset: 500 * time.Millisecond}, tr,
+		"algorithms: [gcra]\n", 2, "r.yaml")
+	path := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(path, yaml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := scenarios.Load(path)
+	if err != nil {
+		t.Fatalf("the reproducer does not load: %v\n%s", err, yaml)
+	}
+	got, err := scheduled(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tr.Faults, got); diff != "" {
+		t.Errorf("faults read back (-placed +read):\n%s\n%s", diff, yaml)
+	}
+	if want := scenarios.TraceDuration(tr, 0); r.Duration != want {
+		t.Errorf("duration %s; want %s, the rows' and the faults'", r.Duration, want)
+	}
+	r.Faults[0].Target.Kind = "replica"
+	if _, err := scheduled(r); err == nil || !strings.Contains(err.Error(), "faults[0]") {
+		t.Errorf("a fault on a replica read as a hunt's: %v", err)
+	}
+}

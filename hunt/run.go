@@ -109,7 +109,7 @@ func CheckScenario(s *scenarios.Scenario) error {
 	}
 	if len(s.Faults) > 0 {
 		errs = append(errs, errors.New(s.ProblemAt("faults",
-			"a hunt cannot place faults yet, and would report what held without them; hunt a copy without faults, or measure the faults with limitbench run").String()))
+			"a hunt places faults of its own choosing (limitbench hunt --faults KINDS) and does not replay a fixed schedule of them; hunt a copy without faults, or measure these faults with limitbench run").String()))
 	}
 	return errors.Join(errs...)
 }
@@ -149,6 +149,9 @@ func NewPlan(o Options) (*Plan, error) {
 	if err := errors.Join(CheckScenario(s), o.Bounds.Validate()); err != nil {
 		return nil, err
 	}
+	if err := checkNemesis(o); err != nil {
+		return nil, err
+	}
 	if o.Time < o.Bounds.Span {
 		return nil, badOptions("hunt: time %s is shorter than one trial (a schedule of up to %s): give at least the span", o.Time, o.Bounds.Span)
 	}
@@ -183,6 +186,33 @@ func NewPlan(o Options) (*Plan, error) {
 		return nil, badOptions("%s: no algorithm of the scenario has a contract to break", s.File)
 	}
 	return p, nil
+}
+
+// checkNemesis reports why the faults o.Bounds.Faults allows cannot be placed where o hunts: a
+// fault acts on a server limitbench started, so not on an external Redis; a failover needs a
+// replica on every topology hunted (sentinel, or replicas).
+func checkNemesis(o Options) error {
+	fs := o.Bounds.Faults
+	if len(fs) == 0 {
+		return nil
+	}
+	if o.Env.Backend == redisenv.BackendExternal {
+		return badOptions("--faults %s: faults act on servers limitbench starts, not on an external Redis (--redis)", strings.Join(fs, ","))
+	}
+	if slices.Contains(fs, string(scenarios.FaultFailover)) {
+		for _, topo := range o.Scenario.Topologies {
+			if !Replicated(o.Scenario, o.Env, topo) {
+				return badOptions("--faults failover needs a replica: topology sentinel, or replicas (topology %s here)", topo)
+			}
+		}
+	}
+	return nil
+}
+
+// Replicated reports whether topo, as s and env start it, has a replica a failover can promote:
+// topology sentinel, or replicas set by the scenario or the environment.
+func Replicated(s *scenarios.Scenario, env redisenv.Config, topo redisenv.Topology) bool {
+	return topo == redisenv.TopologySentinel || env.Replicas > 0 || s.Replicas > 0
 }
 
 // skewsOf returns the clock offsets a scenario's clients may have: its list, or for a spread
@@ -225,7 +255,7 @@ func (p *Plan) Run(ctx context.Context, dir string) (*Outcome, error) {
 	o := p.o
 	out := &Outcome{
 		File: &File{Schema: Schema, Scenario: o.Scenario.File, Seed: o.Seed, BudgetS: o.Time.Seconds(), Trials: o.Trials,
-			SpanS: o.Bounds.Span.Seconds(), Entries: []Entry{}},
+			SpanS: o.Bounds.Span.Seconds(), Faults: slices.Clone(o.Bounds.Faults), Entries: []Entry{}},
 		Traces:    map[string]*trace.Trace{},
 		Scenarios: map[string][]byte{},
 	}
@@ -350,6 +380,10 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 			}
 		}
 	}
+	if c := res.Costliest; c != nil {
+		files.Costliest = base + "-fault-cost.csv"
+		out.Traces[files.Costliest] = c.Trace
+	}
 	e := NewEntry(res, topo, files)
 	e.ExpectedViolation = slices.Contains(s.Expect.MayViolate, e.Algorithm) || slices.Contains(s.Expect.Violations, e.Algorithm)
 	out.File.Entries = append(out.File.Entries, e)
@@ -366,6 +400,11 @@ func (p *Plan) add(out *Outcome, res *Result, topo, dir string, q quarry) {
 		p.logf("hunt %s on %s: violation at trial %d%s (score %.3f)", e.Algorithm, topo, v.Trial, fromCorpus(&v.Candidate), v.Score())
 	default:
 		p.logf("hunt %s on %s: no violation in %d trials (%s); closest approach %.3f", e.Algorithm, topo, res.Trials, res.Stop, e.BestScore)
+	}
+	if c := e.FaultCost; c != nil {
+		p.logf("hunt %s on %s: the faults cost %d %s beyond the contract at most (trial %d: %s): a loss of the limiter's state let them through, not a flaw of the algorithm; schedule: %s",
+			e.Algorithm, topo, c.Permits, report.Plural(c.Permits, "permit", "permits"), c.Schedule.Trial,
+			strings.Join(c.Schedule.Faults, ", "), filepath.Join(dir, c.Schedule.Trace))
 	}
 }
 

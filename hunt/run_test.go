@@ -224,7 +224,7 @@ func TestNewPlanRefuses(t *testing.T) {
 		{"span too long", func(o *Options) { o.Bounds.Span = 2 * time.Hour }, "span 2h0m0s is outside", ErrBadTarget},
 		{"nothing to hunt", func(o *Options) { o.Scenario = none }, "n.yaml: no algorithm of the scenario has a contract to break", ErrBadOptions},
 		{"wait", func(o *Options) { o.Scenario = wait }, "w.yaml:2: wait_replicas: applies to limitbench run", nil},
-		{"faults", func(o *Options) { o.Scenario = faults }, "f.yaml:3: faults: a hunt cannot place faults yet", nil},
+		{"faults", func(o *Options) { o.Scenario = faults }, "f.yaml:3: faults: a hunt places faults of its own choosing", nil},
 		{"time shorter than a trial", func(o *Options) { o.Time = time.Nanosecond }, "time 1ns is shorter than one trial", ErrBadOptions},
 		{"unknown algorithm", func(o *Options) {
 			o.Lab.Resolve = func(*scenarios.Scenario, scenarios.AlgorithmEntry) (algorithms.Algorithm, error) {

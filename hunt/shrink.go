@@ -68,7 +68,10 @@ type ShrinkOptions struct {
 // the order below: a trace is smaller when it has fewer rows; with as many, fewer clients; then
 // fewer subjects, fewer permits, less clock offset, a shorter extent, and rounder offsets.
 type Size struct {
-	Rows, Clients, Subjects int
+	Rows int
+	// Faults counts the faults the schedule places.
+	Faults            int
+	Clients, Subjects int
 	// Permits is the sum of the rows' costs.
 	Permits int64
 	// Skew is the sum of the clients' clock offsets' magnitudes.
@@ -82,10 +85,13 @@ type Size struct {
 
 // SizeOf returns the size of a canonical trace t.
 func SizeOf(t *trace.Trace) Size {
-	s := Size{Rows: len(t.Rows), Clients: len(t.Clients), Subjects: len(t.Subjects)}
+	s := Size{Rows: len(t.Rows), Faults: len(t.Faults), Clients: len(t.Clients), Subjects: len(t.Subjects)}
 	for _, r := range t.Rows {
 		s.Permits += int64(r.Cost)
 		s.Roughness += digits(r.At)
+	}
+	for _, f := range t.Faults {
+		s.Roughness += digits(f.At) + digits(f.Duration)
 	}
 	for _, k := range t.Skew {
 		s.Skew += k.Abs()
@@ -114,6 +120,8 @@ func (s Size) Less(o Size) bool {
 	switch {
 	case s.Rows != o.Rows:
 		return s.Rows < o.Rows
+	case s.Faults != o.Faults:
+		return s.Faults < o.Faults
 	case s.Clients != o.Clients:
 		return s.Clients < o.Clients
 	case s.Subjects != o.Subjects:
@@ -128,9 +136,14 @@ func (s Size) Less(o Size) bool {
 	return s.Roughness < o.Roughness
 }
 
-// String renders s as "12 rows, 2 clients, 1 subject, 14 permits, 4s skew, over 1.5ms".
+// String renders s as "12 rows, 2 clients, 1 subject, 14 permits, 4s skew, over 1.5ms" (with
+// ", 1 faults" after the rows when it places any).
 func (s Size) String() string {
-	return fmt.Sprintf("%d rows, %d clients, %d subjects, %d permits, %s skew, over %s", s.Rows, s.Clients, s.Subjects, s.Permits, s.Skew, s.Extent)
+	faults := ""
+	if s.Faults > 0 {
+		faults = fmt.Sprintf(", %d faults", s.Faults)
+	}
+	return fmt.Sprintf("%d rows%s, %d clients, %d subjects, %d permits, %s skew, over %s", s.Rows, faults, s.Clients, s.Subjects, s.Permits, s.Skew, s.Extent)
 }
 
 // ShrinkResult is what Shrink found.
@@ -344,7 +357,8 @@ func (s *shrinker) report() {
 
 // passes returns the passes of one round, for the current trace.
 func (s *shrinker) passes() []pass {
-	var out []pass
+	// Faults first: a fault the violation does not need costs one replay to be rid of.
+	out := []pass{{"drop-fault", func(t *trace.Trace) int { return len(t.Faults) }, dropFaultAt}}
 	for k := len(s.cur.Rows) / 2; k >= 2; k /= 2 {
 		out = append(out, chunks(k))
 	}
@@ -356,6 +370,7 @@ func (s *shrinker) passes() []pass {
 		pass{"lower-cost", func(t *trace.Trace) int { return len(t.Rows) + 1 }, lowerCost},
 		pass{"lower-skew", func(t *trace.Trace) int { return len(t.Clients) * len(s.skews) }, s.lowerSkew},
 		pass{"pull-together", func(t *trace.Trace) int { return 4 * gaps(t) }, pullTogether},
+		pass{"fault-to-row", func(t *trace.Trace) int { return 2 * len(t.Faults) }, earlierFault},
 		pass{"round-times", func(*trace.Trace) int { return len(grids) }, roundTimes},
 		chunks(1),
 	)
@@ -537,6 +552,12 @@ func roundTimes(t *trace.Trace, pos int) *trace.Trace {
 	for i := range m.Rows {
 		at := (m.Rows[i].At + g/2) / g * g
 		m.Rows[i].At = min(max(at, lo), hi)
+	}
+	for i := range m.Faults {
+		m.Faults[i].At = (m.Faults[i].At + g/2) / g * g
+		if d := m.Faults[i].Duration; d > 0 {
+			m.Faults[i].Duration = max(g, (d+g/2)/g*g)
+		}
 	}
 	return m
 }

@@ -54,11 +54,9 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 			log := &verify.Log{Subjects: tr.Subjects, Clients: tr.Clients, Base: start}
 			m := verify.Measurement{Log: log, Start: start}
 			faults := tr.Faults
-			for _, r := range tr.Rows {
-				sent := r.At.Microseconds()
-				x := sent + simRTT.Microseconds()/2
-				// A fault that loses the state (every kind but pause, which only delays) acts
-				// before the rows due after it: the limiter starts anew.
+			// strike carries out the faults due by x (µs from start): one that loses the state
+			// gives the limiter a fresh start; the others do nothing here.
+			strike := func(x int64) {
 				for len(faults) > 0 && faults[0].At.Microseconds() <= x {
 					f := faults[0]
 					faults = faults[1:]
@@ -71,6 +69,11 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 							What: "the simulated limiter started anew", StateLost: true})
 					}
 				}
+			}
+			for _, r := range tr.Rows {
+				sent := r.At.Microseconds()
+				x := sent + simRTT.Microseconds()/2
+				strike(x)
 				ok := lim.decide(tr.Subjects[r.Subject], tr.Clients[r.Client], int64(r.Cost),
 					start+x, start+x+tr.SkewOf(r.Client).Microseconds())
 				k := verify.Denied
@@ -87,6 +90,7 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 				}
 				log.Events = append(log.Events, e)
 			}
+			strike(math.MaxInt64)
 			out[i] = m
 		}
 		return out, nil

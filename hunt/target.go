@@ -8,6 +8,7 @@ import (
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/arrival"
+	"github.com/limitbench/limitbench/scenarios"
 	"github.com/limitbench/limitbench/verify"
 )
 
@@ -173,7 +174,14 @@ type Bounds struct {
 	Clients int
 	// Subjects is the most subjects (default 4).
 	Subjects int
+	// Faults are the kinds of fault a schedule may place (trace.Fault; scenarios.NemesisKinds
+	// names them), at most MaxFaults a schedule; none by default: no schedule places a fault,
+	// and the search draws exactly what it draws without them.
+	Faults []string
 }
+
+// MaxFaults is the most faults one schedule places.
+const MaxFaults = 2
 
 // Defaults of Bounds.
 const (
@@ -218,6 +226,11 @@ func (b Bounds) Validate() error {
 	}
 	if b.Subjects < 0 || b.Subjects > 1000 {
 		bad("subjects %d is outside [1, 1000]", b.Subjects)
+	}
+	for _, k := range b.Faults {
+		if !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
+			bad("fault kind %q is not one a schedule may place (%s)", k, scenarios.NemesisNames())
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -96,8 +96,8 @@ func (l FaultLink) String() string {
 	return string(l)
 }
 
-// lasts reports whether k has a duration: pause and the network faults. The others act once.
-func (k FaultKind) lasts() bool { return k == FaultPause || k.Network() }
+// Lasts reports whether k has a duration: pause and the network faults. The others act once.
+func (k FaultKind) Lasts() bool { return k == FaultPause || k.Network() }
 
 // Fault is one entry of a scenario's faults list: what to break, where, when and for how long.
 type Fault struct {
@@ -253,9 +253,9 @@ func (c *checker) faults() {
 			c.add(f+".at", "must be >= 0 (from the start of the measured part), got %s", ft.At)
 		}
 		switch {
-		case ft.Kind.lasts() && ft.Duration <= 0:
+		case ft.Kind.Lasts() && ft.Duration <= 0:
 			c.add(f+".duration", "%s needs a duration > 0, got %s", ft.Kind, ft.Duration)
-		case !ft.Kind.lasts() && c.s.present(f+".duration"):
+		case !ft.Kind.Lasts() && c.s.present(f+".duration"):
 			c.add(f+".duration", "%s acts once and takes no duration", ft.Kind)
 		case ft.At >= 0 && ft.At+ft.Duration > s.Duration:
 			c.add(f+".at", "the fault would end at %s, after the measured part (duration %s)", ft.At+ft.Duration, s.Duration)
@@ -449,10 +449,10 @@ func FaultsOf(t *trace.Trace, recovery time.Duration) ([]Fault, error) {
 	for i, f := range t.Faults {
 		k := FaultKind(f.Kind)
 		if !slices.Contains(NemesisKinds, k) {
-			return nil, fmt.Errorf("fault %d of the schedule: kind %q is not one a schedule may place (%s)", i, f.Kind, nemesisNames())
+			return nil, fmt.Errorf("fault %d of the schedule: kind %q is not one a schedule may place (%s)", i, f.Kind, NemesisNames())
 		}
 		sf := Fault{At: f.At, Kind: k, Target: redisenv.Selector{Kind: redisenv.SelectMaster}, Recovery: recovery}
-		if k.lasts() {
+		if k.Lasts() {
 			if f.Duration <= 0 {
 				return nil, fmt.Errorf("fault %d of the schedule: %s needs a duration above 0", i, f.Kind)
 			}
@@ -463,8 +463,8 @@ func FaultsOf(t *trace.Trace, recovery time.Duration) ([]Fault, error) {
 	return out, nil
 }
 
-// nemesisNames lists NemesisKinds, comma separated.
-func nemesisNames() string {
+// NemesisNames lists NemesisKinds, comma separated.
+func NemesisNames() string {
 	names := make([]string, len(NemesisKinds))
 	for i, k := range NemesisKinds {
 		names[i] = string(k)

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +37,7 @@ type huntFlags struct {
 	seed                 uint64
 	span                 time.Duration
 	out, corpus          string
+	faults               string
 	force, quiet         bool
 	procs                int
 	ci                   ciFlags
@@ -52,6 +55,8 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.span, "span", hunt.DefaultSpan, "longest schedule: one trial lasts about this long")
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-hunt-<UTC time>/); refused when it holds a hunt.json already, unless --force")
 	fs.StringVar(&f.corpus, "corpus", "", "corpus directory: replay every reproducer saved there for an algorithm hunted before searching, and save each new reproducer there (created when missing); `limitbench run DIR/*.yaml` fails while one still breaks its contract")
+	fs.StringVar(&f.faults, "faults", "", "let the search place faults on the master as it places requests, and shrink them with the schedule: a comma-separated list of "+
+		scenarios.NemesisNames()+", or all (failover only where the topology has replicas); what a fault's loss of the state lets through is reported apart from the algorithm's flaws")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
@@ -76,12 +81,42 @@ func (f *huntFlags) problems() []error {
 	if f.procs < 0 {
 		problems = append(problems, fmt.Errorf("--procs must be >= 0, got %d", f.procs))
 	}
+	if _, err := f.faultKinds(); err != nil {
+		problems = append(problems, err)
+	}
 	if f.span <= 0 {
 		problems = append(problems, fmt.Errorf("--span must be > 0, got %s", f.span))
 	} else if err := (hunt.Bounds{Span: f.span}).Validate(); err != nil {
 		problems = append(problems, fmt.Errorf("--span: %w", err))
 	}
 	return problems
+}
+
+// faultKinds returns the kinds --faults names: its list, or for all every kind a schedule may
+// place (scenarios.NemesisKinds; NewPlan refuses failover where no topology has a replica, so
+// all leaves it out there).
+func (f *huntFlags) faultKinds() ([]string, error) {
+	if f.faults == "" {
+		return nil, nil
+	}
+	if f.faults == "all" {
+		var out []string
+		for _, k := range scenarios.NemesisKinds {
+			out = append(out, string(k))
+		}
+		return out, nil
+	}
+	var out []string
+	for _, k := range strings.Split(f.faults, ",") {
+		k = strings.TrimSpace(k)
+		if !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
+			return nil, fmt.Errorf("--faults: %q is not a fault a hunt places; use a comma-separated list of %s, or all", k, scenarios.NemesisNames())
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // outDir returns the results directory: --out, or a new results/<scenario>-hunt-<UTC time>/.
@@ -150,7 +185,13 @@ func runHunt(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return badInput(err)
 	}
-	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span}, Time: f.budget, Trials: f.trials, Batch: f.batch,
+	kinds, _ := f.faultKinds() // checked with the other flags
+	if f.faults == "all" {
+		kinds = slices.DeleteFunc(kinds, func(k string) bool {
+			return k == string(scenarios.FaultFailover) && slices.ContainsFunc(s.Topologies, func(t redisenv.Topology) bool { return !hunt.Replicated(s, env, t) })
+		})
+	}
+	o := hunt.Options{Scenario: s, Env: env, Bounds: hunt.Bounds{Span: f.span, Faults: kinds}, Time: f.budget, Trials: f.trials, Batch: f.batch,
 		Seed: f.seed, Corpus: f.corpus}
 	o.Logf, o.Progress = huntOutput(stderr, f.quiet)
 	live, stopLive, err := f.live.start(ctx, stderr)

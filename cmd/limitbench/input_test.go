@@ -127,10 +127,15 @@ func TestBadInputGoldens(t *testing.T) {
 		{"wait-replicas-single", runArgs("--wait-replicas", "1"), exitBadInput},
 		{"capacity-wait-replicas", []string{"capacity", "--algorithm", "gcra", "--out", filepath.Join(tmp, "out"), suite + "wait-replicas.yaml"}, exitBadInput},
 		{"hunt-wait-replicas", []string{"hunt", "--out", filepath.Join(tmp, "out"), suite + "wait-replicas.yaml"}, exitBadInput},
-		// Issue 28 item 10: a hunt cannot place faults yet, and a budget too short for one trial
-		// cannot hunt; both refused before anything starts, not "held after 0 trials".
+		// Issue 28 item 10: a hunt does not replay a scenario's fixed faults (it places its own,
+		// --faults), and a budget too short for one trial cannot hunt; both refused before
+		// anything starts, not "held after 0 trials". So is a fault kind a hunt does not place,
+		// and faults on an external Redis.
 		{"hunt-faults", []string{"hunt", "--out", filepath.Join(tmp, "out"), suite + "restart.yaml"}, exitBadInput},
 		{"hunt-budget-1ns", []string{"hunt", "--budget", "1ns", "--out", filepath.Join(tmp, "out"), smoke}, exitBadInput},
+		{"hunt-faults-kill", []string{"hunt", "--faults", "restart,kill", "--out", filepath.Join(tmp, "out"), smoke}, exitBadInput},
+		{"hunt-faults-external", []string{"hunt", "--faults", "restart", "--redis", "redis://127.0.0.1:1", "--out", filepath.Join(tmp, "out"), smoke}, exitBadInput},
+		{"hunt-faults-failover-single", []string{"hunt", "--faults", "failover", "--out", filepath.Join(tmp, "out"), smoke}, exitBadInput},
 		{"wait-replicas-beyond-sentinel", []string{"run", "--backend", "process", "--out", filepath.Join(tmp, "out"),
 			"--wait-replicas", "2", suite + "wait-replicas.yaml"}, exitBadInput},
 	}
