@@ -93,7 +93,7 @@ func TestReproScenarioFaults(t *testing.T) {
 	dir := t.TempDir()
 	s := writeScenario(t, dir, "src.yaml", "limit: {limit: 20, window: 1s}\nalgorithms: [gcra]\n")
 	tr := &trace.Trace{Clients: []string{"c0"}, Subjects: []string{"s0"},
-		Rows: []trace.Row{{At: 0, Cost: 1}, {At: 900 * time.Millisecond, Cost: 1}},
+		Rows:   []trace.Row{{At: 0, Cost: 1}, {At: 900 * time.Millisecond, Cost: 1}},
 		Faults: []trace.Fault{{At: 500 * time.Millisecond, Kind: "restart"}, {At: 1200 * time.Millisecond, Kind: "pause", Duration: 100 * time.Millisecond}}}
 	if err := trace.Write(filepath.Join(dir, "r.csv"), tr); err != nil {
 		t.Fatal(err)
