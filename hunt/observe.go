@@ -3,7 +3,6 @@ package hunt
 import (
 	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/verify"
@@ -86,15 +85,4 @@ func costOrder(a, b *Candidate) int {
 		return c
 	}
 	return cmp.Compare(a.Trial, b.Trial)
-}
-
-// faultNames returns the names of the faults of fs that acted.
-func faultNames(fs []verify.FaultReport) []string {
-	var out []string
-	for _, f := range fs {
-		if f.Error == "" {
-			out = append(out, f.Name)
-		}
-	}
-	return slices.Clip(out)
 }
