@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +65,8 @@ func replayTrace(n int, span time.Duration) *trace.Trace {
 
 // TestRunReplaysTrace: a trace of 10,000 rows is replayed row by row: every row is sent once,
 // at the intended time it names, as its client, for its subject and cost, with its client's
-// clock offset; a warmup takes the rows before it. A machine too loaded to keep up (under -race
+// clock offset, and after a jump of a client's clock with the jump's; a warmup takes the rows
+// before it. A machine too loaded to keep up (under -race
 // beside other tests) may leave rows of the measured part unsent at the end: each is then
 // counted missed, never dropped silently, and the rows sent are checked as above.
 func TestRunReplaysTrace(t *testing.T) {
@@ -72,6 +74,8 @@ func TestRunReplaysTrace(t *testing.T) {
 	lim := &requestLog{inner: newLimiter(t, env, 1_000_000)}
 	c := newClient(env, 8)
 	tr := replayTrace(10_000, 2*time.Second)
+	// Client 6's clock (4h ahead) jumps to 5h behind a second in (between two rows' instants).
+	tr.Jumps = []trace.Jump{{At: time.Second + 100*time.Microsecond, Client: 6, Skew: -5 * time.Hour}}
 	if err := tr.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +151,27 @@ func TestRunReplaysTrace(t *testing.T) {
 			want[key{tr.Clients[row.Client], tr.Subjects[row.Subject], int64(row.Cost)}]++
 		}
 	}
-	skew := map[string]time.Duration{}
+	skews := map[string][]time.Duration{} // each client's offsets: its own, then its jumps'
 	for i, name := range tr.Clients {
-		skew[name] = tr.Skew[i]
+		skews[name] = []time.Duration{tr.Skew[i]}
 	}
+	for _, j := range tr.Jumps {
+		skews[tr.Clients[j.Client]] = append(skews[tr.Clients[j.Client]], j.Skew)
+	}
+	sentWith := map[time.Duration]int{}
 	for _, s := range lim.reqs {
 		want[key{s.req.Client, s.req.Subject, s.req.Cost}]--
-		if off := s.req.ClientTime.Sub(s.at) - skew[s.req.Client]; off < -time.Minute || off > time.Minute {
-			t.Fatalf("request of %s: client time off by %s from its clock offset %s", s.req.Client, off, skew[s.req.Client])
+		d := s.req.ClientTime.Sub(s.at)
+		k := slices.IndexFunc(skews[s.req.Client], func(o time.Duration) bool { return (d - o).Abs() <= time.Minute })
+		if k < 0 {
+			t.Fatalf("request of %s: client time %s off; want one of its clock offsets %v", s.req.Client, d, skews[s.req.Client])
+		}
+		sentWith[skews[s.req.Client][k]]++
+	}
+	for _, j := range tr.Jumps {
+		if sentWith[tr.SkewOf(j.Client)] == 0 || sentWith[j.Skew] == 0 {
+			t.Errorf("client %s: %d requests with its offset %s before its clock jumped, %d with %s after; want some of each",
+				tr.Clients[j.Client], sentWith[tr.SkewOf(j.Client)], tr.SkewOf(j.Client), sentWith[j.Skew], j.Skew)
 		}
 	}
 	for k, n := range want {

@@ -342,6 +342,9 @@ type runner struct {
 	subjects []string
 	clients  []string
 	skew     []time.Duration
+	// rowSkew, when the trace's clients' clocks jump, is the offset each row is sent with
+	// (trace.Trace.RowSkews); nil otherwise.
+	rowSkew []time.Duration
 
 	reqCtx context.Context // requests outlive cancellation of the run
 	done   <-chan struct{}
@@ -417,7 +420,8 @@ func waitStart(ctx context.Context, start time.Time) time.Time {
 	return start
 }
 
-// useTrace makes the run replay tp: its subjects, clients and clock offsets are the trace's.
+// useTrace makes the run replay tp: its subjects, clients and clock offsets (with their jumps)
+// are the trace's.
 func (r *runner) useTrace(tp *TracePacer) {
 	t := tp.Trace()
 	r.trace = tp
@@ -427,4 +431,5 @@ func (r *runner) useTrace(tp *TracePacer) {
 	for i := range r.skew {
 		r.skew[i] = t.SkewOf(uint16(i))
 	}
+	r.rowSkew = t.RowSkews()
 }

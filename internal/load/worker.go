@@ -193,11 +193,15 @@ func (w *worker) prepare(o *Outcome, n uint64, intended time.Duration) {
 // request builds the Request of o, sent at now.
 func (w *worker) request(o *Outcome, now time.Time) algorithms.Request {
 	r := w.r
+	skew := r.skew[o.Client]
+	if r.rowSkew != nil {
+		skew = r.rowSkew[o.Tick] // a trace's row: its tick is its index
+	}
 	return algorithms.Request{
 		Subject:    r.subjects[o.Subject],
 		Client:     r.clients[o.Client],
 		Cost:       int64(o.Cost),
-		ClientTime: now.Add(r.skew[o.Client]),
+		ClientTime: now.Add(skew),
 	}
 }
 

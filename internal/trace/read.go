@@ -108,8 +108,9 @@ type parser struct {
 	t        *Trace
 	clients  map[string]uint16
 	subjects map[string]uint32
-	// skewLine is the line that set each client's skew; skewed is whether any is non-zero.
-	skewLine []int
+	// cur is each client's clock offset at its last row; skewed is whether any offset is
+	// non-zero.
+	cur      []time.Duration
 	skewed   bool
 	prev     time.Duration
 	prevLine int
@@ -158,7 +159,7 @@ func (p *parser) row(line int, offset, client, subject, cost, skew field) error 
 	if r.Subject, err = c.subject(subject); err != nil {
 		return err
 	}
-	if r.Client, err = c.client(line, client, skew, sk); err != nil {
+	if r.Client, err = c.client(client, sk, r.At); err != nil {
 		return err
 	}
 	if !c.ok {
@@ -254,8 +255,9 @@ func (c *rowCheck) subject(f field) (uint32, error) {
 }
 
 // client returns the index of the row's client, numbering a new one with the row's clock
-// offset sk (given by field skew); a client seen before must have the same offset.
-func (c *rowCheck) client(line int, f, skew field, sk time.Duration) (uint16, error) {
+// offset sk; a client seen before whose offset was another at its last row has its clock jump
+// at this row (Trace.Jumps), at offset at.
+func (c *rowCheck) client(f field, sk, at time.Duration) (uint16, error) {
 	p := c.p
 	if err := checkName("client", f.text); err != nil {
 		return 0, c.fail(f, "client", "%v", err)
@@ -263,13 +265,10 @@ func (c *rowCheck) client(line int, f, skew field, sk time.Duration) (uint16, er
 	id, seen := p.clients[f.text]
 	switch {
 	case seen:
-		if c.ok && p.t.Skew[id] != sk {
-			at := skew
-			if !at.present {
-				at = f // no skew given: 0s
-			}
-			return 0, c.fail(at, "skew", "%s for client %q, which has %s on line %d: a client's clock offset is the same on all its rows",
-				sk, f.text, p.t.Skew[id], p.skewLine[id])
+		if c.ok && p.cur[id] != sk {
+			p.t.Jumps = append(p.t.Jumps, Jump{At: at, Client: id, Skew: sk})
+			p.cur[id] = sk
+			p.skewed = p.skewed || sk != 0
 		}
 		return id, nil
 	case len(p.t.Clients) >= MaxClients:
@@ -281,7 +280,7 @@ func (c *rowCheck) client(line int, f, skew field, sk time.Duration) (uint16, er
 	p.clients[f.text] = id
 	p.t.Clients = append(p.t.Clients, f.text)
 	p.t.Skew = append(p.t.Skew, sk)
-	p.skewLine = append(p.skewLine, line)
+	p.cur = append(p.cur, sk)
 	p.skewed = p.skewed || sk != 0
 	return id, nil
 }

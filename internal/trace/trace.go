@@ -92,11 +92,23 @@ type Trace struct {
 	// given for that client's requests is the harness's clock plus it (as load.Plan.Skew). Server-
 	// clock algorithms ignore it.
 	Skew []time.Duration
+	// Jumps, when not nil, are steps of clients' clocks, in time order: from a jump's At on, its
+	// client's offset is the jump's Skew instead of Skew's (see SkewAt). In a file, a client
+	// whose skew changes from one of its rows to the next has its clock jump at that row.
+	Jumps []Jump
 	// Faults, when not nil, are the faults the schedule places, in time order (a hunt's
 	// nemesis). The trace files do not carry them: a scenario that replays the trace lists them
 	// in its faults: field (scenarios.FaultsOf converts them), which is also how a trace with
 	// faults is run.
 	Faults []Fault
+}
+
+// Jump is a step of one client's clock during a trace, as NTP or a virtual machine's migration
+// steps a clock forward or back: from At on, the client's clock offset is Skew.
+type Jump struct {
+	At     time.Duration
+	Client uint16
+	Skew   time.Duration
 }
 
 // Fault is the schedule's part of a fault: when it strikes and what it does. The rest of what a
@@ -133,12 +145,49 @@ func (t *Trace) Span() time.Duration {
 	return t.Rows[len(t.Rows)-1].At
 }
 
-// SkewOf returns client c's clock offset (0 when Skew is nil).
+// SkewOf returns client c's clock offset at the start (0 when Skew is nil); SkewAt gives it at
+// any offset, its jumps counted.
 func (t *Trace) SkewOf(c uint16) time.Duration {
 	if t.Skew == nil {
 		return 0
 	}
 	return t.Skew[c]
+}
+
+// SkewAt returns client c's clock offset at offset at: its last jump at or before at, else
+// SkewOf(c).
+func (t *Trace) SkewAt(c uint16, at time.Duration) time.Duration {
+	s := t.SkewOf(c)
+	for _, j := range t.Jumps {
+		if j.At > at {
+			break
+		}
+		if j.Client == c {
+			s = j.Skew
+		}
+	}
+	return s
+}
+
+// RowSkews returns the clock offset each row is sent with (SkewAt of its client at its offset),
+// in row order; nil when no client's clock jumps (SkewOf then gives every row's).
+func (t *Trace) RowSkews() []time.Duration {
+	if len(t.Jumps) == 0 {
+		return nil
+	}
+	cur := make([]time.Duration, len(t.Clients))
+	for c := range cur {
+		cur[c] = t.SkewOf(uint16(c))
+	}
+	out := make([]time.Duration, len(t.Rows))
+	j := 0
+	for i, r := range t.Rows {
+		for ; j < len(t.Jumps) && t.Jumps[j].At <= r.At; j++ {
+			cur[t.Jumps[j].Client] = t.Jumps[j].Skew
+		}
+		out[i] = cur[r.Client]
+	}
+	return out
 }
 
 // Validate reports every problem with t at once (the first few of a kind, and how many more),
@@ -219,6 +268,20 @@ func (t *Trace) Validate() error {
 	if more > 0 {
 		bad("and %d more bad rows", more)
 	}
+	for i, j := range t.Jumps {
+		switch {
+		case j.At < 0 || j.At > MaxOffset:
+			bad("jump %d: offset %s is outside [0s, %s]", i, j.At, MaxOffset)
+		case i > 0 && j.At < t.Jumps[i-1].At:
+			bad("jump %d: offset %s is earlier than the jump before (%s): jumps must be in time order", i, j.At, t.Jumps[i-1].At)
+		case int(j.Client) >= len(t.Clients):
+			bad("jump %d: client %d out of range (%d clients)", i, j.Client, len(t.Clients))
+		default:
+			if err := checkSkew(j.Skew); err != nil {
+				bad("jump %d: skew %v", i, err)
+			}
+		}
+	}
 	for i, f := range t.Faults {
 		switch {
 		case f.At < 0 || f.At > MaxOffset:
@@ -270,23 +333,38 @@ func checkSkew(d time.Duration) error {
 }
 
 // Canonical returns a copy of t with clients and subjects renumbered in the order rows first
-// use them, names no row uses left out, and Skew nil when every used client's offset is zero.
+// use them, names no row uses left out, and Skew nil when every used client's offset is zero;
+// each client's offset is the one its first row is sent with, and a jump of its clock is at
+// the first of its rows sent after it (a jump no row of the client follows is left out).
 // Reading what WriteCSV or WriteJSONL wrote gives back t.Canonical() without its Faults, which
 // the files do not carry. t must be valid.
 func (t *Trace) Canonical() *Trace {
 	out := &Trace{Rows: make([]Row, len(t.Rows))}
 	cmap := make(map[uint16]uint16)
 	smap := make(map[uint32]uint32)
-	var skew []time.Duration
+	var skew, cur []time.Duration // each client's offset at its first row, and at its last so far
 	nonzero := false
+	rowSkew := t.RowSkews()
+	skewOf := func(i int, r Row) time.Duration {
+		if rowSkew != nil {
+			return rowSkew[i]
+		}
+		return t.SkewOf(r.Client)
+	}
 	for i, r := range t.Rows {
 		c, ok := cmap[r.Client]
 		if !ok {
 			c = uint16(len(out.Clients))
 			cmap[r.Client] = c
 			out.Clients = append(out.Clients, t.Clients[r.Client])
-			s := t.SkewOf(r.Client)
+			s := skewOf(i, r)
 			skew = append(skew, s)
+			cur = append(cur, s)
+			nonzero = nonzero || s != 0
+		} else if s := skewOf(i, r); s != cur[c] {
+			// The client's clock jumped since its last row: at this row, as a file says it.
+			out.Jumps = append(out.Jumps, Jump{At: r.At, Client: c, Skew: s})
+			cur[c] = s
 			nonzero = nonzero || s != 0
 		}
 		s, ok := smap[r.Subject]
@@ -314,6 +392,7 @@ func (t *Trace) Clone() *Trace {
 	if t.Skew != nil {
 		out.Skew = append([]time.Duration(nil), t.Skew...)
 	}
+	out.Jumps = slices.Clone(t.Jumps)
 	out.Faults = slices.Clone(t.Faults)
 	return out
 }

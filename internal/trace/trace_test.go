@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +47,21 @@ func genTrace(t *rapid.T) *Trace {
 			Cost:    uint16(rapid.SampledFrom([]int{1, 1, 2, 65535}).Draw(t, fmt.Sprint("cost", i))),
 		})
 	}
+	// Clock jumps, at any offset of the trace's (between rows, on one, past the last).
+	for i := range rapid.IntRange(0, 3).Draw(t, "jumps") {
+		tr.Jumps = append(tr.Jumps, Jump{
+			At:     time.Duration(rapid.Int64Range(0, int64(at)+1).Draw(t, fmt.Sprint("jump-at", i))),
+			Client: uint16(rapid.IntRange(0, nc-1).Draw(t, fmt.Sprint("jump-client", i))),
+			Skew:   time.Duration(rapid.Int64Range(-3e9, 3e9).Draw(t, fmt.Sprint("jump-skew", i))),
+		})
+	}
+	slices.SortStableFunc(tr.Jumps, func(a, b Jump) int { return int(min(max(a.At-b.At, -1), 1)) })
 	return tr
 }
 
 // TestRoundTrip: whatever valid trace is written, as CSV or JSON Lines, reading it back
-// gives its canonical form, and writing that again gives the same bytes.
+// gives its canonical form, and writing that again gives the same bytes; every row is sent with
+// the clock offset it had, its client's jumps counted.
 func TestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tr := genTrace(t)
@@ -73,6 +84,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s round trip (-want +got):\n%s\nfile:\n%s", f, diff, buf.String())
+			}
+			for i, r := range tr.Rows {
+				if a, b := tr.SkewAt(r.Client, r.At), got.SkewAt(uint16(slices.Index(got.Clients, tr.Clients[r.Client])), r.At); a != b {
+					t.Fatalf("%s: row %d sent with offset %s; read back with %s", f, i, a, b)
+				}
 			}
 			var again bytes.Buffer
 			write = got.WriteCSV

@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 )
 
 // WriteCSV writes t, which must be valid, as a CSV trace that Parse reads back as
 // t.Canonical() (less its Faults: a scenario lists those): the header offset,client,subject,cost
-// (with ,skew when some client's offset is not zero), then one line per row, offsets and skews
-// as time.Duration.String writes them (exact to the nanosecond). The output depends only on t.
+// (with ,skew when some row's offset is not zero), then one line per row, offsets and skews
+// (the offset the row is sent with: a jump of its client's clock shows as a change) as
+// time.Duration.String writes them (exact to the nanosecond). The output depends only on t.
 func (t *Trace) WriteCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	cw := csv.NewWriter(bw)
@@ -26,13 +28,14 @@ func (t *Trace) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("write trace: %w", err)
 	}
 	rec := make([]string, len(head))
-	for _, r := range t.Rows {
+	rowSkew := t.RowSkews()
+	for i, r := range t.Rows {
 		rec[0] = r.At.String()
 		rec[1] = t.Clients[r.Client]
 		rec[2] = t.Subjects[r.Subject]
 		rec[3] = strconv.Itoa(int(r.Cost))
 		if skew {
-			rec[4] = t.SkewOf(r.Client).String()
+			rec[4] = t.skewOfRow(rowSkew, i).String()
 		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write trace: %w", err)
@@ -50,7 +53,8 @@ func (t *Trace) WriteCSV(w io.Writer) error {
 
 // WriteJSONL writes t, which must be valid, as JSON Lines that Parse reads back as
 // t.Canonical() (less its Faults: a scenario lists those): one object per row with the keys
-// offset, client, subject, cost (and skew when some client's offset is not zero), in that order.
+// offset, client, subject, cost (and skew, the offset the row is sent with, when some row's is not
+// zero), in that order.
 // The output depends only on t.
 func (t *Trace) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
@@ -65,7 +69,8 @@ func (t *Trace) WriteJSONL(w io.Writer) error {
 	}
 	sq := make(map[uint32][]byte)
 	var buf []byte
-	for _, r := range t.Rows {
+	rowSkew := t.RowSkews()
+	for i, r := range t.Rows {
 		s, ok := sq[r.Subject]
 		if !ok {
 			s = quote(t.Subjects[r.Subject])
@@ -81,7 +86,7 @@ func (t *Trace) WriteJSONL(w io.Writer) error {
 		buf = strconv.AppendInt(buf, int64(r.Cost), 10)
 		if skew {
 			buf = append(buf, `,"skew":"`...)
-			buf = append(buf, t.SkewOf(r.Client).String()...)
+			buf = append(buf, t.skewOfRow(rowSkew, i).String()...)
 			buf = append(buf, '"')
 		}
 		buf = append(buf, "}\n"...)
@@ -95,17 +100,26 @@ func (t *Trace) WriteJSONL(w io.Writer) error {
 	return nil
 }
 
-// hasSkew reports whether some client that a row uses has a non-zero clock offset.
+// hasSkew reports whether some row is sent with a non-zero clock offset.
 func (t *Trace) hasSkew() bool {
-	if t.Skew == nil {
+	if t.Skew == nil && len(t.Jumps) == 0 {
 		return false
 	}
-	for _, r := range t.Rows {
-		if t.Skew[r.Client] != 0 {
+	rowSkew := t.RowSkews()
+	for i := range t.Rows {
+		if t.skewOfRow(rowSkew, i) != 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// skewOfRow returns the clock offset row i is sent with, rowSkew being t.RowSkews().
+func (t *Trace) skewOfRow(rowSkew []time.Duration, i int) time.Duration {
+	if rowSkew != nil {
+		return rowSkew[i]
+	}
+	return t.SkewOf(t.Rows[i].Client)
 }
 
 // Write writes t to the file at path in the format its extension names, creating or
