@@ -277,7 +277,7 @@ func schedule(c *Candidate, trace string) Schedule {
 }
 
 // FaultNames names the faults t places, as a reproducer scenario lists them ("restart master at
-// 980ms").
+// 980ms"), then the jumps of its clients' clocks ("clock of c2 jumps from 0s to 2s at 1.2s").
 func FaultNames(t *trace.Trace) []string {
 	var out []string
 	for _, f := range t.Faults {
@@ -286,6 +286,9 @@ func FaultNames(t *trace.Trace) []string {
 			d = " for " + f.Duration.String()
 		}
 		out = append(out, fmt.Sprintf("%s master at %s%s", f.Kind, f.At, d))
+	}
+	for _, j := range t.Jumps {
+		out = append(out, fmt.Sprintf("clock of %s jumps from %s to %s at %s", t.Clients[j.Client], t.SkewAt(j.Client, j.At-1), j.Skew, j.At))
 	}
 	return out
 }

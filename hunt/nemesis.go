@@ -14,6 +14,11 @@ import (
 // Without it none of this draws a number, so a hunt without faults explores exactly what it
 // explored before.
 
+// ClockJump is the kind of nemesis, beside the faults of scenarios.NemesisKinds, that steps a
+// client's clock forward or back during a schedule (trace.Jump), to another offset the target
+// allows: only a client-clock target with two offsets or more has one to take (Target.skewed).
+const ClockJump = "clock-jump"
+
 // Fault durations of the kinds that last (pause, blackhole): log-uniform in [minStrike,
 // maxStrike].
 const (
@@ -24,14 +29,35 @@ const (
 // faulty reports whether schedules may place faults.
 func (g *gen) faulty() bool { return len(g.b.Faults) > 0 }
 
-// strike adds a fault of a kind the bounds allow at at (finish clamps it into the span).
+// strike adds a fault of a kind the bounds allow at at (finish clamps it into the span): for
+// ClockJump, a jump of a client's clock (jump).
 func (g *gen) strike(at time.Duration) {
 	k := g.b.Faults[g.rng.IntN(len(g.b.Faults))]
+	if k == ClockJump {
+		g.jump(at)
+		return
+	}
 	f := trace.Fault{At: at, Kind: k}
 	if scenarios.FaultKind(k).Lasts() {
 		f.Duration = max(minStrike, g.small(maxStrike))
 	}
 	g.tr.Faults = append(g.tr.Faults, f)
+}
+
+// jump makes the clock of a client of the schedule jump at at to another offset the target
+// allows; nothing when the target reads no client clock or allows one offset only.
+func (g *gen) jump(at time.Duration) {
+	d := distinct(g.t.Skews)
+	if !g.t.skewed() || len(d) < 2 || len(g.tr.Rows) == 0 {
+		return
+	}
+	c := g.tr.Rows[g.rng.IntN(len(g.tr.Rows))].Client
+	now := g.tr.SkewAt(c, at)
+	to := d[g.rng.IntN(len(d))]
+	if to == now {
+		to = d[(slices.Index(d, to)+1)%len(d)]
+	}
+	g.tr.Jumps = append(g.tr.Jumps, trace.Jump{At: at, Client: c, Skew: to})
 }
 
 // faultInstant returns an instant worth striking at: a period boundary, the time of a row (in
@@ -63,7 +89,7 @@ func (g *gen) maybeStrike() {
 }
 
 // finishFaults puts the faults in time order within [0, Span], at most MaxFaults of them (the
-// earliest), each lasting at most to the span's end.
+// earliest), each lasting at most to the span's end; and the clock jumps likewise.
 func (g *gen) finishFaults() {
 	fs := g.tr.Faults
 	for i := range fs {
@@ -84,35 +110,69 @@ func (g *gen) finishFaults() {
 		fs = nil
 	}
 	g.tr.Faults = fs
+	js := g.tr.Jumps
+	for i := range js {
+		js[i].At = min(max(js[i].At, 0), g.b.Span)
+	}
+	slices.SortStableFunc(js, func(x, y trace.Jump) int { return cmp.Compare(x.At, y.At) })
+	if len(js) > MaxFaults {
+		js = js[:MaxFaults]
+	}
+	if len(js) == 0 {
+		js = nil
+	}
+	g.tr.Jumps = js
 }
 
-// faultMutations are the mutations of a faulty search, besides mutations: a fault added,
-// moved, or taken away.
+// faultMutations are the mutations of a faulty search, besides mutations: a fault or a clock
+// jump added, moved, or taken away.
 var faultMutations = []mutation{
 	{"strike", func(g *gen) { g.strike(g.faultInstant()) }},
 	{"move-fault", moveFault},
 	{"drop-fault", dropFault},
 }
 
-// moveFault moves a fault a little either way, or to a faultInstant.
+// moveFault moves a fault or a clock jump a little either way, or to a faultInstant.
 func moveFault(g *gen) {
-	if len(g.tr.Faults) == 0 {
+	n := len(g.tr.Faults) + len(g.tr.Jumps)
+	if n == 0 {
 		return
 	}
-	f := &g.tr.Faults[g.rng.IntN(len(g.tr.Faults))]
+	var at *time.Duration
+	if i := g.rng.IntN(n); i < len(g.tr.Faults) {
+		at = &g.tr.Faults[i].At
+	} else {
+		at = &g.tr.Jumps[i-len(g.tr.Faults)].At
+	}
 	if g.rng.IntN(2) == 0 {
-		f.At += g.sign(g.small(min(g.a.window, g.b.Span) / 2))
+		*at += g.sign(g.small(min(g.a.window, g.b.Span) / 2))
 		return
 	}
-	f.At = g.faultInstant()
+	*at = g.faultInstant()
 }
 
-// dropFault takes a fault away.
+// dropFault takes a fault or a clock jump away.
 func dropFault(g *gen) {
-	if len(g.tr.Faults) == 0 {
+	n := len(g.tr.Faults) + len(g.tr.Jumps)
+	if n == 0 {
 		return
 	}
-	g.tr.Faults = slices.Delete(g.tr.Faults, 0, 1)
+	if i := g.rng.IntN(n); i < len(g.tr.Faults) {
+		g.tr.Faults = slices.Delete(g.tr.Faults, i, i+1)
+	} else {
+		i -= len(g.tr.Faults)
+		g.tr.Jumps = slices.Delete(g.tr.Jumps, i, i+1)
+	}
+}
+
+// dropJumpAt is the shrinker's pass that deletes clock jump pos.
+func dropJumpAt(t *trace.Trace, pos int) *trace.Trace {
+	c := t.Clone()
+	c.Jumps = slices.Delete(c.Jumps, pos, pos+1)
+	if len(c.Jumps) == 0 {
+		c.Jumps = nil
+	}
+	return c
 }
 
 // dropFaultAt is the shrinker's pass that deletes fault pos.

@@ -115,3 +115,78 @@ func TestNemesisSchedules(t *testing.T) {
 		t.Error("Bounds took fault kind kill")
 	}
 }
+
+// clientLog is a sliding log per subject and client on the client's clock: it keeps its
+// contract (limit per window, per subject and client) whatever offset each client's clock has,
+// as long as the offset stays put; a clock that jumps forward makes its grants look old, and it
+// admits a window's allowance again.
+type clientLog struct {
+	limit, window int64
+	logs          map[string][]int64
+}
+
+func (c *clientLog) decide(subject, client string, cost, _, clientUs int64) bool {
+	k := subject + "\x00" + client
+	log := c.logs[k]
+	kept := log[:0]
+	for _, at := range log {
+		if at > clientUs-c.window {
+			kept = append(kept, at)
+		}
+	}
+	if int64(len(kept))+cost > c.limit {
+		c.logs[k] = kept
+		return false
+	}
+	for range cost {
+		kept = append(kept, clientUs)
+	}
+	c.logs[k] = kept
+	return true
+}
+
+// TestNemesisClockJumps: a limiter that trusts each client's clock, per subject and client, holds
+// under clients whose clocks are off but steady, so a hunt without jumps finds nothing; with
+// clock jumps in the search (ClockJump) it breaks, and the reproducer keeps the jump.
+func TestNemesisClockJumps(t *testing.T) {
+	l := demoLimit
+	tg := mustTarget(t, "redisson-per-client", l, demoSkews)
+	mk := func() limiter { return &clientLog{limit: l.Limit, window: l.Window.Microseconds(), logs: map[string][]int64{}} }
+	plain, _ := huntSim(t, tg, mk, 1, 300)
+	if v := plain.Violation; v != nil {
+		t.Fatalf("without jumps: violation at trial %d (%s): the model must hold under steady offsets", v.Trial, v.Family)
+	}
+	clock := &fakeClock{t: simEpoch}
+	b := Bounds{Faults: []string{ClockJump}}
+	res, err := Hunt(context.Background(), Config{Target: tg, Bounds: b, Budget: Budget{Trials: 300, Batch: 4}, Seed: 1,
+		Trial: simTrial(tg, FrameOf(tg, b), mk, nil), Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Violation
+	if v == nil {
+		t.Fatalf("with clock jumps: no violation in %d trials; best %.3f", res.Trials, res.Best.Score())
+	}
+	sr := v.Shrunk
+	if sr == nil || len(sr.Trace.Jumps) == 0 {
+		t.Fatalf("reproducer %+v: want one that keeps a clock jump", sr)
+	}
+	// Replayed, the reproducer breaks the contract; without its jumps it does not.
+	trial := simTrial(tg, res.Frame, mk, nil)
+	still := sr.Trace.Clone()
+	still.Jumps = nil
+	ms, err := trial(context.Background(), []*trace.Trace{sr.Trace, still})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		j, err := judge(tg.Contract, ms[i], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.Approach.Score > 1; got != want {
+			t.Errorf("replay %d (jumps kept: %v): violation %v, score %.3f", i, want, got, j.Approach.Score)
+		}
+	}
+	t.Logf("trial %d (%s): %v; shrunk from %s to %s", v.Trial, v.Family, FaultNames(v.Trace), sr.From, sr.To)
+}

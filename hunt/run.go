@@ -189,15 +189,16 @@ func NewPlan(o Options) (*Plan, error) {
 }
 
 // checkNemesis reports why the faults o.Bounds.Faults allows cannot be placed where o hunts: a
-// fault acts on a server limitbench started, so not on an external Redis; a failover needs a
-// replica on every topology hunted (sentinel, or replicas).
+// fault acts on a server limitbench started, so not on an external Redis (a clock jump, on the
+// clients, may); a failover needs a replica on every topology hunted (sentinel, or replicas).
 func checkNemesis(o Options) error {
 	fs := o.Bounds.Faults
 	if len(fs) == 0 {
 		return nil
 	}
-	if o.Env.Backend == redisenv.BackendExternal {
-		return badOptions("--faults %s: faults act on servers limitbench starts, not on an external Redis (--redis)", strings.Join(fs, ","))
+	if o.Env.Backend == redisenv.BackendExternal && slices.ContainsFunc(fs, func(k string) bool { return k != ClockJump }) {
+		return badOptions("--faults %s: faults act on servers limitbench starts, not on an external Redis (--redis); only %s acts on the clients alone",
+			strings.Join(fs, ","), ClockJump)
 	}
 	if slices.Contains(fs, string(scenarios.FaultFailover)) {
 		for _, topo := range o.Scenario.Topologies {

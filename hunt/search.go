@@ -575,7 +575,8 @@ func (s *search) predicate() Predicate {
 	}
 }
 
-// traceHash identifies a canonical trace by its rows, clock offsets and faults (not its names).
+// traceHash identifies a canonical trace by its rows, clock offsets and jumps, and faults (not
+// its names).
 func traceHash(t *trace.Trace) uint64 {
 	h := fnv.New64a()
 	var buf [16]byte
@@ -592,6 +593,11 @@ func traceHash(t *trace.Trace) uint64 {
 	for _, s := range t.Skew {
 		put(uint64(s), 0)
 		_, _ = h.Write(buf[:8])
+	}
+	for _, j := range t.Jumps {
+		put(uint64(j.At), 0)
+		put(uint64(j.Skew)^uint64(j.Client)<<48, 8)
+		_, _ = h.Write(buf[:])
 	}
 	for _, f := range t.Faults {
 		put(uint64(f.At), 0)

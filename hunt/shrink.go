@@ -69,12 +69,12 @@ type ShrinkOptions struct {
 // fewer subjects, fewer permits, less clock offset, a shorter extent, and rounder offsets.
 type Size struct {
 	Rows int
-	// Faults counts the faults the schedule places.
+	// Faults counts the faults the schedule places and the jumps of its clients' clocks.
 	Faults            int
 	Clients, Subjects int
 	// Permits is the sum of the rows' costs.
 	Permits int64
-	// Skew is the sum of the clients' clock offsets' magnitudes.
+	// Skew is the sum of the clients' clock offsets' magnitudes, their jumps' included.
 	Skew time.Duration
 	// Extent is the time from the first row to the last.
 	Extent time.Duration
@@ -85,7 +85,7 @@ type Size struct {
 
 // SizeOf returns the size of a canonical trace t.
 func SizeOf(t *trace.Trace) Size {
-	s := Size{Rows: len(t.Rows), Faults: len(t.Faults), Clients: len(t.Clients), Subjects: len(t.Subjects)}
+	s := Size{Rows: len(t.Rows), Faults: len(t.Faults) + len(t.Jumps), Clients: len(t.Clients), Subjects: len(t.Subjects)}
 	for _, r := range t.Rows {
 		s.Permits += int64(r.Cost)
 		s.Roughness += digits(r.At)
@@ -95,6 +95,10 @@ func SizeOf(t *trace.Trace) Size {
 	}
 	for _, k := range t.Skew {
 		s.Skew += k.Abs()
+	}
+	for _, j := range t.Jumps {
+		s.Skew += j.Skew.Abs()
+		s.Roughness += digits(j.At)
 	}
 	if len(t.Rows) > 0 {
 		s.Extent = t.Rows[len(t.Rows)-1].At - t.Rows[0].At
@@ -358,7 +362,8 @@ func (s *shrinker) report() {
 // passes returns the passes of one round, for the current trace.
 func (s *shrinker) passes() []pass {
 	// Faults first: a fault the violation does not need costs one replay to be rid of.
-	out := []pass{{"drop-fault", func(t *trace.Trace) int { return len(t.Faults) }, dropFaultAt}}
+	out := []pass{{"drop-fault", func(t *trace.Trace) int { return len(t.Faults) }, dropFaultAt},
+		{"drop-jump", func(t *trace.Trace) int { return len(t.Jumps) }, dropJumpAt}}
 	for k := len(s.cur.Rows) / 2; k >= 2; k /= 2 {
 		out = append(out, chunks(k))
 	}
@@ -552,6 +557,9 @@ func roundTimes(t *trace.Trace, pos int) *trace.Trace {
 	for i := range m.Rows {
 		at := (m.Rows[i].At + g/2) / g * g
 		m.Rows[i].At = min(max(at, lo), hi)
+	}
+	for i := range m.Jumps {
+		m.Jumps[i].At = (m.Jumps[i].At + g/2) / g * g
 	}
 	for i := range m.Faults {
 		m.Faults[i].At = (m.Faults[i].At + g/2) / g * g

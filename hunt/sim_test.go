@@ -75,7 +75,7 @@ func simTrial(tg Target, frame arrival.Align, mk func() limiter, calls *int) Tri
 				x := sent + simRTT.Microseconds()/2
 				strike(x)
 				ok := lim.decide(tr.Subjects[r.Subject], tr.Clients[r.Client], int64(r.Cost),
-					start+x, start+x+tr.SkewOf(r.Client).Microseconds())
+					start+x, start+x+tr.SkewAt(r.Client, r.At).Microseconds())
 				k := verify.Denied
 				if ok {
 					k = verify.Admitted

@@ -175,8 +175,9 @@ type Bounds struct {
 	// Subjects is the most subjects (default 4).
 	Subjects int
 	// Faults are the kinds of fault a schedule may place (trace.Fault; scenarios.NemesisKinds
-	// names them), at most MaxFaults a schedule; none by default: no schedule places a fault,
-	// and the search draws exactly what it draws without them.
+	// names them) and ClockJump (trace.Jump), at most MaxFaults of each a schedule; none by
+	// default: no schedule places a fault, and the search draws exactly what it draws without
+	// them.
 	Faults []string
 }
 
@@ -228,8 +229,8 @@ func (b Bounds) Validate() error {
 		bad("subjects %d is outside [1, 1000]", b.Subjects)
 	}
 	for _, k := range b.Faults {
-		if !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
-			bad("fault kind %q is not one a schedule may place (%s)", k, scenarios.NemesisNames())
+		if k != ClockJump && !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
+			bad("fault kind %q is not one a schedule may place (%s, %s)", k, scenarios.NemesisNames(), ClockJump)
 		}
 	}
 	return errors.Join(errs...)

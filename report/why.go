@@ -168,6 +168,9 @@ func (w why) conditions() []string {
 	case client && !w.st.ClockSkew.IsZero():
 		out = append(out, fmt.Sprintf("The scenario skews the clients' clocks (%s) and %s decides by the caller's clock, so the skew reaches its decisions.",
 			w.st.ClockSkew, w.e.Algorithm))
+	case client && w.st.Arrival != nil && w.st.Arrival.TraceFile != "":
+		out = append(out, fmt.Sprintf("%s decides by the caller's clock, and the trace %s gives each request its client's clock offset (a jump of a client's clock shows as a change of its offset).",
+			w.e.Algorithm, w.st.Arrival.TraceFile))
 	case client:
 		out = append(out, w.e.Algorithm+" decides by the caller's clock; the scenario does not skew the clients' clocks.")
 	}

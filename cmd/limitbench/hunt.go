@@ -56,7 +56,7 @@ func (f *huntFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "results directory (default a new results/<scenario>-hunt-<UTC time>/); refused when it holds a hunt.json already, unless --force")
 	fs.StringVar(&f.corpus, "corpus", "", "corpus directory: replay every reproducer saved there for an algorithm hunted before searching, and save each new reproducer there (created when missing); `limitbench run DIR/*.yaml` fails while one still breaks its contract")
 	fs.StringVar(&f.faults, "faults", "", "let the search place faults on the master as it places requests, and shrink them with the schedule: a comma-separated list of "+
-		scenarios.NemesisNames()+", or all (failover only where the topology has replicas); what a fault's loss of the state lets through is reported apart from the algorithm's flaws")
+		scenarios.NemesisNames()+", "+hunt.ClockJump+" (a client's clock steps to another offset of the scenario's clock_skew, for client-clock algorithms), or all (failover only where the topology has replicas); what a fault's loss of the state lets through is reported apart from the algorithm's flaws")
 	fs.BoolVar(&f.force, "force", false, forceUsage)
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (as for run)")
@@ -93,8 +93,8 @@ func (f *huntFlags) problems() []error {
 }
 
 // faultKinds returns the kinds --faults names: its list, or for all every kind a schedule may
-// place (scenarios.NemesisKinds; NewPlan refuses failover where no topology has a replica, so
-// all leaves it out there).
+// place (scenarios.NemesisKinds and hunt.ClockJump; NewPlan refuses failover where a topology
+// has no replica, so all leaves it out there).
 func (f *huntFlags) faultKinds() ([]string, error) {
 	if f.faults == "" {
 		return nil, nil
@@ -104,13 +104,14 @@ func (f *huntFlags) faultKinds() ([]string, error) {
 		for _, k := range scenarios.NemesisKinds {
 			out = append(out, string(k))
 		}
-		return out, nil
+		return append(out, hunt.ClockJump), nil
 	}
 	var out []string
 	for _, k := range strings.Split(f.faults, ",") {
 		k = strings.TrimSpace(k)
-		if !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
-			return nil, fmt.Errorf("--faults: %q is not a fault a hunt places; use a comma-separated list of %s, or all", k, scenarios.NemesisNames())
+		if k != hunt.ClockJump && !slices.Contains(scenarios.NemesisKinds, scenarios.FaultKind(k)) {
+			return nil, fmt.Errorf("--faults: %q is not a fault a hunt places; use a comma-separated list of %s, %s, or all",
+				k, scenarios.NemesisNames(), hunt.ClockJump)
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)
