@@ -151,7 +151,9 @@ func (c *clientLog) decide(subject, client string, cost, _, clientUs int64) bool
 func TestNemesisClockJumps(t *testing.T) {
 	l := demoLimit
 	tg := mustTarget(t, "redisson-per-client", l, demoSkews)
-	mk := func() limiter { return &clientLog{limit: l.Limit, window: l.Window.Microseconds(), logs: map[string][]int64{}} }
+	mk := func() limiter {
+		return &clientLog{limit: l.Limit, window: l.Window.Microseconds(), logs: map[string][]int64{}}
+	}
 	plain, _ := huntSim(t, tg, mk, 1, 300)
 	if v := plain.Violation; v != nil {
 		t.Fatalf("without jumps: violation at trial %d (%s): the model must hold under steady offsets", v.Trial, v.Family)
