@@ -54,11 +54,38 @@
 //     with the limit (`==`) steps over it in whatever order they run and never meets it again.
 //   - poisson, on-off: seeded random arrivals at rates around the limit.
 //
+// # Faults and clock jumps
+//
+// With Bounds.Faults, a schedule also places faults (trace.Fault: restart, evict, failover,
+// pause, blackhole, flush-scripts, client-kill on the master; scenarios.NemesisKinds) and jumps
+// of its clients' clocks (trace.Jump, kind ClockJump, to another offset Target.Skews allows),
+// at most MaxFaults of each, aimed as bursts are: at a period boundary, a period counted from
+// the first request, or within a burst. Family.Make adds one to a schedule one time in two, and
+// mutations add, move and remove them; without Bounds.Faults none of this draws a number, so a
+// hunt without faults explores what it always did. The Trial carries out a schedule's faults
+// (measure.Trials runs a schedule with faults alone, with the Faults stage) and its clock jumps
+// (the load sends each row with its client's offset then).
+//
+// A trial is judged between the losses of the limiter's state it saw (verify.Cuts of its
+// Disruptions: a restart, failover or eviction, injected or not): the score is the best
+// approach within one epoch (verify.Split), so a violation is the algorithm's only when no loss
+// lies inside it, as `limitbench run` judges a run with faults, and a correct limiter is never
+// charged with what a loss let through. That is measured apart: each fault's report
+// (verify.FaultReport, from verify.Measurement.Sections) and their excess summed, the permits
+// the faults cost (Candidate.Cost); the schedule that cost the most is Result.Costliest,
+// hunt.json's fault_cost. A clock jump loses no state: the contract holds in real time, so what
+// a jump provokes is the algorithm's (it trusted the caller's clock).
+//
+// Shrinking removes faults and jumps first (each costs one replay), then rounds their times with
+// the rows'; Size counts them after the rows. A reproducer scenario lists the faults it keeps
+// under faults: (with the duration they need), and its trace file carries the jumps (a client's
+// skew that changes between its rows).
+//
 // # Objective
 //
-// A trial's admission log is scored by verify.ApproachOf: the largest ratio of permits admitted
-// to permits allowed over the windows or intervals of the contract that hold for every
-// placement of the decision times. A score above 1 is a definite violation (exactly what
+// A trial's admission log is scored by verify.ApproachOf (within each epoch, above): the largest
+// ratio of permits admitted to permits allowed over the windows or intervals of the contract
+// that hold for every placement of the decision times. A score above 1 is a definite violation (exactly what
 // verify.Check reports), and below 1 it ranks schedules by how close they came.
 //
 // # Search
