@@ -32,6 +32,9 @@ type Snapshot struct {
 	Elapsed time.Duration
 	// Warmup is the plan's warmup (Elapsed below it: nothing measured yet).
 	Warmup time.Duration
+	// Scheduled is the number of ticks the pacer scheduled in the measured part before Elapsed
+	// (this generator's share of them), as Result.Scheduled counts them; 0 in a closed loop.
+	Scheduled uint64
 	// Measured holds, in the order of Sinks.Measured, a copy of each measured aggregator with
 	// every worker shard's share merged (what Run's own would hold had the run ended now), or
 	// nil for an aggregator that is not a Snapshotter.
@@ -61,6 +64,9 @@ func (p *Peek) Snapshot() (s Snapshot, ok bool, err error) {
 		copies = append(copies, c)
 	}
 	s.Elapsed = time.Since(r.start)
+	if stop := min(s.Elapsed, r.end); !r.closed && stop > r.warm {
+		s.Scheduled = r.p.of(Scheduled(r.p.Arrival, stop)) - r.p.of(Scheduled(r.p.Arrival, r.warm))
+	}
 	s.Measured = copies[0]
 	for _, c := range copies[1:] {
 		for i, a := range c {
