@@ -51,32 +51,33 @@ func (p *Peek) Snapshot() (s Snapshot, ok bool, err error) {
 		return Snapshot{}, false, nil
 	}
 	s = Snapshot{Warmup: r.warm}
-	var copies [][]Aggregator // per shard
-	for _, sh := range r.shards {
+	// Each shard's copy is merged before the next is taken, so that a snapshot holds two sets of
+	// copies at most, however many shards the run has (4 per CPU).
+	for i, sh := range r.shards {
 		c := make([]Aggregator, len(sh.sinks.Measured))
 		sh.mu.Lock()
-		for i, a := range sh.sinks.Measured {
+		for j, a := range sh.sinks.Measured {
 			if sn, ok := a.(Snapshotter); ok {
-				c[i] = sn.Snapshot()
+				c[j] = sn.Snapshot()
 			}
 		}
 		sh.mu.Unlock()
-		copies = append(copies, c)
+		if i == 0 {
+			s.Measured = c
+			continue
+		}
+		for j, a := range c {
+			if a == nil || s.Measured[j] == nil {
+				continue
+			}
+			if err := s.Measured[j].Merge(a); err != nil {
+				return Snapshot{}, false, fmt.Errorf("load: merge the shards' snapshots: %w", err)
+			}
+		}
 	}
 	s.Elapsed = time.Since(r.start)
 	if stop := min(s.Elapsed, r.end); !r.closed && stop > r.warm {
 		s.Scheduled = r.p.of(Scheduled(r.p.Arrival, stop)) - r.p.of(Scheduled(r.p.Arrival, r.warm))
-	}
-	s.Measured = copies[0]
-	for _, c := range copies[1:] {
-		for i, a := range c {
-			if a == nil || s.Measured[i] == nil {
-				continue
-			}
-			if err := s.Measured[i].Merge(a); err != nil {
-				return Snapshot{}, false, fmt.Errorf("load: merge the shards' snapshots: %w", err)
-			}
-		}
 	}
 	return s, true, nil
 }
