@@ -31,8 +31,9 @@ type Entry struct {
 	// checkpoint of a long run (the result is CutShort, and its note says it is a checkpoint).
 	// Its figures cover the measured part so far; its verdict is inconclusive, or fail when the
 	// streaming verifier had already found a definite violation (more requests cannot undo
-	// one); what only the measurement's end gives (late and dropped requests, accuracy, the
-	// server's cost, the violation explorer) is left out. The end of the run replaces it.
+	// one); what only the measurement's end gives (late and dropped requests, possible
+	// violations, accuracy, the server's cost, the violation explorer, the node watch, the call
+	// mode, warnings) is left out. The end of the run replaces it.
 	InProgress bool `json:"in_progress,omitempty"`
 
 	// Requests is every request sent: Allowed + Denied + Errors + Unknown.
