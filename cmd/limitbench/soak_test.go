@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"os"
@@ -124,7 +125,9 @@ func TestSoakKilledLeavesCheckpoint(t *testing.T) {
 
 	// A run that ends replaces its checkpoints with its result.
 	out = filepath.Join(dir, "ended")
-	done := exec.Command(bin, args(out, "3s")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := exec.CommandContext(ctx, bin, args(out, "3s")...)
 	b, err := done.CombinedOutput()
 	code := 0
 	if errors.As(err, &ee) {
