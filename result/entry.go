@@ -27,6 +27,14 @@ type Entry struct {
 	// STRICTKEYS error when it had one (see WarningStrictKeys). The guard costs a command per
 	// command: latency and server figures are not comparable with a run without it.
 	StrictKeys bool `json:"strict_keys,omitempty"`
+	// InProgress marks the entry of a measurement still going when the result was written: a
+	// checkpoint of a long run (the result is CutShort, and its note says it is a checkpoint).
+	// Its figures cover the measured part so far; its verdict is inconclusive, or fail when the
+	// streaming verifier had already found a definite violation (more requests cannot undo
+	// one); what only the measurement's end gives (late and dropped requests, possible
+	// violations, accuracy, the server's cost, the violation explorer, the node watch, the call
+	// mode, warnings) is left out. The end of the run replaces it.
+	InProgress bool `json:"in_progress,omitempty"`
 
 	// Requests is every request sent: Allowed + Denied + Errors + Unknown.
 	Requests int64 `json:"requests"`

@@ -45,7 +45,7 @@ func fullResult(t *testing.T) *Result {
 	lat := load.Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
 	firstUS := int64(1_250_000)
 	full := Entry{
-		Algorithm: "my-limiter", Topology: "cluster", Custom: true, Call: "evalsha", StrictKeys: true,
+		Algorithm: "my-limiter", Topology: "cluster", Custom: true, Call: "evalsha", StrictKeys: true, InProgress: true,
 		Requests: 2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
 		DurationS: 10, OfferedRPS: 200.5, ThroughputRPS: 197,
 		LatencyUS: lat, ServiceLatencyUS: load.Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},

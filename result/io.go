@@ -84,21 +84,37 @@ func Read(path string) (*Result, error) {
 	return &r, nil
 }
 
-// WriteFile writes b to path, creating its directory, and reports a failed Close.
+// WriteFile writes b to path, creating its directory, atomically: b goes to a temporary file
+// beside path, which is then renamed over it, so that a reader (or a process killed mid-write,
+// whose checkpoint is its result.json) never sees a partial file, only the old one or the new.
+// The file gets mode 0644 and a failed Close is reported; the temporary file is removed on
+// error.
 func WriteFile(path string, b []byte) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create directory: %w", err)
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", path, cerr)
+		if err != nil {
+			_ = os.Remove(f.Name())
 		}
 	}()
 	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

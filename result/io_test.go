@@ -41,3 +41,41 @@ func TestReadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteFileAtomic: WriteFile replaces a file whole (a checkpoint rewritten while a killed run
+// may leave it behind) and leaves no temporary file beside it, also when it cannot rename.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", FileName)
+	for _, text := range []string{"first, longer text\n", "second\n"} {
+		if err := WriteFile(path, []byte(text)); err != nil {
+			t.Fatalf("WriteFile(%s): %v", path, err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || string(b) != text {
+			t.Fatalf("after WriteFile(%q): read %q, %v", text, b, err)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode of %s: %v, %v; want 0644", path, fi.Mode(), err)
+	}
+	// A directory in the way: the rename fails, and the temporary file goes.
+	blocked := filepath.Join(dir, "sub", "blocked")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(blocked, []byte("x")); err == nil {
+		t.Errorf("WriteFile over a non-empty directory = nil; want an error")
+	}
+	names, err := os.ReadDir(filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range names {
+		got = append(got, n.Name())
+	}
+	if want := []string{"blocked", FileName}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("files in %s: %v; want %v (no temporary file left)", filepath.Join(dir, "sub"), got, want)
+	}
+}

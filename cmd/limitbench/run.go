@@ -31,6 +31,15 @@ func init() {
 	register("run", "run scenarios and write results, plots and a report", runRun)
 }
 
+// defaultCheckpointEvery is how often a run rewrites its result.json during a measurement
+// (--checkpoint-every): each checkpoint copies the load's histograms under its shards' locks
+// (load.Peek) and writes the whole result, so once a minute costs the load nothing measurable
+// and loses at most a minute of a killed soak. minCheckpointEvery is the shortest it takes.
+const (
+	defaultCheckpointEvery = time.Minute
+	minCheckpointEvery     = time.Second
+)
+
 // runFlags are the flags of `limitbench run` that override or complete a scenario.
 type runFlags struct {
 	env                  envFlags
@@ -53,6 +62,7 @@ type runFlags struct {
 	wholeHistory         bool
 	strictKeys           bool
 	procs                int
+	checkpointEvery      time.Duration
 	awake, pin           bool
 	speedOnly            bool
 	redisCPUs            []int // the CPUs cpus.Apply left to Redis (--pin)
@@ -82,6 +92,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if f.procs < 0 {
 		return badInput(fmt.Errorf("--procs must be >= 0, got %d", f.procs))
+	}
+	if f.checkpointEvery < 0 || (f.checkpointEvery > 0 && f.checkpointEvery < minCheckpointEvery) {
+		return badInput(fmt.Errorf("--checkpoint-every must be 0 (no checkpoint during a measurement) or at least %s, got %s",
+			minCheckpointEvery, f.checkpointEvery))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -158,6 +172,7 @@ func (f *runFlags) register(fs *flag.FlagSet, repeat *repeatFlag) {
 	fs.BoolVar(&f.wholeHistory, "whole-history", false, "keep every decision in memory and verify after the load (about 70 bytes a decision), instead of verifying as the load runs: for comparing the two (make bench-soak)")
 	fs.BoolVar(&f.awake, "awake", true, "keep the CPUs out of deep idle states while the scenarios run (a 0 µs limit in /dev/cpu_dma_latency, as cyclictest does; needs root): idle CPUs spin, and neither latency nor Redis CPU per decision pays for waking a halted virtual CPU; --awake=false leaves them alone")
 	fs.BoolVar(&f.pin, "pin", false, "on the process backend, pin the redis-servers to the last CPU and the load generator to the others (as capacity does), so that neither migrates between CPUs during a measurement and repeats compare like with like; default on with --repeat 2 or more (the gate's samples), off otherwise; --pin=false turns it off")
+	fs.DurationVar(&f.checkpointEvery, "checkpoint-every", defaultCheckpointEvery, "rewrite result.json every DURATION while a measurement runs, with what it has measured so far (an entry marked in_progress, never a pass) beside the measurements finished, all marked cut_short, so that a long run killed outright leaves it behind; 0: only after each measurement (docs/run.md)")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the load generator (0: one CPU left to each redis-server on this machine, at least one for the generator, where an external target on a loopback address or localhost counts as on this machine; Go's default against Redis elsewhere)")
 }
 
@@ -197,6 +212,9 @@ func (f *runFlags) checkInput(loaded []*scenarios.Scenario, env redisenv.Config,
 		if err := guardable(loaded); err != nil {
 			return err
 		}
+	}
+	if f.segment != nil && set["checkpoint-every"] && f.checkpointEvery > 0 {
+		return errors.New("--checkpoint-every does not apply to a segment: its result.json goes with admission logs that only its end writes, so it writes no checkpoint")
 	}
 	if f.segment != nil && (f.ci.junit != "" || f.ci.metrics != "") {
 		return errors.New("--junit and --metrics-report report verdicts, and a segment's are not the run's: give them to limitbench merge")
@@ -378,7 +396,7 @@ func runOne(ctx context.Context, s *scenarios.Scenario, env redisenv.Config, f r
 	con := newConsole(stderr)
 	stderr = con
 	opts := runner.Options{Scenario: s, Env: env, Repeat: f.repeat, NoReference: f.noReference, WholeHistory: f.wholeHistory, StrictKeys: f.strictKeys, Segment: f.segment,
-		RedisCPUs: f.redisCPUs, Metrics: f.metrics}
+		RedisCPUs: f.redisCPUs, Metrics: f.metrics, CheckpointEvery: f.checkpointEvery}
 	if !f.quiet {
 		opts.Logf = func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)

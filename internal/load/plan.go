@@ -124,6 +124,10 @@ type Plan struct {
 	// just before the first tick, on Run's goroutine: what must keep time with the load (a fault
 	// schedule) starts there. It must return at once.
 	OnStart func(start time.Time)
+	// Peek, when set, lets its holder copy the measured aggregators while the run goes (a
+	// checkpoint of a long run): Run attaches it just before OnStart and detaches it once the
+	// workers are done, before it merges the shards.
+	Peek *Peek
 }
 
 // validateTrace appends to errs, each wrapped with ErrBadPlan, the problems of p's trace tp and

@@ -172,6 +172,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	for _, sh := range r.shards {
 		sh.sinks.start(r.start)
 	}
+	p.Peek.attach(r)
 	if p.OnStart != nil {
 		p.OnStart(r.start)
 	}
@@ -199,6 +200,7 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 		wg.Go(w.run)
 	}
 	wg.Wait()
+	p.Peek.detach() // before result merges the shards
 	close(finished)
 	bg.Wait()
 

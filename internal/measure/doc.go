@@ -83,9 +83,9 @@
 //
 // # Where things live
 //
-// The stages a driver needs are here (Functions, Cost, Faults, Align; Trials builds its own),
-// except the segment's, which lives with the merge of partial results in internal/segment.
-// The fault injector itself is internal/faults'; this package turns what it did into the
-// verifier's windows. Resolve and CheckScripts turn a scenario's algorithm entries into
+// The stages a driver needs are here (Functions, Cost, Faults, Align, Checkpoints; Trials
+// builds its own), except the segment's, which lives with the merge of partial results in
+// internal/segment. The fault injector itself is internal/faults'; this package turns what it
+// did into the verifier's windows. Resolve and CheckScripts turn a scenario's algorithm entries into
 // algorithms, so that a custom script's failure to load is located in its scenario file.
 package measure

@@ -67,7 +67,7 @@ func measureUnder(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario, fau
 			})
 		}}
 		start := time.Now()
-		e, err := measureOne(ctx, o, tgt, "single", a, 1, runID)
+		e, err := measureOne(ctx, o, tgt, "single", a, 1, runID, nil)
 		took := time.Since(start)
 		wg.Wait()
 		if e != nil {

@@ -26,7 +26,7 @@ func measureScheduled(t *testing.T, tgt *redisenv.Target, s *scenarios.Scenario)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := measureOne(ctx, Options{Scenario: s, Repeat: 1}, tgt, "single", a, 1, runID)
+		e, err := measureOne(ctx, Options{Scenario: s, Repeat: 1}, tgt, "single", a, 1, runID, nil)
 		if err != nil {
 			t.Fatalf("%s: Measure: %v", entry.Name, err)
 		}

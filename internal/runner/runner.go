@@ -58,8 +58,16 @@ type Options struct {
 	// Checkpoint, when set, is called after each measurement with the result so far (a copy:
 	// the measurements finished, repeats merged as at the end), marked cut short with a note
 	// saying it is a checkpoint; `limitbench run` writes it as result.json, so that a run
-	// killed outright leaves what it measured behind.
+	// killed outright leaves what it measured behind. With CheckpointEvery, it is also called
+	// during each measurement. Calls never overlap.
 	Checkpoint func(r *result.Result)
+	// CheckpointEvery, when positive (and Checkpoint set, and not a segment), also calls
+	// Checkpoint every CheckpointEvery of each measurement's load, from a goroutine of its
+	// own, with the measurements finished so far and the one under way as an entry marked
+	// InProgress (measure.Checkpoints: its figures so far, a verdict that is never a pass). The
+	// measurement under way is left out when its algorithm already has finished repeats on the
+	// topology (an entry per algorithm and topology); the note says so.
+	CheckpointEvery time.Duration
 	// Logf, when set, receives one line per notable step (environment chosen, started, stopped).
 	Logf func(format string, args ...any)
 	// ScenarioFile is recorded in the result; defaults to Scenario.File.
@@ -176,22 +184,42 @@ func Run(ctx context.Context, o Options) (*Conclusion, error) {
 
 // checkpoint returns a copy of res with the entries of the measurements of runs so far (per
 // algorithm, its repeats; first is the index of this topology's first entry in res), marked cut
-// short as a checkpoint of a run still going.
-func checkpoint(res *result.Result, runs [][]result.Entry, first int, s *scenarios.Scenario) *result.Result {
+// short as a checkpoint of a run still going. cur, when not nil, is the measurement under way.
+func checkpoint(res *result.Result, runs [][]result.Entry, first int, s *scenarios.Scenario, cur *underWay) *result.Result {
 	c := *res
 	c.Entries = slices.Clone(res.Entries)
-	for _, es := range runs {
+	c.CutShortNote = "checkpoint: the run was still going; this covers the measurements it had finished"
+	for i, es := range runs {
 		if len(es) > 0 {
 			e := result.MergeRepeats(es)
 			judge.Expectations(&e, s)
 			c.Entries = append(c.Entries, e)
 		}
+		if cur == nil || cur.index != i {
+			continue
+		}
+		e := cur.entry
+		if len(es) > 0 {
+			c.CutShortNote += fmt.Sprintf("; repeat %d of %s on %s was under way and is left out (its finished repeats are in)",
+				cur.repeat, e.Algorithm, e.Topology)
+			continue
+		}
+		judge.Expectations(&e, s)
+		c.Entries = append(c.Entries, e)
+		c.CutShortNote += fmt.Sprintf(" and, marked in_progress, the one under way (%s on %s: %s of %s measured)",
+			e.Algorithm, e.Topology, time.Duration(e.DurationS*float64(time.Second)).Round(100*time.Millisecond), s.Duration)
 	}
 	c.Relate(first)
 	c.FinishedAt = time.Now().UTC()
 	c.CutShort = true
-	c.CutShortNote = "checkpoint: the run was still going; this covers the measurements it had finished"
 	return &c
+}
+
+// underWay is the measurement under way of a checkpoint: its algorithm's index among a
+// topology's, its repeat and its entry so far.
+type underWay struct {
+	index, repeat int
+	entry         result.Entry
 }
 
 // resolve returns the algorithms of o's run, the reference script first unless o.NoReference,
@@ -306,7 +334,15 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 	for rep := 1; more(rep - 1); rep++ {
 		roundStart = time.Now()
 		for i, a := range algs {
-			e, err := measureOne(ctx, o, tgt, topo, a, rep, runID)
+			var soFar func(e *result.Entry)
+			if o.Checkpoint != nil && o.CheckpointEvery > 0 && o.Segment == nil {
+				// Called by the measurement's Checkpoints stage while measureOne runs, never
+				// after it returns: runs and res do not change meanwhile.
+				soFar = func(e *result.Entry) {
+					o.Checkpoint(checkpoint(res, runs, first, o.Scenario, &underWay{index: i, repeat: rep, entry: *e}))
+				}
+			}
+			e, err := measureOne(ctx, o, tgt, topo, a, rep, runID, soFar)
 			if e != nil {
 				// Mark expected and tolerated violations now, so that Done sees the final label.
 				judge.Expectations(e, o.Scenario)
@@ -316,7 +352,7 @@ func runTopology(ctx context.Context, o Options, tgt *redisenv.Target, topo stri
 					o.Done(&done, rep)
 				}
 				if o.Checkpoint != nil {
-					o.Checkpoint(checkpoint(res, runs, first, o.Scenario))
+					o.Checkpoint(checkpoint(res, runs, first, o.Scenario, nil))
 				}
 			}
 			if err != nil {
@@ -349,9 +385,10 @@ func sofar(res *result.Result, runs [][]result.Entry, first int, s *scenarios.Sc
 // measureOne measures algorithm a once on tgt (whose topology is topo) under o.Scenario's load,
 // on a fresh key prefix of run runID numbered rep (the run's shared prefix for a segment), with
 // the stages the scenario asks for, and returns its entry (nil when nothing was measured).
-// o.Progress, when set, sees the measurement live.
+// o.Progress, when set, sees the measurement live; soFar, when set, gets its entry so far every
+// o.CheckpointEvery of its load (measure.Checkpoints).
 func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo string, a algorithms.Algorithm, rep int,
-	runID string) (*result.Entry, error) {
+	runID string, soFar func(e *result.Entry)) (*result.Entry, error) {
 	s := o.Scenario
 	name := a.Describe().Name
 	spec := measure.Spec{Target: tgt, Topology: topo, Algorithm: a, Limit: s.Limit, Plan: s.Plan(), Windows: o.windows, SpeedOnly: s.SpeedOnly.Covers(name),
@@ -379,7 +416,7 @@ func measureOne(ctx context.Context, o Options, tgt *redisenv.Target, topo strin
 	if o.Segment != nil {
 		live.Segment = fmt.Sprintf("%d/%d", o.Segment.Index, o.Segment.Count)
 	}
-	stages = append(stages, o.Metrics.Stage(live, s.Faults))
+	stages = append(stages, o.Metrics.Stage(live, s.Faults), measure.Checkpoints(o.CheckpointEvery, soFar))
 	m, err := measure.Do(ctx, spec, stages...)
 	return m.Entry, err
 }
