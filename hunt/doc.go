@@ -73,7 +73,8 @@
 // charged with what a loss let through. That is measured apart: each fault's report
 // (verify.FaultReport, from verify.Measurement.Sections) and their excess summed, the permits
 // the faults cost (Candidate.Cost); the schedule that cost the most is Result.Costliest,
-// hunt.json's fault_cost. A clock jump loses no state: the contract holds in real time, so what
+// hunt.json's fault_cost. Among candidates of one score, those whose faults cost more rank
+// first, so the search also steers towards the costliest placements. A clock jump loses no state: the contract holds in real time, so what
 // a jump provokes is the algorithm's (it trusted the caller's clock).
 //
 // Shrinking removes faults and jumps first (each costs one replay), then rounds their times with

@@ -490,9 +490,14 @@ func (s *search) trial(ctx context.Context, p Progress, batch []*trace.Trace) ([
 	return s.cfg.Trial(ctx, batch)
 }
 
-// better orders candidates: higher score first, then fewer rows, then earlier trial.
+// better orders candidates: higher score first, then the higher cost of their faults (so that
+// among schedules that press the contract as hard, the search mutates those whose faults let
+// the most through), then fewer rows, then earlier trial.
 func better(a, b *Candidate) int {
 	if c := cmp.Compare(b.Score(), a.Score()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Cost, a.Cost); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(len(a.Trace.Rows), len(b.Trace.Rows)); c != 0 {
