@@ -58,8 +58,9 @@ type Partial struct {
 	Histograms []byte `json:"histograms"`
 	Timeline   []byte `json:"timeline"`
 	Errors     []byte `json:"errors"`
-	// Log and WarmupLog name the admission log files (verify.AdmissionLog's encoding) beside
-	// result.json; WarmupLog is empty without a warmup. LogData and WarmupLogData hold their
+	// Log and WarmupLog name the admission log files beside result.json (verify.LogReader
+	// reads them: the sorted, compressed file, or in results written before it the older
+	// encoding, AdmissionLog's); WarmupLog is empty without a warmup. LogData and WarmupLogData hold their
 	// bytes in memory until WritePartialLogs writes them.
 	Log           string `json:"log"`
 	WarmupLog     string `json:"warmup_log,omitempty"`
@@ -103,12 +104,15 @@ func ScenarioHash(s Scenario) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// LogFile returns the name of the admission log file of entry e (warmup: its warmup's).
+// LogFile returns the name of the admission log file of entry e (warmup: its warmup's):
+// <algorithm>-<topology>.alog.gz, a sorted log file (verify.LogReader). Results written before
+// it name <algorithm>-<topology>.alog files in the older, uncompressed encoding; Partial.Log
+// names the file either way.
 func LogFile(e *Entry, warmup bool) string {
 	if warmup {
-		return e.Name() + "-warmup.alog"
+		return e.Name() + "-warmup.alog.gz"
 	}
-	return e.Name() + ".alog"
+	return e.Name() + ".alog.gz"
 }
 
 // WritePartialLogs writes the admission logs of r's partial entries into dir, under the names

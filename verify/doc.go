@@ -410,8 +410,13 @@
 //	limits := sl.BinLimits(k*bin, n)
 //
 // With StreamLogSettings.Record it also writes every event to a temporary file and encodes as
-// an AdmissionLog (MarshalBinary, WriteTo), for a segment's partial result; the merge of
-// segments decodes into AdmissionLogs and uses the whole-history checker.
+// an AdmissionLog (MarshalBinary, WriteTo).
+//
+// A segment of a segmented run writes its admission logs as sorted log files
+// (AdmissionLog.WriteSorted: the events in time order, delta-coded and gzip-compressed), and the
+// merge of segments reads them back with LogReader, merged by time (a k-way merge by Lo), into
+// one MeasurementStream, advanced behind the merge: its memory, too, follows the contract's
+// windows, not the run's length.
 //
 // # Cost
 //
