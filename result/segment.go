@@ -79,6 +79,31 @@ type Partial struct {
 	Arrived int64 `json:"arrived,omitempty"`
 }
 
+// Shard says that a merged result is one shard of a sharded merge (limitbench merge --shard
+// I/K): each entry's verification, accuracy and timeline limit cover only the scopes whose
+// name's hash falls in shard Index of Count (Entry.Shard says which scopes), and limitbench
+// merge --join joins the Count shards into the merged result.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Hash names the hash of the scope names, taken modulo Count: "fnv1a-64" (FNV-1a, 64
+	// bits, of the subject's or client's name as the result's settings name them: key names
+	// such as "k42", clients "c7").
+	Hash string `json:"hash"`
+}
+
+// The values of Entry.Shard.
+const (
+	// ShardBySubject: the shard verified the subjects whose name's hash falls in it.
+	ShardBySubject = "subject"
+	// ShardByClient: the shard verified the clients whose name's hash falls in it (a contract
+	// counted per client across subjects).
+	ShardByClient = "client"
+	// ShardWhole: a contract counted both per subject and per client across subjects cannot be
+	// split either way: shard 0 verified the entry whole, the other shards not at all.
+	ShardWhole = "whole"
+)
+
 // Generator is one row of a merged result's per-generator table.
 type Generator struct {
 	Segment       int     `json:"segment"`

@@ -115,10 +115,14 @@ type LogReader struct {
 	err  error
 }
 
+// logReadBuffer is the size of a LogReader's two buffers, of the file and of its decompressed
+// bytes: small, since a merge of many segments reads two logs of each at once.
+const logReadBuffer = 8 << 10
+
 // NewLogReader returns a reader of the admission log file r holds, having read its head. Errors
 // wrap load.ErrEncoding when r does not hold an admission log.
 func NewLogReader(r io.Reader) (*LogReader, error) {
-	in := bufio.NewReaderSize(r, 1<<16)
+	in := bufio.NewReaderSize(r, logReadBuffer)
 	magic, err := in.Peek(2)
 	if err != nil {
 		return nil, fmt.Errorf("%w: admission log: %w", load.ErrEncoding, err)
@@ -130,7 +134,7 @@ func NewLogReader(r io.Reader) (*LogReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: admission log: %w", load.ErrEncoding, err)
 	}
-	lr := &LogReader{zr: zr, br: bufio.NewReaderSize(zr, 1<<16)}
+	lr := &LogReader{zr: zr, br: bufio.NewReaderSize(zr, logReadBuffer)}
 	if err := lr.head(); err != nil {
 		return nil, fmt.Errorf("%w: admission log: %w", load.ErrEncoding, err)
 	}

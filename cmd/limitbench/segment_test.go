@@ -230,6 +230,43 @@ algorithms: [gcra]
 			a.Requests, a.Allowed, a.Verification.Verdict, m.Requests, m.Allowed, m.Verification.Verdict)
 	}
 
+	// The same merge in two shards (merge --shard I/2, each exit 0 whatever it found) joined
+	// (merge --join) gives the merged verdict and figures.
+	var shardDirs []string
+	for i := range 2 {
+		d := filepath.Join(tmp, fmt.Sprintf("shard-%d", i))
+		if code, msg := merge(append([]string{"--shard", fmt.Sprintf("%d/2", i), "--out", d}, dirs...)...); code != 0 {
+			t.Fatalf("merge --shard %d/2: exit %d:\n%s", i, code, msg)
+		}
+		shardDirs = append(shardDirs, d)
+	}
+	outJoined := filepath.Join(tmp, "joined")
+	if code, msg := merge(append([]string{"--join", "--out", outJoined}, shardDirs...)...); code != 0 && code != exitFailed {
+		t.Fatalf("merge --join: exit %d:\n%s", code, msg)
+	}
+	if j, err := result.Read(filepath.Join(outJoined, result.FileName)); err != nil {
+		t.Error(err)
+	} else if a, m := j.Entries[0], merged.Entries[0]; a.Requests != m.Requests || a.Verification.Verdict != m.Verification.Verdict ||
+		a.Verification.DefiniteViolations != m.Verification.DefiniteViolations || a.Accuracy.IdealAllowed != m.Accuracy.IdealAllowed ||
+		j.JoinedShards != 2 || j.Shard != nil {
+		t.Errorf("joined: %d requests, %s, %d definite, ideal %d, %d shards; want the merge's %d, %s, %d, %d, 2 shards",
+			a.Requests, a.Verification.Verdict, a.Verification.DefiniteViolations, a.Accuracy.IdealAllowed, j.JoinedShards,
+			m.Requests, m.Verification.Verdict, m.Verification.DefiniteViolations, m.Accuracy.IdealAllowed)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--shard", "2/2"}, dirs...), "--shard: shard \"2/2\": want 0 <= I < K"},
+		{append([]string{"--shard", "0/2", "--join"}, shardDirs...), "--shard and --join"},
+		{append([]string{"--join"}, shardDirs[0]), "--join: the results are not the shards of one merge:\n  shard 1/2 is missing"},
+		{append([]string{"--join"}, dirs...), "is not a shard's result (merge with --shard I/K)"},
+	} {
+		if code, msg := merge(append([]string{"--out", filepath.Join(tmp, "refused")}, tt.args...)...); code != 2 || !strings.Contains(msg, tt.want) {
+			t.Errorf("merge %v: exit %d, %q; want exit 2 saying %q", tt.args, code, msg, tt.want)
+		}
+	}
+
 	// Two of the three: a partial merge.
 	outPartial := filepath.Join(tmp, "partial")
 	if code, msg := merge("--out", outPartial, dirs[0], dirs[2]); code != exitFailed || !strings.Contains(msg, "merged without segment(s) 1/3") {

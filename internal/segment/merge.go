@@ -60,6 +60,17 @@ type Part struct {
 // Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
 // algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
 func Merge(parts []Part) (res *result.Result, failures []string, err error) {
+	return MergeShard(parts, Shard{Index: 0, Count: 1})
+}
+
+// MergeShard is Merge verifying only the scopes of shard sh (see Shard, Holds): with more than
+// one shard, each entry's verification, accuracy and timeline limit cover the subjects (or, for
+// a contract counted per client across subjects, the clients) whose name's hash falls in sh,
+// and an entry whose contract counts both is verified whole by shard 0 and not at all by the
+// others (result.Entry.Shard says which). The result is then a shard's (result.Result.Shard),
+// which Join joins with the other shards'; it is not judged (failures is nil): Join judges the
+// joined result. Shard{0, 1} is Merge.
+func MergeShard(parts []Part, sh Shard) (res *result.Result, failures []string, err error) {
 	missing, err := checkOneRun(parts)
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +108,7 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	}
 	topoStart := map[string]int{}
 	for i := range first.Entries {
-		e, err := mergeEntry(parts, i, st, missing)
+		e, err := mergeEntry(parts, i, st, missing, sh)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -108,6 +119,10 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	}
 	for _, at := range topoStart {
 		res.Relate(at)
+	}
+	if sh.Count > 1 {
+		res.Shard = &result.Shard{Index: sh.Index, Count: sh.Count, Hash: "fnv1a-64"}
+		return res, nil, nil
 	}
 	s, err := judgeScenario(st)
 	if err != nil {
@@ -188,10 +203,10 @@ func entryNames(r *result.Result) []string {
 }
 
 // mergeEntry merges entry i of every part (the parts sorted by segment); missing names the
-// segments a partial merge goes without. The parts' admission logs are read as streams and
-// merged by time into the streaming checker (see verifyMerged), so that what it holds follows
-// the contract's windows, not the run's length.
-func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*result.Entry, error) {
+// segments a partial merge goes without, and sh the shard it verifies. The parts' admission
+// logs are read as streams and merged by time into the streaming checker (see verifyMerged), so
+// that what it holds follows the contract's windows, not the run's length.
+func mergeEntry(parts []Part, i int, st *result.Settings, missing []string, sh Shard) (*result.Entry, error) {
 	e0 := &parts[0].Result.Entries[i]
 	name := e0.Name()
 	var rec *measure.Recording
@@ -255,7 +270,8 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	}
 	vm := rec.Verification(res, contract, a.Model(st.Limit))
 	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly.Covers(e0.Algorithm)
-	dropped, err := verifyMerged(rec, &vm, res, srcs)
+	by := splitBy(contract)
+	dropped, err := verifyMerged(rec, &vm, res, srcs, sh.keep(by, res.Subjects, res.Clients))
 	srcs = nil // closed by verifyMerged
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, name, err)
@@ -265,6 +281,9 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
 	e := rec.Entry(e0.Algorithm, e0.Topology, res, vm, e0.Custom, &srv)
 	_ = rec.Close() // temporary files only
+	if sh.Count > 1 {
+		e.Shard = by
+	}
 	if disrupted && e.Verification.Verdict == verify.Fail {
 		e.Verification.Verdict = verify.Inconclusive
 		e.Verification.Reasons = append(e.Verification.Reasons,
@@ -285,8 +304,9 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 // merged history's Base (dropped, as AdmissionLog.Merge drops them). When the logs hold at most
 // measure.KeepEvents events in all, vm's logs get the whole history too, for the sections the
 // stream does not give (the violation explorer, fairness, the window use), as a run keeps them.
-// It closes srcs.
-func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Result, srcs []*logSource) (dropped uint64, err error) {
+// Only the events keep holds are verified (keep nil: every event). It closes srcs.
+func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Result, srcs []*logSource,
+	keep func(verify.Event) bool) (dropped uint64, err error) {
 	base := rec.Log.Origin
 	var total int64
 	for _, s := range srcs {
@@ -305,6 +325,9 @@ func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Resu
 	n := 0
 	var m logMerge
 	err = m.run(srcs, func(e verify.Event, w bool) {
+		if keep != nil && !keep(e) {
+			return
+		}
 		ms.Add(e, w)
 		if kept {
 			if w {

@@ -2,10 +2,12 @@ package segment
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -181,6 +183,53 @@ func TestMergeStreamsAsTheWholeHistory(t *testing.T) {
 				}
 				if d := cmp.Diff(wantA, e.Accuracy); d != "" {
 					t.Errorf("merged accuracy differs from the whole history's (-whole +merged):\n%s", d)
+				}
+			})
+		})
+	}
+}
+
+// TestShardsJoinAsTheWholeMerge: the shards of a sharded merge (MergeShard, 2 to 4 shards)
+// joined (Join) give the verdict, violations, worst excess and accuracy of the unsharded merge
+// of the same segments, for every kind of contract and scope; the efficiency within the shards'
+// rounding (0.001).
+func TestShardsJoinAsTheWholeMerge(t *testing.T) {
+	for _, algorithm := range []string{"sliding-log", "fixed-window", "token-bucket", "gcra", "resource-consumer", "redisson-per-client"} {
+		t.Run(algorithm, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				sr := drawSplitRun(t, algorithm)
+				k := rapid.IntRange(2, 4).Draw(t, "shards")
+				whole, _, err := Merge(sr.parts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var shards []Part
+				for i := range k {
+					r, failures, err := MergeShard(sr.parts, Shard{Index: i, Count: k})
+					if err != nil || failures != nil || r.Shard == nil || r.Shard.Index != i {
+						t.Fatalf("MergeShard %d/%d: %v, failures %v, shard %+v", i, k, err, failures, r.Shard)
+					}
+					shards = append(shards, Part{Dir: fmt.Sprintf("shard-%d", i), Result: r})
+				}
+				joined, _, err := Join(shards)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, j := whole.Entries[0], joined.Entries[0]
+				wv, jv := w.Verification, j.Verification
+				if jv.Verdict != wv.Verdict || jv.DefiniteViolations != wv.DefiniteViolations || jv.PossibleViolations != wv.PossibleViolations ||
+					jv.WorstExcess != wv.WorstExcess {
+					t.Errorf("joined: %s, %d definite, %d possible, worst %d (%q); the whole merge: %s, %d, %d, %d (%q)",
+						jv.Verdict, jv.DefiniteViolations, jv.PossibleViolations, jv.WorstExcess, jv.Reasons,
+						wv.Verdict, wv.DefiniteViolations, wv.PossibleViolations, wv.WorstExcess, wv.Reasons)
+				}
+				wa, ja := w.Accuracy, j.Accuracy
+				if ja.IdealAllowed != wa.IdealAllowed || ja.FalseDenials != wa.FalseDenials || ja.MaxWindowRatio != wa.MaxWindowRatio ||
+					math.Abs(ja.Efficiency-wa.Efficiency) > 0.001+1e-9 {
+					t.Errorf("joined accuracy %+v; the whole merge's %+v", ja, wa)
+				}
+				if d := cmp.Diff(w.Timeline.Limit, j.Timeline.Limit, cmpopts.EquateApprox(0, 0.01)); d != "" {
+					t.Errorf("joined timeline limit (-whole +joined):\n%s", d)
 				}
 			})
 		})
