@@ -32,7 +32,8 @@ type splitRun struct {
 const serverT0 = 1_700_000_000_000_000
 
 // drawSplitRun draws a history of algorithm on a few subjects and clients and splits it among
-// 1 to 4 segments, each with its own clock offset and start; with a warmup half the time.
+// 1 to 4 segments, each with its own clock offset and start, its logs written as sorted log
+// files or, half the time, in the older, uncompressed encoding; with a warmup half the time.
 func drawSplitRun(t *rapid.T, algorithm string) *splitRun {
 	n := rapid.IntRange(1, 4).Draw(t, "segments")
 	subjects := rapid.IntRange(1, 3).Draw(t, "subjects")
@@ -105,12 +106,17 @@ func drawSplitRun(t *rapid.T, algorithm string) *splitRun {
 		pt := &result.Partial{WarmupNS: int64(warmup), BinNS: int64(100 * time.Millisecond), DurationNS: int64(duration),
 			Histograms: enc(load.NewHistograms(time.Second)), Timeline: enc(load.NewTimeline(warmup, 100*time.Millisecond, duration)),
 			Errors: enc(load.NewErrors()), Log: result.LogFile(&e, false), MeasuredFromUS: sr.from}
+		// A segment of an older limitbench wrote its logs uncompressed, in the order recorded.
+		write := (*verify.AdmissionLog).SortedLog
+		if rapid.Bool().Draw(t, "older") {
+			write = (*verify.AdmissionLog).MarshalBinary
+		}
 		var err error
-		pt.LogData, err = sr.logs[g].SortedLog()
+		pt.LogData, err = write(sr.logs[g])
 		errs = append(errs, err)
 		if warmup > 0 {
 			pt.WarmupLog = result.LogFile(&e, true)
-			pt.WarmupLogData, err = sr.warmups[g].SortedLog()
+			pt.WarmupLogData, err = write(sr.warmups[g])
 			errs = append(errs, err)
 		}
 		for _, err := range errs {
