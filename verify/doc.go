@@ -10,7 +10,10 @@
 // measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits). The
 // streaming checker (Stream, MeasurementStream, and StreamLog, the aggregator that feeds it)
 // gives the same answers while holding only what a later violation can still include (see
-// "Streaming" below); the whole-history checker stays the reference.
+// "Streaming" below); the whole-history checker stays the reference. It also owns the sorted
+// log file a segment of a segmented run writes and its merge reads as a stream
+// (AdmissionLog.WriteSorted, LogReader), and the join of the verifications and accuracies of a
+// history's parts split by scope, a sharded merge's shards (JoinSummaries, JoinAccuracy).
 //
 // # Use as a library
 //
