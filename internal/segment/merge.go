@@ -339,6 +339,9 @@ func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Resu
 		// The merge gives events in Lo order: none of a smaller Lo follows.
 		if n++; n%mergeAdvance == 0 {
 			ms.Advance(e.Lo())
+			if mergeRetained != nil {
+				mergeRetained(ms.Retained())
+			}
 		}
 	})
 	if err != nil {
@@ -356,6 +359,9 @@ func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Resu
 // mergeAdvance is how many events the merge gives the stream between two Advances (a variable
 // for tests, which advance after every few events).
 var mergeAdvance = 1 << 10
+
+// mergeRetained, when set (by tests), is told the events the stream holds after each Advance.
+var mergeRetained func(n int64)
 
 // partialEntry marks e, merged without the segments missing (none: nothing to do), as partial:
 // its verdict as partialVerdict says, and a warning that its figures are the present segments'.
