@@ -17,7 +17,7 @@ import (
 // (an entry's fairness and excerpt, its timeline's use, its verification's finding and pressure;
 // the scenario's speed_only; the harness's commit and date; the run's sequential rounds; a
 // segment's servers; a partial merge's missing segments; an entry's strict_keys and
-// in_progress) are absent
+// in_progress; a sharded merge's shard and joined shards) are absent
 // there and read as empty.
 func TestReadPreviousVersion(t *testing.T) {
 	old, err := Read(filepath.Join("testdata", "v1-words-result.json"))
@@ -33,13 +33,13 @@ func TestReadPreviousVersion(t *testing.T) {
 	}
 	old.Environment.HarnessCommit, old.Environment.HarnessDate = cur.Environment.HarnessCommit, cur.Environment.HarnessDate
 	cur.Scenario.Settings.SpeedOnly = nil
-	cur.Sequential, cur.MissingSegments = nil, nil
+	cur.Sequential, cur.MissingSegments, cur.Shard, cur.JoinedShards = nil, nil, nil, 0
 	cur.Segment.Servers = nil
 	for i := range cur.Entries {
 		e := &cur.Entries[i]
 		e.Fairness, e.Excerpt, e.Timeline.Use = nil, nil, nil
 		e.Verification.Finding, e.Verification.Pressure = "", nil
-		e.StrictKeys, e.InProgress = false, false
+		e.StrictKeys, e.InProgress, e.Shard = false, false, ""
 	}
 	if diff := cmp.Diff(cur, old); diff != "" {
 		t.Errorf("the previous version's result.json reads differently (-this version +previous):\n%s", diff)

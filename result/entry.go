@@ -18,6 +18,9 @@ type Entry struct {
 	Topology  string `json:"topology"`
 	// Custom is true for a user's own script named by the scenario.
 	Custom bool `json:"custom,omitempty"`
+	// Shard, in a shard of a sharded merge (Result.Shard), says how its verification was
+	// split: ShardBySubject, ShardByClient or ShardWhole; empty otherwise.
+	Shard string `json:"shard,omitempty"`
 	// Call is how the script was called: fcall when it ran as a Redis Function (scenario call:
 	// fcall, a built-in algorithm), evalsha otherwise (also for sliding-log-published, which sends
 	// plain commands either way). Empty in results written before it was recorded.

@@ -45,8 +45,9 @@ func fullResult(t *testing.T) *Result {
 	lat := load.Latency{P50: 181, P90: 240, P99: 512, P999: 1900, Max: 4100, Mean: 199.125}
 	firstUS := int64(1_250_000)
 	full := Entry{
-		Algorithm: "my-limiter", Topology: "cluster", Custom: true, Call: "evalsha", StrictKeys: true, InProgress: true,
-		Requests: 2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
+		Algorithm: "my-limiter", Topology: "cluster", Custom: true, Shard: ShardBySubject, Call: "evalsha", StrictKeys: true,
+		InProgress: true,
+		Requests:   2000, Allowed: 980, Denied: 990, Errors: 20, Unknown: 10, Dropped: 3, Late: 7, LateFraction: 0.0035,
 		DurationS: 10, OfferedRPS: 200.5, ThroughputRPS: 197,
 		LatencyUS: lat, ServiceLatencyUS: load.Latency{P50: 150, P90: 200, P99: 400, P999: 900, Max: 3000, Mean: 160.5},
 		Histograms: Histograms{Latency: hist(100), Service: hist(90)},
@@ -171,6 +172,7 @@ func fullResult(t *testing.T) *Result {
 			ClockOffsetUS: -1500.25, ClockErrorUS: 6.5}},
 		MergedFrom:      []string{"results/run-001/segment-0"},
 		MissingSegments: []string{"2/3"},
+		Shard:           &Shard{Index: 1, Count: 4, Hash: "fnv1a-64"}, JoinedShards: 4,
 		Sequential: &Sequential{Rule: "pocock-type alpha spending over the time budget, a look whenever the rounds have grown by half", Alpha: 0.01,
 			BudgetS: 600, Baseline: "results/main", Topologies: []SequentialTopology{{Topology: "cluster", Rounds: 9, Looks: 4,
 				ElapsedS: 412.5, Spent: 0.0061, Level: 0.0012, Decided: false, Undecided: []string{"my-limiter p99 (MDE 18.2% > 15%)"}},

@@ -38,6 +38,13 @@ type Result struct {
 	Generators []Generator `json:"generators,omitempty"`
 	// MergedFrom names the directories a merged result was merged from.
 	MergedFrom []string `json:"merged_from,omitempty"`
+	// Shard says that this is one shard of a sharded merge (limitbench merge --shard I/K):
+	// its entries are verified over the scopes of that shard only. nil otherwise, also in the
+	// result that joins the shards.
+	Shard *Shard `json:"shard,omitempty"`
+	// JoinedShards is the number of shards a joined result (limitbench merge --join) was
+	// joined from; 0 otherwise.
+	JoinedShards int `json:"joined_shards,omitempty"`
 	// MissingSegments names, as "I/N", the segments a partial merge went without (a generator
 	// that died or never finished): their requests are in no figure and no history of the result.
 	// A definite violation found without them stays definite where missing admissions can only

@@ -58,8 +58,9 @@ type Partial struct {
 	Histograms []byte `json:"histograms"`
 	Timeline   []byte `json:"timeline"`
 	Errors     []byte `json:"errors"`
-	// Log and WarmupLog name the admission log files (verify.AdmissionLog's encoding) beside
-	// result.json; WarmupLog is empty without a warmup. LogData and WarmupLogData hold their
+	// Log and WarmupLog name the admission log files beside result.json (verify.LogReader
+	// reads them: the sorted, compressed file, or in results written before it the older
+	// encoding, AdmissionLog's); WarmupLog is empty without a warmup. LogData and WarmupLogData hold their
 	// bytes in memory until WritePartialLogs writes them.
 	Log           string `json:"log"`
 	WarmupLog     string `json:"warmup_log,omitempty"`
@@ -77,6 +78,31 @@ type Partial struct {
 	// with --start-at, where they do not meet).
 	Arrived int64 `json:"arrived,omitempty"`
 }
+
+// Shard says that a merged result is one shard of a sharded merge (limitbench merge --shard
+// I/K): each entry's verification, accuracy and timeline limit cover only the scopes whose
+// name's hash falls in shard Index of Count (Entry.Shard says which scopes), and limitbench
+// merge --join joins the Count shards into the merged result.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Hash names the hash of the scope names, taken modulo Count: "fnv1a-64" (FNV-1a, 64
+	// bits, of the subject's or client's name as the result's settings name them: key names
+	// such as "k42", clients "c7").
+	Hash string `json:"hash"`
+}
+
+// The values of Entry.Shard.
+const (
+	// ShardBySubject: the shard verified the subjects whose name's hash falls in it.
+	ShardBySubject = "subject"
+	// ShardByClient: the shard verified the clients whose name's hash falls in it (a contract
+	// counted per client across subjects).
+	ShardByClient = "client"
+	// ShardWhole: a contract counted both per subject and per client across subjects cannot be
+	// split either way: shard 0 verified the entry whole, the other shards not at all.
+	ShardWhole = "whole"
+)
 
 // Generator is one row of a merged result's per-generator table.
 type Generator struct {
@@ -103,12 +129,15 @@ func ScenarioHash(s Scenario) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// LogFile returns the name of the admission log file of entry e (warmup: its warmup's).
+// LogFile returns the name of the admission log file of entry e (warmup: its warmup's):
+// <algorithm>-<topology>.alog.gz, a sorted log file (verify.LogReader). Results written before
+// it name <algorithm>-<topology>.alog files in the older, uncompressed encoding; Partial.Log
+// names the file either way.
 func LogFile(e *Entry, warmup bool) string {
 	if warmup {
-		return e.Name() + "-warmup.alog"
+		return e.Name() + "-warmup.alog.gz"
 	}
-	return e.Name() + ".alog"
+	return e.Name() + ".alog.gz"
 }
 
 // WritePartialLogs writes the admission logs of r's partial entries into dir, under the names

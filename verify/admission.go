@@ -324,19 +324,7 @@ func (l *AdmissionLog) MarshalBinary() ([]byte, error) {
 // encodeHead encodes what MarshalBinary writes before the events, for n events.
 func (l *AdmissionLog) encodeHead(e *load.Encoder, n int64) {
 	e.Varint(l.Origin)
-	var flags uint64
-	if l.SharedClock {
-		flags |= 1
-	}
-	if l.ClientClock {
-		flags |= 2
-	}
-	if l.Server != nil {
-		flags |= 4
-	}
-	if l.OneClock {
-		flags |= 8
-	}
+	flags := l.flags()
 	e.Uvarint(flags)
 	if l.Server != nil {
 		e.Varint(int64(l.Server.Offset))

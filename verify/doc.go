@@ -10,7 +10,10 @@
 // measurement's logs, with the contract's limit per timeline bin (Measurement.BinLimits). The
 // streaming checker (Stream, MeasurementStream, and StreamLog, the aggregator that feeds it)
 // gives the same answers while holding only what a later violation can still include (see
-// "Streaming" below); the whole-history checker stays the reference.
+// "Streaming" below); the whole-history checker stays the reference. It also owns the sorted
+// log file a segment of a segmented run writes and its merge reads as a stream
+// (AdmissionLog.WriteSorted, LogReader), and the join of the verifications and accuracies of a
+// history's parts split by scope, a sharded merge's shards (JoinSummaries, JoinAccuracy).
 //
 // # Use as a library
 //
@@ -410,8 +413,13 @@
 //	limits := sl.BinLimits(k*bin, n)
 //
 // With StreamLogSettings.Record it also writes every event to a temporary file and encodes as
-// an AdmissionLog (MarshalBinary, WriteTo), for a segment's partial result; the merge of
-// segments decodes into AdmissionLogs and uses the whole-history checker.
+// an AdmissionLog (MarshalBinary, WriteTo).
+//
+// A segment of a segmented run writes its admission logs as sorted log files
+// (AdmissionLog.WriteSorted: the events in time order, delta-coded and gzip-compressed), and the
+// merge of segments reads them back with LogReader, merged by time (a k-way merge by Lo), into
+// one MeasurementStream, advanced behind the merge: its memory, too, follows the contract's
+// windows, not the run's length.
 //
 // # Cost
 //

@@ -507,7 +507,7 @@ func (v *Summary) pressed(p Pressure, speedOnly bool) {
 			" reached its allowance nor was any request denied."
 		return
 	}
-	v.Reasons = append(v.Reasons, "the contract was never pressed")
+	v.Reasons = append(v.Reasons, ReasonNeverPressed)
 	if v.Verdict == Pass {
 		v.Verdict = Inconclusive
 	}

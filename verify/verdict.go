@@ -132,7 +132,7 @@ func support(r Report, w Warnings) []string {
 		unsure = append(unsure, "no contract: nothing was verified")
 	}
 	if r.Admitted == 0 {
-		unsure = append(unsure, "no request was admitted")
+		unsure = append(unsure, ReasonNoAdmission)
 	}
 	if w.Behind {
 		unsure = append(unsure, "the load generator fell behind its schedule")

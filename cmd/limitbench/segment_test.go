@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitbench/limitbench/algorithms"
 	"github.com/limitbench/limitbench/internal/redisenv/redistest"
 	"github.com/limitbench/limitbench/report"
 	"github.com/limitbench/limitbench/result"
@@ -190,6 +192,18 @@ algorithms: [gcra]
 		t.Errorf("merged: %d requests (segments %d), partial %v, %d generator rows; want the sum, no partial, 3 rows",
 			e.Requests, sum, e.Partial != nil, len(merged.Generators))
 	}
+	// The merge streamed the segments' logs through the streaming checker; the whole-history
+	// checker, given the same logs merged in memory, finds the same.
+	{
+		wantV, wantA := wholeHistoryOfSegments(t, dirs)
+		gotV, gotA := merged.Entries[0].Verification, merged.Entries[0].Accuracy
+		if gotV.DefiniteViolations != wantV.DefiniteViolations || gotV.PossibleViolations != wantV.PossibleViolations ||
+			gotV.WorstExcess != wantV.WorstExcess || gotV.Where != wantV.Where || gotA != wantA {
+			t.Errorf("merged: %d definite, %d possible, worst %d at %q, accuracy %+v; the whole-history checker on the segments' logs: %d, %d, %d at %q, %+v",
+				gotV.DefiniteViolations, gotV.PossibleViolations, gotV.WorstExcess, gotV.Where, gotA,
+				wantV.DefiniteViolations, wantV.PossibleViolations, wantV.WorstExcess, wantV.Where, wantA)
+		}
+	}
 	md, err := os.ReadFile(filepath.Join(out, report.MarkdownFile))
 	if err != nil || !bytes.Contains(md, []byte("## Generators")) {
 		t.Errorf("report.md has no Generators section (%v)", err)
@@ -214,6 +228,43 @@ algorithms: [gcra]
 		a.Verification.Verdict != m.Verification.Verdict || again.Scenario.Settings == nil {
 		t.Errorf("merged from the previous version's segments: %d requests, %d allowed, %s; want %d, %d, %s, with settings",
 			a.Requests, a.Allowed, a.Verification.Verdict, m.Requests, m.Allowed, m.Verification.Verdict)
+	}
+
+	// The same merge in two shards (merge --shard I/2, each exit 0 whatever it found) joined
+	// (merge --join) gives the merged verdict and figures.
+	var shardDirs []string
+	for i := range 2 {
+		d := filepath.Join(tmp, fmt.Sprintf("shard-%d", i))
+		if code, msg := merge(append([]string{"--shard", fmt.Sprintf("%d/2", i), "--out", d}, dirs...)...); code != 0 {
+			t.Fatalf("merge --shard %d/2: exit %d:\n%s", i, code, msg)
+		}
+		shardDirs = append(shardDirs, d)
+	}
+	outJoined := filepath.Join(tmp, "joined")
+	if code, msg := merge(append([]string{"--join", "--out", outJoined}, shardDirs...)...); code != 0 && code != exitFailed {
+		t.Fatalf("merge --join: exit %d:\n%s", code, msg)
+	}
+	if j, err := result.Read(filepath.Join(outJoined, result.FileName)); err != nil {
+		t.Error(err)
+	} else if a, m := j.Entries[0], merged.Entries[0]; a.Requests != m.Requests || a.Verification.Verdict != m.Verification.Verdict ||
+		a.Verification.DefiniteViolations != m.Verification.DefiniteViolations || a.Accuracy.IdealAllowed != m.Accuracy.IdealAllowed ||
+		j.JoinedShards != 2 || j.Shard != nil {
+		t.Errorf("joined: %d requests, %s, %d definite, ideal %d, %d shards; want the merge's %d, %s, %d, %d, 2 shards",
+			a.Requests, a.Verification.Verdict, a.Verification.DefiniteViolations, a.Accuracy.IdealAllowed, j.JoinedShards,
+			m.Requests, m.Verification.Verdict, m.Verification.DefiniteViolations, m.Accuracy.IdealAllowed)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--shard", "2/2"}, dirs...), "--shard: shard \"2/2\": want 0 <= I < K"},
+		{append([]string{"--shard", "0/2", "--join"}, shardDirs...), "--shard and --join"},
+		{append([]string{"--join"}, shardDirs[0]), "--join: the results are not the shards of one merge:\n  shard 1/2 is missing"},
+		{append([]string{"--join"}, dirs...), "is not a shard's result (merge with --shard I/K)"},
+	} {
+		if code, msg := merge(append([]string{"--out", filepath.Join(tmp, "refused")}, tt.args...)...); code != 2 || !strings.Contains(msg, tt.want) {
+			t.Errorf("merge %v: exit %d, %q; want exit 2 saying %q", tt.args, code, msg, tt.want)
+		}
 	}
 
 	// Two of the three: a partial merge.
@@ -242,7 +293,7 @@ algorithms: [gcra]
 	}
 	// Segment 2 without its admission log.
 	noLog := withPreviousScenario(t, dirs[2])
-	logs, _ := filepath.Glob(filepath.Join(noLog, "*.alog"))
+	logs, _ := filepath.Glob(filepath.Join(noLog, "*.alog*"))
 	for _, l := range logs {
 		if err := os.Remove(l); err != nil {
 			t.Fatal(err)
@@ -307,4 +358,74 @@ func withPreviousScenario(t *testing.T, dir string) string {
 		}
 	}
 	return out
+}
+
+// wholeHistoryOfSegments reads the admission logs of the segments' first entries in dirs, merges
+// them into one history in memory, on the first segment's origin as a merge puts them, and
+// returns what the whole-history checker (verify.Measurement.Sections) finds in it.
+func wholeHistoryOfSegments(t *testing.T, dirs []string) (verify.Summary, verify.AccuracySummary) {
+	t.Helper()
+	var m verify.Measurement
+	var base int64
+	read := func(k int, dir, file string) *verify.Log {
+		f, err := os.Open(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r, err := verify.NewLogReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			base = r.Head.Origin
+		}
+		l := &verify.Log{Base: base}
+		for e, ok := r.Next(); ok; e, ok = r.Next() {
+			if e, err = e.Shift(r.Head.Origin - base); err != nil {
+				t.Fatal(err)
+			}
+			l.Events = append(l.Events, e)
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for k, d := range dirs {
+		r, err := result.Read(filepath.Join(d, result.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, st := r.Entries[0], r.Scenario.Settings
+		if k == 0 {
+			a, err := algorithms.Lookup(e.Algorithm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Contract, err = a.Contract(st.Limit); err != nil {
+				t.Fatal(err)
+			}
+			m.Model, m.Start = a.Model(st.Limit), e.Partial.MeasuredFromUS
+		}
+		m.Start = min(m.Start, e.Partial.MeasuredFromUS)
+		l := read(k, d, e.Partial.Log)
+		if m.Log == nil {
+			m.Log = l
+			m.Log.Subjects = st.Keys.Names()
+			for c := range st.Clients {
+				m.Log.Clients = append(m.Log.Clients, fmt.Sprintf("c%d", c))
+			}
+		} else {
+			m.Log.Events = append(m.Log.Events, l.Events...)
+		}
+		if e.Partial.WarmupLog != "" {
+			w := read(k, d, e.Partial.WarmupLog)
+			if m.Warmup == nil {
+				m.Warmup = &verify.Log{Subjects: m.Log.Subjects, Clients: m.Log.Clients, Base: base}
+			}
+			m.Warmup.Events = append(m.Warmup.Events, w.Events...)
+		}
+	}
+	return m.Sections()
 }

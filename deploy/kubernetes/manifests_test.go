@@ -1,6 +1,7 @@
 // Package kubernetes_test checks the manifests of deploy/kubernetes: they parse, the generators
-// are an Indexed Job whose pods each run their own segment of one run, and the merge step reads
-// exactly the directories the generators write. Nothing here talks to a cluster.
+// are an Indexed Job whose pods each run their own segment of one run, the merge step reads
+// exactly the directories the generators write, and so does each pod of the sharded merge's
+// Indexed Job, whose shard directories its join step reads. Nothing here talks to a cluster.
 package kubernetes_test
 
 import (
@@ -286,4 +287,116 @@ func TestManifests(t *testing.T) {
 	if !mergeMount {
 		t.Errorf("merge: the shared volume is not mounted at %s", resultsMount)
 	}
+
+	checkShardedMerge(t, objs, want, runID, resultsMount)
+}
+
+// checkShardedMerge checks the sharded merge: an Indexed Job of K pods, pod I running merge
+// --shard I/K over exactly the generators' directories segments and writing its own directory on
+// the shared volume, and a join Job that reads exactly those K directories with merge --join.
+func checkShardedMerge(t *testing.T, objs map[string]object, segments []string, runID, resultsMount string) {
+	shards, ok := objs["Job/limitbench-merge-shards"]
+	if !ok {
+		t.Fatal("no Job limitbench-merge-shards")
+	}
+	join, ok := objs["Job/limitbench-merge-join"]
+	if !ok {
+		t.Fatal("no Job limitbench-merge-join")
+	}
+	s := shards.Spec
+	if s.CompletionMode != "Indexed" {
+		t.Errorf("merge shards: completionMode %q; want Indexed", s.CompletionMode)
+	}
+	if s.Completions == nil || s.Parallelism == nil || *s.Completions < 2 {
+		t.Fatalf("merge shards: completions %v, parallelism %v; want at least 2 shards", s.Completions, s.Parallelism)
+	}
+	k := *s.Completions
+	for name, job := range map[string]object{"merge shards": shards, "merge join": join} {
+		sp := job.Spec.Template.Spec
+		if sp.RestartPolicy != "Never" {
+			t.Errorf("%s: restartPolicy %q; want Never", name, sp.RestartPolicy)
+		}
+		sc := sp.SecurityContext
+		if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != imageUID ||
+			sc.FSGroup == nil || *sc.FSGroup != imageUID {
+			t.Errorf("%s: securityContext runAsNonRoot %v, runAsUser %v, fsGroup %v; want true and the image's uid %d",
+				name, sc.RunAsNonRoot, sc.RunAsUser, sc.FSGroup, imageUID)
+		}
+		if len(sp.Containers) != 1 {
+			t.Fatalf("%s: %d containers; want 1", name, len(sp.Containers))
+		}
+		c := sp.Containers[0]
+		if len(c.Args) == 0 || c.Args[0] != "merge" {
+			t.Fatalf("%s: args %v; want limitbench merge", name, c.Args)
+		}
+		if envValue(c, "RUN_ID") != runID {
+			t.Errorf("%s: RUN_ID %q; want the generators' %q", name, envValue(c, "RUN_ID"), runID)
+		}
+		if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
+			t.Errorf("%s: resource requests %v; want cpu and memory", name, c.Resources.Requests)
+		}
+		var mounted bool
+		for _, vm := range c.VolumeMounts {
+			for _, v := range sp.Volumes {
+				if v.Name == vm.Name && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "limitbench-results" &&
+					vm.MountPath == resultsMount {
+					mounted = true
+				}
+			}
+		}
+		if !mounted {
+			t.Errorf("%s: the shared volume is not mounted at %s", name, resultsMount)
+		}
+	}
+	m := s.Template.Spec.Containers[0]
+	if v, _ := flag(m.Args, "--shard"); v != "$(JOB_COMPLETION_INDEX)/"+strconv.Itoa(k) {
+		t.Errorf("merge shards: --shard %q; want $(JOB_COMPLETION_INDEX)/%d, the completions", v, k)
+	}
+	var index bool
+	for _, e := range m.Env {
+		if e.Name == "JOB_COMPLETION_INDEX" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+			index = true
+		}
+	}
+	if !index {
+		t.Errorf("merge shards: JOB_COMPLETION_INDEX is not taken from the job-completion-index annotation")
+	}
+	out, _ := flag(m.Args, "--out")
+	if !strings.Contains(out, "$(JOB_COMPLETION_INDEX)") || !strings.HasPrefix(out, resultsMount+"/") {
+		t.Errorf("merge shards: --out %q; want a directory per shard ($(JOB_COMPLETION_INDEX)) on the shared volume", out)
+	}
+	if dirs := positional(m.Args); fmt.Sprint(dirs) != fmt.Sprint(segments) {
+		t.Errorf("merge shards read %v; want the generators' %v", dirs, segments)
+	}
+	j := join.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(j.Args, "--join") || slices.Contains(j.Args, "--shard") {
+		t.Errorf("merge join: args %v; want merge --join", j.Args)
+	}
+	var want []string
+	for i := range k {
+		want = append(want, strings.ReplaceAll(out, "$(JOB_COMPLETION_INDEX)", strconv.Itoa(i)))
+	}
+	if dirs := positional(j.Args); fmt.Sprint(dirs) != fmt.Sprint(want) {
+		t.Errorf("merge join reads %v; want the shards' %v", dirs, want)
+	}
+	if out, _ := flag(j.Args, "--out"); !strings.HasPrefix(out, resultsMount+"/") || slices.Contains(want, out) {
+		t.Errorf("merge join: --out %q; want a directory of its own on the shared volume", out)
+	}
+}
+
+// positional returns the arguments of a limitbench merge command line args that are directories:
+// neither flags nor the values of --out and --shard.
+func positional(args []string) []string {
+	var dirs []string
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--out" || a == "--shard":
+			i++
+		case strings.HasPrefix(a, "--"):
+		default:
+			dirs = append(dirs, a)
+		}
+	}
+	return dirs
 }

@@ -35,7 +35,8 @@ type Recording struct {
 	Stream      *verify.StreamLog
 
 	streamWarmup *verify.StreamLog
-	kept         *history // the budget of Log and Warmup beside a Stream
+	kept         *history                  // the budget of Log and Warmup beside a Stream
+	merged       *verify.MeasurementStream // a merge's stream (MergedStream)
 }
 
 // newRecording returns the aggregators of a measurement of p whose admission logs are on the
@@ -84,10 +85,32 @@ func (r *Recording) Kept() bool { return r.kept == nil || !r.kept.over.Load() }
 
 // Close removes the stream's temporary files, if any.
 func (r *Recording) Close() error {
+	if r.merged != nil {
+		return r.merged.Close()
+	}
 	if r.Stream == nil {
 		return nil
 	}
 	return r.Stream.Close()
+}
+
+// MergedStream returns the stream that verifies the merged history of a segmented run, which
+// Entry then takes the entry's sections from, as it takes a run's from Stream: the merge feeds
+// it the segments' events in time order (Stream takes outcomes, a merge has events). m is what
+// it verifies (its Start set; its logs unused) and base the Base of the events' times. kept says
+// whether the logs the merge gives Entry hold the whole history, for the sections the stream
+// does not give (the violation explorer, fairness, the window use); without them, Entry says
+// they were left out, as for a run past KeepEvents.
+func (r *Recording) MergedStream(m verify.Measurement, base int64, subjects, clients []string, kept bool) (*verify.MeasurementStream, error) {
+	w := r.Timeline.Width
+	ms, err := verify.NewMeasurementStream(m, base, subjects, clients, verify.StreamSettings{
+		BinWidths: []time.Duration{time.Duration(binSpan(m.Contract, w)) * w}})
+	if err != nil {
+		return nil, err
+	}
+	r.merged, r.kept = ms, &history{}
+	r.kept.over.Store(!kept)
+	return ms, nil
 }
 
 // oneClock puts r's admission logs on the server's clock for every algorithm (see
@@ -202,7 +225,13 @@ func (r *Recording) Entry(name, topo string, res *load.Result, vm verify.Measure
 	series := r.Timeline.Series()
 	e.Timeline = result.Timeline{Series: series}
 	n := len(series.Offered)
-	if r.streamed(vm) {
+	if r.merged != nil {
+		for _, d := range vm.Disruptions {
+			r.merged.Disrupt(d)
+		}
+		e.Verification, e.Accuracy = r.merged.Sections(vm.Warnings)
+		e.Timeline.Limit = binLimits(vm.Contract, r.merged.BinLimits, r.Timeline.Width, n)
+	} else if r.streamed(vm) {
 		for _, d := range vm.Disruptions { // the stream does not cut its history: a loss makes it inconclusive
 			r.Stream.Disrupt(d)
 		}

@@ -19,5 +19,9 @@
 // leave a measurement removes its keys. Every generator records decision times on the server's
 // clock (its measured offset, the offset's error in each interval), so that the merged history
 // is on one clock; Merge checks that the parts are every segment of one run, each once, merges
-// every aggregator exactly and verifies the merged history as one.
+// every aggregator exactly and verifies the merged history as one. A segment writes its
+// admission logs sorted by time and compressed (verify.AdmissionLog.WriteSorted); Merge reads
+// them as streams, merges them by time (a k-way merge by the events' Lo) and feeds the streaming
+// checker a run uses (verify.MeasurementStream), so that its memory follows the contract's
+// windows and the number of segments, not the run's length.
 package segment

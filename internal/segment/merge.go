@@ -24,8 +24,8 @@ import (
 var ErrNotOneRun = errors.New("the results are not the segments of one run")
 
 // Part is one segment's partial result, as `limitbench run --segment` wrote it into Dir. The
-// admission logs of its entries are read from Dir by Merge, one at a time, and let go once decoded
-// (result.ReadPartialLog), unless an entry's Partial holds them already.
+// admission logs of its entries are read from Dir by Merge as streams, one entry at a time,
+// unless an entry's Partial holds their bytes already.
 type Part struct {
 	Dir    string
 	Result *result.Result
@@ -35,7 +35,12 @@ type Part struct {
 // result that one unsegmented run would have given: for each algorithm, the segments' histograms,
 // timelines, errors by class and admission logs merged (every aggregator merges exactly), the
 // counts added up, and the merged history verified as one, with accuracy against an exact limiter
-// over the merged offered sequence. The result has one result.Generator per segment and is judged
+// over the merged offered sequence. The history is verified by the streaming checker, fed the
+// segments' logs merged by time, which gives what the whole-history checker gives (see
+// verify.MeasurementStream); as in a run, the sections that need the whole history in memory
+// (the violation explorer, fairness, the window use) are given only when the logs hold at most
+// measure.KeepEvents events in all, and the entry says they were left out otherwise. A log in
+// the older, uncompressed encoding is still read, whole (verify.LogReader). The result has one result.Generator per segment and is judged
 // against the scenario's expectations and thresholds: failures lists, one sentence each, what
 // makes the merged run fail (empty: it passed).
 //
@@ -55,6 +60,17 @@ type Part struct {
 // Errors wrap ErrNotOneRun, or load.ErrEncoding for a partial whose encodings do not decode, or
 // algorithms.ErrUnknownAlgorithm (custom scripts are not merged yet).
 func Merge(parts []Part) (res *result.Result, failures []string, err error) {
+	return MergeShard(parts, Shard{Index: 0, Count: 1})
+}
+
+// MergeShard is Merge verifying only the scopes of shard sh (see Shard, Holds): with more than
+// one shard, each entry's verification, accuracy and timeline limit cover the subjects (or, for
+// a contract counted per client across subjects, the clients) whose name's hash falls in sh,
+// and an entry whose contract counts both is verified whole by shard 0 and not at all by the
+// others (result.Entry.Shard says which). The result is then a shard's (result.Result.Shard),
+// which Join joins with the other shards'; it is not judged (failures is nil): Join judges the
+// joined result. Shard{0, 1} is Merge.
+func MergeShard(parts []Part, sh Shard) (res *result.Result, failures []string, err error) {
 	missing, err := checkOneRun(parts)
 	if err != nil {
 		return nil, nil, err
@@ -92,7 +108,7 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	}
 	topoStart := map[string]int{}
 	for i := range first.Entries {
-		e, err := mergeEntry(parts, i, st, missing)
+		e, err := mergeEntry(parts, i, st, missing, sh)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,6 +119,10 @@ func Merge(parts []Part) (res *result.Result, failures []string, err error) {
 	}
 	for _, at := range topoStart {
 		res.Relate(at)
+	}
+	if sh.Count > 1 {
+		res.Shard = &result.Shard{Index: sh.Index, Count: sh.Count, Hash: "fnv1a-64"}
+		return res, nil, nil
 	}
 	s, err := judgeScenario(st)
 	if err != nil {
@@ -183,8 +203,10 @@ func entryNames(r *result.Result) []string {
 }
 
 // mergeEntry merges entry i of every part (the parts sorted by segment); missing names the
-// segments a partial merge goes without.
-func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*result.Entry, error) {
+// segments a partial merge goes without, and sh the shard it verifies. The parts' admission
+// logs are read as streams and merged by time into the streaming checker (see verifyMerged), so
+// that what it holds follows the contract's windows, not the run's length.
+func mergeEntry(parts []Part, i int, st *result.Settings, missing []string, sh Shard) (*result.Entry, error) {
 	e0 := &parts[0].Result.Entries[i]
 	name := e0.Name()
 	var rec *measure.Recording
@@ -193,10 +215,17 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	var duration time.Duration
 	var canceled, disrupted bool
 	measuredFrom := int64(0)
+	var srcs []*logSource
+	defer func() {
+		for _, s := range srcs {
+			_ = s.close() // read only; closed twice at worst
+		}
+	}()
 	for k, p := range parts {
 		e := &p.Result.Entries[i]
 		pt := e.Partial
-		r, err := decodePart(p.Dir, e)
+		r, logs, err := decodePart(p.Dir, e)
+		srcs = append(srcs, logs...)
 		if err != nil {
 			return nil, err
 		}
@@ -240,15 +269,21 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	vm := rec.Verification(res, contract, a.Model(st.Limit))
-	// vm holds the events now; let the segments' chunks go before the verifier's own memory.
-	rec.Log = rec.Log.Fresh().(*verify.AdmissionLog)
-	if rec.Warmup != nil {
-		rec.Warmup = rec.Warmup.Fresh().(*verify.AdmissionLog)
-	}
 	vm.Start, vm.SpeedOnly = measuredFrom, st.SpeedOnly.Covers(e0.Algorithm)
+	by := splitBy(contract)
+	dropped, err := verifyMerged(rec, &vm, res, srcs, sh.keep(by, res.Subjects, res.Clients))
+	srcs = nil // closed by verifyMerged
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, name, err)
+	}
+	vm.Warnings.Dropped += dropped
 	srv := e0.Server
 	srv.CPUUSecPerDecision = result.Round3(srv.CPUUSecPerDecision / float64(len(parts)))
 	e := rec.Entry(e0.Algorithm, e0.Topology, res, vm, e0.Custom, &srv)
+	_ = rec.Close() // temporary files only
+	if sh.Count > 1 {
+		e.Shard = by
+	}
 	if disrupted && e.Verification.Verdict == verify.Fail {
 		e.Verification.Verdict = verify.Inconclusive
 		e.Verification.Reasons = append(e.Verification.Reasons,
@@ -263,6 +298,70 @@ func mergeEntry(parts []Part, i int, st *result.Settings, missing []string) (*re
 	}
 	return &e, nil
 }
+
+// verifyMerged reads the segments' logs srcs, merged by time, into the streaming checker that
+// rec.MergedStream makes for vm (its Start set), and returns how many events did not fit the
+// merged history's Base (dropped, as AdmissionLog.Merge drops them). When the logs hold at most
+// measure.KeepEvents events in all, vm's logs get the whole history too, for the sections the
+// stream does not give (the violation explorer, fairness, the window use), as a run keeps them.
+// Only the events keep holds are verified (keep nil: every event). It closes srcs.
+func verifyMerged(rec *measure.Recording, vm *verify.Measurement, res *load.Result, srcs []*logSource,
+	keep func(verify.Event) bool) (dropped uint64, err error) {
+	base := rec.Log.Origin
+	var total int64
+	for _, s := range srcs {
+		s.shift = s.r.Head.Origin - base
+		total += s.r.N
+	}
+	kept := total <= measure.KeepEvents
+	ms, err := rec.MergedStream(*vm, base, res.Subjects, res.Clients, kept)
+	if err != nil {
+		for _, s := range srcs {
+			_ = s.close()
+		}
+		return 0, err
+	}
+	var measured, warmup []verify.Event
+	n := 0
+	var m logMerge
+	err = m.run(srcs, func(e verify.Event, w bool) {
+		if keep != nil && !keep(e) {
+			return
+		}
+		ms.Add(e, w)
+		if kept {
+			if w {
+				warmup = append(warmup, e)
+			} else {
+				measured = append(measured, e)
+			}
+		}
+		// The merge gives events in Lo order: none of a smaller Lo follows.
+		if n++; n%mergeAdvance == 0 {
+			ms.Advance(e.Lo())
+			if mergeRetained != nil {
+				mergeRetained(ms.Retained())
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if kept {
+		vm.Log.Events = measured
+		if vm.Warmup != nil {
+			vm.Warmup.Events = warmup
+		}
+	}
+	return m.Dropped, nil
+}
+
+// mergeAdvance is how many events the merge gives the stream between two Advances (a variable
+// for tests, which advance after every few events).
+var mergeAdvance = 1 << 10
+
+// mergeRetained, when set (by tests), is told the events the stream holds after each Advance.
+var mergeRetained func(n int64)
 
 // partialEntry marks e, merged without the segments missing (none: nothing to do), as partial:
 // its verdict as partialVerdict says, and a warning that its figures are the present segments'.
@@ -296,38 +395,35 @@ func clientNames(n int) []string {
 	return out
 }
 
-// decodePart decodes the aggregators of entry e of the segment in dir: its admission logs read
-// from dir when its Partial does not hold them, and let go once decoded, so that only the events
-// are kept, not their bytes as well.
-func decodePart(dir string, e *result.Entry) (*measure.Recording, error) {
+// decodePart decodes the aggregators of entry e of the segment in dir but its admission logs,
+// which it opens as streams (the bytes its Partial holds, else the files in dir it names): r.Log
+// and r.Warmup hold their heads (origin, clock and counts), without events. The sources are
+// returned even with an error, for the caller to close.
+func decodePart(dir string, e *result.Entry) (r *measure.Recording, srcs []*logSource, err error) {
 	pt := e.Partial
-	read := pt.LogData == nil
-	if read {
-		if err := result.ReadPartialLog(dir, e); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrNotOneRun, dir, err)
+	for _, warmup := range []bool{false, true} {
+		if warmup && pt.WarmupLog == "" {
+			break
 		}
+		s, err := openLog(dir, e, warmup)
+		if err != nil {
+			return nil, srcs, fmt.Errorf("%w: %s: %w", ErrNotOneRun, dir, err)
+		}
+		srcs = append(srcs, s)
 	}
-	r, err := decodeRecording(pt)
-	if read {
-		pt.LogData, pt.WarmupLogData = nil, nil
-	}
+	r = &measure.Recording{Histograms: &load.Histograms{}, Timeline: &load.Timeline{}, Errors: load.NewErrors()}
+	err = errors.Join(r.Histograms.UnmarshalBinary(pt.Histograms), r.Timeline.UnmarshalBinary(pt.Timeline),
+		r.Errors.UnmarshalBinary(pt.Errors))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", dir, e.Name(), err)
+		return nil, srcs, fmt.Errorf("%s: %s: %w", dir, e.Name(), err)
 	}
-	return r, nil
-}
-
-// decodeRecording decodes the aggregators of a partial entry (see partialOf).
-func decodeRecording(pt *result.Partial) (*measure.Recording, error) {
-	r := &measure.Recording{Histograms: &load.Histograms{}, Timeline: &load.Timeline{}, Errors: load.NewErrors(),
-		Log: &verify.AdmissionLog{}}
-	errs := []error{r.Histograms.UnmarshalBinary(pt.Histograms), r.Timeline.UnmarshalBinary(pt.Timeline),
-		r.Errors.UnmarshalBinary(pt.Errors), r.Log.UnmarshalBinary(pt.LogData)}
-	if pt.WarmupLog != "" {
-		r.Warmup = &verify.AdmissionLog{}
-		errs = append(errs, r.Warmup.UnmarshalBinary(pt.WarmupLogData))
+	head := srcs[0].r.Head
+	r.Log = &head
+	if len(srcs) > 1 {
+		wh := srcs[1].r.Head
+		r.Warmup = &wh
 	}
-	return r, errors.Join(errs...)
+	return r, srcs, nil
 }
 
 // generatorOf returns the per-generator row of a segment's result r: its requests and lateness

@@ -166,7 +166,9 @@ func (g *Segment) meet(ctx context.Context, c redis.UniversalClient, prefix stri
 }
 
 // partialOf returns the result.Partial of a measurement of a segmented run: res and the
-// aggregators of rec, with the offset to the server's clock off and the meeting m.
+// aggregators of rec, with the offset to the server's clock off and the meeting m; its
+// admission logs are sorted log files (verify.AdmissionLog.WriteSorted), which Merge reads as
+// streams in time order.
 func partialOf(e *result.Entry, res *load.Result, rec *measure.Recording, off clock.Offset, m meeting) (*result.Partial, error) {
 	p := &result.Partial{
 		Counts: res.Counts, Scheduled: res.Scheduled,
@@ -184,10 +186,15 @@ func partialOf(e *result.Entry, res *load.Result, rec *measure.Recording, off cl
 		return b
 	}
 	p.Histograms, p.Timeline, p.Errors = enc(rec.Histograms), enc(rec.Timeline), enc(rec.Errors)
-	p.LogData = enc(rec.Log)
+	sorted := func(l *verify.AdmissionLog) []byte {
+		b, err := l.SortedLog()
+		errs = append(errs, err)
+		return b
+	}
+	p.LogData = sorted(rec.Log)
 	if rec.Warmup != nil {
 		p.WarmupLog = result.LogFile(e, true)
-		p.WarmupLogData = enc(rec.Warmup)
+		p.WarmupLogData = sorted(rec.Warmup)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("encode the partial result of %s: %w", e.Name(), err)
