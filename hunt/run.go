@@ -41,8 +41,10 @@ type Lab struct {
 	// refuses stops the hunt with the script's file and line.
 	Check func(ctx context.Context, tgt *redisenv.Target, algs []algorithms.Algorithm) error
 	// Trial runs each trace of batch as a short real trial of a under l on tgt, every one on
-	// keys of its own and with its time zero at the same instant of frame, and returns the
-	// admission log of each in batch order (the contract of Trial, for one target).
+	// keys of its own and with its time zero at the same instant of frame, carrying out each
+	// trace's faults and clock jumps, and returns what the verifier was given of each (its
+	// admission log, disruptions and injected faults) in batch order (the contract of Trial,
+	// for one target).
 	Trial func(ctx context.Context, tgt *redisenv.Target, a algorithms.Algorithm, l algorithms.Limit, frame arrival.Align,
 		batch []*trace.Trace) ([]verify.Measurement, error)
 	// Workers returns how many clients a trial of t sends with: a reproducer scenario of t gives
