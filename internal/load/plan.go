@@ -128,6 +128,12 @@ type Plan struct {
 	// checkpoint of a long run): Run attaches it just before OnStart and detaches it once the
 	// workers are done, before it merges the shards.
 	Peek *Peek
+	// Settled, when set, is called about every settleEvery while the run goes, on a goroutine
+	// of Run's, with a run offset at or before which every request was sent whose outcome the
+	// sinks have not yet been given: the send of the oldest request in flight, or, with none,
+	// the time of the call. A streaming verifier advances on it instead of waiting out the
+	// longest a request may take (verify.StreamLog.Advance). It must return quickly.
+	Settled func(before time.Duration)
 }
 
 // validateTrace appends to errs, each wrapped with ErrBadPlan, the problems of p's trace tp and

@@ -281,3 +281,52 @@ func TestTracePacer(t *testing.T) {
 		}
 	}
 }
+
+// TestSettled: Plan.Settled's promise, in an open and a closed loop on a real Redis: every
+// outcome recorded after a call was sent at or after the offset it gave, and the offsets keep
+// up with the run (the last is within a second of its end), so a streaming verifier holds
+// little.
+func TestSettled(t *testing.T) {
+	env := redistest.Single(t)
+	for _, closed := range []bool{false, true} {
+		t.Run(fmt.Sprint("closed=", closed), func(t *testing.T) {
+			lim := newLimiter(t, env, 1_000_000)
+			c := newClient(env, 8)
+			var mu sync.Mutex
+			var seq int
+			var last time.Duration // the offset of the latest call
+			calls, broken := 0, 0
+			p := Plan{Arrival: Constant(2000), Duration: time.Second, Clients: 8,
+				Settled: func(d time.Duration) {
+					mu.Lock()
+					defer mu.Unlock()
+					seq++
+					calls++
+					if d < last {
+						t.Errorf("Settled went back from %s to %s", last, d)
+					}
+					last = d
+				},
+				OnOutcome: func(o *Outcome) {
+					mu.Lock()
+					defer mu.Unlock()
+					seq++
+					if o.Sent < last {
+						broken++
+						if broken < 5 {
+							t.Errorf("an outcome sent at %s was recorded after Settled(%s)", o.Sent, last)
+						}
+					}
+				}}
+			if closed {
+				p.Arrival = ClosedLoop{}
+			}
+			if _, err := Run(context.Background(), c, lim, p, Sinks{}); err != nil {
+				t.Fatal(err)
+			}
+			if calls < 5 || last < p.Duration-time.Second/2 {
+				t.Errorf("%d calls, the last at %s; want about one per %s up to the end (%s)", calls, last, settleEvery, p.Duration)
+			}
+		})
+	}
+}

@@ -194,6 +194,9 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	if !r.closed && !p.NoKeeper {
 		bg.Go(func() { r.keepTime(finished) })
 	}
+	if p.Settled != nil {
+		bg.Go(func() { r.settle(workers, finished) })
+	}
 
 	var wg sync.WaitGroup
 	for _, w := range workers {
@@ -205,6 +208,30 @@ func Run(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter, p
 	bg.Wait()
 
 	return r.result(workers, sinks, time.Duration(cancelAt.Load()))
+}
+
+// settleEvery is how often Run calls Plan.Settled.
+const settleEvery = 100 * time.Millisecond
+
+// settle calls Plan.Settled every settleEvery until finished: with the oldest send among the
+// workers' requests in flight, or the time it read first when none is. It reads the clock
+// before it reads the workers, and a worker says it is sending (worker.busy) before it reads the
+// clock for the send, so a request sent after the call is never sent before the offset given.
+func (r *runner) settle(workers []*worker, finished <-chan struct{}) {
+	t := time.NewTicker(settleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-finished:
+			return
+		case <-t.C:
+			before := time.Since(r.start)
+			for _, w := range workers {
+				before = min(before, time.Duration(w.busy.Load()))
+			}
+			r.p.Settled(before)
+		}
+	}
 }
 
 // newRunner returns the state of a run of p (with its defaults) on c: its subjects, clients and

@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +40,16 @@ type worker struct {
 	// wc is the worker's wire connection when the runner's wire is set (see package wire); nil
 	// otherwise.
 	wc *wire.Conn
+	// busy is the run offset, in ns, from which the worker is sending a request whose outcome
+	// it has not yet given to the sinks (math.MaxInt64: none): stored before it reads the clock
+	// for the send, cleared once it recorded the outcomes (see runner.settle).
+	busy atomic.Int64
+}
+
+// sending says that the worker is about to send (worker.busy) and returns the send's time.
+func (w *worker) sending() time.Time {
+	w.busy.Store(int64(time.Since(w.r.start)))
+	return time.Now()
 }
 
 func newWorker(r *runner, id int) *worker {
@@ -52,6 +64,7 @@ func newWorker(r *runner, id int) *worker {
 		outs:  make([]Outcome, r.p.PipelineDepth),
 		calls: make([]algorithms.Call, r.p.PipelineDepth),
 	}
+	w.busy.Store(math.MaxInt64)
 	if r.wire {
 		w.wc = wire.NewConn(r.own.Options())
 	}
@@ -259,6 +272,7 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 		}
 	}
 	w.record(outs)
+	w.busy.Store(math.MaxInt64)
 	if w.conn != nil {
 		for i := range outs {
 			if outs[i].Err != nil {
@@ -350,13 +364,14 @@ func (w *worker) openLoop() {
 		if !ok || at >= r.end || !w.waitUntil(at) {
 			return
 		}
-		now := time.Now()
+		now := w.sending()
 		elapsed := now.Sub(r.start)
 		if elapsed >= r.end && elapsed-at > r.p.LateAfter {
 			// The run is over and this tick would be late: it is missed, not sent. A tick due
 			// before the end that is not yet late is still sent after it, so that a stall of
 			// the machine near the end costs no more than one anywhere else (where ticks up
 			// to LateAfter behind are sent and are not late).
+			w.busy.Store(math.MaxInt64)
 			return
 		}
 		w.prepare(&w.outs[0], n, at)
@@ -391,8 +406,9 @@ func (w *worker) closedLoop() {
 	}
 	var k uint64
 	for !r.stopped() {
-		now := time.Now()
+		now := w.sending()
 		if now.Sub(r.start) >= r.end {
+			w.busy.Store(math.MaxInt64)
 			return
 		}
 		for j := range n {

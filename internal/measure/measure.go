@@ -361,6 +361,10 @@ func (m *Measurement) load(ctx context.Context) (*load.Result, error) {
 			}
 		}
 	}
+	if st := m.Recording.Stream; st != nil {
+		// The stream verifies up to the oldest request in flight, not the longest one may take.
+		p.Settled = st.Advance
+	}
 	return load.Run(loadCtx, client, m.Limiter, p, m.Sinks)
 }
 
