@@ -296,7 +296,7 @@ func (a *Custom) Check(ctx context.Context, c redis.UniversalClient) error {
 // master of c. For a function it returns a nil script: requests go by FCALL.
 func (a *Custom) load(ctx context.Context, c redis.UniversalClient) (*script, error) {
 	if a.spec.Function != "" {
-		if err := a.loadLibrary(ctx, c); err != nil {
+		if err := a.loadLibrary(ctx, c, true); err != nil {
 			return nil, &ScriptError{Name: a.spec.Name, Path: a.spec.path(), Line: scriptLine(err), Err: err}
 		}
 		return nil, nil

@@ -16,29 +16,51 @@ import (
 // other code (a user's library): limitbench neither replaces nor runs it. It wraps ErrBadCustom.
 var ErrLibraryInUse = fmt.Errorf("%w: a function library of that name is loaded with other code", ErrBadCustom)
 
-// loadedLibrary records the masters on which a Custom loaded its function library itself (and so
-// may delete it), keyed by address ("" for a client that is not a cluster's). It is safe for
-// concurrent use.
+// loadedLibrary records, per master (keyed by address, "" for a client that is not a
+// cluster's), how many measurements of a Custom hold its function library (users: the trials of
+// a hunt's batch run at once, each loading and unloading it) and whether the Custom loaded it
+// itself (mine: only then may it delete it). mu is held across a whole load or unload, so that
+// the measurements of one Custom never race to load or delete the library.
 type loadedLibrary struct {
 	mu sync.Mutex
-	on map[string]bool
+	// at guards the maps: a cluster's masters are loaded at once (forEachMaster).
+	at    sync.Mutex
+	users map[string]int
+	mine  map[string]bool
 }
 
-func (l *loadedLibrary) mark(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.on == nil {
-		l.on = map[string]bool{}
+// held returns how many measurements hold the library on addr.
+func (l *loadedLibrary) held(addr string) int {
+	l.at.Lock()
+	defer l.at.Unlock()
+	return l.users[addr]
+}
+
+// acquired counts one more measurement holding the library on addr, and marks it the Custom's
+// own when it loaded it there (mine).
+func (l *loadedLibrary) acquired(addr string, count, mine bool) {
+	l.at.Lock()
+	defer l.at.Unlock()
+	if count {
+		l.users[addr]++
 	}
-	l.on[addr] = true
+	if mine {
+		l.mine[addr] = true
+	}
 }
 
-// take returns whether the library was loaded on addr by the Custom, and forgets it.
-func (l *loadedLibrary) take(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	mine := l.on[addr]
-	delete(l.on, addr)
+// release counts one measurement fewer holding the library on addr, and returns whether it was
+// the last and the Custom loaded the library there (then the caller deletes it).
+func (l *loadedLibrary) release(addr string) (deleteIt bool) {
+	l.at.Lock()
+	defer l.at.Unlock()
+	if l.users[addr] > 1 {
+		l.users[addr]--
+		return false
+	}
+	delete(l.users, addr)
+	mine := l.mine[addr]
+	delete(l.mine, addr)
 	return mine
 }
 
@@ -56,20 +78,35 @@ func forEachMaster(ctx context.Context, c redis.UniversalClient, do func(ctx con
 // code keeps it and uses it (Unload leaves it there); one whose library of that name has other
 // code is an error wrapping ErrLibraryInUse, naming the library and the master; elsewhere the
 // library is loaded with FUNCTION LOAD (not REPLACE) and recorded as the Custom's own. Then it
-// checks that the library registers the spec's function (FUNCTION LIST).
-func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error {
+// checks that the library registers the spec's function (FUNCTION LIST). With acquire (Prepare
+// and Check), the caller holds the library until its Unload, and a master where another
+// measurement of this Custom holds it already is left as it is; without (a load again after the
+// library was lost), every master is checked and loaded.
+func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient, acquire bool) error {
 	name := libraryName(a.spec.Source)
+	l := &a.loaded
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at.Lock()
+	if l.users == nil {
+		l.users, l.mine = map[string]int{}, map[string]bool{}
+	}
+	l.at.Unlock()
 	return forEachMaster(ctx, c, func(ctx context.Context, addr string, m redis.Cmdable) error {
+		if acquire && l.held(addr) > 0 {
+			l.acquired(addr, true, false)
+			return nil
+		}
 		if name != "" {
 			libs, err := m.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: name, WithCode: true}).Result()
 			if err != nil {
 				return err
 			}
-			for _, l := range libs {
-				if l.Name != name {
+			for _, lib := range libs {
+				if lib.Name != name {
 					continue
 				}
-				if l.Code != a.spec.Source {
+				if lib.Code != a.spec.Source {
 					where := ""
 					if addr != "" {
 						where = " on " + addr
@@ -77,15 +114,23 @@ func (a *Custom) loadLibrary(ctx context.Context, c redis.UniversalClient) error
 					return fmt.Errorf("%w: library %s%s differs from %s; limitbench never replaces a library it did not load "+
 						"(rename yours in its \"#!lua name=\" line, or unload the one on the server)", ErrLibraryInUse, name, where, a.spec.path())
 				}
-				return registers(ctx, m, name, a.spec.Function)
+				if err := registers(ctx, m, name, a.spec.Function); err != nil {
+					return err
+				}
+				l.acquired(addr, acquire, false)
+				return nil
 			}
 		}
 		lib, err := m.FunctionLoad(ctx, a.spec.Source).Result()
 		if err != nil {
 			return err
 		}
-		a.loaded.mark(addr)
-		return registers(ctx, m, lib, a.spec.Function)
+		l.acquired(addr, false, true)
+		if err := registers(ctx, m, lib, a.spec.Function); err != nil {
+			return err
+		}
+		l.acquired(addr, acquire, false)
+		return nil
 	})
 }
 
@@ -133,10 +178,12 @@ func (e *noFunctionError) Error() string {
 
 func (e *noFunctionError) Is(target error) bool { return target == ErrNoFunction }
 
-// Unload removes the function library from every master of c where Prepare (or Check) loaded it
-// (FUNCTION DELETE of the name on the library's "#!lua name=" line), so that a run leaves no
-// library of its own behind; a library that was on the server before is left as it is, and a
-// master that no longer has it is not an error. It does nothing for a script (the script cache
+// Unload releases the function library a Prepare (or Check) acquired, and removes it from every
+// master where the Custom loaded it and no other of its measurements still holds it (FUNCTION
+// DELETE of the name on the library's "#!lua name=" line), so that a run leaves no library of its
+// own behind and a trial that ends first does not take it from those still running; a library
+// that was on the server before is left as it is, and a master that no longer has it is not an
+// error. It does nothing for a script (the script cache
 // is Redis's to manage).
 func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
 	if a.spec.Function == "" {
@@ -146,9 +193,12 @@ func (a *Custom) Unload(ctx context.Context, c redis.UniversalClient) error {
 	if name == "" {
 		return nil // FUNCTION LOAD refused it: nothing was loaded
 	}
+	l := &a.loaded
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return forEachMaster(ctx, c, func(ctx context.Context, addr string, m redis.Cmdable) error {
-		if !a.loaded.take(addr) {
-			return nil
+		if !l.release(addr) {
+			return nil // another measurement still holds it, or it was not the Custom's to delete
 		}
 		err := m.FunctionDelete(ctx, name).Err()
 		if err != nil && strings.Contains(err.Error(), "Library not found") {
@@ -183,7 +233,7 @@ func (b *library) after(gen uint64) func(Decision, error) (Decision, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 		defer cancel()
-		rerr := b.a.loadLibrary(ctx, b.on)
+		rerr := b.a.loadLibrary(ctx, b.on, false)
 		b.gen.Add(1)
 		if rerr != nil {
 			return d, fmt.Errorf("%w (loading the function library again failed: %w)", err, rerr)
