@@ -74,7 +74,7 @@ func (s *fhEndsState) step(sl *streamLimit, sc *streamScope, w *firstHitSweep, F
 // start sets the values of (b)'s and (d)'s starts.
 func (s *fhEndsState) start(sl *streamLimit, sc *streamScope, w *firstHitSweep, base int64) {
 	G, W, L := sl.lim.g, sl.lim.w, sl.lim.l
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	from := sl.from()
 	s.based, s.base = true, base
 	s.sb.reset(func(j int) int64 { return bk.p * (sc.adm.at(j).Lo() - G - base) }, bk.q)
@@ -164,7 +164,7 @@ func (s *fhEndsState) ends(sl *streamLimit, sc *streamScope, w *firstHitSweep, F
 
 // count is condition (b): the token bucket (2L, L/W) over the sets {lo ≥ a, hi ≤ b}.
 func (s *fhEndsState) count(sl *streamLimit, sc *streamScope, b int64) {
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	m := s.sb.end(&sc.adm, s.group, sc.adm.end())
 	f := m - bk.p*(b-s.base)
 	if f <= bk.q*bk.cap {
@@ -240,7 +240,7 @@ func (s *fhEndsState) split(sl *streamLimit, sc *streamScope, w *firstHitSweep, 
 // bucketHide is the token-bucket hide of condition (b)'s bucket at end b (bucketHide).
 func (s *fhEndsState) bucketHide(sl *streamLimit, sc *streamScope, b int64) {
 	G := sl.lim.g
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	for ; s.allow < sc.adm.end() && sc.adm.at(s.allow).Lo()+G <= b; s.allow++ {
 	}
 	for ; s.u < sc.unknown.end() && sc.unknown.at(s.u).Lo()+G <= b; s.u++ {

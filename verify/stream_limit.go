@@ -3,6 +3,7 @@ package verify
 import (
 	"cmp"
 	"container/heap"
+	"math"
 	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -14,7 +15,8 @@ import (
 type streamLimit struct {
 	s      *Stream
 	lim    limit
-	key    func(e *Event) uint64
+	bk     limit // first-hit-window: condition (b)'s token bucket, lim.bucket()
+	key    scopeKeyer
 	sort   sorter
 	buf    []Event // take's events of the kinds the limit reads
 	scopes map[uint64]*streamScope
@@ -46,8 +48,12 @@ func (f *found) better(excess int64, key uint64, b int64) bool {
 }
 
 func newStreamLimit(s *Stream, lim limit) *streamLimit {
-	return &streamLimit{s: s, lim: lim, key: scopeKey(lim.scope), scopes: map[uint64]*streamScope{},
+	sl := &streamLimit{s: s, lim: lim, key: newScopeKeyer(lim.scope), scopes: map[uint64]*streamScope{},
 		viol: heapOf[violAt]{less: func(a, b violAt) bool { return a.cmp(b) > 0 }}}
+	if lim.kind == algorithms.FirstHitWindow {
+		sl.bk = lim.bucket()
+	}
+	return sl
 }
 
 // streamScope is one scope of one limit: its events not yet dropped, in Lo order, and the
@@ -113,14 +119,36 @@ func (sl *streamLimit) take(all []Event) {
 	}
 	sl.sort.sort(ev, sl.lim.scope)
 	for i := 0; i < len(ev); {
-		k := sl.key(&ev[i])
+		k := sl.key.key(&ev[i])
 		j := i + 1
-		for j < len(ev) && sl.key(&ev[j]) == k {
+		for j < len(ev) && sl.key.key(&ev[j]) == k {
 			j++
 		}
 		sl.scope(k, &ev[i]).append(sl, ev[i:j])
 		i = j
 	}
+}
+
+// scopeKeyer is scopeKey(scope) without a call through a func value: an event's key is its
+// subject and client masked and shifted.
+type scopeKeyer struct {
+	subMask, cliMask uint64
+	subShift         uint
+}
+
+func newScopeKeyer(sc algorithms.Scope) scopeKeyer {
+	switch sc {
+	case algorithms.PerClient:
+		return scopeKeyer{subMask: math.MaxUint64, cliMask: math.MaxUint64, subShift: 16}
+	case algorithms.PerConsumer:
+		return scopeKeyer{cliMask: math.MaxUint64}
+	}
+	return scopeKeyer{subMask: math.MaxUint64}
+}
+
+// key returns e's scope key, as scopeKey's function does.
+func (k *scopeKeyer) key(e *Event) uint64 {
+	return (uint64(e.Subject)&k.subMask)<<k.subShift | uint64(e.Client)&k.cliMask
 }
 
 // scope returns the state of the scope of key k, made from its first event e when new.
