@@ -19,6 +19,8 @@ type streamLimit struct {
 	key    scopeKeyer
 	sort   sorter
 	buf    []Event // take's events of the kinds the limit reads
+	sorted []Event // sortScopes' output
+	counts []int   // sortScopes' counts per scope key
 	scopes map[uint64]*streamScope
 	active []*streamScope
 
@@ -117,7 +119,7 @@ func (sl *streamLimit) take(all []Event) {
 		}
 		sl.buf = ev
 	}
-	sl.sort.sort(ev, sl.lim.scope)
+	ev = sl.sortScopes(ev)
 	for i := 0; i < len(ev); {
 		k := sl.key.key(&ev[i])
 		j := i + 1
@@ -126,6 +128,77 @@ func (sl *streamLimit) take(all []Event) {
 		}
 		sl.scope(k, &ev[i]).append(sl, ev[i:j])
 		i = j
+	}
+}
+
+// scopeSortMax is the widest range of scope keys that sortScopes sorts by counting.
+const scopeSortMax = 1 << 16
+
+// scopeSortRun is the longest run of one scope that sortScopes sorts by insertion.
+const scopeSortRun = 64
+
+// sortScopes returns ev sorted by scope, then the packed times t, as sorter.sort sorts it (ties,
+// equal t in one scope, in no particular order). When the scope keys span at most scopeSortMax
+// values it sorts by counting into sl.sorted, leaving ev as it was: the scopes' runs keep the
+// order of ev, which the reorder releases bin by bin in Lo order, so each run is nearly sorted
+// already and is finished by insertion sort on t (a long run by sorter.sort). Else it sorts ev
+// in place with sorter.sort.
+func (sl *streamLimit) sortScopes(ev []Event) []Event {
+	if len(ev) < 2 {
+		return ev
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for i := range ev {
+		k := sl.key.key(&ev[i])
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	if hi-lo >= scopeSortMax {
+		sl.sort.sort(ev, sl.lim.scope)
+		return ev
+	}
+	n := int(hi-lo) + 1
+	if cap(sl.counts) < n+1 {
+		sl.counts = make([]int, n+1)
+	}
+	counts := sl.counts[:n+1]
+	clear(counts)
+	for i := range ev {
+		counts[sl.key.key(&ev[i])-lo+1]++
+	}
+	for k := 1; k <= n; k++ {
+		counts[k] += counts[k-1]
+	}
+	if cap(sl.sorted) < len(ev) {
+		sl.sorted = make([]Event, len(ev), 2*len(ev))
+	}
+	out := sl.sorted[:len(ev)]
+	for i := range ev {
+		k := sl.key.key(&ev[i]) - lo
+		out[counts[k]] = ev[i]
+		counts[k]++
+	}
+	// counts[k] is now where scope lo + k's run ends.
+	start := 0
+	for _, end := range counts[:n] {
+		if run := out[start:end]; len(run) > scopeSortRun {
+			sl.sort.sort(run, sl.lim.scope)
+		} else {
+			insertionByT(run)
+		}
+		start = end
+	}
+	return out
+}
+
+// insertionByT sorts ev by the packed times t, by insertion: fast when ev is nearly sorted.
+func insertionByT(ev []Event) {
+	for i := 1; i < len(ev); i++ {
+		e := ev[i]
+		j := i
+		for ; j > 0 && ev[j-1].t > e.t; j-- {
+			ev[j] = ev[j-1]
+		}
+		ev[j] = e
 	}
 }
 
