@@ -64,13 +64,13 @@ type streamScope struct {
 	key              uint64
 	subject          uint32 // of its first event, for its names
 	client           uint16
-	adm              queue[Event] // admissions
-	hiWait           hiHeap       // admissions whose Hi is not final yet
-	hiOrd            queue[int]   // positions of adm whose Hi is final, in Hi order
-	done             flags        // positions whose Hi-order entry is dropped
-	doneTo           int          // every position before it is done
-	unknown          queue[Event] // unknown outcomes
-	rest             queue[Event] // denied and failed requests (first-hit-window only)
+	adm              queue[Event]   // admissions
+	hiWait           hiHeap         // admissions whose Hi is not final yet
+	hiOrd            queue[hiEntry] // admissions of adm whose Hi is final, in Hi order
+	done             flags          // positions whose Hi-order entry is dropped
+	doneTo           int            // every position before it is done
+	unknown          queue[Event]   // unknown outcomes
+	rest             queue[Event]   // denied and failed requests (first-hit-window only)
 	admitted, active bool
 	sw               scopeSweeper
 }
@@ -91,7 +91,7 @@ type scopeSweeper interface {
 func (sc *streamScope) nextEnd(i, u int, G int64) (b int64, known bool) {
 	b, bu := int64(posInf), int64(posInf)
 	if i < sc.hiOrd.end() {
-		b = sc.adm.at(*sc.hiOrd.at(i)).Hi() + G
+		b = sc.hiOrd.at(i).hi + G
 	}
 	if u < sc.unknown.end() {
 		bu = sc.unknown.at(u).Lo() + G
@@ -249,7 +249,7 @@ func (sc *streamScope) append(sl *streamLimit, ev []Event) {
 				sc.admitted = true
 				sl.scopesAdmitted++
 			}
-			sc.hiWait.push(hiEntry{hi: e.Hi(), pos: sc.adm.end()})
+			sc.hiWait.push(hiEntry{hi: e.Hi(), pos: sc.adm.end(), permits: e.Permits})
 			sc.adm.push(e)
 		case Unknown:
 			sc.unknown.push(e)
@@ -267,7 +267,7 @@ func (sl *streamLimit) step(F int64) {
 	kept := sl.active[:0]
 	for _, sc := range sl.active {
 		for len(sc.hiWait) > 0 && sc.hiWait[0].hi < F {
-			sc.hiOrd.push(sc.hiWait.pop().pos)
+			sc.hiOrd.push(sc.hiWait.pop())
 		}
 		sc.drop(sc.sw.step(sl, sc, F))
 		if sc.adm.empty() && sc.unknown.empty() && sc.rest.empty() && len(sc.hiWait) == 0 {
@@ -284,7 +284,7 @@ func (sl *streamLimit) step(F int64) {
 // positions are then done), and positions before both n.adm and the first not done.
 func (sc *streamScope) drop(n needs) {
 	for i := sc.hiOrd.off; i < n.hi; i++ {
-		sc.done.set(*sc.hiOrd.at(i))
+		sc.done.set(sc.hiOrd.at(i).pos)
 	}
 	sc.hiOrd.dropTo(n.hi)
 	for sc.doneTo < sc.adm.end() && sc.done.get(sc.doneTo) {
