@@ -71,6 +71,7 @@ type streamScope struct {
 	doneTo           int            // every position before it is done
 	unknown          queue[Event]   // unknown outcomes
 	rest             queue[Event]   // denied and failed requests (first-hit-window only)
+	maxHi            int64          // the largest Hi of an admission, when admitted
 	admitted, active bool
 	sw               scopeSweeper
 }
@@ -246,10 +247,12 @@ func (sc *streamScope) append(sl *streamLimit, ev []Event) {
 		switch e.Kind() {
 		case Admitted:
 			if !sc.admitted {
-				sc.admitted = true
+				sc.admitted, sc.maxHi = true, e.Hi()
 				sl.scopesAdmitted++
 			}
-			sc.hiWait.push(hiEntry{hi: e.Hi(), pos: sc.adm.end(), permits: e.Permits})
+			hi := e.Hi()
+			sc.maxHi = max(sc.maxHi, hi)
+			sc.hiWait.push(hiEntry{hi: hi, pos: sc.adm.end(), permits: e.Permits})
 			sc.adm.push(e)
 		case Unknown:
 			sc.unknown.push(e)
