@@ -132,11 +132,7 @@ func (s *Stream) count(e *Event) {
 // requests). It follows the contract's windows and the widest interval in flight, not the
 // history's length (see the package doc, "Streaming").
 func (s *Stream) Retained() int64 {
-	n := int64(0)
-	for _, b := range s.pend.bins {
-		n += int64(len(b))
-	}
-	n += int64(len(s.out))
+	n := s.pend.size() + int64(len(s.out))
 	for _, sl := range s.lims {
 		for _, sc := range sl.active {
 			n += int64(sc.adm.size() + sc.unknown.size() + sc.rest.size())
@@ -248,31 +244,61 @@ func (s *Stream) Finish() (Report, error) {
 }
 
 // reorder holds the events added but not yet released, in bins of 2^reorderShift µs of Lo, and
-// releases them bin by bin (unsorted: each limit sorts by its scope).
+// releases them bin by bin (unsorted: each limit sorts by its scope). Events arrive nearly in Lo
+// order, so add finds its bin in a small direct-mapped cache of recent bins, without a map look-up.
 type reorder struct {
-	bins map[int64][]Event
-	keys heapOf[int64] // the bins' keys
-	free [][]Event
-	buf  []Event
+	bins  map[int64]*[]Event
+	keys  heapOf[int64] // the bins' keys
+	free  []*[]Event
+	buf   []Event
+	cache [reorderCache]reorderSlot // slot k mod reorderCache: bin k, when it is held
 }
 
 // reorderShift sets the width of a reorder bin: 2^10 µs, about a millisecond.
 const reorderShift = 10
 
+// reorderCache is the number of bins reorder.add finds without the map (a power of two).
+const reorderCache = 16
+
+// reorderSlot is a cached bin: bin is the bin of key k, or nil.
+type reorderSlot struct {
+	k   int64
+	bin *[]Event
+}
+
 func (r *reorder) init() {
-	r.bins, r.keys = map[int64][]Event{}, heapOf[int64]{less: func(a, b int64) bool { return a < b }}
+	r.bins, r.keys = map[int64]*[]Event{}, heapOf[int64]{less: func(a, b int64) bool { return a < b }}
 }
 
 func (r *reorder) add(e Event) {
 	k := e.Lo() >> reorderShift
-	b, ok := r.bins[k]
-	if !ok {
+	c := &r.cache[k&(reorderCache-1)]
+	if c.bin != nil && c.k == k {
+		*c.bin = append(*c.bin, e)
+		return
+	}
+	b := r.bins[k]
+	if b == nil {
 		heap.Push(&r.keys, k)
 		if n := len(r.free); n > 0 {
-			b, r.free = r.free[n-1][:0], r.free[:n-1]
+			b, r.free = r.free[n-1], r.free[:n-1]
+			*b = (*b)[:0]
+		} else {
+			b = new([]Event)
 		}
+		r.bins[k] = b
 	}
-	r.bins[k] = append(b, e)
+	*b = append(*b, e)
+	c.k, c.bin = k, b
+}
+
+// size returns the number of events held.
+func (r *reorder) size() int64 {
+	n := int64(0)
+	for _, b := range r.bins {
+		n += int64(len(*b))
+	}
+	return n
 }
 
 // release gives the events of Lo < t to give (posInf: all) and returns how many it gave.
@@ -283,14 +309,17 @@ func (r *reorder) release(t int64, give func([]Event)) int {
 		b := r.bins[k]
 		if t != posInf && (k+1)<<reorderShift > t {
 			// The bin that holds t: only its events below t go.
-			n := partitionFunc(b, func(e *Event) bool { return e.Lo() < t })
-			out = append(out, b[:n]...)
-			r.bins[k] = append(b[:0], b[n:]...)
+			n := partitionFunc(*b, func(e *Event) bool { return e.Lo() < t })
+			out = append(out, (*b)[:n]...)
+			*b = append((*b)[:0], (*b)[n:]...)
 			break
 		}
-		out = append(out, b...)
+		out = append(out, *b...)
 		r.free = append(r.free, b)
 		delete(r.bins, k)
+		if c := &r.cache[k&(reorderCache-1)]; c.bin == b {
+			c.bin = nil
+		}
 		heap.Pop(&r.keys)
 	}
 	if len(out) > 0 {

@@ -70,8 +70,8 @@ func (w *bucketSweep) ends(sl *streamLimit, sc *streamScope) {
 		}
 		if known {
 			w.group = w.group[:0]
-			for ; w.i < sc.hiOrd.end() && sc.adm.at(*sc.hiOrd.at(w.i)).Hi()+G == b; w.i++ {
-				w.group = append(w.group, *sc.hiOrd.at(w.i))
+			for ; w.i < sc.hiOrd.end() && sc.hiOrd.at(w.i).hi+G == b; w.i++ {
+				w.group = append(w.group, sc.hiOrd.at(w.i).pos)
 			}
 			m := w.sm.end(&sc.adm, w.group, sc.adm.end())
 			if f := m - p*(b-w.base); f > qC {
@@ -122,7 +122,7 @@ func (w *bucketSweep) possible(sl *streamLimit, sc *streamScope) {
 			v.maxHi = max(v.maxHi, sc.adm.at(v.k).Hi()+G)
 		}
 		for ; v.j0 < sc.hiOrd.end(); v.j0++ {
-			j := *sc.hiOrd.at(v.j0)
+			j := sc.hiOrd.at(v.j0).pos
 			e := sc.adm.at(j)
 			hi := e.Hi() + G
 			if hi >= b {

@@ -20,7 +20,7 @@ type firstHitSweep struct {
 	phi     int64
 	emitted bool // the first window was turned into P̂
 	cl      fhClumps
-	until   int64 // the largest hi of an admission: clumps end there at the history's end
+	until   int64 // the largest hi of an admission (widened): clumps end there at the history's end
 	ends    fhEndsState
 }
 
@@ -37,8 +37,8 @@ func fhHiW(e *Event, G int64) int64 {
 func (w *firstHitSweep) step(sl *streamLimit, sc *streamScope, F int64) needs {
 	G, W := sl.lim.g, sl.lim.w
 	fresh := sl.s.hdr.Fresh
-	for i := max(w.ends.ai, sc.adm.off); i < sc.adm.end(); i++ {
-		w.until = max(w.until, sc.adm.at(i).Hi()+G)
+	if sc.admitted {
+		w.until = sc.maxHi + G
 	}
 	w.union(sc, G)
 	w.ch.advance(sc, &w.req, G, W, fresh, F, &w.wins)

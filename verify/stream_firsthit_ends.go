@@ -74,7 +74,7 @@ func (s *fhEndsState) step(sl *streamLimit, sc *streamScope, w *firstHitSweep, F
 // start sets the values of (b)'s and (d)'s starts.
 func (s *fhEndsState) start(sl *streamLimit, sc *streamScope, w *firstHitSweep, base int64) {
 	G, W, L := sl.lim.g, sl.lim.w, sl.lim.l
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	from := sl.from()
 	s.based, s.base = true, base
 	s.sb.reset(func(j int) int64 { return bk.p * (sc.adm.at(j).Lo() - G - base) }, bk.q)
@@ -151,8 +151,8 @@ func (s *fhEndsState) ends(sl *streamLimit, sc *streamScope, w *firstHitSweep, F
 		}
 		if known {
 			s.group = s.group[:0]
-			for ; s.i < sc.hiOrd.end() && sc.adm.at(*sc.hiOrd.at(s.i)).Hi()+G == b; s.i++ {
-				s.group = append(s.group, *sc.hiOrd.at(s.i))
+			for ; s.i < sc.hiOrd.end() && sc.hiOrd.at(s.i).hi+G == b; s.i++ {
+				s.group = append(s.group, sc.hiOrd.at(s.i).pos)
 			}
 			s.count(sl, sc, b)
 			s.chain(sl, sc, w, b)
@@ -164,7 +164,7 @@ func (s *fhEndsState) ends(sl *streamLimit, sc *streamScope, w *firstHitSweep, F
 
 // count is condition (b): the token bucket (2L, L/W) over the sets {lo ≥ a, hi ≤ b}.
 func (s *fhEndsState) count(sl *streamLimit, sc *streamScope, b int64) {
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	m := s.sb.end(&sc.adm, s.group, sc.adm.end())
 	f := m - bk.p*(b-s.base)
 	if f <= bk.q*bk.cap {
@@ -240,7 +240,7 @@ func (s *fhEndsState) split(sl *streamLimit, sc *streamScope, w *firstHitSweep, 
 // bucketHide is the token-bucket hide of condition (b)'s bucket at end b (bucketHide).
 func (s *fhEndsState) bucketHide(sl *streamLimit, sc *streamScope, b int64) {
 	G := sl.lim.g
-	bk := sl.lim.bucket()
+	bk := &sl.bk
 	for ; s.allow < sc.adm.end() && sc.adm.at(s.allow).Lo()+G <= b; s.allow++ {
 	}
 	for ; s.u < sc.unknown.end() && sc.unknown.at(s.u).Lo()+G <= b; s.u++ {
@@ -265,7 +265,7 @@ func (s *fhEndsState) release(sl *streamLimit, sc *streamScope, F int64) {
 	if F != posInf {
 		bound = F
 		if s.i < sc.hiOrd.end() {
-			bound = min(bound, sc.adm.at(*sc.hiOrd.at(s.i)).Hi()+sl.lim.g)
+			bound = min(bound, sc.hiOrd.at(s.i).hi+sl.lim.g)
 		}
 	}
 	from := sl.from()
@@ -346,14 +346,14 @@ func (s *fhEndsState) possible(sl *streamLimit, sc *streamScope, w *firstHitSwee
 // are gone before they enter.
 func (s *fhEndsState) exit(sl *streamLimit, sc *streamScope, t int64) {
 	for ; s.pout < sc.hiOrd.end(); s.pout++ {
-		j := *sc.hiOrd.at(s.pout)
-		if sc.adm.at(j).Hi()+sl.lim.g >= t {
+		h := sc.hiOrd.at(s.pout)
+		if h.hi+sl.lim.g >= t {
 			break
 		}
-		if j < s.pin {
-			s.psum -= int64(sc.adm.at(j).Permits)
+		if h.pos < s.pin {
+			s.psum -= int64(h.permits)
 		}
-		s.pgone.set(j)
+		s.pgone.set(h.pos)
 	}
 	s.pgone.dropTo(s.pin)
 }
@@ -384,7 +384,7 @@ func (s *fhEndsState) hideOverP(sl *streamLimit, sc *streamScope, w *firstHitSwe
 			c = sc.adm.at(s.hin).Lo() - G - W + 1
 		}
 		if s.hout < sc.hiOrd.end() {
-			c = min(c, sc.adm.at(*sc.hiOrd.at(s.hout)).Hi()+G+1)
+			c = min(c, sc.hiOrd.at(s.hout).hi+G+1)
 		}
 		if s.hu < sc.unknown.end() {
 			c = min(c, sc.unknown.at(s.hu).Lo()-G-W+1)
@@ -407,8 +407,8 @@ func (s *fhEndsState) hideOverP(sl *streamLimit, sc *streamScope, w *firstHitSwe
 		for ; s.hin < sc.adm.end() && sc.adm.at(s.hin).Lo()-G-W+1 <= c; s.hin++ {
 			s.hsum += int64(sc.adm.at(s.hin).Permits)
 		}
-		for ; s.hout < sc.hiOrd.end() && sc.adm.at(*sc.hiOrd.at(s.hout)).Hi()+G+1 <= c; s.hout++ {
-			s.hsum -= int64(sc.adm.at(*sc.hiOrd.at(s.hout)).Permits)
+		for ; s.hout < sc.hiOrd.end() && sc.hiOrd.at(s.hout).hi+G+1 <= c; s.hout++ {
+			s.hsum -= int64(sc.hiOrd.at(s.hout).permits)
 		}
 		for ; s.hu < sc.unknown.end() && sc.unknown.at(s.hu).Lo()-G-W+1 <= c; s.hu++ {
 			s.husum += int64(sc.unknown.at(s.hu).Permits)

@@ -3,6 +3,7 @@ package verify
 import (
 	"cmp"
 	"container/heap"
+	"math"
 	"slices"
 
 	"github.com/limitbench/limitbench/algorithms"
@@ -14,9 +15,12 @@ import (
 type streamLimit struct {
 	s      *Stream
 	lim    limit
-	key    func(e *Event) uint64
+	bk     limit // first-hit-window: condition (b)'s token bucket, lim.bucket()
+	key    scopeKeyer
 	sort   sorter
 	buf    []Event // take's events of the kinds the limit reads
+	sorted []Event // sortScopes' output
+	counts []int   // sortScopes' counts per scope key
 	scopes map[uint64]*streamScope
 	active []*streamScope
 
@@ -46,8 +50,12 @@ func (f *found) better(excess int64, key uint64, b int64) bool {
 }
 
 func newStreamLimit(s *Stream, lim limit) *streamLimit {
-	return &streamLimit{s: s, lim: lim, key: scopeKey(lim.scope), scopes: map[uint64]*streamScope{},
+	sl := &streamLimit{s: s, lim: lim, key: newScopeKeyer(lim.scope), scopes: map[uint64]*streamScope{},
 		viol: heapOf[violAt]{less: func(a, b violAt) bool { return a.cmp(b) > 0 }}}
+	if lim.kind == algorithms.FirstHitWindow {
+		sl.bk = lim.bucket()
+	}
+	return sl
 }
 
 // streamScope is one scope of one limit: its events not yet dropped, in Lo order, and the
@@ -56,13 +64,14 @@ type streamScope struct {
 	key              uint64
 	subject          uint32 // of its first event, for its names
 	client           uint16
-	adm              queue[Event] // admissions
-	hiWait           hiHeap       // admissions whose Hi is not final yet
-	hiOrd            queue[int]   // positions of adm whose Hi is final, in Hi order
-	done             flags        // positions whose Hi-order entry is dropped
-	doneTo           int          // every position before it is done
-	unknown          queue[Event] // unknown outcomes
-	rest             queue[Event] // denied and failed requests (first-hit-window only)
+	adm              queue[Event]   // admissions
+	hiWait           hiHeap         // admissions whose Hi is not final yet
+	hiOrd            queue[hiEntry] // admissions of adm whose Hi is final, in Hi order
+	done             flags          // positions whose Hi-order entry is dropped
+	doneTo           int            // every position before it is done
+	unknown          queue[Event]   // unknown outcomes
+	rest             queue[Event]   // denied and failed requests (first-hit-window only)
+	maxHi            int64          // the largest Hi of an admission, when admitted
 	admitted, active bool
 	sw               scopeSweeper
 }
@@ -83,7 +92,7 @@ type scopeSweeper interface {
 func (sc *streamScope) nextEnd(i, u int, G int64) (b int64, known bool) {
 	b, bu := int64(posInf), int64(posInf)
 	if i < sc.hiOrd.end() {
-		b = sc.adm.at(*sc.hiOrd.at(i)).Hi() + G
+		b = sc.hiOrd.at(i).hi + G
 	}
 	if u < sc.unknown.end() {
 		bu = sc.unknown.at(u).Lo() + G
@@ -111,16 +120,109 @@ func (sl *streamLimit) take(all []Event) {
 		}
 		sl.buf = ev
 	}
-	sl.sort.sort(ev, sl.lim.scope)
+	ev = sl.sortScopes(ev)
 	for i := 0; i < len(ev); {
-		k := sl.key(&ev[i])
+		k := sl.key.key(&ev[i])
 		j := i + 1
-		for j < len(ev) && sl.key(&ev[j]) == k {
+		for j < len(ev) && sl.key.key(&ev[j]) == k {
 			j++
 		}
 		sl.scope(k, &ev[i]).append(sl, ev[i:j])
 		i = j
 	}
+}
+
+// scopeSortMax is the widest range of scope keys that sortScopes sorts by counting.
+const scopeSortMax = 1 << 16
+
+// scopeSortRun is the longest run of one scope that sortScopes sorts by insertion.
+const scopeSortRun = 64
+
+// sortScopes returns ev sorted by scope, then the packed times t, as sorter.sort sorts it (ties,
+// equal t in one scope, in no particular order). When the scope keys span at most scopeSortMax
+// values it sorts by counting into sl.sorted, leaving ev as it was: the scopes' runs keep the
+// order of ev, which the reorder releases bin by bin in Lo order, so each run is nearly sorted
+// already and is finished by insertion sort on t (a long run by sorter.sort). Else it sorts ev
+// in place with sorter.sort.
+func (sl *streamLimit) sortScopes(ev []Event) []Event {
+	if len(ev) < 2 {
+		return ev
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for i := range ev {
+		k := sl.key.key(&ev[i])
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	if hi-lo >= scopeSortMax {
+		sl.sort.sort(ev, sl.lim.scope)
+		return ev
+	}
+	n := int(hi-lo) + 1
+	if cap(sl.counts) < n+1 {
+		sl.counts = make([]int, n+1)
+	}
+	counts := sl.counts[:n+1]
+	clear(counts)
+	for i := range ev {
+		counts[sl.key.key(&ev[i])-lo+1]++
+	}
+	for k := 1; k <= n; k++ {
+		counts[k] += counts[k-1]
+	}
+	if cap(sl.sorted) < len(ev) {
+		sl.sorted = make([]Event, len(ev), 2*len(ev))
+	}
+	out := sl.sorted[:len(ev)]
+	for i := range ev {
+		k := sl.key.key(&ev[i]) - lo
+		out[counts[k]] = ev[i]
+		counts[k]++
+	}
+	// counts[k] is now where scope lo + k's run ends.
+	start := 0
+	for _, end := range counts[:n] {
+		if run := out[start:end]; len(run) > scopeSortRun {
+			sl.sort.sort(run, sl.lim.scope)
+		} else {
+			insertionByT(run)
+		}
+		start = end
+	}
+	return out
+}
+
+// insertionByT sorts ev by the packed times t, by insertion: fast when ev is nearly sorted.
+func insertionByT(ev []Event) {
+	for i := 1; i < len(ev); i++ {
+		e := ev[i]
+		j := i
+		for ; j > 0 && ev[j-1].t > e.t; j-- {
+			ev[j] = ev[j-1]
+		}
+		ev[j] = e
+	}
+}
+
+// scopeKeyer is scopeKey(scope) without a call through a func value: an event's key is its
+// subject and client masked and shifted.
+type scopeKeyer struct {
+	subMask, cliMask uint64
+	subShift         uint
+}
+
+func newScopeKeyer(sc algorithms.Scope) scopeKeyer {
+	switch sc {
+	case algorithms.PerClient:
+		return scopeKeyer{subMask: math.MaxUint64, cliMask: math.MaxUint64, subShift: 16}
+	case algorithms.PerConsumer:
+		return scopeKeyer{cliMask: math.MaxUint64}
+	}
+	return scopeKeyer{subMask: math.MaxUint64}
+}
+
+// key returns e's scope key, as scopeKey's function does.
+func (k *scopeKeyer) key(e *Event) uint64 {
+	return (uint64(e.Subject)&k.subMask)<<k.subShift | uint64(e.Client)&k.cliMask
 }
 
 // scope returns the state of the scope of key k, made from its first event e when new.
@@ -145,10 +247,12 @@ func (sc *streamScope) append(sl *streamLimit, ev []Event) {
 		switch e.Kind() {
 		case Admitted:
 			if !sc.admitted {
-				sc.admitted = true
+				sc.admitted, sc.maxHi = true, e.Hi()
 				sl.scopesAdmitted++
 			}
-			sc.hiWait.push(hiEntry{hi: e.Hi(), pos: sc.adm.end()})
+			hi := e.Hi()
+			sc.maxHi = max(sc.maxHi, hi)
+			sc.hiWait.push(hiEntry{hi: hi, pos: sc.adm.end(), permits: e.Permits})
 			sc.adm.push(e)
 		case Unknown:
 			sc.unknown.push(e)
@@ -166,7 +270,7 @@ func (sl *streamLimit) step(F int64) {
 	kept := sl.active[:0]
 	for _, sc := range sl.active {
 		for len(sc.hiWait) > 0 && sc.hiWait[0].hi < F {
-			sc.hiOrd.push(sc.hiWait.pop().pos)
+			sc.hiOrd.push(sc.hiWait.pop())
 		}
 		sc.drop(sc.sw.step(sl, sc, F))
 		if sc.adm.empty() && sc.unknown.empty() && sc.rest.empty() && len(sc.hiWait) == 0 {
@@ -183,7 +287,7 @@ func (sl *streamLimit) step(F int64) {
 // positions are then done), and positions before both n.adm and the first not done.
 func (sc *streamScope) drop(n needs) {
 	for i := sc.hiOrd.off; i < n.hi; i++ {
-		sc.done.set(*sc.hiOrd.at(i))
+		sc.done.set(sc.hiOrd.at(i).pos)
 	}
 	sc.hiOrd.dropTo(n.hi)
 	for sc.doneTo < sc.adm.end() && sc.done.get(sc.doneTo) {

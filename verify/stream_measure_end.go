@@ -233,9 +233,7 @@ func (ms *MeasurementStream) finish() {
 // temporary file: Spilled).
 func (ms *MeasurementStream) Retained() int64 {
 	n := ms.whole.retained() + int64(len(ms.route)-ms.routeAt+len(ms.mid)+len(ms.errs.mem))
-	for _, b := range ms.pend.bins {
-		n += int64(len(b))
-	}
+	n += ms.pend.size()
 	for _, e := range ms.epochs {
 		n += e.retained()
 	}

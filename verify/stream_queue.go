@@ -36,10 +36,12 @@ func (q *queue[T]) dropTo(i int) {
 	}
 }
 
-// hiEntry is one admission waiting for the Hi order: its Hi and its position.
+// hiEntry is one admission in the Hi order, or waiting for it: its Hi, its position and its
+// permits (copied, so that a sweep in Hi order need not read the admission itself).
 type hiEntry struct {
-	hi  int64
-	pos int
+	hi      int64
+	pos     int
+	permits uint16
 }
 
 // hiHeap is a min-heap of admissions by Hi, then position: those whose Hi is not yet final (an

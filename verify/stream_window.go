@@ -56,7 +56,7 @@ func (w *slidingSweep) definite(sl *streamLimit, sc *streamScope) {
 		}
 		in, one := false, int64(0)
 		for ; w.i < sc.hiOrd.end(); w.i++ {
-			e := sc.adm.at(*sc.hiOrd.at(w.i))
+			e := sc.adm.at(sc.hiOrd.at(w.i).pos)
 			if e.Hi()+G != b {
 				break
 			}
@@ -111,11 +111,11 @@ func (w *slidingSweep) possible(sl *streamLimit, sc *streamScope) {
 		}
 		b := lo - G
 		for ; w.pleave < sc.hiOrd.end(); w.pleave++ {
-			e := sc.adm.at(*sc.hiOrd.at(w.pleave))
-			if e.Hi() > b-W-G {
+			h := sc.hiOrd.at(w.pleave)
+			if h.hi > b-W-G {
 				break
 			}
-			w.psum -= int64(e.Permits)
+			w.psum -= int64(h.permits)
 		}
 		if w.psum > L {
 			sl.possibleAt(sc, b, w.psum-L, 1, func() Where {
@@ -263,7 +263,7 @@ func (w *fixedSweep) possible(sl *streamLimit, sc *streamScope, F int64) {
 			p = floorDiv(sc.adm.at(w.pi).Lo()+lo0, W)
 		}
 		if w.pj < sc.hiOrd.end() {
-			p = min(p, floorDiv(sc.adm.at(*sc.hiOrd.at(w.pj)).Hi()+hi0, W)+1)
+			p = min(p, floorDiv(sc.hiOrd.at(w.pj).hi+hi0, W)+1)
 		}
 		if p >= kF || p == math.MaxInt64 {
 			if w.have && w.psum > L && kF != math.MaxInt64 && kF > w.cur {
@@ -279,11 +279,11 @@ func (w *fixedSweep) possible(sl *streamLimit, sc *streamScope, F int64) {
 			w.psum += int64(sc.adm.at(w.pi).Permits)
 		}
 		for ; w.pj < sc.hiOrd.end(); w.pj++ {
-			e := sc.adm.at(*sc.hiOrd.at(w.pj))
-			if floorDiv(e.Hi()+hi0, W)+1 != p {
+			h := sc.hiOrd.at(w.pj)
+			if floorDiv(h.hi+hi0, W)+1 != p {
 				break
 			}
-			w.psum -= int64(e.Permits)
+			w.psum -= int64(h.permits)
 		}
 		w.cur, w.have = p, true
 	}
