@@ -46,10 +46,20 @@ type worker struct {
 	busy atomic.Int64
 }
 
-// sending says that the worker is about to send (worker.busy) and returns the send's time.
+// sending says that the worker is about to send (worker.busy, only when the plan has Settled
+// to read it) and returns the send's time.
 func (w *worker) sending() time.Time {
-	w.busy.Store(int64(time.Since(w.r.start)))
+	if w.r.p.Settled != nil {
+		w.busy.Store(int64(time.Since(w.r.start)))
+	}
 	return time.Now()
+}
+
+// idle says that the worker holds no outcome the sinks have not been given (worker.busy).
+func (w *worker) idle() {
+	if w.r.p.Settled != nil {
+		w.busy.Store(math.MaxInt64)
+	}
 }
 
 func newWorker(r *runner, id int) *worker {
@@ -272,7 +282,7 @@ func (w *worker) send(outs []Outcome, closed bool, now time.Time) {
 		}
 	}
 	w.record(outs)
-	w.busy.Store(math.MaxInt64)
+	w.idle()
 	if w.conn != nil {
 		for i := range outs {
 			if outs[i].Err != nil {
@@ -371,7 +381,7 @@ func (w *worker) openLoop() {
 			// before the end that is not yet late is still sent after it, so that a stall of
 			// the machine near the end costs no more than one anywhere else (where ticks up
 			// to LateAfter behind are sent and are not late).
-			w.busy.Store(math.MaxInt64)
+			w.idle()
 			return
 		}
 		w.prepare(&w.outs[0], n, at)
@@ -408,7 +418,7 @@ func (w *worker) closedLoop() {
 	for !r.stopped() {
 		now := w.sending()
 		if now.Sub(r.start) >= r.end {
-			w.busy.Store(math.MaxInt64)
+			w.idle()
 			return
 		}
 		for j := range n {
